@@ -1,0 +1,93 @@
+// swift-tools-version: 6.0
+// SymorvaKit: the client SDK for Symorva communities.
+//
+// The module graph keeps machines pure: `SymorvaMachines` depends on the runtime only,
+// and only the adapter modules (`SymorvaTransport`, `SymorvaStore`, `SymorvaCrypto`)
+// import the C libraries.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "SymorvaKit",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "SymorvaKit", targets: ["SymorvaKit"]),
+        .library(name: "SymorvaTesting", targets: ["SymorvaTesting"]),
+        .executable(name: "symorva", targets: ["symorva"]),
+        .executable(name: "symorva-bench", targets: ["symorva-bench"]),
+    ],
+    targets: [
+        // MARK: C libraries (system libraries through module maps)
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        .target(name: "CCurlShim", dependencies: ["CCurl"], path: "Sources/CCurlShim"),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(
+            name: "COlm", path: "Sources/COlm", pkgConfig: "olm",
+            providers: [.apt(["libolm-dev"]), .brew(["libolm"])]),
+        .systemLibrary(
+            name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+
+        // MARK: Core (pure)
+        .target(name: "SymorvaRuntime", swiftSettings: swiftSettings),
+        .target(name: "SymorvaMachines", dependencies: ["SymorvaRuntime"], swiftSettings: swiftSettings),
+
+        // MARK: Adapters (the only modules that import C libraries)
+        .target(
+            name: "SymorvaTransport", dependencies: ["SymorvaRuntime", "CCurl", "CCurlShim"],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaStore", dependencies: ["SymorvaRuntime", "CSQLite", "CSodium"],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaCrypto", dependencies: ["SymorvaRuntime", "COlm", "CSodium"],
+            swiftSettings: swiftSettings),
+
+        // MARK: Product surface
+        .target(
+            name: "SymorvaKit",
+            dependencies: [
+                "SymorvaRuntime", "SymorvaMachines", "SymorvaTransport", "SymorvaStore", "SymorvaCrypto",
+            ],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit"],
+            swiftSettings: swiftSettings),
+
+        // MARK: Programs
+        .target(name: "SymorvaREPL", dependencies: ["SymorvaKit"], swiftSettings: swiftSettings),
+        .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "symorva-bench",
+            dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+
+        // MARK: Tests
+        .testTarget(
+            name: "SymorvaRuntimeTests", dependencies: ["SymorvaRuntime", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaMachinesTests", dependencies: ["SymorvaMachines", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaAdapterTests",
+            dependencies: ["SymorvaTransport", "SymorvaStore", "SymorvaCrypto", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,3 @@
+#include <olm/olm.h>
+#include <olm/pk.h>
+#include <olm/sas.h>
