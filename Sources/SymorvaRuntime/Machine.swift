@@ -1,0 +1,86 @@
+/// A feature's behaviour as a pure function: `(State, Event) -> (State, [Effect])`.
+///
+/// A machine performs no I/O, reads no clock and holds no mutable state. Everything that
+/// touches the world is an ``MachineEffect`` returned from ``transition(from:on:)`` and
+/// performed by an ``EffectInterpreter``; results come back as events. This is what makes
+/// every machine testable exhaustively and checkable against its chart in `StateCharts/`.
+public protocol StateMachine: Sendable {
+    /// Where the feature is. Case names are the state ids of the machine's chart.
+    associatedtype State: Sendable & CaseNamed
+    /// What happened. Case names are the event names of the machine's chart.
+    associatedtype Event: Sendable & CaseNamed
+    /// What the interpreter must do next.
+    associatedtype Effect: MachineEffect
+
+    /// The machine's name in traces and the file name of its chart (`StateCharts/<name>.scxml`).
+    static var name: String { get }
+
+    /// Decides the outcome of `event` in `state`. Synchronous, pure and total.
+    func transition(from state: State, on event: Event) -> Transition<State, Effect>
+}
+
+/// The outcome of one event in one state.
+public enum Transition<State: Sendable, Effect: Sendable>: Sendable {
+    /// The machine moves to a new state (possibly the same case with new data) and asks for
+    /// effects. Moving cancels the current state timeout.
+    case move(to: State, effects: [Effect])
+    /// The machine keeps its state and asks for effects.
+    case stay(effects: [Effect])
+    /// The event has no meaning in this state. The host traces it; it is never an error.
+    case ignored
+
+    /// A move without effects.
+    public static func move(to state: State) -> Self { .move(to: state, effects: []) }
+    /// Staying without effects: the event was understood but changes nothing.
+    public static var stay: Self { .stay(effects: []) }
+
+    /// The state after this transition, given the state before it.
+    public func nextState(after state: State) -> State {
+        switch self {
+        case .move(let next, _): next
+        case .stay, .ignored: state
+        }
+    }
+
+    /// The effects this transition asks for.
+    public var effects: [Effect] {
+        switch self {
+        case .move(_, let effects), .stay(let effects): effects
+        case .ignored: []
+        }
+    }
+
+    /// Whether the event was ignored.
+    public var isIgnored: Bool {
+        if case .ignored = self { return true }
+        return false
+    }
+}
+
+/// A value that can name its enum case without revealing its payload.
+///
+/// Traces, logs and the chart checker use only these names, so a state or event that carries
+/// a token or a message body is safe to trace. The default implementation reads the case
+/// label through reflection and never touches associated values; hot machines may override it
+/// with a `switch` for speed.
+public protocol CaseNamed {
+    /// The enum case's name, without associated values: `authenticating`, `loginResponse`.
+    var caseName: String { get }
+}
+
+extension CaseNamed {
+    public var caseName: String { caseLabel(of: self) }
+}
+
+/// The case label of an enum value, or its type name for anything that is not an enum.
+/// Associated values are never formatted.
+public func caseLabel(of value: some Any) -> String {
+    let mirror = Mirror(reflecting: value)
+    guard mirror.displayStyle == .enum else { return String(describing: type(of: value)) }
+    if let label = mirror.children.first?.label { return label }
+    // A case without payload: its description is the case name unless the type customises it.
+    if value is any CustomStringConvertible || value is any CustomDebugStringConvertible {
+        return String(describing: type(of: value)) + ".<case>"
+    }
+    return String(describing: value)
+}
