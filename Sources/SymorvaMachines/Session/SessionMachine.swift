@@ -198,8 +198,9 @@ public struct SessionMachine: StateMachine {
 
     // MARK: - Shared steps
 
-    /// The delay before the `number`-th retry of a transient failure: doubling, capped.
-    func backoff(attempt number: Int) -> Duration {
+    /// The delay after the `number`-th failed try of a transient failure: ``initialRetryDelay``
+    /// doubling per try, capped at ``maxRetryDelay``. Used when the server names no `retry_after`.
+    public func backoff(attempt number: Int) -> Duration {
         var delay = initialRetryDelay
         for _ in 1..<min(max(number, 1), 32) where delay < maxRetryDelay { delay = delay * 2 }
         return min(delay, maxRetryDelay)
