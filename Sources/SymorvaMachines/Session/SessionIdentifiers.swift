@@ -17,7 +17,7 @@ public struct UserID: Sendable, Hashable, Codable, LogSafe, CustomStringConverti
         let localpart = rawValue[rawValue.index(after: rawValue.startIndex)..<colon]
         let server = rawValue[rawValue.index(after: colon)...]
         guard !localpart.isEmpty, localpart.unicodeScalars.allSatisfy(Self.isLocalpartScalar),
-            ServerName.isValid(server)
+            MatrixServerName.isValid(server)
         else { return nil }
         self.rawValue = rawValue
     }
@@ -55,9 +55,13 @@ public struct UserID: Sendable, Hashable, Codable, LogSafe, CustomStringConverti
 }
 
 /// The grammar of a Matrix server name: a DNS name, an IPv4 address or a bracketed IPv6
-/// address, with an optional port.
-enum ServerName {
-    static func isValid(_ name: Substring) -> Bool {
+/// address, with an optional port (`example.org`, `localhost:8448`, `[::1]:8008`).
+public enum MatrixServerName {
+    /// Whether `name` is a valid server name.
+    public static func isValid(_ name: String) -> Bool { isValid(name[...]) }
+
+    /// Whether `name` is a valid server name.
+    public static func isValid(_ name: Substring) -> Bool {
         guard !name.isEmpty, name.utf8.count <= 255 else { return false }
         var host = name
         if host.hasPrefix("[") {
@@ -143,7 +147,7 @@ public struct HomeserverURL: Sendable, Hashable, Codable, LogSafe, CustomStringC
         let rest = text.dropFirst(schemeLength)
         let authority = rest.prefix { $0 != "/" }
         guard !text.contains("?"), !text.contains("#"), !text.contains(" "), !authority.contains("@"),
-            ServerName.isValid(authority)
+            MatrixServerName.isValid(authority)
         else { return nil }
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }

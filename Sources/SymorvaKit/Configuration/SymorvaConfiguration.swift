@@ -1,0 +1,163 @@
+import Foundation
+import SymorvaMachines
+
+/// A community's manifest, `symorva.config.json`: which homeserver and services to talk to,
+/// which optional modules exist, and whether new conversations are encrypted by default.
+///
+/// ```json
+/// {"version": 1,
+///  "community": {"name": "Orbit Dev"},
+///  "homeserver": {"url": "http://127.0.0.1:8008", "serverName": "localhost"},
+///  "services": {"url": "http://127.0.0.1:8090"},
+///  "modules": {"meetings": {"enabled": true}, "aiStudio": {"enabled": true},
+///              "wallet": {"enabled": true, "assets": [{"code": "ORB", "precision": 2}]},
+///              "directory": {"enabled": true}},
+///  "encryption": {"defaultEnabled": false}}
+/// ```
+///
+/// A module absent from `modules` is disabled; `encryption` may be left out (off by default).
+/// Unknown fields are ignored so that newer generators can add hints without a version bump.
+public struct SymorvaConfiguration: Sendable, Hashable {
+    /// The manifest format version; always 1 today.
+    public var version: Int
+    /// The community as members see it.
+    public var community: Community
+    /// The Matrix homeserver.
+    public var homeserver: Homeserver
+    /// The community services (meetings, wallet, AI studio, directory).
+    public var services: Services
+    /// Which modules are switched on.
+    public var modules: Modules
+    /// End-to-end encryption defaults.
+    public var encryption: Encryption
+
+    /// The community's identity.
+    public struct Community: Sendable, Hashable {
+        /// Display name, e.g. `Orbit Dev`.
+        public var name: String
+    }
+
+    /// Where the Matrix homeserver is.
+    public struct Homeserver: Sendable, Hashable {
+        /// The client-server API base URL (no trailing slash).
+        public var url: HomeserverURL
+        /// The server name in user IDs (`@alice:<serverName>`).
+        public var serverName: String
+
+        /// Where session discovery starts: the known URL, checked with `/versions`.
+        public var address: ServerAddress { .homeserverURL(url, serverName: serverName) }
+    }
+
+    /// Where the community services are.
+    public struct Services: Sendable, Hashable {
+        /// The services' base URL.
+        public var url: URL
+    }
+
+    /// A module that is either on or off.
+    public struct ModuleSwitch: Sendable, Hashable {
+        /// Whether the module's client exists.
+        public var isEnabled: Bool
+    }
+
+    /// One asset the wallet module handles.
+    public struct Asset: Sendable, Hashable {
+        /// The asset code, 2–12 upper-case letters or digits (`ORB`).
+        public var code: String
+        /// Digits after the decimal point, 0–18.
+        public var precision: Int
+    }
+
+    /// The wallet module's switch and assets.
+    public struct Wallet: Sendable, Hashable {
+        /// Whether the wallet client exists.
+        public var isEnabled: Bool
+        /// The assets, in manifest order; at least one when enabled.
+        public var assets: [Asset]
+    }
+
+    /// The modules of the manifest.
+    public struct Modules: Sendable, Hashable {
+        /// Meetings (a foundation module, normally on).
+        public var meetings: ModuleSwitch
+        /// The AI studio (optional).
+        public var aiStudio: ModuleSwitch
+        /// The wallet (optional).
+        public var wallet: Wallet
+        /// The member directory (optional).
+        public var directory: ModuleSwitch
+    }
+
+    /// Encryption defaults.
+    public struct Encryption: Sendable, Hashable {
+        /// Whether conversations created by members are end-to-end encrypted by default.
+        public var isEnabledByDefault: Bool
+    }
+
+    /// The manifest versions this SDK reads.
+    public static let supportedVersions: ClosedRange<Int> = 1...1
+
+    /// Reads and validates the manifest at `url`.
+    public static func load(from url: URL) throws(ConfigurationError) -> SymorvaConfiguration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw .unreadable(path: url.path, reason: (error as NSError).localizedDescription)
+        }
+        return try SymorvaConfiguration(jsonData: data)
+    }
+
+    /// Validates a manifest given as JSON bytes.
+    public init(jsonData: Data) throws(ConfigurationError) {
+        let root: JSONValue
+        do {
+            root = try JSONValue(parsing: jsonData)
+        } catch {
+            throw .malformedJSON(line: error.line, column: error.column, reason: error.reason)
+        }
+        try self.init(validating: ManifestReader(root: root))
+    }
+
+    private init(validating reader: ManifestReader) throws(ConfigurationError) {
+        let root = try reader.object(at: [])
+        let version = try reader.integer(at: ["version"], in: root)
+        guard Self.supportedVersions.contains(version) else { throw .unsupportedVersion(version) }
+        self.version = version
+
+        let community = try reader.object(at: ["community"], in: root)
+        self.community = Community(name: try reader.nonEmptyString(at: ["community", "name"], in: community))
+
+        let homeserver = try reader.object(at: ["homeserver"], in: root)
+        let homeserverText = try reader.string(at: ["homeserver", "url"], in: homeserver)
+        guard let homeserverURL = HomeserverURL(homeserverText) else {
+            throw .invalidField("homeserver.url", reason: "not an absolute http(s) URL")
+        }
+        let serverName = try reader.string(at: ["homeserver", "serverName"], in: homeserver)
+        guard MatrixServerName.isValid(serverName) else {
+            throw .invalidField("homeserver.serverName", reason: "not a Matrix server name")
+        }
+        self.homeserver = Homeserver(url: homeserverURL, serverName: serverName)
+
+        let services = try reader.object(at: ["services"], in: root)
+        let servicesText = try reader.string(at: ["services", "url"], in: services)
+        guard HomeserverURL(servicesText) != nil, let servicesURL = URL(string: servicesText) else {
+            throw .invalidField("services.url", reason: "not an absolute http(s) URL")
+        }
+        self.services = Services(url: servicesURL)
+
+        let modules = try reader.object(at: ["modules"], in: root)
+        self.modules = Modules(
+            meetings: try reader.moduleSwitch("meetings", in: modules),
+            aiStudio: try reader.moduleSwitch("aiStudio", in: modules),
+            wallet: try reader.wallet(in: modules),
+            directory: try reader.moduleSwitch("directory", in: modules))
+
+        if let encryption = try reader.optionalObject(at: ["encryption"], in: root) {
+            let enabled = try reader.bool(at: ["encryption", "defaultEnabled"], in: encryption)
+            self.encryption = Encryption(isEnabledByDefault: enabled)
+        } else {
+            self.encryption = Encryption(isEnabledByDefault: false)
+        }
+    }
+}
