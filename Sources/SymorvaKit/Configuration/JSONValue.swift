@@ -90,6 +90,13 @@ public struct JSONSyntaxError: Error, Sendable, Hashable {
     public var column: Int
     /// What was expected or found there.
     public var reason: String
+
+    /// A syntax error at a position.
+    public init(line: Int, column: Int, reason: String) {
+        self.line = line
+        self.column = column
+        self.reason = reason
+    }
 }
 
 /// A recursive-descent JSON parser over UTF-8 bytes (RFC 8259), with a nesting limit.
@@ -294,17 +301,26 @@ private struct JSONParser {
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         let leadingZero = index < bytes.count && bytes[index] == UInt8(ascii: "0")
         let integerDigits = digits()
-        guard integerDigits > 0, !(leadingZero && integerDigits > 1) else { throw error("invalid number") }
+        guard integerDigits > 0, !(leadingZero && integerDigits > 1) else {
+            index = start
+            throw error("invalid number")
+        }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
-            guard digits() > 0 else { throw error("invalid number") }
+            guard digits() > 0 else {
+                index = start
+                throw error("invalid number")
+            }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             index += 1
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
                 index += 1
             }
-            guard digits() > 0 else { throw error("invalid number") }
+            guard digits() > 0 else {
+                index = start
+                throw error("invalid number")
+            }
         }
         guard let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)) else {
             index = start

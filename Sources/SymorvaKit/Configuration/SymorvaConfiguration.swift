@@ -35,6 +35,8 @@ public struct SymorvaConfiguration: Sendable, Hashable {
     public struct Community: Sendable, Hashable {
         /// Display name, e.g. `Orbit Dev`.
         public var name: String
+        /// A community.
+        public init(name: String) { self.name = name }
     }
 
     /// Where the Matrix homeserver is.
@@ -44,6 +46,12 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         /// The server name in user IDs (`@alice:<serverName>`).
         public var serverName: String
 
+        /// A homeserver.
+        public init(url: HomeserverURL, serverName: String) {
+            self.url = url
+            self.serverName = serverName
+        }
+
         /// Where session discovery starts: the known URL, checked with `/versions`.
         public var address: ServerAddress { .homeserverURL(url, serverName: serverName) }
     }
@@ -52,12 +60,16 @@ public struct SymorvaConfiguration: Sendable, Hashable {
     public struct Services: Sendable, Hashable {
         /// The services' base URL.
         public var url: URL
+        /// Services at `url`.
+        public init(url: URL) { self.url = url }
     }
 
     /// A module that is either on or off.
     public struct ModuleSwitch: Sendable, Hashable {
         /// Whether the module's client exists.
         public var isEnabled: Bool
+        /// A switch.
+        public init(isEnabled: Bool) { self.isEnabled = isEnabled }
     }
 
     /// One asset the wallet module handles.
@@ -66,6 +78,12 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         public var code: String
         /// Digits after the decimal point, 0–18.
         public var precision: Int
+
+        /// An asset.
+        public init(code: String, precision: Int) {
+            self.code = code
+            self.precision = precision
+        }
     }
 
     /// The wallet module's switch and assets.
@@ -74,6 +92,12 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         public var isEnabled: Bool
         /// The assets, in manifest order; at least one when enabled.
         public var assets: [Asset]
+
+        /// A wallet module.
+        public init(isEnabled: Bool, assets: [Asset]) {
+            self.isEnabled = isEnabled
+            self.assets = assets
+        }
     }
 
     /// The modules of the manifest.
@@ -86,12 +110,35 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         public var wallet: Wallet
         /// The member directory (optional).
         public var directory: ModuleSwitch
+
+        /// The modules.
+        public init(meetings: ModuleSwitch, aiStudio: ModuleSwitch, wallet: Wallet, directory: ModuleSwitch) {
+            self.meetings = meetings
+            self.aiStudio = aiStudio
+            self.wallet = wallet
+            self.directory = directory
+        }
     }
 
     /// Encryption defaults.
     public struct Encryption: Sendable, Hashable {
         /// Whether conversations created by members are end-to-end encrypted by default.
         public var isEnabledByDefault: Bool
+        /// Encryption defaults.
+        public init(isEnabledByDefault: Bool) { self.isEnabledByDefault = isEnabledByDefault }
+    }
+
+    /// A configuration built in code (tests, embedding without a file); not validated beyond its types.
+    public init(
+        community: Community, homeserver: Homeserver, services: Services, modules: Modules,
+        encryption: Encryption = Encryption(isEnabledByDefault: false)
+    ) {
+        self.version = 1
+        self.community = community
+        self.homeserver = homeserver
+        self.services = services
+        self.modules = modules
+        self.encryption = encryption
     }
 
     /// The manifest versions this SDK reads.
