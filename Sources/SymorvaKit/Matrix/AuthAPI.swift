@@ -149,6 +149,8 @@ public enum AuthAPI {
             throw .invalidResponse(reason: "wrong type at \(path(context.codingPath))")
         } catch let DecodingError.valueNotFound(_, context) {
             throw .invalidResponse(reason: "null at \(path(context.codingPath))")
+        } catch let DecodingError.dataCorrupted(context) where context.codingPath.isEmpty {
+            throw .invalidResponse(reason: "not JSON")
         } catch let DecodingError.dataCorrupted(context) {
             throw .invalidResponse(reason: "invalid value at \(path(context.codingPath))")
         } catch {
