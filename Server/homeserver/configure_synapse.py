@@ -6,8 +6,8 @@ depends on). Reads the config generated once by
 writes a complete config with the development settings on top of it:
 
     python configure_synapse.py --base homeserver.base.yaml --out homeserver.yaml \
-        --state-dir DIR --port N [--rate-limit high|low|synapse] \
-        [--access-token-lifetime 5m] [--log-level INFO]
+        --state-dir DIR --port N --shared-secret-file FILE \
+        [--rate-limit high|low|synapse] [--access-token-lifetime 5m] [--log-level INFO]
 
 Prints a JSON object with the registration shared secret and the effective settings.
 """
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import sys
 
 import yaml
@@ -110,6 +111,8 @@ def main() -> int:
     p.add_argument("--rate-limit", default="high")
     p.add_argument("--access-token-lifetime", default="5m")
     p.add_argument("--log-level", default="INFO")
+    p.add_argument("--shared-secret-file", required=True,
+                   help="registration shared secret; created (URL-safe random) if missing")
     args = p.parse_args()
 
     if not _DURATION.match(args.access_token_lifetime):
@@ -126,9 +129,19 @@ def main() -> int:
     with open(log_config_path, "w", encoding="utf-8") as f:
         yaml.safe_dump(log_config(args.log_level.upper()), f, sort_keys=False)
 
+    # A URL-safe secret (the generated one has shell-unfriendly symbols), so that it
+    # can be written bare into the env file.
+    if not os.path.exists(args.shared_secret_file):
+        fd = os.open(args.shared_secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32))
+    with open(args.shared_secret_file, encoding="utf-8") as f:
+        shared_secret = f.read().strip()
+
     base_url = f"http://127.0.0.1:{args.port}"
     cfg.update(
         {
+            "registration_shared_secret": shared_secret,
             "public_baseurl": base_url + "/",
             "pid_file": os.path.join(data, "homeserver.pid"),
             "listeners": [

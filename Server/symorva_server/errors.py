@@ -110,8 +110,21 @@ def _loc_to_name(loc: tuple | list) -> str:
     return ".".join(parts) if parts else "body"
 
 
-def validation_error(exc: RequestValidationError) -> SymorvaError:
+def _is_json_content_type(value: str | None) -> bool:
+    if not value:
+        return False
+    mime = value.split(";", 1)[0].strip().lower()
+    return mime == "application/json" or mime.endswith("+json")
+
+
+def validation_error(exc: RequestValidationError, content_type: str | None = None) -> SymorvaError:
     errors = exc.errors()
+    if not _is_json_content_type(content_type) and any(
+        tuple(e.get("loc", ()))[:1] == ("body",) for e in errors
+    ):
+        return SymorvaError(400, ErrorCode.BAD_JSON,
+                            f"Request body must be JSON sent with Content-Type: application/json "
+                            f"(got {repr(content_type) if content_type else 'none'})")
     for err in errors:
         etype = err.get("type", "")
         loc = tuple(err.get("loc", ()))
@@ -147,7 +160,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        err = validation_error(exc)
+        err = validation_error(exc, request.headers.get("content-type"))
         return error_response(err.status, err.errcode, err.error)
 
     @app.exception_handler(StarletteHTTPException)

@@ -63,3 +63,18 @@ def test_unexpected_exception_is_json_500(make_client, verifier):
     r = c.post("/_symorva/v1/auth/openid",
                json={"access_token": "t", "matrix_server_name": SERVER_NAME})
     assert_error(r, 500, "SY_UNKNOWN")
+
+
+def test_wrong_content_type_is_explained(client):
+    r = client.post("/_symorva/v1/auth/openid", content=b'{"access_token": "a", "matrix_server_name": "localhost"}',
+                    headers={"content-type": "application/x-www-form-urlencoded"})
+    body = assert_error(r, 400, "SY_BAD_JSON")
+    assert "Content-Type: application/json" in body["error"]
+
+
+def test_json_without_content_type_is_explained(client, verifier):
+    token = verifier.issue("@bob:localhost")
+    r = client.post("/_symorva/v1/auth/openid",
+                    content=('{"access_token": "%s", "matrix_server_name": "localhost"}' % token).encode())
+    body = assert_error(r, 400, "SY_BAD_JSON")
+    assert "Content-Type: application/json (got none)" in body["error"]
