@@ -78,6 +78,8 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        # Stable, readable operation ids (the handler function names).
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.ctx = ctx
     install_error_handlers(app)
@@ -89,9 +91,41 @@ def create_app(
         app.include_router(faults.router)
     modules.setup_modules(app, ctx)
 
+    _document_error_format(app)
+
     # Middleware: the last added is the outermost.
     app.add_middleware(AuthMiddleware, ctx=ctx)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     if settings.test_mode:
         app.add_middleware(FaultMiddleware, registry=ctx.faults)
     return app
+
+
+def _document_error_format(app: FastAPI) -> None:
+    """Make the OpenAPI document match what the server does: validation errors are 400
+    with the SY error body (not FastAPI's 422 HTTPValidationError)."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        doc = original()
+        for ops in doc.get("paths", {}).values():
+            for op in ops.values():
+                responses = op.get("responses", {})
+                if responses.pop("422", None) is not None and "400" not in responses:
+                    responses["400"] = {
+                        "description": "Invalid request (SY_BAD_JSON, SY_MISSING_PARAM, SY_INVALID_PARAM)",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+                    }
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        if "ErrorBody" not in schemas:
+            from .errors import ErrorBody
+
+            schemas["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
