@@ -1,9 +1,11 @@
 """Small helpers for Scripts/dev-server (stdlib only, any python3 >= 3.8).
 
-    free-port [PREFERRED]            print PREFERRED if it can be bound on 127.0.0.1, else a free port
+    free-ports STATE_JSON            print two distinct free ports (homeserver, services), preferring
+                                     the ones recorded in STATE_JSON by the previous start
+    summary STATE_JSON ENV_FILE      print the human summary of a running environment
     wait NAME URL PID [NAME URL PID...] --timeout S
                                      poll each URL until it answers 200; fail fast when a PID dies
-    json-get FILE KEY.PATH           print a value from a JSON file (empty if missing)
+    json-get FILE KEY.PATH...        print values from a JSON file, one per line (empty if missing)
     write-state STATE_JSON ENV_FILE KEY=VALUE...
                                      writes both files atomically (values from KEY=VALUE args)
     random-secret                    print a URL-safe random secret
@@ -35,6 +37,35 @@ def free_port(preferred: str | None) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(state_path: str) -> list[int]:
+    prev: dict = {}
+    try:
+        with open(state_path, encoding="utf-8") as f:
+            prev = json.load(f)
+    except (OSError, ValueError):
+        pass
+    hs = free_port(str(prev.get("homeserver", {}).get("port", "")))
+    svc = free_port(str(prev.get("services", {}).get("port", "")))
+    while svc == hs:
+        svc = free_port(None)
+    return [hs, svc]
+
+
+def summary(state_path: str, env_path: str) -> int:
+    with open(state_path, encoding="utf-8") as f:
+        s = json.load(f)
+    mode = " (test mode)" if s.get("testMode") else ""
+    print(f"Symorva dev environment running{mode}")
+    print(f"  homeserver: {s['homeserver']['url']}  (server name {s['homeserver']['serverName']})")
+    print(f"  services:   {s['services']['url']}")
+    print(f"  admin:      {s['admin']['userId']}")
+    print(f"  settings:   rate limit {s['rateLimit']}, access token lifetime {s['accessTokenLifetime']}")
+    print(f"  env file:   {env_path}")
+    print(f"  manifest:   {s['manifest']}")
+    print("  logs:       Scripts/dev-server logs [-f]")
+    return 0
 
 
 def pid_alive(pid: int) -> bool:
@@ -89,22 +120,27 @@ def wait(args: list[str]) -> int:
     return 0
 
 
-def json_get(path: str, key: str) -> int:
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return "" if value is None else str(value)
+
+
+def json_get(path: str, keys: list[str]) -> int:
+    """One line per key; a missing key prints an empty line ("?" when several keys)."""
     try:
         with open(path, encoding="utf-8") as f:
-            value = json.load(f)
+            data = json.load(f)
     except (OSError, ValueError):
-        return 0
-    for part in key.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return 0
-        value = value[part]
-    if isinstance(value, bool):
-        print("true" if value else "false")
-    elif isinstance(value, (dict, list)):
-        print(json.dumps(value))
-    elif value is not None:
-        print(value)
+        data = {}
+    for key in keys:
+        value = data
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        text = _fmt(value)
+        print(text if text or len(keys) == 1 else "?")
     return 0
 
 
@@ -194,10 +230,15 @@ def main(argv: list[str]) -> int:
     if cmd == "free-port":
         print(free_port(args[0] if args else None))
         return 0
+    if cmd == "free-ports":
+        print(*free_ports(args[0]))
+        return 0
+    if cmd == "summary":
+        return summary(args[0], args[1])
     if cmd == "wait":
         return wait(args)
     if cmd == "json-get":
-        return json_get(args[0], args[1])
+        return json_get(args[0], args[1:])
     if cmd == "write-state":
         return write_state(args[0], args[1], args[2:])
     if cmd == "random-secret":
