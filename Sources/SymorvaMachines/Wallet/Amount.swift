@@ -34,6 +34,9 @@ public struct Amount: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// - Throws: the same errors as ``init(_:precision:)``.
     public init(_ text: String) throws(AmountError) {
         let digits = try Self.split(text)
+        guard digits.fraction.count <= Self.maximumPrecision else {
+            throw .tooManyDecimals(precision: Self.maximumPrecision)
+        }
         try self.init(parsed: digits, precision: digits.fraction.count)
     }
 
