@@ -336,7 +336,7 @@ public struct QueryBackoff: Sendable, Hashable {
     public func delay(afterAttempt attempt: Int) -> Duration {
         var delay = initial
         for _ in 0..<max(0, attempt) {
-            if delay >= maximum { break }
+            if delay >= maximum || delay <= .zero { break }
             delay *= 2
         }
         return min(delay, maximum)

@@ -154,6 +154,7 @@ struct TransferResolutionTests {
         let delays = (0...8).map { Fixture.backoff.delay(afterAttempt: $0) }
         #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
         #expect(Fixture.backoff.delay(afterAttempt: Int.max) == .seconds(60))
+        #expect(QueryBackoff(initial: .zero, maximum: .seconds(5)).delay(afterAttempt: Int.max) == .zero)
     }
 
     // MARK: Restart
