@@ -156,10 +156,12 @@ public actor MachineHost<Machine: StateMachine> {
             let isWanted = isCurrent(token: token, key: key)
             if isFinal && isWanted { retire(token: token, key: key) }
             guard let event else { return }
-            if !isWanted {
-                trace(.cancelled, event: event)
-            } else if let scope, !scope.isCurrent(epoch) {
+            // Staleness is checked first: ending a scope cancels the host's effects on a later
+            // turn, so a result of an ended epoch must read as stale whichever came first.
+            if let scope, !scope.isCurrent(epoch) {
                 trace(.stale, event: event)
+            } else if !isWanted {
+                trace(.cancelled, event: event)
             } else {
                 apply(event)
             }
