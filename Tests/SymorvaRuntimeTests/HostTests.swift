@@ -164,6 +164,10 @@ struct HostTests {
         try await world.waitForCancellations(3)
         #expect(Set(world.cancelled.withLock { $0 }) == ["stoppable-a", "stoppable-b", "timer"])
         #expect(await host.runningEffectCount == 0)
+        // The cancelled effects still report; a stopped host traces their results and drops them.
+        try await world.trace.observable.wait(until: { records in
+            records.filter { $0.kind == .cancelled }.map(\.event).sorted() == ["finished", "finished", "timerFired"]
+        })
         await host.send(.note("after stop"))
         #expect(await host.currentState == .running(log: []))
     }
