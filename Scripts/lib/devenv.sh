@@ -157,6 +157,7 @@ try:
     os.setsid()
 except OSError:  # already a process group leader (job control on)
     pass
+os.closerange(3, 4096)  # hold no pipes or locks of whoever ran dev-server
 os.execv(sys.argv[1], sys.argv[1:])' "$@" </dev/null >>"$logfile" 2>&1 9>&- &
   printf '%s\n' "$!" >"$pidfile"
 }

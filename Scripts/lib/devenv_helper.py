@@ -92,13 +92,15 @@ def wait(args: list[str]) -> int:
         timeout = float(args[i + 1])
         del args[i : i + 2]
     pending = [(args[i], args[i + 1], int(args[i + 2])) for i in range(0, len(args), 3)]
+    # Never go through an http(s)_proxy from the environment for loopback checks.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     start = time.monotonic()
     deadline = start + timeout
     while pending:
         still = []
         for name, url, pid in pending:
             try:
-                with urllib.request.urlopen(url, timeout=2) as r:
+                with opener.open(url, timeout=2) as r:
                     if r.status == 200:
                         print(f"{name} answered after {time.monotonic() - start:.1f}s", file=sys.stderr)
                         continue

@@ -73,7 +73,8 @@ class HomeserverOpenIdVerifier:
 
     async def verify(self, openid_token: str) -> str:
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+            # trust_env=False: never send tokens through a proxy from the environment.
+            async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
                 resp = await client.get(self.url, params={"access_token": openid_token})
         except httpx.HTTPError as e:
             raise OpenIdVerificationError(f"homeserver not reachable: {e}", invalid=False) from e

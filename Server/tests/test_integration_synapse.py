@@ -27,7 +27,7 @@ SERVER_NAME = os.environ.get("SYMORVA_SERVER_NAME", "localhost")
 
 @pytest.fixture(scope="module")
 def http():
-    with httpx.Client(timeout=30) as c:
+    with httpx.Client(timeout=30, trust_env=False) as c:
         yield c
 
 
