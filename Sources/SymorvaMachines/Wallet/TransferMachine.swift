@@ -273,6 +273,16 @@ public struct TransferMachine: StateMachine {
     public static var eventCaseNames: [String] { Event.caseNames }
 }
 
+extension TransferMachine: ChartedMachine {}
+
+extension TransferMachine.State: CaseNameListing {
+    public static var allCaseNames: [String] { caseNames }
+}
+
+extension TransferMachine.Event: CaseNameListing {
+    public static var allCaseNames: [String] { caseNames }
+}
+
 /// A draft the member may confirm, with what happened to earlier confirmations of it.
 public struct DraftedTransfer: Sendable, Equatable {
     /// The draft.
