@@ -63,8 +63,10 @@ public struct REPLCommandLineOptions: Sendable, Equatable {
 /// `main.swift` is one call to ``run(arguments:environment:commands:)``; feature modules add
 /// their commands by passing them in `commands`.
 public enum REPLProgram {
-    /// Runs the program and returns its exit status: `0` when every command succeeded, `1`
-    /// when one failed, `2` when the command line or the script file was unusable.
+    /// Runs the program and returns its exit status: `0` when every command succeeded (and
+    /// always for an interactive terminal session, whose errors a person has already seen), `1`
+    /// when a command of a script or of piped input failed, `2` when the command line or the
+    /// script file was unusable.
     public static func run(
         arguments: [String],
         environment: [String: String],
@@ -102,8 +104,10 @@ public enum REPLProgram {
 
         let input = StandardREPLInput()
         if input.isTerminal {
+            // A person saw each error as it happened: leaving the REPL is not a failure.
             output.print("symorva — type 'help' for commands, 'quit' to leave")
-            return await session.run(input, options: .interactive).exitStatus
+            _ = await session.run(input, options: .interactive)
+            return 0
         }
         return await session.run(input, options: REPLRunOptions(sourceName: "<stdin>")).exitStatus
     }
