@@ -59,10 +59,15 @@ public struct REPLEnvironment: Sendable, Equatable {
         fileValues.merging(processValues) { _, process in process }.filter { $0.key.hasPrefix("SYMORVA_") }
     }
 
-    /// Whether a variable holds a secret and must be shown as `<redacted>`.
+    /// Whether a variable holds a secret and must be shown as `<redacted>`: its last word is
+    /// `PASSWORD`, `TOKEN`, `SECRET`, `PIN`, `KEY` or `PASSPHRASE`, or any word is `PASSWORD` or
+    /// `SECRET` (`SYMORVA_ADMIN_PASSWORD`, `SYMORVA_REGISTRATION_SHARED_SECRET`; not
+    /// `SYMORVA_ACCESS_TOKEN_LIFETIME`).
     public static func isSecret(_ key: String) -> Bool {
-        let upper = key.uppercased()
-        return ["PASSWORD", "TOKEN", "SECRET", "PIN", "KEY"].contains { upper.contains($0) }
+        let words = key.uppercased().split(separator: "_")
+        guard let last = words.last else { return false }
+        if ["PASSWORD", "TOKEN", "SECRET", "PIN", "KEY", "PASSPHRASE"].contains(last) { return true }
+        return words.contains { $0 == "PASSWORD" || $0 == "SECRET" || $0 == "PASSPHRASE" }
     }
 
     /// Parses an environment file: `KEY=VALUE` lines, optionally prefixed with `export `, with

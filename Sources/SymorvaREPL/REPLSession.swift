@@ -220,7 +220,8 @@ public enum REPLBuiltins {
     /// `config`: shows the manifest and the `SYMORVA_` variables the session started with.
     public static let config = REPLCommand(
         "config", summary: "show the manifest and environment the REPL was started with",
-        details: "Values of variables whose names mention a password, token, secret, PIN or key print as <redacted>.",
+        details:
+            "Values of variables named like secrets (…_PASSWORD, …_TOKEN, …_SECRET, …_PIN, …_KEY) print as <redacted>.",
         run: { context async throws(REPLError) in
             let configuration = context.configuration
             let output = context.output

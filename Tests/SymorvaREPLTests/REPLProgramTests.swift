@@ -49,6 +49,19 @@ struct REPLCommandLineTests {
             ])
     }
 
+    @Test("Secret-looking variables are recognised by their words")
+    func secretNames() {
+        for name in [
+            "SYMORVA_ADMIN_PASSWORD", "SYMORVA_REGISTRATION_SHARED_SECRET", "ACCESS_TOKEN", "WALLET_PIN", "SIGNING_KEY",
+            "SYMORVA_PASSWORD_FILE",
+        ] {
+            #expect(REPLEnvironment.isSecret(name), "\(name)")
+        }
+        for name in ["SYMORVA_ACCESS_TOKEN_LIFETIME", "SYMORVA_HOMESERVER_URL", "SYMORVA_KEYBOARD", "SPINNER"] {
+            #expect(!REPLEnvironment.isSecret(name), "\(name)")
+        }
+    }
+
     @Test("The process environment wins over the file; the manifest falls back to SYMORVA_MANIFEST")
     func configuration() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("symorva-repl-\(UUID())")
