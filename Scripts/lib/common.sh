@@ -45,11 +45,15 @@ ensure_system_packages() {
     log_warn "dpkg not found: not a Debian system; make sure these are installed: ${wanted[*]}"
     return 0
   }
+  local info
   for package in "${wanted[@]}"; do
-    # dpkg -s exits 0 for removed-but-configured packages too: check the status line.
-    if ! dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed'; then
-      missing+=("$package")
-    fi
+    # dpkg -s exits 0 for removed-but-configured packages too: check the status line. (Read
+    # into a variable: `dpkg -s | grep -q` can fail under pipefail when grep exits early.)
+    info="$(dpkg -s "$package" 2>/dev/null || true)"
+    case "$info" in
+      *"Status: install ok installed"*) ;;
+      *) missing+=("$package") ;;
+    esac
   done
   [ ${#missing[@]} -eq 0 ] && return 0
 
