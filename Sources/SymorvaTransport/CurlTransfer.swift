@@ -181,8 +181,10 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Int {
-        var line = Substring(String(decoding: bytes, as: UTF8.self))
-        while let last = line.last, last == "\r" || last == "\n" { line.removeLast() }
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A { end -= 1 }
+        // Trimmed as bytes: "\r\n" is one Character, so Character-wise trimming would miss it.
+        let line = Substring(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self))
         if line.hasPrefix("HTTP/") {
             headers = HTTPHeaders()  // A new response (after 100 Continue or a redirect) starts.
         } else if let colon = line.firstIndex(of: ":") {
