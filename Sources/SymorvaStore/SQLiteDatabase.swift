@@ -180,7 +180,9 @@ public actor SQLiteDatabase {
     ///
     /// The body is synchronous on purpose: nothing else can run on the database between its
     /// statements. Nested calls become savepoints, so helpers may open their own transaction.
-    public func transaction<T>(_ body: (isolated SQLiteDatabase) throws(StoreError) -> T) throws(StoreError) -> T {
+    public func transaction<T>(
+        _ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
         let depth = transactionDepth
         let savepoint = "symorva_\(depth)"
         try executeScript(depth == 0 ? "BEGIN IMMEDIATE" : "SAVEPOINT \(savepoint)")
@@ -229,6 +231,11 @@ public actor SQLiteDatabase {
         let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
         guard code == SQLITE_OK, let handle else {
             if let handle { sqlite3_finalize(handle) }
+            switch code & 0xFF {
+            case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL:
+                throw StoreError.sqlite(code, connection: connection)
+            default: break
+            }
             throw .prepare(
                 code: code, statement: StoreError.summary(sql), message: StoreError.message(connection))
         }
