@@ -111,17 +111,11 @@ public struct DeviceID: Sendable, Hashable, Codable, LogSafe, CustomStringConver
     }
 }
 
-/// The key of one account's local data on this device: its store, its keys, its session.
-///
-/// There is one local account per Matrix user on a device, so the ID is the user ID. Wiping
-/// an account (hard logout) removes exactly the data filed under this key.
-public struct AccountID: Sendable, Hashable, Codable, LogSafe, CustomStringConvertible {
-    /// The Matrix user the account belongs to.
-    public let userID: UserID
-    /// The account of `userID`.
-    public init(_ userID: UserID) { self.userID = userID }
-    public var description: String { userID.rawValue }
-    public var logDescription: String { userID.rawValue }
+extension AccountID {
+    /// The local account of `userID`: one local account per Matrix user on a device, so a
+    /// session's data (store, keys, tokens) is filed under its user ID, and wiping an account
+    /// (hard logout) removes exactly that.
+    public init(_ userID: UserID) { self.init(userID.rawValue) }
 }
 
 /// The base URL of a homeserver's client-server API: `https://matrix.example.org`, with no

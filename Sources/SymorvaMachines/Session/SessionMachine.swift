@@ -15,7 +15,7 @@ import SymorvaRuntime
 ///
 /// The chart is `StateCharts/Session.scxml`. Whether an event is ignored depends only on the
 /// state's and the event's case, never on their data, so the chart can list every pair.
-public struct SessionMachine: StateMachine {
+public struct SessionMachine: ChartedMachine {
     public static let name = "Session"
 
     /// How long before expiry the access token is refreshed.
@@ -271,7 +271,9 @@ extension SessionMachine {
     }
 }
 
-extension SessionMachine.State: CaseNamed, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+extension SessionMachine.State: CaseNameListing, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     public var caseName: String {
         switch self {
         case .signedOut: "signedOut"
@@ -290,12 +292,16 @@ extension SessionMachine.State: CaseNamed, CustomStringConvertible, CustomDebugS
         }
     }
 
+    public static var allCaseNames: [String] { SessionMachine.stateCaseNames }
+
     public var description: String { "Session.State.\(caseName)" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { redactedMirror(self, caseName) }
 }
 
-extension SessionMachine.Event: CaseNamed, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+extension SessionMachine.Event: CaseNameListing, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     public var caseName: String {
         switch self {
         case .discoveryRequested: "discoveryRequested"
@@ -321,6 +327,8 @@ extension SessionMachine.Event: CaseNamed, CustomStringConvertible, CustomDebugS
         case .retryTimerFired: "retryTimerFired"
         }
     }
+
+    public static var allCaseNames: [String] { SessionMachine.eventCaseNames }
 
     public var description: String { "Session.Event.\(caseName)" }
     public var debugDescription: String { description }

@@ -2,13 +2,13 @@ import SymorvaMachines
 import SymorvaRuntime
 import Testing
 
-typealias State = SessionMachine.State
-typealias Event = SessionMachine.Event
-typealias Effect = SessionMachine.Effect
-typealias Keys = SessionMachine.Keys
+typealias SessionState = SessionMachine.State
+typealias SessionEvent = SessionMachine.Event
+typealias SessionEffect = SessionMachine.Effect
+typealias SessionKeys = SessionMachine.Keys
 
 /// Values shared by the session machine's tests.
-enum Fixture {
+enum SessionFixture {
     static let machine = SessionMachine(deviceDisplayName: "Orbit on Linux")
     static let serverName = "localhost"
     static let baseURL = HomeserverURL("http://127.0.0.1:8008")!
@@ -81,8 +81,9 @@ enum Fixture {
 
 /// Asserts that `event` in `state` moves to `next` with exactly `effects`.
 func expectMove(
-    _ machine: SessionMachine = Fixture.machine, from state: State, on event: Event, to next: State,
-    effects: [Effect] = [], sourceLocation: SourceLocation = #_sourceLocation
+    _ machine: SessionMachine = SessionFixture.machine, from state: SessionState, on event: SessionEvent,
+    to next: SessionState,
+    effects: [SessionEffect] = [], sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let transition = machine.transition(from: state, on: event)
     guard case .move(let actual, let actualEffects) = transition else {
@@ -95,7 +96,8 @@ func expectMove(
 
 /// Asserts that `event` in `state` keeps the state and asks for exactly `effects`.
 func expectStay(
-    _ machine: SessionMachine = Fixture.machine, in state: State, on event: Event, effects: [Effect] = [],
+    _ machine: SessionMachine = SessionFixture.machine, in state: SessionState, on event: SessionEvent,
+    effects: [SessionEffect] = [],
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let transition = machine.transition(from: state, on: event)
@@ -108,7 +110,7 @@ func expectStay(
 
 /// Asserts that `event` has no meaning in `state`.
 func expectIgnored(
-    _ machine: SessionMachine = Fixture.machine, in state: State, on event: Event,
+    _ machine: SessionMachine = SessionFixture.machine, in state: SessionState, on event: SessionEvent,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let transition = machine.transition(from: state, on: event)
@@ -116,9 +118,11 @@ func expectIgnored(
 }
 
 /// Runs `events` from `state`, returning the final state and every effect asked for.
-func run(_ machine: SessionMachine = Fixture.machine, from state: State, _ events: [Event]) -> (State, [Effect]) {
+func run(_ machine: SessionMachine = SessionFixture.machine, from state: SessionState, _ events: [SessionEvent]) -> (
+    SessionState, [SessionEffect]
+) {
     var current = state
-    var effects: [Effect] = []
+    var effects: [SessionEffect] = []
     for event in events {
         let transition = machine.transition(from: current, on: event)
         current = transition.nextState(after: current)
@@ -127,7 +131,7 @@ func run(_ machine: SessionMachine = Fixture.machine, from state: State, _ event
     return (current, effects)
 }
 
-func describe(_ transition: Transition<State, Effect>) -> String {
+func describe(_ transition: Transition<SessionState, SessionEffect>) -> String {
     switch transition {
     case .move(let state, let effects): "move(\(state.caseName), \(effects))"
     case .stay(let effects): "stay(\(effects))"

@@ -4,8 +4,9 @@ import Testing
 
 @Suite("Session machine: discovery and restore")
 struct SessionMachineDiscoveryTests {
-    let wellKnownStep = State.discovering(target: .serverName("localhost"), step: .wellKnown)
-    let versionsStep = State.discovering(target: .serverName("localhost"), step: .versions(Fixture.baseURL))
+    let wellKnownStep = SessionState.discovering(target: .serverName("localhost"), step: .wellKnown)
+    let versionsStep = SessionState.discovering(
+        target: .serverName("localhost"), step: .versions(SessionFixture.baseURL))
 
     @Test("Discovery by server name reads .well-known first")
     func discoveryStartsWithWellKnown() {
@@ -16,18 +17,18 @@ struct SessionMachineDiscoveryTests {
 
     @Test("Discovery by base URL goes straight to /versions")
     func discoveryByURLSkipsWellKnown() {
-        let target = ServerAddress.homeserverURL(Fixture.baseURL, serverName: "localhost")
+        let target = ServerAddress.homeserverURL(SessionFixture.baseURL, serverName: "localhost")
         expectMove(
             from: .signedOut, on: .discoveryRequested(target),
-            to: .discovering(target: target, step: .versions(Fixture.baseURL)),
-            effects: [.fetchVersions(Fixture.baseURL)])
+            to: .discovering(target: target, step: .versions(SessionFixture.baseURL)),
+            effects: [.fetchVersions(SessionFixture.baseURL)])
     }
 
     @Test("The base URL published in .well-known is checked with /versions")
     func wellKnownLeadsToVersions() {
         expectMove(
-            from: wellKnownStep, on: .wellKnownResponse(.success(Fixture.baseURL)), to: versionsStep,
-            effects: [.fetchVersions(Fixture.baseURL)])
+            from: wellKnownStep, on: .wellKnownResponse(.success(SessionFixture.baseURL)), to: versionsStep,
+            effects: [.fetchVersions(SessionFixture.baseURL)])
     }
 
     @Test("Without .well-known (404) the server name's https URL is tried")
@@ -42,8 +43,8 @@ struct SessionMachineDiscoveryTests {
     @Test("A supported /versions answer waits for credentials with the homeserver's info")
     func versionsSuccess() {
         expectMove(
-            from: versionsStep, on: .versionsResponse(.success(Fixture.versions)),
-            to: .awaitingCredentials(Fixture.server))
+            from: versionsStep, on: .versionsResponse(.success(SessionFixture.versions)),
+            to: .awaitingCredentials(SessionFixture.server))
     }
 
     @Test("A broken .well-known fails discovery with its typed reason")
@@ -65,18 +66,18 @@ struct SessionMachineDiscoveryTests {
     @Test("A homeserver without v1.1 is unsupported")
     func oldServerIsUnsupported() {
         expectMove(
-            from: versionsStep, on: .versionsResponse(.success(Fixture.oldVersions)),
+            from: versionsStep, on: .versionsResponse(.success(SessionFixture.oldVersions)),
             to: .failed(from: .discovery, error: .unsupportedServer(versions: ["r0.5.0", "r0.6.1"]), server: nil))
     }
 
     @Test("A late .well-known answer during /versions changes nothing")
     func lateWellKnownIsAbsorbed() {
-        expectStay(in: versionsStep, on: .wellKnownResponse(.success(Fixture.baseURL)))
+        expectStay(in: versionsStep, on: .wellKnownResponse(.success(SessionFixture.baseURL)))
     }
 
     @Test("Cancelling discovery cancels its request and signs out")
     func cancelDiscovery() {
-        expectMove(from: versionsStep, on: .cancelRequested, to: .signedOut, effects: [.cancel(Keys.discovery)])
+        expectMove(from: versionsStep, on: .cancelRequested, to: .signedOut, effects: [.cancel(SessionKeys.discovery)])
     }
 
     @Test("A new discovery replaces the one under way")
@@ -89,58 +90,61 @@ struct SessionMachineDiscoveryTests {
 
     @Test("Submitting credentials after a failed discovery is a typed noHomeserver error")
     func credentialsWithoutHomeserver() {
-        let failed = State.failed(from: .discovery, error: .unreachable(.timedOut), server: nil)
+        let failed = SessionState.failed(from: .discovery, error: .unreachable(.timedOut), server: nil)
         expectMove(
-            from: failed, on: .passwordSubmitted(username: "alice", password: Fixture.password),
+            from: failed, on: .passwordSubmitted(username: "alice", password: SessionFixture.password),
             to: .failed(from: .login, error: .noHomeserver, server: nil))
     }
 
     @Test("Restore loads the stored session without the network")
     func restoreLoadsFromStore() {
         expectMove(
-            from: .signedOut, on: .restoreRequested(Fixture.account), to: .restoring(Fixture.account),
-            effects: [.loadStoredSession(Fixture.account)])
+            from: .signedOut, on: .restoreRequested(SessionFixture.account), to: .restoring(SessionFixture.account),
+            effects: [.loadStoredSession(SessionFixture.account)])
     }
 
     @Test("A restored session is signed in at once and arms its refresh timer")
     func restoreSignsIn() {
-        let session = Fixture.session()
+        let session = SessionFixture.session()
         expectMove(
-            from: .restoring(Fixture.account), on: .restored(StoredSession(session: session)), to: .signedIn(session),
-            effects: [.activate(session), .scheduleRefresh(at: Fixture.refreshDeadline)])
+            from: .restoring(SessionFixture.account), on: .restored(StoredSession(session: session)),
+            to: .signedIn(session),
+            effects: [.activate(session), .scheduleRefresh(at: SessionFixture.refreshDeadline)])
     }
 
     @Test("A restored session without expiry arms no timer")
     func restoreWithoutExpiry() {
-        let session = Fixture.session(refresh: false, lifetime: nil)
+        let session = SessionFixture.session(refresh: false, lifetime: nil)
         expectMove(
-            from: .restoring(Fixture.account), on: .restored(StoredSession(session: session)), to: .signedIn(session),
+            from: .restoring(SessionFixture.account), on: .restored(StoredSession(session: session)),
+            to: .signedIn(session),
             effects: [.activate(session)])
     }
 
     @Test("A session saved while soft logged out is restored soft logged out")
     func restoreSoftLoggedOut() {
-        let session = Fixture.session()
+        let session = SessionFixture.session()
         expectMove(
-            from: .restoring(Fixture.account), on: .restored(StoredSession(session: session, isSoftLoggedOut: true)),
+            from: .restoring(SessionFixture.account),
+            on: .restored(StoredSession(session: session, isSoftLoggedOut: true)),
             to: .softLoggedOut(session, lastError: .softLoggedOut))
     }
 
     @Test("Nothing stored restores to signed out")
     func restoreNothing() {
-        expectMove(from: .restoring(Fixture.account), on: .restored(nil), to: .signedOut)
+        expectMove(from: .restoring(SessionFixture.account), on: .restored(nil), to: .signedOut)
     }
 
     @Test("A store failure during restore is a typed store error")
     func restoreStoreFailure() {
         expectMove(
-            from: .restoring(Fixture.account), on: .storeFailed(.store(reason: "database is locked")),
+            from: .restoring(SessionFixture.account), on: .storeFailed(.store(reason: "database is locked")),
             to: .failed(from: .restore, error: .store(reason: "database is locked"), server: nil))
     }
 
     @Test("Dismissing an error with a known homeserver returns to the credentials form")
     func dismissError() {
-        let failed = State.failed(from: .login, error: .invalidCredentials, server: Fixture.server)
-        expectMove(from: failed, on: .cancelRequested, to: .awaitingCredentials(Fixture.server))
+        let failed = SessionState.failed(from: .login, error: .invalidCredentials, server: SessionFixture.server)
+        expectMove(from: failed, on: .cancelRequested, to: .awaitingCredentials(SessionFixture.server))
     }
 }

@@ -4,13 +4,13 @@ import Testing
 
 @Suite("Session machine: sign-out and wipe")
 struct SessionMachineSignOutTests {
-    let session = Fixture.session()
+    let session = SessionFixture.session()
 
     @Test("Signing out tells the server first and stops the refresh timer")
     func signOutCallsServer() {
         expectMove(
             from: .signedIn(session), on: .signOutRequested, to: .signingOut(session),
-            effects: [.cancel(Keys.refreshTimer), .sendLogout(Fixture.logoutRequest())])
+            effects: [.cancel(SessionKeys.refreshTimer), .sendLogout(SessionFixture.logoutRequest())])
     }
 
     @Test("After the server confirms, local data is wiped, then signed out")
@@ -20,7 +20,8 @@ struct SessionMachineSignOutTests {
         #expect(state == .signedOut)
         #expect(
             effects == [
-                .cancel(Keys.refreshTimer), .sendLogout(Fixture.logoutRequest()), .wipeLocalData(Fixture.account),
+                .cancel(SessionKeys.refreshTimer), .sendLogout(SessionFixture.logoutRequest()),
+                .wipeLocalData(SessionFixture.account),
             ])
     }
 
@@ -28,28 +29,28 @@ struct SessionMachineSignOutTests {
     func logoutUnknownTokenWipes() {
         expectMove(
             from: .signingOut(session), on: .logoutResponse(.unknownToken(softLogout: false)),
-            to: .wipingLocalData(Fixture.account), effects: [.wipeLocalData(Fixture.account)])
+            to: .wipingLocalData(SessionFixture.account), effects: [.wipeLocalData(SessionFixture.account)])
     }
 
     @Test("A server error from /logout still wipes local data")
     func logoutServerErrorWipes() {
         expectMove(
             from: .signingOut(session), on: .logoutResponse(.serverError(status: 500, errcode: "M_UNKNOWN")),
-            to: .wipingLocalData(Fixture.account), effects: [.wipeLocalData(Fixture.account)])
+            to: .wipingLocalData(SessionFixture.account), effects: [.wipeLocalData(SessionFixture.account)])
     }
 
     @Test("An unreachable server at sign-out still wipes local data")
     func logoutOfflineWipes() {
         expectMove(
             from: .signingOut(session), on: .logoutResponse(.unreachable(.timedOut)),
-            to: .wipingLocalData(Fixture.account), effects: [.wipeLocalData(Fixture.account)])
+            to: .wipingLocalData(SessionFixture.account), effects: [.wipeLocalData(SessionFixture.account)])
     }
 
     @Test("Signing out during a refresh cancels it and logs out with the saved token")
     func signOutWhileRefreshing() {
         expectMove(
             from: .refreshing(session, waiting: 1, attempt: .first), on: .signOutRequested, to: .signingOut(session),
-            effects: [.cancel(Keys.refresh), .sendLogout(Fixture.logoutRequest())])
+            effects: [.cancel(SessionKeys.refresh), .sendLogout(SessionFixture.logoutRequest())])
     }
 
     @Test("Signing out during a refresh back-off also cancels the retry timer")
@@ -57,20 +58,23 @@ struct SessionMachineSignOutTests {
         expectMove(
             from: .refreshing(session, waiting: 0, attempt: Attempt(number: 2, isWaitingToRetry: true)),
             on: .signOutRequested, to: .signingOut(session),
-            effects: [.cancel(Keys.refresh), .cancel(Keys.retryTimer), .sendLogout(Fixture.logoutRequest())])
+            effects: [
+                .cancel(SessionKeys.refresh), .cancel(SessionKeys.retryTimer),
+                .sendLogout(SessionFixture.logoutRequest()),
+            ])
     }
 
     @Test("Signing out while soft logged out wipes without calling the server")
     func signOutSoftLoggedOut() {
         expectMove(
             from: .softLoggedOut(session, lastError: .softLoggedOut), on: .signOutRequested,
-            to: .wipingLocalData(Fixture.account), effects: [.wipeLocalData(Fixture.account)])
+            to: .wipingLocalData(SessionFixture.account), effects: [.wipeLocalData(SessionFixture.account)])
     }
 
     @Test("A failed wipe is a typed store error")
     func wipeFailure() {
         expectMove(
-            from: .wipingLocalData(Fixture.account), on: .storeFailed(.store(reason: "permission denied")),
+            from: .wipingLocalData(SessionFixture.account), on: .storeFailed(.store(reason: "permission denied")),
             to: .failed(from: .signOut, error: .store(reason: "permission denied"), server: nil))
     }
 
@@ -89,6 +93,6 @@ struct SessionMachineSignOutTests {
         expectIgnored(in: .signedOut, on: .accessTokenRejected(softLogout: true))
         expectIgnored(in: .signedOut, on: .signOutRequested)
         expectIgnored(in: .signedOut, on: .tokensPersisted)
-        expectIgnored(in: .signedOut, on: .passwordSubmitted(username: "alice", password: Fixture.password))
+        expectIgnored(in: .signedOut, on: .passwordSubmitted(username: "alice", password: SessionFixture.password))
     }
 }

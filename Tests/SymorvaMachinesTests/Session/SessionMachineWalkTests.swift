@@ -9,7 +9,7 @@ import Testing
 struct SessionMachineWalkTests {
     @Test("Realistic walks keep one refresh in flight and never use unsaved tokens", arguments: 0..<24)
     func realisticWalk(seed: UInt64) {
-        var world = SimulatedWorld(seed: seed)
+        var world = SessionSimulatedWorld(seed: seed)
         for _ in 0..<2_000 { world.step() }
         #expect(world.violations.isEmpty, "seed \(seed): \(world.violations.prefix(3))")
         // The walk is only worth something if it reaches the interesting places.
@@ -20,9 +20,9 @@ struct SessionMachineWalkTests {
 
     @Test("Chaotic walks over every sample event never crash and keep counts sane", arguments: 0..<8)
     func chaoticWalk(seed: UInt64) {
-        var random = SplitMix64(seed: seed)
-        let machine = Fixture.machine
-        var state = State.signedOut
+        var random = SessionRandom(seed: seed)
+        let machine = SessionFixture.machine
+        var state = SessionState.signedOut
         var visited: Set<String> = []
         for _ in 0..<5_000 {
             let event = SessionSamples.sampleEvents[Int(random.next() % UInt64(SessionSamples.sampleEvents.count))]
@@ -41,8 +41,8 @@ struct SessionMachineWalkTests {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so that a failing seed replays exactly.
-struct SplitMix64: RandomNumberGenerator {
+/// A small deterministic generator (SessionRandom), so that a failing seed replays exactly.
+struct SessionRandom: RandomNumberGenerator {
     private var state: UInt64
     init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
     mutating func next() -> UInt64 {
@@ -57,14 +57,14 @@ struct SplitMix64: RandomNumberGenerator {
 }
 
 /// The machine plus everything around it, simulated.
-struct SimulatedWorld {
-    let machine = Fixture.machine
-    var random: SplitMix64
-    var state = State.signedOut
+struct SessionSimulatedWorld {
+    let machine = SessionFixture.machine
+    var random: SessionRandom
+    var state = SessionState.signedOut
     /// Effects the world still owes an answer to, by key (keyed effects replace each other).
-    var pendingKeyed: [EffectKey: Effect] = [:]
+    var pendingKeyed: [EffectKey: SessionEffect] = [:]
     /// Store operations the world still owes an answer to, in order.
-    var pendingStore: [Effect] = []
+    var pendingStore: [SessionEffect] = []
     /// What the store holds.
     var stored: StoredSession?
     /// Access and refresh tokens that reached the store; only these may ever be used.
@@ -74,7 +74,7 @@ struct SimulatedWorld {
     var visited: Set<String> = []
     var maxWaiting = 0
 
-    init(seed: UInt64) { random = SplitMix64(seed: seed) }
+    init(seed: UInt64) { random = SessionRandom(seed: seed) }
 
     mutating func step() {
         if random.chance(35) || (pendingKeyed.isEmpty && pendingStore.isEmpty) {
@@ -89,18 +89,19 @@ struct SimulatedWorld {
     }
 
     /// Something the user or another part of the SDK does.
-    mutating func userOrRequestEvent() -> Event {
+    mutating func userOrRequestEvent() -> SessionEvent {
         switch random.below(10) {
         case 0:
             return .discoveryRequested(
-                random.chance(50) ? .serverName("localhost") : .homeserverURL(Fixture.baseURL, serverName: "localhost"))
-        case 1: return .passwordSubmitted(username: "alice", password: Fixture.password)
+                random.chance(50)
+                    ? .serverName("localhost") : .homeserverURL(SessionFixture.baseURL, serverName: "localhost"))
+        case 1: return .passwordSubmitted(username: "alice", password: SessionFixture.password)
         case 2:
             return random.chance(50)
-                ? .registrationRequested(username: "alice", password: Fixture.password)
-                : .loginTokenSubmitted(Fixture.loginToken)
+                ? .registrationRequested(username: "alice", password: SessionFixture.password)
+                : .loginTokenSubmitted(SessionFixture.loginToken)
         case 3: return .cancelRequested
-        case 4: return .restoreRequested(Fixture.account)
+        case 4: return .restoreRequested(SessionFixture.account)
         case 5, 6: return .accessTokenRejected(softLogout: random.chance(90))
         case 7: return .refreshNeeded
         default: return random.chance(30) ? .signOutRequested : .refreshNeeded
@@ -111,23 +112,23 @@ struct SimulatedWorld {
         nextToken += 1
         return SessionTokens(
             accessToken: Secret("at-\(nextToken)"), refreshToken: refresh ? Secret("rt-\(nextToken)") : nil,
-            expiry: TokenExpiry(issuedAt: Fixture.issuedAt, lifetime: .seconds(300)))
+            expiry: TokenExpiry(issuedAt: SessionFixture.issuedAt, lifetime: .seconds(300)))
     }
 
     /// The world's answer to an effect.
-    mutating func answer(_ effect: Effect) -> Event? {
+    mutating func answer(_ effect: SessionEffect) -> SessionEvent? {
         switch effect {
         case .loadStoredSession:
             return random.chance(10) ? .storeFailed(.store(reason: "locked")) : .restored(stored)
         case .fetchWellKnown:
             return .wellKnownResponse(
                 random.chance(80)
-                    ? .success(random.chance(50) ? Fixture.baseURL : nil)
+                    ? .success(random.chance(50) ? SessionFixture.baseURL : nil)
                     : .failure(.discoveryFailed(reason: "bad JSON")))
         case .fetchVersions:
             return .versionsResponse(
                 random.chance(85)
-                    ? .success(random.chance(90) ? Fixture.versions : Fixture.oldVersions)
+                    ? .success(random.chance(90) ? SessionFixture.versions : SessionFixture.oldVersions)
                     : .failure(.unreachable(.timedOut)))
         case .sendLogin:
             switch random.below(10) {
@@ -135,12 +136,14 @@ struct SimulatedWorld {
             case 1: return .loginResponse(.failure(.rateLimited(retryAfter: .seconds(1))))
             case 2:
                 return .loginResponse(
-                    .success(SessionGrant(userID: Fixture.bob, deviceID: Fixture.device, tokens: freshTokens())))
+                    .success(
+                        SessionGrant(userID: SessionFixture.bob, deviceID: SessionFixture.device, tokens: freshTokens())
+                    ))
             default:
                 return .loginResponse(
                     .success(
                         SessionGrant(
-                            userID: Fixture.alice, deviceID: Fixture.device,
+                            userID: SessionFixture.alice, deviceID: SessionFixture.device,
                             tokens: freshTokens(refresh: random.chance(80)))))
             }
         case .sendRegister(let request):
@@ -149,12 +152,13 @@ struct SimulatedWorld {
             case 1: return .registrationResponse(.failure(.rateLimited(retryAfter: nil)))
             case 2, 3,
                 4 where request.auth == nil:
-                return .registrationResponse(.success(.authenticationRequired(Fixture.dummyChallenge)))
+                return .registrationResponse(.success(.authenticationRequired(SessionFixture.dummyChallenge)))
             default:
                 return .registrationResponse(
                     .success(
                         .registered(
-                            SessionGrant(userID: Fixture.alice, deviceID: Fixture.device, tokens: freshTokens()))))
+                            SessionGrant(
+                                userID: SessionFixture.alice, deviceID: SessionFixture.device, tokens: freshTokens()))))
             }
         case .persistSession(let session):
             guard random.chance(90) else { return .storeFailed(.store(reason: "disk full")) }
@@ -188,7 +192,7 @@ struct SimulatedWorld {
         }
     }
 
-    mutating func apply(_ event: Event) {
+    mutating func apply(_ event: SessionEvent) {
         let transition = machine.transition(from: state, on: event)
         if transition.isIgnored { return }
         for effect in transition.effects { record(effect, after: event) }
@@ -196,10 +200,10 @@ struct SimulatedWorld {
         check(after: event)
     }
 
-    mutating func record(_ effect: Effect, after event: Event) {
+    mutating func record(_ effect: SessionEffect, after event: SessionEvent) {
         switch effect {
         case .sendRefresh(let request):
-            if pendingKeyed[Keys.refresh] != nil {
+            if pendingKeyed[SessionKeys.refresh] != nil {
                 violations.append("second refresh in flight after \(event.caseName)")
             }
             requireSaved(request.refreshToken, "sendRefresh", event)
@@ -220,13 +224,13 @@ struct SimulatedWorld {
         }
     }
 
-    mutating func requireSaved(_ token: Secret<String>, _ use: String, _ event: Event) {
+    mutating func requireSaved(_ token: Secret<String>, _ use: String, _ event: SessionEvent) {
         if !savedTokens.contains(token.exposedValue) {
             violations.append("\(use) used an unsaved token after \(event.caseName) in \(state.caseName)")
         }
     }
 
-    mutating func check(after event: Event) {
+    mutating func check(after event: SessionEvent) {
         visited.insert(state.caseName)
         switch state {
         case .signedIn(let session):
@@ -236,7 +240,7 @@ struct SimulatedWorld {
         case .refreshing(_, let waiting, let attempt):
             if waiting < 0 { violations.append("negative waiting count") }
             maxWaiting = max(maxWaiting, waiting)
-            if !attempt.isWaitingToRetry && pendingKeyed[Keys.refresh] == nil {
+            if !attempt.isWaitingToRetry && pendingKeyed[SessionKeys.refresh] == nil {
                 violations.append("refreshing with no refresh in flight after \(event.caseName)")
             }
         default:
