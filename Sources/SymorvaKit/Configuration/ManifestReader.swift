@@ -66,6 +66,27 @@ struct ManifestReader {
         return string
     }
 
+    func optionalString(at path: [String], in container: [String: JSONValue]) throws(ConfigurationError) -> String? {
+        guard let value = value(at: path, in: container), value != .null else { return nil }
+        guard case .string(let string) = value else { throw typeMismatch(path, expected: "a string", found: value) }
+        return string
+    }
+
+    func optionalBool(at path: [String], in container: [String: JSONValue]) throws(ConfigurationError) -> Bool? {
+        guard let value = value(at: path, in: container), value != .null else { return nil }
+        guard case .bool(let bool) = value else { throw typeMismatch(path, expected: "a boolean", found: value) }
+        return bool
+    }
+
+    /// Every module listed, known or future, is an object with a boolean `enabled`.
+    func checkModuleSwitches(in modules: [String: JSONValue]) throws(ConfigurationError) {
+        for name in modules.keys.sorted() {
+            let path = ["modules", name]
+            let module = try object(at: path, in: modules)
+            _ = try bool(at: path + ["enabled"], in: module)
+        }
+    }
+
     func integer(at path: [String], in container: [String: JSONValue]) throws(ConfigurationError) -> Int {
         let value = try required(at: path, in: container)
         guard let integer = value.integerValue else { throw typeMismatch(path, expected: "an integer", found: value) }
@@ -87,18 +108,17 @@ struct ManifestReader {
         return .init(isEnabled: try bool(at: path + ["enabled"], in: module))
     }
 
-    /// `modules.wallet`: when enabled, at least one asset with a unique code and a precision.
+    /// `modules.wallet`: `assets` is optional (default empty); each asset has a unique code and
+    /// a precision.
     func wallet(in modules: [String: JSONValue]) throws(ConfigurationError) -> SymorvaConfiguration.Wallet {
         let path = ["modules", "wallet"]
         guard let wallet = try optionalObject(at: path, in: modules) else { return .init(isEnabled: false, assets: []) }
         let enabled = try bool(at: path + ["enabled"], in: wallet)
-        guard enabled || wallet["assets"] != nil else { return .init(isEnabled: false, assets: []) }
         let assetsPath = path + ["assets"]
-        let list = try required(at: assetsPath, in: wallet)
-        guard case .array(let items) = list else { throw typeMismatch(assetsPath, expected: "an array", found: list) }
-        if enabled && items.isEmpty {
-            throw .invalidField(Self.render(assetsPath), reason: "an enabled wallet needs at least one asset")
+        guard let list = value(at: assetsPath, in: wallet), list != .null else {
+            return .init(isEnabled: enabled, assets: [])
         }
+        guard case .array(let items) = list else { throw typeMismatch(assetsPath, expected: "an array", found: list) }
         var assets: [SymorvaConfiguration.Asset] = []
         for (index, item) in items.enumerated() {
             let itemPath = assetsPath + ["[\(index)]"]

@@ -15,8 +15,11 @@ import SymorvaMachines
 ///  "encryption": {"defaultEnabled": false}}
 /// ```
 ///
-/// A module absent from `modules` is disabled; `encryption` may be left out (off by default).
-/// Unknown fields are ignored so that newer generators can add hints without a version bump.
+/// The rules are those of `docs/manifest.md` and of the reference validator
+/// (`Server/symorva_server/config.py`), so that the client accepts what the server accepts
+/// (it also checks that `homeserver.serverName` follows the Matrix grammar): `modules` may be left out and a module absent from it is disabled; every listed
+/// module, known or not, needs a boolean `enabled`; `encryption.defaultEnabled` defaults to
+/// `false`. Other unknown fields are ignored, so newer manifests stay readable.
 public struct SymorvaConfiguration: Sendable, Hashable {
     /// The manifest format version; always 1 today.
     public var version: Int
@@ -33,10 +36,19 @@ public struct SymorvaConfiguration: Sendable, Hashable {
 
     /// The community's identity.
     public struct Community: Sendable, Hashable {
-        /// Display name, e.g. `Orbit Dev`.
+        /// Display name, e.g. `Orbit Dev`: 1–100 characters, not blank.
         public var name: String
+        /// A short description for UIs.
+        public var description: String?
+        /// The avatar, an `mxc://` or `https://` URL as written in the manifest.
+        public var avatarURL: String?
+
         /// A community.
-        public init(name: String) { self.name = name }
+        public init(name: String, description: String? = nil, avatarURL: String? = nil) {
+            self.name = name
+            self.description = description
+            self.avatarURL = avatarURL
+        }
     }
 
     /// Where the Matrix homeserver is.
@@ -173,7 +185,13 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         self.version = version
 
         let community = try reader.object(at: ["community"], in: root)
-        self.community = Community(name: try reader.nonEmptyString(at: ["community", "name"], in: community))
+        let name = try reader.nonEmptyString(at: ["community", "name"], in: community)
+        guard name.trimmingCharacters(in: .whitespacesAndNewlines).count <= 100 else {
+            throw .invalidField("community.name", reason: "longer than 100 characters")
+        }
+        self.community = Community(
+            name: name, description: try reader.optionalString(at: ["community", "description"], in: community),
+            avatarURL: try reader.optionalString(at: ["community", "avatarUrl"], in: community))
 
         let homeserver = try reader.object(at: ["homeserver"], in: root)
         let homeserverText = try reader.string(at: ["homeserver", "url"], in: homeserver)
@@ -193,18 +211,16 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         }
         self.services = Services(url: servicesURL)
 
-        let modules = try reader.object(at: ["modules"], in: root)
+        let modules = try reader.optionalObject(at: ["modules"], in: root) ?? [:]
+        try reader.checkModuleSwitches(in: modules)
         self.modules = Modules(
             meetings: try reader.moduleSwitch("meetings", in: modules),
             aiStudio: try reader.moduleSwitch("aiStudio", in: modules),
             wallet: try reader.wallet(in: modules),
             directory: try reader.moduleSwitch("directory", in: modules))
 
-        if let encryption = try reader.optionalObject(at: ["encryption"], in: root) {
-            let enabled = try reader.bool(at: ["encryption", "defaultEnabled"], in: encryption)
-            self.encryption = Encryption(isEnabledByDefault: enabled)
-        } else {
-            self.encryption = Encryption(isEnabledByDefault: false)
-        }
+        let encryption = try reader.optionalObject(at: ["encryption"], in: root) ?? [:]
+        let enabled = try reader.optionalBool(at: ["encryption", "defaultEnabled"], in: encryption) ?? false
+        self.encryption = Encryption(isEnabledByDefault: enabled)
     }
 }

@@ -171,13 +171,40 @@ struct SymorvaConfigurationTests {
         #expect(!configuration.modules.directory.isEnabled)
     }
 
-    @Test("An enabled wallet without assets is invalid")
+    @Test("An enabled wallet may list no assets, like the reference validator allows")
     func walletWithoutAssets() throws {
-        try Self.expectError(
-            .invalidField("modules.wallet.assets", reason: "an enabled wallet needs at least one asset")
-        ) {
-            $0["modules"] = ["wallet": ["enabled": true, "assets": [Any]()]]
+        let data = try Self.manifest { $0["modules"] = ["wallet": ["enabled": true]] }
+        #expect(try SymorvaConfiguration(jsonData: data).modules.wallet == .init(isEnabled: true, assets: []))
+    }
+
+    @Test("A future module still needs a boolean enabled")
+    func futureModule() throws {
+        try Self.expectError(.missingField("modules.polls.enabled")) {
+            $0["modules"] = ["polls": ["question": "?"]]
         }
+    }
+
+    @Test("Modules may be left out: every optional module is off")
+    func modulesOptional() throws {
+        let configuration = try SymorvaConfiguration(jsonData: try Self.manifest { $0["modules"] = nil })
+        #expect(!configuration.modules.meetings.isEnabled && !configuration.modules.wallet.isEnabled)
+    }
+
+    @Test("A community name over 100 characters is invalid")
+    func longCommunityName() throws {
+        try Self.expectError(.invalidField("community.name", reason: "longer than 100 characters")) {
+            $0["community"] = ["name": String(repeating: "x", count: 101)]
+        }
+    }
+
+    @Test("Optional community description and avatar are read")
+    func communityExtras() throws {
+        let data = try Self.manifest {
+            $0["community"] = ["name": "Orbit", "description": "Dev community", "avatarUrl": "mxc://localhost/abc"]
+        }
+        #expect(
+            try SymorvaConfiguration(jsonData: data).community
+                == .init(name: "Orbit", description: "Dev community", avatarURL: "mxc://localhost/abc"))
     }
 
     @Test("An asset precision out of range names the asset's index")
@@ -215,9 +242,13 @@ struct SymorvaConfigurationTests {
         #expect(!configuration.encryption.isEnabledByDefault)
     }
 
-    @Test("encryption.defaultEnabled must be a boolean")
+    @Test("encryption.defaultEnabled must be a boolean and defaults to false")
     func encryptionFlagType() throws {
-        try Self.expectError(.missingField("encryption.defaultEnabled")) { $0["encryption"] = [String: Any]() }
+        try Self.expectError(.invalidField("encryption.defaultEnabled", reason: "expected a boolean, found string")) {
+            $0["encryption"] = ["defaultEnabled": "yes"]
+        }
+        let empty = try Self.manifest { $0["encryption"] = [String: Any]() }
+        #expect(try !SymorvaConfiguration(jsonData: empty).encryption.isEnabledByDefault)
     }
 
     @Test("Error descriptions name the field")
