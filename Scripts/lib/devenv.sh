@@ -90,7 +90,8 @@ _devenv_build_venv() {
       # Debian's system python may lack ensurepip (python3-venv): fall back to virtualenv.
       echo "== python -m venv failed; trying virtualenv"
       rm -rf "$venv"
-      "$py" -m pip install --disable-pip-version-check -q --user virtualenv
+      "$py" -m pip install --disable-pip-version-check -q --user virtualenv \
+        || "$py" -m pip install --disable-pip-version-check -q --user --break-system-packages virtualenv
       "$py" -m virtualenv -q "$venv"
     fi
     "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$reqs"
@@ -115,6 +116,7 @@ devenv_ensure_venv() {
 }
 
 # Both venvs at once (in parallel when both are missing). Sets SYNAPSE_VENV, SERVER_VENV.
+# shellcheck disable=SC2034  # used by the callers
 devenv_ensure_all_venvs() {
   local bg_pid="" rc=0
   SERVER_VENV="$(devenv_venv_path server "$SYMORVA_SERVER_REQS")"
