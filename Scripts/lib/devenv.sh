@@ -42,7 +42,8 @@ devenv_python() {
 
 devenv_helper() { "$(devenv_python)" "$SYMORVA_HELPER" "$@"; }
 
-# Run "$@" holding an exclusive lock on file $1 (flock where available; else mkdir).
+# Run "$@" in a subshell holding an exclusive lock on file $1 (flock where available;
+# else a mkdir lock). The lock is released when the subshell ends, also on exit/die.
 devenv_with_lock() {
   local lockfile="$1"; shift
   mkdir -p "$(dirname "$lockfile")"
@@ -59,7 +60,7 @@ devenv_with_lock() {
       [ "$waited" -lt 900 ] || devenv_die "timed out waiting for lock $dir (remove it if stale)"
     done
     local rc=0
-    "$@" || rc=$?
+    ( "$@" ) || rc=$?
     rmdir "$dir"
     return "$rc"
   fi
