@@ -213,7 +213,7 @@ public struct WhoAmIResponse: Decodable, Sendable, Hashable {
 }
 
 /// `POST /user/{userId}/openid/request_token` → 200: proof of identity for the community services.
-public struct OpenIDToken: Decodable, Sendable, Equatable {
+public struct OpenIDTokenResponse: Decodable, Sendable {
     /// The token the services exchange at the homeserver's federation `openid/userinfo`.
     public var accessToken: Secret<String>
     /// Always `Bearer`.
@@ -236,5 +236,10 @@ public struct OpenIDToken: Decodable, Sendable, Equatable {
         tokenType = try container.decode(String.self, forKey: .tokenType)
         matrixServerName = try container.decode(String.self, forKey: .matrixServerName)
         expiresIn = try container.decode(Int.self, forKey: .expiresIn)
+    }
+
+    /// The token as the community services client takes it.
+    public var openIDToken: OpenIDToken {
+        OpenIDToken(accessToken: accessToken, matrixServerName: matrixServerName, expiresIn: expiresIn)
     }
 }

@@ -169,10 +169,12 @@ struct AuthResponsesTests {
         let body = bytes(
             #"{"access_token": "SomeT0kenHere", "token_type": "Bearer", "matrix_server_name": "example.com", "#
                 + #""expires_in": 3600}"#)
-        let token = try AuthAPI.decode(OpenIDToken.self, from: body)
+        let response = try AuthAPI.decode(OpenIDTokenResponse.self, from: body)
+        #expect(response.tokenType == "Bearer")
+        let token = response.openIDToken
         #expect(token.accessToken == Secret("SomeT0kenHere"))
-        #expect(token.tokenType == "Bearer" && token.matrixServerName == "example.com" && token.expiresIn == 3600)
-        #expect(!String(describing: token).contains("SomeT0kenHere"))
+        #expect(token.matrixServerName == "example.com" && token.expiresIn == 3600)
+        #expect(!String(describing: response).contains("SomeT0kenHere"))
     }
 
     @Test("A body that is not JSON is an invalid response")
