@@ -15,6 +15,14 @@ import SymorvaRuntime
 public protocol KeyProvider: Sendable {
     /// The account's key, created on first use.
     func key(for account: String) throws(StoreError) -> Secret<[UInt8]>
+
+    /// Forgets the account's key when its data is wiped. A missing key is not an error.
+    func removeKey(for account: String) throws(StoreError)
+}
+
+extension KeyProvider {
+    /// Keeps the key: providers whose keys cost nothing to keep need not implement removal.
+    public func removeKey(for account: String) throws(StoreError) {}
 }
 
 /// Keeps one key per account in a file readable by the user only (mode 0600), in a folder of
@@ -43,6 +51,11 @@ public struct FileKeyProvider: KeyProvider {
         // Read back: if another process won the race, its key is the one on disk.
         guard let stored = try Self.readKey(path) else { throw .keyFileIO(errno: ENOENT) }
         return stored
+    }
+
+    /// Deletes the account's key file; a missing file is not an error.
+    public func removeKey(for account: String) throws(StoreError) {
+        if unlink(keyPath(for: account)) != 0 && errno != ENOENT { throw .keyFileIO(errno: errno) }
     }
 
     /// The key file for `account`: a hash of the account ID, so that any ID makes a safe name.

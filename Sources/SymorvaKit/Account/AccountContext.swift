@@ -1,0 +1,178 @@
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaStore
+
+/// A feature module's client for one signed-in account (the wallet, chat, …).
+///
+/// Modules are built by an ``AccountModuleFactory`` when the account's session starts, inside
+/// the account's ``AccountScope``, and stopped when the scope ends (account switch, sign-out,
+/// shutdown). Hosts a module creates in ``AccountModuleContext/scope`` have their effects
+/// cancelled and their late results dropped by the scope itself; ``stop()`` is for everything
+/// else the module holds (timers, observers, caches).
+public protocol AccountModule: Sendable {
+    /// Winds the module down after its account's scope ended.
+    func stop() async
+}
+
+/// Everything a module gets to build its client for one account.
+public struct AccountModuleContext: Sendable {
+    /// The signed-in account.
+    public let userID: UserID
+    /// The account's scope: create hosts in it so that switching and signing out cancel their work.
+    public let scope: AccountScope
+    /// The account's database, already migrated with the module's migrations.
+    public let database: AccountDatabase
+    /// Matrix requests as this account, with transparent token refresh.
+    public let requester: any MatrixRequester
+    /// The community services as this account (OpenID from this account's session).
+    public let services: CommunityServicesClient
+    /// The community's manifest (module switches, assets, …).
+    public let configuration: SymorvaConfiguration
+    /// The clock hosts sleep on.
+    public let clock: any RuntimeClock
+    /// The wall clock.
+    public let wallClock: any WallClock
+    /// The community's tracer: hosts must trace here.
+    public let tracer: Tracer
+    /// The community's log center.
+    public let logCenter: LogCenter
+}
+
+/// How a feature module attaches to every signed-in account: its name, its database
+/// migrations, and a closure that builds its client for one account.
+///
+/// ```swift
+/// let wallet = AccountModuleFactory(name: "wallet", migrations: WalletStore.migrations) { context in
+///     guard context.configuration.modules.wallet.isEnabled else { return nil }
+///     return WalletClient(services: context.services, database: context.database, scope: context.scope)
+/// }
+/// let community = SymorvaCommunity(configuration: configuration, environment: environment, modules: [wallet])
+/// let client = community.module(WalletClient.self)
+/// ```
+public struct AccountModuleFactory: Sendable {
+    /// The module's name: its key in ``AccountModules`` and in the database's `schema_versions`,
+    /// and the prefix of its tables.
+    public var name: String
+    /// The module's migrations, versions 1, 2, 3, … (its own numbering).
+    public var migrations: [Migration]
+    /// Builds the module for one account; `nil` when the module does not apply (disabled in
+    /// the manifest). Runs when the account's session starts, after the session is restored.
+    public var make: @Sendable (AccountModuleContext) async -> (any AccountModule)?
+
+    /// A factory.
+    public init(
+        name: String, migrations: [Migration] = [],
+        make: @escaping @Sendable (AccountModuleContext) async -> (any AccountModule)?
+    ) {
+        self.name = name
+        self.migrations = migrations
+        self.make = make
+    }
+}
+
+/// The modules built for one account, by name and by type.
+public struct AccountModules: Sendable {
+    /// The modules by factory name.
+    public let byName: [String: any AccountModule]
+
+    /// Modules keyed by their factory's name.
+    public init(_ byName: [String: any AccountModule] = [:]) { self.byName = byName }
+
+    /// The module of type `type`, if one was built.
+    public func module<Module: AccountModule>(_ type: Module.Type) -> Module? {
+        for module in byName.values {
+            if let typed = module as? Module { return typed }
+        }
+        return nil
+    }
+
+    /// The module built by the factory called `name`.
+    public subscript(name: String) -> (any AccountModule)? { byName[name] }
+}
+
+/// One signed-in account's running session: its scope, database, session host, requester,
+/// services client and modules. Internal: product code sees ``SessionClient`` and the modules.
+///
+/// Built by `startSession` of the app flow and stopped by `endSession`; everything it starts
+/// lives in ``scope``.
+final class AccountContext: Sendable {
+    let userID: UserID
+    let scope: AccountScope
+    let database: AccountDatabase
+    let sessionHost: MachineHost<SessionMachine>
+    let requester: SessionRequester
+    let services: CommunityServicesClient
+    let modules: AccountModules
+
+    private init(
+        userID: UserID, scope: AccountScope, database: AccountDatabase, sessionHost: MachineHost<SessionMachine>,
+        requester: SessionRequester, services: CommunityServicesClient, modules: AccountModules
+    ) {
+        self.userID = userID
+        self.scope = scope
+        self.database = database
+        self.sessionHost = sessionHost
+        self.requester = requester
+        self.services = services
+        self.modules = modules
+    }
+
+    /// The local account ID.
+    var accountID: AccountID { AccountID(userID) }
+
+    /// Opens the account's database, restores its session from the store (no network) in a
+    /// host that belongs to `scope`, and builds the requester, the services client and the
+    /// modules.
+    static func start(
+        userID: UserID, scope: AccountScope, storage: AccountStorage, machine: SessionMachine,
+        configuration: SymorvaConfiguration, environment: SymorvaEnvironment, factories: [AccountModuleFactory]
+    ) async throws(AccountStorageError) -> AccountContext {
+        let database = try await storage.database(for: userID)
+        let interpreter = SessionInterpreter(
+            transport: environment.transport, wallClock: environment.wallClock, storage: storage,
+            logger: environment.logger("session"))
+        let host = MachineHost(
+            machine: machine, initial: .signedOut, interpreter: interpreter, instance: userID.rawValue, scope: scope,
+            clock: environment.clock, tracer: environment.tracer)
+        await host.send(.restoreRequested(AccountID(userID)))
+        let restored = await host.states.first(scope: scope, ended: .some(.none), cancelled: nil) {
+            state -> SessionMachine.State?? in
+            if case .restoring = state { return nil }
+            return .some(state)
+        }
+        var homeserverURL = configuration.homeserver.url
+        switch restored {
+        case .signedIn(let session), .softLoggedOut(let session, _): homeserverURL = session.homeserver.baseURL
+        default: break
+        }
+        let requester = SessionRequester(
+            userID: userID, homeserverURL: homeserverURL, transport: environment.transport, host: host, scope: scope,
+            wallClock: environment.wallClock, logger: environment.logger("requester"))
+        let services = CommunityServicesClient(
+            baseURL: configuration.services.url, transport: environment.transport,
+            tokenSource: SessionOpenIDSource(requester: requester), clock: environment.clock)
+        var modules: [String: any AccountModule] = [:]
+        if case .failed = restored {
+            // The stored session is unreadable: no module can work for this account.
+        } else {
+            let context = AccountModuleContext(
+                userID: userID, scope: scope, database: database, requester: requester, services: services,
+                configuration: configuration, clock: environment.clock, wallClock: environment.wallClock,
+                tracer: environment.tracer, logCenter: environment.logCenter)
+            for factory in factories {
+                if let module = await factory.make(context) { modules[factory.name] = module }
+            }
+        }
+        return AccountContext(
+            userID: userID, scope: scope, database: database, sessionHost: host, requester: requester,
+            services: services, modules: AccountModules(modules))
+    }
+
+    /// Stops the session host, the modules and the services client. The scope has already
+    /// ended (its work is cancelled); this releases what is left.
+    func stop() async {
+        await sessionHost.stop()
+        for module in modules.byName.values { await module.stop() }
+        await services.invalidate()
+    }
+}

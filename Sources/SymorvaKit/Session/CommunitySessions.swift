@@ -1,0 +1,272 @@
+import Synchronization
+import SymorvaMachines
+import SymorvaRuntime
+
+/// The account whose session is running, as the product layer sees it.
+enum ActiveSession: Sendable {
+    /// No account session runs.
+    case none
+    /// The account's session runs.
+    case running(AccountContext)
+    /// The account is active but its local data could not be opened.
+    case unavailable(AccountID, SessionError)
+}
+
+/// A sign-in or registration the product API asked for, waiting for the app flow to run it.
+final class SignInRequest: Sendable {
+    /// What to do with the credentials.
+    enum Kind: Sendable {
+        /// `/login`.
+        case signIn
+        /// `/register`.
+        case register
+    }
+
+    let kind: Kind
+    let username: String
+    let password: Secret<String>
+    private let picked = Atomic<Bool>(false)
+    private let result = OneShot<Result<AccountID, SessionError>>()
+
+    init(kind: Kind, username: String, password: Secret<String>) {
+        self.kind = kind
+        self.username = username
+        self.password = password
+    }
+
+    /// Whether the app flow's sign-in effect took the request.
+    var isPicked: Bool { picked.load(ordering: .acquiring) }
+    func markPicked() { picked.store(true, ordering: .releasing) }
+
+    /// Reports how the sign-in ended.
+    func finish(_ outcome: Result<AccountID, SessionError>) { result.resolve(outcome) }
+
+    /// How the sign-in ended.
+    func outcome() async -> Result<AccountID, SessionError> {
+        await withCheckedContinuation { result.install($0) }
+    }
+}
+
+/// The session feature's ``SessionDriver``: what the app flow calls to restore accounts, sign
+/// in, start and end account sessions, and forget accounts.
+///
+/// Sign-in and sign-out run in short-lived session hosts of their own (outside any account
+/// scope: the app flow owns them); an account's running session lives in an ``AccountContext``
+/// created in the scope the app flow opened for it.
+actor CommunitySessions: SessionDriver {
+    nonisolated let storage: AccountStorage
+    private let configuration: SymorvaConfiguration
+    private let environment: SymorvaEnvironment
+    private let machine: SessionMachine
+    private let factories: [AccountModuleFactory]
+    private let logger: Logger
+    private var contexts: [AccountID: AccountContext] = [:]
+    private var watchers: [AccountID: ObservableValue<SessionMachine.State>.Unsubscribe] = [:]
+    private var closing: [AccountID: Task<Void, Never>] = [:]
+    private var pending: SignInRequest?
+    private nonisolated let activePublisher = ObservableValue<ActiveSession>.Publisher(.none)
+    private nonisolated let endedHandler = EndedHandler()
+
+    init(
+        configuration: SymorvaConfiguration, environment: SymorvaEnvironment, storage: AccountStorage,
+        factories: [AccountModuleFactory]
+    ) {
+        self.configuration = configuration
+        self.environment = environment
+        self.storage = storage
+        self.factories = factories
+        self.machine = SessionMachine(deviceDisplayName: environment.deviceDisplayName)
+        self.logger = environment.logger("session")
+    }
+
+    /// The active account's session.
+    nonisolated var active: ObservableValue<ActiveSession> { activePublisher.observable }
+
+    /// Called when a running session ends by itself (the server revoked the device): the
+    /// product layer then signs the account out of the app flow.
+    nonisolated func onSessionEnded(_ handler: @escaping @Sendable (AccountID) -> Void) {
+        endedHandler.set(handler)
+    }
+
+    /// Queues the credentials for the app flow's next sign-in effect.
+    func setPending(_ request: SignInRequest?) { pending = request }
+
+    private var interpreter: SessionInterpreter {
+        SessionInterpreter(
+            transport: environment.transport, wallClock: environment.wallClock, storage: storage,
+            logger: environment.logger("session"))
+    }
+
+    private func makeHost(instance: String) -> MachineHost<SessionMachine> {
+        MachineHost(
+            machine: machine, initial: .signedOut, interpreter: interpreter, instance: instance,
+            clock: environment.clock, tracer: environment.tracer)
+    }
+
+    // MARK: - SessionDriver
+
+    func restoreAccounts() async throws(AppFlowError) -> RestoredAccounts {
+        do {
+            return try await storage.restore()
+        } catch {
+            logger.error("reading the stored accounts failed error=\(error)")
+            throw .storeUnavailable
+        }
+    }
+
+    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> AccountID {
+        guard let request = pending else { throw .sessionFailed }
+        pending = nil
+        request.markPicked()
+        let outcome = await runSignIn(request)
+        request.finish(outcome)
+        switch outcome {
+        case .success(let account): return account
+        case .failure(let error): throw Self.appFlowError(for: error)
+        }
+    }
+
+    func startSession(for account: AccountID, in scope: AccountScope) async {
+        await closing[account]?.value
+        guard let userID = UserID(account.userID) else { return }
+        do {
+            let context = try await AccountContext.start(
+                userID: userID, scope: scope, storage: storage, machine: machine, configuration: configuration,
+                environment: environment, factories: factories)
+            guard !scope.isEnded else {
+                await context.stop()
+                return
+            }
+            contexts[account] = context
+            watch(context)
+            activePublisher.publish(.running(context))
+            do { try await storage.setActive(userID) } catch {
+                logger.warning("remembering the active account failed error=\(error)")
+            }
+        } catch {
+            logger.error("starting the session failed account=\(account) error=\(error)")
+            activePublisher.publish(.unavailable(account, error.sessionError))
+        }
+    }
+
+    func endSession(for account: AccountID, reason: AccountScope.Reason) async {
+        await close(account)
+    }
+
+    func forgetAccount(_ account: AccountID) async -> [AccountID] {
+        await close(account)
+        if case .unavailable(let unavailable, _) = active.value, unavailable == account {
+            activePublisher.publish(.none)
+        }
+        if let userID = UserID(account.userID), (try? await storage.currentRegistry().account(userID)) != nil {
+            await signOutStored(userID)
+        }
+        return (try? await storage.currentRegistry().restorable.map(\.accountID)) ?? []
+    }
+
+    // MARK: - Sign-in and sign-out hosts
+
+    /// Discovery, then `/login` or `/register`, in a host of its own; the new tokens are saved
+    /// (to the new account's database) before the host reports `signedIn`.
+    private func runSignIn(_ request: SignInRequest) async -> Result<AccountID, SessionError> {
+        let host = makeHost(instance: "sign-in")
+        defer { Task { await host.stop() } }
+        await host.send(.discoveryRequested(configuration.homeserver.address))
+        let discovered = await host.states.first(cancelled: Result<Void, SessionError>.failure(.cancelled)) {
+            state -> Result<Void, SessionError>? in
+            switch state {
+            case .awaitingCredentials: .success(())
+            case .failed(_, let error, _): .failure(error)
+            case .signedOut: .failure(.cancelled)
+            default: nil
+            }
+        }
+        if case .failure(let error) = discovered { return .failure(error) }
+        switch request.kind {
+        case .signIn: await host.send(.passwordSubmitted(username: request.username, password: request.password))
+        case .register:
+            await host.send(.registrationRequested(username: request.username, password: request.password))
+        }
+        return await host.states.first(cancelled: .failure(.cancelled)) { state -> Result<AccountID, SessionError>? in
+            switch state {
+            case .signedIn(let session): .success(session.accountID)
+            case .failed(_, let error, _): .failure(error)
+            case .awaitingCredentials, .signedOut: .failure(.cancelled)
+            default: nil
+            }
+        }
+    }
+
+    /// Signs a stored account out: restores its session in a host of its own, sends `/logout`
+    /// when it has live tokens, and wipes its data. An unreadable store is wiped directly.
+    private func signOutStored(_ userID: UserID) async {
+        let host = makeHost(instance: userID.rawValue)
+        await host.send(.restoreRequested(AccountID(userID)))
+        let restored = await host.states.first(cancelled: SessionMachine.State.signedOut) { state in
+            if case .restoring = state { return nil }
+            return state
+        }
+        switch restored {
+        case .signedIn, .softLoggedOut:
+            await host.send(.signOutRequested)
+            _ = await host.states.first(cancelled: ()) { state in
+                switch state {
+                case .signedOut, .failed: ()
+                default: nil
+                }
+            }
+        default: break
+        }
+        await host.stop()
+        if (try? await storage.currentRegistry().account(userID)) != nil {
+            do { try await storage.wipe(userID) } catch {
+                logger.error("wiping the account failed account=\(userID) error=\(error)")
+            }
+        }
+    }
+
+    // MARK: - Running sessions
+
+    /// Notices a running session that ends by itself (hard logout by the server wipes the
+    /// account and ends in `signedOut`).
+    private func watch(_ context: AccountContext) {
+        let account = context.accountID
+        let handler = endedHandler
+        watchers[account] = context.sessionHost.states.subscribe { state in
+            guard case .signedOut = state else { return }
+            handler.call(account)
+        }
+    }
+
+    /// Stops the account's running context once, whoever asks first.
+    private func close(_ account: AccountID) async {
+        if let task = closing[account] {
+            await task.value
+            return
+        }
+        guard let context = contexts.removeValue(forKey: account) else { return }
+        watchers.removeValue(forKey: account)?()
+        if case .running(let running) = active.value, running === context { activePublisher.publish(.none) }
+        let task = Task { await context.stop() }
+        closing[account] = task
+        await task.value
+        closing[account] = nil
+        await storage.release(context.userID)
+    }
+
+    /// The app flow's summary of a session error.
+    static func appFlowError(for error: SessionError) -> AppFlowError {
+        switch error {
+        case .invalidCredentials, .userDeactivated, .accountMismatch: .credentialsRejected
+        case .unreachable, .discoveryFailed, .unsupportedServer, .invalidResponse: .serverUnreachable
+        default: .sessionFailed
+        }
+    }
+}
+
+/// The callback for sessions that end by themselves, set once the product layer exists.
+final class EndedHandler: Sendable {
+    private let handler = Mutex<(@Sendable (AccountID) -> Void)?>(nil)
+    func set(_ newHandler: @escaping @Sendable (AccountID) -> Void) { handler.withLock { $0 = newHandler } }
+    func call(_ account: AccountID) { handler.withLock { $0 }?(account) }
+}

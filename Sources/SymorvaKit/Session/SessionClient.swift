@@ -1,0 +1,289 @@
+import Synchronization
+import SymorvaMachines
+import SymorvaRuntime
+
+/// The member's session: sign in, register, sign out, several accounts side by side, switching
+/// between them, and re-authentication after a soft logout.
+///
+/// Views observe ``state`` and ``accounts``; the methods wait until the change they asked for
+/// is visible in ``state`` (or failed) and report failures as a typed ``SessionError``.
+/// Operations run one at a time, in call order.
+///
+/// ```swift
+/// let account = try await community.session.signIn(username: "alice", password: Secret(password))
+/// for await state in community.session.state.values { render(state) }
+/// ```
+public final class SessionClient: Sendable {
+    /// Where the session is.
+    public var state: ObservableValue<SessionState> { statePublisher.observable }
+    /// Every account signed in on this device, in the order they were added.
+    public var accounts: ObservableValue<[Account]> { accountsPublisher.observable }
+
+    private let coordinator: AppFlowCoordinator
+    private let sessions: CommunitySessions
+    private let operations = OperationQueue()
+    private let statePublisher = ObservableValue<SessionState>.Publisher(.launching)
+    private let accountsPublisher = ObservableValue<[Account]>.Publisher([])
+    private let combiner: Mutex<Combiner>
+    private let subscriptions = Mutex<[ObservableValue<Void>.Unsubscribe]>([])
+
+    private struct Combiner: ~Copyable {
+        var flow: AppFlowMachine.State = .launching
+        var active: ActiveSession = .none
+        var session: SessionMachine.State?
+        var unsubscribeSession: ObservableValue<Void>.Unsubscribe?
+    }
+
+    init(coordinator: AppFlowCoordinator, sessions: CommunitySessions) {
+        self.coordinator = coordinator
+        self.sessions = sessions
+        self.combiner = Mutex(Combiner())
+        let accountsPublisher = self.accountsPublisher
+        let unsubscribeAccounts = sessions.storage.accounts.subscribe { stored in
+            accountsPublisher.publish(stored.map(Account.init))
+        }
+        let unsubscribeFlow = coordinator.state.subscribe { [weak self] flow in
+            self?.update { $0.flow = flow }
+        }
+        let unsubscribeActive = sessions.active.subscribe { [weak self] active in self?.activeChanged(active) }
+        subscriptions.withLock { $0 = [unsubscribeAccounts, unsubscribeFlow, unsubscribeActive] }
+        sessions.onSessionEnded { [weak self] account in self?.sessionEnded(account) }
+    }
+
+    deinit {
+        for unsubscribe in subscriptions.withLock({ $0 }) { unsubscribe() }
+        combiner.withLock { $0.unsubscribeSession?() }
+    }
+
+    // MARK: - Operations
+
+    /// Signs in with a user name (a localpart or a full user ID) and password on the manifest's
+    /// homeserver and makes the account the active one. Another account already signed in
+    /// stays on the device.
+    ///
+    /// - Throws: ``SessionError/invalidCredentials`` for a wrong password,
+    ///   ``SessionError/unreachable(_:)`` when the homeserver cannot be reached, and the other
+    ///   cases of ``SessionError``.
+    @discardableResult
+    public func signIn(username: String, password: Secret<String>) async throws(SessionError) -> Account {
+        try await serialized { () async throws(SessionError) -> Account in
+            try await self.runSignIn(SignInRequest(kind: .signIn, username: username, password: password))
+        }
+    }
+
+    /// Creates an account (user-interactive registration with the `m.login.dummy` stage), signs
+    /// it in and makes it the active one.
+    ///
+    /// - Throws: ``SessionError/userInUse`` when the name is taken,
+    ///   ``SessionError/invalidUsername``, ``SessionError/registrationDisabled``, …
+    @discardableResult
+    public func register(username: String, password: Secret<String>) async throws(SessionError) -> Account {
+        try await serialized { () async throws(SessionError) -> Account in
+            try await self.runSignIn(SignInRequest(kind: .register, username: username, password: password))
+        }
+    }
+
+    /// Signs the active account out: `/logout` on the server (its tokens stop working), then
+    /// its local data is wiped. The next account on the device, if any, becomes active.
+    ///
+    /// - Throws: ``SessionError/notSignedIn`` when no account is active.
+    public func signOut() async throws(SessionError) {
+        try await serialized { () async throws(SessionError) in
+            try await self.settle()
+            guard case .signedIn = self.coordinator.state.value else { throw .notSignedIn }
+            await self.coordinator.signOut()
+            await self.waitForSettledState()
+        }
+    }
+
+    /// Makes another account of the device the active one. The previous account's session
+    /// stops: its in-flight requests are cancelled and their late results dropped.
+    ///
+    /// - Throws: ``SessionError/notSignedIn`` when the account is not on this device.
+    @discardableResult
+    public func switchAccount(to account: Account) async throws(SessionError) -> Account {
+        try await serialized { () async throws(SessionError) -> Account in
+            try await self.settle()
+            guard self.accounts.value.contains(where: { $0.id == account.id }) else { throw .notSignedIn }
+            if case .signedIn(let active) = self.coordinator.state.value, active == account.id {
+                return self.state.value.account ?? account
+            }
+            await self.coordinator.switchAccount(to: account.id)
+            return try await self.waitForActive(account.id)
+        }
+    }
+
+    /// Removes an account from the device: signs it out on the server where possible and wipes
+    /// its local data. Removing the active account is ``signOut()``.
+    public func removeAccount(_ account: Account) async throws(SessionError) {
+        if case .signedIn(let active) = coordinator.state.value, active == account.id {
+            try await signOut()
+            return
+        }
+        try await serialized { () async throws(SessionError) in
+            guard self.accounts.value.contains(where: { $0.id == account.id }) else { throw .notSignedIn }
+            _ = await self.sessions.forgetAccount(account.id)
+        }
+    }
+
+    /// Signs the soft-logged-out active account in again with its password, on the same
+    /// device, keeping its local data.
+    ///
+    /// - Throws: ``SessionError/notSignedIn`` unless the active account is soft logged out;
+    ///   ``SessionError/invalidCredentials`` for a wrong password.
+    @discardableResult
+    public func reauthenticate(password: Secret<String>) async throws(SessionError) -> Account {
+        try await serialized { () async throws(SessionError) -> Account in
+            guard case .running(let context) = self.sessions.active.value,
+                case .softLoggedOut(let session, _) = context.sessionHost.states.value
+            else { throw .notSignedIn }
+            await context.sessionHost.send(.passwordSubmitted(username: session.userID.rawValue, password: password))
+            let outcome = await context.sessionHost.states.first(cancelled: .failure(.cancelled)) {
+                state -> Result<Account, SessionError>? in
+                switch state {
+                case .signedIn(let session): .success(Account(session))
+                case .softLoggedOut(_, let error): .failure(error ?? .softLoggedOut)
+                case .signedOut, .wipingLocalData, .failed: .failure(.notSignedIn)
+                default: nil
+                }
+            }
+            return try outcome.get()
+        }
+    }
+
+    // MARK: - Launch
+
+    /// Reads the stored accounts and restores the last active one (no network needed); returns
+    /// once ``state`` says where the member is.
+    func launch() async {
+        await operations.run {
+            if case .launching = self.coordinator.state.value { await self.coordinator.launch() }
+            await self.waitForSettledState()
+        }
+    }
+
+    // MARK: - Internals
+
+    private func serialized<T: Sendable>(_ body: @escaping @Sendable () async throws(SessionError) -> T)
+        async throws(SessionError) -> T
+    {
+        let result = await operations.run { () async -> Result<T, SessionError> in
+            do throws(SessionError) { return .success(try await body()) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Launches if needed and waits until the app flow is at rest (not mid-switch or mid-sign-out).
+    private func settle() async throws(SessionError) {
+        if case .launching = coordinator.state.value { await coordinator.launch() }
+        await waitForSettledState()
+    }
+
+    private func waitForSettledState() async {
+        _ = await state.first(cancelled: ()) { state -> Void? in
+            switch state {
+            case .launching, .signingIn, .restoring, .switching, .signingOut: nil
+            case .signedOut, .signedIn, .softLoggedOut, .unavailable: ()
+            }
+        }
+    }
+
+    private func runSignIn(_ request: SignInRequest) async throws(SessionError) -> Account {
+        try await settle()
+        await sessions.setPending(request)
+        await coordinator.signIn()
+        if case .signingIn = coordinator.state.value {
+        } else if !request.isPicked {
+            // The app flow had no sign-in to start (it was busy): nothing was sent.
+            await sessions.setPending(nil)
+            throw .cancelled
+        }
+        switch await request.outcome() {
+        case .success(let account):
+            return try await waitForActive(account)
+        case .failure(let error):
+            // The app flow goes back to where it was; report the error once it is there.
+            await waitForSettledState()
+            throw error
+        }
+    }
+
+    /// Waits until `account` is the active account and its session is restored.
+    private func waitForActive(_ account: AccountID) async throws(SessionError) -> Account {
+        let outcome = await state.first(cancelled: .failure(.cancelled)) { state -> Result<Account, SessionError>? in
+            switch state {
+            case .signedIn(let active) where active.id == account: .success(active)
+            case .softLoggedOut(let active) where active.id == account: .failure(.softLoggedOut)
+            case .unavailable(let failed, let error) where failed == account: .failure(error)
+            case .signedOut: .failure(.notSignedIn)
+            default: nil
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// A running session ended by itself (the server revoked the device and the local data is
+    /// wiped): sign the account out of the app flow so that the next account becomes active.
+    private func sessionEnded(_ account: AccountID) {
+        let coordinator = self.coordinator
+        Task {
+            if case .signedIn(let active) = coordinator.state.value, active == account { await coordinator.signOut() }
+        }
+    }
+
+    private func activeChanged(_ active: ActiveSession) {
+        var sessionStates: ObservableValue<SessionMachine.State>?
+        if case .running(let context) = active { sessionStates = context.sessionHost.states }
+        let previous = combiner.withLock { combiner -> ObservableValue<Void>.Unsubscribe? in
+            defer { combiner.unsubscribeSession = nil }
+            return combiner.unsubscribeSession
+        }
+        previous?()
+        update {
+            $0.active = active
+            $0.session = sessionStates?.value
+        }
+        guard let sessionStates else { return }
+        let unsubscribe = sessionStates.subscribe { [weak self] state in
+            self?.update { combiner in
+                guard case .running(let context) = combiner.active, context.sessionHost.states === sessionStates else {
+                    return
+                }
+                combiner.session = state
+            }
+        }
+        combiner.withLock { $0.unsubscribeSession = unsubscribe }
+    }
+
+    /// Applies a change to the inputs and publishes the combined state. Publishing happens
+    /// under the lock so that two inputs changing at once can never publish out of order.
+    private func update(_ change: (inout Combiner) -> Void) {
+        combiner.withLock { combiner in
+            change(&combiner)
+            let next = SessionState.combining(flow: combiner.flow, active: combiner.active, session: combiner.session)
+            if next != statePublisher.value { statePublisher.publish(next) }
+        }
+    }
+}
+
+/// Runs operations one at a time, in the order they arrive.
+actor OperationQueue {
+    private var isBusy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` once every earlier operation has finished.
+    func run<T: Sendable>(_ body: @Sendable () async -> T) async -> T {
+        if isBusy {
+            await withCheckedContinuation { waiters.append($0) }
+        } else {
+            isBusy = true
+        }
+        let result = await body()
+        if waiters.isEmpty {
+            isBusy = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+        return result
+    }
+}

@@ -1,0 +1,92 @@
+import SymorvaMachines
+import SymorvaRuntime
+
+/// A Symorva community: the SDK's entry point, built from the community's manifest.
+///
+/// It composes the parts and owns none of the logic: the app flow (which account is active),
+/// the session feature (``session``), per-account storage, and the feature modules that attach
+/// to every signed-in account (``module(_:)``).
+///
+/// ```swift
+/// let community = SymorvaCommunity(configuration: try .load(from: manifestURL))
+/// await community.launch()                       // restores the last account, no network
+/// if case .signedOut = community.session.state.value {
+///     try await community.session.signIn(username: "alice", password: Secret(password))
+/// }
+/// ```
+public final class SymorvaCommunity: Sendable {
+    /// The manifest the community was built from.
+    public let configuration: SymorvaConfiguration
+    /// Where data, keys, transport, clocks, traces and logs come from.
+    public let environment: SymorvaEnvironment
+    /// Sign-in, registration, sign-out, accounts and switching.
+    public let session: SessionClient
+
+    let sessions: CommunitySessions
+    let coordinator: AppFlowCoordinator
+
+    /// A community with the default environment (data in the platform's data folder, libcurl,
+    /// key files, system clocks).
+    public convenience init(configuration: SymorvaConfiguration) {
+        self.init(configuration: configuration, environment: SymorvaEnvironment())
+    }
+
+    /// A community.
+    ///
+    /// - Parameters:
+    ///   - modules: feature modules built for every signed-in account, with their database
+    ///     migrations (see ``AccountModuleFactory``).
+    public init(
+        configuration: SymorvaConfiguration, environment: SymorvaEnvironment, modules: [AccountModuleFactory] = []
+    ) {
+        self.configuration = configuration
+        self.environment = environment
+        var migrations = AccountMigrations.standard
+        for module in modules { migrations.register(feature: module.name, module.migrations) }
+        let storage = AccountStorage(
+            dataDirectory: environment.dataDirectory, keyProvider: environment.keyProvider, migrations: migrations,
+            logger: environment.logger("store"))
+        let sessions = CommunitySessions(
+            configuration: configuration, environment: environment, storage: storage, factories: modules)
+        let coordinator = AppFlowCoordinator(driver: sessions, clock: environment.clock, tracer: environment.tracer)
+        self.sessions = sessions
+        self.coordinator = coordinator
+        self.session = SessionClient(coordinator: coordinator, sessions: sessions)
+    }
+
+    /// Restores the last active account from the store (no network needed) and returns once
+    /// ``SessionClient/state`` says where the member is: signed in, soft logged out, signed out
+    /// or unavailable.
+    public func launch() async { await session.launch() }
+
+    /// Stops every session and its modules. The community cannot be used afterwards.
+    public func shutdown() async { await coordinator.shutdown() }
+
+    /// The community services as the active account, or `nil` when no account is signed in.
+    public var services: CommunityServicesClient? {
+        guard case .running(let context) = sessions.active.value else { return nil }
+        return context.services
+    }
+
+    /// The active account's module of type `type`, or `nil` when no account is active or the
+    /// module is not built (not registered, or disabled in the manifest).
+    public func module<Module: AccountModule>(_ type: Module.Type) -> Module? {
+        guard case .running(let context) = sessions.active.value else { return nil }
+        return context.modules.module(type)
+    }
+
+    /// Matrix requests as the active account (with transparent token refresh), or `nil` when
+    /// no account is signed in. Chat and other Matrix features build on this.
+    public var requester: (any MatrixRequester)? {
+        guard case .running(let context) = sessions.active.value else { return nil }
+        return context.requester
+    }
+}
+
+#if canImport(Observation)
+    import Observation
+
+    /// SwiftUI injects the community with `.environment(community)`; views observe
+    /// ``SymorvaCommunity/session`` state through ``ObservedValue``.
+    extension SymorvaCommunity: Observable {}
+#endif

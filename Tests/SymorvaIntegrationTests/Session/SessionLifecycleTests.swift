@@ -1,0 +1,118 @@
+import Foundation
+@testable import SymorvaKit
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaTesting
+import SymorvaTransport
+import Testing
+
+@Suite("Session against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+struct SessionLifecycleTests {
+    @Test("Registering signs the new account in and makes it active")
+    func register() async throws {
+        let fixture = CommunityFixture()
+        await fixture.community.launch()
+        #expect(fixture.community.session.state.value == .signedOut)
+        let name = DevEnvironment.uniqueUsername("reg")
+        let account = try await fixture.community.session.register(username: name, password: testPassword)
+        #expect(account.userID.localpart == name)
+        #expect(fixture.community.session.state.value == .signedIn(account))
+        #expect(fixture.community.session.accounts.value == [account])
+        let token = try #require(fixture.accessToken)
+        #expect(try await fixture.rawWhoAmI(token) == account.userID)
+        // The requester features use works as the account.
+        let response = try await #require(fixture.community.requester).send(AuthAPI.whoami())
+        #expect(try AuthAPI.decode(WhoAmIResponse.self, from: response.body).userID == account.userID)
+    }
+
+    @Test("Registering a taken user name fails with userInUse")
+    func registerTaken() async throws {
+        let name = DevEnvironment.uniqueUsername("taken")
+        let first = CommunityFixture()
+        try await first.community.session.register(username: name, password: testPassword)
+        let second = CommunityFixture()
+        await #expect(throws: SessionError.userInUse) {
+            try await second.community.session.register(username: name, password: testPassword)
+        }
+        #expect(second.community.session.state.value == .signedOut)
+    }
+
+    @Test("Signing in with the password of a registered account creates a new device")
+    func login() async throws {
+        let name = DevEnvironment.uniqueUsername("login")
+        let registered = try await CommunityFixture().community.session.register(username: name, password: testPassword)
+        let fixture = CommunityFixture()
+        let account = try await fixture.community.session.signIn(username: name, password: testPassword)
+        #expect(account.userID == registered.userID)
+        #expect(account.deviceID != registered.deviceID)
+        #expect(fixture.community.session.state.value == .signedIn(account))
+    }
+
+    @Test("A wrong password fails with invalidCredentials and stays signed out")
+    func wrongPassword() async throws {
+        let name = DevEnvironment.uniqueUsername("wrong")
+        try await CommunityFixture().community.session.register(username: name, password: testPassword)
+        let fixture = CommunityFixture()
+        await #expect(throws: SessionError.invalidCredentials) {
+            try await fixture.community.session.signIn(username: name, password: Secret("not the password"))
+        }
+        #expect(fixture.community.session.state.value == .signedOut)
+        #expect(fixture.community.session.accounts.value.isEmpty)
+    }
+
+    @Test("Signing out invalidates the access token on the server and wipes the account's data")
+    func signOutInvalidatesToken() async throws {
+        let fixture = CommunityFixture()
+        let account = try await fixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("logout"), password: testPassword)
+        let token = try #require(fixture.accessToken)
+        let folder = AccountDatabase.directory(for: account.userID, in: fixture.data.path)
+        #expect(FileManager.default.fileExists(atPath: folder))
+
+        try await fixture.community.session.signOut()
+
+        #expect(fixture.community.session.state.value == .signedOut)
+        #expect(fixture.community.session.accounts.value.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: folder))
+        #expect(fixture.transport.count("/logout") == 1)
+        do {
+            _ = try await fixture.rawWhoAmI(token)
+            Issue.record("the old token still works")
+        } catch {
+            guard case .matrix(let matrix) = error else { throw error }
+            #expect(matrix.code == .unknownToken)
+        }
+    }
+
+    @Test("A new process restores the signed-in account from the store without any request")
+    func restoreWithoutNetwork() async throws {
+        let data = TemporaryDataDirectory()
+        let first = CommunityFixture(data: data)
+        let account = try await first.community.session.register(
+            username: DevEnvironment.uniqueUsername("restore"), password: testPassword)
+        await first.community.shutdown()
+
+        let offline = OfflineTransport()
+        let second = CommunityFixture(data: data, transport: offline)
+        await second.community.launch()
+
+        #expect(second.community.session.state.value == .signedIn(account))
+        #expect(second.community.session.accounts.value == [account])
+        #expect(offline.attemptCount == 0)
+        #expect(second.transport.total == 0)
+    }
+
+    @Test("Login against an unreachable homeserver fails with unreachable")
+    func unreachable() async throws {
+        var configuration = DevEnvironment.current!.configuration
+        configuration.homeserver.url = HomeserverURL("http://127.0.0.1:9")!
+        let data = TemporaryDataDirectory()
+        let community = SymorvaCommunity(
+            configuration: configuration,
+            environment: SymorvaEnvironment(dataDirectory: data.path, tracer: Tracer(), logCenter: LogCenter(threshold: .error)))
+        await #expect(throws: SessionError.unreachable(.cannotConnect)) {
+            try await community.session.signIn(username: "nobody", password: testPassword)
+        }
+        #expect(community.session.state.value == .signedOut)
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import Synchronization
+@testable import SymorvaKit
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaStore
+import SymorvaTesting
+import SymorvaTransport
+
+/// A fresh data folder under the system's temporary folder, deleted when the test is done.
+final class TemporaryDataDirectory: Sendable {
+    let path: String
+
+    init(_ label: String = "session") {
+        path = NSTemporaryDirectory() + "symorva-\(label)-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Counts the requests that go through it by path, and can hold the responses of one path at a
+/// gate (after the server answered, ignoring cancellation, like I/O that cannot be interrupted).
+final class RecordingTransport: HTTPTransport {
+    let base: any HTTPTransport
+    private let counts = Mutex<[String: Int]>([:])
+    private let held = Mutex<(path: String, gate: TestGate)?>(nil)
+
+    init(_ base: any HTTPTransport) { self.base = base }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let path = request.url.path
+        counts.withLock { $0[path, default: 0] += 1 }
+        let response = try await base.send(request)
+        if let (heldPath, gate) = held.withLock({ $0 }), path.hasSuffix(heldPath) {
+            await gate.wait()
+        }
+        return response
+    }
+
+    /// How many requests went to a path ending in `suffix`.
+    func count(_ suffix: String) -> Int {
+        counts.withLock { counts in counts.filter { $0.key.hasSuffix(suffix) }.values.reduce(0, +) }
+    }
+
+    /// Every request so far.
+    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+
+    /// Holds responses of paths ending in `suffix` at `gate` from now on.
+    func hold(_ suffix: String, at gate: TestGate) { held.withLock { $0 = (suffix, gate) } }
+}
+
+/// A transport that fails every request: proves that something needs no network.
+final class OfflineTransport: HTTPTransport {
+    private let attempts = Atomic<Int>(0)
+    var attemptCount: Int { attempts.load(ordering: .relaxed) }
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        attempts.add(1, ordering: .relaxed)
+        throw .connectFailed
+    }
+}
+
+/// A wall clock stopped at one instant: the client never believes a token expired.
+struct FrozenWallClock: WallClock {
+    let now: Timestamp
+    init() { now = SystemWallClock().now }
+}
+
+extension DevEnvironment {
+    /// The community manifest for the dev servers, built in code.
+    var configuration: SymorvaConfiguration {
+        SymorvaConfiguration(
+            community: .init(name: "Integration"),
+            homeserver: .init(url: HomeserverURL(homeserverURL.absoluteString)!, serverName: serverName),
+            services: .init(url: servicesURL),
+            modules: .init(
+                meetings: .init(isEnabled: true), aiStudio: .init(isEnabled: false),
+                wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
+    }
+
+    /// The refreshable access token lifetime the dev servers run with, when it is short enough
+    /// for refresh tests (at most a minute).
+    static var shortTokenLifetime: Duration? {
+        guard let text = ProcessInfo.processInfo.environment["SYMORVA_ACCESS_TOKEN_LIFETIME"], text.hasSuffix("s"),
+            let seconds = Int(text.dropLast()), seconds <= 60
+        else { return nil }
+        return .seconds(seconds)
+    }
+
+    /// The server admin's credentials from the env file.
+    static var admin: (user: String, password: String)? {
+        let variables = ProcessInfo.processInfo.environment
+        guard let user = variables["SYMORVA_ADMIN_USER"], let password = variables["SYMORVA_ADMIN_PASSWORD"] else {
+            return nil
+        }
+        return (user, password)
+    }
+}
+
+/// A community on the dev servers with its own data folder, tracer and log capture.
+struct CommunityFixture {
+    let environment = DevEnvironment.current!
+    let data: TemporaryDataDirectory
+    let transport: RecordingTransport
+    let tracer = Tracer()
+    let trace = ObservableTraceRecorder()
+    let logs = CapturingLogSink()
+    let logCenter = LogCenter(threshold: .trace)
+    let community: SymorvaCommunity
+
+    init(
+        data: TemporaryDataDirectory = TemporaryDataDirectory(), transport: (any HTTPTransport)? = nil,
+        clock: any RuntimeClock = SystemClock(), wallClock: any WallClock = SystemWallClock(),
+        modules: [AccountModuleFactory] = []
+    ) {
+        self.data = data
+        let recording = RecordingTransport(transport ?? CurlTransport())
+        self.transport = recording
+        tracer.addSink(trace)
+        tracer.addSink(LoggingTraceSink(logger: Logger(category: "trace", center: logCenter)))
+        logCenter.addSink(logs)
+        community = SymorvaCommunity(
+            configuration: environment.configuration,
+            environment: SymorvaEnvironment(
+                dataDirectory: data.path, transport: recording, clock: clock, wallClock: wallClock, tracer: tracer,
+                logCenter: logCenter),
+            modules: modules)
+    }
+
+    /// The running session host of the active account.
+    var activeContext: AccountContext? {
+        if case .running(let context) = community.sessions.active.value { return context }
+        return nil
+    }
+
+    /// The active account's current access token (tests use it to talk to the server directly).
+    var accessToken: Secret<String>? {
+        activeContext.flatMap { SessionRequester.activeToken(in: $0.sessionHost.states.value) }
+    }
+
+    /// `GET /account/whoami` with `token`, bypassing the SDK's session.
+    func rawWhoAmI(_ token: Secret<String>) async throws(MatrixRequestError) -> UserID {
+        let requester = FixedTokenMatrixRequester(
+            homeserverURL: environment.configuration.homeserver.url, userID: UserID("@x:localhost")!,
+            accessToken: token, transport: CurlTransport())
+        let response = try await requester.send(AuthAPI.whoami())
+        return try! AuthAPI.decode(WhoAmIResponse.self, from: response.body).userID
+    }
+}
+
+/// A password for test accounts.
+let testPassword = Secret("correct horse battery staple")
