@@ -1,0 +1,186 @@
+import Foundation
+import Synchronization
+@testable import SymorvaKit
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaStore
+import SymorvaTesting
+import SymorvaTransport
+import Testing
+
+/// A homeserver reduced to a mapping from requests to answers: `whoami` answers 200 for the
+/// currently valid access token and `401 M_UNKNOWN_TOKEN` otherwise; `/refresh` issues the next
+/// token. Whoami answers can be held at a gate.
+final class FakeHomeserver: HTTPTransport {
+    private struct State {
+        var valid: String
+        var issued = 0
+        var refreshes = 0
+        var whoamis: [String] = []
+        var softLogout = true
+    }
+
+    private let state: Mutex<State>
+    let whoamiGate = Mutex<TestGate?>(nil)
+    let refreshGate = Mutex<TestGate?>(nil)
+
+    init(valid: String) { state = Mutex(State(valid: valid)) }
+
+    var refreshCount: Int { state.withLock { $0.refreshes } }
+    /// The tokens whoami requests carried, in order.
+    var whoamiTokens: [String] { state.withLock { $0.whoamis } }
+    /// Makes the server forget every token, as if the device was deleted.
+    func revokeAll() { state.withLock { $0.valid = "revoked-\(UUID())"; $0.softLogout = false } }
+    func expire() { state.withLock { $0.valid = "nobody" } }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        switch (request.method, request.url.path) {
+        case (.get, "/_matrix/client/v3/account/whoami"):
+            let token = request.bearerToken?.exposedValue ?? ""
+            state.withLock { $0.whoamis.append(token) }
+            if let gate = whoamiGate.withLock({ $0 }) { await gate.wait() }
+            let (isValid, softLogout) = state.withLock { ($0.valid == token, $0.softLogout) }
+            guard isValid else {
+                return Self.json(401, #"{"errcode":"M_UNKNOWN_TOKEN","error":"gone","soft_logout":\#(softLogout)}"#)
+            }
+            return Self.json(200, #"{"user_id":"@alice:example.org","device_id":"DEVICEA"}"#)
+        case (.post, "/_matrix/client/v3/refresh"):
+            if let gate = refreshGate.withLock({ $0 }) { await gate.wait() }
+            let token = state.withLock { state in
+                state.refreshes += 1
+                state.issued += 1
+                state.valid = "access-\(state.issued)"
+                return state.valid
+            }
+            return Self.json(
+                200, #"{"access_token":"\#(token)","refresh_token":"refresh-\#(token)","expires_in_ms":300000}"#)
+        default:
+            return Self.json(404, #"{"errcode":"M_UNRECOGNIZED"}"#)
+        }
+    }
+
+    static func json(_ status: Int, _ text: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(text.utf8))
+    }
+}
+
+/// A wall clock a test sets by hand.
+final class SettableWallClock: WallClock {
+    private let instant: Mutex<Timestamp>
+    init(_ instant: Timestamp) { self.instant = Mutex(instant) }
+    var now: Timestamp { instant.withLock { $0 } }
+    func set(_ new: Timestamp) { instant.withLock { $0 = new } }
+}
+
+@Suite("Session requester: token refresh around requests")
+struct SessionRequesterTests {
+    let data = TestDataDirectory()
+    let server = FakeHomeserver(valid: "syt_access_CANARY_1234567890")
+    let wallClock = SettableWallClock(Timestamp(millisecondsSince1970: 2_000))
+    let scope = AccountScope(label: "@alice:example.org")
+
+    /// A running account context restored from a saved session, on the fake server.
+    func context() async throws -> AccountContext {
+        let storage = SessionSamples.storage(data)
+        try await storage.sessionStore(for: SessionSamples.alice).save(
+            SessionSamples.session(), savedAt: Timestamp(millisecondsSince1970: 1_000))
+        let configuration = SymorvaConfiguration(
+            community: .init(name: "Test"),
+            homeserver: .init(url: SessionSamples.server.baseURL, serverName: "example.org"),
+            services: .init(url: URL(string: "https://services.example.org")!),
+            modules: .init(
+                meetings: .init(isEnabled: true), aiStudio: .init(isEnabled: false),
+                wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
+        let environment = SymorvaEnvironment(
+            dataDirectory: data.path, transport: server, clock: ManualClock(), wallClock: wallClock, tracer: Tracer(),
+            logCenter: LogCenter(threshold: .error))
+        return try await AccountContext.start(
+            userID: SessionSamples.alice, scope: scope, storage: storage, machine: SessionMachine(),
+            configuration: configuration, environment: environment, factories: [])
+    }
+
+    func whoami(_ context: AccountContext) async throws(MatrixRequestError) -> Int {
+        try await context.requester.send(AuthAPI.whoami()).status
+    }
+
+    @Test("A valid token is sent as is")
+    func validToken() async throws {
+        let context = try await context()
+        #expect(try await whoami(context) == 200)
+        #expect(server.whoamiTokens == ["syt_access_CANARY_1234567890"])
+        #expect(server.refreshCount == 0)
+    }
+
+    @Test("M_UNKNOWN_TOKEN with soft_logout refreshes once and retries with the new token")
+    func rejectedThenRefreshed() async throws {
+        let context = try await context()
+        server.expire()
+        #expect(try await whoami(context) == 200)
+        #expect(server.refreshCount == 1)
+        #expect(server.whoamiTokens == ["syt_access_CANARY_1234567890", "access-1"])
+    }
+
+    @Test("Concurrent rejected requests share one refresh")
+    func concurrentOneRefresh() async throws {
+        let context = try await context()
+        server.expire()
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<6 { group.addTask { try await whoami(context) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 6))
+        #expect(server.refreshCount == 1)
+    }
+
+    @Test("A request rejected for a token a refresh already replaced retries with the new one, no second refresh")
+    func staleTokenRetriesWithoutRefresh() async throws {
+        let context = try await context()
+        let gate = TestGate()
+        server.whoamiGate.withLock { $0 = gate }
+        async let status = whoami(context)
+        try await gate.waitForWaiters(count: 1)
+        // A refresh completes while the request is on the wire; the old token is dead now.
+        await context.sessionHost.send(.refreshTimerFired)
+        _ = await context.sessionHost.states.first(cancelled: ()) { state in
+            if case .signedIn(let session) = state, session.tokens.accessToken.exposedValue == "access-1" { return () }
+            return nil
+        }
+        server.whoamiGate.withLock { $0 = nil }
+        gate.open()
+        #expect(try await status == 200)
+        #expect(server.refreshCount == 1)
+        #expect(server.whoamiTokens == ["syt_access_CANARY_1234567890", "access-1"])
+    }
+
+    @Test("A token the wall clock says has expired is refreshed before it is sent")
+    func expiredBeforeSending() async throws {
+        let context = try await context()
+        wallClock.set(Timestamp(millisecondsSince1970: 1_000 + 301_000))
+        #expect(try await whoami(context) == 200)
+        #expect(server.refreshCount == 1)
+        #expect(server.whoamiTokens == ["access-1"])
+    }
+
+    @Test("M_UNKNOWN_TOKEN without soft_logout wipes the account and fails the request as notSignedIn")
+    func hardLogout() async throws {
+        let context = try await context()
+        server.revokeAll()
+        await #expect(throws: MatrixRequestError.notSignedIn) { try await whoami(context) }
+        try await context.sessionHost.states.wait(until: { if case .signedOut = $0 { true } else { false } })
+        #expect(!FileManager.default.fileExists(atPath: AccountDatabase.directory(for: SessionSamples.alice, in: data.path)))
+        #expect(server.refreshCount == 0)
+    }
+
+    @Test("Ending the account's scope fails a request waiting for a token")
+    func scopeEndFailsWaiters() async throws {
+        let context = try await context()
+        let gate = TestGate()
+        server.refreshGate.withLock { $0 = gate }
+        server.expire()
+        let request = Task { () async throws(MatrixRequestError) -> Int in try await whoami(context) }
+        try await gate.waitForWaiters(count: 1)  // the refresh is on the wire; the request waits for it
+        scope.end(reason: .switched)
+        await #expect(throws: MatrixRequestError.notSignedIn) { try await request.value }
+        gate.open()
+    }
+}
