@@ -85,7 +85,7 @@ let package = Package(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
-            exclude: ["Transcripts"], swiftSettings: swiftSettings),
+            exclude: ["Transcripts", "SessionTranscripts"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting"],
             swiftSettings: swiftSettings),

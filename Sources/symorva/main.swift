@@ -1,9 +1,11 @@
 // The `symorva` REPL harness. Everything lives in SymorvaREPL so that tests can run the same
-// session in-process; this file only hands it the process's arguments and environment.
+// session in-process; this file only hands it the process's arguments, environment and the
+// features' commands.
 import Foundation
 import SymorvaREPL
 
 let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
-    environment: ProcessInfo.processInfo.environment)
+    environment: ProcessInfo.processInfo.environment,
+    commands: SessionCommands.all)
 exit(status)
