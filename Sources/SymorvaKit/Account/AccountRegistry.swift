@@ -174,6 +174,15 @@ enum AccountFiles {
         syncDirectory(parent(of: path))
     }
 
+    /// Deletes temporary files that a process killed during ``writeAtomically(_:to:)`` left
+    /// next to `path`.
+    static func removeTemporaryFiles(of path: String) {
+        let directory = parent(of: path)
+        let prefix = (path.split(separator: "/").last.map(String.init) ?? path) + ".tmp-"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix(prefix) { unlink(directory + "/" + name) }
+    }
+
     /// Whether something exists at `path`.
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 

@@ -38,6 +38,7 @@ actor AccountStorage {
     /// The registry as stored (read once, then kept in memory and written through).
     func currentRegistry() throws(AccountStorageError) -> AccountRegistry {
         if let registry { return registry }
+        AccountFiles.removeTemporaryFiles(of: registryFile.path)
         let loaded = try registryFile.read()
         registry = loaded
         accountsPublisher.publish(loaded.restorable)

@@ -137,12 +137,14 @@ actor CommunitySessions: SessionDriver {
                 await context.stop()
                 return
             }
-            contexts[account] = context
-            watch(context)
-            activePublisher.publish(.running(context))
+            // Remembered before the session is announced: a program that quits as soon as it
+            // sees the account signed in must still find it active at the next launch.
             do { try await storage.setActive(userID) } catch {
                 logger.warning("remembering the active account failed error=\(error)")
             }
+            contexts[account] = context
+            watch(context)
+            activePublisher.publish(.running(context))
         } catch {
             logger.error("starting the session failed account=\(account) error=\(error)")
             activePublisher.publish(.unavailable(account, error.sessionError))
