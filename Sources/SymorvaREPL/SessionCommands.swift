@@ -197,7 +197,8 @@ public enum SessionCommands {
         case .unsupportedServer: return "the homeserver's Matrix version is not supported"
         case .noHomeserver: return "no homeserver"
         case .rateLimited(let retryAfter):
-            return "too many attempts; try again" + (retryAfter.map { " in \($0.components.seconds + 1) s" } ?? " later")
+            return "too many attempts; try again"
+                + (retryAfter.map { " in \($0.components.seconds + 1) s" } ?? " later")
         case .tokenExpired, .softLoggedOut, .unknownToken: return "the session has ended; log in again"
         case .accountMismatch(let expected, _): return "that is not \(expected); log in as \(expected.localpart)"
         case .notSignedIn: return "not signed in"

@@ -39,7 +39,8 @@ struct SessionTranscriptTests {
             manifestPath: manifest,
             environment: REPLEnvironment(processValues: [CommunitySlot.dataDirectoryKey: folder + "/data"]))
 
-        let transcript = Transcript(text: try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8))
+        let transcript = Transcript(
+            text: try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8))
         let capture = CapturingREPLOutput()
         let context = REPLContext(
             output: capture, configuration: configuration, tracer: Tracer(), logCenter: LogCenter(threshold: .warning))
@@ -68,7 +69,9 @@ struct SessionTranscriptTests {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound else { throw POSIXError(.EADDRINUSE) }
         return UInt16(bigEndian: address.sin_port)

@@ -90,8 +90,7 @@ public struct AccountMigrations: Sendable {
 
 extension SQLiteDatabase {
     /// Runs `body` on the database's executor without a transaction (single reads, schema).
-    func run<T: Sendable>(_ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T) throws(StoreError) -> T
-    {
+    func run<T: Sendable>(_ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T) throws(StoreError) -> T {
         try body(self)
     }
 

@@ -1,6 +1,6 @@
-import Synchronization
 import SymorvaMachines
 import SymorvaRuntime
+import Synchronization
 
 /// The account whose session is running, as the product layer sees it.
 enum ActiveSession: Sendable {

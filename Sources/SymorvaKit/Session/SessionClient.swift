@@ -1,6 +1,6 @@
-import Synchronization
 import SymorvaMachines
 import SymorvaRuntime
+import Synchronization
 
 /// The member's session: sign in, register, sign out, several accounts side by side, switching
 /// between them, and re-authentication after a soft logout.

@@ -170,7 +170,8 @@ struct SessionInterpreter: EffectInterpreter {
         }
         guard response.isSuccess else { return .failure(Self.error(in: response, for: .refresh)) }
         do {
-            return .success(try AuthAPI.decode(RefreshResponse.self, from: response.body).tokens(receivedAt: wallClock.now))
+            return .success(
+                try AuthAPI.decode(RefreshResponse.self, from: response.body).tokens(receivedAt: wallClock.now))
         } catch {
             return .failure(error)
         }

@@ -1,7 +1,7 @@
-import Synchronization
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTransport
+import Synchronization
 
 /// The real ``MatrixRequester`` of a signed-in account: it sends requests with the session's
 /// current access token and keeps them working across token refreshes.

@@ -67,7 +67,8 @@ struct SessionStore: Sendable {
                     try box.seal(
                         token, associatedData: SecretBox.associatedData(account: account, field: Field.refreshToken))
                 }
-                let versions = String(decoding: (try? JSONEncoder().encode(session.homeserver.versions)) ?? Data(), as: UTF8.self)
+                let versions = String(
+                    decoding: (try? JSONEncoder().encode(session.homeserver.versions)) ?? Data(), as: UTF8.self)
                 try db.execute(
                     """
                     INSERT OR REPLACE INTO session_current (id, user_id, device_id, homeserver_url, server_name,
@@ -110,10 +111,12 @@ struct SessionStore: Sendable {
                             ServerVersions.self, from: Data(row.string(4).utf8))
                     else { throw StoreError.corrupt }
                     let access = try box.openString(
-                        row.blob(5), associatedData: SecretBox.associatedData(account: account, field: Field.accessToken))
+                        row.blob(5),
+                        associatedData: SecretBox.associatedData(account: account, field: Field.accessToken))
                     let refresh = try row.optionalBlob(6).map { sealed throws(StoreError) in
                         try box.openString(
-                            sealed, associatedData: SecretBox.associatedData(account: account, field: Field.refreshToken))
+                            sealed,
+                            associatedData: SecretBox.associatedData(account: account, field: Field.refreshToken))
                     }
                     var expiry: TokenExpiry?
                     if let issued = row.optionalInt64(7), let expires = row.optionalInt64(8) {

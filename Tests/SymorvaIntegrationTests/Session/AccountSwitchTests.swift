@@ -1,11 +1,12 @@
 import Foundation
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
 import Testing
+
+@testable import SymorvaKit
 
 /// A stand-in feature module: one host per account that loads `whoami` through the account's
 /// requester.
@@ -58,7 +59,9 @@ final class ProbeModule: AccountModule {
 
     static let factory = AccountModuleFactory(
         name: "probe",
-        migrations: [Migration(version: 1, name: "probe_items", sql: "CREATE TABLE probe_items (id INTEGER PRIMARY KEY)")]
+        migrations: [
+            Migration(version: 1, name: "probe_items", sql: "CREATE TABLE probe_items (id INTEGER PRIMARY KEY)")
+        ]
     ) { context in ProbeModule(context: context) }
 }
 
@@ -87,7 +90,8 @@ struct AccountSwitchTests {
         try await session.removeAccount(bob)
         #expect(session.accounts.value == [alice])
         #expect(session.state.value == .signedIn(alice))
-        #expect(!FileManager.default.fileExists(atPath: AccountDatabase.directory(for: bob.userID, in: fixture.data.path)))
+        #expect(
+            !FileManager.default.fileExists(atPath: AccountDatabase.directory(for: bob.userID, in: fixture.data.path)))
 
         // The next launch restores the account that was active last.
         await fixture.community.shutdown()

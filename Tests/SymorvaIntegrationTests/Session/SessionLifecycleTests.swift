@@ -1,10 +1,11 @@
 import Foundation
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
 import SymorvaTransport
 import Testing
+
+@testable import SymorvaKit
 
 @Suite("Session against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct SessionLifecycleTests {
@@ -109,7 +110,8 @@ struct SessionLifecycleTests {
         let data = TemporaryDataDirectory()
         let community = SymorvaCommunity(
             configuration: configuration,
-            environment: SymorvaEnvironment(dataDirectory: data.path, tracer: Tracer(), logCenter: LogCenter(threshold: .error)))
+            environment: SymorvaEnvironment(
+                dataDirectory: data.path, tracer: Tracer(), logCenter: LogCenter(threshold: .error)))
         await #expect(throws: SessionError.unreachable(.cannotConnect)) {
             try await community.session.signIn(username: "nobody", password: testPassword)
         }

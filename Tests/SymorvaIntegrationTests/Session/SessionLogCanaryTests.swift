@@ -1,10 +1,11 @@
 import Foundation
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
 import SymorvaTransport
 import Testing
+
+@testable import SymorvaKit
 
 @Suite("Session log canary", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct SessionLogCanaryTests {

@@ -1,10 +1,11 @@
 import Foundation
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
 import SymorvaTransport
 import Testing
+
+@testable import SymorvaKit
 
 /// Soft and hard logout caused by the real server.
 ///
@@ -15,7 +16,8 @@ import Testing
 ///   the next request gets `M_UNKNOWN_TOKEN` without `soft_logout`, and the local data is wiped.
 @Suite("Soft and hard logout against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct SessionLogoutTests {
-    @Test("A refused refresh soft-logs out, keeps local data, survives a restart and re-authenticates on the same device")
+    @Test(
+        "A refused refresh soft-logs out, keeps local data, survives a restart and re-authenticates on the same device")
     func softLogout() async throws {
         let clock = ManualClock()
         let data = TemporaryDataDirectory()
@@ -103,7 +105,8 @@ struct SessionLogoutTests {
             transport: CurlTransport())
         let refreshed = try await other.send(
             AuthAPI.refresh(RefreshRequest(homeserverURL: account.homeserverURL, refreshToken: refreshToken)))
-        let stolen = try AuthAPI.decode(RefreshResponse.self, from: refreshed.body).tokens(receivedAt: Timestamp(millisecondsSince1970: 0))
+        let stolen = try AuthAPI.decode(RefreshResponse.self, from: refreshed.body).tokens(
+            receivedAt: Timestamp(millisecondsSince1970: 0))
         _ = try await fixture.rawWhoAmI(stolen.accessToken)
     }
 

@@ -1,11 +1,12 @@
 import Foundation
-import Synchronization
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
 import SymorvaTransport
+import Synchronization
 import Testing
+
+@testable import SymorvaKit
 
 /// Token refresh against Synapse with a short `refreshable_access_token_lifetime`.
 ///
@@ -14,7 +15,8 @@ import Testing
 /// themselves otherwise.
 @Suite(
     "Token refresh against Synapse",
-    .enabled(if: DevEnvironment.isAvailable && DevEnvironment.shortTokenLifetime != nil, "needs a short token lifetime"))
+    .enabled(if: DevEnvironment.isAvailable && DevEnvironment.shortTokenLifetime != nil, "needs a short token lifetime")
+)
 struct SessionRefreshTests {
     let lifetime = DevEnvironment.shortTokenLifetime ?? .seconds(20)
 
@@ -37,12 +39,13 @@ struct SessionRefreshTests {
         #expect(fixture.transport.count("/refresh") == 3)
         #expect(Set(tokens.map(\.exposedValue)).count == 4)
         #expect(fixture.community.session.state.value == .signedIn(account))
-        #expect(states.values.allSatisfy { state in
-            switch state {
-            case .softLoggedOut, .unavailable, .signingOut: false
-            default: true
-            }
-        })
+        #expect(
+            states.values.allSatisfy { state in
+                switch state {
+                case .softLoggedOut, .unavailable, .signingOut: false
+                default: true
+                }
+            })
     }
 
     @Test("Concurrent requests that meet an expired token share one refresh")
@@ -110,7 +113,9 @@ func waitUntil(
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while !(await condition()) {
-        guard ContinuousClock.now < deadline else { throw TestFailure("timed out waiting for \(what)", fileID: fileID, line: line) }
+        guard ContinuousClock.now < deadline else {
+            throw TestFailure("timed out waiting for \(what)", fileID: fileID, line: line)
+        }
         try await Task.sleep(for: .milliseconds(200))
     }
 }

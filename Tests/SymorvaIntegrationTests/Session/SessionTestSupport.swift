@@ -1,11 +1,12 @@
 import Foundation
-import Synchronization
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
+import Synchronization
+
+@testable import SymorvaKit
 
 /// A fresh data folder under the system's temporary folder, deleted when the test is done.
 final class TemporaryDataDirectory: Sendable {

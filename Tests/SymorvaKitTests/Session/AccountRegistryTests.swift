@@ -1,9 +1,10 @@
 import Foundation
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import Testing
+
+@testable import SymorvaKit
 
 @Suite("Account registry and account databases")
 struct AccountRegistryTests {
@@ -25,7 +26,9 @@ struct AccountRegistryTests {
         registry.active = SessionSamples.alice
         try file.write(registry)
         #expect(try file.read() == registry)
-        #expect(try file.read().restoredAccounts == RestoredAccounts(accounts: ["@bob:example.org", "@alice:example.org"], active: "@alice:example.org"))
+        #expect(
+            try file.read().restoredAccounts
+                == RestoredAccounts(accounts: ["@bob:example.org", "@alice:example.org"], active: "@alice:example.org"))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: data.path).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty)
     }
@@ -65,7 +68,9 @@ struct AccountRegistryTests {
 
         let relaunched = SessionSamples.storage(data)
         #expect(try await relaunched.restore() == RestoredAccounts(accounts: [], active: nil))
-        #expect(!FileManager.default.fileExists(atPath: AccountDatabase.directory(for: SessionSamples.alice, in: data.path)))
+        #expect(
+            !FileManager.default.fileExists(atPath: AccountDatabase.directory(for: SessionSamples.alice, in: data.path))
+        )
         #expect(try AccountRegistryFile(path: data.path + "/accounts.json").read().accounts.isEmpty)
     }
 
@@ -102,8 +107,10 @@ struct AccountRegistryTests {
 
         await #expect(throws: AccountStorageError.store(.newerSchema(found: 2, supported: 1))) {
             var older = AccountMigrations.standard
-            older.register(feature: "wallet", [Migration(version: 1, name: "a", sql: "CREATE TABLE wallet_a (id INTEGER)")])
-            _ = try await AccountDatabase.open(userID: SessionSamples.alice, dataDirectory: self.data.path, migrations: older)
+            older.register(
+                feature: "wallet", [Migration(version: 1, name: "a", sql: "CREATE TABLE wallet_a (id INTEGER)")])
+            _ = try await AccountDatabase.open(
+                userID: SessionSamples.alice, dataDirectory: self.data.path, migrations: older)
         }
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
-import Synchronization
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
+import Synchronization
 import Testing
+
+@testable import SymorvaKit
 
 /// A homeserver reduced to a mapping from requests to answers: `whoami` answers 200 for the
 /// currently valid access token and `401 M_UNKNOWN_TOKEN` otherwise; `/refresh` issues the next
@@ -30,7 +31,12 @@ final class FakeHomeserver: HTTPTransport {
     /// The tokens whoami requests carried, in order.
     var whoamiTokens: [String] { state.withLock { $0.whoamis } }
     /// Makes the server forget every token, as if the device was deleted.
-    func revokeAll() { state.withLock { $0.valid = "revoked-\(UUID())"; $0.softLogout = false } }
+    func revokeAll() {
+        state.withLock {
+            $0.valid = "revoked-\(UUID())"
+            $0.softLogout = false
+        }
+    }
     func expire() { state.withLock { $0.valid = "nobody" } }
 
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
@@ -167,7 +173,9 @@ struct SessionRequesterTests {
         server.revokeAll()
         await #expect(throws: MatrixRequestError.notSignedIn) { try await whoami(context) }
         try await context.sessionHost.states.wait(until: { if case .signedOut = $0 { true } else { false } })
-        #expect(!FileManager.default.fileExists(atPath: AccountDatabase.directory(for: SessionSamples.alice, in: data.path)))
+        #expect(
+            !FileManager.default.fileExists(atPath: AccountDatabase.directory(for: SessionSamples.alice, in: data.path))
+        )
         #expect(server.refreshCount == 0)
     }
 

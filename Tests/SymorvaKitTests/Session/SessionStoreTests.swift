@@ -1,9 +1,10 @@
 import Foundation
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import Testing
+
+@testable import SymorvaKit
 
 /// A data folder of its own per test.
 final class TestDataDirectory: Sendable {
@@ -19,7 +20,8 @@ enum SessionSamples {
         versions: ServerVersions(versions: ["v1.11"], unstableFeatures: ["org.matrix.simplified_msc3575": true]))
 
     static func session(
-        _ user: UserID = alice, access: String = "syt_access_CANARY_1234567890", refresh: String? = "syr_refresh_CANARY_0987654321"
+        _ user: UserID = alice, access: String = "syt_access_CANARY_1234567890",
+        refresh: String? = "syr_refresh_CANARY_0987654321"
     ) -> Session {
         Session(
             userID: user, deviceID: DeviceID("DEVICEA"), homeserver: server,
