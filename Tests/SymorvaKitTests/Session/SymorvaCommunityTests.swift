@@ -1,11 +1,12 @@
 import Foundation
-@testable import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
 import Testing
+
+@testable import SymorvaKit
 
 /// A transport that refuses every request: what launch must not need.
 struct RefusingTransport: HTTPTransport {
@@ -76,7 +77,8 @@ struct SymorvaCommunityTests {
         #expect(community.session.state.value == .signedOut)
         #expect(community.session.accounts.value.isEmpty)
         #expect(
-            !FileManager.default.fileExists(atPath: AccountDatabase.directory(for: SessionSamples.alice, in: data.path)))
+            !FileManager.default.fileExists(atPath: AccountDatabase.directory(for: SessionSamples.alice, in: data.path))
+        )
     }
 
     @Test("Operations that need an account fail with notSignedIn when there is none")
