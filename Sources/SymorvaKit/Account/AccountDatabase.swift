@@ -179,6 +179,7 @@ public enum AccountStorageError: Error, Sendable, Hashable, CustomStringConverti
     /// The account is not known on this device.
     case unknownAccount
 
+    /// The case and its codes.
     public var description: String {
         switch self {
         case .store(let error): "store(\(error))"
@@ -188,6 +189,7 @@ public enum AccountStorageError: Error, Sendable, Hashable, CustomStringConverti
         }
     }
 
+    /// Same as ``description``: no case carries a path or user data.
     public var logDescription: String { description }
 
     /// The session feature's view of the failure.

@@ -319,6 +319,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomStringConvertible
 
     /// `@alice:example.org (device ABCDEF)`: IDs only, safe to log.
     public var description: String { "\(userID) (device \(deviceID))" }
+    /// Same as ``description``: Matrix IDs are safe to log.
     public var logDescription: String { description }
 }
 
