@@ -42,7 +42,8 @@ devenv_python() {
 
 devenv_helper() { "$(devenv_python)" "$SYMORVA_HELPER" "$@"; }
 
-# Run "$@" holding an exclusive lock on file $1 (flock where available; else mkdir).
+# Run "$@" in a subshell holding an exclusive lock on file $1 (flock where available;
+# else a mkdir lock). The lock is released when the subshell ends, also on exit/die.
 devenv_with_lock() {
   local lockfile="$1"; shift
   mkdir -p "$(dirname "$lockfile")"
@@ -59,7 +60,7 @@ devenv_with_lock() {
       [ "$waited" -lt 900 ] || devenv_die "timed out waiting for lock $dir (remove it if stale)"
     done
     local rc=0
-    "$@" || rc=$?
+    ( "$@" ) || rc=$?
     rmdir "$dir"
     return "$rc"
   fi
@@ -90,7 +91,8 @@ _devenv_build_venv() {
       # Debian's system python may lack ensurepip (python3-venv): fall back to virtualenv.
       echo "== python -m venv failed; trying virtualenv"
       rm -rf "$venv"
-      "$py" -m pip install --disable-pip-version-check -q --user virtualenv
+      "$py" -m pip install --disable-pip-version-check -q --user virtualenv \
+        || "$py" -m pip install --disable-pip-version-check -q --user --break-system-packages virtualenv
       "$py" -m virtualenv -q "$venv"
     fi
     "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$reqs"
@@ -115,6 +117,7 @@ devenv_ensure_venv() {
 }
 
 # Both venvs at once (in parallel when both are missing). Sets SYNAPSE_VENV, SERVER_VENV.
+# shellcheck disable=SC2034  # used by the callers
 devenv_ensure_all_venvs() {
   local bg_pid="" rc=0
   SERVER_VENV="$(devenv_venv_path server "$SYMORVA_SERVER_REQS")"

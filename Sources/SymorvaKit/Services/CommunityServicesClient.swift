@@ -1,0 +1,225 @@
+import SymorvaRuntime
+import SymorvaTransport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A Matrix OpenID token: proof of the member's identity that a third party (the community
+/// services) can check with the homeserver without ever seeing the Matrix access token.
+public struct OpenIDToken: Sendable {
+    /// The token itself.
+    public var accessToken: Secret<String>
+    /// The homeserver name the services must check the token with.
+    public var matrixServerName: String
+    /// Seconds the token stays valid.
+    public var expiresIn: Int
+
+    /// Creates a token.
+    public init(accessToken: Secret<String>, matrixServerName: String, expiresIn: Int) {
+        self.accessToken = accessToken
+        self.matrixServerName = matrixServerName
+        self.expiresIn = expiresIn
+    }
+}
+
+/// Where the community services client gets OpenID tokens: the signed-in Matrix session.
+public protocol OpenIDTokenSource: Sendable {
+    /// Asks the homeserver for a fresh OpenID token for the signed-in member.
+    func requestOpenIDToken() async throws(ServicesError) -> OpenIDToken
+}
+
+/// Talks to the community services (`/_symorva/v1/…`) as one signed-in member.
+///
+/// It exchanges a Matrix OpenID token for the services' own bearer token, keeps that token
+/// until shortly before it expires, and shares one exchange between concurrent callers (one
+/// request per key). A request rejected with `SY_UNKNOWN_TOKEN` gets one fresh token and one
+/// retry; anything else is reported as a typed ``ServicesError``.
+public actor CommunityServicesClient {
+    /// The services' base URL (from the manifest).
+    public nonisolated let baseURL: URL
+    private let transport: any HTTPTransport
+    private let tokenSource: any OpenIDTokenSource
+    private let clock: any RuntimeClock
+    private let logger = Logger(category: "services")
+    private var token: (value: Secret<String>, expiresAt: Duration)?
+    private var exchange: Task<Result<(Secret<String>, Duration), ServicesError>, Never>?
+    private(set) var exchangeCount = 0
+
+    /// Creates a client for the services at `baseURL`.
+    public init(
+        baseURL: URL, transport: any HTTPTransport, tokenSource: any OpenIDTokenSource,
+        clock: any RuntimeClock = SystemClock()
+    ) {
+        self.baseURL = baseURL
+        self.transport = transport
+        self.tokenSource = tokenSource
+        self.clock = clock
+    }
+
+    /// How many OpenID exchanges this client has made (tests check single-flight with it).
+    public var exchanges: Int { exchangeCount }
+
+    /// Forgets the services token (sign-out, account switch).
+    public func invalidate() {
+        token = nil
+        exchange?.cancel()
+        exchange = nil
+    }
+
+    /// Sends an authenticated request and returns the body of a 2xx answer.
+    ///
+    /// - Parameters:
+    ///   - path: the path below the base URL, e.g. `/_symorva/v1/wallet/balances`.
+    ///   - body: a JSON body, or `nil` for none.
+    public func send(
+        _ method: HTTPMethod, _ path: String, query: [URLQueryItem] = [], json body: [UInt8]? = nil,
+        timeout: Duration? = nil
+    ) async throws(ServicesError) -> [UInt8] {
+        let url = try makeURL(path, query: query)
+        var retried = false
+        while true {
+            let bearer = try await currentToken()
+            var request = HTTPRequest(method: method, url: url, body: body ?? [], bearerToken: bearer, timeout: timeout)
+            if body != nil { request.headers.add(name: "Content-Type", value: "application/json") }
+            let response: HTTPResponse
+            do {
+                response = try await transport.send(request)
+            } catch {
+                throw .transport(error)
+            }
+            if response.isSuccess { return response.body }
+            let failure = Self.decodeError(response)
+            if case .unauthorized = failure, !retried {
+                logger.info("services token rejected; exchanging a new one")
+                if let current = token, current.value == bearer { token = nil }
+                retried = true
+                continue
+            }
+            throw failure
+        }
+    }
+
+    /// A request that needs no token (health, discovery).
+    public func sendUnauthenticated(_ method: HTTPMethod, _ path: String) async throws(ServicesError) -> [UInt8] {
+        let request = HTTPRequest(method: method, url: try makeURL(path, query: []))
+        let response: HTTPResponse
+        do { response = try await transport.send(request) } catch { throw .transport(error) }
+        guard response.isSuccess else { throw Self.decodeError(response) }
+        return response.body
+    }
+
+    private func makeURL(_ path: String, query: [URLQueryItem]) throws(ServicesError) -> URL {
+        guard var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false) else {
+            throw .malformedResponse(status: 0)
+        }
+        components.path = components.path.trimmingSuffix("/") + path
+        if !query.isEmpty { components.queryItems = query }
+        guard let url = components.url else { throw .malformedResponse(status: 0) }
+        return url
+    }
+
+    // MARK: - Token
+
+    private func currentToken() async throws(ServicesError) -> Secret<String> {
+        if let token, token.expiresAt > clock.now { return token.value }
+        let task: Task<Result<(Secret<String>, Duration), ServicesError>, Never>
+        if let exchange {
+            task = exchange
+        } else {
+            exchangeCount += 1
+            let transport = transport
+            let tokenSource = tokenSource
+            let url = try makeURL("/_symorva/v1/auth/openid", query: [])
+            let now = clock.now
+            task = Task {
+                do throws(ServicesError) {
+                    return .success(
+                        try await Self.exchangeOpenID(transport: transport, source: tokenSource, url: url, now: now))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            exchange = task
+        }
+        let result = await task.value
+        if exchange == task { exchange = nil }
+        let (value, expiresAt) = try result.get()
+        token = (value, expiresAt)
+        return value
+    }
+
+    private static func exchangeOpenID(
+        transport: any HTTPTransport, source: any OpenIDTokenSource, url: URL, now: Duration
+    ) async throws(ServicesError) -> (Secret<String>, Duration) {
+        let openID = try await source.requestOpenIDToken()
+        let payload = ExchangeRequest(
+            accessToken: openID.accessToken.exposedValue, matrixServerName: openID.matrixServerName,
+            expiresIn: openID.expiresIn)
+        let body: [UInt8]
+        do { body = Array(try JSONEncoder().encode(payload)) } catch { throw .malformedResponse(status: 0) }
+        let response: HTTPResponse
+        do { response = try await transport.send(.json(.post, url: url, body: body)) } catch {
+            throw .transport(error)
+        }
+        guard response.isSuccess else { throw decodeError(response) }
+        guard let answer = try? JSONDecoder().decode(ExchangeResponse.self, from: Data(response.body)) else {
+            throw .malformedResponse(status: response.status)
+        }
+        let lifetime = answer.expiresInMilliseconds
+        // Renew a little early so that a token never expires in flight.
+        let margin = min(Duration.milliseconds(lifetime) / 10, .seconds(30))
+        return (Secret(answer.accessToken), now + .milliseconds(lifetime) - margin)
+    }
+
+    /// Reads the services' error format: `{"errcode", "error", "retry_after_ms"}`.
+    static func decodeError(_ response: HTTPResponse) -> ServicesError {
+        guard let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body)) else {
+            return .malformedResponse(status: response.status)
+        }
+        if response.status == 401 { return .unauthorized(code: body.errcode) }
+        return .server(
+            code: body.errcode, status: response.status, message: body.error ?? "",
+            retryAfter: body.retryAfterMilliseconds.map { .milliseconds($0) })
+    }
+
+    private struct ExchangeRequest: Encodable {
+        var accessToken: String
+        var matrixServerName: String
+        var expiresIn: Int
+        var tokenType = "Bearer"
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token"
+            case matrixServerName = "matrix_server_name"
+            case expiresIn = "expires_in"
+            case tokenType = "token_type"
+        }
+    }
+
+    private struct ExchangeResponse: Decodable {
+        var accessToken: String
+        var expiresInMilliseconds: Int
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token"
+            case expiresInMilliseconds = "expires_in_ms"
+        }
+    }
+
+    private struct ErrorBody: Decodable {
+        var errcode: String
+        var error: String?
+        var retryAfterMilliseconds: Int?
+        enum CodingKeys: String, CodingKey {
+            case errcode, error
+            case retryAfterMilliseconds = "retry_after_ms"
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import SymorvaRuntime
+import SymorvaTransport
+
+/// The running dev servers, as `Scripts/dev-server` describes them in its env file.
+///
+/// `Scripts/test` starts the servers and exports the variables; integration tests are enabled
+/// only when they are present (`swift test` alone runs the unit tiers).
+struct DevEnvironment: Sendable {
+    let homeserverURL: URL
+    let servicesURL: URL
+    let serverName: String
+    let manifestPath: String?
+
+    static let current: DevEnvironment? = {
+        let variables = ProcessInfo.processInfo.environment
+        guard
+            let homeserver = variables["SYMORVA_HOMESERVER_URL"].flatMap(URL.init(string:)),
+            let services = variables["SYMORVA_SERVICES_URL"].flatMap(URL.init(string:)),
+            let serverName = variables["SYMORVA_SERVER_NAME"]
+        else { return nil }
+        return DevEnvironment(
+            homeserverURL: homeserver, servicesURL: services, serverName: serverName,
+            manifestPath: variables["SYMORVA_MANIFEST"])
+    }()
+
+    static var isAvailable: Bool { current != nil }
+
+    /// A user name nobody has used yet on this homeserver.
+    static func uniqueUsername(_ prefix: String) -> String {
+        "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
+    }
+}
+
+/// A Matrix account registered for a test through the homeserver's client API, with the
+/// project's own transport. (The SDK's session feature has its own registration flow; this one
+/// is the minimal, independent path the services tests stand on.)
+struct RegisteredAccount: Sendable {
+    let userID: String
+    let accessToken: Secret<String>
+
+    static func register(
+        _ username: String, password: String = "correct horse battery staple", in environment: DevEnvironment,
+        transport: any HTTPTransport
+    ) async throws -> RegisteredAccount {
+        let url = environment.homeserverURL.appending(path: "/_matrix/client/v3/register")
+        // User-interactive auth: the first call returns the session, the second completes the dummy stage.
+        let first = try await transport.send(
+            .json(.post, url: url, body: Array(try JSONEncoder().encode(["username": username, "password": password]))))
+        struct Challenge: Decodable { let session: String }
+        let challenge = try JSONDecoder().decode(Challenge.self, from: Data(first.body))
+        struct Registration: Encodable {
+            struct Auth: Encodable {
+                let type = "m.login.dummy"
+                let session: String
+            }
+            let username: String
+            let password: String
+            let auth: Auth
+        }
+        let second = try await transport.send(
+            .json(
+                .post, url: url,
+                body: Array(
+                    try JSONEncoder().encode(
+                        Registration(username: username, password: password, auth: .init(session: challenge.session))))
+            ))
+        struct Registered: Decodable {
+            let user_id: String
+            let access_token: String
+        }
+        guard second.isSuccess else { throw IntegrationFailure("register answered \(second.status)") }
+        let registered = try JSONDecoder().decode(Registered.self, from: Data(second.body))
+        return RegisteredAccount(userID: registered.user_id, accessToken: Secret(registered.access_token))
+    }
+}
+
+struct IntegrationFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
