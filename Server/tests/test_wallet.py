@@ -497,7 +497,7 @@ def test_unknown_command_is_fenced(world):
 
 def test_delayed_confirm_arriving_after_the_query_is_refused(world):
     c, alice, bob = world
-    arm(alice, path_prefix=CONFIRM_PATH, mode="delay", delay_ms=600)
+    arm(alice, path_prefix=CONFIRM_PATH, mode="delay", delay_ms=1200)
     d = alice.draft(BOB, "20.00")
     cmd = new_command_id()
     result = {}
@@ -512,7 +512,7 @@ def test_delayed_confirm_arriving_after_the_query_is_refused(world):
 
 def test_held_confirm_is_pending_until_it_executes(world):
     c, alice, bob = world
-    assert alice.post(f"{TW}/hold", {"delay_ms": 600}).json() == {"armed": 1, "delay_ms": 600}
+    assert alice.post(f"{TW}/hold", {"delay_ms": 1500}).json() == {"armed": 1, "delay_ms": 1500}
     d = alice.draft(BOB, "20.00")
     cmd = new_command_id()
     result = {}
