@@ -615,6 +615,8 @@ class Wallet:
         if body.ttl_ms is not None and self.ctx.settings.test_mode:
             ttl_ms = body.ttl_ms
         draft_id = "d_" + secrets.token_urlsafe(16)
+        with self.ctx.db.transaction() as conn:  # the member has a wallet even if this prepare fails
+            self.ensure_member(conn, user_id, self.now_ms())
         with self.ctx.db.transaction() as conn:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
