@@ -1,0 +1,225 @@
+import SymorvaRuntime
+
+/// A Matrix user ID, `@localpart:server.name`, checked against the spec's grammar.
+///
+/// Matrix IDs are not secrets: they appear in traces and logs (``LogSafe``), which is what
+/// makes a trace readable. The check accepts historical localparts (any printable ASCII but
+/// `:`), because servers still host such accounts.
+public struct UserID: Sendable, Hashable, Codable, LogSafe, CustomStringConvertible {
+    /// The full ID, `@alice:example.org`.
+    public let rawValue: String
+
+    /// Validates `rawValue`; `nil` when it is not a Matrix user ID.
+    public init?(_ rawValue: String) {
+        guard rawValue.utf8.count <= 255, rawValue.hasPrefix("@"),
+            let colon = rawValue.firstIndex(of: ":")
+        else { return nil }
+        let localpart = rawValue[rawValue.index(after: rawValue.startIndex)..<colon]
+        let server = rawValue[rawValue.index(after: colon)...]
+        guard !localpart.isEmpty, localpart.unicodeScalars.allSatisfy(Self.isLocalpartScalar),
+            MatrixServerName.isValid(server)
+        else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// The part between `@` and the first `:`.
+    public var localpart: String {
+        String(rawValue.dropFirst().prefix { $0 != ":" })
+    }
+
+    /// The server name after the first `:`, including a port when there is one.
+    public var serverName: String {
+        String(rawValue.drop { $0 != ":" }.dropFirst())
+    }
+
+    public var description: String { rawValue }
+    public var logDescription: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        guard let value = UserID(raw) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not a Matrix user ID"))
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    private static func isLocalpartScalar(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value >= 0x21 && scalar.value <= 0x7E && scalar != ":"
+    }
+}
+
+/// The grammar of a Matrix server name: a DNS name, an IPv4 address or a bracketed IPv6
+/// address, with an optional port (`example.org`, `localhost:8448`, `[::1]:8008`).
+public enum MatrixServerName {
+    /// Whether `name` is a valid server name.
+    public static func isValid(_ name: String) -> Bool { isValid(name[...]) }
+
+    /// Whether `name` is a valid server name.
+    public static func isValid(_ name: Substring) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 255 else { return false }
+        var host = name
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let address = host[host.index(after: host.startIndex)..<close]
+            guard !address.isEmpty, address.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                return false
+            }
+            let rest = host[host.index(after: close)...]
+            return rest.isEmpty || isPort(rest)
+        }
+        if let colon = host.lastIndex(of: ":") {
+            guard isPort(host[colon...]) else { return false }
+            host = host[..<colon]
+        }
+        return !host.isEmpty
+            && host.unicodeScalars.allSatisfy { scalar in
+                (scalar.value < 0x80 && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)))
+                    || scalar == "-" || scalar == "."
+            }
+    }
+
+    /// `:` followed by 1–5 digits.
+    private static func isPort(_ text: Substring) -> Bool {
+        let digits = text.dropFirst()
+        return text.first == ":" && (1...5).contains(digits.count) && digits.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+}
+
+/// The ID of one device (one sign-in) of an account. Not a secret: devices are listed to
+/// other members, and the ID is needed to read a trace.
+public struct DeviceID: Sendable, Hashable, Codable, LogSafe, CustomStringConvertible {
+    /// The ID as the server issued it.
+    public let rawValue: String
+    /// Wraps a device ID.
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+    public var logDescription: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+extension AccountID {
+    /// The local account of `userID`: one local account per Matrix user on a device, so a
+    /// session's data (store, keys, tokens) is filed under its user ID, and wiping an account
+    /// (hard logout) removes exactly that.
+    public init(_ userID: UserID) { self.init(userID.rawValue) }
+}
+
+/// The base URL of a homeserver's client-server API: `https://matrix.example.org`, with no
+/// trailing slash, so that paths can be appended as they are.
+///
+/// Checked without Foundation (machines stay Foundation-free): an `http` or `https` scheme,
+/// a non-empty host, an optional port and path, no query or fragment.
+public struct HomeserverURL: Sendable, Hashable, Codable, LogSafe, CustomStringConvertible {
+    /// The URL text, without a trailing slash.
+    public let rawValue: String
+
+    /// Validates `text`; `nil` when it is not an absolute http(s) URL.
+    public init?(_ text: String) {
+        let lowercased = text.lowercased()
+        let schemeLength: Int
+        if lowercased.hasPrefix("https://") {
+            schemeLength = 8
+        } else if lowercased.hasPrefix("http://") {
+            schemeLength = 7
+        } else {
+            return nil
+        }
+        let rest = text.dropFirst(schemeLength)
+        let authority = rest.prefix { $0 != "/" }
+        guard !text.contains("?"), !text.contains("#"), !text.contains(" "), !authority.contains("@"),
+            MatrixServerName.isValid(authority)
+        else { return nil }
+        var trimmed = text
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        rawValue = trimmed
+    }
+
+    /// The conventional base URL of a server name: `https://<serverName>`.
+    public init?(serverName: String) {
+        self.init("https://" + serverName)
+    }
+
+    public var description: String { rawValue }
+    public var logDescription: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        guard let value = HomeserverURL(raw) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not an absolute http(s) URL"))
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// Where to start discovery: a server name (looked up through `.well-known`) or a known base
+/// URL (checked with `/versions` only).
+public enum ServerAddress: Sendable, Hashable, Codable {
+    /// A server name such as `example.org`: discovery reads `https://example.org/.well-known/matrix/client`.
+    case serverName(String)
+    /// A base URL given by the manifest or the user; `serverName` is known when the manifest says so.
+    case homeserverURL(HomeserverURL, serverName: String?)
+
+    /// The server name, when it is known before signing in.
+    public var serverName: String? {
+        switch self {
+        case .serverName(let name): name
+        case .homeserverURL(_, let name): name
+        }
+    }
+}
+
+/// A wall-clock instant in milliseconds since 1970, the unit Matrix uses.
+///
+/// Machines never read a clock: the interpreter stamps token expiry when a response arrives,
+/// and timers scheduled for an instant are turned into delays by the interpreter.
+public struct Timestamp: Sendable, Hashable, Comparable, Codable, LogSafe, CustomStringConvertible {
+    /// Milliseconds since 1970-01-01T00:00:00Z.
+    public let millisecondsSince1970: Int64
+    /// An instant.
+    public init(millisecondsSince1970: Int64) { self.millisecondsSince1970 = millisecondsSince1970 }
+
+    /// The instant `duration` later (earlier when negative), to the millisecond.
+    public func advanced(by duration: Duration) -> Timestamp {
+        Timestamp(millisecondsSince1970: millisecondsSince1970 + duration.wholeMilliseconds)
+    }
+
+    /// The time from `other` to `self`.
+    public func duration(since other: Timestamp) -> Duration {
+        .milliseconds(millisecondsSince1970 - other.millisecondsSince1970)
+    }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+        lhs.millisecondsSince1970 < rhs.millisecondsSince1970
+    }
+
+    public var description: String { "\(millisecondsSince1970)ms" }
+    public var logDescription: String { description }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds, rounded towards zero.
+    public var wholeMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
+    }
+}
