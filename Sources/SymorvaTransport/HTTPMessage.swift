@@ -106,6 +106,13 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     public var timeout: Duration?
     /// The largest response body accepted, in bytes; `nil` uses the transport's default.
     public var maximumResponseBytes: Int?
+    /// Whether the request must reach the server at most once: the transport never sends it
+    /// again by itself. libcurl resends a request whose reused keep-alive connection turns out
+    /// to be dead before any answer byte arrives — harmless for a `GET`, but a command (a
+    /// wallet confirmation) may already have executed on the server when the connection died,
+    /// and its caller must see that failure rather than a second send. Such a request goes on a
+    /// fresh connection, where libcurl never retries.
+    public var deliversAtMostOnce = false
 
     /// Creates a request.
     public init(

@@ -73,7 +73,8 @@ struct WalletService: Sendable {
                 sealed: Data(verification.sealedBytes.exposedValue).base64EncodedString()))
         do throws(ServicesError) {
             let answer = try await services.send(
-                .post, WalletWire.Path.confirm, json: WalletWire.encode(body), timeout: requestTimeout)
+                .post, WalletWire.Path.confirm, json: WalletWire.encode(body), timeout: requestTimeout,
+                deliversAtMostOnce: true)
             return Self.confirmResult(answer: answer)
         } catch {
             return Self.confirmResult(for: error)

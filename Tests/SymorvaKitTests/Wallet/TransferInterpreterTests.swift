@@ -69,6 +69,8 @@ struct TransferInterpreterConfirmTests {
         #expect(body["draft_id"] as? String == "d_abc")
         let verification = try #require(body["verification"] as? [String: String])
         #expect(verification == ["method": "pin", "sealed": "AQID"])
+        // The transport must never resend it by itself (libcurl would, on a dead reused connection).
+        #expect(request.deliversAtMostOnce)
     }
 
     @Test(
