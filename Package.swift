@@ -63,7 +63,9 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: Programs
-        .target(name: "SymorvaREPL", dependencies: ["SymorvaRuntime", "SymorvaKit"], swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaREPL", dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit"],
+            swiftSettings: swiftSettings),
         .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "symorva-bench",
