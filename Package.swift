@@ -69,7 +69,9 @@ let package = Package(
         .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "symorva-bench",
-            dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTesting"],
+            dependencies: [
+                "SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTransport", "SymorvaTesting",
+            ],
             swiftSettings: swiftSettings),
 
         // MARK: Tests
