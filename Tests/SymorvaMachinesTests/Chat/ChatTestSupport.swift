@@ -171,12 +171,18 @@ func checkChart<Machine: StateMachine>(
     #expect(Set(events.map(\.caseName)) == Set(eventCaseNames), "sample events", sourceLocation: sourceLocation)
 
     var observed: [String: [String: Set<ChartOutcome>]] = [:]
+    let eventNames = events.map(\.caseName)
     for state in states {
-        for event in events {
+        let stateName = state.caseName
+        for (event, eventName) in zip(events, eventNames) {
             let transition = machine.transition(from: state, on: event)
-            let outcome: ChartOutcome =
-                transition.isIgnored ? .ignored : .target(transition.nextState(after: state).caseName)
-            observed[state.caseName, default: [:]][event.caseName, default: []].insert(outcome)
+            let outcome: ChartOutcome
+            switch transition {
+            case .ignored: outcome = .ignored
+            case .stay: outcome = .target(stateName)
+            case .move(let next, _): outcome = .target(next.caseName)
+            }
+            observed[stateName, default: [:]][eventName, default: []].insert(outcome)
         }
     }
     for stateName in stateCaseNames {
