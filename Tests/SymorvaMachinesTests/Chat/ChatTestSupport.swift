@@ -106,7 +106,7 @@ struct StateChart {
         var current: String?
         var cursor = text.startIndex
         while let open = text[cursor...].firstIndex(of: "<") {
-            guard let close = text[open...].firstIndex(of: ">") else { break }
+            guard let close = Self.tagEnd(in: text, from: open) else { break }
             let tag = text[open...close]
             cursor = text.index(after: close)
             if tag.hasPrefix("<scxml") {
@@ -130,6 +130,21 @@ struct StateChart {
         self.initial = initial
         self.stateIDs = stateIDs
         self.transitions = transitions
+    }
+
+    /// The `>` that closes the tag opened at `open`, skipping quoted attribute values.
+    private static func tagEnd(in text: String, from open: String.Index) -> String.Index? {
+        var inQuotes = false
+        var index = open
+        while index < text.endIndex {
+            switch text[index] {
+            case "\"": inQuotes.toggle()
+            case ">" where !inQuotes: return index
+            default: break
+            }
+            index = text.index(after: index)
+        }
+        return nil
     }
 
     private static func strippingComments(_ xml: String) -> String {
