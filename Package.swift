@@ -63,7 +63,7 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: Programs
-        .target(name: "SymorvaREPL", dependencies: ["SymorvaKit"], swiftSettings: swiftSettings),
+        .target(name: "SymorvaREPL", dependencies: ["SymorvaRuntime", "SymorvaKit"], swiftSettings: swiftSettings),
         .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "symorva-bench",
@@ -85,7 +85,7 @@ let package = Package(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
-            swiftSettings: swiftSettings),
+            exclude: ["Transcripts"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting"],
             swiftSettings: swiftSettings),

@@ -1,11 +1,17 @@
 #ifndef SYMORVA_CCURLSHIM_H
 #define SYMORVA_CCURLSHIM_H
 #include <curl/curl.h>
-/* Typed, non-variadic wrappers around curl_easy_setopt / curl_easy_getinfo:
-   Swift cannot call C variadic functions. */
+/* Typed, non-variadic wrappers around curl_easy_setopt / curl_easy_getinfo /
+   curl_multi_setopt: Swift cannot call C variadic functions. */
 CURLcode symorva_curl_setopt_long(CURL *handle, CURLoption option, long value);
 CURLcode symorva_curl_setopt_string(CURL *handle, CURLoption option, const char *value);
 CURLcode symorva_curl_setopt_pointer(CURL *handle, CURLoption option, void *value);
 CURLcode symorva_curl_setopt_offset(CURL *handle, CURLoption option, curl_off_t value);
 CURLcode symorva_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
+
+/* The signature libcurl expects for CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION. */
+typedef size_t (*symorva_curl_data_callback)(char *buffer, size_t size, size_t count, void *context);
+CURLcode symorva_curl_setopt_data_callback(CURL *handle, CURLoption option, symorva_curl_data_callback callback);
+CURLcode symorva_curl_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value);
+CURLMcode symorva_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 #endif

@@ -1,0 +1,266 @@
+import CSQLite
+import SymorvaRuntime
+
+/// One SQLite database file, as an actor whose code runs on its own ``StoreExecutor`` thread.
+///
+/// The connection is opened with `SQLITE_OPEN_NOMUTEX`: the actor serialises access, so SQLite
+/// needs no locks of its own, and no method ever runs on the caller's thread. The file is in
+/// WAL mode with `synchronous=NORMAL` (durable at checkpoints, never corrupt), foreign keys on,
+/// and a busy timeout.
+///
+/// Statements are prepared once and cached by SQL text. For bulk writes use
+/// ``withStatement(_:_:)`` inside ``transaction(_:)``: bind, step, reset per row, with no
+/// per-row allocation beyond the values themselves.
+///
+/// Code that needs several statements to run together takes the database `isolated`:
+/// ```swift
+/// try await db.transaction { db in
+///     try db.execute("INSERT INTO rooms(id) VALUES (?)", [.text(roomID)])
+///     try db.execute("UPDATE sync SET token = ?", [.text(token)])
+/// }
+/// ```
+public actor SQLiteDatabase {
+    /// Options applied when opening.
+    public struct Configuration: Sendable {
+        /// How long a statement waits for another connection's lock before failing with `.busy`.
+        public var busyTimeout: Duration
+        /// How many prepared statements are kept; the cache is emptied when it grows beyond.
+        public var statementCacheLimit: Int
+
+        /// Creates a configuration.
+        public init(busyTimeout: Duration = .seconds(5), statementCacheLimit: Int = 256) {
+            self.busyTimeout = busyTimeout
+            self.statementCacheLimit = statementCacheLimit
+        }
+    }
+
+    /// Counters for tests and benchmarks.
+    public struct Statistics: Sendable, Equatable {
+        /// Statements compiled (cache misses).
+        public var statementsPrepared: Int
+        /// Statements served from the cache.
+        public var statementCacheHits: Int
+    }
+
+    /// The thread this database runs on.
+    public nonisolated let executor: StoreExecutor
+    /// The file path (or `:memory:`).
+    public nonisolated let path: String
+
+    /// Runs the actor on its store thread.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    private let configuration: Configuration
+    private let logger: Logger
+    private let handles = SQLiteHandles()
+    private var connection: OpaquePointer? { handles.connection }
+    private var transactionDepth = 0
+    private var statistics = Statistics(statementsPrepared: 0, statementCacheHits: 0)
+
+    private init(path: String, configuration: Configuration, executor: StoreExecutor, logger: Logger) {
+        self.path = path
+        self.configuration = configuration
+        self.executor = executor
+        self.logger = logger
+    }
+
+    /// Opens (creating if needed) the database at `path` and applies `migrations`.
+    ///
+    /// - Throws: `.open` when the file cannot be opened, `.newerSchema` when it was written by
+    ///   a newer SDK, `.migration` when a migration fails.
+    public static func open(
+        path: String,
+        migrations: [Migration] = [],
+        configuration: Configuration = Configuration(),
+        executor: StoreExecutor = StoreExecutor(),
+        logger: Logger = Logger(category: "store")
+    ) async throws(StoreError) -> SQLiteDatabase {
+        let database = SQLiteDatabase(path: path, configuration: configuration, executor: executor, logger: logger)
+        try await database.openConnection()
+        try await database.migrate(migrations)
+        return database
+    }
+
+    private func openConnection() throws(StoreError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            if let handle { sqlite3_close_v2(handle) }
+            throw .open(code: code)
+        }
+        handles.connection = handle
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, Int32(clamping: configuration.busyTimeout.components.seconds * 1000))
+        do {
+            let mode = try queryOne("PRAGMA journal_mode=WAL") { $0.string(0) }
+            if path != ":memory:" && !path.isEmpty && mode?.lowercased() != "wal" { throw StoreError.open(code: -1) }
+            try executeScript("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+        } catch let error as StoreError {
+            logger.error("store configuration failed error=\(error)")
+            throw error
+        } catch {
+            throw .open(code: -1)
+        }
+    }
+
+    // MARK: Running statements
+
+    /// Runs one statement with `bindings`, discarding any rows.
+    public func execute(_ sql: String, _ bindings: [SQLiteValue] = []) throws(StoreError) {
+        try withStatement(sql) { statement throws(StoreError) in try statement.run(bindings) }
+    }
+
+    /// Runs several `;`-separated statements without caching them (schema scripts, pragmas).
+    public func executeScript(_ sql: String) throws(StoreError) {
+        let connection = try openHandle()
+        let code = sqlite3_exec(connection, sql, nil, nil, nil)
+        guard code == SQLITE_OK else {
+            throw StoreError.sqlite(sqlite3_extended_errcode(connection), connection: connection)
+        }
+    }
+
+    /// Calls `row` for each row of `sql`.
+    public func query(
+        _ sql: String, _ bindings: [SQLiteValue] = [], _ row: (SQLiteRow) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        try withStatement(sql) { statement throws(StoreError) in
+            try statement.bind(bindings)
+            while try statement.step() { try row(statement.row) }
+        }
+    }
+
+    /// Maps every row of `sql` to a value.
+    public func queryAll<T>(
+        _ sql: String, _ bindings: [SQLiteValue] = [], _ transform: (SQLiteRow) throws(StoreError) -> T
+    ) throws(StoreError) -> [T] {
+        var results: [T] = []
+        try query(sql, bindings) { row throws(StoreError) in results.append(try transform(row)) }
+        return results
+    }
+
+    /// Maps the first row of `sql`, or returns `nil` when there is none.
+    public func queryOne<T>(
+        _ sql: String, _ bindings: [SQLiteValue] = [], _ transform: (SQLiteRow) throws(StoreError) -> T
+    ) throws(StoreError) -> T? {
+        try withStatement(sql) { statement throws(StoreError) -> T? in
+            try statement.bind(bindings)
+            return try statement.step() ? transform(statement.row) : nil
+        }
+    }
+
+    /// Lends the cached prepared statement for `sql` to `body`; the fast path for bulk work.
+    ///
+    /// The statement is reset and its bindings cleared before `body` runs and reset after, so
+    /// a statement never holds a read lock between calls.
+    public func withStatement<T>(
+        _ sql: String, _ body: (SQLiteStatement) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        let connection = try openHandle()
+        let handle = try statement(for: sql, connection: connection)
+        let statement = SQLiteStatement(handle: handle, connection: connection)
+        statement.reset()
+        statement.clearBindings()
+        defer { statement.reset() }
+        return try body(statement)
+    }
+
+    /// The row ID of the last successful `INSERT`.
+    public var lastInsertRowID: Int64 { connection.map { sqlite3_last_insert_rowid($0) } ?? 0 }
+
+    /// Rows changed by the last `INSERT`, `UPDATE` or `DELETE`.
+    public var changes: Int { connection.map { Int(sqlite3_changes($0)) } ?? 0 }
+
+    /// Cache counters so far.
+    public var statementStatistics: Statistics { statistics }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a transaction: `BEGIN IMMEDIATE` … `COMMIT`, or `ROLLBACK` when it throws.
+    ///
+    /// The body is synchronous on purpose: nothing else can run on the database between its
+    /// statements. Nested calls become savepoints, so helpers may open their own transaction.
+    public func transaction<T>(
+        _ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        let depth = transactionDepth
+        let savepoint = "symorva_\(depth)"
+        try executeScript(depth == 0 ? "BEGIN IMMEDIATE" : "SAVEPOINT \(savepoint)")
+        transactionDepth += 1
+        defer { transactionDepth -= 1 }
+        let result: T
+        do {
+            result = try body(self)
+        } catch {
+            rollback(savepoint: depth == 0 ? nil : savepoint)
+            throw error
+        }
+        do {
+            try executeScript(depth == 0 ? "COMMIT" : "RELEASE \(savepoint)")
+        } catch {
+            rollback(savepoint: depth == 0 ? nil : savepoint)
+            throw error
+        }
+        return result
+    }
+
+    private func rollback(savepoint: String?) {
+        guard let connection else { return }
+        let sql = savepoint.map { "ROLLBACK TO \($0); RELEASE \($0)" } ?? "ROLLBACK"
+        let code = sqlite3_exec(connection, sql, nil, nil, nil)
+        if code != SQLITE_OK {
+            // SQLite may already have rolled back (after SQLITE_FULL, for instance).
+            logger.debug("rollback reported code=\(code)")
+        }
+    }
+
+    // MARK: Internals
+
+    private func openHandle() throws(StoreError) -> OpaquePointer {
+        guard let connection else { throw .open(code: SQLITE_MISUSE) }
+        return connection
+    }
+
+    private func statement(for sql: String, connection: OpaquePointer) throws(StoreError) -> OpaquePointer {
+        if let cached = handles.statements[sql] {
+            statistics.statementCacheHits += 1
+            return cached
+        }
+        if handles.statements.count >= configuration.statementCacheLimit { handles.finalizeStatements() }
+        var handle: OpaquePointer?
+        let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        guard code == SQLITE_OK, let handle else {
+            if let handle { sqlite3_finalize(handle) }
+            switch code & 0xFF {
+            case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL:
+                throw StoreError.sqlite(code, connection: connection)
+            default: break
+            }
+            throw .prepare(
+                code: code, statement: StoreError.summary(sql), message: StoreError.message(connection))
+        }
+        statistics.statementsPrepared += 1
+        handles.statements[sql] = handle
+        return handle
+    }
+}
+
+/// The connection and its cached statements, closed when the database actor goes away.
+///
+/// Safety of `@unchecked Sendable` (a C boundary object): only ``SQLiteDatabase`` holds it,
+/// and touches it only on its executor's thread; `deinit` runs when the actor is released,
+/// after its last job, so no other access can overlap.
+private final class SQLiteHandles: @unchecked Sendable {
+    var connection: OpaquePointer?
+    var statements: [String: OpaquePointer] = [:]
+
+    func finalizeStatements() {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        statements.removeAll(keepingCapacity: true)
+    }
+
+    deinit {
+        finalizeStatements()
+        if let connection { sqlite3_close_v2(connection) }
+    }
+}
