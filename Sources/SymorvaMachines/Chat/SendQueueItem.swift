@@ -141,7 +141,7 @@ public enum SendError: Error, Sendable, Hashable, CaseNamed {
 }
 
 /// What the whole room queue is doing: the chart's states.
-public enum SendQueueStatus: Sendable, Hashable, CaseNamed {
+public enum SendQueueStatus: Sendable, Hashable, CaseNameListing {
     /// Nothing in flight: the queue is empty, or its head waits for its first store write.
     case idle
     /// The head is being encrypted or its PUT is in flight.
@@ -152,6 +152,8 @@ public enum SendQueueStatus: Sendable, Hashable, CaseNamed {
     case waitingToken
     /// The head failed for good; later items wait until it is resent or cancelled.
     case blocked(TransactionID)
+
+    public static let allCaseNames = ["idle", "sending", "waitingRetry", "waitingToken", "blocked"]
 
     /// The case name without reflection: the queue's state is named on every transition.
     public var caseName: String {

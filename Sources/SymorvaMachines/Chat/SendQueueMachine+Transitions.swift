@@ -1,7 +1,9 @@
 import SymorvaRuntime
 
 // The send queue's rules, one helper per event. Each helper edits the next state in place and
-// returns the effects, or `nil` when the event has no meaning now (the machine ignores it).
+// returns the effects. `nil` means the queue's status gives the event no meaning (the machine
+// ignores it, and the chart has no arrow); `[]` for an event about an unknown, finished or
+// busy item means it is understood and changes nothing (a targetless arrow in the chart).
 
 extension SendQueueMachine {
     /// Items from an earlier run go in front of anything enqueued since, in their stored order.
@@ -21,14 +23,14 @@ extension SendQueueMachine {
     }
 
     func enqueue(_ transactionID: TransactionID, _ content: MessageContent, in state: inout State) -> [Effect]? {
-        guard state.index(of: transactionID) == nil else { return nil }
+        guard state.index(of: transactionID) == nil else { return [] }
         let item = SendQueueItem(transactionID: transactionID, content: content)
         state.items.append(item)
         return [.persist(item)]
     }
 
     func persisted(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
-        guard let index = state.index(of: transactionID), !state.items[index].isPersisted else { return nil }
+        guard let index = state.index(of: transactionID), !state.items[index].isPersisted else { return [] }
         state.items[index].isPersisted = true
         // Cancelled before the row existed: delete it now that it does.
         if state.items[index].status == .cancelled { return [.discard(transactionID)] }
@@ -38,7 +40,8 @@ extension SendQueueMachine {
     func encrypted(
         _ transactionID: TransactionID, _ result: Result<MessageContent, SendError>, in state: inout State
     ) -> [Effect]? {
-        guard let head = inFlightHead(transactionID, .encrypting, in: state) else { return nil }
+        guard state.status == .sending else { return nil }
+        guard let head = inFlightHead(transactionID, .encrypting, in: state) else { return [] }
         switch result {
         case .success(let content):
             state.items[head].encryptedContent = content
@@ -52,7 +55,8 @@ extension SendQueueMachine {
     func responded(
         _ transactionID: TransactionID, _ result: Result<EventID, SendError>, in state: inout State
     ) -> [Effect]? {
-        guard let head = inFlightHead(transactionID, .sending, in: state) else { return nil }
+        guard state.status == .sending else { return nil }
+        guard let head = inFlightHead(transactionID, .sending, in: state) else { return [] }
         switch result {
         case .success(let eventID):
             state.items[head].status = .sent(eventID)
@@ -65,7 +69,7 @@ extension SendQueueMachine {
 
     /// The remote echo proves the server has the event, whatever the queue believed.
     func echoed(_ transactionID: TransactionID, _ eventID: EventID, in state: inout State) -> [Effect]? {
-        guard let index = state.index(of: transactionID) else { return nil }
+        guard let index = state.index(of: transactionID) else { return [] }
         let item = state.items[index]
         switch item.status {
         case .sent:
@@ -74,7 +78,7 @@ extension SendQueueMachine {
             return []
         case .cancelled:
             // An earlier attempt reached the server before the cancel; sync shows it anyway.
-            return nil
+            return []
         case .queued, .encrypting, .sending, .failed:
             let isHead = index == state.headIndex
             var effects: [Effect] = item.status.isInFlight ? [.cancel(Self.requestKey)] : []
@@ -99,7 +103,8 @@ extension SendQueueMachine {
     }
 
     func resend(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
-        guard let index = state.index(of: transactionID), case .failed = state.items[index].status else { return nil }
+        guard case .blocked = state.status else { return nil }
+        guard let index = state.index(of: transactionID), case .failed = state.items[index].status else { return [] }
         state.items[index].status = .queued
         state.items[index].failedAttempts = 0
         var effects: [Effect] = [.clearFailure(transactionID)]
@@ -113,11 +118,11 @@ extension SendQueueMachine {
     /// Cancels an item that is not in flight. A PUT in flight cannot be recalled (the server may
     /// already have the event), so cancelling a `sending` item is ignored; redact it once sent.
     func cancel(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
-        guard let index = state.index(of: transactionID) else { return nil }
+        guard let index = state.index(of: transactionID) else { return [] }
         let item = state.items[index]
         switch item.status {
         case .sending, .sent, .cancelled:
-            return nil
+            return []
         case .queued, .encrypting, .failed:
             let isHead = index == state.headIndex
             state.items[index].status = .cancelled
@@ -130,13 +135,13 @@ extension SendQueueMachine {
     }
 
     func discarded(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
-        guard let index = state.index(of: transactionID), state.items[index].status == .cancelled else { return nil }
+        guard let index = state.index(of: transactionID), state.items[index].status == .cancelled else { return [] }
         state.items.remove(at: index)
         return []
     }
 
     func enableEncryption(in state: inout State) -> [Effect]? {
-        guard !state.roomIsEncrypted else { return nil }
+        guard !state.roomIsEncrypted else { return [] }
         state.roomIsEncrypted = true
         return []
     }

@@ -16,7 +16,7 @@ import SymorvaRuntime
 ///
 /// The state is the ordered item list plus the queue's ``SendQueueStatus``, whose case names
 /// are the chart's state ids (`StateCharts/SendQueue.scxml`).
-public struct SendQueueMachine: StateMachine {
+public struct SendQueueMachine: ChartedMachine {
     public static let name = "SendQueue"
 
     /// The key of the head's running request (encryption or PUT).
@@ -34,7 +34,7 @@ public struct SendQueueMachine: StateMachine {
     }
 
     /// A room's queue.
-    public struct State: Sendable, Equatable, CaseNamed {
+    public struct State: Sendable, Equatable, CaseNameListing {
         /// Items in enqueue order, including sent items awaiting their remote echo and cancelled
         /// items awaiting their deletion from the store.
         public var items: [SendQueueItem]
@@ -56,7 +56,10 @@ public struct SendQueueMachine: StateMachine {
             self.jitter = jitter
         }
 
+        /// The queue status's case name: the chart state.
         public var caseName: String { status.caseName }
+
+        public static var allCaseNames: [String] { SendQueueStatus.allCaseNames }
 
         /// The index of the first item that still takes part in the order.
         public var headIndex: Int? { items.firstIndex { $0.status.isActive } }
@@ -68,7 +71,7 @@ public struct SendQueueMachine: StateMachine {
     }
 
     /// What happened to the queue.
-    public enum Event: Sendable, Equatable, CaseNamed {
+    public enum Event: Sendable, Equatable, CaseNameListing {
         /// The items the store kept from an earlier run (all persisted), sent first by whoever
         /// creates the queue. Accepted only while nothing is in flight.
         case restored([SendQueueItem])
@@ -96,6 +99,31 @@ public struct SendQueueMachine: StateMachine {
         case discarded(TransactionID)
         /// The room turned on end-to-end encryption (it can never be turned off).
         case encryptionEnabled
+
+        public static let allCaseNames = [
+            "restored", "enqueued", "persisted", "encrypted", "sendResponse", "remoteEchoReceived", "timerFired",
+            "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
+            "encryptionEnabled",
+        ]
+
+        /// The case name, without data (never the content).
+        public var caseName: String {
+            switch self {
+            case .restored: "restored"
+            case .enqueued: "enqueued"
+            case .persisted: "persisted"
+            case .encrypted: "encrypted"
+            case .sendResponse: "sendResponse"
+            case .remoteEchoReceived: "remoteEchoReceived"
+            case .timerFired: "timerFired"
+            case .networkChanged: "networkChanged"
+            case .tokenRefreshed: "tokenRefreshed"
+            case .resendRequested: "resendRequested"
+            case .cancelRequested: "cancelRequested"
+            case .discarded: "discarded"
+            case .encryptionEnabled: "encryptionEnabled"
+            }
+        }
     }
 
     /// What the interpreter must do.
@@ -135,16 +163,10 @@ public struct SendQueueMachine: StateMachine {
     }
 
     /// Every queue status case name: the state ids of `StateCharts/SendQueue.scxml`.
-    public static var stateCaseNames: [String] { ["idle", "sending", "waitingRetry", "waitingToken", "blocked"] }
+    public static var stateCaseNames: [String] { State.allCaseNames }
 
     /// Every ``Event`` case name: the event names of `StateCharts/SendQueue.scxml`.
-    public static var eventCaseNames: [String] {
-        [
-            "restored", "enqueued", "persisted", "encrypted", "sendResponse", "remoteEchoReceived", "timerFired",
-            "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
-            "encryptionEnabled",
-        ]
-    }
+    public static var eventCaseNames: [String] { Event.allCaseNames }
 
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         var next = state

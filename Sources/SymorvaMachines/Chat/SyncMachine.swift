@@ -9,7 +9,7 @@ import SymorvaRuntime
 /// since-token and send the next request, so a crash between the two never skips a batch.
 ///
 /// The observable sync status of the product API is this machine's state.
-public struct SyncMachine: StateMachine {
+public struct SyncMachine: ChartedMachine {
     public static let name = "Sync"
 
     /// The key of the running `/sync` request: a new request replaces the old one.
@@ -29,7 +29,7 @@ public struct SyncMachine: StateMachine {
     }
 
     /// Where the sync loop is.
-    public enum State: Sendable, Equatable, CaseNamed {
+    public enum State: Sendable, Equatable, CaseNameListing {
         /// Not syncing: before sign-in completes, after sign-out, or paused by the app.
         case stopped
         /// The first sync of this account (no since-token yet): full state, `timeout=0`.
@@ -47,10 +47,27 @@ public struct SyncMachine: StateMachine {
         case awaitingToken(SyncProgress)
         /// A permanent error: the loop stops until it is started again.
         case failed(SyncError)
+
+        public static let allCaseNames = [
+            "stopped", "initialSync", "catchingUp", "live", "backingOff", "awaitingToken", "failed",
+        ]
+
+        /// The case name, without data.
+        public var caseName: String {
+            switch self {
+            case .stopped: "stopped"
+            case .initialSync: "initialSync"
+            case .catchingUp: "catchingUp"
+            case .live: "live"
+            case .backingOff: "backingOff"
+            case .awaitingToken: "awaitingToken"
+            case .failed: "failed"
+            }
+        }
     }
 
     /// What happened to the sync loop.
-    public enum Event: Sendable, Equatable, CaseNamed {
+    public enum Event: Sendable, Equatable, CaseNameListing {
         /// The session is signed in: start syncing from the stored since-token (if any).
         case started(SyncStart)
         /// Stop syncing (sign-out, app in background, account switch).
@@ -67,6 +84,25 @@ public struct SyncMachine: StateMachine {
         case tokenRejected
         /// The session obtained a fresh access token.
         case tokenRefreshed
+
+        public static let allCaseNames = [
+            "started", "stopped", "syncResponse", "persisted", "timerFired", "networkChanged", "tokenRejected",
+            "tokenRefreshed",
+        ]
+
+        /// The case name, without data.
+        public var caseName: String {
+            switch self {
+            case .started: "started"
+            case .stopped: "stopped"
+            case .syncResponse: "syncResponse"
+            case .persisted: "persisted"
+            case .timerFired: "timerFired"
+            case .networkChanged: "networkChanged"
+            case .tokenRejected: "tokenRejected"
+            case .tokenRefreshed: "tokenRefreshed"
+            }
+        }
     }
 
     /// What the interpreter must do.
@@ -96,17 +132,10 @@ public struct SyncMachine: StateMachine {
     }
 
     /// Every ``State`` case name: the state ids of `StateCharts/Sync.scxml`.
-    public static var stateCaseNames: [String] {
-        ["stopped", "initialSync", "catchingUp", "live", "backingOff", "awaitingToken", "failed"]
-    }
+    public static var stateCaseNames: [String] { State.allCaseNames }
 
     /// Every ``Event`` case name: the event names of `StateCharts/Sync.scxml`.
-    public static var eventCaseNames: [String] {
-        [
-            "started", "stopped", "syncResponse", "persisted", "timerFired", "networkChanged", "tokenRejected",
-            "tokenRefreshed",
-        ]
-    }
+    public static var eventCaseNames: [String] { Event.allCaseNames }
 
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
@@ -266,17 +295,19 @@ extension SyncMachine {
         case .stopped:
             return .move(to: .stopped, effects: [.cancel(Self.requestKey)])
         case .syncResponse(.success(let summary)):
-            guard progress.pendingBatch == nil else { return .ignored }
+            // Only one request runs at a time: a response during a commit is a stale duplicate.
+            guard progress.pendingBatch == nil else { return .stay }
             var next = progress
             next.pendingBatch = summary.nextBatch
             return .move(to: state(phase, next), effects: [.storeSyncResponse(nextBatch: summary.nextBatch)])
         case .syncResponse(.failure(let error)):
-            guard progress.pendingBatch == nil else { return .ignored }
+            guard progress.pendingBatch == nil else { return .stay }
             return fail(progress, error)
         case .persisted(let result):
             return committed(phase, progress, result)
         case .networkChanged:
-            guard progress.pendingBatch == nil else { return .ignored }
+            // During a commit no request is open; the next one starts when the commit ends.
+            guard progress.pendingBatch == nil else { return .stay }
             // The open request may hang on a dead connection: replace it with a quick one.
             let next: State = phase == .initialSync ? .initialSync(progress) : .catchingUp(progress)
             return .move(to: next, effects: [request(progress, timeout: .zero)])
@@ -307,14 +338,14 @@ extension SyncMachine {
             return .move(to: .stopped)
         case .persisted(.success(let token)):
             // A batch received before the token was rejected has been committed: keep it.
-            guard progress.pendingBatch == token else { return .ignored }
+            guard progress.pendingBatch == token else { return .stay }
             var next = progress
             next.since = token
             next.pendingBatch = nil
             next.consecutiveFailures = 0
             return .move(to: .awaitingToken(next))
         case .persisted(.failure(let error)):
-            guard progress.pendingBatch != nil else { return .ignored }
+            guard progress.pendingBatch != nil else { return .stay }
             return .move(to: .failed(error))
         case .tokenRefreshed:
             return resume(progress)
@@ -336,14 +367,15 @@ extension SyncMachine {
     ) -> Transition<State, Effect> {
         switch result {
         case .success(let token):
-            guard progress.pendingBatch == token else { return .ignored }
+            // A commit of another batch than the pending one is stale.
+            guard progress.pendingBatch == token else { return .stay }
             var next = progress
             next.since = token
             next.pendingBatch = nil
             next.consecutiveFailures = 0
             return .move(to: .live(next), effects: [request(next, timeout: longPollTimeout)])
         case .failure(let error):
-            guard progress.pendingBatch != nil else { return .ignored }
+            guard progress.pendingBatch != nil else { return .stay }
             return .move(to: .failed(error))
         }
     }

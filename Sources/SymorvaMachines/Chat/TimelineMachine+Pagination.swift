@@ -29,10 +29,11 @@ extension TimelineMachine {
         case .unobserved:
             return .move(to: .idle, effects: [.cancel(Self.paginateKey), .stopLiveUpdates])
         case .storePageLoaded(let result):
-            guard case .store = source else { return .ignored }
+            // A page from the other source is a stale result of a replaced request.
+            guard case .store = source else { return .stay }
             return landed(result, window, source, remaining)
         case .serverPageLoaded(let result):
-            guard case .server = source else { return .ignored }
+            guard case .server = source else { return .stay }
             return landed(result, window, source, remaining)
         case .liveEventsArrived(let eventIDs):
             let next = window.appending(eventIDs)

@@ -23,7 +23,7 @@ import SymorvaRuntime
 ///
 /// The machine holds event IDs, never event content; the product layer reads content from
 /// the store and merges the send queue's local echoes by transaction ID.
-public struct TimelineMachine: StateMachine {
+public struct TimelineMachine: ChartedMachine {
     public static let name = "Timeline"
 
     /// The key of the running page load (store or server), one per room host.
@@ -38,7 +38,7 @@ public struct TimelineMachine: StateMachine {
     }
 
     /// Where the room's timeline is.
-    public enum State: Sendable, Equatable, CaseNamed {
+    public enum State: Sendable, Equatable, CaseNameListing {
         /// Nobody observes the room: no live updates, no pagination, nothing held.
         case idle
         /// Observed and up to date. Older events are in the store before `olderInStore`;
@@ -53,10 +53,23 @@ public struct TimelineMachine: StateMachine {
         /// Observed; the events before the window must come from the server with `token`
         /// (a limited sync left a hole, or the store has never held older events).
         case gap(TimelineWindow, token: PaginationToken)
+
+        public static let allCaseNames = ["idle", "live", "paginatingBackwards", "reachedStart", "gap"]
+
+        /// The case name, without data.
+        public var caseName: String {
+            switch self {
+            case .idle: "idle"
+            case .live: "live"
+            case .paginatingBackwards: "paginatingBackwards"
+            case .reachedStart: "reachedStart"
+            case .gap: "gap"
+            }
+        }
     }
 
     /// What happened to the timeline.
-    public enum Event: Sendable, Equatable, CaseNamed {
+    public enum Event: Sendable, Equatable, CaseNameListing {
         /// The first observer arrived.
         case observed
         /// The last observer left.
@@ -72,6 +85,24 @@ public struct TimelineMachine: StateMachine {
         /// Sync delivered a `limited` timeline: the newest events follow a hole whose
         /// `prev_batch` is `token`. The events themselves arrive with ``liveEventsArrived(_:)``.
         case gapDetected(PaginationToken)
+
+        public static let allCaseNames = [
+            "observed", "unobserved", "paginateRequested", "storePageLoaded", "serverPageLoaded",
+            "liveEventsArrived", "gapDetected",
+        ]
+
+        /// The case name, without data.
+        public var caseName: String {
+            switch self {
+            case .observed: "observed"
+            case .unobserved: "unobserved"
+            case .paginateRequested: "paginateRequested"
+            case .storePageLoaded: "storePageLoaded"
+            case .serverPageLoaded: "serverPageLoaded"
+            case .liveEventsArrived: "liveEventsArrived"
+            case .gapDetected: "gapDetected"
+            }
+        }
     }
 
     /// What the interpreter must do.
@@ -99,15 +130,10 @@ public struct TimelineMachine: StateMachine {
     }
 
     /// Every ``State`` case name: the state ids of `StateCharts/Timeline.scxml`.
-    public static var stateCaseNames: [String] { ["idle", "live", "paginatingBackwards", "reachedStart", "gap"] }
+    public static var stateCaseNames: [String] { State.allCaseNames }
 
     /// Every ``Event`` case name: the event names of `StateCharts/Timeline.scxml`.
-    public static var eventCaseNames: [String] {
-        [
-            "observed", "unobserved", "paginateRequested", "storePageLoaded", "serverPageLoaded",
-            "liveEventsArrived", "gapDetected",
-        ]
-    }
+    public static var eventCaseNames: [String] { Event.allCaseNames }
 
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
@@ -118,11 +144,11 @@ public struct TimelineMachine: StateMachine {
                 effects: [.startLiveUpdates, .loadFromStore(before: nil, count: initialPageSize)])
         case .live(let window, let cursor):
             return observed(state, window, on: event) { count in
-                paginate(window, from: .store(before: cursor), count: count)
+                count > 0 ? paginate(window, from: .store(before: cursor), count: count) : .stay
             }
         case .gap(let window, let token):
             return observed(state, window, on: event) { count in
-                paginate(window, from: .server(from: token), count: count)
+                count > 0 ? paginate(window, from: .server(from: token), count: count) : .stay
             }
         case .reachedStart(let window):
             return observed(state, window, on: event) { _ in .ignored }
@@ -142,7 +168,7 @@ public struct TimelineMachine: StateMachine {
         case .unobserved:
             return .move(to: .idle, effects: [.stopLiveUpdates])
         case .paginateRequested(let count):
-            guard count > 0 else { return .ignored }
+            // At a frontier a request for nothing is understood and changes nothing.
             return onPaginate(count)
         case .liveEventsArrived(let eventIDs):
             let next = window.appending(eventIDs)

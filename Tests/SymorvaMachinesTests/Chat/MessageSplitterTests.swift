@@ -1,5 +1,6 @@
 import Foundation
 import SymorvaMachines
+import SymorvaTesting
 import Testing
 
 /// One vector of `docs/message-split-vectors.json`.
@@ -11,7 +12,7 @@ struct SplitVector: CustomTestStringConvertible, Sendable {
 
     /// Reads the vectors; pieces are strings or `{"text": s, "repeat": n}`.
     static func load() throws -> (limit: Int, vectors: [SplitVector]) {
-        let url = repositoryRoot().appendingPathComponent("docs/message-split-vectors.json")
+        let url = try ChartLocator.packageRoot().appendingPathComponent("docs/message-split-vectors.json")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any] ?? [:]
         func expand(_ pieces: Any?) -> String {
             (pieces as? [Any] ?? []).map { piece -> String in

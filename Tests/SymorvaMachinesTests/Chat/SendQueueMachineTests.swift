@@ -56,14 +56,15 @@ struct SendQueueMachineTests {
 
     @Test("An enqueued item is persisted before anything else")
     func enqueuePersistsFirst() {
-        let step = Step(machine, from: F.empty(), on: .enqueued(F.t1, F.hello))
+        let step = ChatStep(machine, from: F.empty(), on: .enqueued(F.t1, F.hello))
         #expect(step.state == F.state([F.item(F.t1, F.hello, persisted: false)], .idle))
         #expect(step.effects == [.persist(F.item(F.t1, F.hello, persisted: false))])
     }
 
     @Test("The first attempt starts only once the item is persisted")
     func persistedStartsSending() {
-        let step = Step(machine, from: F.state([F.item(F.t1, F.hello, persisted: false)], .idle), on: .persisted(F.t1))
+        let step = ChatStep(
+            machine, from: F.state([F.item(F.t1, F.hello, persisted: false)], .idle), on: .persisted(F.t1))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .sending)], .sending))
         #expect(step.effects == [.sendEvent(F.t1, F.hello)])
     }
@@ -71,7 +72,7 @@ struct SendQueueMachineTests {
     @Test("A later item persisted first waits for the head")
     func laterPersistedWaits() {
         let start = F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.world, persisted: false)], .idle)
-        let step = Step(machine, from: start, on: .persisted(F.t2))
+        let step = ChatStep(machine, from: start, on: .persisted(F.t2))
         #expect(step.state == F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.world)], .idle))
         #expect(step.effects == [])
     }
@@ -79,16 +80,16 @@ struct SendQueueMachineTests {
     @Test("An item enqueued while another is in flight waits its turn")
     func enqueueWhileSending() {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        let step = Step(machine, from: start, on: .enqueued(F.t2, F.world))
+        let step = ChatStep(machine, from: start, on: .enqueued(F.t2, F.world))
         #expect(
             step.state == F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, persisted: false)], .sending))
         #expect(step.effects == [.persist(F.item(F.t2, F.world, persisted: false))])
     }
 
-    @Test("A duplicate transaction ID is ignored")
+    @Test("A duplicate transaction ID changes nothing")
     func duplicateEnqueue() {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        #expect(Step(machine, from: start, on: .enqueued(F.t1, F.world)).isIgnored)
+        #expect(ChatStep(machine, from: start, on: .enqueued(F.t1, F.world)).isUnchanged(from: start))
     }
 
     // MARK: Success and the remote echo
@@ -96,7 +97,7 @@ struct SendQueueMachineTests {
     @Test("A PUT response marks the head sent once and starts the next item")
     func responseStartsNext() {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = Step(machine, from: start, on: .sendResponse(F.t1, .success(F.e1)))
+        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .success(F.e1)))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .sent(F.e1)), F.item(F.t2, F.world, .sending)], .sending))
         #expect(step.effects == [.recordSent(F.t1, F.e1), .sendEvent(F.t2, F.world)])
     }
@@ -104,7 +105,7 @@ struct SendQueueMachineTests {
     @Test("The remote echo after the PUT response removes the local echo without effects")
     func echoAfterResponse() {
         let start = F.state([F.item(F.t1, F.hello, .sent(F.e1))], .idle)
-        let step = Step(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
+        let step = ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
         #expect(step.state == F.state([], .idle))
         #expect(step.effects == [])
     }
@@ -112,7 +113,7 @@ struct SendQueueMachineTests {
     @Test("The remote echo before the PUT response records sent once and moves on")
     func echoBeforeResponse() {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = Step(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
+        let step = ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
         #expect(step.state == F.state([F.item(F.t2, F.world, .sending)], .sending))
         #expect(
             step.effects == [.cancel(SendQueueMachine.requestKey), .recordSent(F.t1, F.e1), .sendEvent(F.t2, F.world)])
@@ -131,15 +132,15 @@ struct SendQueueMachineTests {
         #expect(echoFirst.effects == [.cancel(SendQueueMachine.requestKey), .recordSent(F.t1, F.e1)])
     }
 
-    @Test("An echo for an unknown transaction is ignored")
+    @Test("An echo for an unknown transaction changes nothing")
     func unknownEcho() {
-        #expect(Step(machine, from: F.empty(), on: .remoteEchoReceived(F.t1, F.e1)).isIgnored)
+        #expect(ChatStep(machine, from: F.empty(), on: .remoteEchoReceived(F.t1, F.e1)).isUnchanged(from: F.empty()))
     }
 
     @Test("A late response for an item no longer in flight is ignored")
     func staleResponse() {
         let start = F.state([F.item(F.t1, F.hello, .sent(F.e1))], .idle)
-        #expect(Step(machine, from: start, on: .sendResponse(F.t1, .failure(.network))).isIgnored)
+        #expect(ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.network))).isIgnored)
     }
 
     // MARK: Transient failures
@@ -148,7 +149,7 @@ struct SendQueueMachineTests {
     func networkErrorRetries() {
         let (jitter, delay) = F.draw(attempt: 1)
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = Step(machine, from: start, on: .sendResponse(F.t1, .failure(.network)))
+        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.network)))
         #expect(
             step.state
                 == F.state(
@@ -161,7 +162,8 @@ struct SendQueueMachineTests {
     func rateLimitRetryAfter() {
         let (jitter, _) = F.draw(attempt: 1)
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        let step = Step(machine, from: start, on: .sendResponse(F.t1, .failure(.rateLimited(retryAfter: .seconds(12)))))
+        let step = ChatStep(
+            machine, from: start, on: .sendResponse(F.t1, .failure(.rateLimited(retryAfter: .seconds(12)))))
         #expect(step.state == F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1), jitter: jitter))
         #expect(step.effects == [.scheduleRetry(after: .seconds(12))])
     }
@@ -169,7 +171,7 @@ struct SendQueueMachineTests {
     @Test("The retry resends the same transaction ID and content")
     func retryReusesTransactionID() {
         let start = F.state([F.item(F.t1, F.hello, attempts: 1), F.item(F.t2, F.world)], .waitingRetry(attempt: 1))
-        let step = Step(machine, from: start, on: .timerFired(.retry))
+        let step = ChatStep(machine, from: start, on: .timerFired(.retry))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .sending, attempts: 1), F.item(F.t2, F.world)], .sending))
         #expect(step.effects == [.sendEvent(F.t1, F.hello)])
     }
@@ -179,7 +181,7 @@ struct SendQueueMachineTests {
         var jitter = JitterSource(seed: 9)
         let delay = jitter.delay(attempt: 2, backoff: .sendQueue)
         let start = F.state([F.item(F.t1, F.hello, .sending, attempts: 1)], .sending)
-        let step = Step(machine, from: start, on: .sendResponse(F.t1, .failure(.server(status: 503))))
+        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.server(status: 503))))
         #expect(step.state == F.state([F.item(F.t1, F.hello, attempts: 2)], .waitingRetry(attempt: 2), jitter: jitter))
         #expect(step.effects == [.scheduleRetry(after: delay)])
         #expect(delay >= .seconds(2) && delay < .seconds(4))
@@ -188,7 +190,7 @@ struct SendQueueMachineTests {
     @Test("A network change retries at once and cancels the timer")
     func networkChangeRetries() {
         let start = F.state([F.item(F.t1, F.hello, attempts: 3)], .waitingRetry(attempt: 3))
-        let step = Step(machine, from: start, on: .networkChanged)
+        let step = ChatStep(machine, from: start, on: .networkChanged)
         #expect(step.state == F.state([F.item(F.t1, F.hello, .sending, attempts: 3)], .sending))
         #expect(step.effects == [.cancel(SendQueueMachine.retryKey), .sendEvent(F.t1, F.hello)])
     }
@@ -196,7 +198,8 @@ struct SendQueueMachineTests {
     @Test("A retry timer outside waitingRetry is ignored")
     func strayTimer() {
         #expect(
-            Step(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .timerFired(.retry)).isIgnored
+            ChatStep(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .timerFired(.retry))
+                .isIgnored
         )
     }
 
@@ -205,7 +208,7 @@ struct SendQueueMachineTests {
     @Test("M_UNKNOWN_TOKEN asks for a refresh and waits; the item is not failed")
     func unknownTokenWaits() {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        let step = Step(machine, from: start, on: .sendResponse(F.t1, .failure(.unknownToken)))
+        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.unknownToken)))
         #expect(step.state == F.state([F.item(F.t1, F.hello)], .waitingToken))
         #expect(step.effects == [.requestTokenRefresh])
     }
@@ -213,7 +216,7 @@ struct SendQueueMachineTests {
     @Test("A refreshed token resends the head with the same transaction ID")
     func tokenRefreshedResends() {
         let start = F.state([F.item(F.t1, F.hello)], .waitingToken)
-        let step = Step(machine, from: start, on: .tokenRefreshed)
+        let step = ChatStep(machine, from: start, on: .tokenRefreshed)
         #expect(step.state == F.state([F.item(F.t1, F.hello, .sending)], .sending))
         #expect(step.effects == [.sendEvent(F.t1, F.hello)])
     }
@@ -221,7 +224,7 @@ struct SendQueueMachineTests {
     @Test("Cancelling the head while waiting for a token keeps waiting")
     func cancelWhileWaitingToken() {
         let start = F.state([F.item(F.t1, F.hello), F.item(F.t2, F.world)], .waitingToken)
-        let step = Step(machine, from: start, on: .cancelRequested(F.t1))
+        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled), F.item(F.t2, F.world)], .waitingToken))
         #expect(step.effects == [.discard(F.t1)])
     }
@@ -231,7 +234,7 @@ struct SendQueueMachineTests {
     @Test("A permanent error fails the head with a persisted reason and holds later items")
     func permanentErrorBlocks() {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = Step(machine, from: start, on: .sendResponse(F.t1, .failure(.permanent(.forbidden))))
+        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.permanent(.forbidden))))
         #expect(
             step.state == F.state([F.item(F.t1, F.hello, .failed(.forbidden)), F.item(F.t2, F.world)], .blocked(F.t1)))
         #expect(step.effects == [.recordFailure(F.t1, .forbidden)])
@@ -250,7 +253,7 @@ struct SendQueueMachineTests {
     func resendFailed() {
         let start = F.state(
             [F.item(F.t1, F.hello, .failed(.forbidden), attempts: 2), F.item(F.t2, F.world)], .blocked(F.t1))
-        let step = Step(machine, from: start, on: .resendRequested(F.t1))
+        let step = ChatStep(machine, from: start, on: .resendRequested(F.t1))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending))
         #expect(step.effects == [.clearFailure(F.t1), .sendEvent(F.t1, F.hello)])
     }
@@ -258,15 +261,15 @@ struct SendQueueMachineTests {
     @Test("Cancelling the failed head releases the items behind it, in order")
     func cancelFailedHead() {
         let start = F.state([F.item(F.t1, F.hello, .failed(.forbidden)), F.item(F.t2, F.world)], .blocked(F.t1))
-        let step = Step(machine, from: start, on: .cancelRequested(F.t1))
+        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled), F.item(F.t2, F.world, .sending)], .sending))
         #expect(step.effects == [.discard(F.t1), .sendEvent(F.t2, F.world)])
     }
 
-    @Test("Resending an item that has not failed is ignored")
+    @Test("Resending while nothing is blocked is ignored")
     func resendNotFailed() {
         #expect(
-            Step(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .resendRequested(F.t1))
+            ChatStep(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .resendRequested(F.t1))
                 .isIgnored)
     }
 
@@ -286,7 +289,7 @@ struct SendQueueMachineTests {
     @Test("Cancelling a queued item behind the head leaves the head alone")
     func cancelQueued() {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = Step(machine, from: start, on: .cancelRequested(F.t2))
+        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t2))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .cancelled)], .sending))
         #expect(step.effects == [.discard(F.t2)])
     }
@@ -294,7 +297,7 @@ struct SendQueueMachineTests {
     @Test("The store's deletion removes a cancelled item")
     func discardedRemoves() {
         let start = F.state([F.item(F.t1, F.hello, .cancelled)], .idle)
-        let step = Step(machine, from: start, on: .discarded(F.t1))
+        let step = ChatStep(machine, from: start, on: .discarded(F.t1))
         #expect(step.state == F.state([], .idle))
         #expect(step.effects == [])
     }
@@ -309,15 +312,14 @@ struct SendQueueMachineTests {
 
     @Test("An item whose PUT is in flight cannot be cancelled")
     func cancelInFlightIgnored() {
-        #expect(
-            Step(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .cancelRequested(F.t1))
-                .isIgnored)
+        let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
+        #expect(ChatStep(machine, from: start, on: .cancelRequested(F.t1)).isUnchanged(from: start))
     }
 
     @Test("Cancelling the head during its retry wait cancels the timer and starts the next")
     func cancelWaitingRetryHead() {
         let start = F.state([F.item(F.t1, F.hello, attempts: 1), F.item(F.t2, F.world)], .waitingRetry(attempt: 1))
-        let step = Step(machine, from: start, on: .cancelRequested(F.t1))
+        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
         #expect(
             step.state
                 == F.state([F.item(F.t1, F.hello, .cancelled, attempts: 1), F.item(F.t2, F.world, .sending)], .sending))
@@ -326,16 +328,14 @@ struct SendQueueMachineTests {
 
     @Test("A remote echo for a cancelled item changes nothing")
     func echoForCancelled() {
-        #expect(
-            Step(
-                machine, from: F.state([F.item(F.t1, F.hello, .cancelled)], .idle), on: .remoteEchoReceived(F.t1, F.e1)
-            ).isIgnored)
+        let start = F.state([F.item(F.t1, F.hello, .cancelled)], .idle)
+        #expect(ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1)).isUnchanged(from: start))
     }
 
     @Test("A remote echo while waiting to retry proves an earlier attempt landed")
     func echoWhileWaitingRetry() {
         let start = F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1))
-        let step = Step(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
+        let step = ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
         #expect(step.state == F.state([], .idle))
         #expect(step.effects == [.recordSent(F.t1, F.e1), .cancel(SendQueueMachine.retryKey)])
     }
@@ -345,7 +345,7 @@ struct SendQueueMachineTests {
     @Test("In an encrypted room the head is encrypted before it is sent")
     func encryptFirst() {
         let start = F.state([F.item(F.t1, F.hello, persisted: false)], .idle, encrypted: true)
-        let step = Step(machine, from: start, on: .persisted(F.t1))
+        let step = ChatStep(machine, from: start, on: .persisted(F.t1))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true))
         #expect(step.effects == [.encrypt(F.t1, F.hello)])
     }
@@ -353,7 +353,7 @@ struct SendQueueMachineTests {
     @Test("The encrypted content is sent and kept for retries")
     func encryptedIsSent() {
         let start = F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true)
-        let step = Step(machine, from: start, on: .encrypted(F.t1, .success(F.cipher)))
+        let step = ChatStep(machine, from: start, on: .encrypted(F.t1, .success(F.cipher)))
         #expect(
             step.state == F.state([F.item(F.t1, F.hello, .sending, encrypted: F.cipher)], .sending, encrypted: true))
         #expect(step.effects == [.sendEvent(F.t1, F.cipher)])
@@ -363,7 +363,7 @@ struct SendQueueMachineTests {
     func retryKeepsCiphertext() {
         let start = F.state(
             [F.item(F.t1, F.hello, attempts: 1, encrypted: F.cipher)], .waitingRetry(attempt: 1), encrypted: true)
-        let step = Step(machine, from: start, on: .timerFired(.retry))
+        let step = ChatStep(machine, from: start, on: .timerFired(.retry))
         #expect(
             step.state
                 == F.state(
@@ -374,7 +374,7 @@ struct SendQueueMachineTests {
     @Test("An encryption failure fails the head like a permanent send error")
     func encryptionFails() {
         let start = F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true)
-        let step = Step(machine, from: start, on: .encrypted(F.t1, .failure(.permanent(.encryptionFailed))))
+        let step = ChatStep(machine, from: start, on: .encrypted(F.t1, .failure(.permanent(.encryptionFailed))))
         #expect(
             step.state == F.state([F.item(F.t1, F.hello, .failed(.encryptionFailed))], .blocked(F.t1), encrypted: true))
         #expect(step.effects == [.recordFailure(F.t1, .encryptionFailed)])
@@ -383,7 +383,7 @@ struct SendQueueMachineTests {
     @Test("Cancelling the head while it is being encrypted cancels the encryption")
     func cancelEncrypting() {
         let start = F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true)
-        let step = Step(machine, from: start, on: .cancelRequested(F.t1))
+        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled)], .idle, encrypted: true))
         #expect(step.effects == [.cancel(SendQueueMachine.requestKey), .discard(F.t1)])
     }
@@ -398,7 +398,8 @@ struct SendQueueMachineTests {
 
     @Test("Encryption cannot be turned on twice")
     func encryptionEnabledTwice() {
-        #expect(Step(machine, from: F.empty(encrypted: true), on: .encryptionEnabled).isIgnored)
+        let start = F.empty(encrypted: true)
+        #expect(ChatStep(machine, from: start, on: .encryptionEnabled).isUnchanged(from: start))
     }
 
     // MARK: Restore
@@ -406,7 +407,7 @@ struct SendQueueMachineTests {
     @Test("Restored items go first; an interrupted request is tried again")
     func restore() {
         let start = F.state([F.item(F.t3, F.world, persisted: false)], .idle)
-        let step = Step(
+        let step = ChatStep(
             machine, from: start,
             on: .restored([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .failed(.tooLarge))]))
         #expect(
@@ -422,21 +423,28 @@ struct SendQueueMachineTests {
 
     @Test("A restored failed head blocks the queue")
     func restoreFailedHead() {
-        let step = Step(machine, from: F.empty(), on: .restored([F.item(F.t1, F.hello, .failed(.forbidden))]))
+        let step = ChatStep(machine, from: F.empty(), on: .restored([F.item(F.t1, F.hello, .failed(.forbidden))]))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .failed(.forbidden))], .blocked(F.t1)))
         #expect(step.effects == [])
     }
 
     @Test("A restored cancelled item is deleted again")
     func restoreCancelled() {
-        let step = Step(machine, from: F.empty(), on: .restored([F.item(F.t1, F.hello, .cancelled)]))
+        let step = ChatStep(machine, from: F.empty(), on: .restored([F.item(F.t1, F.hello, .cancelled)]))
         #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled)], .idle))
         #expect(step.effects == [.discard(F.t1)])
     }
 
     @Test("Restoring while a request is in flight is ignored")
     func restoreWhileSending() {
-        #expect(Step(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .restored([])).isIgnored)
+        #expect(
+            ChatStep(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .restored([])).isIgnored)
+    }
+
+    @Test("Resending another item than the failed head changes nothing")
+    func resendOtherWhileBlocked() {
+        let start = F.state([F.item(F.t1, F.hello, .failed(.forbidden)), F.item(F.t2, F.world)], .blocked(F.t1))
+        #expect(ChatStep(machine, from: start, on: .resendRequested(F.t2)).isUnchanged(from: start))
     }
 
     // MARK: Effects

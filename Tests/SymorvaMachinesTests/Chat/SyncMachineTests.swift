@@ -1,5 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaTesting
 import Testing
 
 @Suite("SyncMachine")
@@ -28,28 +29,30 @@ struct SyncMachineTests {
 
     @Test("A first start without a since-token runs the initial sync with timeout 0")
     func startWithoutSince() {
-        let step = Step(machine, from: .stopped, on: .started(SyncStart(since: nil, filterID: filter, jitterSeed: 7)))
+        let step = ChatStep(
+            machine, from: .stopped, on: .started(SyncStart(since: nil, filterID: filter, jitterSeed: 7)))
         #expect(step.state == .initialSync(progress(since: nil)))
         #expect(step.effects == [.sendSync(since: nil, timeout: .zero, filterID: filter)])
     }
 
     @Test("A start from a stored since-token catches up with timeout 0")
     func startWithSince() {
-        let step = Step(machine, from: .stopped, on: .started(SyncStart(since: since, filterID: filter, jitterSeed: 7)))
+        let step = ChatStep(
+            machine, from: .stopped, on: .started(SyncStart(since: since, filterID: filter, jitterSeed: 7)))
         #expect(step.state == .catchingUp(progress(since: since)))
         #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("Stopping a live loop cancels the open request")
     func stopLive() {
-        let step = Step(machine, from: .live(progress(since: since)), on: .stopped)
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .stopped)
         #expect(step.state == .stopped)
         #expect(step.effects == [.cancel(SyncMachine.requestKey)])
     }
 
     @Test("Stopping while backing off needs no effect: the retry timer is the state timeout")
     func stopBackingOff() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .backingOff(progress(since: since, failures: 1), attempt: 1, after: .seconds(1)),
             on: .stopped)
         #expect(step.state == .stopped)
@@ -62,13 +65,13 @@ struct SyncMachineTests {
             .syncResponse(.success(SyncBatchSummary(nextBatch: next))), .persisted(.success(next)),
             .timerFired(.retry), .networkChanged, .tokenRejected, .tokenRefreshed,
         ] {
-            #expect(Step(machine, from: .stopped, on: event).isIgnored)
+            #expect(ChatStep(machine, from: .stopped, on: event).isIgnored)
         }
     }
 
     @Test("A second start while running is ignored")
     func startWhileRunning() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(progress(since: since)), on: .started(SyncStart(since: nil, jitterSeed: 1)))
         #expect(step.isIgnored)
     }
@@ -78,14 +81,14 @@ struct SyncMachineTests {
     @Test("A response is handed to the store; the since-token does not move yet")
     func responseIsStored() {
         let summary = SyncBatchSummary(nextBatch: next, joinedRoomCount: 3, timelineEventCount: 10)
-        let step = Step(machine, from: .initialSync(progress(since: nil)), on: .syncResponse(.success(summary)))
+        let step = ChatStep(machine, from: .initialSync(progress(since: nil)), on: .syncResponse(.success(summary)))
         #expect(step.state == .initialSync(progress(since: nil, pending: next)))
         #expect(step.effects == [.storeSyncResponse(nextBatch: next)])
     }
 
     @Test("The commit of the initial batch advances since and starts the long poll")
     func initialCommitGoesLive() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .initialSync(progress(since: nil, pending: next)), on: .persisted(.success(next)))
         #expect(step.state == .live(progress(since: next)))
         #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
@@ -93,7 +96,7 @@ struct SyncMachineTests {
 
     @Test("Catching up goes live after its batch is committed")
     func catchUpCommitGoesLive() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .catchingUp(progress(since: since, pending: next)), on: .persisted(.success(next)))
         #expect(step.state == .live(progress(since: next)))
         #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
@@ -101,30 +104,30 @@ struct SyncMachineTests {
 
     @Test("A live commit resets the failure count and polls again")
     func liveCommitPollsAgain() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(progress(since: since, pending: next, failures: 2)), on: .persisted(.success(next)))
         #expect(step.state == .live(progress(since: next)))
         #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
     }
 
-    @Test("A commit for another batch is stale and ignored")
+    @Test("A commit for another batch is stale and changes nothing")
     func staleCommitIgnored() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(progress(since: since, pending: next)), on: .persisted(.success(SyncToken("old"))))
-        #expect(step.isIgnored)
+        #expect(step.isUnchanged(from: .live(progress(since: since, pending: next))))
     }
 
-    @Test("A response while a commit is running is ignored")
+    @Test("A response while a commit is running changes nothing")
     func responseWhileStoringIgnored() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(progress(since: since, pending: next)),
             on: .syncResponse(.success(SyncBatchSummary(nextBatch: SyncToken("s3")))))
-        #expect(step.isIgnored)
+        #expect(step.isUnchanged(from: .live(progress(since: since, pending: next))))
     }
 
     @Test("A failed commit is permanent")
     func commitFailure() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(progress(since: since, pending: next)), on: .persisted(.failure(.storeFailed)))
         #expect(step.state == .failed(.storeFailed))
         #expect(step.effects == [])
@@ -137,7 +140,7 @@ struct SyncMachineTests {
         let (jitter, delay) = backoff(attempt: 1)
         var expected = progress(since: since, failures: 1)
         expected.jitter = jitter
-        let step = Step(machine, from: .live(progress(since: since)), on: .syncResponse(.failure(.network)))
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .syncResponse(.failure(.network)))
         #expect(step.state == .backingOff(expected, attempt: 1, after: delay))
         #expect(step.effects == [.scheduleRetry(after: delay)])
         #expect(delay >= .milliseconds(500) && delay < .seconds(1))
@@ -153,7 +156,7 @@ struct SyncMachineTests {
         var start = progress(since: since, failures: 1)
         start.jitter = JitterSource(seed: 7)
         _ = start.jitter.next()
-        let step = Step(machine, from: .catchingUp(start), on: .syncResponse(.failure(.server(status: 502))))
+        let step = ChatStep(machine, from: .catchingUp(start), on: .syncResponse(.failure(.server(status: 502))))
         #expect(step.state == .backingOff(expected, attempt: 2, after: delay))
         #expect(step.effects == [.scheduleRetry(after: delay)])
         #expect(delay >= .seconds(1) && delay < .seconds(2))
@@ -164,7 +167,7 @@ struct SyncMachineTests {
         let (jitter, _) = backoff(attempt: 1)
         var expected = progress(since: since, failures: 1)
         expected.jitter = jitter
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(progress(since: since)),
             on: .syncResponse(.failure(.rateLimited(retryAfter: .seconds(7)))))
         #expect(step.state == .backingOff(expected, attempt: 1, after: .seconds(7)))
@@ -176,7 +179,7 @@ struct SyncMachineTests {
         let (jitter, delay) = backoff(attempt: 1)
         var expected = progress(since: since, failures: 1)
         expected.jitter = jitter
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(progress(since: since)), on: .syncResponse(.failure(.rateLimited(retryAfter: nil))))
         #expect(step.state == .backingOff(expected, attempt: 1, after: delay))
         #expect(step.effects == [.scheduleRetry(after: delay)])
@@ -185,7 +188,7 @@ struct SyncMachineTests {
     @Test("A permanent rejection fails the loop")
     func permanentFailure() {
         let error = SyncError.rejected(status: 400, errorCode: "M_INVALID_PARAM")
-        let step = Step(machine, from: .catchingUp(progress(since: since)), on: .syncResponse(.failure(error)))
+        let step = ChatStep(machine, from: .catchingUp(progress(since: since)), on: .syncResponse(.failure(error)))
         #expect(step.state == .failed(error))
         #expect(step.effects == [])
     }
@@ -193,7 +196,7 @@ struct SyncMachineTests {
     @Test("The retry timer catches up from the committed since-token")
     func retryCatchesUp() {
         let start = progress(since: since, failures: 1)
-        let step = Step(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
         #expect(step.state == .catchingUp(start))
         #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
@@ -201,7 +204,7 @@ struct SyncMachineTests {
     @Test("The retry timer repeats the initial sync when nothing was committed yet")
     func retryInitial() {
         let start = progress(since: nil, failures: 1)
-        let step = Step(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
         #expect(step.state == .initialSync(start))
         #expect(step.effects == [.sendSync(since: nil, timeout: .zero, filterID: filter)])
     }
@@ -209,26 +212,27 @@ struct SyncMachineTests {
     @Test("A network change while backing off retries at once")
     func networkChangeRetries() {
         let start = progress(since: since, failures: 3)
-        let step = Step(machine, from: .backingOff(start, attempt: 3, after: .seconds(4)), on: .networkChanged)
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 3, after: .seconds(4)), on: .networkChanged)
         #expect(step.state == .catchingUp(start))
         #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("A network change replaces a hanging long poll with a quick catch-up")
     func networkChangeLive() {
-        let step = Step(machine, from: .live(progress(since: since)), on: .networkChanged)
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .networkChanged)
         #expect(step.state == .catchingUp(progress(since: since)))
         #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
-    @Test("A network change during a commit is ignored")
+    @Test("A network change during a commit changes nothing: the next request follows the commit")
     func networkChangeWhileStoring() {
-        #expect(Step(machine, from: .live(progress(since: since, pending: next)), on: .networkChanged).isIgnored)
+        let start = SyncMachine.State.live(progress(since: since, pending: next))
+        #expect(ChatStep(machine, from: start, on: .networkChanged).isUnchanged(from: start))
     }
 
     @Test("Start from failed begins again")
     func restartFromFailed() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .failed(.storeFailed), on: .started(SyncStart(since: since, filterID: filter, jitterSeed: 7))
         )
         #expect(step.state == .catchingUp(progress(since: since)))
@@ -239,7 +243,7 @@ struct SyncMachineTests {
 
     @Test("A rejected token cancels the request and asks the session for a refresh")
     func tokenRejected() {
-        let step = Step(machine, from: .live(progress(since: since)), on: .tokenRejected)
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .tokenRejected)
         #expect(step.state == .awaitingToken(progress(since: since)))
         #expect(step.effects == [.cancel(SyncMachine.requestKey), .requestTokenRefresh])
     }
@@ -247,21 +251,21 @@ struct SyncMachineTests {
     @Test("A rejected token while backing off asks for a refresh; the move cancels the timer")
     func tokenRejectedBackingOff() {
         let start = progress(since: since, failures: 1)
-        let step = Step(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .tokenRejected)
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .tokenRejected)
         #expect(step.state == .awaitingToken(start))
         #expect(step.effects == [.requestTokenRefresh])
     }
 
     @Test("A refreshed token resumes with a catch-up")
     func tokenRefreshed() {
-        let step = Step(machine, from: .awaitingToken(progress(since: since)), on: .tokenRefreshed)
+        let step = ChatStep(machine, from: .awaitingToken(progress(since: since)), on: .tokenRefreshed)
         #expect(step.state == .catchingUp(progress(since: since)))
         #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("A commit that finishes while waiting for the token still advances since")
     func commitWhileAwaitingToken() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .awaitingToken(progress(since: since, pending: next)), on: .persisted(.success(next)))
         #expect(step.state == .awaitingToken(progress(since: next)))
         #expect(step.effects == [])
@@ -278,7 +282,7 @@ struct SyncMachineTests {
 
     @Test("A failed commit while waiting for the token fails the loop")
     func commitFailsWhileAwaitingToken() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .awaitingToken(progress(since: since, pending: next)), on: .persisted(.failure(.storeFailed))
         )
         #expect(step.state == .failed(.storeFailed))
@@ -319,9 +323,7 @@ struct SyncMachineTests {
             .persisted(.success(next)), .persisted(.success(SyncToken("other"))), .persisted(.failure(.storeFailed)),
             .timerFired(.retry), .networkChanged, .tokenRejected, .tokenRefreshed,
         ]
-        checkChart(
-            machine, chart: try StateChart.load("Sync"), stateCaseNames: SyncMachine.stateCaseNames,
-            eventCaseNames: SyncMachine.eventCaseNames, initial: "stopped", states: states, events: events)
+        try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .stopped)
     }
 }
 

@@ -1,5 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaTesting
 import Testing
 
 @Suite("TimelineMachine")
@@ -22,7 +23,7 @@ struct TimelineMachineTests {
 
     @Test("The first observer starts live updates and loads the newest page from the store")
     func observedLoadsFromStore() {
-        let step = Step(machine, from: .idle, on: .observed)
+        let step = ChatStep(machine, from: .idle, on: .observed)
         #expect(step.state == .paginatingBackwards(TimelineWindow(), source: .store(before: nil), remaining: 20))
         #expect(step.effects == [.startLiveUpdates, .loadFromStore(before: nil, count: 20)])
     }
@@ -33,19 +34,19 @@ struct TimelineMachineTests {
             .unobserved, .paginateRequested(count: 10), .storePageLoaded(.failure(.storeFailed)),
             .serverPageLoaded(.failure(.network)), .liveEventsArrived(ids("a")), .gapDetected(t1),
         ]
-        for event in events { #expect(Step(machine, from: .idle, on: event).isIgnored) }
+        for event in events { #expect(ChatStep(machine, from: .idle, on: event).isIgnored) }
     }
 
     @Test("The last observer leaving stops live updates")
     func unobservedStops() {
-        let step = Step(machine, from: .live(window("a"), olderInStore: c1), on: .unobserved)
+        let step = ChatStep(machine, from: .live(window("a"), olderInStore: c1), on: .unobserved)
         #expect(step.state == .idle)
         #expect(step.effects == [.stopLiveUpdates])
     }
 
     @Test("The last observer leaving during pagination also cancels the page")
     func unobservedCancelsPagination() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .paginatingBackwards(window("a"), source: .server(from: t1), remaining: 20), on: .unobserved)
         #expect(step.state == .idle)
         #expect(step.effects == [.cancel(TimelineMachine.paginateKey), .stopLiveUpdates])
@@ -53,7 +54,7 @@ struct TimelineMachineTests {
 
     @Test("A second observed is ignored")
     func observedTwice() {
-        #expect(Step(machine, from: .gap(window("a"), token: t1), on: .observed).isIgnored)
+        #expect(ChatStep(machine, from: .gap(window("a"), token: t1), on: .observed).isIgnored)
     }
 
     // MARK: Store pages
@@ -62,7 +63,8 @@ struct TimelineMachineTests {
     func storePageMoreStored() {
         let start = TimelineMachine.State.paginatingBackwards(
             TimelineWindow(), source: .store(before: nil), remaining: 2)
-        let step = Step(machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .stored(c1)))))
+        let step = ChatStep(
+            machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .stored(c1)))))
         #expect(step.state == .live(window("a", "b"), olderInStore: c1))
         #expect(step.effects == [])
     }
@@ -70,7 +72,7 @@ struct TimelineMachineTests {
     @Test("A full store page ending at a gap stops at the gap")
     func storePageEndsAtGap() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .store(before: c1), remaining: 2)
-        let step = Step(machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .gap(t1)))))
+        let step = ChatStep(machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .gap(t1)))))
         #expect(step.state == .gap(window("a", "b", "c"), token: t1))
         #expect(step.effects == [])
     }
@@ -78,7 +80,7 @@ struct TimelineMachineTests {
     @Test("A short store page ending at a gap continues from the server for the rest")
     func storePageContinuesToServer() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .store(before: c1), remaining: 20)
-        let step = Step(machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .gap(t1)))))
+        let step = ChatStep(machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .gap(t1)))))
         #expect(step.state == .paginatingBackwards(window("a", "b", "c"), source: .server(from: t1), remaining: 18))
         #expect(step.effects == [.fetchMessages(from: t1, count: 18)])
     }
@@ -87,7 +89,7 @@ struct TimelineMachineTests {
     func emptyStoreGoesToServer() {
         let start = TimelineMachine.State.paginatingBackwards(
             TimelineWindow(), source: .store(before: nil), remaining: 20)
-        let step = Step(machine, from: start, on: .storePageLoaded(.success(page([], before: .gap(t1)))))
+        let step = ChatStep(machine, from: start, on: .storePageLoaded(.success(page([], before: .gap(t1)))))
         #expect(step.state == .paginatingBackwards(TimelineWindow(), source: .server(from: t1), remaining: 20))
         #expect(step.effects == [.fetchMessages(from: t1, count: 20)])
     }
@@ -95,7 +97,7 @@ struct TimelineMachineTests {
     @Test("A store page that reaches the room's creation ends pagination")
     func storePageReachesStart() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .store(before: c1), remaining: 20)
-        let step = Step(machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .roomStart))))
+        let step = ChatStep(machine, from: start, on: .storePageLoaded(.success(page(["a", "b"], before: .roomStart))))
         #expect(step.state == .reachedStart(window("a", "b", "c")))
         #expect(step.effects == [])
     }
@@ -104,14 +106,14 @@ struct TimelineMachineTests {
     func storeFailure() {
         let start = TimelineMachine.State.paginatingBackwards(
             TimelineWindow(), source: .store(before: nil), remaining: 20)
-        let step = Step(machine, from: start, on: .storePageLoaded(.failure(.storeFailed)))
+        let step = ChatStep(machine, from: start, on: .storePageLoaded(.failure(.storeFailed)))
         #expect(step.state == .live(window(error: .storeFailed), olderInStore: nil))
         #expect(step.effects == [])
     }
 
     @Test("Paginating again after a failed first read loads the newest page again")
     func retryAfterFailure() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(window(error: .storeFailed), olderInStore: nil), on: .paginateRequested(count: 20))
         #expect(
             step.state == .paginatingBackwards(window(error: .storeFailed), source: .store(before: nil), remaining: 20))
@@ -122,32 +124,33 @@ struct TimelineMachineTests {
 
     @Test("A page request with older events in the store reads the store")
     func paginateFromStore() {
-        let step = Step(machine, from: .live(window("c"), olderInStore: c1), on: .paginateRequested(count: 30))
+        let step = ChatStep(machine, from: .live(window("c"), olderInStore: c1), on: .paginateRequested(count: 30))
         #expect(step.state == .paginatingBackwards(window("c"), source: .store(before: c1), remaining: 30))
         #expect(step.effects == [.loadFromStore(before: c1, count: 30)])
     }
 
     @Test("A page request at a gap asks the server with the gap's token")
     func paginateFromServer() {
-        let step = Step(machine, from: .gap(window("c"), token: t1), on: .paginateRequested(count: 30))
+        let step = ChatStep(machine, from: .gap(window("c"), token: t1), on: .paginateRequested(count: 30))
         #expect(step.state == .paginatingBackwards(window("c"), source: .server(from: t1), remaining: 30))
         #expect(step.effects == [.fetchMessages(from: t1, count: 30)])
     }
 
     @Test("A page request at the room's start is ignored")
     func paginateAtStart() {
-        #expect(Step(machine, from: .reachedStart(window("a")), on: .paginateRequested(count: 10)).isIgnored)
+        #expect(ChatStep(machine, from: .reachedStart(window("a")), on: .paginateRequested(count: 10)).isIgnored)
     }
 
     @Test("A page request while a page loads joins it")
     func paginateWhileLoading() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .store(before: c1), remaining: 20)
-        #expect(Step(machine, from: start, on: .paginateRequested(count: 10)).isIgnored)
+        #expect(ChatStep(machine, from: start, on: .paginateRequested(count: 10)).isIgnored)
     }
 
-    @Test("A request for no events is ignored")
+    @Test("A request for no events changes nothing")
     func paginateZero() {
-        #expect(Step(machine, from: .live(window("c"), olderInStore: c1), on: .paginateRequested(count: 0)).isIgnored)
+        let start = TimelineMachine.State.live(window("c"), olderInStore: c1)
+        #expect(ChatStep(machine, from: start, on: .paginateRequested(count: 0)).isUnchanged(from: start))
     }
 
     // MARK: Server pages
@@ -155,7 +158,7 @@ struct TimelineMachineTests {
     @Test("A server page that leaves more gap moves the gap's token")
     func serverPageMoreGap() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .server(from: t1), remaining: 2)
-        let step = Step(machine, from: start, on: .serverPageLoaded(.success(page(["a", "b"], before: .gap(t2)))))
+        let step = ChatStep(machine, from: start, on: .serverPageLoaded(.success(page(["a", "b"], before: .gap(t2)))))
         #expect(step.state == .gap(window("a", "b", "c"), token: t2))
         #expect(step.effects == [])
     }
@@ -163,7 +166,7 @@ struct TimelineMachineTests {
     @Test("A short server page that closes the gap continues from the store")
     func serverPageJoinsStore() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .server(from: t1), remaining: 5)
-        let step = Step(machine, from: start, on: .serverPageLoaded(.success(page(["b"], before: .stored(c2)))))
+        let step = ChatStep(machine, from: start, on: .serverPageLoaded(.success(page(["b"], before: .stored(c2)))))
         #expect(step.state == .paginatingBackwards(window("b", "c"), source: .store(before: c2), remaining: 4))
         #expect(step.effects == [.loadFromStore(before: c2, count: 4)])
     }
@@ -171,7 +174,7 @@ struct TimelineMachineTests {
     @Test("An empty server page that closes the gap stops at the stored events")
     func emptyServerPageJoinsStore() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .server(from: t1), remaining: 5)
-        let step = Step(machine, from: start, on: .serverPageLoaded(.success(page([], before: .stored(c2)))))
+        let step = ChatStep(machine, from: start, on: .serverPageLoaded(.success(page([], before: .stored(c2)))))
         #expect(step.state == .live(window("c"), olderInStore: c2))
         #expect(step.effects == [])
     }
@@ -179,7 +182,7 @@ struct TimelineMachineTests {
     @Test("A server page without an end token reaches the start")
     func serverPageReachesStart() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .server(from: t1), remaining: 20)
-        let step = Step(machine, from: start, on: .serverPageLoaded(.success(page(["a"], before: .roomStart))))
+        let step = ChatStep(machine, from: start, on: .serverPageLoaded(.success(page(["a"], before: .roomStart))))
         #expect(step.state == .reachedStart(window("a", "c")))
         #expect(step.effects == [])
     }
@@ -201,19 +204,22 @@ struct TimelineMachineTests {
     @Test("A server page overlapping the window adds only new events")
     func overlappingPage() {
         let start = TimelineMachine.State.paginatingBackwards(window("b", "c"), source: .server(from: t1), remaining: 3)
-        let step = Step(machine, from: start, on: .serverPageLoaded(.success(page(["a", "b"], before: .gap(t2)))))
+        let step = ChatStep(machine, from: start, on: .serverPageLoaded(.success(page(["a", "b"], before: .gap(t2)))))
         #expect(step.state == .gap(window("a", "b", "c"), token: t2))
     }
 
-    @Test("A store page while loading from the server is stale")
+    @Test("A store page while loading from the server is stale and changes nothing")
     func stalePage() {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .server(from: t1), remaining: 3)
-        #expect(Step(machine, from: start, on: .storePageLoaded(.success(page(["a"], before: .roomStart)))).isIgnored)
+        #expect(
+            ChatStep(machine, from: start, on: .storePageLoaded(.success(page(["a"], before: .roomStart)))).isUnchanged(
+                from: start))
     }
 
     @Test("Pages arriving when no page is loading are ignored")
     func pageWithoutRequest() {
-        let step = Step(machine, from: .live(window("c"), olderInStore: c1), on: .serverPageLoaded(.failure(.network)))
+        let step = ChatStep(
+            machine, from: .live(window("c"), olderInStore: c1), on: .serverPageLoaded(.failure(.network)))
         #expect(step.isIgnored)
     }
 
@@ -221,7 +227,7 @@ struct TimelineMachineTests {
 
     @Test("Live events are appended once each")
     func liveEventsAppended() {
-        let step = Step(
+        let step = ChatStep(
             machine, from: .live(window("a", "b"), olderInStore: c1), on: .liveEventsArrived(ids("b", "c", "d")))
         #expect(step.state == .live(window("a", "b", "c", "d"), olderInStore: c1))
         #expect(step.effects == [])
@@ -229,7 +235,7 @@ struct TimelineMachineTests {
 
     @Test("Live events already in the window change nothing")
     func liveEventsDuplicate() {
-        let step = Step(machine, from: .reachedStart(window("a", "b")), on: .liveEventsArrived(ids("a", "b")))
+        let step = ChatStep(machine, from: .reachedStart(window("a", "b")), on: .liveEventsArrived(ids("a", "b")))
         #expect(step.state == .reachedStart(window("a", "b")))
         #expect(step.effects == [])
         #expect(!step.isIgnored)
@@ -238,7 +244,7 @@ struct TimelineMachineTests {
     @Test("Live events during pagination are kept")
     func liveEventsWhilePaginating() {
         let start = TimelineMachine.State.paginatingBackwards(window("b"), source: .store(before: c1), remaining: 3)
-        let step = Step(machine, from: start, on: .liveEventsArrived(ids("c")))
+        let step = ChatStep(machine, from: start, on: .liveEventsArrived(ids("c")))
         #expect(step.state == .paginatingBackwards(window("b", "c"), source: .store(before: c1), remaining: 3))
         #expect(step.effects == [])
     }
@@ -255,7 +261,7 @@ struct TimelineMachineTests {
     @Test("A limited sync during pagination cancels the page")
     func gapDetectedWhilePaginating() {
         let start = TimelineMachine.State.paginatingBackwards(window("b"), source: .server(from: t1), remaining: 3)
-        let step = Step(machine, from: start, on: .gapDetected(t2))
+        let step = ChatStep(machine, from: start, on: .gapDetected(t2))
         #expect(step.state == .gap(TimelineWindow(), token: t2))
         #expect(step.effects == [.cancel(TimelineMachine.paginateKey)])
     }
@@ -290,8 +296,6 @@ struct TimelineMachineTests {
             events.append(.storePageLoaded(.success(page(["x"], before: boundary))))
             events.append(.serverPageLoaded(.success(page(["x"], before: boundary))))
         }
-        checkChart(
-            machine, chart: try StateChart.load("Timeline"), stateCaseNames: TimelineMachine.stateCaseNames,
-            eventCaseNames: TimelineMachine.eventCaseNames, initial: "idle", states: states, events: events)
+        try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .idle)
     }
 }
