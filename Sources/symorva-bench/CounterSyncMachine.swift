@@ -15,7 +15,7 @@ struct CounterSyncMachine: StateMachine {
         /// Changes since the last push started.
         var unsynced: Int
         /// When the last completed push was requested (the round-trip probe reads it).
-        var lastSync: ContinuousClock.Instant?
+        var lastSync: Duration?
     }
 
     enum State: Sendable, Equatable, CaseNamed {
@@ -26,7 +26,7 @@ struct CounterSyncMachine: StateMachine {
         /// Counting is paused: changes are ignored until resumed.
         case paused(Tally)
         /// A push is in flight; counting goes on.
-        case syncing(Tally, requestedAt: ContinuousClock.Instant)
+        case syncing(Tally, requestedAt: Duration)
 
         /// The running total in any state.
         var total: Int {
@@ -47,14 +47,14 @@ struct CounterSyncMachine: StateMachine {
         /// The member resumed counting.
         case resume
         /// Time to push the total (a timer or the member asked).
-        case syncRequested(at: ContinuousClock.Instant)
+        case syncRequested(at: Duration)
         /// The server acknowledged the push requested at `requestedAt`.
-        case syncCompleted(total: Int, requestedAt: ContinuousClock.Instant)
+        case syncCompleted(total: Int, requestedAt: Duration)
     }
 
     enum Effect: MachineEffect, Equatable {
         /// Sends the total to the server; one push at a time.
-        case push(total: Int, requestedAt: ContinuousClock.Instant)
+        case push(total: Int, requestedAt: Duration)
 
         static let pushKey = EffectKey("counter.push")
         var directive: EffectDirective { .keyed(Self.pushKey) }

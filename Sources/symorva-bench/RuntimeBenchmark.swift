@@ -62,6 +62,8 @@ private struct RuntimeRun {
     let configuration: RuntimeBenchmark.Configuration
     let tracingModes: [Bool]
     let sink = Sink()
+    /// The monotonic clock of hosts, events and the probe (machines carry `Duration`s from it).
+    let clock = SystemClock()
 
     /// A host form, measured for each observer count and tracing mode.
     enum Form: CaseIterable {
@@ -149,7 +151,7 @@ private struct RuntimeRun {
     private func machineDescription() -> String {
         """
         machine: CounterSync — State: idle | counting(Tally) | paused(Tally) | syncing(Tally, requestedAt:), \
-        Tally = {total, unsynced, lastSync: Instant?}; Event: increment(by:) | decrement(by:) | pause | resume | \
+        Tally = {total, unsynced, lastSync: Duration?}; Event: increment(by:) | decrement(by:) | pause | resume | \
         syncRequested(at:) | syncCompleted(total:requestedAt:); Effect: push(total:requestedAt:) keyed.
         throughput mix: a 16-event cycle, 13 moves, 1 stay, 2 ignored, no effects. \
         Observers: closures reading the total into an atomic. Tracing on: one sink counting records.
@@ -253,13 +255,13 @@ private struct RuntimeRun {
     /// Round-trip latencies in nanoseconds.
     private func roundTripLatencies(trips: Int, tracing: Bool) async -> [Double] {
         let (host, _) = makeHost(tracing: tracing)
-        let probe = RoundTripProbe(capacity: trips + 1_000)
+        let probe = RoundTripProbe(capacity: trips + 1_000, clock: clock)
         let unsubscribe = host.states.subscribe { probe.observe($0) }
         defer { unsubscribe() }
         for trip in 0..<(trips + 1_000) {
             if trip == 1_000 { probe.reset() }  // the first thousand warm up
             await host.send(.increment(by: 1))
-            await host.send(.syncRequested(at: .now))
+            await host.send(.syncRequested(at: clock.now))
             await probe.waitForTrip()
         }
         await host.stop()
@@ -276,7 +278,8 @@ private struct RuntimeRun {
             }
         }
         let host = Host(
-            machine: Machine(), initial: .idle, interpreter: interpreter, instance: "bench", tracer: tracer)
+            machine: Machine(), initial: .idle, interpreter: interpreter, instance: "bench", clock: clock,
+            tracer: tracer)
         return (host, counter)
     }
 }
@@ -291,14 +294,16 @@ private final class TraceCounter: TraceSink {
 /// Observes a host's states and measures each completed push from its request time.
 private final class RoundTripProbe: Sendable {
     private struct State {
-        var lastSeen: ContinuousClock.Instant?
+        var lastSeen: Duration?
         var latencies: [Double] = []
         var waiter: CheckedContinuation<Void, Never>?
         var completed = 0
     }
     private let state: Mutex<State>
+    private let clock: SystemClock
 
-    init(capacity: Int) {
+    init(capacity: Int, clock: SystemClock) {
+        self.clock = clock
         var initial = State()
         initial.latencies.reserveCapacity(capacity)
         state = Mutex(initial)
@@ -307,7 +312,7 @@ private final class RoundTripProbe: Sendable {
     /// The listener: records a latency when a new completed push shows up.
     func observe(_ hostState: CounterSyncMachine.State) {
         guard case .counting(let tally) = hostState, let requestedAt = tally.lastSync else { return }
-        let now = ContinuousClock.now
+        let now = clock.now
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard state.lastSeen != requestedAt else { return nil }
             state.lastSeen = requestedAt
