@@ -30,11 +30,14 @@ public enum Transition<State: Sendable, Effect: Sendable>: Sendable {
     case ignored
 
     /// A move without effects.
+    @inlinable
     public static func move(to state: State) -> Self { .move(to: state, effects: []) }
     /// Staying without effects: the event was understood but changes nothing.
+    @inlinable
     public static var stay: Self { .stay(effects: []) }
 
     /// The state after this transition, given the state before it.
+    @inlinable
     public func nextState(after state: State) -> State {
         switch self {
         case .move(let next, _): next
@@ -43,6 +46,7 @@ public enum Transition<State: Sendable, Effect: Sendable>: Sendable {
     }
 
     /// The effects this transition asks for.
+    @inlinable
     public var effects: [Effect] {
         switch self {
         case .move(_, let effects), .stay(let effects): effects
@@ -51,6 +55,7 @@ public enum Transition<State: Sendable, Effect: Sendable>: Sendable {
     }
 
     /// Whether the event was ignored.
+    @inlinable
     public var isIgnored: Bool {
         if case .ignored = self { return true }
         return false

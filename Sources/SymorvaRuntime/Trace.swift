@@ -68,9 +68,15 @@ public protocol TraceSink: Sendable {
 /// event), so tracing costs nothing until someone listens — `trace on` in the REPL, a test,
 /// or the log sink that writes transitions at `trace` level.
 public final class Tracer: Sendable {
-    private let sinks = Mutex<[UInt64: any TraceSink]>([:])
+    private struct Sinks {
+        var byID: [UInt64: any TraceSink] = [:]
+        /// `byID`'s values, rebuilt when a sink comes or goes, so that recording only retains it.
+        var snapshot: [any TraceSink] = []
+        mutating func rebuild() { snapshot = Array(byID.values) }
+    }
+    private let sinks = Mutex(Sinks())
     private let nextID = Atomic<UInt64>(0)
-    private let sinkCount = Atomic<Int>(0)
+    @usableFromInline let sinkCount = Atomic<Int>(0)
 
     /// The process-wide tracer that hosts use unless given another.
     public static let shared = Tracer()
@@ -79,6 +85,7 @@ public final class Tracer: Sendable {
     public init() {}
 
     /// Whether any sink is attached.
+    @inlinable
     public var isEnabled: Bool { sinkCount.load(ordering: .relaxed) > 0 }
 
     /// Attaches a sink; returns a function that detaches it.
@@ -86,21 +93,23 @@ public final class Tracer: Sendable {
     public func addSink(_ sink: any TraceSink) -> @Sendable () -> Void {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         sinks.withLock { sinks in
-            sinks[id] = sink
-            sinkCount.store(sinks.count, ordering: .relaxed)
+            sinks.byID[id] = sink
+            sinks.rebuild()
+            sinkCount.store(sinks.byID.count, ordering: .relaxed)
         }
         return { [weak self] in
             guard let self else { return }
             self.sinks.withLock { sinks in
-                sinks.removeValue(forKey: id)
-                self.sinkCount.store(sinks.count, ordering: .relaxed)
+                sinks.byID.removeValue(forKey: id)
+                sinks.rebuild()
+                self.sinkCount.store(sinks.byID.count, ordering: .relaxed)
             }
         }
     }
 
     /// Hands a record to every sink.
     public func record(_ record: TraceRecord) {
-        let current = sinks.withLock { Array($0.values) }
+        let current = sinks.withLock { $0.snapshot }
         for sink in current { sink.record(record) }
     }
 }

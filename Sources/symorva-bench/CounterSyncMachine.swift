@@ -84,7 +84,8 @@ struct CounterSyncMachine: StateMachine {
             case .syncRequested(let at):
                 guard tally.unsynced > 0 else { return .stay }
                 tally.unsynced = 0
-                return .move(to: .syncing(tally, requestedAt: at), effects: [.push(total: tally.total, requestedAt: at)])
+                return .move(
+                    to: .syncing(tally, requestedAt: at), effects: [.push(total: tally.total, requestedAt: at)])
             case .resume, .syncCompleted:
                 return .ignored
             }

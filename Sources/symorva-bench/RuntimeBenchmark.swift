@@ -20,7 +20,8 @@ struct RuntimeBenchmark: BenchmarkMode {
             burst: options.integer("burst", default: 1_000),
             roundTrips: options.integer("round-trips", default: 20_000),
             repeats: options.integer("repeat", default: 5),
-            forms: Set(options.string("forms", default: "loop,burst,send,post,trip").split(separator: ",").map(String.init)),
+            forms: Set(
+                options.string("forms", default: "loop,burst,send,post,trip").split(separator: ",").map(String.init)),
             tracing: options.string("tracing", default: "both"),
             observerCounts: options.string("observers", default: "0,10").split(separator: ",").compactMap { Int($0) })
         let unknownForms = configuration.forms.subtracting(["loop", "burst", "send", "post", "trip"])
