@@ -35,16 +35,26 @@ public final actor MachineHost<Machine: StateMachine> {
     @usableFromInline let clock: any RuntimeClock
     @usableFromInline let tracer: Tracer
 
-    @usableFromInline var state: Machine.State
-    @usableFromInline var keyed: [EffectKey: Running] = [:]
-    @usableFromInline var anonymous: [UInt64: Task<Void, Never>] = [:]
-    @usableFromInline var nextToken: UInt64 = 0
-    @usableFromInline var isStopped = false
-    @usableFromInline var needsPublish = false
+    // Dynamic exclusivity checks are off for the state the hot path touches: they cost about
+    // 40 instructions per access (a thread-local lookup and an access-set insert), several
+    // times per event, and cannot be removed by the optimizer because the inlinable code that
+    // makes the accesses is compiled in other modules. They can never fire here: every access
+    // is on the actor's executor, in synchronous code whose only callouts are the machine's
+    // pure transition, trace sinks, publication listeners, `Task` creation and cancellation,
+    // none of which can reach this actor's state synchronously (isolation checking forbids it).
+    // The compiler's static exclusivity diagnostics still apply.
+    @exclusivity(unchecked) @usableFromInline var state: Machine.State
+    @exclusivity(unchecked) @usableFromInline var keyed: [EffectKey: Running] = [:]
+    @exclusivity(unchecked) @usableFromInline var anonymous: [UInt64: Task<Void, Never>] = [:]
+    @exclusivity(unchecked) @usableFromInline var nextToken: UInt64 = 0
+    @exclusivity(unchecked) @usableFromInline var isStopped = false
+    @exclusivity(unchecked) @usableFromInline var needsPublish = false
     @usableFromInline var unregisterFromScope: (@Sendable () -> Void)?
     /// The drain's second buffer: swapped with the inbox's under the lock, so that posting
     /// and draining reuse two arrays instead of allocating one per drain.
-    @usableFromInline var draining: [Entry] = []
+    @exclusivity(unchecked) @usableFromInline var draining: [Entry] = []
+    /// The tracer's sinks as this host last saw them.
+    @exclusivity(unchecked) @usableFromInline var traceCache = Tracer.Cache()
 
     @usableFromInline
     struct Running {
@@ -203,8 +213,9 @@ public final actor MachineHost<Machine: StateMachine> {
 
     @inlinable
     func apply(_ event: Machine.Event) {
-        let transition = machine.transition(from: state, on: event)
-        switch transition {
+        // Switching on the call itself consumes the transition: its payload is moved out, not
+        // copied and destroyed.
+        switch machine.transition(from: state, on: event) {
         case .ignored:
             if tracer.isEnabled { trace(.ignored, from: state, event: event, to: state, effects: []) }
         case .stay(let effects):
@@ -322,7 +333,7 @@ public final actor MachineHost<Machine: StateMachine> {
             TraceRecord(
                 kind: kind, machine: Machine.name, instance: instance, from: from.caseName,
                 event: event.caseName, to: to.caseName, effects: effects.isEmpty ? [] : effects.map(\.caseName),
-                epoch: scope?.epoch.value ?? 0))
+                epoch: scope?.epoch.value ?? 0), cache: &traceCache)
     }
 
     @inlinable

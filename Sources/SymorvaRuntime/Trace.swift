@@ -72,11 +72,13 @@ public final class Tracer: Sendable {
         var byID: [UInt64: any TraceSink] = [:]
         /// `byID`'s values, rebuilt when a sink comes or goes, so that recording only retains it.
         var snapshot: [any TraceSink] = []
-        mutating func rebuild() { snapshot = Array(byID.values) }
     }
     private let sinks = Mutex(Sinks())
     private let nextID = Atomic<UInt64>(0)
     @usableFromInline let sinkCount = Atomic<Int>(0)
+    /// Bumped (under the lock) whenever a sink comes or goes: a ``Cache`` whose generation is
+    /// still current holds the right sinks, and recording through it takes no lock.
+    @usableFromInline let generation = Atomic<UInt64>(0)
 
     /// The process-wide tracer that hosts use unless given another.
     public static let shared = Tracer()
@@ -94,23 +96,63 @@ public final class Tracer: Sendable {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         sinks.withLock { sinks in
             sinks.byID[id] = sink
-            sinks.rebuild()
-            sinkCount.store(sinks.byID.count, ordering: .relaxed)
+            publish(&sinks)
         }
         return { [weak self] in
             guard let self else { return }
             self.sinks.withLock { sinks in
                 sinks.byID.removeValue(forKey: id)
-                sinks.rebuild()
-                self.sinkCount.store(sinks.byID.count, ordering: .relaxed)
+                self.publish(&sinks)
             }
         }
+    }
+
+    private func publish(_ sinks: inout Sinks) {
+        sinks.snapshot = Array(sinks.byID.values)
+        sinkCount.store(sinks.byID.count, ordering: .relaxed)
+        generation.wrappingAdd(1, ordering: .releasing)
     }
 
     /// Hands a record to every sink.
     public func record(_ record: TraceRecord) {
         let current = sinks.withLock { $0.snapshot }
-        for sink in current { sink.record(record) }
+        Self.deliver(record, to: current)
+    }
+
+    /// The sinks as one isolation domain (a host) last saw them.
+    @usableFromInline
+    struct Cache {
+        @usableFromInline var generation: UInt64 = .max
+        @usableFromInline var sinks: [any TraceSink] = []
+        @inlinable init() {}
+    }
+
+    /// Hands a record to every sink, through `cache`: no lock and no reference counting while no
+    /// sink comes or goes. A sink detached before the record's host turn began (happens-before)
+    /// never sees it, as with ``record(_:)``.
+    @inlinable
+    func record(_ record: TraceRecord, cache: inout Cache) {
+        if generation.load(ordering: .acquiring) != cache.generation { refresh(&cache) }
+        // Borrowed in place from the cache: no retain of the array or of any sink.
+        cache.sinks.withUnsafeBufferPointer { sinks in
+            for index in sinks.indices { sinks[index].record(record) }
+        }
+    }
+
+    @usableFromInline
+    func refresh(_ cache: inout Cache) {
+        sinks.withLock { sinks in
+            cache.generation = generation.load(ordering: .relaxed)
+            cache.sinks = sinks.snapshot
+        }
+    }
+
+    @inlinable
+    static func deliver(_ record: TraceRecord, to sinks: [any TraceSink]) {
+        // Borrow each sink in place: iterating the array would copy every existential.
+        sinks.withUnsafeBufferPointer { sinks in
+            for index in sinks.indices { sinks[index].record(record) }
+        }
     }
 }
 
