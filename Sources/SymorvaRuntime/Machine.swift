@@ -66,8 +66,12 @@ public enum Transition<State: Sendable, Effect: Sendable>: Sendable {
 ///
 /// Traces, logs and the chart checker use only these names, so a state or event that carries
 /// a token or a message body is safe to trace. The default implementation reads the case
-/// label through reflection and never touches associated values; hot machines may override it
-/// with a `switch` for speed.
+/// label through reflection and never touches associated values.
+///
+/// Machines whose hosts see many events should override it with a `switch` returning string
+/// literals: reflection costs about 20,000 instructions per name, so with tracing on a
+/// reflective machine pays some 60,000 instructions per event, a `switch` almost nothing
+/// (`symorva-bench runtime`, `docs/benchmarks.md`).
 public protocol CaseNamed {
     /// The enum case's name, without associated values: `authenticating`, `loginResponse`.
     var caseName: String { get }

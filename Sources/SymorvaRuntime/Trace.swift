@@ -116,7 +116,7 @@ public final class Tracer: Sendable {
     /// Hands a record to every sink.
     public func record(_ record: TraceRecord) {
         let current = sinks.withLock { $0.snapshot }
-        Self.deliver(record, to: current)
+        for sink in current { sink.record(record) }
     }
 
     /// The sinks as one isolation domain (a host) last saw them.
@@ -127,13 +127,13 @@ public final class Tracer: Sendable {
         @inlinable init() {}
     }
 
-    /// Hands a record to every sink, through `cache`: no lock and no reference counting while no
-    /// sink comes or goes. A sink detached before the record's host turn began (happens-before)
+    /// Hands a record to every sink, through `cache`: no lock and no retain of the sink array
+    /// while no sink comes or goes. A sink detached before the record's host turn began (happens-before)
     /// never sees it, as with ``record(_:)``.
     @inlinable
     func record(_ record: TraceRecord, cache: inout Cache) {
         if generation.load(ordering: .acquiring) != cache.generation { refresh(&cache) }
-        // Borrowed in place from the cache: no retain of the array or of any sink.
+        // Borrowed from the cache: the array is not retained.
         cache.sinks.withUnsafeBufferPointer { sinks in
             for index in sinks.indices { sinks[index].record(record) }
         }
@@ -144,14 +144,6 @@ public final class Tracer: Sendable {
         sinks.withLock { sinks in
             cache.generation = generation.load(ordering: .relaxed)
             cache.sinks = sinks.snapshot
-        }
-    }
-
-    @inlinable
-    static func deliver(_ record: TraceRecord, to sinks: [any TraceSink]) {
-        // Borrow each sink in place: iterating the array would copy every existential.
-        sinks.withUnsafeBufferPointer { sinks in
-            for index in sinks.indices { sinks[index].record(record) }
         }
     }
 }
