@@ -15,7 +15,7 @@ import SymorvaTransport
 /// test-only endpoint, sets both PINs (sealed), then sends `N` transfers of 1.00 ORB one after
 /// the other and prints p50/p90/p99/max of the round trip and of its two halves. The confirm
 /// half includes the server's argon2id PIN check, which dominates it by design.
-struct WalletBenchmark: Sendable {
+struct WalletBenchmark: BenchmarkMode {
     /// The mode's word on the command line.
     let name = "wallet"
     /// The mode's arguments for the usage text.

@@ -1,14 +1,25 @@
-// symorva-bench: programs that print figures.
+// symorva-bench: programs that print figures (see docs/benchmarks.md).
 //
-// A stand-in until the mode dispatcher of the `bench` branch is merged: it runs the one mode
-// this branch adds, `symorva-bench wallet [--transfers N] [--warmup N]`. When merging, keep the
-// dispatcher's main.swift and register `WalletBenchmark()` in `BenchmarkModes.all`.
-import Foundation
+// `symorva-bench MODE [ARGUMENTS…]` runs one benchmark mode from ``BenchmarkModes/all``.
+// An unknown or missing mode prints the usage and exits with status 2.
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-let wallet = WalletBenchmark()
-guard arguments.first == wallet.name else {
-    print("usage: symorva-bench \(wallet.name) \(wallet.argumentsSynopsis)")
-    exit(2)
+import Dispatch
+
+/// Runs the selected mode in a detached task and exits with its status.
+///
+/// The main thread only waits on a semaphore. An `async` top level would park it in
+/// `dispatch_main`, whose `sigsuspend` crashes valgrind 3.19, and callgrind instruction counts
+/// are how the runtime's hot path is compared (`scripts/runtime-callgrind.sh`).
+func main(_ arguments: [String]) -> Never {
+    guard let name = arguments.first, let mode = BenchmarkModes.mode(named: name) else {
+        BenchmarkModes.printUsage(unknown: arguments.first)
+        exitProcess(2)
+    }
+    let modeArguments = Array(arguments.dropFirst())
+    Task.detached {
+        exitProcess(await mode.run(arguments: modeArguments))
+    }
+    while true { DispatchSemaphore(value: 0).wait() }
 }
-exit(await wallet.run(arguments: Array(arguments.dropFirst())))
+
+main(Array(CommandLine.arguments.dropFirst()))

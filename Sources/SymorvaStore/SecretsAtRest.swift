@@ -1,6 +1,14 @@
 import CSodium
 import SymorvaRuntime
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Encrypts secrets at rest (access and refresh tokens, the Olm pickle key) with libsodium's
 /// XChaCha20-Poly1305 IETF AEAD under a 32-byte key.
 ///
@@ -111,5 +119,108 @@ enum Sodium {
 
     static func ensureInitialized() throws(StoreError) {
         guard initialized else { throw .cryptoUnavailable }
+    }
+}
+
+/// Supplies the 32-byte key that protects an account's secrets at rest (``SecretBox``).
+///
+/// Linux uses ``FileKeyProvider``; Apple platforms may provide a Keychain-backed one.
+public protocol KeyProvider: Sendable {
+    /// The account's key, created on first use.
+    func key(for account: String) throws(StoreError) -> Secret<[UInt8]>
+}
+
+/// Keeps one key per account in a file readable by the user only (mode 0600), in a folder of
+/// the SDK's data directory (created 0700).
+///
+/// A missing key file is created atomically: the key is written to a private temporary file
+/// that is then hard-linked into place, so a concurrent creator never sees half a key and the
+/// first creator wins. An existing file is refused — never silently replaced — if it is not a
+/// regular file owned by the user, if group or others have any permission on it, or if it
+/// does not hold exactly 32 bytes: losing the key means losing the secrets, so a human decides.
+public struct FileKeyProvider: KeyProvider {
+    /// The folder holding the key files.
+    public let directory: String
+
+    /// A provider storing keys in `directory`.
+    public init(directory: String) { self.directory = directory }
+
+    /// The account's key, read from its file or created there.
+    public func key(for account: String) throws(StoreError) -> Secret<[UInt8]> {
+        try Sodium.ensureInitialized()
+        try Self.makeDirectory(directory)
+        let path = keyPath(for: account)
+        if let key = try Self.readKey(path) { return key }
+        let key = try SecretBox.generateKey()
+        try Self.createKey(path, key: key)
+        // Read back: if another process won the race, its key is the one on disk.
+        guard let stored = try Self.readKey(path) else { throw .keyFileIO(errno: ENOENT) }
+        return stored
+    }
+
+    /// The key file for `account`: a hash of the account ID, so that any ID makes a safe name.
+    public func keyPath(for account: String) -> String {
+        var digest = [UInt8](repeating: 0, count: 16)
+        let input = Array(account.utf8)
+        crypto_generichash(&digest, digest.count, input, UInt64(input.count), nil, 0)
+        let hex = digest.map { byte in
+            let text = String(byte, radix: 16)
+            return text.count == 1 ? "0" + text : text
+        }
+        return directory + "/account-" + hex.joined() + ".key"
+    }
+
+    // MARK: Files
+
+    private static func readKey(_ path: String) throws(StoreError) -> Secret<[UInt8]>? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw errno == ELOOP ? .keyFileNotRegular : .keyFileIO(errno: errno)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .keyFileIO(errno: errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else { throw .keyFileNotRegular }
+        let permissions = UInt32(info.st_mode & 0o777)
+        guard permissions & 0o077 == 0 else { throw .keyFilePermissions(mode: permissions) }
+        guard Int(info.st_size) == SecretBox.keyLength else { throw .keyFileSize(bytes: Int(info.st_size)) }
+        var key = [UInt8](repeating: 0, count: SecretBox.keyLength)
+        let count = key.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count == SecretBox.keyLength else { throw .keyFileSize(bytes: max(0, count)) }
+        return Secret(key)
+    }
+
+    private static func createKey(_ path: String, key: Secret<[UInt8]>) throws(StoreError) {
+        var suffix = [UInt8](repeating: 0, count: 8)
+        randombytes_buf(&suffix, suffix.count)
+        let temporary = path + ".tmp-" + suffix.map { String($0 % 36, radix: 36) }.joined()
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .keyFileIO(errno: errno) }
+        defer { unlink(temporary) }
+        let written = key.exposedValue.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        let failure = errno
+        close(fd)
+        guard written == SecretBox.keyLength, synced else { throw .keyFileIO(errno: failure) }
+        // link() never replaces an existing file: if another creator got there first, keep theirs.
+        if link(temporary, path) != 0 && errno != EEXIST { throw .keyFileIO(errno: errno) }
+        syncDirectory(of: path)
+    }
+
+    private static func makeDirectory(_ directory: String) throws(StoreError) {
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw .keyFileIO(errno: errno) }
+        }
+    }
+
+    private static func syncDirectory(of path: String) {
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
     }
 }
