@@ -35,7 +35,7 @@ struct WalletIntegrationTests {
     @Test("A transfer settles and both balances change")
     func settles() async throws {
         let (alice, bob) = try await pair()
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(
             to: bob.memberID, asset: WalletMember.orb, amount: .orb("25"))
         #expect(draft.amount == .orb("25.00"))
@@ -56,7 +56,7 @@ struct WalletIntegrationTests {
     @Test("A wrong PIN says how many attempts are left and keeps the draft confirmable")
     func wrongPIN() async throws {
         let (alice, bob) = try await pair()
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(to: bob.memberID, asset: WalletMember.orb, amount: .orb("5"))
         let wrong = try await draft.confirm(with: .pin(Secret("0000")))
         #expect(wrong.failure == .wrongPIN(attemptsLeft: 4))
@@ -71,7 +71,7 @@ struct WalletIntegrationTests {
     @Test("Five wrong PINs lock the wallet")
     func lockOut() async throws {
         let (alice, bob) = try await pair()
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(to: bob.memberID, asset: WalletMember.orb, amount: .orb("5"))
         var failures: [TransferFailure?] = []
         for _ in 0..<5 { failures.append(try await draft.confirm(with: .pin(Secret("9999"))).failure) }
@@ -90,7 +90,7 @@ struct WalletIntegrationTests {
     @Test("Insufficient balance: refused when preparing, and when confirming after the balance fell")
     func insufficientBalance() async throws {
         let (alice, bob) = try await pair(credit: "10.00")
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         await #expect(throws: TransferError.failure(.insufficientFunds)) {
             _ = try await alice.wallet.prepareTransfer(to: bob.memberID, asset: WalletMember.orb, amount: .orb("25"))
         }
@@ -107,7 +107,7 @@ struct WalletIntegrationTests {
     func expiresOnDevice() async throws {
         let (alice, bob) = try await pair(
             aliceConfiguration: WalletMember.configuration(draftLifetime: .milliseconds(300)))
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(to: bob.memberID, asset: WalletMember.orb, amount: .orb("5"))
         try await draft.states.wait {
             if case .expired = $0 { return true }
@@ -124,7 +124,7 @@ struct WalletIntegrationTests {
         let (alice, bob) = try await pair(
             aliceConfiguration: WalletMember.configuration(draftLifetime: .milliseconds(200)), aliceClock: ManualClock()
         )
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(to: bob.memberID, asset: WalletMember.orb, amount: .orb("5"))
         try await Task.sleep(for: .milliseconds(500))
         #expect(draft.canConfirm)
@@ -136,7 +136,7 @@ struct WalletIntegrationTests {
     @Test("Commit then drop: the outcome is unknown, a query settles it, and there is exactly one ledger entry")
     func commitThenDrop() async throws {
         let (alice, bob) = try await pair()
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(
             to: bob.memberID, asset: WalletMember.orb, amount: .orb("30"))
         try await alice.armConfirmFault("commit_then_drop")
@@ -163,7 +163,7 @@ struct WalletIntegrationTests {
     @Test("A 5xx after the commit is unknown too, and resolves by itself through the backoff queries")
     func commitThenError() async throws {
         let (alice, bob) = try await pair()
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(to: bob.memberID, asset: WalletMember.orb, amount: .orb("1"))
         try await alice.armConfirmFault("commit_then_error5xx")
         let outcome = try await draft.confirm(with: .pin(Secret("4711")))
