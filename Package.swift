@@ -63,11 +63,15 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: Programs
-        .target(name: "SymorvaREPL", dependencies: ["SymorvaRuntime", "SymorvaKit"], swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaREPL", dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit"],
+            swiftSettings: swiftSettings),
         .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "symorva-bench",
-            dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTesting"],
+            dependencies: [
+                "SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTransport", "SymorvaTesting",
+            ],
             swiftSettings: swiftSettings),
 
         // MARK: Tests

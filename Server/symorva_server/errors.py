@@ -32,6 +32,18 @@ class ErrorCode:
     LIMIT_EXCEEDED = "SY_LIMIT_EXCEEDED"  # 429: rate limited, with retry_after_ms
     HOMESERVER_UNAVAILABLE = "SY_HOMESERVER_UNAVAILABLE"  # 502
     INJECTED_FAULT = "SY_INJECTED_FAULT"  # 5xx from the test fault injection
+    # Wallet (modules/wallet.py; docs/wallet.md "Server side")
+    INVALID_AMOUNT = "SY_INVALID_AMOUNT"  # 400: not a positive decimal at the asset's precision
+    UNKNOWN_ASSET = "SY_UNKNOWN_ASSET"  # 400: asset not configured
+    INVALID_RECIPIENT = "SY_INVALID_RECIPIENT"  # 400: malformed, foreign server or the sender
+    RECIPIENT_UNKNOWN = "SY_RECIPIENT_UNKNOWN"  # 404: member has no wallet
+    INSUFFICIENT_FUNDS = "SY_INSUFFICIENT_FUNDS"  # 409: balance below amount + fee
+    PIN_NOT_SET = "SY_PIN_NOT_SET"  # 409: set a wallet PIN first
+    PIN_ALREADY_SET = "SY_PIN_ALREADY_SET"  # 409: changing needs the old PIN
+    INVALID_PIN = "SY_INVALID_PIN"  # 400: PIN is not 4-12 ASCII digits
+    WRONG_PIN = "SY_WRONG_PIN"  # 403: with attempts_left
+    WALLET_LOCKED = "SY_WALLET_LOCKED"  # 403: too many wrong PINs
+    BAD_SEALED_PAYLOAD = "SY_BAD_SEALED_PAYLOAD"  # 400: cannot open / wrong format / wrong binding
     UNKNOWN = "SY_UNKNOWN"  # 500: unexpected server error
 
 
@@ -56,6 +68,7 @@ class SymorvaError(Exception):
         *,
         retry_after_ms: int | None = None,
         headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(f"{status} {errcode}: {error}")
         self.status = status
@@ -63,6 +76,8 @@ class SymorvaError(Exception):
         self.error = error
         self.retry_after_ms = retry_after_ms
         self.headers = headers or {}
+        # Additional documented fields of specific errors (e.g. attempts_left).
+        self.extra = extra or {}
 
 
 def error_payload(errcode: str, error: str, retry_after_ms: int | None = None) -> dict[str, Any]:
@@ -78,10 +93,12 @@ def error_response(
     error: str,
     retry_after_ms: int | None = None,
     headers: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> JSONResponse:
-    return JSONResponse(
-        error_payload(errcode, error, retry_after_ms), status_code=status, headers=headers
-    )
+    body = error_payload(errcode, error, retry_after_ms)
+    if extra:
+        body.update({k: v for k, v in extra.items() if k not in body})
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def raw_error_response(status: int, errcode: str, error: str, extra_headers=()) -> tuple[dict, bytes]:
@@ -156,7 +173,8 @@ _STATUS_CODES = {
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SymorvaError)
     async def _symorva_error(request: Request, exc: SymorvaError) -> JSONResponse:
-        return error_response(exc.status, exc.errcode, exc.error, exc.retry_after_ms, exc.headers)
+        return error_response(exc.status, exc.errcode, exc.error, exc.retry_after_ms, exc.headers,
+                              exc.extra)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

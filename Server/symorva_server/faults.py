@@ -10,6 +10,9 @@ cleared when count is null):
 - ``commit_then_drop``: run the handler (so its transaction commits), discard its
   response and close the connection: the client sees an empty reply / connection
   error and cannot know the outcome. Used to test idempotent retries.
+- ``commit_then_error5xx``: run the handler (so its transaction commits), discard its
+  response and answer `status` (default 503) with errcode SY_INJECTED_FAULT instead:
+  a 5xx that hides a committed outcome.
 - ``drop``: close the connection without running the handler.
 
 Without --test none of this is mounted: the /_symorva/v1/test/ routes are 404s and
@@ -42,7 +45,7 @@ log = logging.getLogger("symorva_server.faults")
 TEST_PREFIX = "/_symorva/v1/test/"
 FAULTS_PATH = "/_symorva/v1/test/faults"
 
-FaultMode = Literal["delay", "error5xx", "commit_then_drop", "drop"]
+FaultMode = Literal["delay", "error5xx", "commit_then_drop", "commit_then_error5xx", "drop"]
 
 
 class ConnectionDropped(Exception):
@@ -155,12 +158,16 @@ class FaultMiddleware:
         if fault.mode == "delay":
             await asyncio.sleep(fault.delay_ms / 1000)
             await self.app(scope, receive, send)
-        elif fault.mode == "error5xx":
+        elif fault.mode in ("error5xx", "commit_then_error5xx"):
+            if fault.mode == "commit_then_error5xx":
+                async def swallow_response(message):  # the handler's answer is replaced
+                    return None
+                await self.app(scope, receive, swallow_response)
             headers = []
             if fault.retry_after_ms is not None:
                 headers.append((b"retry-after", str(max(1, fault.retry_after_ms // 1000)).encode()))
             body = {"errcode": ErrorCode.INJECTED_FAULT,
-                    "error": f"Injected fault {fault.fault_id} (error5xx) on {scope['path']}"}
+                    "error": f"Injected fault {fault.fault_id} ({fault.mode}) on {scope['path']}"}
             if fault.retry_after_ms is not None:
                 body["retry_after_ms"] = fault.retry_after_ms
             raw = json.dumps(body).encode()
@@ -187,8 +194,9 @@ class FaultSpec(BaseModel):
     method: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z]+$",
                                      description="Only this HTTP method (default: any).")
     delay_ms: int = Field(default=0, ge=0, le=60000, description="For mode=delay.")
-    status: int = Field(default=503, ge=500, le=599, description="For mode=error5xx.")
-    retry_after_ms: int | None = Field(default=None, ge=0, description="For mode=error5xx: adds retry_after_ms.")
+    status: int = Field(default=503, ge=500, le=599, description="For mode=error5xx and commit_then_error5xx.")
+    retry_after_ms: int | None = Field(default=None, ge=0,
+                                       description="For mode=error5xx and commit_then_error5xx: adds retry_after_ms.")
     count: int | None = Field(default=1, ge=1, description="How many requests to affect; null = until cleared.")
 
 

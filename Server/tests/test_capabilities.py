@@ -32,7 +32,8 @@ def test_capabilities_from_manifest(client, verifier):
     wallet = mods["wallet"]
     assert wallet["enabled"] is True
     assert wallet["options"] == {"assets": [{"code": "ORB", "precision": 2}]}
-    assert wallet["verification_methods"] == []
+    assert wallet["verification_methods"] == ["pin"]
+    assert wallet["assets"] == [{"code": "ORB", "precision": 2, "fee": "0.00"}]
     key = wallet["sealing_key"]
     assert key["algorithm"] == "x25519-xsalsa20poly1305-sealedbox"
     raw = base64.b64decode(key["public_key"])

@@ -108,3 +108,15 @@ def test_drop_does_not_run_handler(test_client, verifier):
     with pytest.raises(ConnectionDropped):
         test_client.put("/_symorva/v1/test/kv/never", json={"value": "v"}, headers=s["headers"])
     assert_error(test_client.get("/_symorva/v1/test/kv/never", headers=s["headers"]), 404, "SY_NOT_FOUND")
+
+
+def test_commit_then_error5xx_runs_handler_then_answers_5xx(test_client, verifier):
+    s = login(test_client, verifier)
+    test_client.post(FAULTS, headers=s["headers"], json={
+        "path_prefix": "/_symorva/v1/test/kv/", "mode": "commit_then_error5xx", "method": "PUT",
+        "status": 500, "retry_after_ms": 2000})
+    body = assert_error(test_client.put("/_symorva/v1/test/kv/c5", json={"value": 5}, headers=s["headers"]),
+                        500, "SY_INJECTED_FAULT")
+    assert body["retry_after_ms"] == 2000
+    r = test_client.get("/_symorva/v1/test/kv/c5", headers=s["headers"])
+    assert r.json() == {"key": "c5", "value": 5, "writes": 1}

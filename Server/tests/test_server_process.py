@@ -56,7 +56,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, tmp: Path, homeserver_url: str, test_mode: bool) -> None:
+    def __init__(self, tmp: Path, homeserver_url: str, test_mode: bool, log_level: str = "warning") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         manifest = tmp / "symorva.config.json"
@@ -64,7 +64,7 @@ class Server:
         args = [sys.executable, "-m", "symorva_server", "--host", "127.0.0.1",
                 "--port", str(self.port), "--db", str(tmp / "services.db"),
                 "--manifest", str(manifest), "--homeserver", homeserver_url,
-                "--server-name", "localhost", "--log-level", "warning"]
+                "--server-name", "localhost", "--log-level", log_level]
         if test_mode:
             args.append("--test")
         self.log = open(tmp / "server.log", "w+")

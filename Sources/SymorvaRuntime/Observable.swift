@@ -13,11 +13,23 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     /// A function that ends a subscription. Calling it more than once is harmless.
     public typealias Unsubscribe = @Sendable () -> Void
 
-    private struct Storage {
-        var value: Value
-        var version: UInt64 = 0
-        var listeners: [UInt64: @Sendable (Value) -> Void] = [:]
-        var nextID: UInt64 = 0
+    /// A subscriber's callback.
+    @usableFromInline typealias Listener = @Sendable (Value) -> Void
+
+    @usableFromInline
+    struct Subscription {
+        @usableFromInline let id: UInt64
+        @usableFromInline let listener: Listener
+    }
+
+    @usableFromInline
+    struct Storage {
+        @usableFromInline var value: Value
+        /// The listeners in subscription order. A publication only retains this array (no copy,
+        /// no allocation); subscribing and unsubscribing replace it.
+        @usableFromInline var subscriptions: [Subscription] = []
+        @usableFromInline var nextID: UInt64 = 0
+        @usableFromInline init(value: Value) { self.value = value }
     }
 
     /// Hooks the owner sets to make work follow observers.
@@ -35,7 +47,10 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         }
     }
 
-    private let storage: Mutex<Storage>
+    @usableFromInline let storage: Mutex<Storage>
+    /// The number of publications so far. Written under `storage`'s lock; read without it by a
+    /// publication that checks, before each listener, whether a newer one has begun.
+    @usableFromInline let version = Atomic<UInt64>(0)
     private let hooks: Mutex<ObserverHooks>
 
     /// Creates a value with its owner's hooks.
@@ -48,7 +63,7 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     public var value: Value { storage.withLock { $0.value } }
 
     /// How many subscriptions (listeners and live async iterators) exist now.
-    public var observerCount: Int { storage.withLock { $0.listeners.count } }
+    public var observerCount: Int { storage.withLock { $0.subscriptions.count } }
 
     /// Replaces the owner's hooks (the owner may create the value before its work exists).
     public func setHooks(_ newHooks: ObserverHooks) { hooks.withLock { $0 = newHooks } }
@@ -59,8 +74,8 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         let (id, current, isFirst) = storage.withLock { storage in
             let id = storage.nextID
             storage.nextID += 1
-            storage.listeners[id] = listener
-            return (id, storage.value, storage.listeners.count == 1)
+            storage.subscriptions.append(Subscription(id: id, listener: listener))
+            return (id, storage.value, storage.subscriptions.count == 1)
         }
         if isFirst, let hook = hooks.withLock({ $0.firstObserver }) { hook() }
         listener(current)
@@ -69,8 +84,9 @@ public final class ObservableValue<Value: Sendable>: Sendable {
 
     private func unsubscribe(_ id: UInt64) {
         let wasLast = storage.withLock { storage -> Bool in
-            guard storage.listeners.removeValue(forKey: id) != nil else { return false }
-            return storage.listeners.isEmpty
+            guard let index = storage.subscriptions.firstIndex(where: { $0.id == id }) else { return false }
+            storage.subscriptions.remove(at: index)
+            return storage.subscriptions.isEmpty
         }
         if wasLast, let hook = hooks.withLock({ $0.lastObserverGone }) { hook() }
     }
@@ -85,18 +101,19 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         }
     }
 
-    fileprivate func publish(_ value: Value) {
+    @inlinable
+    func publish(_ value: Value) {
         // Listeners run outside the lock, in publication order: the owner publishes from one
         // isolation domain (an actor), and the version check keeps a slower earlier publication
         // from overwriting a newer one.
-        let (listeners, version) = storage.withLock { storage in
+        let (subscriptions, version) = storage.withLock { storage in
             storage.value = value
-            storage.version += 1
-            return (storage.listeners.isEmpty ? [] : Array(storage.listeners.values), storage.version)
+            let version = self.version.wrappingAdd(1, ordering: .releasing).newValue
+            return (storage.subscriptions, version)
         }
-        for listener in listeners {
-            guard storage.withLock({ $0.version }) == version else { return }
-            listener(value)
+        for subscription in subscriptions {
+            guard self.version.load(ordering: .acquiring) == version else { return }
+            subscription.listener(value)
         }
     }
 
@@ -109,6 +126,7 @@ public final class ObservableValue<Value: Sendable>: Sendable {
             observable = ObservableValue(initial, hooks: hooks)
         }
         /// Sets a new value and notifies every observer.
+        @inlinable
         public func publish(_ value: Value) { observable.publish(value) }
         /// Changes the value in place and notifies every observer.
         public func update(_ change: (inout Value) -> Void) {

@@ -68,9 +68,17 @@ public protocol TraceSink: Sendable {
 /// event), so tracing costs nothing until someone listens — `trace on` in the REPL, a test,
 /// or the log sink that writes transitions at `trace` level.
 public final class Tracer: Sendable {
-    private let sinks = Mutex<[UInt64: any TraceSink]>([:])
+    private struct Sinks {
+        var byID: [UInt64: any TraceSink] = [:]
+        /// `byID`'s values, rebuilt when a sink comes or goes, so that recording only retains it.
+        var snapshot: [any TraceSink] = []
+    }
+    private let sinks = Mutex(Sinks())
     private let nextID = Atomic<UInt64>(0)
-    private let sinkCount = Atomic<Int>(0)
+    @usableFromInline let sinkCount = Atomic<Int>(0)
+    /// Bumped (under the lock) whenever a sink comes or goes: a ``Cache`` whose generation is
+    /// still current holds the right sinks, and recording through it takes no lock.
+    @usableFromInline let generation = Atomic<UInt64>(0)
 
     /// The process-wide tracer that hosts use unless given another.
     public static let shared = Tracer()
@@ -79,6 +87,7 @@ public final class Tracer: Sendable {
     public init() {}
 
     /// Whether any sink is attached.
+    @inlinable
     public var isEnabled: Bool { sinkCount.load(ordering: .relaxed) > 0 }
 
     /// Attaches a sink; returns a function that detaches it.
@@ -86,22 +95,56 @@ public final class Tracer: Sendable {
     public func addSink(_ sink: any TraceSink) -> @Sendable () -> Void {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         sinks.withLock { sinks in
-            sinks[id] = sink
-            sinkCount.store(sinks.count, ordering: .relaxed)
+            sinks.byID[id] = sink
+            publish(&sinks)
         }
         return { [weak self] in
             guard let self else { return }
             self.sinks.withLock { sinks in
-                sinks.removeValue(forKey: id)
-                self.sinkCount.store(sinks.count, ordering: .relaxed)
+                sinks.byID.removeValue(forKey: id)
+                self.publish(&sinks)
             }
         }
     }
 
+    private func publish(_ sinks: inout Sinks) {
+        sinks.snapshot = Array(sinks.byID.values)
+        sinkCount.store(sinks.byID.count, ordering: .relaxed)
+        generation.wrappingAdd(1, ordering: .releasing)
+    }
+
     /// Hands a record to every sink.
     public func record(_ record: TraceRecord) {
-        let current = sinks.withLock { Array($0.values) }
+        let current = sinks.withLock { $0.snapshot }
         for sink in current { sink.record(record) }
+    }
+
+    /// The sinks as one isolation domain (a host) last saw them.
+    @usableFromInline
+    struct Cache {
+        @usableFromInline var generation: UInt64 = .max
+        @usableFromInline var sinks: [any TraceSink] = []
+        @inlinable init() {}
+    }
+
+    /// Hands a record to every sink, through `cache`: no lock and no retain of the sink array
+    /// while no sink comes or goes. A sink detached before the record's host turn began (happens-before)
+    /// never sees it, as with ``record(_:)``.
+    @inlinable
+    func record(_ record: TraceRecord, cache: inout Cache) {
+        if generation.load(ordering: .acquiring) != cache.generation { refresh(&cache) }
+        // Borrowed from the cache: the array is not retained.
+        cache.sinks.withUnsafeBufferPointer { sinks in
+            for index in sinks.indices { sinks[index].record(record) }
+        }
+    }
+
+    @usableFromInline
+    func refresh(_ cache: inout Cache) {
+        sinks.withLock { sinks in
+            cache.generation = generation.load(ordering: .relaxed)
+            cache.sinks = sinks.snapshot
+        }
     }
 }
 

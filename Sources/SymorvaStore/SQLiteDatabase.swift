@@ -1,5 +1,15 @@
 import CSQLite
+import Dispatch
 import SymorvaRuntime
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One SQLite database file, as an actor whose code runs on its own ``StoreExecutor`` thread.
 ///
@@ -91,7 +101,8 @@ public actor SQLiteDatabase {
         }
         handles.connection = handle
         sqlite3_extended_result_codes(handle, 1)
-        sqlite3_busy_timeout(handle, Int32(clamping: configuration.busyTimeout.components.seconds * 1000))
+        let (seconds, attoseconds) = configuration.busyTimeout.components
+        sqlite3_busy_timeout(handle, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         do {
             let mode = try queryOne("PRAGMA journal_mode=WAL") { $0.string(0) }
             if path != ":memory:" && !path.isEmpty && mode?.lowercased() != "wal" { throw StoreError.open(code: -1) }
@@ -157,11 +168,23 @@ public actor SQLiteDatabase {
         _ sql: String, _ body: (SQLiteStatement) throws(StoreError) -> T
     ) throws(StoreError) -> T {
         let connection = try openHandle()
-        let handle = try statement(for: sql, connection: connection)
+        var handle = try statement(for: sql, connection: connection)
+        var isPrivateCopy = false
+        if handles.lent.contains(handle) {
+            // The same SQL is already lent to an enclosing call: use a private statement so that
+            // the outer one keeps its bindings and position.
+            handle = try prepare(sql, connection: connection, persistent: false)
+            isPrivateCopy = true
+        }
+        handles.lent.append(handle)
         let statement = SQLiteStatement(handle: handle, connection: connection)
         statement.reset()
         statement.clearBindings()
-        defer { statement.reset() }
+        defer {
+            statement.reset()
+            handles.lent.removeLast()
+            if isPrivateCopy { sqlite3_finalize(handle) }
+        }
         return try body(statement)
     }
 
@@ -185,7 +208,7 @@ public actor SQLiteDatabase {
     ) throws(StoreError) -> T {
         let depth = transactionDepth
         let savepoint = "symorva_\(depth)"
-        try executeScript(depth == 0 ? "BEGIN IMMEDIATE" : "SAVEPOINT \(savepoint)")
+        try execute(depth == 0 ? "BEGIN IMMEDIATE" : "SAVEPOINT \(savepoint)")
         transactionDepth += 1
         defer { transactionDepth -= 1 }
         let result: T
@@ -196,7 +219,7 @@ public actor SQLiteDatabase {
             throw error
         }
         do {
-            try executeScript(depth == 0 ? "COMMIT" : "RELEASE \(savepoint)")
+            try execute(depth == 0 ? "COMMIT" : "RELEASE \(savepoint)")
         } catch {
             rollback(savepoint: depth == 0 ? nil : savepoint)
             throw error
@@ -227,8 +250,17 @@ public actor SQLiteDatabase {
             return cached
         }
         if handles.statements.count >= configuration.statementCacheLimit { handles.finalizeStatements() }
+        let handle = try prepare(sql, connection: connection, persistent: true)
+        statistics.statementsPrepared += 1
+        handles.statements[sql] = handle
+        return handle
+    }
+
+    private func prepare(_ sql: String, connection: OpaquePointer, persistent: Bool) throws(StoreError) -> OpaquePointer
+    {
         var handle: OpaquePointer?
-        let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let code = sqlite3_prepare_v3(connection, sql, -1, flags, &handle, nil)
         guard code == SQLITE_OK, let handle else {
             if let handle { sqlite3_finalize(handle) }
             switch code & 0xFF {
@@ -239,8 +271,6 @@ public actor SQLiteDatabase {
             throw .prepare(
                 code: code, statement: StoreError.summary(sql), message: StoreError.message(connection))
         }
-        statistics.statementsPrepared += 1
-        handles.statements[sql] = handle
         return handle
     }
 }
@@ -253,14 +283,194 @@ public actor SQLiteDatabase {
 private final class SQLiteHandles: @unchecked Sendable {
     var connection: OpaquePointer?
     var statements: [String: OpaquePointer] = [:]
+    /// Statements currently lent to a `withStatement` body (innermost last).
+    var lent: [OpaquePointer] = []
 
+    /// Empties the cache, keeping the statements that are lent out right now.
     func finalizeStatements() {
-        for statement in statements.values { sqlite3_finalize(statement) }
-        statements.removeAll(keepingCapacity: true)
+        statements = statements.filter { entry in
+            if lent.contains(entry.value) { return true }
+            sqlite3_finalize(entry.value)
+            return false
+        }
     }
 
     deinit {
-        finalizeStatements()
+        for statement in statements.values { sqlite3_finalize(statement) }
         if let connection { sqlite3_close_v2(connection) }
+    }
+}
+
+/// One step of a database schema: the SQL that takes version `version - 1` to `version`.
+///
+/// Versions start at 1 and increase by one. The schema version is SQLite's
+/// `PRAGMA user_version`; each migration runs in its own transaction together with the
+/// version bump, so a crash leaves the database at the previous version, never in between.
+public struct Migration: Sendable, Hashable {
+    /// The schema version this migration produces.
+    public var version: Int
+    /// A short name for logs (`create_timeline`).
+    public var name: String
+    /// The `;`-separated statements.
+    public var sql: String
+
+    /// Creates a migration.
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+}
+
+extension SQLiteDatabase {
+    /// The schema version (`PRAGMA user_version`).
+    public func schemaVersion() throws(StoreError) -> Int {
+        try queryOne("PRAGMA user_version") { $0.int(0) } ?? 0
+    }
+
+    /// Applies the migrations above the current schema version, in order, one transaction each.
+    ///
+    /// - Throws: `.invalidMigrations` unless versions run 1, 2, 3, …; `.newerSchema` when the
+    ///   file's version is above the last migration (a newer SDK wrote it: refuse rather than
+    ///   misread it); `.migration(version:code:)` when a step fails (it is rolled back).
+    public func migrate(_ migrations: [Migration]) throws(StoreError) {
+        guard migrations.enumerated().allSatisfy({ $0.element.version == $0.offset + 1 }) else {
+            throw .invalidMigrations
+        }
+        let current = try schemaVersion()
+        let supported = migrations.last?.version ?? 0
+        guard current <= supported else { throw .newerSchema(found: current, supported: supported) }
+        for migration in migrations where migration.version > current {
+            do {
+                try transaction { db throws(StoreError) in
+                    try db.executeScript(migration.sql)
+                    try db.executeScript("PRAGMA user_version = \(migration.version)")
+                }
+            } catch {
+                throw .migration(version: migration.version, code: Self.code(of: error))
+            }
+        }
+    }
+
+    private static func code(of error: StoreError) -> Int32 {
+        switch error {
+        case .step(let code), .constraint(let code, _), .prepare(let code, _, _), .open(let code): code
+        case .full: SQLITE_FULL
+        case .corrupt: SQLITE_CORRUPT
+        case .busy: SQLITE_BUSY
+        default: SQLITE_ERROR
+        }
+    }
+}
+
+/// A serial executor that runs every job on one dedicated thread.
+///
+/// ``SQLiteDatabase`` uses one as its actor executor, so SQLite is only ever called from that
+/// thread (the connection is opened with `SQLITE_OPEN_NOMUTEX`) and never from the caller's.
+/// Several databases may share an executor; an account's stores usually do.
+public final class StoreExecutor: SerialExecutor {
+    private let shared: Shared
+
+    /// Starts the executor's thread.
+    public init() {
+        shared = Shared()
+        let shared = self.shared
+        StoreThread.start { shared.run() }
+        shared.started.wait()
+    }
+
+    deinit { shared.stop() }
+
+    /// Queues a job for the thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        shared.push(UnownedJob(job), executor: asUnownedSerialExecutor())
+    }
+
+    /// This executor, unowned, for actors to return from `unownedExecutor`.
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// Traps unless called on the executor's thread (used by `assumeIsolated`).
+    public func checkIsolated() {
+        precondition(isCurrentThread, "not on the store executor's thread")
+    }
+
+    /// Whether the calling code runs on this executor's thread.
+    public var isCurrentThread: Bool { shared.threadID.load(ordering: .acquiring) == StoreThread.currentID() }
+
+    /// The job queue, shared by the executor and its thread. The thread holds it (not the
+    /// executor) so that the executor can be released, which stops the thread.
+    private final class Shared: Sendable {
+        struct Queue {
+            var jobs: [(job: UnownedJob, executor: UnownedSerialExecutor)] = []
+            var stopped = false
+        }
+        let queue = Mutex(Queue())
+        let wakeUp = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let threadID = Atomic<UInt>(0)
+
+        func push(_ job: UnownedJob, executor: UnownedSerialExecutor) {
+            queue.withLock { $0.jobs.append((job, executor)) }
+            wakeUp.signal()
+        }
+
+        func stop() {
+            queue.withLock { $0.stopped = true }
+            wakeUp.signal()
+        }
+
+        func run() {
+            threadID.store(StoreThread.currentID(), ordering: .releasing)
+            started.signal()
+            while true {
+                wakeUp.wait()
+                let (batch, stopped) = queue.withLock { queue in
+                    defer { queue.jobs.removeAll(keepingCapacity: true) }
+                    return (queue.jobs, queue.stopped)
+                }
+                for entry in batch { entry.job.runSynchronously(on: entry.executor) }
+                if stopped { return }
+            }
+        }
+    }
+}
+
+/// Starts detached POSIX threads and names the current one.
+enum StoreThread {
+    private final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
+    static func currentID() -> UInt {
+        #if canImport(Darwin)
+            UInt(bitPattern: pthread_self())
+        #else
+            UInt(pthread_self())
+        #endif
+    }
+
+    static func start(_ body: @escaping @Sendable () -> Void) {
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        #if canImport(Darwin)
+            var thread: pthread_t?
+        #else
+            var thread = pthread_t()
+        #endif
+        let result = pthread_create(
+            &thread, nil,
+            { context in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+                box.body()
+                return nil
+            }, context)
+        precondition(result == 0, "pthread_create failed: \(result)")
+        #if canImport(Darwin)
+            pthread_detach(thread!)
+        #else
+            pthread_detach(thread)
+        #endif
     }
 }

@@ -77,6 +77,11 @@ final class CurlTransfer: @unchecked Sendable {
         try check(symorva_curl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
         try check(symorva_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
         try check(symorva_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
+        if request.deliversAtMostOnce {
+            // libcurl retries only on a reused connection (Curl_retry_request); a fresh one is
+            // never retried, so the request leaves once.
+            try check(symorva_curl_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1))
+        }
         try check(symorva_curl_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
         try check(symorva_curl_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
         // TLS verification is always on; there is deliberately no option to turn it off.

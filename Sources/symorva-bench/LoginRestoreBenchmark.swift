@@ -20,7 +20,7 @@ import SymorvaTransport
 /// as the session state says so. The figure is the wall time from `posix_spawn` in the parent
 /// to reading that line: process start, dynamic loading, opening the account's database,
 /// decrypting the tokens — everything a relaunched app does before it can show the account.
-struct LoginRestoreBenchmark: Sendable {
+struct LoginRestoreBenchmark: BenchmarkMode {
     /// The mode's name on the command line.
     var name: String { "login-restore" }
     /// Its arguments.

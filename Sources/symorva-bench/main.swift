@@ -1,23 +1,25 @@
-// symorva-bench: programs that print figures. `symorva-bench MODE [ARGUMENTS…]`.
+// symorva-bench: programs that print figures (see docs/benchmarks.md).
 //
-// A minimal dispatcher until the benchmark branch's `BenchmarkModes` registry lands; a mode is
-// a type with `name`, `argumentsSynopsis`, `summary` and `run(arguments:) async -> Int32`.
-import Foundation
+// `symorva-bench MODE [ARGUMENTS…]` runs one benchmark mode from ``BenchmarkModes/all``.
+// An unknown or missing mode prints the usage and exits with status 2.
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-let loginRestore = LoginRestoreBenchmark()
-switch arguments.first {
-case loginRestore.name:
-    exit(await loginRestore.run(arguments: Array(arguments.dropFirst())))
-default:
-    FileHandle.standardError.write(
-        Data(
-            """
-            usage: symorva-bench MODE [ARGUMENTS…]
+import Dispatch
 
-            modes:
-              \(loginRestore.name) \(loginRestore.argumentsSynopsis)  \(loginRestore.summary)
-
-            """.utf8))
-    exit(2)
+/// Runs the selected mode in a detached task and exits with its status.
+///
+/// The main thread only waits on a semaphore. An `async` top level would park it in
+/// `dispatch_main`, whose `sigsuspend` crashes valgrind 3.19, and callgrind instruction counts
+/// are how the runtime's hot path is compared (`scripts/runtime-callgrind.sh`).
+func main(_ arguments: [String]) -> Never {
+    guard let name = arguments.first, let mode = BenchmarkModes.mode(named: name) else {
+        BenchmarkModes.printUsage(unknown: arguments.first)
+        exitProcess(2)
+    }
+    let modeArguments = Array(arguments.dropFirst())
+    Task.detached {
+        exitProcess(await mode.run(arguments: modeArguments))
+    }
+    while true { DispatchSemaphore(value: 0).wait() }
 }
+
+main(Array(CommandLine.arguments.dropFirst()))

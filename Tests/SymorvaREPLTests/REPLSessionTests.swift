@@ -297,6 +297,21 @@ enum REPLFixtures {
         let context = REPLContext(
             output: capture, configuration: configuration, tracer: Tracer(),
             logCenter: LogCenter(threshold: .warning))
-        return REPLSession(context: context, commands: commands)
+        return REPLSession(context: context, commands: commands + WalletCommands.commands)
+    }
+}
+
+@Suite("REPL wallet commands")
+struct REPLWalletCommandTests {
+    @Test("A community without the wallet module says so")
+    func walletDisabled() async {
+        let capture = CapturingREPLOutput()
+        let session = REPLFixtures.session(capture: capture)
+        session.context[REPLWalletKey.self] = .disabled
+        let summary = await session.run(lines: ["wallet balances", "wallet send @bob:localhost 1 ORB"])
+        #expect(
+            summary.failures.map(\.error)
+                == Array(repeating: .commandFailed("the wallet module is disabled in this community"), count: 2))
+        #expect(capture.texts == Array(repeating: "error: the wallet module is disabled in this community", count: 2))
     }
 }

@@ -8,6 +8,7 @@ Each module lives in its own file here and may define:
 - ``capabilities(ctx, options) -> dict``: server-provided fields added to the module's
   entry in ``GET /_symorva/v1/capabilities`` (beside "enabled" and "options").
 - ``setup(ctx)``: anything else to do at startup.
+- ``test_router``: mounted when the module is enabled and the server runs with --test.
 
 Register a new module by adding it to ``MODULES`` below.
 """
@@ -46,6 +47,9 @@ def setup_modules(app: FastAPI, ctx: ServerContext) -> None:
         router = getattr(mod, "router", None)
         if enabled and router is not None:
             app.include_router(router)
+        test_router = getattr(mod, "test_router", None)
+        if enabled and ctx.settings.test_mode and test_router is not None:
+            app.include_router(test_router)
 
 
 def capabilities(ctx: ServerContext) -> dict[str, Any]:

@@ -50,7 +50,7 @@ public struct AccountModuleContext: Sendable {
 /// let client = community.module(WalletClient.self)
 /// ```
 public struct AccountModuleFactory: Sendable {
-    /// The module's name: its key in ``AccountModules`` and in the database's `schema_versions`,
+    /// The module's name: its key in ``AccountModules`` and in the database's `symorva_feature_schema`,
     /// and the prefix of its tables.
     public var name: String
     /// The module's migrations, versions 1, 2, 3, … (its own numbering).

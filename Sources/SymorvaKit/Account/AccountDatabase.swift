@@ -7,10 +7,11 @@ import SymorvaStore
 ///
 /// Each feature (session, chat, wallet, …) registers its own ordered list under its own name.
 /// Versions are per feature and start at 1, so features never have to agree on a numbering:
-/// the database keeps one row per feature in `schema_versions(feature, version)`, and each
-/// migration runs in its own transaction together with its feature's version bump. Table names
-/// are prefixed with the feature's name (`session_…`, `wallet_…`) so that features cannot
-/// collide on names either.
+/// they are applied with ``SymorvaStore/SQLiteDatabase/migrate(feature:_:)``, which keeps one row
+/// per feature in `symorva_feature_schema` and runs each migration in its own transaction
+/// together with its feature's version bump. Table names are prefixed with the feature's name
+/// (`session_…`, `wallet_…`) so that features cannot collide on names either. The file's
+/// `user_version` stays free for the one list that uses ``SymorvaStore/SQLiteDatabase/migrate(_:)``.
 ///
 /// ```swift
 /// var migrations = AccountMigrations.standard
@@ -21,7 +22,7 @@ import SymorvaStore
 public struct AccountMigrations: Sendable {
     /// One feature's migrations.
     public struct Feature: Sendable, Hashable {
-        /// The feature's name: its key in `schema_versions` and the prefix of its tables.
+        /// The feature's name: its key in `symorva_feature_schema` and the prefix of its tables.
         public var name: String
         /// Its migrations, versions 1, 2, 3, … in order.
         public var migrations: [Migration]
@@ -56,33 +57,12 @@ public struct AccountMigrations: Sendable {
     ///
     /// - Throws: `.invalidMigrations` when a feature's versions do not run 1, 2, 3, …;
     ///   `.newerSchema` when the file holds a newer version of a feature than this SDK knows (a
-    ///   newer SDK wrote it: refuse rather than misread it); the failing statement's error when
-    ///   a migration fails (that migration is rolled back, earlier ones stay).
+    ///   newer SDK wrote it: refuse rather than misread it); `.migration(version:code:)` when a
+    ///   migration fails (that migration is rolled back, earlier ones stay).
     public func apply(to database: SQLiteDatabase) async throws(StoreError) {
-        try await database.run { db throws(StoreError) in
-            try db.executeScript(
-                "CREATE TABLE IF NOT EXISTS schema_versions (feature TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL)"
-            )
-        }
         for feature in features {
-            guard feature.migrations.enumerated().allSatisfy({ $0.element.version == $0.offset + 1 }) else {
-                throw .invalidMigrations
-            }
-            let name = feature.name
-            let current = try await database.run { db throws(StoreError) in
-                try db.queryOne("SELECT version FROM schema_versions WHERE feature = ?", [.text(name)]) { $0.int(0) }
-                    ?? 0
-            }
-            let supported = feature.migrations.count
-            guard current <= supported else { throw .newerSchema(found: current, supported: supported) }
-            for migration in feature.migrations where migration.version > current {
-                try await database.transaction { db throws(StoreError) in
-                    try db.executeScript(migration.sql)
-                    try db.execute(
-                        "INSERT INTO schema_versions (feature, version) VALUES (?, ?) "
-                            + "ON CONFLICT (feature) DO UPDATE SET version = excluded.version",
-                        [.text(name), .int(migration.version)])
-                }
+            try await database.run { db throws(StoreError) in
+                try db.migrate(feature: feature.name, feature.migrations)
             }
         }
     }
@@ -92,11 +72,6 @@ extension SQLiteDatabase {
     /// Runs `body` on the database's executor without a transaction (single reads, schema).
     func run<T: Sendable>(_ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T) throws(StoreError) -> T {
         try body(self)
-    }
-
-    /// The version of `feature` recorded in `schema_versions`, or 0 when it has none.
-    public func schemaVersion(of feature: String) throws(StoreError) -> Int {
-        try queryOne("SELECT version FROM schema_versions WHERE feature = ?", [.text(feature)]) { $0.int(0) } ?? 0
     }
 }
 

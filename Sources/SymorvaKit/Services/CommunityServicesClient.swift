@@ -74,9 +74,13 @@ public actor CommunityServicesClient {
     /// - Parameters:
     ///   - path: the path below the base URL, e.g. `/_symorva/v1/wallet/balances`.
     ///   - body: a JSON body, or `nil` for none.
+    ///   - deliversAtMostOnce: the transport must never resend the request by itself (a command
+    ///     whose outcome is found out by query); see ``HTTPRequest/deliversAtMostOnce``. The one
+    ///     retry after `SY_UNKNOWN_TOKEN` still happens: the services refuse an unknown token
+    ///     before routing, so the first request did nothing.
     public func send(
         _ method: HTTPMethod, _ path: String, query: [URLQueryItem] = [], json body: [UInt8]? = nil,
-        timeout: Duration? = nil
+        timeout: Duration? = nil, deliversAtMostOnce: Bool = false
     ) async throws(ServicesError) -> [UInt8] {
         let url = try makeURL(path, query: query)
         var retried = false
@@ -84,6 +88,7 @@ public actor CommunityServicesClient {
             let bearer = try await currentToken()
             var request = HTTPRequest(method: method, url: url, body: body ?? [], bearerToken: bearer, timeout: timeout)
             if body != nil { request.headers.add(name: "Content-Type", value: "application/json") }
+            request.deliversAtMostOnce = deliversAtMostOnce
             let response: HTTPResponse
             do {
                 response = try await transport.send(request)

@@ -167,6 +167,9 @@ public enum TransferError: Error, Sendable, Hashable {
     case store(reason: String)
     /// An action that has no meaning in the transfer's current state.
     case invalidTransition(state: String, event: String)
+    /// The caller stopped waiting (its task was cancelled, or the account's scope ended). A
+    /// confirmation already sent goes on and is resolved by query.
+    case cancelled
 }
 
 /// The service's answer to a prepare request.

@@ -207,6 +207,28 @@ struct SQLiteDatabaseTests {
         await #expect(throws: StoreError.corrupt) { try await SQLiteDatabase.open(path: path) }
     }
 
+    @Test("A statement lent to a body survives nested use of the same SQL and cache eviction")
+    func nestedStatementUse() async throws {
+        let folder = try TemporaryDirectory()
+        let db = try await SQLiteDatabase.open(
+            path: folder.file("a.sqlite"), migrations: Self.migrations,
+            configuration: .init(statementCacheLimit: 2))
+        let names = try await db.transaction { db throws(StoreError) -> [String] in
+            try db.execute("INSERT INTO items(name) VALUES ('second')")
+            return try db.withStatement("SELECT name FROM items ORDER BY id") { outer throws(StoreError) in
+                var names: [String] = []
+                while try outer.step() {
+                    names.append(outer.row.string(0))
+                    // Same SQL, then enough other statements to overflow the cache.
+                    _ = try db.queryAll("SELECT name FROM items ORDER BY id") { $0.string(0) }
+                    for index in 0..<4 { _ = try db.queryOne("SELECT \(index)") { $0.int(0) } }
+                }
+                return names
+            }
+        }
+        #expect(names == ["seed", "second"])
+    }
+
     @Test("Store code runs on the store thread, never the caller's")
     func executorThread() async throws {
         let folder = try TemporaryDirectory()

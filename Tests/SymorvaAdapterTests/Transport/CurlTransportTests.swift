@@ -86,7 +86,6 @@ struct CurlTransportTests {
     func concurrentRequests() async throws {
         let server = try TestHTTPServer { request in .delay(milliseconds: 300, then: Self.echo(request)) }
         let transport = CurlTransport(configuration: .init(maximumConnectionsPerHost: 16))
-        let start = ContinuousClock.now
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<12 {
                 group.addTask { try await transport.send(HTTPRequest(url: server.url("/\(index)"))).status }
@@ -94,18 +93,18 @@ struct CurlTransportTests {
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(statuses == Array(repeating: 200, count: 12))
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Serialised requests would have shared one connection; concurrent ones each needed their own.
+        #expect(transport.metrics.connectionsOpened > 1)
     }
 
     @Test("A request slower than its timeout throws timedOut")
     func timeout() async throws {
         let server = try TestHTTPServer { request in .delay(milliseconds: 2000, then: Self.echo(request)) }
         let transport = CurlTransport()
-        let start = ContinuousClock.now
+        // The server would answer after 2 s; only the 300 ms timeout can make this throw.
         await #expect(throws: TransportError.timedOut) {
             try await transport.send(HTTPRequest(url: server.url("/slow"), timeout: .milliseconds(300)))
         }
-        #expect(ContinuousClock.now - start < .milliseconds(1500))
     }
 
     @Test("Cancelling the task aborts the transfer and closes the connection")
@@ -116,10 +115,9 @@ struct CurlTransportTests {
             try await transport.send(HTTPRequest(url: server.url("/hold")))
         }
         #expect(await eventually { server.requests.count == 1 })
-        let cancelledAt = ContinuousClock.now
         task.cancel()
+        // The server holds the request forever: only cancellation can end it.
         let result = await task.result
-        #expect(ContinuousClock.now - cancelledAt < .milliseconds(500))
         #expect(throws: TransportError.cancelled) { try result.get() }
         #expect(await eventually { server.heldConnectionsClosed == 1 })
     }

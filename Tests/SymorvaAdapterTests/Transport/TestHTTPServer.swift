@@ -23,6 +23,9 @@ final class TestHTTPServer: Sendable {
         indirect case delay(milliseconds: Int, then: Action)
         /// Never answers; records when the client closes the connection.
         case hold
+        /// Closes the connection at once, without a byte of answer (a server that committed
+        /// and then died, or a keep-alive connection that timed out under the request).
+        case closeWithoutAnswer
     }
 
     /// One request as the server read it.
@@ -140,6 +143,8 @@ final class TestHTTPServer: Sendable {
         case .delay(let milliseconds, let then):
             usleep(UInt32(milliseconds * 1000))
             return perform(then, on: fd)
+        case .closeWithoutAnswer:
+            return false
         case .hold:
             var byte: UInt8 = 0
             while recv(fd, &byte, 1, 0) > 0 {}

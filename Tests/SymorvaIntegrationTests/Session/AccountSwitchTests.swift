@@ -79,8 +79,8 @@ struct AccountSwitchTests {
             AccountDatabase.directory(for: alice.userID, in: fixture.data.path)
                 != AccountDatabase.directory(for: bob.userID, in: fixture.data.path))
         let database = try #require(fixture.activeContext).database.database
-        #expect(try await database.schemaVersion(of: "probe") == 1)
-        #expect(try await database.schemaVersion(of: "session") == 1)
+        #expect(try await database.schemaVersion(feature: "probe") == 1)
+        #expect(try await database.schemaVersion(feature: "session") == 1)
 
         #expect(try await session.switchAccount(to: alice) == alice)
         #expect(session.state.value == .signedIn(alice))

@@ -98,12 +98,12 @@ struct AccountRegistryTests {
             feature: "chat", [Migration(version: 1, name: "rooms", sql: "CREATE TABLE chat_rooms (id TEXT)")])
         let first = try await AccountDatabase.open(
             userID: SessionSamples.alice, dataDirectory: data.path, migrations: migrations)
-        #expect(try await first.database.schemaVersion(of: "session") == 1)
-        #expect(try await first.database.schemaVersion(of: "wallet") == 2)
-        #expect(try await first.database.schemaVersion(of: "chat") == 1)
+        #expect(try await first.database.schemaVersion(feature: "session") == 1)
+        #expect(try await first.database.schemaVersion(feature: "wallet") == 2)
+        #expect(try await first.database.schemaVersion(feature: "chat") == 1)
         let again = try await AccountDatabase.open(
             userID: SessionSamples.alice, dataDirectory: data.path, migrations: migrations)
-        #expect(try await again.database.schemaVersion(of: "wallet") == 2)
+        #expect(try await again.database.schemaVersion(feature: "wallet") == 2)
 
         await #expect(throws: AccountStorageError.store(.newerSchema(found: 2, supported: 1))) {
             var older = AccountMigrations.standard

@@ -1,0 +1,173 @@
+import SymorvaMachines
+import SymorvaRuntime
+import Synchronization
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A transfer the service has priced: what the member sees before typing the PIN.
+///
+/// The figures on it are exactly what the PIN confirms: the device refuses a draft whose
+/// figures do not match the request or do not add up. ``confirm(with:)`` sends one confirmation
+/// under a fresh command ID; after a wrong PIN the draft stays confirmable and a new call uses
+/// a new command ID. The draft expires at ``expiresAt`` (the host's clock); after that a
+/// confirmation fails with ``TransferFailure/draftExpired``.
+///
+/// Each draft runs in its own machine host in the account's scope; ``states`` shows it.
+public final class TransferDraft: Sendable {
+    /// The figures: recipient, asset, amount, fee, total and the draft's ID.
+    public let summary: TransferSummary
+    /// When the draft stops being confirmable, as an instant of the wallet's clock.
+    public let expiresAt: Duration
+    /// The verification methods the member may use: those the service accepts for this draft,
+    /// minus biometrics when no verifier is present.
+    public let verificationMethods: Set<VerificationMethod>
+
+    let host: MachineHost<TransferMachine>
+    let registry: TransferRegistry
+    private let isConfirming = Mutex(false)
+
+    init(
+        draft: SymorvaMachines.TransferDraft, offered: Set<VerificationMethod>, host: MachineHost<TransferMachine>,
+        registry: TransferRegistry
+    ) {
+        self.summary = draft.summary
+        self.expiresAt = draft.expiresAt
+        self.verificationMethods = offered
+        self.host = host
+        self.registry = registry
+    }
+
+    /// The service's identity for the draft.
+    public var id: DraftID { summary.draftID }
+    /// Who receives the money.
+    public var recipient: MemberID { summary.recipient }
+    /// What is sent.
+    public var asset: Asset { summary.asset }
+    /// What the recipient receives.
+    public var amount: Amount { summary.amount }
+    /// What the service charges on top.
+    public var fee: Amount { summary.fee }
+    /// What leaves the member's balance: `amount + fee`.
+    public var total: Amount { summary.total }
+
+    /// The transfer's state, observable (for a "confirming…" indicator, or to see it expire).
+    public var states: ObservableValue<TransferMachine.State> { host.states }
+
+    /// Whether a confirmation may be sent now: the draft is neither confirming nor finished.
+    public var canConfirm: Bool {
+        if case .drafted = host.states.value { return true }
+        return false
+    }
+
+    /// Why the last confirmation did not go through (a wrong PIN, a malformed PIN), while the
+    /// draft is still confirmable.
+    public var lastRejection: TransferFailure? {
+        if case .drafted(let drafted) = host.states.value { return drafted.rejection }
+        return nil
+    }
+
+    /// Confirms the draft with the member's PIN (or biometrics, when offered) and waits for the
+    /// outcome.
+    ///
+    /// The PIN is sealed on the device to the service's key; the command ID is written to the
+    /// account's store before the request leaves. The answer is one of:
+    /// - `.settled(transfer)`: the money moved;
+    /// - `.failed(reason)`: it did not happen. For ``TransferFailure/wrongPIN(attemptsLeft:)``
+    ///   and the device's own refusals (a malformed PIN, a method not offered) the draft stays
+    ///   confirmable; otherwise it is final. ``TransferFailure/draftExpired`` when the draft
+    ///   expired first;
+    /// - `.unknown(pending)`: no definitive answer arrived; the SDK queries it with backoff.
+    ///
+    /// - Throws: ``TransferError/invalidTransition(state:event:)`` when the draft is not
+    ///   confirmable (another confirmation is running, or it settled, failed or was cancelled);
+    ///   ``TransferError/cancelled`` when the calling task is cancelled before an answer (a
+    ///   confirmation already sent goes on; if it ends unknown it shows in
+    ///   ``WalletClient/pendingCommands``).
+    public func confirm(with verification: Verification) async throws(TransferError) -> TransferOutcome {
+        let started = isConfirming.withLock { running -> Bool in
+            guard !running else { return false }
+            running = true
+            return true
+        }
+        guard started else { throw .invalidTransition(state: "confirming", event: "confirmRequested") }
+        defer { isConfirming.withLock { $0 = false } }
+
+        switch await host.currentState {
+        case .drafted:
+            break
+        case .expired:
+            return .failed(.draftExpired)
+        case let state:
+            throw .invalidTransition(state: state.caseName, event: "confirmRequested")
+        }
+        let commandID = CommandID.random()
+        // Claimed before anything is stored, so that a concurrent restore never queries (and
+        // thereby fences) a command this process is about to send.
+        registry.claim(commandID)
+        await host.send(.confirmRequested(verification, commandID: commandID))
+        let state = await host.waitForState { !$0.isConfirming }
+        if state.isConfirming { throw .cancelled }
+        return try registry.outcome(of: state, host: host, event: "confirmRequested")
+    }
+
+    /// Abandons the draft. Does nothing once a confirmation is on its way: a sent confirmation
+    /// cannot be taken back.
+    public func cancel() async {
+        await host.send(.cancelled)
+    }
+}
+
+/// A confirmation whose outcome the device does not know yet.
+///
+/// The SDK queries it by command ID with backoff (1 s, 2 s, 4 s … capped at 60 s) until the
+/// service answers, also after a restart (``WalletClient/resumePendingCommands()``).
+/// ``query()`` asks at once. Nothing here ever sends the confirmation again.
+public final class PendingTransfer: Sendable, Identifiable {
+    /// The command that was (or may have been) sent.
+    public let commandID: CommandID
+    /// What it would move.
+    public let summary: TransferSummary
+
+    let host: MachineHost<TransferMachine>
+    let registry: TransferRegistry
+
+    init(_ pending: PendingCommand, host: MachineHost<TransferMachine>, registry: TransferRegistry) {
+        self.commandID = pending.commandID
+        self.summary = pending.summary
+        self.host = host
+        self.registry = registry
+    }
+
+    /// The command ID.
+    public var id: CommandID { commandID }
+
+    /// The transfer's state, observable: `unknown` and `querying` until it resolves.
+    public var states: ObservableValue<TransferMachine.State> { host.states }
+
+    /// Queries the command now (or joins the query in flight) and returns what the service
+    /// said: `.settled`, `.failed` (``TransferFailure/notReceived`` when the service never got
+    /// it; prepare the transfer again), or `.unknown(self)` when it still cannot tell.
+    ///
+    /// - Throws: ``TransferError/cancelled`` when the calling task is cancelled first.
+    public func query() async throws(TransferError) -> TransferOutcome {
+        let state = await host.currentState
+        if case .unknown = state { await host.send(.queryRequested) }
+        let answered = await host.waitForState { !$0.isQuerying }
+        if answered.isQuerying { throw .cancelled }
+        return try registry.outcome(of: answered, host: host, event: "queryRequested")
+    }
+}
+
+extension CommandID {
+    /// A fresh random command ID.
+    static func random() -> CommandID {
+        guard let commandID = CommandID(uuidString: UUID().uuidString) else {
+            preconditionFailure("UUID().uuidString is not a canonical UUID")
+        }
+        return commandID
+    }
+}

@@ -1,0 +1,174 @@
+import SymorvaRuntime
+
+// The values of the send queue: items, their lifecycle, the content they carry and why a send
+// fails. The machine that moves them is `SendQueueMachine`.
+
+/// The content of one outgoing event: its type and its JSON content, already encoded.
+///
+/// The machine never looks inside; it only hands the content to the store, the encryptor and
+/// the transport. A message body must never reach a log, so every textual form of this value
+/// shows the event type only.
+public struct MessageContent: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The Matrix event type: `m.room.message`, `m.reaction`, `m.room.encrypted`.
+    public var eventType: String
+    /// The event content as JSON text. Private: never log it.
+    public var json: String
+
+    /// Creates content.
+    public init(eventType: String, json: String) {
+        self.eventType = eventType
+        self.json = json
+    }
+
+    public var description: String { "MessageContent(\(eventType), <private>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["eventType": eventType], displayStyle: .struct) }
+}
+
+/// Where one queued event is in its life.
+public enum SendItemStatus: Sendable, Hashable, CaseNamed {
+    /// Waiting for its turn, for its first write to the store, or for a retry.
+    case queued
+    /// Being encrypted for the room (encrypted rooms only), before its first PUT.
+    case encrypting
+    /// Its PUT is in flight. It cannot be cancelled any more: the server may already have it.
+    case sending
+    /// The server accepted it as `eventID`. Kept until the remote echo arrives through sync, so
+    /// the local echo does not flicker.
+    case sent(EventID)
+    /// The server rejected it for good. It holds every later item until it is resent or cancelled.
+    case failed(SendFailureReason)
+    /// Cancelled by the user; removed once the store has deleted it.
+    case cancelled
+
+    /// Whether the item still takes part in the queue's order (not sent, not cancelled).
+    public var isActive: Bool {
+        switch self {
+        case .queued, .encrypting, .sending, .failed: true
+        case .sent, .cancelled: false
+        }
+    }
+
+    /// Whether a request for the item is running now.
+    public var isInFlight: Bool {
+        switch self {
+        case .encrypting, .sending: true
+        case .queued, .sent, .failed, .cancelled: false
+        }
+    }
+}
+
+/// One outgoing event of a room's queue.
+public struct SendQueueItem: Sendable, Hashable {
+    /// Chosen once when the event is enqueued, stored, and reused for every attempt.
+    public let transactionID: TransactionID
+    /// What the user sent (shown as the local echo).
+    public var content: MessageContent
+    /// The `m.room.encrypted` content, once encrypted. Reused on retries.
+    public var encryptedContent: MessageContent?
+    /// Where the item is in its life.
+    public var status: SendItemStatus
+    /// Whether the store has the item. No attempt starts before it does.
+    public var isPersisted: Bool
+    /// Transient failures so far: the attempt number of the next retry.
+    public var failedAttempts: Int
+
+    /// Creates an item.
+    public init(
+        transactionID: TransactionID, content: MessageContent, encryptedContent: MessageContent? = nil,
+        status: SendItemStatus = .queued, isPersisted: Bool = false, failedAttempts: Int = 0
+    ) {
+        self.transactionID = transactionID
+        self.content = content
+        self.encryptedContent = encryptedContent
+        self.status = status
+        self.isPersisted = isPersisted
+        self.failedAttempts = failedAttempts
+    }
+}
+
+/// Why the server (or the encryptor) refused an event for good. Persisted with the item, so a
+/// failed message still says why after a restart.
+public enum SendFailureReason: Sendable, Hashable {
+    /// `M_FORBIDDEN`: the user may not post this here (power levels, banned, left the room).
+    case forbidden
+    /// `M_TOO_LARGE` (or HTTP 413): the event exceeds the server's size limit.
+    case tooLarge
+    /// Another 4xx answer, kept with its status and error code.
+    case rejected(status: Int, errorCode: String)
+    /// The event could not be encrypted for the room.
+    case encryptionFailed
+
+    /// The stable text the store keeps for this reason.
+    public var storageCode: String {
+        switch self {
+        case .forbidden: "forbidden"
+        case .tooLarge: "too_large"
+        case .rejected(let status, let errorCode): "rejected:\(status):\(errorCode)"
+        case .encryptionFailed: "encryption_failed"
+        }
+    }
+
+    /// Reads a reason the store kept; `nil` for text this version does not know.
+    public init?(storageCode: String) {
+        switch storageCode {
+        case "forbidden": self = .forbidden
+        case "too_large": self = .tooLarge
+        case "encryption_failed": self = .encryptionFailed
+        default:
+            let fields = storageCode.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, fields[0] == "rejected", let status = Int(fields[1]) else { return nil }
+            self = .rejected(status: status, errorCode: String(fields[2]))
+        }
+    }
+}
+
+/// Why one attempt to encrypt or send an event failed, as the interpreter classifies it.
+public enum SendError: Error, Sendable, Hashable, CaseNamed {
+    /// No usable response (offline, reset, timeout). The queue pauses and retries with backoff.
+    case network
+    /// A 5xx answer. The queue pauses and retries with backoff.
+    case server(status: Int)
+    /// 429 `M_LIMIT_EXCEEDED`: wait `retryAfter` when the server said, else the backoff.
+    case rateLimited(retryAfter: Duration?)
+    /// `M_UNKNOWN_TOKEN`: the access token expired. Not a failure of the item: the session
+    /// refreshes the token and the same PUT is tried again.
+    case unknownToken
+    /// A refusal that retrying cannot fix.
+    case permanent(SendFailureReason)
+}
+
+/// What the whole room queue is doing: the chart's states.
+public enum SendQueueStatus: Sendable, Hashable, CaseNameListing {
+    /// Nothing in flight: the queue is empty, or its head waits for its first store write.
+    case idle
+    /// The head is being encrypted or its PUT is in flight.
+    case sending
+    /// The head failed transiently; retry number `attempt` runs when the retry timer fires.
+    case waitingRetry(attempt: Int)
+    /// The head met `M_UNKNOWN_TOKEN`; the queue waits for the session's refreshed token.
+    case waitingToken
+    /// The head failed for good; later items wait until it is resent or cancelled.
+    case blocked(TransactionID)
+
+    public static let allCaseNames = ["idle", "sending", "waitingRetry", "waitingToken", "blocked"]
+
+    /// The case name without reflection: the queue's state is named on every transition.
+    public var caseName: String {
+        switch self {
+        case .idle: "idle"
+        case .sending: "sending"
+        case .waitingRetry: "waitingRetry"
+        case .waitingToken: "waitingToken"
+        case .blocked: "blocked"
+        }
+    }
+}
+
+/// The send queue's timers.
+public enum SendQueueTimer: Sendable, Hashable, CaseNamed {
+    /// The backoff delay of a transient failure is over.
+    case retry
+}

@@ -1,0 +1,192 @@
+import SymorvaRuntime
+
+/// The outgoing events of one room: a persisted FIFO where only the head is ever in flight.
+///
+/// Rules (see `docs/chat.md`):
+/// - An item is written to the store before its first attempt: ``Effect/persist(_:)`` and then
+///   ``Event/persisted(_:)`` before any ``Effect/sendEvent(_:_:)``.
+/// - The transaction ID comes in with ``Event/enqueued(_:_:)``, is stored, and is reused on
+///   every retry, so the PUT is idempotent.
+/// - Transient errors (network, 5xx) pause the queue and retry the head with backoff; a rate
+///   limit waits for `Retry-After`; `M_UNKNOWN_TOKEN` asks the session for a refresh and waits.
+/// - A permanent error marks the head failed with a typed, persisted reason and holds the items
+///   behind it, in order, until it is resent or cancelled.
+/// - The local echo is reconciled with the remote echo by transaction ID, whichever of the PUT
+///   response and the sync echo arrives first; ``Effect/recordSent(_:_:)`` happens once.
+///
+/// The state is the ordered item list plus the queue's ``SendQueueStatus``, whose case names
+/// are the chart's state ids (`StateCharts/SendQueue.scxml`).
+public struct SendQueueMachine: ChartedMachine {
+    public static let name = "SendQueue"
+
+    /// The key of the head's running request (encryption or PUT).
+    public static let requestKey: EffectKey = "sendQueue.request"
+    /// The key of the retry timer. A named timer, not a state timeout: the state changes with
+    /// every enqueued item, and that must not cancel the retry.
+    public static let retryKey: EffectKey = "sendQueue.retry"
+
+    /// Delays between transient failures.
+    public var backoff: RetryBackoff
+
+    /// Creates the machine.
+    public init(backoff: RetryBackoff = .sendQueue) {
+        self.backoff = backoff
+    }
+
+    /// A room's queue.
+    public struct State: Sendable, Equatable, CaseNameListing {
+        /// Items in enqueue order, including sent items awaiting their remote echo and cancelled
+        /// items awaiting their deletion from the store.
+        public var items: [SendQueueItem]
+        /// What the queue is doing; its case name is the chart state.
+        public var status: SendQueueStatus
+        /// Whether events must be encrypted before they are sent (`m.room.encryption` is set).
+        public var roomIsEncrypted: Bool
+        /// The jitter stream for retry delays, seeded by whoever creates the queue.
+        public var jitter: JitterSource
+
+        /// An empty, idle queue.
+        public init(
+            items: [SendQueueItem] = [], status: SendQueueStatus = .idle, roomIsEncrypted: Bool,
+            jitter: JitterSource
+        ) {
+            self.items = items
+            self.status = status
+            self.roomIsEncrypted = roomIsEncrypted
+            self.jitter = jitter
+        }
+
+        /// The queue status's case name: the chart state.
+        public var caseName: String { status.caseName }
+
+        public static var allCaseNames: [String] { SendQueueStatus.allCaseNames }
+
+        /// The index of the first item that still takes part in the order.
+        public var headIndex: Int? { items.firstIndex { $0.status.isActive } }
+
+        /// The index of the item with this transaction ID.
+        public func index(of transactionID: TransactionID) -> Int? {
+            items.firstIndex { $0.transactionID == transactionID }
+        }
+    }
+
+    /// What happened to the queue.
+    public enum Event: Sendable, Equatable, CaseNameListing {
+        /// The items the store kept from an earlier run (all persisted), sent first by whoever
+        /// creates the queue. Accepted only while nothing is in flight.
+        case restored([SendQueueItem])
+        /// The user sent something; the caller chose its transaction ID.
+        case enqueued(TransactionID, MessageContent)
+        /// The store wrote the item.
+        case persisted(TransactionID)
+        /// The head was encrypted (or could not be).
+        case encrypted(TransactionID, Result<MessageContent, SendError>)
+        /// The head's PUT finished.
+        case sendResponse(TransactionID, Result<EventID, SendError>)
+        /// Sync delivered an event of ours carrying this `unsigned.transaction_id`.
+        case remoteEchoReceived(TransactionID, EventID)
+        /// A timer of this queue fired.
+        case timerFired(SendQueueTimer)
+        /// Connectivity changed: a pending retry should run now.
+        case networkChanged
+        /// The session obtained a fresh access token.
+        case tokenRefreshed
+        /// The user asked to send a failed item again.
+        case resendRequested(TransactionID)
+        /// The user asked to drop an item that is not in flight.
+        case cancelRequested(TransactionID)
+        /// The store deleted a cancelled item.
+        case discarded(TransactionID)
+        /// The room turned on end-to-end encryption (it can never be turned off).
+        case encryptionEnabled
+
+        public static let allCaseNames = [
+            "restored", "enqueued", "persisted", "encrypted", "sendResponse", "remoteEchoReceived", "timerFired",
+            "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
+            "encryptionEnabled",
+        ]
+
+        /// The case name, without data (never the content).
+        public var caseName: String {
+            switch self {
+            case .restored: "restored"
+            case .enqueued: "enqueued"
+            case .persisted: "persisted"
+            case .encrypted: "encrypted"
+            case .sendResponse: "sendResponse"
+            case .remoteEchoReceived: "remoteEchoReceived"
+            case .timerFired: "timerFired"
+            case .networkChanged: "networkChanged"
+            case .tokenRefreshed: "tokenRefreshed"
+            case .resendRequested: "resendRequested"
+            case .cancelRequested: "cancelRequested"
+            case .discarded: "discarded"
+            case .encryptionEnabled: "encryptionEnabled"
+            }
+        }
+    }
+
+    /// What the interpreter must do.
+    public enum Effect: MachineEffect, Equatable {
+        /// Write the item to the store; answer ``Event/persisted(_:)``.
+        case persist(SendQueueItem)
+        /// Encrypt the content for the room; answer ``Event/encrypted(_:_:)``. Keyed by
+        /// ``SendQueueMachine/requestKey``.
+        case encrypt(TransactionID, MessageContent)
+        /// `PUT /rooms/{roomId}/send/{eventType}/{txnId}`; answer ``Event/sendResponse(_:_:)``.
+        /// Keyed by ``SendQueueMachine/requestKey``.
+        case sendEvent(TransactionID, MessageContent)
+        /// Fire ``Event/timerFired(_:)`` with ``SendQueueTimer/retry`` after `after`. Keyed by
+        /// ``SendQueueMachine/retryKey``.
+        case scheduleRetry(after: Duration)
+        /// Ask the session to refresh the access token; it answers ``Event/tokenRefreshed``.
+        case requestTokenRefresh
+        /// Store the failure reason with the item.
+        case recordFailure(TransactionID, SendFailureReason)
+        /// Clear the stored failure: the item is queued again.
+        case clearFailure(TransactionID)
+        /// Record that the server has the event: it is never sent again, and the receipt resolves.
+        case recordSent(TransactionID, EventID)
+        /// Delete the cancelled item from the store; answer ``Event/discarded(_:)``.
+        case discard(TransactionID)
+        /// Cancel the effect running under this key.
+        case cancel(EffectKey)
+
+        public var directive: EffectDirective {
+            switch self {
+            case .encrypt, .sendEvent: .keyed(SendQueueMachine.requestKey)
+            case .scheduleRetry: .keyed(SendQueueMachine.retryKey)
+            case .cancel(let key): .cancel(key)
+            case .persist, .requestTokenRefresh, .recordFailure, .clearFailure, .recordSent, .discard: .perform
+            }
+        }
+    }
+
+    /// Every queue status case name: the state ids of `StateCharts/SendQueue.scxml`.
+    public static var stateCaseNames: [String] { State.allCaseNames }
+
+    /// Every ``Event`` case name: the event names of `StateCharts/SendQueue.scxml`.
+    public static var eventCaseNames: [String] { Event.allCaseNames }
+
+    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+        var next = state
+        let effects: [Effect]?
+        switch event {
+        case .restored(let items): effects = restore(items, in: &next)
+        case .enqueued(let transactionID, let content): effects = enqueue(transactionID, content, in: &next)
+        case .persisted(let transactionID): effects = persisted(transactionID, in: &next)
+        case .encrypted(let transactionID, let result): effects = encrypted(transactionID, result, in: &next)
+        case .sendResponse(let transactionID, let result): effects = responded(transactionID, result, in: &next)
+        case .remoteEchoReceived(let transactionID, let eventID): effects = echoed(transactionID, eventID, in: &next)
+        case .timerFired(.retry): effects = retryNow(in: &next, cancellingTimer: false)
+        case .networkChanged: effects = retryNow(in: &next, cancellingTimer: true)
+        case .tokenRefreshed: effects = tokenRefreshed(in: &next)
+        case .resendRequested(let transactionID): effects = resend(transactionID, in: &next)
+        case .cancelRequested(let transactionID): effects = cancel(transactionID, in: &next)
+        case .discarded(let transactionID): effects = discarded(transactionID, in: &next)
+        case .encryptionEnabled: effects = enableEncryption(in: &next)
+        }
+        guard let effects else { return .ignored }
+        return next == state ? .stay(effects: effects) : .move(to: next, effects: effects)
+    }
+}

@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One benchmark program: `symorva-bench <name> [arguments…]`.
+///
+/// Adding a mode is one new file with a type conforming to this protocol, plus its line in
+/// ``BenchmarkModes/all``.
+protocol BenchmarkMode: Sendable {
+    /// The word that selects the mode on the command line (`runtime`, `ingest`).
+    var name: String { get }
+    /// The mode's arguments for the usage text (`FILE`, `[--events N]`), or empty.
+    var argumentsSynopsis: String { get }
+    /// One line saying what the mode measures.
+    var summary: String { get }
+    /// Runs the benchmark and prints its figures; returns the process exit status (2 for bad
+    /// arguments, after printing the mode's usage).
+    func run(arguments: [String]) async -> Int32
+}
+
+/// The registry of benchmark modes.
+enum BenchmarkModes {
+    /// Every mode, in the order the usage lists them. Add new modes here.
+    static let all: [any BenchmarkMode] = [
+        RuntimeBenchmark(),
+        WalletBenchmark(),
+        LoginRestoreBenchmark(),
+    ]
+
+    /// The mode called `name`, if any.
+    static func mode(named name: String) -> (any BenchmarkMode)? {
+        all.first { $0.name == name }
+    }
+
+    /// Prints the usage to standard error.
+    static func printUsage(unknown: String?) {
+        var text = ""
+        if let unknown { text += "symorva-bench: unknown mode '\(unknown)'\n" }
+        text += "usage: symorva-bench MODE [ARGUMENTS…]\n\nmodes:\n"
+        let width = all.map { ($0.name + " " + $0.argumentsSynopsis).count }.max() ?? 0
+        for mode in all {
+            let head = mode.name + " " + mode.argumentsSynopsis
+            text += "  " + head + String(repeating: " ", count: width - head.count + 2) + mode.summary + "\n"
+        }
+        writeStandardError(text)
+    }
+}
+
+/// Writes `text` to standard error.
+func writeStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { buffer in
+        guard let base = buffer.baseAddress else { return }
+        _ = write(2, base, buffer.count)
+    }
+}
+
+/// Ends the process with `status`.
+func exitProcess(_ status: Int32) -> Never {
+    exit(status)
+}

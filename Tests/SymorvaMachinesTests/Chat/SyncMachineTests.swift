@@ -1,0 +1,368 @@
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaTesting
+import Testing
+
+@Suite("SyncMachine")
+struct SyncMachineTests {
+    let machine = SyncMachine()
+    let filter = FilterID("f1")
+    let since = SyncToken("s1")
+    let next = SyncToken("s2")
+
+    func progress(
+        since: SyncToken?, pending: SyncToken? = nil, failures: Int = 0, seed: UInt64 = 7
+    ) -> SyncProgress {
+        SyncProgress(
+            since: since, filterID: filter, pendingBatch: pending, consecutiveFailures: failures,
+            jitter: JitterSource(seed: seed))
+    }
+
+    /// The jitter stream after `draws` values, and the delay of the last draw.
+    func backoff(seed: UInt64 = 7, attempt: Int, retryAfter: Duration? = nil) -> (JitterSource, Duration) {
+        var jitter = JitterSource(seed: seed)
+        let delay = jitter.delay(attempt: attempt, backoff: .sync, retryAfter: retryAfter)
+        return (jitter, delay)
+    }
+
+    // MARK: Starting and stopping
+
+    @Test("A first start without a since-token runs the initial sync with timeout 0")
+    func startWithoutSince() {
+        let step = ChatStep(
+            machine, from: .stopped, on: .started(SyncStart(since: nil, filterID: filter, jitterSeed: 7)))
+        #expect(step.state == .initialSync(progress(since: nil)))
+        #expect(step.effects == [.sendSync(since: nil, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("A start from a stored since-token catches up with timeout 0")
+    func startWithSince() {
+        let step = ChatStep(
+            machine, from: .stopped, on: .started(SyncStart(since: since, filterID: filter, jitterSeed: 7)))
+        #expect(step.state == .catchingUp(progress(since: since)))
+        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("Stopping a live loop cancels the open request")
+    func stopLive() {
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .stopped)
+        #expect(step.state == .stopped)
+        #expect(step.effects == [.cancel(SyncMachine.requestKey)])
+    }
+
+    @Test("Stopping while backing off needs no effect: the retry timer is the state timeout")
+    func stopBackingOff() {
+        let step = ChatStep(
+            machine, from: .backingOff(progress(since: since, failures: 1), attempt: 1, after: .seconds(1)),
+            on: .stopped)
+        #expect(step.state == .stopped)
+        #expect(step.effects == [])
+    }
+
+    @Test("A stopped loop ignores results and timers")
+    func stoppedIgnoresResults() {
+        for event: SyncMachine.Event in [
+            .syncResponse(.success(SyncBatchSummary(nextBatch: next))), .persisted(.success(next)),
+            .timerFired(.retry), .networkChanged, .tokenRejected, .tokenRefreshed,
+        ] {
+            #expect(ChatStep(machine, from: .stopped, on: event).isIgnored)
+        }
+    }
+
+    @Test("A second start while running is ignored")
+    func startWhileRunning() {
+        let step = ChatStep(
+            machine, from: .live(progress(since: since)), on: .started(SyncStart(since: nil, jitterSeed: 1)))
+        #expect(step.isIgnored)
+    }
+
+    // MARK: Responses and commits
+
+    @Test("A response is handed to the store; the since-token does not move yet")
+    func responseIsStored() {
+        let summary = SyncBatchSummary(nextBatch: next, joinedRoomCount: 3, timelineEventCount: 10)
+        let step = ChatStep(machine, from: .initialSync(progress(since: nil)), on: .syncResponse(.success(summary)))
+        #expect(step.state == .initialSync(progress(since: nil, pending: next)))
+        #expect(step.effects == [.storeSyncResponse(nextBatch: next)])
+    }
+
+    @Test("The commit of the initial batch advances since and starts the long poll")
+    func initialCommitGoesLive() {
+        let step = ChatStep(
+            machine, from: .initialSync(progress(since: nil, pending: next)), on: .persisted(.success(next)))
+        #expect(step.state == .live(progress(since: next)))
+        #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    }
+
+    @Test("Catching up goes live after its batch is committed")
+    func catchUpCommitGoesLive() {
+        let step = ChatStep(
+            machine, from: .catchingUp(progress(since: since, pending: next)), on: .persisted(.success(next)))
+        #expect(step.state == .live(progress(since: next)))
+        #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    }
+
+    @Test("A live commit resets the failure count and polls again")
+    func liveCommitPollsAgain() {
+        let step = ChatStep(
+            machine, from: .live(progress(since: since, pending: next, failures: 2)), on: .persisted(.success(next)))
+        #expect(step.state == .live(progress(since: next)))
+        #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    }
+
+    @Test("A commit for another batch is stale and changes nothing")
+    func staleCommitIgnored() {
+        let step = ChatStep(
+            machine, from: .live(progress(since: since, pending: next)), on: .persisted(.success(SyncToken("old"))))
+        #expect(step.isUnchanged(from: .live(progress(since: since, pending: next))))
+    }
+
+    @Test("A response while a commit is running changes nothing")
+    func responseWhileStoringIgnored() {
+        let step = ChatStep(
+            machine, from: .live(progress(since: since, pending: next)),
+            on: .syncResponse(.success(SyncBatchSummary(nextBatch: SyncToken("s3")))))
+        #expect(step.isUnchanged(from: .live(progress(since: since, pending: next))))
+    }
+
+    @Test("A failed commit is permanent")
+    func commitFailure() {
+        let step = ChatStep(
+            machine, from: .live(progress(since: since, pending: next)), on: .persisted(.failure(.storeFailed)))
+        #expect(step.state == .failed(.storeFailed))
+        #expect(step.effects == [])
+    }
+
+    // MARK: Failures and backoff
+
+    @Test("A network failure backs off with jitter from the seeded stream")
+    func networkFailureBacksOff() {
+        let (jitter, delay) = backoff(attempt: 1)
+        var expected = progress(since: since, failures: 1)
+        expected.jitter = jitter
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .syncResponse(.failure(.network)))
+        #expect(step.state == .backingOff(expected, attempt: 1, after: delay))
+        #expect(step.effects == [.scheduleRetry(after: delay)])
+        #expect(delay >= .milliseconds(500) && delay < .seconds(1))
+    }
+
+    @Test("A second failure doubles the base delay")
+    func secondFailure() {
+        var expected = progress(since: since, failures: 2)
+        var jitter = JitterSource(seed: 7)
+        _ = jitter.next()
+        let delay = jitter.delay(attempt: 2, backoff: .sync)
+        expected.jitter = jitter
+        var start = progress(since: since, failures: 1)
+        start.jitter = JitterSource(seed: 7)
+        _ = start.jitter.next()
+        let step = ChatStep(machine, from: .catchingUp(start), on: .syncResponse(.failure(.server(status: 502))))
+        #expect(step.state == .backingOff(expected, attempt: 2, after: delay))
+        #expect(step.effects == [.scheduleRetry(after: delay)])
+        #expect(delay >= .seconds(1) && delay < .seconds(2))
+    }
+
+    @Test("Rate limiting waits exactly the server's Retry-After")
+    func rateLimitedHonoursRetryAfter() {
+        let (jitter, _) = backoff(attempt: 1)
+        var expected = progress(since: since, failures: 1)
+        expected.jitter = jitter
+        let step = ChatStep(
+            machine, from: .live(progress(since: since)),
+            on: .syncResponse(.failure(.rateLimited(retryAfter: .seconds(7)))))
+        #expect(step.state == .backingOff(expected, attempt: 1, after: .seconds(7)))
+        #expect(step.effects == [.scheduleRetry(after: .seconds(7))])
+    }
+
+    @Test("Rate limiting without Retry-After uses the backoff")
+    func rateLimitedWithoutRetryAfter() {
+        let (jitter, delay) = backoff(attempt: 1)
+        var expected = progress(since: since, failures: 1)
+        expected.jitter = jitter
+        let step = ChatStep(
+            machine, from: .live(progress(since: since)), on: .syncResponse(.failure(.rateLimited(retryAfter: nil))))
+        #expect(step.state == .backingOff(expected, attempt: 1, after: delay))
+        #expect(step.effects == [.scheduleRetry(after: delay)])
+    }
+
+    @Test("A permanent rejection fails the loop")
+    func permanentFailure() {
+        let error = SyncError.rejected(status: 400, errorCode: "M_INVALID_PARAM")
+        let step = ChatStep(machine, from: .catchingUp(progress(since: since)), on: .syncResponse(.failure(error)))
+        #expect(step.state == .failed(error))
+        #expect(step.effects == [])
+    }
+
+    @Test("The retry timer catches up from the committed since-token")
+    func retryCatchesUp() {
+        let start = progress(since: since, failures: 1)
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
+        #expect(step.state == .catchingUp(start))
+        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("The retry timer repeats the initial sync when nothing was committed yet")
+    func retryInitial() {
+        let start = progress(since: nil, failures: 1)
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
+        #expect(step.state == .initialSync(start))
+        #expect(step.effects == [.sendSync(since: nil, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("A network change while backing off retries at once")
+    func networkChangeRetries() {
+        let start = progress(since: since, failures: 3)
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 3, after: .seconds(4)), on: .networkChanged)
+        #expect(step.state == .catchingUp(start))
+        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("A network change replaces a hanging long poll with a quick catch-up")
+    func networkChangeLive() {
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .networkChanged)
+        #expect(step.state == .catchingUp(progress(since: since)))
+        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("A network change during a commit changes nothing: the next request follows the commit")
+    func networkChangeWhileStoring() {
+        let start = SyncMachine.State.live(progress(since: since, pending: next))
+        #expect(ChatStep(machine, from: start, on: .networkChanged).isUnchanged(from: start))
+    }
+
+    @Test("Start from failed begins again")
+    func restartFromFailed() {
+        let step = ChatStep(
+            machine, from: .failed(.storeFailed), on: .started(SyncStart(since: since, filterID: filter, jitterSeed: 7))
+        )
+        #expect(step.state == .catchingUp(progress(since: since)))
+        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
+    // MARK: Token refresh
+
+    @Test("A rejected token cancels the request and asks the session for a refresh")
+    func tokenRejected() {
+        let step = ChatStep(machine, from: .live(progress(since: since)), on: .tokenRejected)
+        #expect(step.state == .awaitingToken(progress(since: since)))
+        #expect(step.effects == [.cancel(SyncMachine.requestKey), .requestTokenRefresh])
+    }
+
+    @Test("A rejected token while backing off asks for a refresh; the move cancels the timer")
+    func tokenRejectedBackingOff() {
+        let start = progress(since: since, failures: 1)
+        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .tokenRejected)
+        #expect(step.state == .awaitingToken(start))
+        #expect(step.effects == [.requestTokenRefresh])
+    }
+
+    @Test("A refreshed token resumes with a catch-up")
+    func tokenRefreshed() {
+        let step = ChatStep(machine, from: .awaitingToken(progress(since: since)), on: .tokenRefreshed)
+        #expect(step.state == .catchingUp(progress(since: since)))
+        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("A commit that finishes while waiting for the token still advances since")
+    func commitWhileAwaitingToken() {
+        let step = ChatStep(
+            machine, from: .awaitingToken(progress(since: since, pending: next)), on: .persisted(.success(next)))
+        #expect(step.state == .awaitingToken(progress(since: next)))
+        #expect(step.effects == [])
+    }
+
+    @Test("A refreshed token while a commit runs waits for the commit before polling")
+    func refreshedWhileStoring() {
+        let result = run(
+            machine, from: .awaitingToken(progress(since: since, pending: next)),
+            [.tokenRefreshed, .persisted(.success(next))])
+        #expect(result.state == .live(progress(since: next)))
+        #expect(result.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    }
+
+    @Test("A failed commit while waiting for the token fails the loop")
+    func commitFailsWhileAwaitingToken() {
+        let step = ChatStep(
+            machine, from: .awaitingToken(progress(since: since, pending: next)), on: .persisted(.failure(.storeFailed))
+        )
+        #expect(step.state == .failed(.storeFailed))
+        #expect(step.effects == [])
+    }
+
+    // MARK: Effects and the chart
+
+    @Test("Effects are scheduled under their keys")
+    func directives() {
+        #expect(
+            SyncMachine.Effect.sendSync(since: nil, timeout: .zero, filterID: nil).directive == .keyed("sync.request"))
+        #expect(SyncMachine.Effect.storeSyncResponse(nextBatch: next).directive == .keyed("sync.store"))
+        #expect(SyncMachine.Effect.scheduleRetry(after: .seconds(1)).directive == .stateTimeout)
+        #expect(SyncMachine.Effect.requestTokenRefresh.directive == .perform)
+        #expect(SyncMachine.Effect.cancel("sync.request").directive == .cancel("sync.request"))
+    }
+
+    @Test("Every (state, event) pair matches StateCharts/Sync.scxml")
+    func chart() throws {
+        let states: [SyncMachine.State] = [
+            .stopped,
+            .initialSync(progress(since: nil)), .initialSync(progress(since: nil, pending: next)),
+            .catchingUp(progress(since: since)), .catchingUp(progress(since: since, pending: next)),
+            .live(progress(since: since)), .live(progress(since: since, pending: next)),
+            .backingOff(progress(since: nil, failures: 1), attempt: 1, after: .seconds(1)),
+            .backingOff(progress(since: since, failures: 1), attempt: 1, after: .seconds(1)),
+            .awaitingToken(progress(since: nil)), .awaitingToken(progress(since: since)),
+            .awaitingToken(progress(since: since, pending: next)),
+            .failed(.storeFailed),
+        ]
+        let events: [SyncMachine.Event] = [
+            .started(SyncStart(since: nil, jitterSeed: 1)), .started(SyncStart(since: since, jitterSeed: 1)),
+            .stopped,
+            .syncResponse(.success(SyncBatchSummary(nextBatch: SyncToken("s3")))),
+            .syncResponse(.failure(.network)), .syncResponse(.failure(.rateLimited(retryAfter: .seconds(2)))),
+            .syncResponse(.failure(.rejected(status: 403, errorCode: "M_FORBIDDEN"))),
+            .persisted(.success(next)), .persisted(.success(SyncToken("other"))), .persisted(.failure(.storeFailed)),
+            .timerFired(.retry), .networkChanged, .tokenRejected, .tokenRefreshed,
+        ]
+        try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .stopped)
+    }
+}
+
+@Suite("RetryBackoff")
+struct RetryBackoffTests {
+    @Test("The base doubles per attempt and stops at the cap")
+    func growthAndCap() {
+        let backoff = RetryBackoff(initialDelay: .seconds(1), maximumDelay: .seconds(60), jitterRatio: 0)
+        #expect(backoff.delay(attempt: 1, jitter: 0.9) == .seconds(1))
+        #expect(backoff.delay(attempt: 2, jitter: 0.9) == .seconds(2))
+        #expect(backoff.delay(attempt: 6, jitter: 0.9) == .seconds(32))
+        #expect(backoff.delay(attempt: 7, jitter: 0.9) == .seconds(60))
+        #expect(backoff.delay(attempt: 10_000, jitter: 0.9) == .seconds(60))
+    }
+
+    @Test("Equal jitter stays between half the base and the base")
+    func jitterBounds() {
+        let backoff = RetryBackoff.sync
+        #expect(backoff.delay(attempt: 3, jitter: 0) == .seconds(2))
+        #expect(backoff.delay(attempt: 3, jitter: 0.5) == .seconds(3))
+        #expect(backoff.delay(attempt: 3, jitter: 0.999_999) < .seconds(4))
+    }
+
+    @Test("Retry-After wins over the backoff, without jitter or cap")
+    func retryAfter() {
+        #expect(RetryBackoff.sync.delay(attempt: 9, jitter: 0.3, retryAfter: .seconds(600)) == .seconds(600))
+    }
+
+    @Test("The jitter stream is deterministic per seed and stays in 0..<1")
+    func jitterStream() {
+        var first = JitterSource(seed: 42)
+        var second = JitterSource(seed: 42)
+        for _ in 0..<1_000 {
+            let value = first.next()
+            #expect(value == second.next())
+            #expect(value >= 0 && value < 1)
+        }
+        var other = JitterSource(seed: 43)
+        #expect(JitterSource(seed: 42) != other)
+        _ = other.next()
+    }
+}
