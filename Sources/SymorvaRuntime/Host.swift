@@ -148,18 +148,22 @@ public actor MachineHost<Machine: StateMachine> {
     // MARK: - Processing
 
     private func process(_ entry: Entry) {
-        guard !isStopped else { return }
         switch entry {
         case .event(let event):
+            guard !isStopped else { return }
             apply(event)
         case .result(let event, let token, let key, let epoch, let isFinal):
+            // A stopped host has no running effects, so every late result is unwanted: it is
+            // traced below (stale or cancelled) and never applied.
             let isWanted = isCurrent(token: token, key: key)
             if isFinal && isWanted { retire(token: token, key: key) }
             guard let event else { return }
-            if !isWanted {
-                trace(.cancelled, event: event)
-            } else if let scope, !scope.isCurrent(epoch) {
+            // Staleness is checked first: ending a scope cancels the host's effects on a later
+            // turn, so a result of an ended epoch must read as stale whichever came first.
+            if let scope, !scope.isCurrent(epoch) {
                 trace(.stale, event: event)
+            } else if !isWanted {
+                trace(.cancelled, event: event)
             } else {
                 apply(event)
             }

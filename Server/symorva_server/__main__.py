@@ -1,0 +1,64 @@
+"""python -m symorva_server --host 127.0.0.1 --port N --db PATH --manifest PATH
+--homeserver URL --server-name NAME [--test]"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+
+from .app import create_app
+from .config import DEFAULT_MAX_BODY_BYTES, DEFAULT_TOKEN_LIFETIME_S, ManifestError, Settings
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m symorva_server",
+                                description="Reference Symorva community services server")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--db", required=True, help="SQLite database file")
+    p.add_argument("--manifest", required=True, help="symorva.config.json")
+    p.add_argument("--homeserver", required=True, help="Homeserver base URL, e.g. http://127.0.0.1:8008")
+    p.add_argument("--server-name", required=True, help="The homeserver's server name, e.g. localhost")
+    p.add_argument("--test", action="store_true",
+                   help="Test mode: enables fault injection and the /_symorva/v1/test/ endpoints")
+    p.add_argument("--token-lifetime", type=int, default=DEFAULT_TOKEN_LIFETIME_S,
+                   help="Lifetime of issued bearer tokens in seconds (default %(default)s)")
+    p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    p.add_argument("--public-url", default=None, help="Base URL to advertise in discovery")
+    p.add_argument("--log-level", default="info")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = Settings(
+        homeserver_url=args.homeserver.rstrip("/"),
+        server_name=args.server_name,
+        db_path=args.db,
+        manifest_path=args.manifest,
+        host=args.host,
+        port=args.port,
+        test_mode=args.test,
+        token_lifetime_s=args.token_lifetime,
+        max_body_bytes=args.max_body_bytes,
+        public_url=args.public_url,
+    )
+    try:
+        app = create_app(settings)
+    except ManifestError as e:
+        print(f"symorva_server: {e}", file=sys.stderr)
+        return 2
+    if args.test:
+        logging.getLogger("symorva_server").warning("TEST MODE: fault injection enabled")
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(),
+                http="h11", loop="asyncio", lifespan="off", access_log=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Application factory for the reference community services server."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+
+from . import __version__, auth, core, faults, modules
+from .auth import AuthMiddleware, HomeserverOpenIdVerifier, OpenIdVerifier, TokenStore
+from .config import Settings, default_manifest, load_manifest, validate_manifest
+from .db import Database
+from .errors import install_error_handlers
+from .faults import FaultMiddleware, FaultRegistry
+from .keys import SealingKey, load_or_create_sealing_key
+from .limits import BodySizeLimitMiddleware
+
+log = logging.getLogger("symorva_server")
+
+
+@dataclass
+class ServerContext:
+    settings: Settings
+    manifest: dict[str, Any]
+    db: Database
+    verifier: OpenIdVerifier
+    clock: Callable[[], float]
+    faults: FaultRegistry
+    tokens: TokenStore = None  # type: ignore[assignment]
+    sealing_key: SealingKey = None  # type: ignore[assignment]
+
+
+def create_app(
+    settings: Settings,
+    *,
+    verifier: OpenIdVerifier | None = None,
+    clock: Callable[[], float] = time.time,
+    manifest: dict[str, Any] | None = None,
+) -> FastAPI:
+    """Build the app. Tests inject a fake `verifier`, a `clock` and/or a `manifest`."""
+    if manifest is None:
+        if settings.manifest_path:
+            manifest = load_manifest(settings.manifest_path)
+        else:
+            manifest = default_manifest(settings.homeserver_url, settings.server_name,
+                                        settings.public_url or "http://127.0.0.1")
+    manifest = validate_manifest(manifest)
+    if manifest["homeserver"]["serverName"] != settings.server_name:
+        log.warning("manifest homeserver.serverName %r differs from --server-name %r",
+                    manifest["homeserver"]["serverName"], settings.server_name)
+
+    db = Database(settings.db_path)
+    ctx = ServerContext(
+        settings=settings,
+        manifest=manifest,
+        db=db,
+        verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url),
+        clock=clock,
+        faults=FaultRegistry(),
+    )
+    ctx.tokens = TokenStore(ctx)
+    ctx.sealing_key = load_or_create_sealing_key(db, int(clock() * 1000))
+
+    app = FastAPI(
+        title="Symorva community services",
+        version=__version__,
+        description=(
+            "Reference implementation of the Symorva community services API "
+            "(for development and tests). Every endpoint except health and discovery "
+            "needs `Authorization: Bearer <token>` from `POST /_symorva/v1/auth/openid`. "
+            "Errors are always `{errcode, error, retry_after_ms?}`. Endpoints tagged "
+            "`testing` exist only when the server runs with `--test`."
+        ),
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        # Stable, readable operation ids (the handler function names).
+        generate_unique_id_function=lambda route: route.name,
+    )
+    app.state.ctx = ctx
+    install_error_handlers(app)
+
+    app.include_router(core.router)
+    app.include_router(auth.router)
+    if settings.test_mode:
+        db.migrate("test", faults.KV_MIGRATIONS)
+        app.include_router(faults.router)
+    modules.setup_modules(app, ctx)
+
+    _document_error_format(app)
+
+    # Middleware: the last added is the outermost.
+    app.add_middleware(AuthMiddleware, ctx=ctx)
+    app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    if settings.test_mode:
+        app.add_middleware(FaultMiddleware, registry=ctx.faults)
+    return app
+
+
+def _document_error_format(app: FastAPI) -> None:
+    """Make the OpenAPI document match what the server does: validation errors are 400
+    with the SY error body (not FastAPI's 422 HTTPValidationError)."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        doc = original()
+        for ops in doc.get("paths", {}).values():
+            for op in ops.values():
+                responses = op.get("responses", {})
+                if responses.pop("422", None) is not None and "400" not in responses:
+                    responses["400"] = {
+                        "description": "Invalid request (SY_BAD_JSON, SY_MISSING_PARAM, SY_INVALID_PARAM)",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+                    }
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        if "ErrorBody" not in schemas:
+            from .errors import ErrorBody
+
+            schemas["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,123 @@
+"""Server settings and the community manifest (symorva.config.json).
+
+The manifest schema is documented in docs/manifest.md; `validate_manifest` enforces it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+KNOWN_MODULES = ("meetings", "aiStudio", "wallet", "directory")
+
+DEFAULT_TOKEN_LIFETIME_S = 3600
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
+
+
+@dataclass
+class Settings:
+    homeserver_url: str
+    server_name: str
+    db_path: str = ":memory:"
+    manifest_path: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    test_mode: bool = False
+    token_lifetime_s: int = DEFAULT_TOKEN_LIFETIME_S
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    public_url: str | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+class ManifestError(ValueError):
+    pass
+
+
+_ASSET_CODE = re.compile(r"^[A-Z0-9]{2,12}$")
+_URL = re.compile(r"^https?://[^\s/]+(/[^\s]*)?$")
+
+
+def default_manifest(homeserver_url: str, server_name: str, services_url: str) -> dict[str, Any]:
+    """The manifest written for the development environment."""
+    return {
+        "version": 1,
+        "community": {"name": "Orbit Dev"},
+        "homeserver": {"url": homeserver_url, "serverName": server_name},
+        "services": {"url": services_url},
+        "modules": {
+            "meetings": {"enabled": True},
+            "aiStudio": {"enabled": True},
+            "wallet": {"enabled": True, "assets": [{"code": "ORB", "precision": 2}]},
+            "directory": {"enabled": True},
+        },
+        "encryption": {"defaultEnabled": False},
+    }
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ManifestError(msg)
+
+
+def validate_manifest(m: Any) -> dict[str, Any]:
+    """Check a parsed manifest against the schema in docs/manifest.md. Returns it."""
+    _require(isinstance(m, dict), "manifest: must be a JSON object")
+    _require(m.get("version") == 1, "manifest.version: must be the integer 1")
+    community = m.get("community")
+    _require(isinstance(community, dict), "manifest.community: required object")
+    name = community.get("name")
+    _require(isinstance(name, str) and 0 < len(name.strip()) <= 100,
+             "manifest.community.name: required non-empty string (max 100 chars)")
+    for opt in ("description", "avatarUrl"):
+        if opt in community:
+            _require(isinstance(community[opt], str), f"manifest.community.{opt}: must be a string")
+    hs = m.get("homeserver")
+    _require(isinstance(hs, dict), "manifest.homeserver: required object")
+    _require(isinstance(hs.get("url"), str) and bool(_URL.match(hs["url"])),
+             "manifest.homeserver.url: required http(s) URL")
+    _require(isinstance(hs.get("serverName"), str) and hs["serverName"] != "",
+             "manifest.homeserver.serverName: required string")
+    services = m.get("services")
+    _require(isinstance(services, dict), "manifest.services: required object")
+    _require(isinstance(services.get("url"), str) and bool(_URL.match(services["url"])),
+             "manifest.services.url: required http(s) URL")
+    modules = m.get("modules", {})
+    _require(isinstance(modules, dict), "manifest.modules: must be an object")
+    for mod_name, mod in modules.items():
+        _require(isinstance(mod, dict), f"manifest.modules.{mod_name}: must be an object")
+        _require(isinstance(mod.get("enabled"), bool),
+                 f"manifest.modules.{mod_name}.enabled: required boolean")
+    wallet = modules.get("wallet")
+    if isinstance(wallet, dict) and "assets" in wallet:
+        assets = wallet["assets"]
+        _require(isinstance(assets, list), "manifest.modules.wallet.assets: must be an array")
+        seen = set()
+        for i, a in enumerate(assets):
+            where = f"manifest.modules.wallet.assets[{i}]"
+            _require(isinstance(a, dict), f"{where}: must be an object")
+            _require(isinstance(a.get("code"), str) and bool(_ASSET_CODE.match(a["code"])),
+                     f"{where}.code: required, 2-12 characters A-Z 0-9")
+            _require(a["code"] not in seen, f"{where}.code: duplicate asset code {a['code']}")
+            seen.add(a["code"])
+            p = a.get("precision")
+            _require(isinstance(p, int) and not isinstance(p, bool) and 0 <= p <= 18,
+                     f"{where}.precision: required integer 0..18")
+    enc = m.get("encryption", {})
+    _require(isinstance(enc, dict), "manifest.encryption: must be an object")
+    if "defaultEnabled" in enc:
+        _require(isinstance(enc["defaultEnabled"], bool),
+                 "manifest.encryption.defaultEnabled: must be a boolean")
+    return m
+
+
+def load_manifest(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise ManifestError(f"manifest file not found: {path}") from None
+    except json.JSONDecodeError as e:
+        raise ManifestError(f"manifest {path} is not valid JSON: {e}") from None
+    return validate_manifest(data)

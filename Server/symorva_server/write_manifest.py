@@ -1,0 +1,37 @@
+"""python -m symorva_server.write_manifest PATH --homeserver URL --server-name NAME --services URL
+
+Writes the development community manifest (symorva.config.json); used by Scripts/dev-server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .config import default_manifest, validate_manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m symorva_server.write_manifest")
+    p.add_argument("path")
+    p.add_argument("--homeserver", required=True)
+    p.add_argument("--server-name", required=True)
+    p.add_argument("--services", required=True)
+    p.add_argument("--community-name", default=None)
+    a = p.parse_args(argv)
+    m = default_manifest(a.homeserver, a.server_name, a.services)
+    if a.community_name:
+        m["community"]["name"] = a.community_name
+    validate_manifest(m)
+    tmp = f"{a.path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(m, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, a.path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from .conftest import SERVER_NAME, assert_error, login
+
+
+def test_exchange_and_whoami(client, verifier):
+    session = login(client, verifier, "@alice:localhost")
+    assert session["user_id"] == "@alice:localhost"
+    assert session["token_type"] == "Bearer"
+    assert session["expires_in_ms"] == 3600 * 1000
+    assert session["access_token"].startswith("sy_")
+    r = client.get("/_symorva/v1/whoami", headers=session["headers"])
+    assert r.status_code == 200
+    assert r.json() == {"user_id": "@alice:localhost", "expires_in_ms": 3600 * 1000}
+
+
+def test_each_exchange_gives_a_new_token(client, verifier):
+    a = login(client, verifier)
+    b = login(client, verifier)
+    assert a["access_token"] != b["access_token"]
+    for s in (a, b):
+        assert client.get("/_symorva/v1/whoami", headers=s["headers"]).status_code == 200
+
+
+def test_missing_token(client):
+    r = client.get("/_symorva/v1/whoami")
+    assert_error(r, 401, "SY_MISSING_TOKEN")
+    assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_wrong_scheme_is_treated_as_unknown(client):
+    r = client.get("/_symorva/v1/whoami", headers={"Authorization": "Basic YWxhZGRpbjpvcGVu"})
+    assert_error(r, 401, "SY_UNKNOWN_TOKEN")
+
+
+def test_forged_token(client, verifier):
+    login(client, verifier)
+    r = client.get("/_symorva/v1/whoami", headers={"Authorization": "Bearer sy_forgedforgedforged"})
+    body = assert_error(r, 401, "SY_UNKNOWN_TOKEN")
+    assert "Unknown" in body["error"]
+
+
+def test_expired_token(client, verifier, clock):
+    session = login(client, verifier)
+    clock.advance(3600 - 1)
+    r = client.get("/_symorva/v1/whoami", headers=session["headers"])
+    assert r.status_code == 200
+    assert r.json()["expires_in_ms"] == 1000
+    clock.advance(1)
+    r = client.get("/_symorva/v1/whoami", headers=session["headers"])
+    body = assert_error(r, 401, "SY_UNKNOWN_TOKEN")
+    assert "expired" in body["error"]
+
+
+def test_custom_token_lifetime(make_client, verifier, clock):
+    c = make_client(token_lifetime_s=5)
+    session = login(c, verifier)
+    assert session["expires_in_ms"] == 5000
+    clock.advance(5)
+    assert_error(c.get("/_symorva/v1/whoami", headers=session["headers"]), 401, "SY_UNKNOWN_TOKEN")
+
+
+def test_openid_token_rejected_by_homeserver(client, verifier):
+    r = client.post("/_symorva/v1/auth/openid",
+                    json={"access_token": "not-a-real-token", "matrix_server_name": SERVER_NAME})
+    assert_error(r, 401, "SY_UNKNOWN_TOKEN")
+    assert verifier.calls == ["not-a-real-token"]
+
+
+def test_foreign_server_name_is_rejected_without_asking_homeserver(client, verifier):
+    token = verifier.issue("@mallory:evil.example")
+    r = client.post("/_symorva/v1/auth/openid",
+                    json={"access_token": token, "matrix_server_name": "evil.example"})
+    body = assert_error(r, 401, "SY_FORBIDDEN")
+    assert "evil.example" in body["error"]
+    assert verifier.calls == []
+
+
+def test_foreign_user_behind_our_server_name_is_rejected(client, verifier):
+    # The homeserver vouches for a user of another server: must not be accepted.
+    token = verifier.issue("@mallory:evil.example")
+    r = client.post("/_symorva/v1/auth/openid",
+                    json={"access_token": token, "matrix_server_name": SERVER_NAME})
+    assert_error(r, 401, "SY_FORBIDDEN")
+
+
+def test_homeserver_unavailable(client, verifier):
+    verifier.unavailable = True
+    token = verifier.issue("@alice:localhost")
+    r = client.post("/_symorva/v1/auth/openid",
+                    json={"access_token": token, "matrix_server_name": SERVER_NAME})
+    assert_error(r, 502, "SY_HOMESERVER_UNAVAILABLE")
+
+
+def test_exchange_validation(client):
+    assert_error(client.post("/_symorva/v1/auth/openid", json={"matrix_server_name": SERVER_NAME}),
+                 400, "SY_MISSING_PARAM")
+    assert_error(client.post("/_symorva/v1/auth/openid",
+                             json={"access_token": 12, "matrix_server_name": SERVER_NAME}),
+                 400, "SY_INVALID_PARAM")
+    assert_error(client.post("/_symorva/v1/auth/openid",
+                             json={"access_token": "", "matrix_server_name": SERVER_NAME}),
+                 400, "SY_INVALID_PARAM")
+
+
+def test_no_endpoint_answers_without_token(test_client):
+    # Everything except health, discovery and the exchange itself needs a token,
+    # including unknown paths and test endpoints.
+    for method, path in [
+        ("GET", "/_symorva/v1/capabilities"),
+        ("GET", "/_symorva/v1/whoami"),
+        ("GET", "/_symorva/v1/test/faults"),
+        ("POST", "/_symorva/v1/test/faults"),
+        ("GET", "/_symorva/v1/nope"),
+        ("GET", "/docs"),
+        ("GET", "/openapi.json"),
+    ]:
+        r = test_client.request(method, path, content=b"{not json")
+        assert_error(r, 401, "SY_MISSING_TOKEN")
+    assert test_client.get("/_symorva/v1/health").status_code == 200
+    assert test_client.get("/.well-known/symorva").status_code == 200

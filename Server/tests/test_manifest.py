@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from symorva_server.config import ManifestError, default_manifest, load_manifest, validate_manifest
+
+BASE = default_manifest("http://127.0.0.1:8008", "localhost", "http://127.0.0.1:8010")
+
+
+def test_default_manifest_is_valid():
+    assert validate_manifest(copy.deepcopy(BASE)) == BASE
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda m: m.update(version=2), "manifest.version"),
+    (lambda m: m.pop("community"), "manifest.community"),
+    (lambda m: m["community"].update(name=""), "manifest.community.name"),
+    (lambda m: m["homeserver"].update(url="ftp://x"), "manifest.homeserver.url"),
+    (lambda m: m["homeserver"].pop("serverName"), "manifest.homeserver.serverName"),
+    (lambda m: m["services"].pop("url"), "manifest.services.url"),
+    (lambda m: m["modules"]["meetings"].pop("enabled"), "manifest.modules.meetings.enabled"),
+    (lambda m: m["modules"]["wallet"]["assets"].append({"code": "ORB", "precision": 2}), "duplicate"),
+    (lambda m: m["modules"]["wallet"]["assets"][0].update(precision=-1), "precision"),
+    (lambda m: m["modules"]["wallet"]["assets"][0].update(code="orb"), "code"),
+    (lambda m: m["encryption"].update(defaultEnabled="no"), "defaultEnabled"),
+])
+def test_invalid_manifests(mutate, message):
+    m = copy.deepcopy(BASE)
+    mutate(m)
+    with pytest.raises(ManifestError, match=message.replace("[", r"\[")):
+        validate_manifest(m)
+
+
+def test_optional_sections_may_be_omitted():
+    m = copy.deepcopy(BASE)
+    del m["modules"], m["encryption"]
+    validate_manifest(m)
+
+
+def test_load_manifest_errors(tmp_path):
+    with pytest.raises(ManifestError, match="not found"):
+        load_manifest(str(tmp_path / "missing.json"))
+    p = tmp_path / "bad.json"
+    p.write_text("{")
+    with pytest.raises(ManifestError, match="not valid JSON"):
+        load_manifest(str(p))
+    p.write_text(json.dumps(BASE))
+    assert load_manifest(str(p)) == BASE

@@ -1,0 +1,132 @@
+import SymorvaMachines
+import SymorvaRuntime
+
+/// Values shared by the wallet tests: one asset, one request, one draft, and sample states and
+/// events that cover every case (and every payload that changes the outcome).
+enum Fixture {
+    static let euro = Asset(code: "EUR", precision: 2)
+    static let bob = MemberID("@bob:example.org")
+    static let serverKey = [UInt8](repeating: 7, count: 32)
+    static let draftID = DraftID("draft-1")
+    static let expiry = Duration.seconds(300)
+    static let backoff = QueryBackoff(initial: .seconds(1), maximum: .seconds(60))
+
+    static let machine = TransferMachine(configuration: .init(biometricVerifierPresent: false, queryBackoff: backoff))
+    static let biometricMachine = TransferMachine(
+        configuration: .init(biometricVerifierPresent: true, queryBackoff: backoff))
+
+    static func amount(_ text: String) -> Amount { try! euro.amount(text) }
+
+    static let request = TransferRequest(recipient: bob, asset: euro, amount: amount("25.00"))
+
+    static func draft(
+        methods: Set<VerificationMethod> = [.pin], total: String = "25.10", id: DraftID = draftID
+    ) -> TransferDraft {
+        TransferDraft(
+            id: id, recipient: bob, asset: euro, amount: amount("25.00"), fee: amount("0.10"), total: amount(total),
+            expiresAt: expiry, verificationMethods: methods, sealingPublicKey: serverKey)
+    }
+
+    static let summary = draft().summary
+
+    /// A distinct, valid command ID per number.
+    static func command(_ number: Int) -> CommandID {
+        let hex = String(number, radix: 16)
+        let padded = String(repeating: "0", count: 12 - hex.count) + hex
+        return CommandID(uuidString: "00000000-0000-4000-8000-\(padded)")!
+    }
+
+    static let pin = Secret("4321")
+    static let sealed = SealedVerification(method: .pin, sealedBytes: Secret([1, 2, 3]))
+
+    static func attempt(_ number: Int = 1, spent: [CommandID] = []) -> ConfirmAttempt {
+        ConfirmAttempt(draft: draft(), commandID: command(number), spentCommandIDs: spent)
+    }
+
+    static func pending(_ number: Int = 1) -> PendingCommand {
+        PendingCommand(commandID: command(number), summary: summary)
+    }
+
+    static func transfer(_ number: Int = 1) -> Transfer {
+        Transfer(id: TransferID("tx-\(number)"), commandID: command(number), summary: summary)
+    }
+
+    static func context(_ number: Int = 1) -> SealingContext {
+        SealingContext(commandID: command(number), draftID: draftID, serverPublicKey: serverKey)
+    }
+
+    // MARK: - Samples for the chart and the random walks
+
+    /// At least one value of every state case, with the payloads the transitions look at.
+    static let sampleStates: [TransferMachine.State] = [
+        .idle,
+        .preparing(request),
+        .drafted(DraftedTransfer(draft: draft())),
+        .drafted(DraftedTransfer(draft: draft(), rejection: .wrongPIN(attemptsLeft: 2), spentCommandIDs: [command(9)])),
+        .verifying(attempt()),
+        .persisting(attempt(), sealed),
+        .confirming(attempt()),
+        .unknown(pending(), attempt: 0),
+        .unknown(pending(), attempt: 7),
+        .querying(pending(), attempt: 1),
+        .settled(transfer()),
+        .failed(.insufficientFunds, summary),
+        .failed(.invalidDraft, nil),
+        .expired(draft()),
+        .cancelled,
+    ]
+
+    /// At least one value of every event case, with every payload that changes the outcome.
+    static let sampleEvents: [TransferMachine.Event] = [
+        .prepareRequested(request),
+        .prepareResponse(.drafted(draft())),
+        .prepareResponse(.drafted(draft(total: "25.00"))),
+        .prepareResponse(.failed(.recipientUnknown)),
+        .prepareResponse(.transportError(.timeout)),
+        .confirmRequested(.pin(pin), commandID: command(1)),
+        .confirmRequested(.pin(pin), commandID: command(9)),
+        .confirmRequested(.pin(Secret("12")), commandID: command(2)),
+        .confirmRequested(.biometric, commandID: command(3)),
+        .verificationSealed(.success(sealed)),
+        .verificationSealed(.failure(.biometricCancelled)),
+        .commandPersisted,
+        .persistenceFailed,
+        .confirmResponse(.settled(transfer())),
+        .confirmResponse(.failed(.wrongPIN(attemptsLeft: 2))),
+        .confirmResponse(.failed(.insufficientFunds)),
+        .confirmResponse(.failed(.draftExpired)),
+        .confirmResponse(.pending),
+        .confirmResponse(.transportError(.timeout)),
+        .confirmResponse(.transportError(.connectionReset)),
+        .confirmResponse(.transportError(.serverError(status: 503))),
+        .confirmResponse(.transportError(.responseDropped)),
+        .queryRequested,
+        .queryResponse(.settled(transfer())),
+        .queryResponse(.failed(.insufficientFunds)),
+        .queryResponse(.pending),
+        .queryResponse(.unknownCommand),
+        .queryResponse(.transportError(.serverError(status: 500))),
+        .timerFired(.query),
+        .draftExpired,
+        .restored(pending()),
+        .cancelled,
+    ]
+}
+
+/// The whole outcome of one transition, comparable in one `#expect`.
+struct Step: Equatable {
+    var state: TransferMachine.State
+    var effects: [TransferMachine.Effect]
+    var ignored = false
+
+    static func ignored(_ state: TransferMachine.State) -> Step { Step(state: state, effects: [], ignored: true) }
+}
+
+extension TransferMachine {
+    /// Applies `event` to `state` and returns the whole outcome.
+    func step(_ state: State, _ event: Event) -> Step {
+        let transition = transition(from: state, on: event)
+        return Step(
+            state: transition.nextState(after: state), effects: transition.effects, ignored: transition.isIgnored)
+    }
+}

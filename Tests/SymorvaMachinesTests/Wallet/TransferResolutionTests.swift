@@ -1,0 +1,233 @@
+import SymorvaMachines
+import SymorvaRuntime
+import Testing
+
+/// The confirm request's answer, unknown outcomes, queries and restarts. Each test is one
+/// scenario: state, event, whole next state, whole effect list.
+@Suite("Transfer machine: answers, unknown outcomes and queries")
+struct TransferResolutionTests {
+    let machine = Fixture.machine
+    let confirming = TransferMachine.State.confirming(Fixture.attempt())
+    let clear = TransferMachine.Effect.clearPendingCommand(Fixture.command(1))
+
+    // MARK: Confirming
+
+    @Test("A settled answer settles and clears the pending command")
+    func settled() {
+        let step = machine.step(confirming, .confirmResponse(.settled(Fixture.transfer())))
+        #expect(step == Step(state: .settled(Fixture.transfer()), effects: [clear]))
+    }
+
+    @Test("Wrong PIN returns to drafted with attempts left and the command spent")
+    func wrongPIN() {
+        let step = machine.step(confirming, .confirmResponse(.failed(.wrongPIN(attemptsLeft: 2))))
+        let expected = DraftedTransfer(
+            draft: Fixture.draft(), rejection: .wrongPIN(attemptsLeft: 2), spentCommandIDs: [Fixture.command(1)])
+        #expect(
+            step == Step(state: .drafted(expected), effects: [clear, .scheduleDraftExpiry(at: Fixture.expiry)]))
+    }
+
+    @Test("Wrong PIN keeps the IDs spent before")
+    func wrongPINAgain() {
+        let state = TransferMachine.State.confirming(Fixture.attempt(2, spent: [Fixture.command(1)]))
+        let step = machine.step(state, .confirmResponse(.failed(.wrongPIN(attemptsLeft: 1))))
+        let expected = DraftedTransfer(
+            draft: Fixture.draft(), rejection: .wrongPIN(attemptsLeft: 1),
+            spentCommandIDs: [Fixture.command(1), Fixture.command(2)])
+        #expect(
+            step
+                == Step(
+                    state: .drafted(expected),
+                    effects: [.clearPendingCommand(Fixture.command(2)), .scheduleDraftExpiry(at: Fixture.expiry)]))
+    }
+
+    @Test("Locked out is final")
+    func lockedOut() {
+        let step = machine.step(confirming, .confirmResponse(.failed(.lockedOut)))
+        #expect(step == Step(state: .failed(.lockedOut, Fixture.summary), effects: [clear]))
+    }
+
+    @Test("Insufficient funds fails with the transfer's figures")
+    func insufficientFunds() {
+        let step = machine.step(confirming, .confirmResponse(.failed(.insufficientFunds)))
+        #expect(step == Step(state: .failed(.insufficientFunds, Fixture.summary), effects: [clear]))
+    }
+
+    @Test("A draft the service calls expired ends in expired")
+    func expiredAtService() {
+        let step = machine.step(confirming, .confirmResponse(.failed(.draftExpired)))
+        #expect(step == Step(state: .expired(Fixture.draft()), effects: [clear]))
+    }
+
+    @Test(
+        "Every ambiguous confirm outcome is unknown and schedules a query",
+        arguments: [
+            ConfirmResult.pending, .transportError(.timeout), .transportError(.connectionReset),
+            .transportError(.serverError(status: 500)), .transportError(.serverError(status: 503)),
+            .transportError(.responseDropped), .transportError(.unreachable),
+        ])
+    func ambiguous(result: ConfirmResult) {
+        let step = machine.step(confirming, .confirmResponse(result))
+        #expect(
+            step == Step(state: .unknown(Fixture.pending(), attempt: 0), effects: [.scheduleQuery(after: .seconds(1))]))
+    }
+
+    @Test("Neither expiry nor cancel touches a sent confirmation")
+    func confirmingIgnoresExpiryAndCancel() {
+        #expect(machine.step(confirming, .draftExpired) == .ignored(confirming))
+        #expect(machine.step(confirming, .cancelled) == .ignored(confirming))
+    }
+
+    // MARK: Unknown
+
+    @Test("The query timer sends the query")
+    func timerQueries() {
+        let step = machine.step(.unknown(Fixture.pending(), attempt: 0), .timerFired(.query))
+        #expect(
+            step == Step(state: .querying(Fixture.pending(), attempt: 1), effects: [.sendQuery(Fixture.command(1))]))
+    }
+
+    @Test("Asking to query an unknown command queries at once")
+    func queryNow() {
+        let step = machine.step(.unknown(Fixture.pending(), attempt: 3), .queryRequested)
+        #expect(
+            step == Step(state: .querying(Fixture.pending(), attempt: 4), effects: [.sendQuery(Fixture.command(1))]))
+    }
+
+    @Test("An unknown command is never confirmed again, whatever the member does")
+    func unknownNeverResends() {
+        let state = TransferMachine.State.unknown(Fixture.pending(), attempt: 0)
+        for event in [
+            TransferMachine.Event.confirmRequested(.pin(Fixture.pin), commandID: Fixture.command(1)),
+            .confirmRequested(.pin(Fixture.pin), commandID: Fixture.command(2)), .commandPersisted,
+            .verificationSealed(.success(Fixture.sealed)), .cancelled, .draftExpired,
+        ] {
+            #expect(machine.step(state, event) == .ignored(state))
+        }
+    }
+
+    // MARK: Querying
+
+    @Test("A query that finds the transfer settled settles")
+    func querySettled() {
+        let step = machine.step(.querying(Fixture.pending(), attempt: 2), .queryResponse(.settled(Fixture.transfer())))
+        #expect(step == Step(state: .settled(Fixture.transfer()), effects: [clear]))
+    }
+
+    @Test("A query that finds the command refused fails")
+    func queryFailed() {
+        let step = machine.step(
+            .querying(Fixture.pending(), attempt: 1), .queryResponse(.failed(.wrongPIN(attemptsLeft: 2))))
+        #expect(step == Step(state: .failed(.wrongPIN(attemptsLeft: 2), Fixture.summary), effects: [clear]))
+    }
+
+    @Test("A command the service never received fails as not received")
+    func queryUnknownCommand() {
+        let step = machine.step(.querying(Fixture.pending(), attempt: 1), .queryResponse(.unknownCommand))
+        #expect(step == Step(state: .failed(.notReceived, Fixture.summary), effects: [clear]))
+    }
+
+    @Test("A pending answer backs off and stays unknown")
+    func queryPending() {
+        let step = machine.step(.querying(Fixture.pending(), attempt: 1), .queryResponse(.pending))
+        #expect(
+            step == Step(state: .unknown(Fixture.pending(), attempt: 1), effects: [.scheduleQuery(after: .seconds(2))]))
+    }
+
+    @Test("A query lost in transport backs off up to the cap")
+    func queryTransportError() {
+        let step = machine.step(.querying(Fixture.pending(), attempt: 9), .queryResponse(.transportError(.timeout)))
+        #expect(
+            step == Step(state: .unknown(Fixture.pending(), attempt: 9), effects: [.scheduleQuery(after: .seconds(60))])
+        )
+    }
+
+    @Test("A second query request while one is in flight is ignored")
+    func queryJoinsInFlight() {
+        let state = TransferMachine.State.querying(Fixture.pending(), attempt: 1)
+        #expect(machine.step(state, .queryRequested) == .ignored(state))
+        #expect(machine.step(state, .timerFired(.query)) == .ignored(state))
+    }
+
+    @Test("Backoff doubles from the initial delay and stops at the cap")
+    func backoff() {
+        let delays = (0...8).map { Fixture.backoff.delay(afterAttempt: $0) }
+        #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
+        #expect(Fixture.backoff.delay(afterAttempt: Int.max) == .seconds(60))
+        #expect(QueryBackoff(initial: .zero, maximum: .seconds(5)).delay(afterAttempt: Int.max) == .zero)
+    }
+
+    // MARK: Restart
+
+    @Test("A command restored after a restart is queried at once")
+    func restored() {
+        let step = machine.step(.idle, .restored(Fixture.pending()))
+        #expect(
+            step == Step(state: .querying(Fixture.pending(), attempt: 1), effects: [.sendQuery(Fixture.command(1))]))
+        #expect(step.state.pendingCommand == Fixture.pending())
+    }
+
+    @Test("A restore is ignored once the host runs a transfer")
+    func restoredLate() {
+        let state = TransferMachine.State.drafted(DraftedTransfer(draft: Fixture.draft()))
+        #expect(machine.step(state, .restored(Fixture.pending())) == .ignored(state))
+    }
+
+    // MARK: Whole machine
+
+    @Test("Final states ignore every event")
+    func finalStates() {
+        for state in Fixture.sampleStates where state.isFinal {
+            for event in Fixture.sampleEvents {
+                #expect(machine.step(state, event) == .ignored(state))
+            }
+        }
+    }
+
+    @Test("Case name lists match the samples and are unique")
+    func caseNames() {
+        #expect(Set(Fixture.sampleStates.map(\.caseName)) == Set(TransferMachine.stateCaseNames))
+        #expect(Set(Fixture.sampleEvents.map(\.caseName)) == Set(TransferMachine.eventCaseNames))
+        #expect(Set(TransferMachine.stateCaseNames).count == TransferMachine.stateCaseNames.count)
+        #expect(Set(TransferMachine.eventCaseNames).count == TransferMachine.eventCaseNames.count)
+        for state in Fixture.sampleStates where state.caseName != "idle" && state.caseName != "cancelled" {
+            #expect(caseLabel(of: state) == state.caseName)
+        }
+    }
+
+    @Test("A planted PIN never reaches a description, a trace name or a dump")
+    func pinRedacted() {
+        let canary = "90210731"
+        let pin = Secret(canary)
+        let event = TransferMachine.Event.confirmRequested(.pin(pin), commandID: Fixture.command(1))
+        let effect = TransferMachine.Effect.sealVerification(.pin(pin), context: Fixture.context())
+        let sealed = SealedVerification(method: .pin, sealedBytes: Fixture.context().pinPayload(pin))
+        let state = TransferMachine.State.persisting(Fixture.attempt(), sealed)
+        var dumped = ""
+        dump(event, to: &dumped)
+        dump(effect, to: &dumped)
+        dump(state, to: &dumped)
+        let texts = [
+            String(describing: event), String(reflecting: event), "\(effect)", String(reflecting: effect),
+            String(describing: state), String(reflecting: state), event.caseName, effect.caseName, dumped,
+        ]
+        for text in texts { #expect(!text.contains(canary)) }
+    }
+
+    @Test("The sealed payload binds the PIN to the command and the draft")
+    func pinPayload() {
+        let payload = Fixture.context().pinPayload(Fixture.pin).exposedValue
+        let expected = "symorva-wallet-confirm/1\n00000000-0000-4000-8000-000000000001\ndraft-1\n4321"
+        #expect(payload == Array(expected.utf8))
+    }
+
+    @Test("Command IDs accept canonical UUIDs only, lowercased")
+    func commandIDs() {
+        #expect(
+            CommandID(uuidString: "8D0F1C52-2F7A-4C1E-9A43-5B6C7D8E9F01")?.rawValue
+                == "8d0f1c52-2f7a-4c1e-9a43-5b6c7d8e9f01")
+        #expect(CommandID(uuidString: "8d0f1c522f7a4c1e9a435b6c7d8e9f01") == nil)
+        #expect(CommandID(uuidString: "8d0f1c52-2f7a-4c1e-9a43-5b6c7d8e9f0g") == nil)
+        #expect(CommandID(uuidString: "") == nil)
+    }
+}

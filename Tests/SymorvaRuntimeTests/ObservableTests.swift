@@ -1,0 +1,136 @@
+import Observation
+import SymorvaRuntime
+import SymorvaTesting
+import Synchronization
+import Testing
+
+@Suite("Observable values")
+struct ObservableTests {
+    @Test("First and last observer hooks follow the observer count")
+    func hooks() {
+        let firsts = Mutex(0)
+        let lasts = Mutex(0)
+        let publisher = ObservableValue<Int>.Publisher(
+            0,
+            hooks: .init(
+                firstObserver: { firsts.withLock { $0 += 1 } }, lastObserverGone: { lasts.withLock { $0 += 1 } }))
+        let value = publisher.observable
+        let a = value.subscribe { _ in }
+        #expect(firsts.withLock { $0 } == 1)
+        let b = value.subscribe { _ in }
+        #expect(firsts.withLock { $0 } == 1)
+        #expect(value.observerCount == 2)
+        a()
+        #expect(lasts.withLock { $0 } == 0)
+        b()
+        #expect(lasts.withLock { $0 } == 1)
+        #expect(value.observerCount == 0)
+        let c = value.subscribe { _ in }
+        #expect(firsts.withLock { $0 } == 2)
+        c()
+        #expect(lasts.withLock { $0 } == 2)
+    }
+
+    @Test("Unsubscribing twice is harmless and leaves other observers alone")
+    func unsubscribeIdempotent() {
+        let lasts = Mutex(0)
+        let publisher = ObservableValue<Int>.Publisher(
+            0, hooks: .init(lastObserverGone: { lasts.withLock { $0 += 1 } }))
+        let received = Mutex<[Int]>([])
+        let kept = Mutex<[Int]>([])
+        let unsubscribe = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
+        let keep = publisher.observable.subscribe { value in kept.withLock { $0.append(value) } }
+        publisher.publish(1)
+        unsubscribe()
+        unsubscribe()
+        #expect(publisher.observable.observerCount == 1)
+        #expect(lasts.withLock { $0 } == 0)
+        publisher.publish(2)
+        #expect(received.withLock { $0 } == [0, 1])
+        #expect(kept.withLock { $0 } == [0, 1, 2])
+        keep()
+        keep()
+        #expect(lasts.withLock { $0 } == 1)
+    }
+
+    @Test("Subscribers get the current value, then every published value in order")
+    func subscribeOrder() {
+        let publisher = ObservableValue<Int>.Publisher(7)
+        let received = Mutex<[Int]>([])
+        let unsubscribe = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
+        publisher.publish(8)
+        publisher.update { $0 += 1 }
+        unsubscribe()
+        publisher.publish(10)
+        #expect(received.withLock { $0 } == [7, 8, 9])
+        #expect(publisher.value == 10)
+    }
+
+    @Test("The values sequence yields the current and later values and ends its subscription")
+    func asyncSequence() async throws {
+        let publisher = ObservableValue<Int>.Publisher(0)
+        let value = publisher.observable
+        let consumer = Task {
+            var seen: [Int] = []
+            for await element in value.values {
+                seen.append(element)
+                if element == 3 { break }
+            }
+            return seen
+        }
+        try await eventually("iterator subscribed") { value.observerCount == 1 }
+        publisher.publish(1)
+        publisher.publish(2)
+        publisher.publish(3)
+        let seen = await consumer.value
+        #expect(seen.first == 0)
+        #expect(seen.last == 3)
+        #expect(seen == seen.sorted())
+        try await eventually("iterator unsubscribed") { value.observerCount == 0 }
+    }
+
+    @Test("Cancelling the iterating task ends its subscription")
+    func asyncSequenceCancellation() async throws {
+        let value = ObservableValue<Int>.Publisher(0).observable
+        let consumer = Task {
+            for await _ in value.values {}
+        }
+        try await eventually("iterator subscribed") { value.observerCount == 1 }
+        consumer.cancel()
+        await consumer.value
+        try await eventually("iterator unsubscribed") { value.observerCount == 0 }
+    }
+
+    @Test("The ObservedValue bridge updates on the main actor and notifies Observation")
+    @MainActor
+    func observedValueBridge() async throws {
+        let publisher = ObservableValue<String>.Publisher("first")
+        let observed = ObservedValue(publisher.observable)
+        #expect(observed.value == "first")
+        let changed = ObservableValue<Bool>.Publisher(false)
+        withObservationTracking {
+            _ = observed.value
+        } onChange: {
+            changed.publish(true)
+        }
+        publisher.publish("second")
+        try await changed.observable.wait(for: true)
+        try await eventually("bridge updated") { observed.value == "second" }
+    }
+
+    @Test("Waiting for a value returns the first match, or fails naming the last value")
+    func waitHelper() async throws {
+        let publisher = ObservableValue<Int>.Publisher(1)
+        let waiter = Task { try await publisher.observable.wait(until: { $0 > 5 }) }
+        try await eventually("waiter subscribed") { publisher.observable.observerCount == 1 }
+        publisher.publish(3)
+        publisher.publish(6)
+        publisher.publish(9)
+        #expect(try await waiter.value == 6)
+        #expect(publisher.observable.observerCount == 0)
+        let failure = await #expect(throws: TestFailure.self) {
+            try await publisher.observable.wait(timeout: .milliseconds(20), until: { $0 < 0 })
+        }
+        #expect(failure?.message.contains("last value: 9") == true)
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import SymorvaRuntime
+import SymorvaTesting
+import Synchronization
+import Testing
+
+/// A door with a code lock: the smallest charted machine with a guarded alternative.
+struct DoorMachine: ChartedMachine {
+    static let name = "Door"
+    let code: Int
+
+    enum State: Sendable, Equatable, CaseNameListing {
+        /// The door is open.
+        case opened
+        /// The door is shut but not locked.
+        case closed
+        /// The door is locked.
+        case locked
+        static let allCaseNames = ["opened", "closed", "locked"]
+    }
+
+    enum Event: Sendable, Equatable, CaseNameListing {
+        /// Somebody opens the door.
+        case open
+        /// Somebody shuts it.
+        case close
+        /// Somebody locks it.
+        case lock
+        /// Somebody tries a code.
+        case unlock(code: Int)
+        /// Somebody knocks.
+        case knock
+        static let allCaseNames = ["open", "close", "lock", "unlock", "knock"]
+    }
+
+    enum Effect: MachineEffect, Equatable {
+        case ring
+        case alarm
+    }
+
+    func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+        switch (state, event) {
+        case (.closed, .open): .move(to: .opened)
+        case (.opened, .close): .move(to: .closed)
+        case (.closed, .lock): .move(to: .locked)
+        case (.locked, .unlock(let entered)): entered == code ? .move(to: .closed) : .stay(effects: [.alarm])
+        case (.closed, .knock), (.locked, .knock): .stay(effects: [.ring])
+        default: .ignored
+        }
+    }
+}
+
+let doorChart = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" name="Door" initial="closed">
+      <state id="opened">
+        <transition event="close" target="closed"/>
+      </state>
+      <state id="closed">
+        <transition event="open" target="opened"/>
+        <transition event="lock" target="locked"/>
+        <transition event="knock"/>
+      </state>
+      <state id="locked">
+        <transition event="unlock" cond="right code" target="closed"/>
+        <transition event="unlock" cond="wrong code"/>
+        <transition event="knock"/>
+      </state>
+    </scxml>
+    """
+
+@Suite("Test support: chart checker")
+struct ChartCheckerTests {
+    let states: [DoorMachine.State] = [.opened, .closed, .locked]
+    let events: [DoorMachine.Event] = [.open, .close, .lock, .unlock(code: 1234), .unlock(code: 1), .knock]
+
+    func checker(_ xml: String = doorChart) throws -> ChartChecker<DoorMachine> {
+        ChartChecker(machine: DoorMachine(code: 1234), chart: try StateChart(data: Data(xml.utf8), source: "Door"))
+    }
+
+    @Test("A machine that matches its chart passes")
+    func conforming() throws {
+        try checker().assertConforms(states: states, events: events, initial: .closed)
+    }
+
+    @Test("A wrong target names state, event, expected and actual")
+    func wrongTarget() throws {
+        let chart = doorChart.replacingOccurrences(
+            of: #"<transition event="close" target="closed"/>"#, with: #"<transition event="close" target="locked"/>"#)
+        let found = try checker(chart).mismatches(states: states, events: events)
+        #expect(
+            found == [
+                .transition(
+                    state: "opened", event: "close", expected: ["locked"], actual: "closed", sample: "opened on close"),
+                .unwitnessedTransition(StateChart.Transition(source: "opened", event: "close", target: "locked")),
+            ])
+        #expect(found[0].description.contains("state opened, event close: chart expects locked, code gives closed"))
+    }
+
+    @Test("A handled pair the chart ignores, and an ignored pair the chart handles, both fail")
+    func ignoredVersusHandled() throws {
+        let chart = doorChart.replacingOccurrences(of: #"<transition event="knock"/>"#, with: "")
+            .replacingOccurrences(
+                of: #"<transition event="close" target="closed"/>"#,
+                with: #"<transition event="close" target="closed"/><transition event="open"/>"#)
+        let found = try checker(chart).mismatches(states: states, events: events)
+        #expect(found.contains(.eventMissingFromChart("knock")))
+        #expect(
+            found.contains {
+                if case .transition("closed", "knock", ["ignored"], "closed", _) = $0 { true } else { false }
+            })
+        #expect(
+            found.contains {
+                if case .transition("opened", "open", ["opened"], "ignored", _) = $0 { true } else { false }
+            })
+    }
+
+    @Test("Samples that miss a state or event case fail")
+    func missingSamples() throws {
+        let found = try checker().mismatches(states: [.opened, .closed], events: [.open, .close, .lock, .knock])
+        #expect(found.contains(.stateNotSampled("locked")))
+        #expect(found.contains(.eventNotSampled("unlock")))
+    }
+
+    @Test("An untested guarded alternative fails")
+    func unwitnessed() throws {
+        let found = try checker().mismatches(
+            states: states, events: [.open, .close, .lock, .unlock(code: 1234), .knock])
+        #expect(
+            found == [
+                .unwitnessedTransition(
+                    StateChart.Transition(source: "locked", event: "unlock", target: nil, condition: "wrong code"))
+            ])
+    }
+
+    @Test("Chart states and events the code lacks, and code cases the chart lacks, fail")
+    func vocabulary() throws {
+        let chart = doorChart.replacingOccurrences(
+            of: #"<state id="opened">"#,
+            with: #"<state id="ajar"><transition event="slam" target="closed"/></state><state id="opened">"#
+        )
+        .replacingOccurrences(of: #"<transition event="lock" target="locked"/>"#, with: "")
+        let found = try checker(chart).mismatches(states: states, events: events, initial: .opened)
+        #expect(found.contains(.stateMissingFromCode("ajar")))
+        #expect(found.contains(.eventMissingFromCode("slam")))
+        #expect(found.contains(.eventMissingFromChart("lock")))
+        #expect(found.contains(.initialState(chart: "closed", code: "opened")))
+    }
+
+    @Test("Charts outside the subset or inconsistent ones are rejected")
+    func parsing() {
+        let nested = doorChart.replacingOccurrences(
+            of: #"<transition event="close" target="closed"/>"#, with: #"<state id="inner"/>"#)
+        #expect(throws: ChartError.self) { try StateChart(data: Data(nested.utf8)) }
+        let unknownTarget = doorChart.replacingOccurrences(of: #"target="opened""#, with: #"target="nowhere""#)
+        #expect(throws: ChartError.invalid("chart: closed --open--> nowhere targets unknown state nowhere")) {
+            try StateChart(data: Data(unknownTarget.utf8))
+        }
+        let badInitial = doorChart.replacingOccurrences(of: #"initial="closed""#, with: #"initial="gone""#)
+        #expect(throws: ChartError.self) { try StateChart(data: Data(badInitial.utf8)) }
+        #expect(throws: ChartError.self) { try StateChart(data: Data("<scxml name=".utf8)) }
+    }
+
+    @Test("The locator finds the package root from a test file")
+    func locator() throws {
+        let root = try ChartLocator.packageRoot()
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path))
+        #expect(try ChartLocator.chartsDirectory().lastPathComponent == "StateCharts")
+        #expect(throws: ChartError.self) { try ChartLocator.chartURL(named: "NoSuchMachine") }
+        #expect(throws: ChartError.self) { try ChartLocator.packageRoot(from: "/no/such/dir/File.swift") }
+    }
+}
+
+@Suite("Test support: machine test store")
+struct MachineTestStoreTests {
+    @Test("Matching steps pass and advance the store")
+    func passes() throws {
+        let store = MachineTestStore(DoorMachine(code: 1), initial: .closed)
+        try store.send(.knock, stayingWith: [.ring])
+        try store.send(.lock, expecting: .locked)
+        try store.send(.unlock(code: 2), stayingWith: [.alarm])
+        try store.assertIgnored([.open, .close, .lock])
+        try store.send(.unlock(code: 1), expecting: .closed)
+        try store.assertState(.closed)
+        #expect(store.stepCount == 7)
+    }
+
+    @Test("A wrong next state fails, showing expected and actual")
+    func wrongState() {
+        let store = MachineTestStore(DoorMachine(code: 1), initial: .closed)
+        let failure = #expect(throws: TestFailure.self) { try store.send(.lock, expecting: .opened) }
+        #expect(failure?.message.contains("expected: move to opened, effects []") == true)
+        #expect(failure?.message.contains("actual:   move to locked, effects []") == true)
+        #expect(failure?.message.contains("event lock in state closed") == true)
+        #expect(store.state == .locked)
+    }
+
+    @Test("A missing or unexpected effect fails")
+    func effects() {
+        let store = MachineTestStore(DoorMachine(code: 1), initial: .closed)
+        let unexpected = #expect(throws: TestFailure.self) { try store.send(.knock, stayingWith: []) }
+        #expect(
+            unexpected?.message.contains("unexpected effects: [SymorvaRuntimeTests.DoorMachine.Effect.ring]") == true)
+        let missing = #expect(throws: TestFailure.self) { try store.send(.knock, stayingWith: [.ring, .ring]) }
+        #expect(missing?.message.contains("missing effects:") == true)
+    }
+
+    @Test("Stay, move and ignored are told apart")
+    func outcomesDiffer() {
+        let store = MachineTestStore(DoorMachine(code: 1), initial: .closed)
+        #expect(throws: TestFailure.self) { try store.send(.knock, expecting: .closed, effects: [.ring]) }
+        #expect(throws: TestFailure.self) { try store.assertIgnored(.knock) }
+        #expect(throws: TestFailure.self) { try store.send(.close, stayingWith: []) }
+        #expect(throws: TestFailure.self) { try store.send(.lock, stayingWith: []) }
+    }
+}
+
+@Suite("Test support: manual clock")
+struct ManualClockTests {
+    @Test("Sleepers wake only when time reaches their deadline, earliest first")
+    func deadlines() async throws {
+        let clock = ManualClock()
+        let woken = ObservableValue<[Int]>.Publisher([])
+        for seconds in [3, 1, 2] {
+            Task {
+                try await clock.sleep(for: .seconds(seconds))
+                woken.update { $0.append(seconds) }
+            }
+        }
+        try await clock.waitForSleepers(count: 3)
+        #expect(clock.pendingDeadlines == [.seconds(1), .seconds(2), .seconds(3)])
+        await clock.advance(by: .milliseconds(1500))
+        try await woken.observable.wait(for: [1])
+        #expect(clock.sleeperCount == 2)
+        #expect(clock.now == .milliseconds(1500))
+        await clock.advance(by: .seconds(1))
+        try await woken.observable.wait(for: [1, 2])
+        await clock.advance(by: .seconds(10))
+        try await woken.observable.wait(for: [1, 2, 3])
+        #expect(clock.now == .milliseconds(12_500))
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("Cancelling a sleeping task throws CancellationError and removes the sleeper")
+    func cancellation() async throws {
+        let clock = ManualClock()
+        let sleeper = Task { () -> Bool in
+            do {
+                try await clock.sleep(for: .seconds(60))
+                return false
+            } catch is CancellationError {
+                return true
+            }
+        }
+        try await clock.waitForSleepers(count: 1)
+        sleeper.cancel()
+        #expect(try await sleeper.value)
+        #expect(clock.sleeperCount == 0)
+        #expect(clock.now == .zero)
+    }
+
+    @Test("A sleep of zero returns at once; an already cancelled task throws")
+    func immediate() async throws {
+        let clock = ManualClock()
+        try await clock.sleep(for: .zero)
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await clock.sleep(for: .seconds(1))
+        }
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(clock.sleeperCount == 0)
+    }
+}
