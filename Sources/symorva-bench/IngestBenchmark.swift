@@ -47,6 +47,7 @@ enum IngestBenchmark {
             var report = SyncIngestReport()
             var conversations = 0
             var checkpoints: [Double] = []
+            var cpu: [Double] = []
             for run in 0..<runs {
                 let database = folder + "/chat-\(overlaps)-\(run).sqlite"
                 let store: ChatStore
@@ -57,6 +58,7 @@ enum IngestBenchmark {
                 }
                 let ingestor = SyncIngestor(
                     store: store, options: SyncIngestor.Options(overlapsDecoding: overlaps, roomBatchSize: batch))
+                let startCPU = ChatBench.cpuTime()
                 let start = ChatBench.now()
                 do {
                     report = try await ingestor.ingest(document)
@@ -65,6 +67,7 @@ enum IngestBenchmark {
                     throw ChatBench.Failure(message: "ingest failed: \(error)")
                 }
                 times.append(ChatBench.now() - start)
+                cpu.append(ChatBench.cpuTime() - startCPU)
                 let checkpointStart = ChatBench.now()
                 try? await store.checkpoint()
                 checkpoints.append(ChatBench.now() - checkpointStart)
@@ -72,7 +75,8 @@ enum IngestBenchmark {
             }
             let label = overlaps ? "ingest, decode overlapped with writes" : "ingest, decode then write"
             print(
-                "\(label): median \(ChatBench.format(ChatBench.median(times))) s  "
+                "\(label): median \(ChatBench.format(ChatBench.median(times))) s wall, "
+                    + "\(ChatBench.format(ChatBench.median(cpu))) s CPU (all threads)  "
                     + "(runs: \(times.map { ChatBench.format($0) }.joined(separator: ", ")))")
             print(
                 "  wrote \(report.rooms) rooms, \(report.timelineEvents) timeline events, \(report.stateEvents) state "

@@ -20,12 +20,12 @@ extension GeneratorWriter {
                 last = writeMessage(sender: sender, isEncrypted: isEncrypted, messages: messages)
                 messages.append(Written(eventID: last, sender: sender))
             } else if roll < 70 {
-                last = writeReaction(sender: sender, to: random.pick(messages), isEncrypted: isEncrypted)
+                last = writeReaction(sender: sender, to: recent(messages), isEncrypted: isEncrypted)
             } else if roll < 78 {
-                let target = random.pick(messages)
+                let target = recent(messages)
                 last = writeEdit(of: target, isEncrypted: isEncrypted)
             } else if roll < 82 {
-                let target = messages.remove(at: random.below(messages.count))
+                let target = messages.remove(at: recentIndex(messages.count))
                 last = beginEvent(type: "m.room.redaction", sender: target.sender)
                 raw("{\"redacts\":")
                 string(target.eventID)
@@ -54,15 +54,23 @@ extension GeneratorWriter {
         return last
     }
 
+    /// A target for a relation: like people, events mostly react to, edit and answer recent
+    /// messages (four times in five among the last twenty).
+    mutating func recent(_ messages: [Written]) -> Written { messages[recentIndex(messages.count)] }
+
+    mutating func recentIndex(_ count: Int) -> Int {
+        random.chance(80) ? max(0, count - 20) + random.below(min(20, count)) : random.below(count)
+    }
+
     /// A text message (a reply or thread reply some of the time), or its encrypted form.
     mutating func writeMessage(sender: String, isEncrypted: Bool, messages: [Written], long: Bool = false) -> String {
-        let body = sentence(words: long ? 60 + random.below(60) : 6 + random.below(38))
+        let body = sentence(words: long ? 60 + random.below(60) : 7 + random.below(40))
         let relationRoll = messages.isEmpty ? 100 : random.below(100)
         let own = sender == SyncResponseGenerator.ownUserID
         if isEncrypted {
             let id = beginEvent(type: "m.room.encrypted", sender: sender)
             writeCiphertext(plaintextLength: body.utf8.count + 120)
-            if relationRoll < 15 { writeReplyRelation(to: random.pick(messages).eventID, thread: relationRoll < 5) }
+            if relationRoll < 15 { writeReplyRelation(to: recent(messages).eventID, thread: relationRoll < 5) }
             raw("}")
             endEvent(ownTransaction: own)
             return id
@@ -74,7 +82,7 @@ extension GeneratorWriter {
             raw(",\"format\":\"org.matrix.custom.html\",\"formatted_body\":")
             string("<p>" + body + "</p>")
         }
-        if relationRoll < 15 { writeReplyRelation(to: random.pick(messages).eventID, thread: relationRoll < 5) }
+        if relationRoll < 15 { writeReplyRelation(to: recent(messages).eventID, thread: relationRoll < 5) }
         raw(",\"m.mentions\":{}}")
         endEvent(ownTransaction: own)
         return id

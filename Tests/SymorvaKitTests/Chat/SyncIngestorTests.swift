@@ -201,6 +201,28 @@ struct SyncIngestorTests {
         #expect(try await store.queuedMessages().isEmpty)
     }
 
+    @Test("The preview follows the last message, its edits by its sender, and its redaction")
+    func previewUpdates() async throws {
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store)
+        let edit = { (sender: String, body: String) in
+            #"{"type":"m.room.message","event_id":"$edit-\#(body)","sender":"\#(sender)","origin_server_ts":9,"content":{"body":"* x","m.new_content":{"body":"\#(body)"},"m.relates_to":{"rel_type":"m.replace","event_id":"$p"}}}"#
+        }
+        _ = try await ingestor.ingest(
+            SyncSamples.response(nextBatch: "1", events: [SyncSamples.message("$p", body: "before")]))
+        #expect(try await store.loadConversationList().first?.preview?.body == "before")
+        _ = try await ingestor.ingest(
+            SyncSamples.response(
+                nextBatch: "2", events: [edit("@alice:example.com", "after"), edit("@mallory:x", "forged")]))
+        let edited = try await store.loadConversationList().first?.preview
+        #expect(edited?.eventID == "$p" && edited?.body == "after" && edited?.type == "m.room.message")
+        let redaction =
+            #"{"type":"m.room.redaction","event_id":"$r","sender":"@alice:example.com","origin_server_ts":10,"redacts":"$p","content":{}}"#
+        _ = try await ingestor.ingest(SyncSamples.response(nextBatch: "3", events: [redaction]))
+        let redacted = try await store.loadConversationList().first?.preview
+        #expect(redacted?.eventID == "$p" && redacted?.isRedacted == true && redacted?.body == nil)
+    }
+
     @Test("Push rules that silence a room mark it muted")
     func muted() async throws {
         let store = try await makeChatStore()
