@@ -1,4 +1,3 @@
-import Glibc
 import SymorvaKit
 import SymorvaTesting
 
@@ -114,11 +113,7 @@ enum ColdStartBenchmark {
 
     static func open(_ path: String) async throws(ChatBench.Failure) -> ChatStore {
         do {
-            let store = try await ChatStore.open(path: path)
-            if let extra = getenv("SYMORVA_PRAGMAS") {
-                try? await store.database.executeScript(String(cString: extra))
-            }
-            return store
+            return try await ChatStore.open(path: path)
         } catch {
             throw ChatBench.Failure(message: "cannot open the store: \(error)")
         }

@@ -1,5 +1,4 @@
 import CSQLite
-import Glibc
 import SymorvaKit
 import SymorvaStore
 import SymorvaTesting
@@ -97,13 +96,8 @@ private struct PlainLoop {
         defer { sqlite3_close(connection) }
         sqlite3_exec(
             connection, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", nil, nil, nil)
-        if let extra = getenv("PLAIN_PRAGMAS") { sqlite3_exec(connection, extra, nil, nil, nil) }
-        if let size = getenv("PLAIN_FRESH") {
-            sqlite3_exec(
-                connection,
-                "PRAGMA page_size=\(String(cString: size)); PRAGMA journal_mode=DELETE; VACUUM; PRAGMA journal_mode=WAL;",
-                nil, nil, nil)
-        }
+        // The chat store's own connection settings (ChatStore.connectionSettings), for a fair race.
+        sqlite3_exec(connection, "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 0;", nil, nil, nil)
         func prepare(_ sql: String) -> OpaquePointer? {
             var statement: OpaquePointer?
             sqlite3_prepare_v2(connection, sql, -1, &statement, nil)
