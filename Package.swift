@@ -71,6 +71,7 @@ let package = Package(
             name: "symorva-bench",
             dependencies: [
                 "SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTransport", "SymorvaTesting",
+                "CSQLite",  // the plain-loop baseline of `symorva-bench store`
             ],
             swiftSettings: swiftSettings),
 
