@@ -64,7 +64,8 @@ public enum ChatAPI {
     public static func redact(roomID: RoomID, eventID: EventID, transactionID: TransactionID) -> MatrixEndpoint {
         MatrixEndpoint(
             method: .put,
-            path: "\(room(roomID))/redact/\(percentEncoded(eventID.rawValue))/\(percentEncoded(transactionID.rawValue))",
+            path:
+                "\(room(roomID))/redact/\(percentEncoded(eventID.rawValue))/\(percentEncoded(transactionID.rawValue))",
             body: Array("{}".utf8), requiresAuth: true)
     }
 
@@ -79,7 +80,8 @@ public enum ChatAPI {
 
     /// `PUT` (set) or `DELETE` (clear) `/user/{userId}/rooms/{roomId}/tags/{tag}`.
     public static func tag(_ tag: String, set: Bool, roomID: RoomID, userID: UserID) -> MatrixEndpoint {
-        let path = "\(prefix)/user/\(percentEncoded(userID.rawValue))/rooms/\(percentEncoded(roomID.rawValue))/tags/\(percentEncoded(tag))"
+        let path =
+            "\(prefix)/user/\(percentEncoded(userID.rawValue))/rooms/\(percentEncoded(roomID.rawValue))/tags/\(percentEncoded(tag))"
         return set
             ? MatrixEndpoint(method: .put, path: path, body: Array("{}".utf8), requiresAuth: true)
             : MatrixEndpoint(method: .delete, path: path, requiresAuth: true)

@@ -126,7 +126,8 @@ public final class ChatClient: Sendable {
         let since: String?
         do { since = try await store.sinceToken() } catch { throw .store(error) }
         await syncHost.send(
-            .started(SyncStart(since: since.map(SyncToken.init(rawValue:)), jitterSeed: UInt64.random(in: 0...UInt64.max))))
+            .started(
+                SyncStart(since: since.map(SyncToken.init(rawValue:)), jitterSeed: UInt64.random(in: 0...UInt64.max))))
     }
 
     /// Stops syncing, sending and every timeline. The store keeps what it has, queued messages

@@ -108,5 +108,6 @@ func currentUnixMilliseconds() -> Int64 {
 /// A fresh transaction ID: unique per device and never reused for another event.
 func makeTransactionID() -> TransactionID {
     TransactionID(
-        "sk" + String(currentUnixMilliseconds(), radix: 36) + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36))
+        "sk" + String(currentUnixMilliseconds(), radix: 36) + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    )
 }

@@ -97,7 +97,8 @@ public struct ConversationListItem: Sendable, Hashable, Identifiable, CustomStri
         self.isPinned = summary.isPinned
         self.isMuted = summary.isMuted
         self.isEncrypted = summary.isEncrypted
-        self.latestActivity = summary.latestActivityTS > 0 ? MatrixTimestamp(milliseconds: summary.latestActivityTS) : nil
+        self.latestActivity =
+            summary.latestActivityTS > 0 ? MatrixTimestamp(milliseconds: summary.latestActivityTS) : nil
     }
 }
 

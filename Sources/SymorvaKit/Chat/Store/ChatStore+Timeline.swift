@@ -135,7 +135,8 @@ extension ChatStore {
     }
 
     private static func readChunk(
-        _ chunk: Int64, before start: Int64, limit: Int, into items: inout [StoredTimelineItem], db: isolated SQLiteDatabase
+        _ chunk: Int64, before start: Int64, limit: Int, into items: inout [StoredTimelineItem],
+        db: isolated SQLiteDatabase
     ) throws(StoreError) {
         let sql = """
             SELECT event_id, position, type, sender, origin_server_ts, state_key, txn_id, content,

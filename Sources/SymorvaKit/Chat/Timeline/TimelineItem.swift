@@ -211,7 +211,8 @@ enum TimelineAssembler {
                 TimelineItem(
                     id: .event(EventID(stored.eventID)), eventID: EventID(stored.eventID),
                     transactionID: stored.transactionID.map(TransactionID.init(rawValue:)), sender: stored.sender,
-                    senderProfile: snapshot.profiles[stored.sender] ?? SenderProfile(), isOwn: stored.sender == ownUserID,
+                    senderProfile: snapshot.profiles[stored.sender] ?? SenderProfile(),
+                    isOwn: stored.sender == ownUserID,
                     timestamp: MatrixTimestamp(milliseconds: stored.originServerTS),
                     content: TimelineItemContent(
                         type: stored.type, stateKey: stored.stateKey, content: stored.content,
@@ -227,7 +228,9 @@ enum TimelineAssembler {
             if case .sent(let eventID) = state, shownEvents.contains(eventID.rawValue) { continue }
             let bytes = Array(item.content.json.utf8)
             // Edits and reactions change other rows; they are not rows of their own.
-            if item.content.eventType != "m.room.message" || bytes.withUnsafeBytes({ RawJSON.value("m.new_content", in: $0) }) != nil {
+            if item.content.eventType != "m.room.message"
+                || bytes.withUnsafeBytes({ RawJSON.value("m.new_content", in: $0) }) != nil
+            {
                 continue
             }
             rows.append(

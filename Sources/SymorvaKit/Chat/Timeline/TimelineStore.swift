@@ -128,7 +128,8 @@ extension ChatStore {
             } else if let end {
                 if fresh.isEmpty {
                     try db.execute(
-                        "INSERT INTO timeline_gaps(chunk_id, prev_batch) VALUES (?, ?)", [.integer(gap.chunk), .text(end)])
+                        "INSERT INTO timeline_gaps(chunk_id, prev_batch) VALUES (?, ?)",
+                        [.integer(gap.chunk), .text(end)])
                 } else {
                     try Self.insertGap(end, room: nid, before: gap.chunk, previous: gap.previous, db: db)
                 }
@@ -137,7 +138,8 @@ extension ChatStore {
                 boundary = .roomStart
             }
             let items = fresh.filter { !SyncChanges.isRelation(type: $0.type, relation: $0.relation) }
-            return BackfillResult(eventIDs: items.compactMap { $0.eventID.map(EventID.init(rawValue:)) }, boundary: boundary)
+            return BackfillResult(
+                eventIDs: items.compactMap { $0.eventID.map(EventID.init(rawValue:)) }, boundary: boundary)
         }
     }
 
@@ -169,9 +171,13 @@ extension ChatStore {
         }
         for (redaction, target) in redactions {
             let stored = try db.queryOne(
-                "SELECT event_nid, type, content FROM events WHERE event_id = ? AND redacted_by IS NULL", [.text(target)]
+                "SELECT event_nid, type, content FROM events WHERE event_id = ? AND redacted_by IS NULL",
+                [.text(target)]
             ) { row in
-                (nid: row.int64(0), content: row.withBlob(2) { RawJSON.redactedContent(type: row.string(1), content: $0) })
+                (
+                    nid: row.int64(0),
+                    content: row.withBlob(2) { RawJSON.redactedContent(type: row.string(1), content: $0) }
+                )
             }
             guard let stored else { continue }
             try db.execute(
@@ -205,7 +211,8 @@ extension ChatStore {
             [.integer(nid), .integer(previous), .integer(chunk)])
         let gap = db.lastInsertRowID
         try db.execute("INSERT INTO timeline_gaps(chunk_id, prev_batch) VALUES (?, ?)", [.integer(gap), .text(token)])
-        try db.execute("UPDATE timeline_chunks SET prev_chunk_id = ? WHERE chunk_id = ?", [.integer(gap), .integer(chunk)])
+        try db.execute(
+            "UPDATE timeline_chunks SET prev_chunk_id = ? WHERE chunk_id = ?", [.integer(gap), .integer(chunk)])
         if let previous {
             try db.execute(
                 "UPDATE timeline_chunks SET next_chunk_id = ? WHERE chunk_id = ?", [.integer(gap), .integer(previous)])
