@@ -69,6 +69,12 @@ public enum ChatAPI {
             body: Array("{}".utf8), requiresAuth: true)
     }
 
+    /// `GET /rooms/{roomId}/event/{eventId}`.
+    public static func event(roomID: RoomID, eventID: EventID) -> MatrixEndpoint {
+        MatrixEndpoint(
+            method: .get, path: "\(room(roomID))/event/\(percentEncoded(eventID.rawValue))", requiresAuth: true)
+    }
+
     /// `POST /rooms/{roomId}/receipt/m.read/{eventId}`.
     public static func readReceipt(roomID: RoomID, eventID: EventID) -> MatrixEndpoint {
         MatrixEndpoint(

@@ -209,10 +209,7 @@ public final class Conversation: Sendable {
     ///
     /// - Throws: `.unknownEvent` when the event is not stored, `.invalidArgument` when it is not ours.
     public func edit(_ eventID: EventID, newText: String) async throws(ChatError) -> SendReceipt {
-        let sender: String?
-        do { sender = try await client.store.sender(of: eventID) } catch { throw .store(error) }
-        guard let sender else { throw .unknownEvent(eventID) }
-        guard sender == client.userID.rawValue else { throw .invalidArgument(name: "eventID") }
+        guard try await sender(of: eventID) == client.userID.rawValue else { throw .invalidArgument(name: "eventID") }
         guard !newText.isEmpty else { throw .invalidArgument(name: "newText") }
         var newContent = JSONObjectWriter()
         newContent.string("msgtype", "m.text")
@@ -226,6 +223,19 @@ public final class Conversation: Sendable {
         content.raw("m.new_content", newContent.text)
         content.raw("m.relates_to", relation.text)
         return try await enqueue([MessageContent(eventType: "m.room.message", json: content.text)])
+    }
+
+    /// The sender of `eventID`: from the store, from our own sent messages not synced yet, else
+    /// from the server.
+    func sender(of eventID: EventID) async throws(ChatError) -> String {
+        let stored: String?
+        do { stored = try await client.store.sender(of: eventID) } catch { throw .store(error) }
+        if let stored { return stored }
+        let ownSent = await sendQueue.currentState.items.contains { $0.status == .sent(eventID) }
+        if ownSent || client.receipts.isOwn(eventID) { return client.userID.rawValue }
+        let response = try await client.perform(ChatAPI.event(roomID: id, eventID: eventID))
+        guard let sender = RawJSON.string("sender", in: response.body) else { throw .unknownEvent(eventID) }
+        return sender
     }
 
     private func enqueue(_ contents: [MessageContent]) async throws(ChatError) -> SendReceipt {

@@ -101,6 +101,10 @@ public final class SendReceipt: Sendable, CustomStringConvertible {
 /// The receipts handed out and not yet settled, by transaction.
 final class SendReceiptRegistry: Sendable {
     private let receipts = Mutex<[TransactionID: SendReceipt]>([:])
+    /// Event IDs of messages this client sent (recent ones), for edits before the sync echo.
+    private let sent = Mutex<Set<EventID>>([])
+
+    func isOwn(_ eventID: EventID) -> Bool { sent.withLock { $0.contains(eventID) } }
 
     func register(_ receipt: SendReceipt) {
         receipts.withLock { receipts in
@@ -109,6 +113,7 @@ final class SendReceiptRegistry: Sendable {
     }
 
     func update(_ transactionID: TransactionID, _ state: SendState) {
+        if case .sent(let eventID) = state { sent.withLock { _ = $0.insert(eventID) } }
         let receipt = receipts.withLock { receipts -> SendReceipt? in
             let receipt = receipts[transactionID]
             if case .sent = state { receipts[transactionID] = nil }

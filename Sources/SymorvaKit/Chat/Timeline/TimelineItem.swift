@@ -105,6 +105,13 @@ public struct ReactionSummary: Sendable, Hashable {
     public var includesOwn: Bool
     /// How many reacted.
     public var count: Int { senders.count }
+
+    /// A reaction group.
+    public init(key: String, senders: [MatrixUserID], includesOwn: Bool) {
+        self.key = key
+        self.senders = senders
+        self.includesOwn = includesOwn
+    }
 }
 
 /// Where one of our messages is on its way.
