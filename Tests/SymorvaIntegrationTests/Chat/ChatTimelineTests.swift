@@ -60,7 +60,9 @@ struct ChatTimelineTests {
         #expect(items.texts == texts)
         // The room's creation is the first row: nothing older exists.
         let first = try #require(items.first)
-        if case .stateChange(let type, _) = first.content { #expect(type == "m.room.create") } else {
+        if case .stateChange(let type, _) = first.content {
+            #expect(type == "m.room.create")
+        } else {
             Issue.record("first row is not the room's creation")
         }
         let eventIDs = items.compactMap(\.eventID)
