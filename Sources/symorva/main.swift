@@ -5,5 +5,6 @@ import SymorvaREPL
 
 let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
-    environment: ProcessInfo.processInfo.environment)
+    environment: ProcessInfo.processInfo.environment,
+    commands: ChatCommands.all)
 exit(status)

@@ -79,6 +79,12 @@ extension Conversation {
         }
     }
 
+    /// Sets a personal flag (favourite, low priority, pinned, muted). Applies at once; rolls
+    /// back on failure.
+    public func setFlag(_ flag: ConversationFlag, _ value: Bool) async throws(ChatError) {
+        try await client.setFlag(flag, value, roomID: id)
+    }
+
     /// Tags the conversation as a favourite, or not. Applies at once; rolls back on failure.
     public func setFavourite(_ isFavourite: Bool) async throws(ChatError) {
         try await client.setFlag(.favourite, isFavourite, roomID: id)
