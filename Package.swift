@@ -67,7 +67,10 @@ let package = Package(
         .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "symorva-bench",
-            dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTesting"],
+            dependencies: [
+                "SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTesting",
+                "CSQLite",  // the plain-loop baseline of `symorva-bench store`
+            ],
             swiftSettings: swiftSettings),
 
         // MARK: Tests

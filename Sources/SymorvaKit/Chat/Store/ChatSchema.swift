@@ -65,7 +65,13 @@ public enum ChatSchema {
             notification_count INTEGER NOT NULL DEFAULT 0,
             highlight_count INTEGER NOT NULL DEFAULT 0,
             latest_activity_ts INTEGER NOT NULL DEFAULT 0,
-            preview_event_nid INTEGER,              -- events.event_nid of the last-message preview
+            preview_event_id TEXT,                  -- the last message, denormalised so that the
+            preview_sender TEXT,                    -- conversation list is one indexed scan of this
+            preview_type TEXT,                      -- table (no join into events at cold start)
+            preview_ts INTEGER NOT NULL DEFAULT 0,
+            preview_body TEXT,                      -- content.body (latest edit), NULL if encrypted
+            preview_msgtype TEXT,
+            preview_redacted INTEGER NOT NULL DEFAULT 0,
             is_favourite INTEGER NOT NULL DEFAULT 0,
             is_low_priority INTEGER NOT NULL DEFAULT 0,
             is_pinned INTEGER NOT NULL DEFAULT 0,

@@ -106,9 +106,9 @@ extension ChatStore {
             SELECT r.room_id, r.membership, r.name, r.canonical_alias, r.heroes, r.avatar_url, r.topic,
                 r.is_encrypted, r.joined_member_count, r.invited_member_count, r.notification_count,
                 r.highlight_count, r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
-                r.is_muted, e.event_id, e.sender, e.type, e.origin_server_ts, e.content, e.redacted_by
-            FROM rooms r LEFT JOIN events e ON e.event_nid = r.preview_event_nid
-            ORDER BY r.latest_activity_ts DESC LIMIT ?
+                r.is_muted, r.preview_event_id, r.preview_sender, r.preview_type, r.preview_ts, r.preview_body,
+                r.preview_msgtype, r.preview_redacted
+            FROM rooms r ORDER BY r.latest_activity_ts DESC LIMIT ?
             """
         var rooms: [ConversationSummary] = []
         try db.query(sql, [.integer(Int64(clamping: limit))]) { row in
@@ -127,19 +127,9 @@ extension ChatStore {
     }
 
     private static func preview(_ row: SQLiteRow) -> MessagePreview {
-        let type = row.string(19)
-        let isRedacted = !row.isNull(22)
-        var body: String?
-        var messageType: String?
-        if type != "m.room.encrypted" && !isRedacted {
-            row.withBlob(21) { content in
-                body = RawJSON.string("body", in: content).map { String($0.prefix(previewLength)) }
-                messageType = RawJSON.string("msgtype", in: content)
-            }
-        }
-        return MessagePreview(
-            eventID: row.string(17), sender: row.string(18), type: type, originServerTS: row.int64(20), body: body,
-            messageType: messageType, isRedacted: isRedacted)
+        MessagePreview(
+            eventID: row.string(17), sender: row.string(18), type: row.string(19), originServerTS: row.int64(20),
+            body: row.optionalString(21), messageType: row.optionalString(22), isRedacted: row.int(23) != 0)
     }
 
     /// Reads the `heroes` column: one hero per line, user ID and display name split by a tab.

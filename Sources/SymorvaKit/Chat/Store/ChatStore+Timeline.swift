@@ -32,6 +32,12 @@ public struct ReactionGroup: Sendable, Hashable {
     public var key: String
     /// Who reacted, in order of reaction.
     public var senders: [String]
+
+    /// Creates a group.
+    public init(key: String, senders: [String]) {
+        self.key = key
+        self.senders = senders
+    }
 }
 
 /// One event of a timeline page, with its relations applied: the latest edit's content,

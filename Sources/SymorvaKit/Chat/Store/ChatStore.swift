@@ -45,10 +45,31 @@ public struct ChatStore: Sendable {
         do {
             let database = try await SQLiteDatabase.open(
                 path: path, migrations: ChatSchema.migrations, executor: executor, logger: logger)
+            try await database.executeScript(connectionSettings)
             return ChatStore(database: database)
         } catch {
             throw .store(error)
         }
+    }
+
+    /// Per-connection settings.
+    ///
+    /// - A 16 MB page cache: an initial sync writes tens of megabytes in one transaction, and
+    ///   with SQLite's default 2 MB the index pages are spilled to the WAL and read back again.
+    /// - No automatic checkpoint: SQLite would otherwise copy the whole WAL into the database
+    ///   inside the `COMMIT` of a large sync, on the path between the response and the updated
+    ///   conversation list. ``checkpoint()`` does it instead, when the caller is idle, and every
+    ///   ingest starts with one, so the WAL stays bounded even if the caller never calls it.
+    static let connectionSettings = "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 0;"
+
+    /// Copies the write-ahead log into the database file (a passive checkpoint: it never
+    /// waits for readers). Call it when idle after a sync; ingest also runs one first.
+    public func checkpoint() async throws(ChatStoreError) {
+        try await read { db throws(StoreError) in try Self.checkpoint(db: db) }
+    }
+
+    static func checkpoint(db: isolated SQLiteDatabase) throws(StoreError) {
+        _ = try db.queryOne("PRAGMA wal_checkpoint(PASSIVE)") { $0.int(0) }
     }
 
     /// Runs `body` on the database's thread, mapping its failure.

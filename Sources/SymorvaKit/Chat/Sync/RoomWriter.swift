@@ -50,11 +50,13 @@ struct RoomWriter {
         var liveChunk: Int64?
         var heroes: String?
         var wasStripped: Bool
+        var previewEventID: String?
+        var previewSender: String?
     }
 
     private func loadOrInsertRow(db: isolated SQLiteDatabase) throws(StoreError) -> RoomRow {
         let existing = try db.withStatement(
-            "SELECT room_nid, live_chunk_id, heroes, membership FROM rooms WHERE room_id = ?"
+            "SELECT room_nid, live_chunk_id, heroes, membership, preview_event_id, preview_sender FROM rooms WHERE room_id = ?"
         ) { statement throws(StoreError) -> RoomRow? in
             try statement.bind(room.roomID, at: 1)
             guard try statement.step() else { return nil }
@@ -62,7 +64,8 @@ struct RoomWriter {
             let membership = RoomMembership(rawValue: row.int(3)) ?? .joined
             return RoomRow(
                 nid: row.int64(0), liveChunk: row.optionalInt64(1), heroes: row.optionalString(2),
-                wasStripped: membership == .invited || membership == .knocked)
+                wasStripped: membership == .invited || membership == .knocked, previewEventID: row.optionalString(4),
+                previewSender: row.optionalString(5))
         }
         if let existing { return existing }
         try db.withStatement("INSERT INTO rooms(room_id, membership) VALUES (?, ?)") { statement throws(StoreError) in
@@ -70,7 +73,9 @@ struct RoomWriter {
             try statement.bind(room.membership.rawValue, at: 2)
             try statement.step()
         }
-        return RoomRow(nid: db.lastInsertRowID, liveChunk: nil, heroes: nil, wasStripped: false)
+        return RoomRow(
+            nid: db.lastInsertRowID, liveChunk: nil, heroes: nil, wasStripped: false, previewEventID: nil,
+            previewSender: nil)
     }
 
     // MARK: State
@@ -151,7 +156,7 @@ struct RoomWriter {
                 guard db.changes > 0 else { continue }  // already stored
                 position += 1
                 timelineEvents += 1
-                summary.absorbTimeline(event, nid: db.lastInsertRowID)
+                summary.absorbTimeline(event, content: slice(event.content))
                 if event.stateKey != nil {
                     try db.withStatement(stateSQL) { statement throws(StoreError) in
                         try upsertState(event, room: row.nid, statement: statement)
@@ -207,6 +212,9 @@ struct RoomWriter {
         try db.execute(
             "UPDATE events SET redacted_by = ?, content = ? WHERE event_nid = ?",
             [.text(redaction), .blob(stored.content), .integer(stored.nid)])
+        try db.execute(
+            "UPDATE rooms SET preview_redacted = 1, preview_body = NULL WHERE room_nid = ? AND preview_event_id = ?",
+            [.integer(nid), .text(target)])
         if stored.isState {
             try db.execute(
                 "UPDATE room_state SET content = ? WHERE room_nid = ? AND event_id = ?",
@@ -302,7 +310,10 @@ struct RoomWriter {
                 notification_count = COALESCE(?16, notification_count),
                 highlight_count = COALESCE(?17, highlight_count),
                 latest_activity_ts = MAX(latest_activity_ts, ?18),
-                preview_event_nid = COALESCE(?19, preview_event_nid),
+                preview_event_id = IIF(?19, ?24, preview_event_id), preview_sender = IIF(?19, ?25, preview_sender),
+                preview_type = IIF(?19, ?26, preview_type), preview_ts = IIF(?19, ?27, preview_ts),
+                preview_body = IIF(?19 OR ?30, ?28, preview_body), preview_msgtype = IIF(?19, ?29, preview_msgtype),
+                preview_redacted = IIF(?19, 0, preview_redacted),
                 is_favourite = COALESCE(?20, is_favourite), is_low_priority = COALESCE(?21, is_low_priority),
                 is_pinned = COALESCE(?22, is_pinned), live_chunk_id = COALESCE(?23, live_chunk_id)
             WHERE room_nid = ?1
@@ -324,7 +335,27 @@ struct RoomWriter {
             try statement.bind(room.notificationCount, at: 16)
             try statement.bind(room.highlightCount, at: 17)
             try statement.bind(change.latestActivity, at: 18)
-            try statement.bind(change.previewEventNID, at: 19)
+            var preview = change.preview
+            let previewID = preview?.eventID ?? row.previewEventID
+            let previewSender = preview?.sender ?? row.previewSender
+            var editedBody = false
+            // Only the original sender may edit; the newest of their edits wins.
+            if let previewID, let edit = change.edits[previewID]?.last(where: { $0.sender == previewSender }) {
+                editedBody = true
+                if preview == nil {
+                    preview = PreviewChange(
+                        eventID: previewID, sender: edit.sender, type: "", ts: 0, body: nil, messageType: nil)
+                }
+                preview?.body = edit.body
+            }
+            try statement.bind(change.preview == nil ? 0 : 1, at: 19)
+            try statement.bind(preview?.eventID, at: 24)
+            try statement.bind(preview?.sender, at: 25)
+            try statement.bind(preview?.type, at: 26)
+            try statement.bind(preview?.ts ?? 0, at: 27)
+            try statement.bind(preview?.body, at: 28)
+            try statement.bind(preview?.messageType, at: 29)
+            try statement.bind(editedBody ? 1 : 0, at: 30)
             let tags = change.tags
             try statement.bind(tags.map { Int64($0.contains("m.favourite") ? 1 : 0) }, at: 20)
             try statement.bind(tags.map { Int64($0.contains("m.lowpriority") ? 1 : 0) }, at: 21)
@@ -346,7 +377,9 @@ struct SummaryChange {
     var isEncrypted = false
     var membersChanged = false
     var latestActivity: Int64 = 0
-    var previewEventNID: Int64?
+    var preview: PreviewChange?
+    /// The edits of each edited event in the batch, oldest first: sender and new body.
+    var edits: [String: [(sender: String, body: String?)]] = [:]
     var tags: Set<String>?
     var liveChunk: Int64?
 
@@ -368,14 +401,36 @@ struct SummaryChange {
         }
     }
 
-    mutating func absorbTimeline(_ event: SyncEvent, nid: Int64) {
+    mutating func absorbTimeline(_ event: SyncEvent, content: UnsafeRawBufferPointer) {
+        if event.relation?.type == "m.replace", let target = event.relation?.eventID, let sender = event.sender {
+            let newContent = RawJSON.value("m.new_content", in: content)
+            let body = newContent.flatMap { RawJSON.string("body", in: UnsafeRawBufferPointer(rebasing: content[$0])) }
+            edits[target, default: []].append((sender, body.map { String($0.prefix(ChatStore.previewLength)) }))
+            return
+        }
         guard Self.activityTypes.contains(event.type) else { return }
         latestActivity = max(latestActivity, event.originServerTS)
-        if event.relation?.type != "m.replace" && event.type != "m.room.create" { previewEventNID = nid }
+        guard event.type != "m.room.create", let eventID = event.eventID, let sender = event.sender else { return }
+        let readable = event.type != "m.room.encrypted"
+        preview = PreviewChange(
+            eventID: eventID, sender: sender, type: event.type, ts: event.originServerTS,
+            body: readable
+                ? RawJSON.string("body", in: content).map { String($0.prefix(ChatStore.previewLength)) } : nil,
+            messageType: readable ? RawJSON.string("msgtype", in: content) : nil)
     }
 
     private static func nonEmpty(_ text: String?) -> String? {
         guard let text, !text.isEmpty else { return nil }
         return text
     }
+}
+
+/// The last message of a room as the conversation list shows it, computed at ingest.
+struct PreviewChange {
+    var eventID: String
+    var sender: String
+    var type: String
+    var ts: Int64
+    var body: String?
+    var messageType: String?
 }

@@ -75,6 +75,7 @@ public struct SyncIngestor: Sendable {
             }
             return try await ingest(body)
         }
+        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
         let channel = RoomBatchChannel()
         let batchSize = options.roomBatchSize
         Task.detached {
@@ -110,7 +111,8 @@ public struct SyncIngestor: Sendable {
     ///
     /// - Throws: `.store` when writing fails; nothing was written and the token did not move.
     public func ingest(_ response: SyncResponseBody) async throws(ChatStoreError) -> SyncIngestReport {
-        try await store.write { db throws(StoreError) in
+        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
+        return try await store.write { db throws(StoreError) in
             var writer = try SyncWriter(db: db)
             try writer.write(response.rooms, document: response.document, db: db)
             try writer.finish(response.head, document: response.document, db: db)

@@ -79,7 +79,8 @@ private struct Reader {
 
     mutating func readDocument() throws(JSONScanError) -> SyncResponseHead {
         var nextBatch: String?
-        guard scanner.peek() == UInt8(ascii: "{") else { throw structureError() }
+        guard let first = scanner.peek() else { throw scanner.error(.unexpectedEnd) }
+        guard first == UInt8(ascii: "{") else { throw structureError() }
         var cursor = try scanner.beginObject()
         while let key = try scanner.nextKey(&cursor) {
             if scanner.key(key, is: "next_batch") {
