@@ -92,7 +92,7 @@ let package = Package(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
             exclude: ["Transcripts"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting"],
+            name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting", "SymorvaREPL"],
             swiftSettings: swiftSettings),
     ]
 )

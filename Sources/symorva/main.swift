@@ -6,5 +6,5 @@ import SymorvaREPL
 let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
     environment: ProcessInfo.processInfo.environment,
-    commands: WalletCommands.commands)
+    commands: WalletCommands.commands + ChatCommands.all)
 exit(status)

@@ -44,7 +44,7 @@ public struct ReactionGroup: Sendable, Hashable {
 /// reactions grouped by key, redaction.
 ///
 /// Its content is user content: every textual form of this value names the event only.
-public struct TimelineItem: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+public struct StoredTimelineItem: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// The event.
     public var eventID: String
     /// Where it is stored (the cursor for the next page).
@@ -74,7 +74,7 @@ public struct TimelineItem: Sendable, Hashable, CustomStringConvertible, CustomR
     public var threadRootID: String?
 
     /// The event ID and type only.
-    public var description: String { "TimelineItem(\(eventID), \(type))" }
+    public var description: String { "StoredTimelineItem(\(eventID), \(type))" }
     /// No content in reflection.
     public var customMirror: Mirror {
         Mirror(self, children: ["eventID": eventID, "type": type], displayStyle: .struct)
@@ -84,7 +84,7 @@ public struct TimelineItem: Sendable, Hashable, CustomStringConvertible, CustomR
 /// One page of stored timeline, oldest item first.
 public struct StoredTimelinePage: Sendable, Hashable {
     /// The items, oldest first.
-    public var items: [TimelineItem]
+    public var items: [StoredTimelineItem]
     /// What precedes the first item.
     public var boundary: StoredTimelineBoundary
 }
@@ -116,7 +116,7 @@ extension ChatStore {
         else { return StoredTimelinePage(items: [], boundary: .roomStart) }
         var chunk = before?.chunkID ?? live
         var start = before?.position ?? .max
-        var newestFirst: [TimelineItem] = []
+        var newestFirst: [StoredTimelineItem] = []
         var boundary = StoredTimelineBoundary.roomStart
         while true {
             try readChunk(chunk, before: start, limit: limit - newestFirst.count, into: &newestFirst, db: db)
@@ -141,7 +141,8 @@ extension ChatStore {
     }
 
     private static func readChunk(
-        _ chunk: Int64, before start: Int64, limit: Int, into items: inout [TimelineItem], db: isolated SQLiteDatabase
+        _ chunk: Int64, before start: Int64, limit: Int, into items: inout [StoredTimelineItem],
+        db: isolated SQLiteDatabase
     ) throws(StoreError) {
         let sql = """
             SELECT event_id, position, type, sender, origin_server_ts, state_key, txn_id, content,
@@ -153,7 +154,7 @@ extension ChatStore {
         try db.query(sql, [.integer(chunk), .integer(start), .int(limit)]) { row in
             let relationType = row.optionalString(9)
             items.append(
-                TimelineItem(
+                StoredTimelineItem(
                     eventID: row.string(0), position: TimelinePosition(chunkID: chunk, position: row.int64(1)),
                     type: row.string(2), sender: row.string(3), originServerTS: row.int64(4),
                     stateKey: row.optionalString(5), transactionID: row.optionalString(6), content: row.blob(7),
@@ -164,7 +165,7 @@ extension ChatStore {
     }
 
     /// Applies the stored edits, reactions and late redactions that point at `item`.
-    private static func applyRelations(to item: inout TimelineItem, db: isolated SQLiteDatabase) throws(StoreError) {
+    static func applyRelations(to item: inout StoredTimelineItem, db: isolated SQLiteDatabase) throws(StoreError) {
         let sql = """
             SELECT rel_type, relation_key, event_id, sender, origin_server_ts, content
             FROM events WHERE relates_to_event_id = ? AND redacted_by IS NULL
