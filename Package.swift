@@ -71,6 +71,7 @@ let package = Package(
             name: "symorva-bench",
             dependencies: [
                 "SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTransport", "SymorvaTesting",
+                "CSQLite",  // the plain-loop baseline of `symorva-bench store`
             ],
             swiftSettings: swiftSettings),
 
@@ -91,7 +92,7 @@ let package = Package(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
             exclude: ["Transcripts", "SessionTranscripts"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting"],
+            name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting", "SymorvaREPL"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -86,6 +86,35 @@ public struct SQLiteStatement {
         try check(code)
     }
 
+    /// Binds bytes borrowed from a buffer (a slice of a larger document): SQLite copies them
+    /// before this returns, so the buffer need only live for the call.
+    public func bind(bytes: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
+        let code = sqlite3_bind_blob(
+            handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), transient)
+        try check(code)
+    }
+
+    /// Binds UTF-8 text borrowed from a buffer; SQLite copies it before this returns.
+    public func bind(utf8 text: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
+        guard let base = text.baseAddress, !text.isEmpty else {
+            try check(sqlite3_bind_text(handle, index, "", 0, transient))
+            return
+        }
+        let code = sqlite3_bind_text(
+            handle, index, base.assumingMemoryBound(to: CChar.self), Int32(text.count), transient)
+        try check(code)
+    }
+
+    /// Binds an optional string: `NULL` when `nil`.
+    public func bind(_ value: String?, at index: Int32) throws(StoreError) {
+        if let value { try bind(value, at: index) } else { try bindNull(at: index) }
+    }
+
+    /// Binds an optional integer: `NULL` when `nil`.
+    public func bind(_ value: Int64?, at index: Int32) throws(StoreError) {
+        if let value { try bind(value, at: index) } else { try bindNull(at: index) }
+    }
+
     /// Binds `NULL`.
     public func bindNull(at index: Int32) throws(StoreError) {
         try check(sqlite3_bind_null(handle, index))

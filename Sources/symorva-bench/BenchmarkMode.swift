@@ -27,6 +27,11 @@ enum BenchmarkModes {
     /// Every mode, in the order the usage lists them. Add new modes here.
     static let all: [any BenchmarkMode] = [
         RuntimeBenchmark(),
+        StaticBenchmarkMode(IngestBenchmark.self),
+        StaticBenchmarkMode(GenerateSyncBenchmark.self),
+        StaticBenchmarkMode(ColdStartBenchmark.self),
+        StaticBenchmarkMode(TimelineBenchmark.self),
+        StaticBenchmarkMode(StoreWriteBenchmark.self),
         WalletBenchmark(),
         LoginRestoreBenchmark(),
     ]
@@ -62,4 +67,25 @@ func writeStandardError(_ text: String) {
 /// Ends the process with `status`.
 func exitProcess(_ status: Int32) -> Never {
     exit(status)
+}
+
+/// A mode written as a type with static members (the chat store modes).
+protocol StaticBenchmark {
+    /// The word that selects the mode.
+    static var name: String { get }
+    /// The mode's arguments for the usage text.
+    static var argumentsSynopsis: String { get }
+    /// One line saying what the mode measures.
+    static var summary: String { get }
+    /// Runs the benchmark; returns the exit status.
+    static func run(arguments: [String]) async -> Int32
+}
+
+/// Adapts a ``StaticBenchmark`` type to ``BenchmarkMode``.
+struct StaticBenchmarkMode<Mode: StaticBenchmark>: BenchmarkMode {
+    init(_ mode: Mode.Type) {}
+    var name: String { Mode.name }
+    var argumentsSynopsis: String { Mode.argumentsSynopsis }
+    var summary: String { Mode.summary }
+    func run(arguments: [String]) async -> Int32 { await Mode.run(arguments: arguments) }
 }

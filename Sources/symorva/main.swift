@@ -7,5 +7,5 @@ import SymorvaREPL
 let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
     environment: ProcessInfo.processInfo.environment,
-    commands: SessionCommands.all + WalletCommands.commands)
+    commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all)
 exit(status)

@@ -11,7 +11,7 @@ extension WalletIntegrationTests {
     @Test("Torn down after sending confirm, before the answer: a new client resolves it by query, exactly once")
     func restartAfterSendingConfirm() async throws {
         let (alice, bob) = try await pair()
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         let draft = try await alice.wallet.prepareTransfer(
             to: bob.memberID, asset: WalletMember.orb, amount: .orb("12"))
         // The service records the command as pending and executes it only after 2 s, so the
@@ -77,7 +77,7 @@ extension WalletIntegrationTests {
 
         let alice = try await WalletMember.register("canary", in: environment, transport: transport, tracer: tracer)
         let bob = try await WalletMember.register("bob", in: environment, transport: transport)
-        defer { [alice, bob].forEach { $0.removeFiles() } }
+        defer { for member in [alice, bob] { member.removeFiles() } }
         try await alice.wallet.setPIN(Secret(canary))
         try await bob.wallet.setPIN(Secret("2580"))
         try await alice.credit(alice.memberID, "50.00")

@@ -1,0 +1,436 @@
+import SymorvaStore
+
+/// Writes one room of a `/sync` response: its row, state, timeline (chunks, gaps, relations,
+/// redactions), receipts and account data, then its recomputed summary. Runs inside the
+/// ingest transaction, on the store's thread.
+struct RoomWriter {
+    let room: SyncRoomUpdate
+    /// The response document; every event range points into it.
+    let bytes: UnsafeRawBufferPointer
+
+    private(set) var timelineEvents = 0
+    private(set) var stateEvents = 0
+    private(set) var redactionsApplied = 0
+    private(set) var gapCreated = false
+
+    private var summary = SummaryChange()
+
+    init(room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer) {
+        self.room = room
+        self.bytes = bytes
+    }
+
+    func slice(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[range]) }
+
+    mutating func write(db: isolated SQLiteDatabase) throws(StoreError) {
+        var row = try loadOrInsertRow(db: db)
+        if row.wasStripped && (room.membership == .joined || room.membership == .left) {
+            // Full state replaces the stripped state an invite or knock carried.
+            try db.execute("DELETE FROM room_state WHERE room_nid = ? AND event_id IS NULL", [.integer(row.nid)])
+        }
+        let stateSQL =
+            "INSERT INTO room_state(room_nid, type, state_key, event_id, sender, origin_server_ts, content) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender, origin_server_ts = excluded.origin_server_ts, content = excluded.content"
+        try db.withStatement(stateSQL) { statement throws(StoreError) in
+            for event in room.state { try upsertState(event, room: row.nid, statement: statement) }
+        }
+        if room.membership == .invited || room.membership == .knocked {
+            summary.latestActivity = room.state.lazy.map(\.originServerTS).max() ?? 0
+        }
+        if !room.timeline.isEmpty { try writeTimeline(&row, db: db) }
+        if !room.ephemeral.isEmpty { try writeReceipts(room: row.nid, db: db) }
+        if !room.accountData.isEmpty { try writeAccountData(room: row.nid, db: db) }
+        try updateHeroes(row, db: db)
+        try writeSummary(row, db: db)
+    }
+
+    // MARK: Room row
+
+    struct RoomRow {
+        var nid: Int64
+        var liveChunk: Int64?
+        var heroes: String?
+        var wasStripped: Bool
+        var previewEventID: String?
+        var previewSender: String?
+    }
+
+    private func loadOrInsertRow(db: isolated SQLiteDatabase) throws(StoreError) -> RoomRow {
+        let existing = try db.withStatement(
+            "SELECT room_nid, live_chunk_id, heroes, membership, preview_event_id, preview_sender FROM rooms WHERE room_id = ?"
+        ) { statement throws(StoreError) -> RoomRow? in
+            try statement.bind(room.roomID, at: 1)
+            guard try statement.step() else { return nil }
+            let row = statement.row
+            let membership = RoomMembership(rawValue: row.int(3)) ?? .joined
+            return RoomRow(
+                nid: row.int64(0), liveChunk: row.optionalInt64(1), heroes: row.optionalString(2),
+                wasStripped: membership == .invited || membership == .knocked, previewEventID: row.optionalString(4),
+                previewSender: row.optionalString(5))
+        }
+        if let existing { return existing }
+        try db.withStatement("INSERT INTO rooms(room_id, membership) VALUES (?, ?)") { statement throws(StoreError) in
+            try statement.bind(room.roomID, at: 1)
+            try statement.bind(room.membership.rawValue, at: 2)
+            try statement.step()
+        }
+        return RoomRow(
+            nid: db.lastInsertRowID, liveChunk: nil, heroes: nil, wasStripped: false, previewEventID: nil,
+            previewSender: nil)
+    }
+
+    // MARK: State
+
+    private mutating func upsertState(_ event: SyncEvent, room nid: Int64, statement: SQLiteStatement)
+        throws(StoreError)
+    {
+        guard let stateKey = event.stateKey else { return }
+        try statement.bind(nid, at: 1)
+        try statement.bind(event.type, at: 2)
+        try statement.bind(stateKey, at: 3)
+        try statement.bind(event.eventID, at: 4)
+        try statement.bind(event.sender, at: 5)
+        try statement.bind(event.originServerTS, at: 6)
+        try statement.bind(bytes: slice(event.content), at: 7)
+        try statement.step()
+        statement.reset()
+        stateEvents += 1
+        summary.absorbState(event, content: slice(event.content))
+    }
+
+    // MARK: Timeline
+
+    private static let insertEventSQL =
+        "INSERT INTO events(room_nid, chunk_id, position, event_id, type, sender, origin_server_ts, state_key, txn_id, content, relates_to_event_id, rel_type, relation_key, in_reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(event_id) DO NOTHING"
+
+    private mutating func writeTimeline(_ row: inout RoomRow, db: isolated SQLiteDatabase) throws(StoreError) {
+        let chunk: Int64
+        var position: Int64
+        if let live = row.liveChunk, !room.isLimited {
+            chunk = live
+            position =
+                try db.queryOne(
+                    "SELECT position FROM events WHERE chunk_id = ? ORDER BY position DESC LIMIT 1", [.integer(live)]
+                ) { $0.int64(0) + 1 } ?? 0
+        } else {
+            var previous = row.liveChunk
+            if room.isLimited, let token = room.previousBatch {
+                let gap = try appendChunk(room: row.nid, after: previous, db: db)
+                try db.execute(
+                    "INSERT INTO timeline_gaps(chunk_id, prev_batch) VALUES (?, ?)", [.integer(gap), .text(token)])
+                previous = gap
+                gapCreated = true
+            }
+            chunk = try appendChunk(room: row.nid, after: previous, db: db)
+            position = 0
+        }
+        row.liveChunk = chunk
+        summary.liveChunk = chunk
+        var redactions: [(redaction: String, target: String)] = []
+        let stateSQL =
+            "INSERT INTO room_state(room_nid, type, state_key, event_id, sender, origin_server_ts, content) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender, origin_server_ts = excluded.origin_server_ts, content = excluded.content"
+        try db.withStatement(Self.insertEventSQL) { insert throws(StoreError) in
+            for event in room.timeline {
+                guard let eventID = event.eventID, let sender = event.sender else { continue }
+                var relatesTo = event.relation?.eventID
+                var relationType = event.relation?.type
+                if event.type == "m.room.redaction", let target = event.redacts {
+                    relatesTo = target
+                    relationType = "m.room.redaction"
+                }
+                try insert.bind(row.nid, at: 1)
+                try insert.bind(chunk, at: 2)
+                try insert.bind(position, at: 3)
+                try insert.bind(eventID, at: 4)
+                try insert.bind(event.type, at: 5)
+                try insert.bind(sender, at: 6)
+                try insert.bind(event.originServerTS, at: 7)
+                try insert.bind(event.stateKey, at: 8)
+                try insert.bind(event.transactionID, at: 9)
+                try insert.bind(bytes: slice(event.content), at: 10)
+                try insert.bind(relatesTo, at: 11)
+                try insert.bind(relationType, at: 12)
+                try insert.bind(event.relation?.key, at: 13)
+                try insert.bind(event.relation?.inReplyTo, at: 14)
+                try insert.step()
+                insert.reset()
+                guard db.changes > 0 else { continue }  // already stored
+                position += 1
+                timelineEvents += 1
+                summary.absorbTimeline(event, content: slice(event.content))
+                if event.stateKey != nil {
+                    try db.withStatement(stateSQL) { statement throws(StoreError) in
+                        try upsertState(event, room: row.nid, statement: statement)
+                    }
+                }
+                if let transactionID = event.transactionID {
+                    // The remote echo of our own message: the queue entry is done, atomically
+                    // with the event's arrival.
+                    try db.execute("DELETE FROM send_queue WHERE txn_id = ?", [.text(transactionID)])
+                }
+                if let target = relatesTo, relationType == "m.room.redaction" {
+                    redactions.append((eventID, target))
+                }
+            }
+        }
+        for (redaction, target) in redactions {
+            if try applyRedaction(of: target, by: redaction, room: row.nid, db: db) { redactionsApplied += 1 }
+        }
+    }
+
+    /// Appends an empty chunk after `previous` (the room's newest chunk) and returns its ID.
+    private func appendChunk(room nid: Int64, after previous: Int64?, db: isolated SQLiteDatabase) throws(StoreError)
+        -> Int64
+    {
+        try db.execute(
+            "INSERT INTO timeline_chunks(room_nid, prev_chunk_id) VALUES (?, ?)", [.integer(nid), .integer(previous)])
+        let chunk = db.lastInsertRowID
+        if let previous {
+            try db.execute(
+                "UPDATE timeline_chunks SET next_chunk_id = ? WHERE chunk_id = ?",
+                [.integer(chunk), .integer(previous)])
+        }
+        return chunk
+    }
+
+    /// Marks `target` redacted and strips its content (and its state row's) per the redaction
+    /// rules. Returns `false` when the target is not stored yet: the redaction stays indexed by
+    /// its target and is applied when the timeline is read.
+    private func applyRedaction(
+        of target: String, by redaction: String, room nid: Int64, db: isolated SQLiteDatabase
+    ) throws(StoreError) -> Bool {
+        let stored = try db.queryOne(
+            "SELECT event_nid, type, content, state_key FROM events WHERE event_id = ? AND redacted_by IS NULL",
+            [.text(target)]
+        ) { row in
+            (
+                nid: row.int64(0), type: row.string(1),
+                content: row.withBlob(2) { RawJSON.redactedContent(type: row.string(1), content: $0) },
+                isState: !row.isNull(3)
+            )
+        }
+        guard let stored else { return false }
+        try db.execute(
+            "UPDATE events SET redacted_by = ?, content = ? WHERE event_nid = ?",
+            [.text(redaction), .blob(stored.content), .integer(stored.nid)])
+        try db.execute(
+            "UPDATE rooms SET preview_redacted = 1, preview_body = NULL WHERE room_nid = ? AND preview_event_id = ?",
+            [.integer(nid), .text(target)])
+        if stored.isState {
+            try db.execute(
+                "UPDATE room_state SET content = ? WHERE room_nid = ? AND event_id = ?",
+                [.blob(stored.content), .integer(nid), .text(target)])
+        }
+        return true
+    }
+
+    // MARK: Receipts and account data
+
+    private func writeReceipts(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError) {
+        for event in room.ephemeral where event.type == "m.receipt" {
+            let content = slice(event.content)
+            var receipts: [(type: String, thread: String, user: String, event: String, ts: Int64)] = []
+            RawJSON.forEachMember(in: content) { eventID, byType in
+                let types = UnsafeRawBufferPointer(rebasing: content[byType])
+                RawJSON.forEachMember(in: types) { receiptType, byUser in
+                    let users = UnsafeRawBufferPointer(rebasing: types[byUser])
+                    RawJSON.forEachMember(in: users) { userID, info in
+                        let details = UnsafeRawBufferPointer(rebasing: users[info])
+                        let thread = RawJSON.string("thread_id", in: details) ?? ""
+                        let ts = RawJSON.integer("ts", in: details) ?? 0
+                        receipts.append((receiptType, thread, userID, eventID, ts))
+                    }
+                }
+            }
+            for receipt in receipts {
+                try db.execute(
+                    "INSERT INTO receipts(room_nid, receipt_type, thread_id, user_id, event_id, ts) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, ts = excluded.ts",
+                    [
+                        .integer(nid), .text(receipt.type), .text(receipt.thread), .text(receipt.user),
+                        .text(receipt.event), .integer(receipt.ts),
+                    ])
+            }
+        }
+    }
+
+    private mutating func writeAccountData(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError) {
+        for event in room.accountData {
+            let content = slice(event.content)
+            try db.withStatement(
+                "INSERT INTO account_data(room_nid, type, content) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET content = excluded.content"
+            ) { statement throws(StoreError) in
+                try statement.bind(nid, at: 1)
+                try statement.bind(event.type, at: 2)
+                try statement.bind(bytes: content, at: 3)
+                try statement.step()
+            }
+            if event.type == "m.tag" {
+                var tags: Set<String> = []
+                if let range = RawJSON.value("tags", in: content) {
+                    RawJSON.forEachMember(in: UnsafeRawBufferPointer(rebasing: content[range])) { tag, _ in
+                        tags.insert(tag)
+                    }
+                }
+                summary.tags = tags
+            }
+        }
+    }
+
+    // MARK: Summary
+
+    /// Resolves the heroes' display names when the heroes or the room's members changed.
+    private mutating func updateHeroes(_ row: RoomRow, db: isolated SQLiteDatabase) throws(StoreError) {
+        let heroes: [String]
+        if let given = room.heroes {
+            heroes = given
+        } else if summary.membersChanged, let stored = row.heroes, !stored.isEmpty {
+            heroes = stored.split(separator: "\n").map { String($0.prefix { $0 != "\t" }) }
+        } else {
+            return
+        }
+        var lines: [String] = []
+        for userID in heroes {
+            let name =
+                try db.queryOne(
+                    "SELECT content FROM room_state WHERE room_nid = ? AND type = 'm.room.member' AND state_key = ?",
+                    [.integer(row.nid), .text(userID)]
+                ) { row in row.withBlob(0) { RawJSON.string("displayname", in: $0) } } ?? nil
+            lines.append(userID + "\t" + (name ?? ""))
+        }
+        summary.heroes = lines.joined(separator: "\n")
+    }
+
+    private func writeSummary(_ row: RoomRow, db: isolated SQLiteDatabase) throws(StoreError) {
+        let sql = """
+            UPDATE rooms SET membership = ?2,
+                name = IIF(?3, ?4, name), canonical_alias = IIF(?5, ?6, canonical_alias),
+                avatar_url = IIF(?7, ?8, avatar_url), topic = IIF(?9, ?10, topic),
+                is_encrypted = MAX(is_encrypted, ?11), heroes = IIF(?12, ?13, heroes),
+                joined_member_count = COALESCE(?14, joined_member_count),
+                invited_member_count = COALESCE(?15, invited_member_count),
+                notification_count = COALESCE(?16, notification_count),
+                highlight_count = COALESCE(?17, highlight_count),
+                latest_activity_ts = MAX(latest_activity_ts, ?18),
+                preview_event_id = IIF(?19, ?24, preview_event_id), preview_sender = IIF(?19, ?25, preview_sender),
+                preview_type = IIF(?19, ?26, preview_type), preview_ts = IIF(?19, ?27, preview_ts),
+                preview_body = IIF(?19 OR ?30, ?28, preview_body), preview_msgtype = IIF(?19, ?29, preview_msgtype),
+                preview_redacted = IIF(?19, 0, preview_redacted),
+                is_favourite = COALESCE(?20, is_favourite), is_low_priority = COALESCE(?21, is_low_priority),
+                is_pinned = COALESCE(?22, is_pinned), live_chunk_id = COALESCE(?23, live_chunk_id)
+            WHERE room_nid = ?1
+            """
+        try db.withStatement(sql) { statement throws(StoreError) in
+            let change = summary
+            try statement.bind(row.nid, at: 1)
+            try statement.bind(room.membership.rawValue, at: 2)
+            for (offset, field) in [change.name, change.canonicalAlias, change.avatarURL, change.topic, change.heroes]
+                .enumerated()
+            {
+                let index = Int32(offset == 4 ? 12 : 3 + offset * 2)
+                try statement.bind(field == nil ? 0 : 1, at: index)
+                try statement.bind(field ?? nil, at: index + 1)
+            }
+            try statement.bind(change.isEncrypted ? 1 : 0, at: 11)
+            try statement.bind(room.joinedMemberCount, at: 14)
+            try statement.bind(room.invitedMemberCount, at: 15)
+            try statement.bind(room.notificationCount, at: 16)
+            try statement.bind(room.highlightCount, at: 17)
+            try statement.bind(change.latestActivity, at: 18)
+            var preview = change.preview
+            let previewID = preview?.eventID ?? row.previewEventID
+            let previewSender = preview?.sender ?? row.previewSender
+            var editedBody = false
+            // Only the original sender may edit; the newest of their edits wins.
+            if let previewID, let edit = change.edits[previewID]?.last(where: { $0.sender == previewSender }) {
+                editedBody = true
+                if preview == nil {
+                    preview = PreviewChange(
+                        eventID: previewID, sender: edit.sender, type: "", ts: 0, body: nil, messageType: nil)
+                }
+                preview?.body = edit.body
+            }
+            try statement.bind(change.preview == nil ? 0 : 1, at: 19)
+            try statement.bind(preview?.eventID, at: 24)
+            try statement.bind(preview?.sender, at: 25)
+            try statement.bind(preview?.type, at: 26)
+            try statement.bind(preview?.ts ?? 0, at: 27)
+            try statement.bind(preview?.body, at: 28)
+            try statement.bind(preview?.messageType, at: 29)
+            try statement.bind(editedBody ? 1 : 0, at: 30)
+            let tags = change.tags
+            try statement.bind(tags.map { Int64($0.contains("m.favourite") ? 1 : 0) }, at: 20)
+            try statement.bind(tags.map { Int64($0.contains("m.lowpriority") ? 1 : 0) }, at: 21)
+            try statement.bind(tags.map { Int64($0.contains(ChatStore.pinnedTag) ? 1 : 0) }, at: 22)
+            try statement.bind(change.liveChunk, at: 23)
+            try statement.step()
+        }
+    }
+}
+
+/// What a room's batch changed in its summary; `nil` means unchanged. A doubly optional field
+/// is `.some(nil)` when the batch cleared it.
+struct SummaryChange {
+    var name: String??
+    var canonicalAlias: String??
+    var avatarURL: String??
+    var topic: String??
+    var heroes: String??
+    var isEncrypted = false
+    var membersChanged = false
+    var latestActivity: Int64 = 0
+    var preview: PreviewChange?
+    /// The edits of each edited event in the batch, oldest first: sender and new body.
+    var edits: [String: [(sender: String, body: String?)]] = [:]
+    var tags: Set<String>?
+    var liveChunk: Int64?
+
+    /// Event types whose arrival moves a room up the conversation list and can be its preview.
+    static let activityTypes: Set<String> = [
+        "m.room.message", "m.room.encrypted", "m.sticker", "m.poll.start", "m.call.invite", "m.room.create",
+    ]
+
+    mutating func absorbState(_ event: SyncEvent, content: UnsafeRawBufferPointer) {
+        guard event.stateKey == "" || event.type == "m.room.member" else { return }
+        switch event.type {
+        case "m.room.name": name = .some(Self.nonEmpty(RawJSON.string("name", in: content)))
+        case "m.room.canonical_alias": canonicalAlias = .some(Self.nonEmpty(RawJSON.string("alias", in: content)))
+        case "m.room.avatar": avatarURL = .some(Self.nonEmpty(RawJSON.string("url", in: content)))
+        case "m.room.topic": topic = .some(Self.nonEmpty(RawJSON.string("topic", in: content)))
+        case "m.room.encryption": isEncrypted = true
+        case "m.room.member": membersChanged = true
+        default: break
+        }
+    }
+
+    mutating func absorbTimeline(_ event: SyncEvent, content: UnsafeRawBufferPointer) {
+        if event.relation?.type == "m.replace", let target = event.relation?.eventID, let sender = event.sender {
+            let newContent = RawJSON.value("m.new_content", in: content)
+            let body = newContent.flatMap { RawJSON.string("body", in: UnsafeRawBufferPointer(rebasing: content[$0])) }
+            edits[target, default: []].append((sender, body.map { String($0.prefix(ChatStore.previewLength)) }))
+            return
+        }
+        guard Self.activityTypes.contains(event.type) else { return }
+        latestActivity = max(latestActivity, event.originServerTS)
+        guard event.type != "m.room.create", let eventID = event.eventID, let sender = event.sender else { return }
+        let readable = event.type != "m.room.encrypted"
+        preview = PreviewChange(
+            eventID: eventID, sender: sender, type: event.type, ts: event.originServerTS,
+            body: readable
+                ? RawJSON.string("body", in: content).map { String($0.prefix(ChatStore.previewLength)) } : nil,
+            messageType: readable ? RawJSON.string("msgtype", in: content) : nil)
+    }
+
+    private static func nonEmpty(_ text: String?) -> String? {
+        guard let text, !text.isEmpty else { return nil }
+        return text
+    }
+}
+
+/// The last message of a room as the conversation list shows it, computed at ingest.
+struct PreviewChange {
+    var eventID: String
+    var sender: String
+    var type: String
+    var ts: Int64
+    var body: String?
+    var messageType: String?
+}

@@ -1,0 +1,226 @@
+import SymorvaKit
+import SymorvaMachines
+import SymorvaRuntime
+import Synchronization
+
+/// Gives chat commands the chat client of the signed-in account.
+///
+/// The session feature's `login` stores a provider under ``REPLChatProviderKey`` that answers
+/// with the signed-in community's chat; without one, every chat command prints
+/// `error: not signed in`.
+public protocol REPLChatProvider: Sendable {
+    /// The signed-in account's chat client, or `nil` when nobody is signed in.
+    var chatClient: ChatClient? { get }
+}
+
+/// The REPL slot that holds the ``REPLChatProvider``.
+public enum REPLChatProviderKey: REPLStateKey {
+    /// What the slot holds.
+    public typealias Value = any REPLChatProvider
+}
+
+/// A provider that always answers with one client (tools and tests that build a client themselves).
+public struct FixedREPLChatProvider: REPLChatProvider {
+    /// The client.
+    public let chatClient: ChatClient?
+    /// A provider for `client`.
+    public init(_ client: ChatClient) { self.chatClient = client }
+}
+
+/// The chat commands of the REPL: `rooms`, `create`, `join`, `leave`, `invite`, `open`,
+/// `send`, `back`, `react`, `unreact`, `edit`, `redact`, `fav`, `mute`, `pin`, `read`.
+///
+/// `open` makes one conversation current: its timeline is observed (so it is live) and every
+/// new row is printed as it arrives, numbered; `react`, `edit` and `redact` take that number or
+/// an event ID. Rooms are named by room ID, alias or their number in the last `rooms` listing.
+public enum ChatCommands {
+    /// Every chat command, for ``REPLProgram/run(arguments:environment:commands:output:)``.
+    public static var all: [REPLCommand] {
+        [
+            rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
+            flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
+        ]
+    }
+
+    // MARK: Conversations
+
+    static let rooms = REPLCommand(
+        "rooms", summary: "list conversations (pinned first, then by latest activity)",
+        run: { context async throws(REPLError) in
+            let chat = try client(context)
+            let list = chat.conversations.value
+            context[ChatREPLState.self] = state(context).listing(list.items.map(\.id))
+            guard !list.items.isEmpty else {
+                context.output.print("no conversations")
+                return
+            }
+            for (index, item) in list.items.enumerated() {
+                var flags: [String] = []
+                if item.membership == .invited { flags.append("invited") }
+                if item.isPinned { flags.append("pinned") }
+                if item.isFavourite { flags.append("fav") }
+                if item.isMuted { flags.append("muted") }
+                if item.unreadCount > 0 { flags.append("\(item.unreadCount) unread") }
+                let suffix = flags.isEmpty ? "" : "  [" + flags.joined(separator: ", ") + "]"
+                context.output.print("\(index + 1). \(item.name)  \(item.id)\(suffix)")
+            }
+        })
+
+    static let create = REPLCommand(
+        "create", usage: "create <name> [<@user> …]", summary: "create a room and invite users",
+        parse: { arguments throws(REPLError) in
+            let name = try arguments.next()
+            let invitees = try arguments.rest().map { word throws(REPLError) -> UserID in
+                guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
+                return userID
+            }
+            return (name, invitees)
+        },
+        run: { arguments, context async throws(REPLError) in
+            let chat = try client(context)
+            let roomID = try await failing { () async throws(ChatError) in
+                try await chat.createRoom(name: arguments.0, invitees: arguments.1)
+            }
+            context.output.print("created \(roomID)")
+        })
+
+    static let join = REPLCommand(
+        "join", usage: "join <room-id-or-alias>", summary: "join a room",
+        parse: { arguments throws(REPLError) in try arguments.next() },
+        run: { target, context async throws(REPLError) in
+            let chat = try client(context)
+            let roomID = try await failing { () async throws(ChatError) in
+                try await chat.join(roomIDOrAlias: target)
+            }
+            context.output.print("joined \(roomID)")
+        })
+
+    static let leave = REPLCommand(
+        "leave", usage: "leave <room>", summary: "leave a room (or decline an invite)",
+        parse: { arguments throws(REPLError) in try arguments.next() },
+        run: { reference, context async throws(REPLError) in
+            let chat = try client(context)
+            let roomID = try resolveRoom(reference, context)
+            try await failing { () async throws(ChatError) in try await chat.leave(roomID) }
+            context.output.print("left \(roomID)")
+        })
+
+    static let invite = REPLCommand(
+        "invite", usage: "invite <room> <@user>", summary: "invite a user (checks power levels)",
+        parse: { arguments throws(REPLError) in
+            let room = try arguments.next()
+            let word = try arguments.next()
+            guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
+            return (room, userID)
+        },
+        run: { arguments, context async throws(REPLError) in
+            let chat = try client(context)
+            let roomID = try resolveRoom(arguments.0, context)
+            try await failing { () async throws(ChatError) in
+                try await chat.invite(arguments.1, to: roomID)
+            }
+            context.output.print("invited \(arguments.1) to \(roomID)")
+        })
+
+    static let open = REPLCommand(
+        "open", usage: "open <room>", summary: "make a conversation current and print its messages live",
+        parse: { arguments throws(REPLError) in try arguments.next() },
+        run: { reference, context async throws(REPLError) in
+            let chat = try client(context)
+            let roomID = try resolveRoom(reference, context)
+            let conversation = try await failing { () async throws(ChatError) in
+                try await chat.conversation(id: roomID)
+            }
+            state(context).close()
+            let printer = TimelinePrinter(output: context.output)
+            let stop = conversation.timeline.subscribe { printer.show($0) }
+            context[ChatREPLState.self] = state(context).opening(conversation, printer: printer, stop: stop)
+            context.output.print("opened \(roomID)")
+        })
+
+    // MARK: The open conversation
+
+    static let send = REPLCommand(
+        "send", usage: "send <text> …", summary: "send a message to the open conversation",
+        parse: { arguments throws(REPLError) in try arguments.rest(minimum: 1).joined(separator: " ") },
+        run: { text, context async throws(REPLError) in
+            let conversation = try current(context)
+            let receipt = try await failing { () async throws(ChatError) in try await conversation.send(.text(text)) }
+            context.output.print("queued \(receipt.transactionIDs.map(\.rawValue).joined(separator: ", "))")
+        })
+
+    static let back = REPLCommand(
+        "back", usage: "back <count>", summary: "load older messages of the open conversation",
+        parse: { arguments throws(REPLError) in try arguments.nextInteger(in: 1...1000) },
+        run: { count, context async throws(REPLError) in
+            let pagination = await (try current(context)).paginateBackwards(count)
+            if let error = pagination.lastError { throw .commandFailed("pagination failed: \(error)") }
+            if pagination.hasReachedStart { context.output.print("(start of conversation)") }
+        })
+
+    static let react = REPLCommand(
+        "react", usage: "react <message> <key>", summary: "react to a message (shown at once)",
+        parse: { arguments throws(REPLError) in (try arguments.next(), try arguments.next()) },
+        run: { arguments, context async throws(REPLError) in
+            let conversation = try current(context)
+            let eventID = try resolveEvent(arguments.0, context)
+            try await failing { () async throws(ChatError) in
+                try await conversation.react(to: eventID, key: arguments.1)
+            }
+        })
+
+    static let unreact = REPLCommand(
+        "unreact", usage: "unreact <message> <key>", summary: "remove your reaction",
+        parse: { arguments throws(REPLError) in (try arguments.next(), try arguments.next()) },
+        run: { arguments, context async throws(REPLError) in
+            let conversation = try current(context)
+            let eventID = try resolveEvent(arguments.0, context)
+            try await failing { () async throws(ChatError) in
+                try await conversation.unreact(to: eventID, key: arguments.1)
+            }
+        })
+
+    static let edit = REPLCommand(
+        "edit", usage: "edit <message> <text> …", summary: "replace the text of one of your messages",
+        parse: { arguments throws(REPLError) in
+            (try arguments.next(), try arguments.rest(minimum: 1).joined(separator: " "))
+        },
+        run: { arguments, context async throws(REPLError) in
+            let conversation = try current(context)
+            let eventID = try resolveEvent(arguments.0, context)
+            _ = try await failing { () async throws(ChatError) in
+                try await conversation.edit(eventID, newText: arguments.1)
+            }
+        })
+
+    static let redact = REPLCommand(
+        "redact", usage: "redact <message>", summary: "redact a message (waits for the server)",
+        parse: { arguments throws(REPLError) in try arguments.next() },
+        run: { reference, context async throws(REPLError) in
+            let conversation = try current(context)
+            let eventID = try resolveEvent(reference, context)
+            try await failing { () async throws(ChatError) in try await conversation.redact(eventID) }
+            context.output.print("redacted \(eventID)")
+        })
+
+    static func flag(_ name: String, _ flag: ConversationFlag, _ label: String) -> REPLCommand {
+        REPLCommand(
+            name, usage: "\(name) on|off", summary: "\(label) the open conversation (applies at once)",
+            parse: { arguments throws(REPLError) in try arguments.next(oneOf: ["on", "off"]) == "on" },
+            run: { isOn, context async throws(REPLError) in
+                let conversation = try current(context)
+                try await failing { () async throws(ChatError) in
+                    try await conversation.setFlag(flag, isOn)
+                }
+                context.output.print("\(label) \(isOn ? "on" : "off")")
+            })
+    }
+
+    static let read = REPLCommand(
+        "read", summary: "send a read receipt for the newest message of the open conversation",
+        run: { context async throws(REPLError) in
+            let conversation = try current(context)
+            try await failing { () async throws(ChatError) in try await conversation.markRead() }
+            context.output.print("marked read")
+        })
+}

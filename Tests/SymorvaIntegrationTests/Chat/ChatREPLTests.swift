@@ -1,0 +1,57 @@
+import Foundation
+import SymorvaKit
+import SymorvaMachines
+import SymorvaREPL
+import SymorvaRuntime
+import SymorvaTesting
+import SymorvaTransport
+import Synchronization
+import Testing
+
+/// REPL output whose lines can be awaited.
+final class ObservableREPLOutput: REPLOutput {
+    private let publisher = ObservableValue<[String]>.Publisher([])
+    private let lock = Mutex(())
+    var lines: ObservableValue<[String]> { publisher.observable }
+    func write(_ line: String, to stream: REPLStream) {
+        lock.withLock { _ in publisher.update { $0.append(line) } }
+    }
+}
+
+@Suite("REPL chat commands against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+struct ChatREPLTests {
+    let transport = CurlTransport()
+
+    @Test("open prints the conversation live: our own message, then the other member's reply as it arrives")
+    func openPrintsLive() async throws {
+        let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
+        let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
+        let alice = try await aliceAccount.makeClient(transport: transport)
+        let bob = try await bobAccount.makeClient(transport: transport)
+        try await alice.startAndSync()
+        try await bob.startAndSync()
+        let output = ObservableREPLOutput()
+        let context = REPLContext(output: output, tracer: Tracer(), logCenter: LogCenter(threshold: .error))
+        context[REPLChatProviderKey.self] = FixedREPLChatProvider(alice)
+        let session = REPLSession(context: context, commands: ChatCommands.all)
+
+        var summary = await session.run(lines: ["create Allotment \(bobAccount.userID.rawValue)", "rooms", "open 1"])
+        #expect(summary.failures.isEmpty)
+        let roomID = try #require(alice.conversations.value.items.first?.id)
+        try await bob.waitForConversation(roomID, .invited)
+        _ = try await bob.join(roomIDOrAlias: roomID.rawValue)
+
+        summary = await session.run(lines: ["send hello from the repl"])
+        #expect(summary.failures.isEmpty)
+        try await output.lines.wait { lines in
+            lines.contains { $0.contains("hello from the repl") && !$0.contains("(sending)") }
+        }
+        let reply = try await bob.conversation(id: roomID).send(.text("hi back"))
+        try await reply.waitUntilSent()
+        let lines = try await output.lines.wait { $0.contains { $0.hasSuffix(": hi back") } }
+        #expect(lines.contains("created \(roomID)"))
+        #expect(lines.contains { $0.hasPrefix("1. Allotment") })
+        await alice.stop()
+        await bob.stop()
+    }
+}
