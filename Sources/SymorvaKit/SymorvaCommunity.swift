@@ -35,14 +35,19 @@ public final class SymorvaCommunity: Sendable {
     ///
     /// - Parameters:
     ///   - modules: feature modules built for every signed-in account, with their database
-    ///     migrations (see ``AccountModuleFactory``).
+    ///     migrations (see ``AccountModuleFactory``); by default chat and, when the manifest
+    ///     enables it, the wallet.
     public init(
-        configuration: SymorvaConfiguration, environment: SymorvaEnvironment, modules: [AccountModuleFactory] = []
+        configuration: SymorvaConfiguration, environment: SymorvaEnvironment,
+        modules: [AccountModuleFactory] = AccountModuleFactory.standard
     ) {
         self.configuration = configuration
         self.environment = environment
         var migrations = AccountMigrations.standard
-        for module in modules { migrations.register(feature: module.name, module.migrations) }
+        // A module without migrations of its own here versions its tables itself (the wallet does).
+        for module in modules where !module.migrations.isEmpty {
+            migrations.register(feature: module.name, module.migrations)
+        }
         let storage = AccountStorage(
             dataDirectory: environment.dataDirectory, keyProvider: environment.keyProvider, migrations: migrations,
             logger: environment.logger("store"))

@@ -31,9 +31,27 @@ public enum CommunitySlot: REPLStateKey {
             tracer: context.tracer, logCenter: context.logCenter, deviceDisplayName: "symorva REPL")
         let community = SymorvaCommunity(configuration: configuration, environment: environment)
         context[CommunitySlot.self] = community
+        context[REPLChatProviderKey.self] = CommunityChatProvider(community: community)
         await community.launch()
+        updateModuleSlots(in: context)
         return community
     }
+
+    /// Points the other features' slots at the active account's modules (or empties them):
+    /// the wallet commands' ``REPLWalletKey``. Session commands call it after every change.
+    public static func updateModuleSlots(in context: REPLContext) {
+        guard let community = context[CommunitySlot.self], community.session.state.value.account != nil else {
+            context[REPLWalletKey.self] = nil
+            return
+        }
+        context[REPLWalletKey.self] = community.wallet.map(REPLWalletAccess.available) ?? .disabled
+    }
+}
+
+/// The chat commands' view of the community: whichever account is active.
+struct CommunityChatProvider: REPLChatProvider {
+    let community: SymorvaCommunity
+    var chatClient: ChatClient? { community.chat }
 }
 
 /// `login`, `register`, `logout`, `whoami`, `accounts` and `switch`: the session feature in the REPL.
@@ -79,10 +97,12 @@ public enum SessionCommands {
                     matches(account, credentials.username)
                 {
                     let resumed = try await community.session.reauthenticate(password: password)
+                    CommunitySlot.updateModuleSlots(in: context)
                     context.output.print("signed in again as \(resumed)")
                     return
                 }
                 let account = try await community.session.signIn(username: credentials.username, password: password)
+                CommunitySlot.updateModuleSlots(in: context)
                 context.output.print("signed in as \(account)")
             } catch {
                 throw .commandFailed(message(for: error, username: credentials.username))
@@ -98,6 +118,7 @@ public enum SessionCommands {
             let password = try await readPassword(credentials, context)
             do throws(SessionError) {
                 let account = try await community.session.register(username: credentials.username, password: password)
+                CommunitySlot.updateModuleSlots(in: context)
                 context.output.print("registered and signed in as \(account)")
             } catch {
                 throw .commandFailed(message(for: error, username: credentials.username))
@@ -115,6 +136,7 @@ public enum SessionCommands {
             do throws(SessionError) { try await community.session.signOut() } catch {
                 throw .commandFailed(message(for: error, username: nil))
             }
+            CommunitySlot.updateModuleSlots(in: context)
             context.output.print("signed out \(account.userID)")
             if let next = community.session.state.value.account { context.output.print("now active: \(next)") }
         })
@@ -154,6 +176,7 @@ public enum SessionCommands {
             }
             do throws(SessionError) {
                 let active = try await community.session.switchAccount(to: account)
+                CommunitySlot.updateModuleSlots(in: context)
                 context.output.print("switched to \(active)")
             } catch {
                 throw .commandFailed(message(for: error, username: username))

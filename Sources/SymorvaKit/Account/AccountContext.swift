@@ -53,7 +53,9 @@ public struct AccountModuleFactory: Sendable {
     /// The module's name: its key in ``AccountModules`` and in the database's `symorva_feature_schema`,
     /// and the prefix of its tables.
     public var name: String
-    /// The module's migrations, versions 1, 2, 3, … (its own numbering).
+    /// The module's migrations, versions 1, 2, 3, … (its own numbering), applied when the
+    /// account's database opens. Leave it empty for a module that migrates its tables itself in
+    /// ``make`` (the wallet, and chat, which owns the database's `user_version` list).
     public var migrations: [Migration]
     /// Builds the module for one account; `nil` when the module does not apply (disabled in
     /// the manifest). Runs when the account's session starts, after the session is restored.

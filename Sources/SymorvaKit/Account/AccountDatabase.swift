@@ -34,17 +34,24 @@ public struct AccountMigrations: Sendable {
         }
     }
 
+    /// The database's main list, versioned by the file's `user_version`: chat's schema
+    /// (``ChatSchema/migrations``), the largest and oldest user of the file. Applied first.
+    public var main: [Migration]
+
     /// The registered features, in registration order (the order migrations are applied in).
     public private(set) var features: [Feature]
 
-    /// A registry holding `features`.
-    public init(_ features: [Feature] = []) {
+    /// A registry with the `main` list and `features`.
+    public init(main: [Migration] = [], _ features: [Feature] = []) {
+        self.main = main
         self.features = []
         for feature in features { register(feature: feature.name, feature.migrations) }
     }
 
-    /// The migrations every account database has: the session feature's.
-    public static var standard: AccountMigrations { AccountMigrations([SessionStore.feature]) }
+    /// The migrations every account database has: chat's main list and the session feature's.
+    public static var standard: AccountMigrations {
+        AccountMigrations(main: ChatSchema.migrations, [SessionStore.feature])
+    }
 
     /// Adds a feature's migrations. Registering a name twice is a programming error and traps,
     /// naming the feature, because two features would otherwise fight over one version row.
@@ -65,13 +72,6 @@ public struct AccountMigrations: Sendable {
                 try db.migrate(feature: feature.name, feature.migrations)
             }
         }
-    }
-}
-
-extension SQLiteDatabase {
-    /// Runs `body` on the database's executor without a transaction (single reads, schema).
-    func run<T: Sendable>(_ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T) throws(StoreError) -> T {
-        try body(self)
     }
 }
 
@@ -106,7 +106,8 @@ public final class AccountDatabase: Sendable {
         let directory = Self.directory(for: userID, in: dataDirectory)
         try AccountFiles.makeDirectory(directory)
         do {
-            let database = try await SQLiteDatabase.open(path: directory + "/" + fileName, logger: logger)
+            let database = try await SQLiteDatabase.open(
+                path: directory + "/" + fileName, migrations: migrations.main, logger: logger)
             try await migrations.apply(to: database)
             return AccountDatabase(userID: userID, directory: directory, database: database)
         } catch {

@@ -30,7 +30,8 @@ struct SessionRefreshTests {
         var tokens: [Secret<String>] = [try #require(fixture.accessToken)]
         for rotation in 1...3 {
             try await waitUntil(timeout: lifetime * 3, "refresh \(rotation)") {
-                fixture.transport.count("/refresh") >= rotation && fixture.accessToken != tokens.last
+                guard let token = fixture.accessToken else { return false }  // nil while refreshing
+                return fixture.transport.count("/refresh") >= rotation && token != tokens.last
             }
             tokens.append(try #require(fixture.accessToken))
             let response = try await requester.send(AuthAPI.whoami())

@@ -112,7 +112,7 @@ struct CommunityFixture {
     init(
         data: TemporaryDataDirectory = TemporaryDataDirectory(), transport: (any HTTPTransport)? = nil,
         clock: any RuntimeClock = SystemClock(), wallClock: any WallClock = SystemWallClock(),
-        modules: [AccountModuleFactory] = []
+        modules: [AccountModuleFactory] = AccountModuleFactory.standard
     ) {
         self.data = data
         let recording = RecordingTransport(transport ?? CurlTransport())
