@@ -375,7 +375,7 @@ public final class StoreExecutor: SerialExecutor {
     public init() {
         shared = Shared()
         let shared = self.shared
-        StoreThread.start { shared.run() }
+        DedicatedThread.start { shared.run() }
         shared.started.wait()
     }
 
@@ -397,7 +397,7 @@ public final class StoreExecutor: SerialExecutor {
     }
 
     /// Whether the calling code runs on this executor's thread.
-    public var isCurrentThread: Bool { shared.threadID.load(ordering: .acquiring) == StoreThread.currentID() }
+    public var isCurrentThread: Bool { shared.threadID.load(ordering: .acquiring) == DedicatedThread.currentID() }
 
     /// The job queue, shared by the executor and its thread. The thread holds it (not the
     /// executor) so that the executor can be released, which stops the thread.
@@ -422,7 +422,7 @@ public final class StoreExecutor: SerialExecutor {
         }
 
         func run() {
-            threadID.store(StoreThread.currentID(), ordering: .releasing)
+            threadID.store(DedicatedThread.currentID(), ordering: .releasing)
             started.signal()
             while true {
                 wakeUp.wait()
@@ -434,43 +434,5 @@ public final class StoreExecutor: SerialExecutor {
                 if stopped { return }
             }
         }
-    }
-}
-
-/// Starts detached POSIX threads and names the current one.
-enum StoreThread {
-    private final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-
-    static func currentID() -> UInt {
-        #if canImport(Darwin)
-            UInt(bitPattern: pthread_self())
-        #else
-            UInt(pthread_self())
-        #endif
-    }
-
-    static func start(_ body: @escaping @Sendable () -> Void) {
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        #if canImport(Darwin)
-            var thread: pthread_t?
-        #else
-            var thread = pthread_t()
-        #endif
-        let result = pthread_create(
-            &thread, nil,
-            { context in
-                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-                box.body()
-                return nil
-            }, context)
-        precondition(result == 0, "pthread_create failed: \(result)")
-        #if canImport(Darwin)
-            pthread_detach(thread!)
-        #else
-            pthread_detach(thread)
-        #endif
     }
 }

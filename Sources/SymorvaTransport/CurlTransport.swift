@@ -274,33 +274,3 @@ enum CurlGlobal {
         precondition(initialized, "curl_global_init failed")
     }
 }
-
-/// Starts a detached POSIX thread that runs `body` once.
-enum DedicatedThread {
-    private final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-
-    static func start(_ body: @escaping @Sendable () -> Void) {
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        #if canImport(Darwin)
-            var thread: pthread_t?
-        #else
-            var thread = pthread_t()
-        #endif
-        let result = pthread_create(
-            &thread, nil,
-            { context in
-                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-                box.body()
-                return nil
-            }, context)
-        precondition(result == 0, "pthread_create failed: \(result)")
-        #if canImport(Darwin)
-            pthread_detach(thread!)
-        #else
-            pthread_detach(thread)
-        #endif
-    }
-}
