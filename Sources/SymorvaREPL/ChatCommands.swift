@@ -28,7 +28,8 @@ public struct FixedREPLChatProvider: REPLChatProvider {
 }
 
 /// The chat commands of the REPL: `rooms`, `create`, `join`, `leave`, `invite`, `open`,
-/// `send`, `back`, `react`, `unreact`, `edit`, `redact`, `fav`, `mute`, `pin`, `read`.
+/// `send`, `back`, `react`, `unreact`, `edit`, `redact`, `fav`, `mute`, `pin`, `read`, and the
+/// delivery tools `burst` and `outbox`.
 ///
 /// `open` makes one conversation current: its timeline is observed (so it is live) and every
 /// new row is printed as it arrives, numbered; `react`, `edit` and `redact` take that number or
@@ -39,6 +40,7 @@ public enum ChatCommands {
         [
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
+            burst, outbox,
         ]
     }
 
@@ -223,4 +225,86 @@ public enum ChatCommands {
             try await failing { () async throws(ChatError) in try await conversation.markRead() }
             context.output.print("marked read")
         })
+}
+
+// MARK: Delivery
+
+extension ChatCommands {
+    static let burst = REPLCommand(
+        "burst", usage: "burst <room> <count> [<text> …]",
+        summary: "queue <count> numbered messages ('<text> 1' …) and print 'queued <i>' for each",
+        details: """
+            Sends '<text> 1' to '<text> <count>' (text 'burst' when omitted) one after the other without
+            waiting for the server. 'queued <i> <transaction>' is printed once message i is in the room's
+            persisted queue: a process killed after that line still delivers it on its next run.
+            'outbox <room> --wait' waits until the server has them all.
+            """,
+        parse: { arguments throws(REPLError) in
+            let room = try arguments.next()
+            let count = try arguments.nextInteger(in: 1...10_000)
+            let text = try arguments.rest().joined(separator: " ")
+            return (room: room, count: count, text: text.isEmpty ? "burst" : text)
+        },
+        run: { burst, context async throws(REPLError) in
+            let chat = try client(context)
+            let roomID = try resolveRoom(burst.room, context)
+            let conversation = try await failing { () async throws(ChatError) in
+                try await chat.conversation(id: roomID)
+            }
+            for number in 1...burst.count {
+                let receipt = try await failing { () async throws(ChatError) in
+                    try await conversation.send(.text("\(burst.text) \(number)"))
+                }
+                context.output.print(
+                    "queued \(number) \(receipt.transactionIDs.map(\.rawValue).joined(separator: ","))")
+            }
+        })
+
+    static let outbox = REPLCommand(
+        "outbox", usage: "outbox <room> [--wait]",
+        summary: "show our messages the server does not have yet; --wait waits until it has them all",
+        details: """
+            Lists each unsent message of the room by transaction: 'sending' (queued, in flight or waiting
+            to retry) or 'failed' (refused; the later ones wait behind it). Messages an earlier run left
+            queued are included: they are sent again as soon as the account is restored (any session
+            command, e.g. 'whoami', restores it). --wait prints 'all sent' once the outbox is empty and
+            fails if a message is refused.
+            """,
+        parse: { arguments throws(REPLError) in
+            let room = try arguments.next()
+            guard let flag = arguments.optional() else { return (room: room, waits: false) }
+            guard flag == "--wait" else { throw arguments.usageError }
+            return (room: room, waits: true)
+        },
+        run: { request, context async throws(REPLError) in
+            let chat = try client(context)
+            let roomID = try resolveRoom(request.room, context)
+            let conversation = try await failing { () async throws(ChatError) in
+                try await chat.conversation(id: roomID)
+            }
+            let entries = conversation.outbox.value
+            context.output.print(entries.isEmpty ? "outbox empty" : "\(entries.count) unsent")
+            for entry in entries { context.output.print("  \(entry.transactionID)  \(describe(entry.state))") }
+            guard request.waits, !entries.isEmpty else { return }
+            for await current in conversation.outbox.values {
+                if let failed = current.first(where: { if case .failed = $0.state { true } else { false } }) {
+                    throw .commandFailed(
+                        "\(failed.transactionID) \(describe(failed.state)); the messages after it wait — "
+                            + "resend or cancel it")
+                }
+                if current.isEmpty {
+                    context.output.print("all sent")
+                    return
+                }
+            }
+            throw .commandFailed("cancelled")
+        })
+
+    private static func describe(_ state: SendState) -> String {
+        switch state {
+        case .sending: "sending"
+        case .sent(let eventID): "sent as \(eventID)"
+        case .failed(let reason): "failed (\(reason.storageCode))"
+        }
+    }
 }

@@ -50,6 +50,10 @@ public final class Conversation: Sendable {
     public var timeline: ObservableValue<[TimelineItem]> { timelinePublisher.observable }
     /// Paging state: loading, reached the start, last error.
     public var pagination: ObservableValue<TimelinePagination> { paginationPublisher.observable }
+    /// Our messages the server has not accepted yet, in send order — those an earlier run left
+    /// queued included. Empty once every message has reached the server; a `.failed` entry
+    /// holds the ones after it until it is resent or cancelled.
+    public var outbox: ObservableValue<[OutboxEntry]> { outboxPublisher.observable }
 
     let client: ChatClient
     let timelineHost: MachineHost<TimelineMachine>
@@ -58,6 +62,7 @@ public final class Conversation: Sendable {
 
     private let timelinePublisher: ObservableValue<[TimelineItem]>.Publisher
     private let paginationPublisher = ObservableValue<TimelinePagination>.Publisher(TimelinePagination(.idle))
+    private let outboxPublisher = ObservableValue<[OutboxEntry]>.Publisher([])
     private let pendingReactions = Mutex<[PendingReaction]>([])
     private let sendLock = AsyncLock()
     private let subscriptions = Mutex<[@Sendable () -> Void]>([])
@@ -91,7 +96,12 @@ public final class Conversation: Sendable {
             if pagination.value != next { pagination.publish(next) }
             runner.request()
         }
-        let onQueue = sendQueue.states.subscribe { _ in runner.request() }
+        let outbox = outboxPublisher
+        let onQueue = sendQueue.states.subscribe { state in
+            let entries = OutboxEntry.entries(of: state.items)
+            if outbox.value != entries { outbox.publish(entries) }
+            runner.request()
+        }
         subscriptions.withLock { $0 = [onTimeline, onQueue] }
     }
 
@@ -339,6 +349,29 @@ public enum OutgoingMessage: Sendable, Hashable, CustomStringConvertible {
                 content.raw("m.relates_to", #"{"m.in_reply_to":"# + reply.text + "}")
             }
             return MessageContent(eventType: "m.room.message", json: content.text)
+        }
+    }
+}
+
+/// One of our messages on its way to the server (``Conversation/outbox``).
+public struct OutboxEntry: Sendable, Hashable, CustomStringConvertible {
+    /// The message's transaction, the same on every attempt.
+    public let transactionID: TransactionID
+    /// `.sending` while queued, in flight or waiting to retry; `.failed` when refused for good.
+    public let state: SendState
+
+    /// The transaction and state only: the content is user content.
+    public var description: String { "OutboxEntry(\(transactionID), \(state))" }
+
+    /// The entries for the queue's items that the server has not accepted: sent items (waiting
+    /// for their remote echo) and cancelled ones are not on their way any more.
+    static func entries(of items: [SendQueueItem]) -> [OutboxEntry] {
+        items.compactMap { item in
+            switch item.status {
+            case .queued, .encrypting, .sending: OutboxEntry(transactionID: item.transactionID, state: .sending)
+            case .failed(let reason): OutboxEntry(transactionID: item.transactionID, state: .failed(reason))
+            case .sent, .cancelled: nil
+            }
         }
     }
 }

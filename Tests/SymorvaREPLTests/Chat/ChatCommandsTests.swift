@@ -15,7 +15,7 @@ struct ChatCommandsTests {
         let (session, _) = session()
         for name in [
             "rooms", "create", "join", "leave", "invite", "open", "send", "back", "react", "unreact", "edit", "redact",
-            "fav", "mute", "pin", "read",
+            "fav", "mute", "pin", "read", "burst", "outbox",
         ] {
             #expect(session.context.commands.command(named: name) != nil, "missing \(name)")
         }
@@ -26,7 +26,7 @@ struct ChatCommandsTests {
         arguments: [
             "rooms", "create Club", "join '#club:example.org'", "leave 1", "invite 1 @bob:example.org", "open 1",
             "send hello there", "back 5", "react 1 👍", "unreact 1 👍", "edit 1 better", "redact 1", "fav on", "mute off",
-            "pin on", "read",
+            "pin on", "read", "burst 1 10", "outbox 1 --wait",
         ])
     func notSignedIn(line: String) async {
         let (session, capture) = session()
@@ -38,12 +38,14 @@ struct ChatCommandsTests {
     @Test("Arguments are checked before anything runs")
     func usage() async {
         let (session, capture) = session()
-        _ = await session.run(lines: ["fav maybe", "back none", "invite 1 bob"])
+        _ = await session.run(lines: ["fav maybe", "back none", "invite 1 bob", "burst 1 0", "outbox 1 --now"])
         #expect(
             capture.texts == [
                 "error: usage: fav on|off",
                 "error: 'none' is not a whole number in 1...1000 — usage: back <count>",
                 "error: 'bob' is not a user ID",
+                "error: '0' is not a whole number in 1...10000 — usage: burst <room> <count> [<text> …]",
+                "error: usage: outbox <room> [--wait]",
             ])
     }
 }
