@@ -73,6 +73,7 @@ struct ReadmeExampleTests {
         let chat: ChatClient = community.chat
         #expect(chat.conversations.value.status == .signedOut)
         #expect(chat.conversations.value.items.isEmpty)
+        #expect(community.chat.conversations.items.isEmpty)  // the contract's shape for views
         await #expect(throws: ChatError.notSignedIn) { try await chat.conversation(id: RoomID("!r:localhost")) }
         #expect(community.wallet != nil)
 

@@ -159,3 +159,8 @@ public final class ChatClient: Sendable {
         return result
     }
 }
+
+extension ObservableValue where Value == ConversationList {
+    /// The list's current items: `community.chat.conversations.items`, as views read them.
+    public var items: [ConversationListItem] { value.items }
+}

@@ -122,14 +122,16 @@ final class WalletMember: Sendable {
     // MARK: Reading
 
     /// The balance of ORB as the service reports it.
-    func orbBalance() async throws -> String {
-        let balances = try await wallet.refreshBalances()
+    /// The member's ORB balance, through `client` (default: the member's first wallet; a wallet
+    /// whose scope ended refuses to act).
+    func orbBalance(in client: AccountWallet? = nil) async throws -> String {
+        let balances = try await (client ?? wallet).refreshBalances()
         return try #require(balances.first { $0.asset.code == "ORB" }).amount.formatted
     }
 
     /// Ledger entries of the member's history that a command executed.
-    func entries(of commandID: CommandID) async throws -> [LedgerEntry] {
-        try await wallet.history(limit: 100).filter { $0.commandID == commandID }
+    func entries(of commandID: CommandID, in client: AccountWallet? = nil) async throws -> [LedgerEntry] {
+        try await (client ?? wallet).history(limit: 100).filter { $0.commandID == commandID }
     }
 
     /// Waits until the account's store holds no pending command.
