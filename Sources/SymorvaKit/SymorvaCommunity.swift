@@ -4,8 +4,11 @@ import SymorvaRuntime
 /// A Symorva community: the SDK's entry point, built from the community's manifest.
 ///
 /// It composes the parts and owns none of the logic: the app flow (which account is active),
-/// the session feature (``session``), per-account storage, and the feature modules that attach
-/// to every signed-in account (``module(_:)``).
+/// the session feature (``session``), per-account storage, the feature modules that attach to
+/// every signed-in account (``module(_:)``), and the product clients that follow the active
+/// account. Foundation modules are always present (``chat``); optional modules are optional
+/// values, `nil` exactly when the manifest disables them (``wallet``). Each client is one
+/// instance for the community's whole life and always shows the active account.
 ///
 /// ```swift
 /// let community = SymorvaCommunity(configuration: try .load(from: manifestURL))
@@ -13,6 +16,8 @@ import SymorvaRuntime
 /// if case .signedOut = community.session.state.value {
 ///     try await community.session.signIn(username: "alice", password: Secret(password))
 /// }
+/// let chat: ChatClient = community.chat
+/// if let wallet = community.wallet { … }
 /// ```
 public final class SymorvaCommunity: Sendable {
     /// The manifest the community was built from.
@@ -21,6 +26,12 @@ public final class SymorvaCommunity: Sendable {
     public let environment: SymorvaEnvironment
     /// Sign-in, registration, sign-out, accounts and switching.
     public let session: SessionClient
+    /// Chat, always present: the active account's conversations and room operations
+    /// (``ConversationList/signedOut`` and ``ChatError/notSignedIn`` while nobody is signed in).
+    public let chat: ChatClient
+    /// The wallet, or `nil` when the manifest disables the wallet module (decided by the
+    /// manifest alone, signed in or not); it shows the active account's wallet.
+    public let wallet: WalletClient?
 
     let sessions: CommunitySessions
     let coordinator: AppFlowCoordinator
@@ -57,6 +68,19 @@ public final class SymorvaCommunity: Sendable {
         self.sessions = sessions
         self.coordinator = coordinator
         self.session = SessionClient(coordinator: coordinator, sessions: sessions)
+        let chat = ChatClient()
+        let wallet =
+            configuration.modules.wallet.isEnabled
+            ? WalletClient(configuration: WalletConfiguration(manifest: configuration.modules.wallet)) : nil
+        self.chat = chat
+        self.wallet = wallet
+        // For the community's lifetime: the clients follow whichever account runs.
+        _ = sessions.active.subscribe { active in
+            var modules: AccountModules?
+            if case .running(let context) = active { modules = context.modules }
+            chat.follow(modules?.module(AccountChat.self))
+            wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
+        }
     }
 
     /// Restores the last active account from the store (no network needed) and returns once

@@ -129,7 +129,7 @@ final class TimelinePrinter: Sendable {
 
 extension ChatCommands {
     static func client(_ context: REPLContext) throws(REPLError) -> ChatClient {
-        guard let client = context[REPLChatProviderKey.self]?.chatClient else {
+        guard let client = context[REPLChatProviderKey.self]?.chatClient, client.userID != nil else {
             throw .commandFailed("not signed in")
         }
         return client

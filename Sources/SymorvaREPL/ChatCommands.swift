@@ -3,13 +3,13 @@ import SymorvaMachines
 import SymorvaRuntime
 import Synchronization
 
-/// Gives chat commands the chat client of the signed-in account.
+/// Gives chat commands their chat client.
 ///
-/// The session feature's `login` stores a provider under ``REPLChatProviderKey`` that answers
-/// with the signed-in community's chat; without one, every chat command prints
-/// `error: not signed in`.
+/// The REPL's community (``CommunitySlot``) stores a provider under ``REPLChatProviderKey``
+/// that answers with `community.chat`, which follows the active account. Without a provider,
+/// or while nobody is signed in, every chat command prints `error: not signed in`.
 public protocol REPLChatProvider: Sendable {
-    /// The signed-in account's chat client, or `nil` when nobody is signed in.
+    /// The chat client, or `nil` when there is none.
     var chatClient: ChatClient? { get }
 }
 
@@ -25,6 +25,8 @@ public struct FixedREPLChatProvider: REPLChatProvider {
     public let chatClient: ChatClient?
     /// A provider for `client`.
     public init(_ client: ChatClient) { self.chatClient = client }
+    /// A provider for one account's chat (tools and tests that build an ``AccountChat`` themselves).
+    public init(_ chat: AccountChat) { self.chatClient = ChatClient(following: chat) }
 }
 
 /// The chat commands of the REPL: `rooms`, `create`, `join`, `leave`, `invite`, `open`,

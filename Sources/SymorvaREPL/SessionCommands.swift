@@ -31,14 +31,15 @@ public enum CommunitySlot: REPLStateKey {
             tracer: context.tracer, logCenter: context.logCenter, deviceDisplayName: "symorva REPL")
         let community = SymorvaCommunity(configuration: configuration, environment: environment)
         context[CommunitySlot.self] = community
-        context[REPLChatProviderKey.self] = CommunityChatProvider(community: community)
+        context[REPLChatProviderKey.self] = FixedREPLChatProvider(community.chat)
         await community.launch()
         updateModuleSlots(in: context)
         return community
     }
 
-    /// Points the other features' slots at the active account's modules (or empties them):
-    /// the wallet commands' ``REPLWalletKey``. Session commands call it after every change.
+    /// Fills the wallet commands' ``REPLWalletKey`` with the community's wallet (which always
+    /// shows the active account) while someone is signed in, and empties it otherwise, so that
+    /// signed-out commands say "not signed in". Session commands call it after every change.
     public static func updateModuleSlots(in context: REPLContext) {
         guard let community = context[CommunitySlot.self], community.session.state.value.account != nil else {
             context[REPLWalletKey.self] = nil
@@ -46,12 +47,6 @@ public enum CommunitySlot: REPLStateKey {
         }
         context[REPLWalletKey.self] = community.wallet.map(REPLWalletAccess.available) ?? .disabled
     }
-}
-
-/// The chat commands' view of the community: whichever account is active.
-struct CommunityChatProvider: REPLChatProvider {
-    let community: SymorvaCommunity
-    var chatClient: ChatClient? { community.chat }
 }
 
 /// `login`, `register`, `logout`, `whoami`, `accounts` and `switch`: the session feature in the REPL.

@@ -8,7 +8,7 @@ import SymorvaRuntime
 /// when the community enables the wallet module, `.disabled` when its manifest does not. An
 /// empty slot means nobody is signed in.
 public enum REPLWalletAccess: Sendable {
-    /// The signed-in member's wallet (`community.wallet`).
+    /// The community's wallet (`community.wallet`), which acts for the active account.
     case available(WalletClient)
     /// The community is signed in to, but its manifest disables the wallet module.
     case disabled
@@ -142,6 +142,7 @@ public enum WalletCommands {
     /// The wallet in the session's slot, or the error a member should see.
     static func walletClient(in context: REPLContext) throws(REPLError) -> WalletClient {
         switch context[REPLWalletKey.self] {
+        case .available(let wallet) where wallet.member == nil: throw .commandFailed("not signed in")
         case .available(let wallet): wallet
         case .disabled: throw .commandFailed("the wallet module is disabled in this community")
         case nil: throw .commandFailed("not signed in")
@@ -190,6 +191,8 @@ public enum WalletCommands {
         case .store(let reason): "the account's store failed: \(reason)"
         case .invalidTransition(let state, let event): "cannot \(event) while \(state)"
         case .cancelled: "cancelled"
+        case .notSignedIn: "not signed in"
+        case .accountEnded: "the account was switched or signed out; nothing more was done for it"
         }
     }
 

@@ -38,12 +38,18 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         public var firstObserver: (@Sendable () -> Void)?
         /// Called when the observer count goes back to zero.
         public var lastObserverGone: (@Sendable () -> Void)?
+        /// For an owner that mirrors another source and follows it only while observed: what
+        /// ``ObservableValue/value`` reads while nobody observes, and the value a first observer
+        /// starts with. It runs under the value's lock, so it must not touch this value.
+        public var unobservedValue: (@Sendable () -> Value)?
         /// Hooks that do nothing.
         public init(
-            firstObserver: (@Sendable () -> Void)? = nil, lastObserverGone: (@Sendable () -> Void)? = nil
+            firstObserver: (@Sendable () -> Void)? = nil, lastObserverGone: (@Sendable () -> Void)? = nil,
+            unobservedValue: (@Sendable () -> Value)? = nil
         ) {
             self.firstObserver = firstObserver
             self.lastObserverGone = lastObserverGone
+            self.unobservedValue = unobservedValue
         }
     }
 
@@ -59,8 +65,16 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         self.hooks = Mutex(hooks)
     }
 
-    /// The current value.
-    public var value: Value { storage.withLock { $0.value } }
+    /// The current value: the last one published, or, while nobody observes a value whose owner
+    /// set ``ObserverHooks/unobservedValue``, what that hook reads.
+    public var value: Value {
+        let read = hooks.withLock { $0.unobservedValue }
+        return storage.withLock { storage in
+            guard storage.subscriptions.isEmpty, let read else { return storage.value }
+            storage.value = read()
+            return storage.value
+        }
+    }
 
     /// How many subscriptions (listeners and live async iterators) exist now.
     public var observerCount: Int { storage.withLock { $0.subscriptions.count } }
@@ -71,9 +85,11 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     /// Calls `listener` with the current value now and with every published value after it,
     /// in order, until the returned function is called.
     public func subscribe(_ listener: @escaping @Sendable (Value) -> Void) -> Unsubscribe {
+        let read = hooks.withLock { $0.unobservedValue }
         let (id, current, isFirst) = storage.withLock { storage in
             let id = storage.nextID
             storage.nextID += 1
+            if storage.subscriptions.isEmpty, let read { storage.value = read() }
             storage.subscriptions.append(Subscription(id: id, listener: listener))
             return (id, storage.value, storage.subscriptions.count == 1)
         }
@@ -117,6 +133,28 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         }
     }
 
+    /// Computes the next value from the current one under the value's lock and publishes it;
+    /// `next` returning `nil` publishes nothing. For owners that forward another source: the
+    /// check (is this source still the one to show?) and the publication are one step, so a
+    /// source replaced meanwhile never overwrites its successor. `next` must not touch this value.
+    ///
+    /// - Returns: whether a value was published.
+    @discardableResult
+    func publish(computing next: @Sendable (Value) -> Value?) -> Bool {
+        let published = storage.withLock { storage -> (Value, [Subscription], UInt64)? in
+            guard let value = next(storage.value) else { return nil }
+            storage.value = value
+            let version = self.version.wrappingAdd(1, ordering: .releasing).newValue
+            return (value, storage.subscriptions, version)
+        }
+        guard let (value, subscriptions, version) = published else { return false }
+        for subscription in subscriptions {
+            guard self.version.load(ordering: .acquiring) == version else { return true }
+            subscription.listener(value)
+        }
+        return true
+    }
+
     /// The handle an owner keeps to change an ``ObservableValue``.
     public struct Publisher: Sendable {
         /// The value observers see.
@@ -128,6 +166,13 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         /// Sets a new value and notifies every observer.
         @inlinable
         public func publish(_ value: Value) { observable.publish(value) }
+        /// Computes the next value from the current one under the value's lock and publishes
+        /// it, unless `next` returns `nil` (see ``ObservableValue/ObserverHooks/unobservedValue``
+        /// for owners that mirror another source).
+        ///
+        /// - Returns: whether a value was published.
+        @discardableResult
+        public func publish(computing next: @Sendable (Value) -> Value?) -> Bool { observable.publish(computing: next) }
         /// Changes the value in place and notifies every observer.
         public func update(_ change: (inout Value) -> Void) {
             var value = observable.value

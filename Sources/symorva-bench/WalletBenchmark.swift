@@ -6,7 +6,7 @@ import SymorvaStore
 import SymorvaTransport
 
 /// `symorva-bench wallet [--transfers N] [--warmup N]`: the wallet's prepare + confirm round
-/// trip through the whole SDK — ``WalletClient``, a ``MachineHost`` per transfer, the
+/// trip through the whole SDK — ``AccountWallet``, a ``MachineHost`` per transfer, the
 /// ``TransferInterpreter`` (libsodium sealing, the pending-command write to a SQLite file,
 /// libcurl) — against the local dev servers (`Scripts/dev-server start --test`), whose
 /// addresses it reads from `SYMORVA_HOMESERVER_URL` and `SYMORVA_SERVICES_URL`.
@@ -139,7 +139,7 @@ struct BenchMember: Sendable {
     let userID: String
     let services: CommunityServicesClient
     let scope: AccountScope
-    let wallet: WalletClient
+    let wallet: AccountWallet
 
     static func make(
         _ prefix: String, homeserver: URL, services servicesURL: URL, transport: CurlTransport, database path: String
@@ -151,7 +151,7 @@ struct BenchMember: Sendable {
             tokenSource: BenchOpenIDSource(
                 userID: userID, accessToken: token, homeserver: homeserver, transport: transport))
         let scope = AccountScope(label: userID)
-        let wallet = try await WalletClient(
+        let wallet = try await AccountWallet(
             member: MemberID(userID), services: services, database: try await SQLiteDatabase.open(path: path),
             scope: scope, configuration: WalletConfiguration(assets: [Asset(code: "ORB", precision: 2)]))
         return BenchMember(userID: userID, services: services, scope: scope, wallet: wallet)

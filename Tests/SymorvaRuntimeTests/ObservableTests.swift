@@ -53,6 +53,36 @@ struct ObservableTests {
         #expect(lasts.withLock { $0 } == 1)
     }
 
+    @Test("A computed publication publishes only what its closure returns, under the lock")
+    func publishComputing() {
+        let publisher = ObservableValue<Int>.Publisher(1)
+        let received = Mutex<[Int]>([])
+        let stop = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
+        #expect(publisher.publish { $0 + 1 })
+        #expect(!publisher.publish { _ in nil })
+        stop()
+        #expect(received.withLock { $0 } == [1, 2])
+        #expect(publisher.value == 2)
+    }
+
+    @Test("While unobserved, the value reads the owner's source; a first observer starts from it")
+    func unobservedValue() {
+        let source = Mutex(10)
+        let publisher = ObservableValue<Int>.Publisher(0)
+        publisher.observable.setHooks(.init(unobservedValue: { source.withLock { $0 } }))
+        #expect(publisher.observable.value == 10)
+        source.withLock { $0 = 11 }
+        let received = Mutex<[Int]>([])
+        let stop = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
+        source.withLock { $0 = 12 }
+        // Observed: the published value counts, not the source.
+        #expect(publisher.observable.value == 11)
+        publisher.publish(13)
+        stop()
+        #expect(received.withLock { $0 } == [11, 13])
+        #expect(publisher.observable.value == 12)
+    }
+
     @Test("Subscribers get the current value, then every published value in order")
     func subscribeOrder() {
         let publisher = ObservableValue<Int>.Publisher(7)

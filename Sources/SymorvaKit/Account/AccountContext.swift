@@ -44,10 +44,10 @@ public struct AccountModuleContext: Sendable {
 /// ```swift
 /// let wallet = AccountModuleFactory(name: "wallet", migrations: WalletStore.migrations) { context in
 ///     guard context.configuration.modules.wallet.isEnabled else { return nil }
-///     return WalletClient(services: context.services, database: context.database, scope: context.scope)
+///     return AccountWallet(services: context.services, database: context.database, scope: context.scope)
 /// }
 /// let community = SymorvaCommunity(configuration: configuration, environment: environment, modules: [wallet])
-/// let client = community.module(WalletClient.self)
+/// let client = community.module(AccountWallet.self)
 /// ```
 public struct AccountModuleFactory: Sendable {
     /// The module's name: its key in ``AccountModules`` and in the database's `symorva_feature_schema`,

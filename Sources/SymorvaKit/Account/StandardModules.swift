@@ -10,12 +10,13 @@ extension AccountModuleFactory {
     /// the manifest enables it).
     public static var standard: [AccountModuleFactory] { [chat, wallet] }
 
-    /// Chat: the account's `ChatClient`, started (sync from the stored since-token, send queues
+    /// Chat: the account's ``AccountChat`` (what `community.chat` shows while the account is
+    /// active), started (sync from the stored since-token, send queues
     /// resumed) as soon as the account's session is restored. Its schema is the database's main
     /// migration list (``AccountMigrations/main``), applied when the database opens.
     public static let chat = AccountModuleFactory(name: "chat") { context in
         let logger = Logger(category: "chat", center: context.logCenter)
-        let chat = ChatClient(
+        let chat = AccountChat(
             requester: context.requester, database: context.database.database, scope: context.scope,
             clock: context.clock, tracer: context.tracer)
         do { try await chat.start() } catch {
@@ -24,7 +25,8 @@ extension AccountModuleFactory {
         return chat
     }
 
-    /// The wallet, when the manifest enables it: the account's `WalletClient` with the
+    /// The wallet, when the manifest enables it: the account's ``AccountWallet`` (what
+    /// `community.wallet` shows while the account is active) with the
     /// manifest's assets; commands left unknown by an earlier run are queried again at once.
     /// The wallet versions its own tables (feature `wallet`).
     public static let wallet = AccountModuleFactory(name: "wallet") { context in
@@ -32,11 +34,10 @@ extension AccountModuleFactory {
         guard module.isEnabled else { return nil }
         let logger = Logger(category: "wallet", center: context.logCenter)
         do {
-            let wallet = try await WalletClient(
+            let wallet = try await AccountWallet(
                 member: MemberID(context.userID.rawValue), services: context.services,
                 database: context.database.database, scope: context.scope,
-                configuration: WalletConfiguration(
-                    assets: module.assets.map { Asset(code: $0.code, precision: $0.precision) }),
+                configuration: WalletConfiguration(manifest: module),
                 clock: context.clock, tracer: context.tracer)
             Task {
                 do { try await wallet.resumePendingCommands() } catch {
@@ -51,19 +52,10 @@ extension AccountModuleFactory {
     }
 }
 
-extension ChatClient: AccountModule {}
+extension AccountChat: AccountModule {}
 
-extension WalletClient: AccountModule {
+extension AccountWallet: AccountModule {
     /// Nothing to release: every transfer host runs in the account's scope and stops with it,
     /// and unknown commands stay in the store for the next sign-in.
     public func stop() async {}
-}
-
-extension SymorvaCommunity {
-    /// The active account's chat, or `nil` while no account is signed in.
-    public var chat: ChatClient? { module(ChatClient.self) }
-
-    /// The active account's wallet, or `nil` while no account is signed in or when the
-    /// manifest disables the wallet module.
-    public var wallet: WalletClient? { module(WalletClient.self) }
 }

@@ -236,8 +236,12 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
     /// The access token was rejected (`M_UNKNOWN_TOKEN`) even after the requester's refresh:
     /// a session problem, reported to the session rather than handled by chat.
     case tokenRejected
-    /// The account is not signed in, or the chat client was stopped (sign-out, switch).
+    /// No account is signed in (``ChatClient`` has no account to act for), or the requester
+    /// has no session.
     case notSignedIn
+    /// The handle (a ``Conversation``, an ``AccountChat``) belongs to an account that was
+    /// switched away from or signed out: it never acts for the account that is active now.
+    case accountEnded
     /// The member's power level in the room is below what the action needs.
     case insufficientPowerLevel(required: Int, actual: Int)
     /// No such conversation in this account's store.
@@ -259,6 +263,7 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
         case .rateLimited(let retryAfter): "rateLimited(\(retryAfter.map { "\($0)" } ?? "nil"))"
         case .tokenRejected: "tokenRejected"
         case .notSignedIn: "notSignedIn"
+        case .accountEnded: "accountEnded"
         case .insufficientPowerLevel(let required, let actual):
             "insufficientPowerLevel(required: \(required), actual: \(actual))"
         case .unknownConversation(let roomID): "unknownConversation(\(roomID))"

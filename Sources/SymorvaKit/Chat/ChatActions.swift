@@ -5,7 +5,7 @@ import SymorvaTransport
 
 // Room operations. None is optimistic: membership and permissions wait for the server.
 
-extension ChatClient {
+extension AccountChat {
     /// Creates a room and returns its ID once the server has it and (while syncing) the list
     /// shows it.
     ///
@@ -64,6 +64,7 @@ extension ChatClient {
     // MARK: Helpers
 
     func perform(_ endpoint: MatrixEndpoint) async throws(ChatError) -> HTTPResponse {
+        try ensureCurrent()
         do {
             return try await requester.send(endpoint)
         } catch {
@@ -139,6 +140,7 @@ extension Conversation {
     ///
     /// - Throws: the server's refusal (after the rollback).
     public func react(to eventID: EventID, key: String) async throws(ChatError) {
+        try client.ensureCurrent()
         guard !key.isEmpty else { throw .invalidArgument(name: "key") }
         let existing = try await ownReaction(to: eventID, key: key)
         guard existing == nil else { return }
@@ -164,6 +166,7 @@ extension Conversation {
     /// Removes our reaction with `key` from `eventID`. Hidden at once; shown again if the server
     /// refuses.
     public func unreact(to eventID: EventID, key: String) async throws(ChatError) {
+        try client.ensureCurrent()
         guard let reaction = try await ownReaction(to: eventID, key: key) else { return }
         let change = PendingReaction(target: eventID, key: key, isAdded: false)
         addPending(change)
@@ -188,6 +191,7 @@ extension Conversation {
     /// Redacts an event. Destructive: waits for the server; the timeline shows the redaction
     /// when sync brings it.
     public func redact(_ eventID: EventID) async throws(ChatError) {
+        try client.ensureCurrent()
         do {
             _ = try await client.requester.send(
                 ChatAPI.redact(roomID: id, eventID: eventID, transactionID: makeTransactionID()))
@@ -198,6 +202,7 @@ extension Conversation {
 
     /// Sends a read receipt (`m.read`) for `eventID`, or for the newest loaded event.
     public func markRead(upTo eventID: EventID? = nil) async throws(ChatError) {
+        try client.ensureCurrent()
         var target = eventID
         if target == nil { target = timeline.value.last(where: { $0.eventID != nil })?.eventID }
         guard let target else { return }
@@ -235,10 +240,11 @@ extension Conversation {
     }
 }
 
-extension ChatClient {
+extension AccountChat {
     /// Sets a personal flag of a conversation: the list shows it at once; if the server
     /// refuses, the list shows the old value again and the error is thrown.
     public func setFlag(_ flag: ConversationFlag, _ value: Bool, roomID: RoomID) async throws(ChatError) {
+        try ensureCurrent()
         setOverride(flag, value, roomID: roomID)
         let endpoint: MatrixEndpoint
         if let tag = flag.tag {

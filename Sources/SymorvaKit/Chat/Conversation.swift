@@ -39,6 +39,10 @@ public struct TimelinePagination: Sendable, Hashable {
 
 /// One room of the account: its timeline, its send queue and what the member can do in it.
 ///
+/// A conversation belongs to the account it was opened for, for good: once that account is
+/// switched away from or signed out, its operations throw ``ChatError/accountEnded`` instead of
+/// acting for whichever account is active now.
+///
 /// Work follows observers: the timeline's first observer starts live updates and loads the
 /// newest page (store first); when the last one leaves, live updates and paging stop. The send
 /// queue runs whether or not anyone looks: a message sent is delivered.
@@ -55,7 +59,7 @@ public final class Conversation: Sendable {
     /// holds the ones after it until it is resent or cancelled.
     public var outbox: ObservableValue<[OutboxEntry]> { outboxPublisher.observable }
 
-    let client: ChatClient
+    let client: AccountChat
     let timelineHost: MachineHost<TimelineMachine>
     let sendQueue: MachineHost<SendQueueMachine>
     let live = LiveSwitch()
@@ -68,7 +72,7 @@ public final class Conversation: Sendable {
     private let subscriptions = Mutex<[@Sendable () -> Void]>([])
     private let rebuilder: Mutex<SerialRunner?> = Mutex(nil)
 
-    init(roomID: RoomID, client: ChatClient) {
+    init(roomID: RoomID, client: AccountChat) {
         self.id = roomID
         self.client = client
         let live = self.live
@@ -208,8 +212,10 @@ public final class Conversation: Sendable {
     /// Returns once the message is safely queued; the receipt follows it to `.sent` or
     /// `.failed`.
     ///
-    /// - Throws: `.invalidArgument` for an empty message, `.store` when it cannot be queued.
+    /// - Throws: `.invalidArgument` for an empty message, `.store` when it cannot be queued,
+    ///   `.accountEnded` when the conversation's account is no longer the one signed in.
     public func send(_ message: OutgoingMessage, replyingTo: EventID? = nil) async throws(ChatError) -> SendReceipt {
+        try client.ensureCurrent()
         let contents = message.contents(inReplyTo: replyingTo)
         guard !contents.isEmpty else { throw .invalidArgument(name: "message") }
         return try await enqueue(contents)
@@ -219,6 +225,7 @@ public final class Conversation: Sendable {
     ///
     /// - Throws: `.unknownEvent` when the event is not stored, `.invalidArgument` when it is not ours.
     public func edit(_ eventID: EventID, newText: String) async throws(ChatError) -> SendReceipt {
+        try client.ensureCurrent()
         guard try await sender(of: eventID) == client.userID.rawValue else { throw .invalidArgument(name: "eventID") }
         guard !newText.isEmpty else { throw .invalidArgument(name: "newText") }
         var newContent = JSONObjectWriter()

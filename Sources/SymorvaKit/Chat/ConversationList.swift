@@ -6,15 +6,35 @@ public struct ConversationList: Sendable, Hashable {
     /// Joined and invited conversations: pinned ones first, then by latest activity (newest
     /// first), ties broken by name and room ID so the order is the same on every device.
     public var items: [ConversationListItem]
-    /// Whether the list has been read from the store at least once (an empty list before that
-    /// means "not known yet", not "no conversations").
-    public var isLoaded: Bool
+    /// Whose list it is and whether it is known yet: an empty list means "no conversations"
+    /// only when ``Status-swift.enum/loaded``.
+    public var status: Status
+    /// The account the list belongs to; `nil` when nobody is signed in.
+    public var userID: UserID?
+
+    /// Where a list stands.
+    public enum Status: String, Sendable, Hashable {
+        /// Nobody is signed in: there is no list to show.
+        case signedOut
+        /// An account is signed in and its list has not been read from its store yet.
+        case loading
+        /// The list as the account's store holds it.
+        case loaded
+    }
 
     /// A list.
-    public init(items: [ConversationListItem] = [], isLoaded: Bool = false) {
+    public init(items: [ConversationListItem] = [], status: Status, userID: UserID?) {
         self.items = items
-        self.isLoaded = isLoaded
+        self.status = status
+        self.userID = userID
     }
+
+    /// What ``ChatClient/conversations`` shows while nobody is signed in.
+    public static let signedOut = ConversationList(status: .signedOut, userID: nil)
+
+    /// Whether the list has been read from the store at least once (an empty list before that
+    /// means "not known yet", not "no conversations").
+    public var isLoaded: Bool { status == .loaded }
 
     /// The item for `roomID`, if listed.
     public subscript(roomID: RoomID) -> ConversationListItem? { items.first { $0.id == roomID } }
@@ -155,9 +175,9 @@ public enum ConversationFlag: String, Sendable, Hashable, CaseIterable {
 extension ConversationList {
     /// Builds the list from stored summaries with optimistic flags laid over them.
     static func build(
-        _ summaries: [ConversationSummary], ownUserID: String, overrides: [RoomID: [ConversationFlag: Bool]]
+        _ summaries: [ConversationSummary], ownUserID: UserID, overrides: [RoomID: [ConversationFlag: Bool]]
     ) -> ConversationList {
-        var items = summaries.compactMap { ConversationListItem($0, ownUserID: ownUserID) }
+        var items = summaries.compactMap { ConversationListItem($0, ownUserID: ownUserID.rawValue) }
         for index in items.indices {
             for (flag, value) in overrides[items[index].id] ?? [:] { flag.write(value, to: &items[index]) }
         }
@@ -169,6 +189,6 @@ extension ConversationList {
             if lhs.isPinned != rhs.isPinned { return lhs.isPinned }
             return ConversationSorting.areInIncreasingOrder(keys[lhs.id]!, keys[rhs.id]!)
         }
-        return ConversationList(items: items, isLoaded: true)
+        return ConversationList(items: items, status: .loaded, userID: ownUserID)
     }
 }

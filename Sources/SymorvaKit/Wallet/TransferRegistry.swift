@@ -3,7 +3,7 @@ import SymorvaRuntime
 import SymorvaStore
 import Synchronization
 
-/// The live transfer hosts of one ``WalletClient``, and its pending commands.
+/// The live transfer hosts of one ``AccountWallet``, and its pending commands.
 ///
 /// A host stays here from its creation until its transfer is final: an unknown command's host
 /// must outlive every handle the member holds, or its query timer would die with it. The
@@ -49,6 +49,9 @@ final class TransferRegistry: Sendable {
         get { state.withLock { $0.onSettled } }
         set { state.withLock { $0.onSettled = newValue } }
     }
+
+    /// Whether the registry is closed: its wallet was shut down or its account's scope ended.
+    var isClosed: Bool { state.withLock { $0.isClosed } }
 
     // MARK: Hosts
 

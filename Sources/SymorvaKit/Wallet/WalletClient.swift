@@ -1,14 +1,21 @@
-import SymorvaCrypto
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
+import Synchronization
 
-/// The wallet of one signed-in member: balances, transfers, pending commands and history.
+/// The community's wallet: `community.wallet`, present exactly when the manifest enables the
+/// wallet module, and then one instance for the community's whole life.
 ///
-/// `community.wallet` is a `WalletClient` when the manifest enables the wallet module, `nil`
-/// otherwise. Money waits for the service: nothing here is optimistic.
+/// It always shows the **active** account: ``balances`` and ``pendingCommands`` switch to the
+/// new account's values when the member switches accounts and are empty while nobody is signed
+/// in. Operations act for the account that is active when they are called and throw
+/// ``TransferError/notSignedIn`` when there is none. Drafts and pending transfers belong to the
+/// account that made them, for good: once it is switched away from or signed out they throw
+/// ``TransferError/accountEnded`` instead of acting for the account that is active now (its
+/// unknown commands are queried again at its next sign-in). Money waits for the service:
+/// nothing here is optimistic.
 ///
 /// ```swift
+/// guard let wallet = community.wallet else { return }            // disabled in the manifest
 /// let draft = try await wallet.prepareTransfer(to: memberID, asset: orb, amount: Amount("25.00"))
 /// switch try await draft.confirm(with: .pin(pinEntry)) {
 /// case .settled(let transfer): show(transfer)
@@ -16,206 +23,145 @@ import SymorvaStore
 /// case .unknown(let pending): show(try await pending.query())   // never resubmits
 /// }
 /// ```
-///
-/// Each transfer runs in its own ``MachineHost`` of ``TransferMachine`` in the account's scope,
-/// with a ``TransferInterpreter``. A confirmation whose outcome is unknown is queried with
-/// backoff until it resolves, and shows in ``pendingCommands`` meanwhile. After a restart, call
-/// ``resumePendingCommands()`` once the account is signed in: every command left in the store is
-/// queried the same way. Ending the scope (sign-out, switch) stops every transfer host; a late
-/// answer is dropped, and the command stays in the store for the next sign-in.
 public final class WalletClient: Sendable {
-    /// The signed-in member.
-    public let member: MemberID
-    /// The community's wallet settings.
+    /// The community's wallet settings (the manifest's assets), known before anyone signs in.
     public let configuration: WalletConfiguration
 
-    /// The member's balances, as last fetched by ``refreshBalances()`` (refreshed after every
-    /// settled transfer too). Empty until the first fetch.
-    public var balances: ObservableValue<[Balance]> { balancePublisher.observable }
+    private enum Active {
+        case none
+        /// Signed in, but the account's wallet could not be opened (its store failed).
+        case unavailable
+        case wallet(AccountWallet)
+    }
 
-    /// Confirmations whose outcome is not known yet, oldest first. Each is being queried.
-    public var pendingCommands: ObservableValue<[PendingTransfer]> { registry.pendingCommands }
+    private let active = Mutex<Active>(.none)
+    private let balanceValue = ActiveAccountValue<[Balance]>(placeholder: [])
+    private let pendingValue = ActiveAccountValue<[PendingTransfer]>(placeholder: []) { lhs, rhs in
+        lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { $0 === $1 }
+    }
 
-    let service: WalletService
-    let store: WalletStore
-    let interpreter: TransferInterpreter
-    let machine: TransferMachine
-    let registry: TransferRegistry
-    private let scope: AccountScope
-    private let clock: any RuntimeClock
-    private let tracer: Tracer
-    private let balancePublisher = ObservableValue<[Balance]>.Publisher([])
-    private let logger = Logger(category: "wallet")
-
-    /// Creates the wallet of the member signed in to `scope`, migrating the wallet's tables in
-    /// the account's database.
-    ///
-    /// - Parameters:
-    ///   - member: the signed-in member's Matrix user ID.
-    ///   - services: the account's authenticated community services client.
-    ///   - database: the account's database; the wallet keeps its pending commands there.
-    ///   - scope: the account's scope; every transfer host runs in it.
-    ///   - configuration: the community's assets and the device's verifiers.
-    ///   - clock: the clock of timers (draft expiry, query backoff).
-    ///   - tracer: where transfer transitions are traced.
-    /// - Throws: ``TransferError/store(reason:)`` when the database cannot be migrated.
-    public init(
-        member: MemberID, services: CommunityServicesClient, database: SQLiteDatabase, scope: AccountScope,
-        configuration: WalletConfiguration = WalletConfiguration(), clock: any RuntimeClock = SystemClock(),
-        tracer: Tracer = .shared
-    ) async throws(TransferError) {
-        do throws(StoreError) {
-            store = try await WalletStore.open(on: database)
-        } catch {
-            throw .store(reason: error.description)
-        }
-        self.member = member
+    /// A wallet that shows nobody until the community tells it which account is active.
+    init(configuration: WalletConfiguration) {
         self.configuration = configuration
-        self.scope = scope
-        self.clock = clock
-        self.tracer = tracer
-        machine = TransferMachine(configuration: configuration.machineConfiguration)
-        interpreter = TransferInterpreter(
-            services: services, store: store, requestTimeout: configuration.requestTimeout,
-            draftLifetime: configuration.draftLifetime)
-        service = interpreter.service
-        registry = TransferRegistry(store: store)
-        registry.onSettled = { [weak self] in
-            guard let self else { return }
-            Task { try? await self.refreshBalances() }
+    }
+
+    /// A wallet that always acts for `wallet`: for tools and tests that manage one account's
+    /// ``AccountWallet`` themselves. Apps use `community.wallet`.
+    public convenience init(following wallet: AccountWallet) {
+        self.init(configuration: wallet.configuration)
+        follow(wallet, isSignedIn: true)
+    }
+
+    /// Makes `wallet` (the new active account's) the one this client shows and acts for;
+    /// `isSignedIn` tells a signed-in account without a wallet from nobody signed in.
+    func follow(_ wallet: AccountWallet?, isSignedIn: Bool) {
+        active.withLock { active in
+            active = wallet.map(Active.wallet) ?? (isSignedIn ? .unavailable : .none)
         }
-        let registry = self.registry
-        scope.onAdvance { [weak scope] _ in
-            registry.stopAll(closing: scope?.isEnded ?? true)
+        balanceValue.follow(wallet?.balances)
+        pendingValue.follow(wallet?.pendingCommands)
+    }
+
+    private var current: AccountWallet? {
+        active.withLock { active in
+            if case .wallet(let wallet) = active { return wallet }
+            return nil
         }
     }
 
-    // MARK: Balances and history
+    /// The active member, or `nil` while nobody is signed in.
+    public var member: MemberID? { current?.member }
 
-    /// Fetches the member's balances, publishes them to ``balances`` and returns them.
+    /// The active member's balances, as last fetched by ``refreshBalances()`` (refreshed after
+    /// every settled transfer too); empty until the first fetch and while nobody is signed in.
+    public var balances: ObservableValue<[Balance]> { balanceValue.observable }
+
+    /// The active member's confirmations whose outcome is not known yet, oldest first; each is
+    /// being queried. Empty while nobody is signed in.
+    public var pendingCommands: ObservableValue<[PendingTransfer]> { pendingValue.observable }
+
+    /// Fetches the active member's balances, publishes them to ``balances`` and returns them.
+    ///
+    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``TransferError/accountEnded`` when the account was switched away from before the
+    ///   answer; the service's failure.
     @discardableResult
     public func refreshBalances() async throws(TransferError) -> [Balance] {
-        let fetched = try await service.balances()
-        balancePublisher.publish(fetched)
-        return fetched
+        try await withActive { wallet async throws(TransferError) -> [Balance] in try await wallet.refreshBalances() }
     }
 
-    /// The member's most recent transfers and credits, newest first: sent and received.
-    public func history(limit: Int = 50) async throws(TransferError) -> [LedgerEntry] {
-        try await service.history(limit: max(1, min(limit, 100)))
-    }
-
-    // MARK: Transfers
-
-    /// Asks the service to price a transfer and returns the draft to show the member.
+    /// The active member's most recent transfers and credits, newest first.
     ///
-    /// - Parameters:
-    ///   - recipient: the member who receives the money.
-    ///   - asset: what is sent; one of ``WalletConfiguration/assets`` when that list is set.
-    ///   - amount: what the recipient receives; brought to the asset's precision first.
-    /// - Throws: ``TransferError/amount(_:)`` when the amount has more decimals than the asset;
-    ///   ``TransferError/failure(_:)`` when the service refuses (insufficient funds, unknown
-    ///   recipient, locked wallet…) or cannot be reached; ``TransferError/cancelled`` when the
-    ///   calling task is cancelled or the account's scope has ended.
+    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``TransferError/accountEnded`` when the account was switched away from before the
+    ///   answer; the service's failure.
+    public func history(limit: Int = 50) async throws(TransferError) -> [LedgerEntry] {
+        try await withActive { wallet async throws(TransferError) -> [LedgerEntry] in
+            try await wallet.history(limit: limit)
+        }
+    }
+
+    /// Asks the service to price a transfer from the active member and returns the draft,
+    /// bound to that member. See ``AccountWallet/prepareTransfer(to:asset:amount:)``.
+    ///
+    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``TransferError/accountEnded`` when the account was switched away from before the
+    ///   draft was ready; ``TransferError/amount(_:)``, ``TransferError/failure(_:)``,
+    ///   ``TransferError/cancelled`` as ``AccountWallet`` throws them.
     public func prepareTransfer(to recipient: MemberID, asset: Asset, amount: Amount) async throws(TransferError)
         -> TransferDraft
     {
-        let scaled: Amount
-        do throws(AmountError) { scaled = try asset.amount(amount) } catch { throw .amount(error) }
-        if !configuration.assets.isEmpty && !configuration.assets.contains(asset) {
-            throw .failure(.assetUnknown)
-        }
-        let host = try makeHost()
-        await host.send(.prepareRequested(TransferRequest(recipient: recipient, asset: asset, amount: scaled)))
-        let state = await withTaskCancellationHandler {
-            await host.waitForState { state in
-                if case .preparing = state { return false }
-                return true
-            }
-        } onCancel: {
-            host.post(.cancelled)
-        }
-        switch state {
-        case .drafted(let drafted):
-            return TransferDraft(
-                draft: drafted.draft, offered: machine.offeredMethods(for: drafted.draft), host: host,
-                registry: registry)
-        case .failed(let failure, _):
-            throw .failure(failure)
-        default:
-            throw .cancelled
+        try await withActive { wallet async throws(TransferError) -> TransferDraft in
+            try await wallet.prepareTransfer(to: recipient, asset: asset, amount: amount)
         }
     }
 
-    /// Queries every command left in the account's store by an earlier run, and keeps querying
-    /// each with backoff until the service answers. Call it once the account is signed in.
+    /// Queries every command the active member's store holds from an earlier run. The
+    /// community already does this at every sign-in; calling it again only adds commands it
+    /// does not know yet.
     ///
-    /// Each shows in ``pendingCommands`` (as unknown) until it resolves. A command this client
-    /// is confirming right now is left alone. Calling it again only adds commands it does not
-    /// know yet.
-    ///
-    /// - Returns: the commands it started to resolve.
-    /// - Throws: ``TransferError/store(reason:)`` when the store cannot be read;
-    ///   ``TransferError/cancelled`` when the account's scope has ended.
+    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``TransferError/store(reason:)`` when the store cannot be read.
     @discardableResult
     public func resumePendingCommands() async throws(TransferError) -> [PendingTransfer] {
-        let stored: [PendingCommand]
-        do throws(StoreError) { stored = try await store.pendingCommands() } catch {
-            throw .store(reason: error.description)
+        try await withActive { wallet async throws(TransferError) -> [PendingTransfer] in
+            try await wallet.resumePendingCommands()
         }
-        var resumed: [PendingTransfer] = []
-        for pending in stored where registry.claim(pending.commandID) {
-            let host = try makeHost()
-            let handle = registry.pendingTransfer(for: pending, host: host)
-            await host.send(.restored(pending))
-            resumed.append(handle)
-        }
-        if !resumed.isEmpty { logger.notice("resuming pending wallet commands count=\(resumed.count)") }
-        return resumed
     }
 
-    // MARK: PIN
-
-    /// Sets the member's wallet PIN (`replacing` is `nil` for the first one) or changes it.
+    /// Sets the active member's wallet PIN (`replacing` is `nil` for the first one) or
+    /// changes it. See ``AccountWallet/setPIN(_:replacing:)``.
     ///
-    /// Both PINs are sealed on the device to the service's public key, bound to the member, and
-    /// never stored or logged.
-    ///
-    /// - Throws: ``TransferError/failure(_:)`` with ``TransferFailure/verification(_:)``
-    ///   (``VerificationError/malformedPIN``) for a PIN that is not 4–12 digits,
-    ///   ``TransferFailure/lockedOut``, or ``TransferFailure/rejected(code:)`` with the service's
-    ///   code (`SY_WRONG_PIN`, `SY_PIN_ALREADY_SET`, …).
+    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in; the service's failure.
     public func setPIN(_ pin: Secret<String>, replacing oldPIN: Secret<String>? = nil) async throws(TransferError) {
-        guard SealingContext.isWellFormed(pin: pin), oldPIN.map(SealingContext.isWellFormed(pin:)) ?? true else {
-            throw .failure(.verification(.malformedPIN))
-        }
-        let key = try await service.sealingKey()
-        let payload = pin.map { pin in
-            let lines = [WalletWire.pinPayloadVersion, member.rawValue, oldPIN?.exposedValue ?? "", pin]
-            return Array(lines.joined(separator: "\n").utf8)
-        }
-        let sealed: [UInt8]
-        do throws(SealedBoxError) {
-            sealed = try SealedBox.seal(payload.exposedValue, recipientPublicKey: key)
-        } catch {
-            throw .failure(.verification(.sealingFailed))
-        }
-        try await service.setPIN(sealed: sealed)
+        try await activeWallet().setPIN(pin, replacing: oldPIN)
     }
 
-    // MARK: Lifetime
-
-    /// Stops every transfer host of this client, as the end of the account's scope does. Sent
-    /// confirmations stay in the store; a new client on the same database resumes them.
-    public func shutdown() {
-        registry.stopAll(closing: true)
+    /// The active member's wallet.
+    private func activeWallet() throws(TransferError) -> AccountWallet {
+        switch active.withLock({ $0 }) {
+        case .none: throw .notSignedIn
+        case .unavailable: throw .store(reason: "the wallet could not be opened for this account")
+        case .wallet(let wallet): return wallet
+        }
     }
 
-    private func makeHost() throws(TransferError) -> MachineHost<TransferMachine> {
-        let host = MachineHost(
-            machine: machine, initial: .idle, interpreter: interpreter, instance: scope.label, scope: scope,
-            clock: clock, tracer: tracer)
-        guard !scope.isEnded, registry.adopt(host) else { throw .cancelled }
-        return host
+    /// Runs `body` with the active member's wallet; a result that comes back after that account
+    /// was switched away from or signed out is not handed out (`.accountEnded`).
+    private func withActive<T: Sendable>(
+        _ body: (AccountWallet) async throws(TransferError) -> T
+    ) async throws(TransferError) -> T {
+        let wallet = try activeWallet()
+        let result = try await body(wallet)
+        guard current === wallet else { throw .accountEnded }
+        try wallet.ensureCurrent()
+        return result
+    }
+}
+
+extension WalletConfiguration {
+    /// The wallet settings of a manifest's wallet module.
+    init(manifest module: SymorvaConfiguration.Wallet) {
+        self.init(assets: module.assets.map { Asset(code: $0.code, precision: $0.precision) })
     }
 }

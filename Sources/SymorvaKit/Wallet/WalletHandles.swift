@@ -16,7 +16,8 @@ import Synchronization
 /// a new command ID. The draft expires at ``expiresAt`` (the host's clock); after that a
 /// confirmation fails with ``TransferFailure/draftExpired``.
 ///
-/// Each draft runs in its own machine host in the account's scope; ``states`` shows it.
+/// Each draft runs in its own machine host in the account's scope; ``states`` shows it. A draft
+/// belongs to the account that prepared it, for good.
 public final class TransferDraft: Sendable {
     /// The figures: recipient, asset, amount, fee, total and the draft's ID.
     public let summary: TransferSummary
@@ -86,13 +87,15 @@ public final class TransferDraft: Sendable {
     ///   confirmable (another confirmation is running, or it settled, failed or was cancelled);
     ///   ``TransferError/cancelled`` when the calling task is cancelled before an answer (a
     ///   confirmation already sent goes on; if it ends unknown it shows in
-    ///   ``WalletClient/pendingCommands``).
+    ///   ``WalletClient/pendingCommands``); ``TransferError/accountEnded`` when the draft's
+    ///   account was switched away from or signed out: a draft never confirms for another account.
     public func confirm(with verification: Verification) async throws(TransferError) -> TransferOutcome {
         let started = isConfirming.withLock { running -> Bool in
             guard !running else { return false }
             running = true
             return true
         }
+        guard !registry.isClosed else { throw .accountEnded }
         guard started else { throw .invalidTransition(state: "confirming", event: "confirmRequested") }
         defer { isConfirming.withLock { $0 = false } }
 
@@ -117,6 +120,7 @@ public final class TransferDraft: Sendable {
     /// Abandons the draft. Does nothing once a confirmation is on its way: a sent confirmation
     /// cannot be taken back.
     public func cancel() async {
+        guard !registry.isClosed else { return }
         await host.send(.cancelled)
     }
 }
@@ -152,8 +156,11 @@ public final class PendingTransfer: Sendable, Identifiable {
     /// said: `.settled`, `.failed` (``TransferFailure/notReceived`` when the service never got
     /// it; prepare the transfer again), or `.unknown(self)` when it still cannot tell.
     ///
-    /// - Throws: ``TransferError/cancelled`` when the calling task is cancelled first.
+    /// - Throws: ``TransferError/cancelled`` when the calling task is cancelled first;
+    ///   ``TransferError/accountEnded`` when its account was switched away from or signed out
+    ///   (the next sign-in of that account resumes the command).
     public func query() async throws(TransferError) -> TransferOutcome {
+        guard !registry.isClosed else { throw .accountEnded }
         let state = await host.currentState
         if case .unknown = state { await host.send(.queryRequested) }
         let answered = await host.waitForState { !$0.isQuerying }

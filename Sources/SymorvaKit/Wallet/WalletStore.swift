@@ -14,7 +14,7 @@ import SymorvaStore
 /// A row is written **before** the confirm request leaves (the machine emits `sendConfirm`
 /// only after `commandPersisted`) and removed only when the service has given a definitive
 /// answer. So after a crash at any point, every command that may have executed is here, and
-/// ``WalletClient/resumePendingCommands()`` queries each one until it is resolved.
+/// ``AccountWallet/resumePendingCommands()`` queries each one until it is resolved.
 ///
 /// What is stored is the command ID and the transfer's figures (``TransferSummary``): enough to
 /// show the member what is pending and to query it. Never the PIN, never the sealed

@@ -170,6 +170,11 @@ public enum TransferError: Error, Sendable, Hashable {
     /// The caller stopped waiting (its task was cancelled, or the account's scope ended). A
     /// confirmation already sent goes on and is resolved by query.
     case cancelled
+    /// No account is signed in: the wallet has no member to act for.
+    case notSignedIn
+    /// The handle belongs to an account that was switched away from or signed out: it never
+    /// acts for the account that is active now.
+    case accountEnded
 }
 
 /// The service's answer to a prepare request.

@@ -11,7 +11,8 @@ struct ChatConversationTests {
     let transport = CurlTransport()
 
     /// Alice creates a room and invites Bob, who joins; both clients are started and synced.
-    func makePair() async throws -> (alice: ChatClient, bob: ChatClient, roomID: RoomID, accounts: [ChatTestAccount]) {
+    func makePair() async throws -> (alice: AccountChat, bob: AccountChat, roomID: RoomID, accounts: [ChatTestAccount])
+    {
         let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
         let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
         let alice = try await aliceAccount.makeClient(transport: transport)

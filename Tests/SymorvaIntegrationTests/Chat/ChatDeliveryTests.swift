@@ -13,8 +13,8 @@ struct ChatDeliveryTests {
     let transport = CurlTransport()
 
     struct Setup {
-        let alice: ChatClient
-        let bob: ChatClient
+        let alice: AccountChat
+        let bob: AccountChat
         let aliceAccount: ChatTestAccount
         let roomID: RoomID
         let proxy: LoopbackProxy
@@ -38,7 +38,7 @@ struct ChatDeliveryTests {
     }
 
     /// Waits until the sync loop has noticed the outage.
-    func waitForBackoff(_ client: ChatClient) async throws {
+    func waitForBackoff(_ client: AccountChat) async throws {
         try await client.syncState.wait(timeout: .seconds(60)) { state in
             if case .backingOff = state { return true }
             return false

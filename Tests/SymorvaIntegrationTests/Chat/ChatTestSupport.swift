@@ -6,7 +6,7 @@ import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
 
-/// One registered account with a ChatClient on its own temporary database.
+/// One registered account with a AccountChat on its own temporary database.
 struct ChatTestAccount: Sendable {
     let account: RegisteredAccount
     let userID: UserID
@@ -29,12 +29,12 @@ struct ChatTestAccount: Sendable {
     /// base URL (a proxy in front of Synapse).
     func makeClient(
         transport: any HTTPTransport, homeserverURL: HomeserverURL? = nil, options: ChatOptions = .testing
-    ) async throws -> ChatClient {
+    ) async throws -> AccountChat {
         let store = try await ChatStore.open(path: databasePath)
         let requester = FixedTokenMatrixRequester(
             homeserverURL: homeserverURL ?? self.homeserverURL, userID: userID, accessToken: account.accessToken,
             transport: transport)
-        return ChatClient(
+        return AccountChat(
             requester: requester, database: store.database, scope: AccountScope(label: userID.rawValue),
             options: options)
     }
@@ -48,7 +48,7 @@ extension ChatOptions {
         sendBackoff: RetryBackoff(initialDelay: .milliseconds(200), maximumDelay: .seconds(1)))
 }
 
-extension ChatClient {
+extension AccountChat {
     /// Starts and waits until the first sync is committed.
     func startAndSync() async throws {
         try await start()

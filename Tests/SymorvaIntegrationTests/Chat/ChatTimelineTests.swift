@@ -17,7 +17,7 @@ struct ChatTimelineTests {
         sendBackoff: RetryBackoff(initialDelay: .milliseconds(200), maximumDelay: .seconds(1)),
         syncTimelineLimit: 5, initialPageSize: 5)
 
-    func makeRoom(_ alice: ChatClient, inviting bob: ChatTestAccount) async throws -> RoomID {
+    func makeRoom(_ alice: AccountChat, inviting bob: ChatTestAccount) async throws -> RoomID {
         let roomID = try await alice.createRoom(name: "History", invitees: [bob.userID])
         return roomID
     }

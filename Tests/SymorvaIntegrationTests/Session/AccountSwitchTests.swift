@@ -4,6 +4,7 @@ import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
+import Synchronization
 import Testing
 
 @testable import SymorvaKit
@@ -127,5 +128,42 @@ struct AccountSwitchTests {
         #expect(await bobProbe.host.currentState == .idle)
         #expect(session.state.value == .signedIn(bob))
         #expect(fixture.community.requester?.userID == bob.userID)
+    }
+
+    @Test("community.chat and community.wallet follow a switch; alice's conversation never acts as bob")
+    func clientsFollowSwitch() async throws {
+        let fixture = CommunityFixture()
+        let community = fixture.community
+        let chat = community.chat
+        let wallet = community.wallet
+        let alice = try await community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let bob = try await community.session.register(
+            username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
+        try await community.session.switchAccount(to: alice)
+        #expect(chat.userID == alice.userID)
+        if let wallet { #expect(wallet.member == MemberID(alice.userID.rawValue)) }
+
+        let seen = Mutex<[ConversationList]>([])
+        let stop = chat.conversations.subscribe { list in seen.withLock { $0.append(list) } }
+        defer { stop() }
+        let roomID = try await chat.createRoom(name: "Allotment")
+        #expect(chat.conversations.value[roomID] != nil)
+        let conversation = try await chat.conversation(id: roomID)
+        try await conversation.send(.text("hello from alice")).waitUntilSent()
+
+        try await community.session.switchAccount(to: bob)
+        #expect(community.chat === chat)
+        #expect(community.wallet === wallet)
+        #expect(chat.userID == bob.userID)
+        if let wallet { #expect(wallet.member == MemberID(bob.userID.rawValue)) }
+        #expect(chat.conversations.value.userID == bob.userID)
+        #expect(chat.conversations.value[roomID] == nil)
+        await #expect(throws: ChatError.accountEnded) { try await conversation.send(.text("as bob?")) }
+        await #expect(throws: ChatError.unknownConversation(roomID)) { try await chat.conversation(id: roomID) }
+        let values = seen.withLock { $0 }
+        let firstBob = try #require(values.firstIndex { $0.userID == bob.userID })
+        #expect(values[firstBob...].allSatisfy { $0.userID == bob.userID })
+        await community.shutdown()
     }
 }

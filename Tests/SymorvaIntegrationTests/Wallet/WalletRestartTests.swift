@@ -48,9 +48,11 @@ extension WalletIntegrationTests {
         #expect(transfer.commandID == commandID)
         try await restarted.pendingCommands.wait { $0.isEmpty }
         try await alice.waitForEmptyStore()
-        #expect(try await alice.entries(of: commandID).count == 1)
+        // alice's first wallet belongs to the ended scope: it refuses to act; the restarted one reads.
+        await #expect(throws: TransferError.accountEnded) { try await alice.wallet.history() }
+        #expect(try await alice.entries(of: commandID, in: restarted).count == 1)
         #expect(try await bob.entries(of: commandID).count == 1)
-        #expect(try await alice.orbBalance() == "88.00")
+        #expect(try await alice.orbBalance(in: restarted) == "88.00")
         // The restarted client only ever queried: no confirmation left it.
         let effects = recorder.records.flatMap(\.effects)
         #expect(effects.contains("sendQuery"))

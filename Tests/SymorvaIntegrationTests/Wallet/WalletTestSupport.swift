@@ -8,7 +8,7 @@ import SymorvaTransport
 import Testing
 
 /// A member of the dev community with a real Matrix account, a services client that signs in
-/// over OpenID, an account database file of their own and a ``WalletClient`` on it.
+/// over OpenID, an account database file of their own and a ``AccountWallet`` on it.
 ///
 /// Everything goes to the real Synapse and the real reference server; the test-only endpoints
 /// (`/_symorva/v1/test/…`, present because the dev server runs with `--test`) are used only to
@@ -20,14 +20,14 @@ final class WalletMember: Sendable {
     let services: CommunityServicesClient
     let databasePath: String
     let scope: AccountScope
-    let wallet: WalletClient
+    let wallet: AccountWallet
     let environment: DevEnvironment
 
     var memberID: MemberID { MemberID(account.userID) }
 
     private init(
         account: RegisteredAccount, services: CommunityServicesClient, databasePath: String, scope: AccountScope,
-        wallet: WalletClient, environment: DevEnvironment
+        wallet: AccountWallet, environment: DevEnvironment
     ) {
         self.account = account
         self.services = services
@@ -63,7 +63,7 @@ final class WalletMember: Sendable {
     /// process builds after signing in again.
     func reopenedWallet(
         configuration: WalletConfiguration = WalletMember.configuration(), tracer: Tracer = Tracer()
-    ) async throws -> WalletClient {
+    ) async throws -> AccountWallet {
         try await Self.openWallet(
             account: account, services: services, path: databasePath, scope: AccountScope(label: account.userID),
             configuration: configuration, clock: SystemClock(), tracer: tracer)
@@ -72,9 +72,9 @@ final class WalletMember: Sendable {
     private static func openWallet(
         account: RegisteredAccount, services: CommunityServicesClient, path: String, scope: AccountScope,
         configuration: WalletConfiguration, clock: any RuntimeClock, tracer: Tracer
-    ) async throws -> WalletClient {
+    ) async throws -> AccountWallet {
         let database = try await SQLiteDatabase.open(path: path)
-        return try await WalletClient(
+        return try await AccountWallet(
             member: MemberID(account.userID), services: services, database: database, scope: scope,
             configuration: configuration, clock: clock, tracer: tracer)
     }
@@ -122,18 +122,20 @@ final class WalletMember: Sendable {
     // MARK: Reading
 
     /// The balance of ORB as the service reports it.
-    func orbBalance() async throws -> String {
-        let balances = try await wallet.refreshBalances()
+    /// The member's ORB balance, through `client` (default: the member's first wallet; a wallet
+    /// whose scope ended refuses to act).
+    func orbBalance(in client: AccountWallet? = nil) async throws -> String {
+        let balances = try await (client ?? wallet).refreshBalances()
         return try #require(balances.first { $0.asset.code == "ORB" }).amount.formatted
     }
 
     /// Ledger entries of the member's history that a command executed.
-    func entries(of commandID: CommandID) async throws -> [LedgerEntry] {
-        try await wallet.history(limit: 100).filter { $0.commandID == commandID }
+    func entries(of commandID: CommandID, in client: AccountWallet? = nil) async throws -> [LedgerEntry] {
+        try await (client ?? wallet).history(limit: 100).filter { $0.commandID == commandID }
     }
 
     /// Waits until the account's store holds no pending command.
-    func waitForEmptyStore(_ wallet: WalletClient? = nil) async throws {
+    func waitForEmptyStore(_ wallet: AccountWallet? = nil) async throws {
         let database = try await SQLiteDatabase.open(path: databasePath)
         let store = try await WalletStore.open(on: database)
         for _ in 0..<100 {

@@ -11,7 +11,7 @@ struct TimelineInterpreter: EffectInterpreter {
     typealias Machine = TimelineMachine
 
     let roomID: RoomID
-    let client: ChatClient
+    let client: AccountChat
     let live: LiveSwitch
 
     func perform(_ effect: TimelineMachine.Effect, context: EffectContext<TimelineMachine.Event>) async
@@ -65,7 +65,7 @@ struct TimelineInterpreter: EffectInterpreter {
     }
 
     /// `GET /messages`, then the page is written into the gap it fills, then reported.
-    static func fetch(roomID: RoomID, token: PaginationToken, count: Int, client: ChatClient)
+    static func fetch(roomID: RoomID, token: PaginationToken, count: Int, client: AccountChat)
         async throws(TimelineError) -> TimelinePage
     {
         let response: HTTPResponse
@@ -117,7 +117,7 @@ struct SendQueueInterpreter: EffectInterpreter {
     typealias Machine = SendQueueMachine
 
     let roomID: RoomID
-    let client: ChatClient
+    let client: AccountChat
 
     func perform(_ effect: SendQueueMachine.Effect, context: EffectContext<SendQueueMachine.Event>) async
         -> SendQueueMachine.Event?
