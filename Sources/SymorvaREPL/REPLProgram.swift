@@ -71,8 +71,9 @@ public struct REPLCommandLineOptions: Sendable, Equatable {
 
 /// The `symorva` program: reads its options, loads the configuration, runs a session.
 ///
-/// `main.swift` is one call to ``run(arguments:environment:commands:)``; feature modules add
-/// their commands by passing them in `commands`.
+/// `main.swift` is one call to ``run(arguments:environment:commands:output:launch:)``; feature
+/// modules add their commands by passing them in `commands`, and `launch` prepares the context
+/// before the first command (the `symorva` program restores the community's signed-in account).
 public enum REPLProgram {
     /// Runs the program and returns its exit status: `0` when every command succeeded (and
     /// always for an interactive terminal session, whose errors a person has already seen), `1`
@@ -82,7 +83,8 @@ public enum REPLProgram {
         arguments: [String],
         environment: [String: String],
         commands: [REPLCommand] = [],
-        output: any REPLOutput = StandardREPLOutput()
+        output: any REPLOutput = StandardREPLOutput(),
+        launch: (@Sendable (REPLContext) async -> Void)? = nil
     ) async -> Int32 {
         let options: REPLCommandLineOptions
         do {
@@ -100,6 +102,8 @@ public enum REPLProgram {
         let session = REPLSession(
             context: REPLContext(output: output, configuration: configuration), commands: commands)
         defer { session.context.stopTracing() }
+        // Like an app's launch: restore what the device already has before the first command.
+        await launch?(session.context)
 
         if let scriptPath = options.scriptPath {
             let text: String

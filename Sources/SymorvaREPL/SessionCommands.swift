@@ -37,6 +37,15 @@ public enum CommunitySlot: REPLStateKey {
         return community
     }
 
+    /// Restores the community at start-up when a manifest is configured, so that chat and wallet
+    /// commands work at once for an account that is still signed in on this device. Without a
+    /// manifest, or when it cannot be used, nothing happens here: the first session command
+    /// reports the problem.
+    public static func launchIfConfigured(in context: REPLContext) async {
+        guard let path = context.configuration.manifestPath, !path.isEmpty else { return }
+        _ = try? await community(in: context)
+    }
+
     /// Fills the wallet commands' ``REPLWalletKey`` with the community's wallet (which always
     /// shows the active account) while someone is signed in, and empties it otherwise, so that
     /// signed-out commands say "not signed in". Session commands call it after every change.

@@ -44,8 +44,8 @@ struct ChatLogCanaryTests {
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let bobAccount = try await bob.community.session.register(
             username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
-        let aliceChat = try #require(alice.community.chat)
-        let bobChat = try #require(bob.community.chat)
+        let aliceChat = alice.community.chat
+        let bobChat = bob.community.chat
         let aliceRequester = try #require(alice.community.requester)
         try await Self.setDisplayName(canaries.displayName, of: aliceAccount.userID, with: aliceRequester)
 

@@ -103,3 +103,14 @@ extension SendReceipt {
         }
     }
 }
+
+extension ChatClient {
+    /// Waits until the active account's list shows `roomID` as `membership`.
+    @discardableResult
+    func waitForConversation(_ roomID: RoomID, _ membership: ConversationMembership = .joined) async throws
+        -> ConversationListItem
+    {
+        let list = try await conversations.wait(timeout: .seconds(60)) { $0[roomID]?.membership == membership }
+        return list[roomID]!
+    }
+}
