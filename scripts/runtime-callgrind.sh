@@ -2,14 +2,14 @@
 # Instructions per event through one MachineHost, measured with callgrind (repeatable on a
 # busy machine, unlike wall-clock rates). Each form runs twice, with N and 2N events; the
 # difference divided by N cancels the setup and warm-up. Usage:
-#   [FORMS='burst off 0,send on 10'] scripts/runtime-callgrind.sh [BINARY] [N]
+#   [FORMS='burst off 0,send on 10'] [EXTRA='--trace-sink each'] scripts/runtime-callgrind.sh [BINARY] [N]
 # BINARY defaults to .build/release/symorva-bench (build it with `swift build -c release`).
 set -eu
 binary=${1:-.build/release/symorva-bench}
 n=${2:-20000}
 instructions() {
     out=$(mktemp)
-    valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$binary" runtime --repeat 1 "$@" >/dev/null 2>"$out"
+    valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$binary" runtime --repeat 1 "$@" ${EXTRA:-} >/dev/null 2>"$out"
     grep -o 'Collected : [0-9]*' "$out" | grep -o '[0-9]*$'
     rm -f "$out" "$out.cg"
 }

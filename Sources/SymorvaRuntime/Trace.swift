@@ -56,17 +56,107 @@ public struct TraceRecord: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// Records of one host's mailbox turn, in order, as hosts hand them to sinks.
+///
+/// A turn is one `send`, one burst, or one drain of posted events and effect results. Its first
+/// step goes to ``TraceSink/record(_:)`` at once; the others are delivered together as one
+/// batch when the turn ends, and before it starts effects or publishes its state. Each ``TraceRecord`` is built when it is read: a sink that only counts, or that
+/// reads some records, pays nothing for the others. A value like any other: safe to keep.
+public struct TraceRecords: RandomAccessCollection, Sendable {
+    @usableFromInline let origin: TraceOrigin
+    @usableFromInline let entries: [TraceEntry]
+    @usableFromInline let effectNames: [String]
+
+    @inlinable
+    init(origin: TraceOrigin, entries: [TraceEntry], effectNames: [String]) {
+        self.origin = origin
+        self.entries = entries
+        self.effectNames = effectNames
+    }
+
+    /// The machine's name, the same for every record.
+    public var machine: String { origin.machine }
+    /// The host's instance label, the same for every record.
+    public var instance: String { origin.instance }
+
+    @inlinable public var startIndex: Int { 0 }
+    @inlinable public var endIndex: Int { entries.count }
+
+    /// The record at `position`, built now.
+    @inlinable
+    public subscript(position: Int) -> TraceRecord {
+        let entry = entries[position]
+        return TraceRecord(
+            kind: entry.kind, machine: origin.machine, instance: origin.instance, from: entry.from,
+            event: entry.event, to: entry.to,
+            effects: entry.effects.isEmpty ? [] : Array(effectNames[entry.effects]), epoch: entry.epoch)
+    }
+}
+
+/// The names every record of a host shares, built once per host.
+@usableFromInline
+final class TraceOrigin: Sendable {
+    @usableFromInline let machine: String
+    @usableFromInline let instance: String
+
+    @usableFromInline
+    init(machine: String, instance: String) {
+        self.machine = machine
+        self.instance = instance
+    }
+}
+
+/// One buffered step: a ``TraceRecord`` without the names every record of the host shares, and
+/// with its effects' names kept aside (no array per step).
+@usableFromInline
+struct TraceEntry: Sendable {
+    @usableFromInline var kind: TraceRecord.Kind
+    @usableFromInline var from: String
+    @usableFromInline var event: String
+    @usableFromInline var to: String
+    /// The effects' names, in the batch's effect names.
+    @usableFromInline var effects: Range<Int>
+    @usableFromInline var epoch: UInt64
+
+    @inlinable
+    init(kind: TraceRecord.Kind, from: String, event: String, to: String, effects: Range<Int>, epoch: UInt64) {
+        self.kind = kind
+        self.from = from
+        self.event = event
+        self.to = to
+        self.effects = effects
+        self.epoch = epoch
+    }
+}
+
 /// Receives trace records, in order for each host.
 public protocol TraceSink: Sendable {
-    /// Called on the host's executor right after the step; must not block.
+    /// Receives the first step of a host's mailbox turn, on the host's executor, right after the
+    /// step; must not block.
     func record(_ record: TraceRecord)
+
+    /// Receives the later steps of a host's mailbox turn, in order, on the host's executor, when
+    /// the turn ends (and before the turn starts an effect or publishes a state); must not
+    /// block.
+    ///
+    /// The default calls ``record(_:)`` for each record. A sink that can take many records at
+    /// once (one lock, one counter update) or needs only some of them should implement it:
+    /// records are built only when read.
+    func record(contentsOf records: TraceRecords)
+}
+
+extension TraceSink {
+    public func record(contentsOf records: TraceRecords) {
+        for record in records { self.record(record) }
+    }
 }
 
 /// The one hook every transition of every host goes through.
 ///
-/// When no sink is attached, hosts skip building records altogether (one atomic load per
-/// event), so tracing costs nothing until someone listens — `trace on` in the REPL, a test,
-/// or the log sink that writes transitions at `trace` level.
+/// When no sink is attached, hosts skip tracing altogether (one atomic load per event), so
+/// tracing costs nothing until someone listens — `trace on` in the REPL, a test, or the log
+/// sink that writes transitions at `trace` level. When sinks are attached, a host buffers the
+/// steps of a mailbox turn (case names only) and hands them to each sink once per turn.
 public final class Tracer: Sendable {
     private struct Sinks {
         var byID: [UInt64: any TraceSink] = [:]
@@ -119,6 +209,12 @@ public final class Tracer: Sendable {
         for sink in current { sink.record(record) }
     }
 
+    /// Hands a batch of records to every sink.
+    public func record(contentsOf records: TraceRecords) {
+        let current = sinks.withLock { $0.snapshot }
+        for sink in current { sink.record(contentsOf: records) }
+    }
+
     /// The sinks as one isolation domain (a host) last saw them.
     @usableFromInline
     struct Cache {
@@ -127,13 +223,22 @@ public final class Tracer: Sendable {
         @inlinable init() {}
     }
 
-    /// Hands a record to every sink, through `cache`: no lock and no retain of the sink array
-    /// while no sink comes or goes. A sink detached before the record's host turn began (happens-before)
-    /// never sees it, as with ``record(_:)``.
+    /// Hands a host turn's records to every sink, through `cache`: no lock and no retain of the
+    /// sink array while no sink comes or goes. A sink detached before the turn ended
+    /// (happens-before) never sees them.
+    @inlinable
+    func record(contentsOf records: TraceRecords, cache: inout Cache) {
+        if generation.load(ordering: .acquiring) != cache.generation { refresh(&cache) }
+        // Borrowed from the cache: the array is not retained.
+        cache.sinks.withUnsafeBufferPointer { sinks in
+            for index in sinks.indices { sinks[index].record(contentsOf: records) }
+        }
+    }
+
+    /// Hands one record to every sink, through `cache`.
     @inlinable
     func record(_ record: TraceRecord, cache: inout Cache) {
         if generation.load(ordering: .acquiring) != cache.generation { refresh(&cache) }
-        // Borrowed from the cache: the array is not retained.
         cache.sinks.withUnsafeBufferPointer { sinks in
             for index in sinks.indices { sinks[index].record(record) }
         }
@@ -154,6 +259,7 @@ public final class TraceRecorder: TraceSink {
     /// Creates an empty recorder.
     public init() {}
     public func record(_ record: TraceRecord) { storage.withLock { $0.append(record) } }
+    public func record(contentsOf records: TraceRecords) { storage.withLock { $0.append(contentsOf: records) } }
     /// Every record so far.
     public var records: [TraceRecord] { storage.withLock { $0 } }
     /// Forgets everything recorded.

@@ -36,11 +36,16 @@ public actor SQLiteDatabase {
         public var busyTimeout: Duration
         /// How many prepared statements are kept; the cache is emptied when it grows beyond.
         public var statementCacheLimit: Int
+        /// The page size of a new database file (`PRAGMA page_size`, a power of two from 512 to
+        /// 65,536), set before WAL mode is enabled; `nil` keeps SQLite's default (4,096). An
+        /// existing file keeps the page size it was created with.
+        public var pageSize: Int?
 
         /// Creates a configuration.
-        public init(busyTimeout: Duration = .seconds(5), statementCacheLimit: Int = 256) {
+        public init(busyTimeout: Duration = .seconds(5), statementCacheLimit: Int = 256, pageSize: Int? = nil) {
             self.busyTimeout = busyTimeout
             self.statementCacheLimit = statementCacheLimit
+            self.pageSize = pageSize
         }
     }
 
@@ -92,6 +97,7 @@ public actor SQLiteDatabase {
     }
 
     private func openConnection() throws(StoreError) {
+        _ = sqliteLibraryConfigured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
@@ -104,6 +110,10 @@ public actor SQLiteDatabase {
         let (seconds, attoseconds) = configuration.busyTimeout.components
         sqlite3_busy_timeout(handle, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         do {
+            if let pageSize = configuration.pageSize {
+                // Only a file without pages takes a new page size, and only before WAL mode.
+                try executeScript("PRAGMA page_size = \(pageSize)")
+            }
             let mode = try queryOne("PRAGMA journal_mode=WAL") { $0.string(0) }
             if path != ":memory:" && !path.isEmpty && mode?.lowercased() != "wal" { throw StoreError.open(code: -1) }
             try executeScript("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
@@ -162,28 +172,31 @@ public actor SQLiteDatabase {
 
     /// Lends the cached prepared statement for `sql` to `body`; the fast path for bulk work.
     ///
-    /// The statement is reset and its bindings cleared before `body` runs and reset after, so
-    /// a statement never holds a read lock between calls.
+    /// The statement comes with no bindings, and is reset and its bindings cleared after `body`,
+    /// so a statement never holds a read lock, nor a borrowed buffer
+    /// (``SQLiteStatement/bind(unsafeBorrowing:at:)``), between calls.
     public func withStatement<T>(
         _ sql: String, _ body: (SQLiteStatement) throws(StoreError) -> T
     ) throws(StoreError) -> T {
         let connection = try openHandle()
-        var handle = try statement(for: sql, connection: connection)
+        var prepared = try statement(for: sql, connection: connection)
         var isPrivateCopy = false
-        if handles.lent.contains(handle) {
+        if handles.lent.contains(prepared.handle) {
             // The same SQL is already lent to an enclosing call: use a private statement so that
             // the outer one keeps its bindings and position.
-            handle = try prepare(sql, connection: connection, persistent: false)
+            prepared = PreparedStatement(handle: try prepare(sql, connection: connection, persistent: false))
             isPrivateCopy = true
         }
-        handles.lent.append(handle)
-        let statement = SQLiteStatement(handle: handle, connection: connection)
+        handles.lent.append(prepared.handle)
+        let statement = SQLiteStatement(prepared, connection: connection)
+        // Reset in case a step failed half-way; bindings were cleared when the last body returned
+        // (a fresh statement has none).
         statement.reset()
-        statement.clearBindings()
         defer {
             statement.reset()
+            statement.clearBindings()
             handles.lent.removeLast()
-            if isPrivateCopy { sqlite3_finalize(handle) }
+            if isPrivateCopy { prepared.finalize() }
         }
         return try body(statement)
     }
@@ -244,16 +257,16 @@ public actor SQLiteDatabase {
         return connection
     }
 
-    private func statement(for sql: String, connection: OpaquePointer) throws(StoreError) -> OpaquePointer {
+    private func statement(for sql: String, connection: OpaquePointer) throws(StoreError) -> PreparedStatement {
         if let cached = handles.statements[sql] {
             statistics.statementCacheHits += 1
             return cached
         }
         if handles.statements.count >= configuration.statementCacheLimit { handles.finalizeStatements() }
-        let handle = try prepare(sql, connection: connection, persistent: true)
+        let prepared = PreparedStatement(handle: try prepare(sql, connection: connection, persistent: true))
         statistics.statementsPrepared += 1
-        handles.statements[sql] = handle
-        return handle
+        handles.statements[sql] = prepared
+        return prepared
     }
 
     private func prepare(_ sql: String, connection: OpaquePointer, persistent: Bool) throws(StoreError) -> OpaquePointer
@@ -275,6 +288,19 @@ public actor SQLiteDatabase {
     }
 }
 
+/// Process-wide SQLite settings, applied once before the first connection opens (SQLite accepts
+/// them only before it initializes).
+///
+/// - Allocation statistics off: with them on (SQLite's default), every allocation and free
+///   inside SQLite takes one global mutex to update counters that nothing here reads — about
+///   two million lock/unlock pairs for one large initial sync, and contention between accounts'
+///   store threads. `sqlite3_memory_used()` and the soft heap limit stop working; neither is
+///   used.
+private let sqliteLibraryConfigured: Bool = {
+    _ = symorva_sqlite3_disable_memory_statistics()
+    return true
+}()
+
 /// The connection and its cached statements, closed when the database actor goes away.
 ///
 /// Safety of `@unchecked Sendable` (a C boundary object): only ``SQLiteDatabase`` holds it,
@@ -282,21 +308,21 @@ public actor SQLiteDatabase {
 /// after its last job, so no other access can overlap.
 private final class SQLiteHandles: @unchecked Sendable {
     var connection: OpaquePointer?
-    var statements: [String: OpaquePointer] = [:]
+    var statements: [String: PreparedStatement] = [:]
     /// Statements currently lent to a `withStatement` body (innermost last).
     var lent: [OpaquePointer] = []
 
     /// Empties the cache, keeping the statements that are lent out right now.
     func finalizeStatements() {
         statements = statements.filter { entry in
-            if lent.contains(entry.value) { return true }
-            sqlite3_finalize(entry.value)
+            if lent.contains(entry.value.handle) { return true }
+            entry.value.finalize()
             return false
         }
     }
 
     deinit {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for statement in statements.values { statement.finalize() }
         if let connection { sqlite3_close_v2(connection) }
     }
 }

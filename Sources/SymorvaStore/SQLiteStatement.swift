@@ -37,6 +37,36 @@ public enum SQLiteValue: Sendable, Hashable, ExpressibleByIntegerLiteral, Expres
 /// SQLite's "copy the buffer now" destructor.
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+/// A prepared statement and its parameter slots, owned by the database's statement cache (or by
+/// one `withStatement` call for a private copy); ``finalize()`` releases both.
+///
+/// Each parameter has a slot of ``SQLiteStatement/slotSize`` bytes. Text and bytes that fit are
+/// copied into their parameter's slot and bound with `SQLITE_STATIC`: SQLite reads them in
+/// place instead of allocating a copy of its own (and freeing it at the next bind), which was
+/// one `malloc`/`free` pair per bound string. A slot is written only when its own parameter is
+/// rebound, so a binding keeps its value until rebound or cleared, exactly as with a copy.
+struct PreparedStatement {
+    let handle: OpaquePointer
+    let slots: UnsafeMutableRawPointer?
+    let slotCount: Int32
+
+    init(handle: OpaquePointer) {
+        self.handle = handle
+        slotCount = max(0, sqlite3_bind_parameter_count(handle))
+        slots =
+            slotCount == 0
+            ? nil
+            : UnsafeMutableRawPointer.allocate(
+                byteCount: Int(slotCount) * SQLiteStatement.slotSize, alignment: MemoryLayout<UInt64>.alignment)
+    }
+
+    /// Finalizes the statement, then frees its slots (SQLite may read them until then).
+    func finalize() {
+        sqlite3_finalize(handle)
+        slots?.deallocate()
+    }
+}
+
 /// A prepared statement from the database's cache, valid only inside the closure that received
 /// it (``SQLiteDatabase/withStatement(_:_:)``).
 ///
@@ -46,6 +76,49 @@ private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 public struct SQLiteStatement {
     let handle: OpaquePointer
     let connection: OpaquePointer
+    let slots: UnsafeMutableRawPointer?
+    let slotCount: Int32
+
+    /// Bytes per parameter slot: IDs, types and keys fit; longer values are copied by SQLite.
+    static let slotSize = 128
+
+    init(_ prepared: PreparedStatement, connection: OpaquePointer) {
+        handle = prepared.handle
+        self.connection = connection
+        slots = prepared.slots
+        slotCount = prepared.slotCount
+    }
+
+    /// Copies `bytes` into parameter `index`'s slot and returns the slot, or `nil` when they do
+    /// not fit, the index is out of range (SQLite then reports it) or the statement is running
+    /// (binding is refused then; its slots may still be read).
+    private func slot(for bytes: UnsafeRawBufferPointer, at index: Int32) -> UnsafeRawPointer? {
+        guard bytes.count <= Self.slotSize, index >= 1, index <= slotCount, let slots, let base = bytes.baseAddress,
+            sqlite3_stmt_busy(handle) == 0
+        else { return nil }
+        let slot = slots + Int(index - 1) * Self.slotSize
+        slot.copyMemory(from: base, byteCount: bytes.count)
+        return UnsafeRawPointer(slot)
+    }
+
+    private func bindText(_ text: UnsafeRawBufferPointer, at index: Int32) -> Int32 {
+        guard let base = text.baseAddress, !text.isEmpty else {
+            return sqlite3_bind_text(handle, index, "", 0, transient)
+        }
+        if let slot = slot(for: text, at: index) {
+            return sqlite3_bind_text(handle, index, slot.assumingMemoryBound(to: CChar.self), Int32(text.count), nil)
+        }
+        return sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(text.count), transient)
+    }
+
+    private func bindBlob(_ bytes: UnsafeRawBufferPointer, at index: Int32) -> Int32 {
+        if !bytes.isEmpty, let slot = slot(for: bytes, at: index) {
+            return sqlite3_bind_blob(handle, index, slot, Int32(bytes.count), nil)
+        }
+        // A zero-length blob needs a non-null pointer, or SQLite binds NULL instead.
+        return sqlite3_bind_blob(
+            handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), transient)
+    }
 
     /// Binds an integer to parameter `index` (1-based).
     public func bind(_ value: Int64, at index: Int32) throws(StoreError) {
@@ -62,47 +135,44 @@ public struct SQLiteStatement {
         try check(sqlite3_bind_double(handle, index, value))
     }
 
-    /// Binds text, copied by SQLite straight from the string's UTF-8 storage.
+    /// Binds text, copied straight from the string's UTF-8 storage (into the parameter's slot
+    /// when it fits, else by SQLite).
     public func bind(_ value: String, at index: Int32) throws(StoreError) {
         var value = value
-        let code = value.withUTF8 { utf8 -> Int32 in
-            guard let base = utf8.baseAddress, !utf8.isEmpty else {
-                return sqlite3_bind_text(handle, index, "", 0, transient)
-            }
-            return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
-                sqlite3_bind_text(handle, index, $0, Int32(utf8.count), transient)
-            }
-        }
+        let code = value.withUTF8 { utf8 in bindText(UnsafeRawBufferPointer(utf8), at: index) }
         try check(code)
     }
 
     /// Binds bytes.
     public func bind(_ value: [UInt8], at index: Int32) throws(StoreError) {
-        let code = value.withUnsafeBytes { bytes in
-            // A zero-length blob needs a non-null pointer, or SQLite binds NULL instead.
-            sqlite3_bind_blob(
-                handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), transient)
-        }
+        let code = value.withUnsafeBytes { bytes in bindBlob(bytes, at: index) }
         try check(code)
     }
 
-    /// Binds bytes borrowed from a buffer (a slice of a larger document): SQLite copies them
-    /// before this returns, so the buffer need only live for the call.
+    /// Binds bytes borrowed from a buffer (a slice of a larger document): they are copied before
+    /// this returns, so the buffer need only live for the call.
     public func bind(bytes: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
-        let code = sqlite3_bind_blob(
-            handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), transient)
-        try check(code)
+        try check(bindBlob(bytes, at: index))
     }
 
-    /// Binds UTF-8 text borrowed from a buffer; SQLite copies it before this returns.
-    public func bind(utf8 text: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
-        guard let base = text.baseAddress, !text.isEmpty else {
-            try check(sqlite3_bind_text(handle, index, "", 0, transient))
+    /// Binds bytes that SQLite reads in place, without copying them: for large values from a
+    /// buffer that outlives the statement's use, such as event content in a `/sync` document.
+    ///
+    /// The caller guarantees that `bytes` stay valid and unchanged until the statement has run
+    /// for the last time with this binding: until it is rebound, or at the latest until the
+    /// ``SQLiteDatabase/withStatement(_:_:)`` body that received the statement returns (bindings
+    /// are cleared then, so no borrowed pointer outlives the body).
+    public func bind(unsafeBorrowing bytes: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else {
+            try check(bindBlob(bytes, at: index))
             return
         }
-        let code = sqlite3_bind_text(
-            handle, index, base.assumingMemoryBound(to: CChar.self), Int32(text.count), transient)
-        try check(code)
+        try check(sqlite3_bind_blob(handle, index, base, Int32(bytes.count), nil))
+    }
+
+    /// Binds UTF-8 text borrowed from a buffer; it is copied before this returns.
+    public func bind(utf8 text: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
+        try check(bindText(text, at: index))
     }
 
     /// Binds an optional string: `NULL` when `nil`.

@@ -9,12 +9,13 @@ import Synchronization
 struct RuntimeBenchmark: BenchmarkMode {
     let name = "runtime"
     let argumentsSynopsis =
-        "[--events N] [--burst N] [--round-trips N] [--repeat N] [--forms loop,burst,send,post,trip] [--tracing off|on|both]"
+        "[--events N] [--burst N] [--round-trips N] [--repeat N] [--forms loop,burst,send,post,trip] [--tracing off|on|both] [--trace-sink batch|each]"
     let summary = "events/s through one MachineHost vs the plain transition loop; effect round trip p50/p99"
 
     func run(arguments: [String]) async -> Int32 {
         var options = Options(
-            arguments, known: ["events", "burst", "round-trips", "repeat", "forms", "tracing", "observers"])
+            arguments,
+            known: ["events", "burst", "round-trips", "repeat", "forms", "tracing", "trace-sink", "observers"])
         let configuration = Configuration(
             events: options.integer("events", default: 1_000_000),
             burst: options.integer("burst", default: 1_000),
@@ -23,6 +24,7 @@ struct RuntimeBenchmark: BenchmarkMode {
             forms: Set(
                 options.string("forms", default: "loop,burst,send,post,trip").split(separator: ",").map(String.init)),
             tracing: options.string("tracing", default: "both"),
+            traceSink: options.string("trace-sink", default: "batch"),
             observerCounts: options.string("observers", default: "0,10").split(separator: ",").compactMap { Int($0) })
         let unknownForms = configuration.forms.subtracting(["loop", "burst", "send", "post", "trip"])
         let tracingModes: [Bool]? =
@@ -32,7 +34,9 @@ struct RuntimeBenchmark: BenchmarkMode {
             case "both": [false, true]
             default: nil
             }
-        guard options.problems.isEmpty, unknownForms.isEmpty, let tracingModes else {
+        guard options.problems.isEmpty, unknownForms.isEmpty, let tracingModes,
+            ["batch", "each"].contains(configuration.traceSink)
+        else {
             var text = options.problems.map { "symorva-bench runtime: \($0)\n" }.joined()
             if !unknownForms.isEmpty { text += "symorva-bench runtime: unknown forms \(unknownForms.sorted())\n" }
             text += "usage: symorva-bench runtime \(argumentsSynopsis)\n"
@@ -51,6 +55,8 @@ struct RuntimeBenchmark: BenchmarkMode {
         var repeats: Int
         var forms: Set<String>
         var tracing: String
+        /// `batch`: the counting sink adds each turn's count; `each`: it receives every record.
+        var traceSink: String
         var observerCounts: [Int]
     }
 }
@@ -155,7 +161,8 @@ private struct RuntimeRun {
         Tally = {total, unsynced, lastSync: Duration?}; Event: increment(by:) | decrement(by:) | pause | resume | \
         syncRequested(at:) | syncCompleted(total:requestedAt:); Effect: push(total:requestedAt:) keyed.
         throughput mix: a 16-event cycle, 13 moves, 1 stay, 2 ignored, no effects. \
-        Observers: closures reading the total into an atomic. Tracing on: one sink counting records.
+        Observers: closures reading the total into an atomic. Tracing on: one sink counting records \
+        (\(configuration.traceSink == "each" ? "each record built and received" : "one add per host turn")).
         """
     }
 
@@ -253,7 +260,7 @@ private struct RuntimeRun {
             await host.send(contentsOf: [])
         }
         let elapsed = (ContinuousClock.now - start).seconds
-        sink.consume(await host.currentState.total &+ (counter?.count ?? 0))
+        sink.consume(await host.currentState.total &+ (counter?() ?? 0))
         await host.stop()
         return Double(count) / elapsed
     }
@@ -274,10 +281,19 @@ private struct RuntimeRun {
         return probe.latencies
     }
 
-    private func makeHost(tracing: Bool) -> (Host, TraceCounter?) {
+    /// A fresh host, and when tracing, a function reading its sink's count.
+    private func makeHost(tracing: Bool) -> (Host, (@Sendable () -> Int)?) {
         let tracer = Tracer()
-        let counter = tracing ? TraceCounter() : nil
-        if let counter { tracer.addSink(counter) }
+        var counter: (@Sendable () -> Int)?
+        if tracing && configuration.traceSink == "each" {
+            let sink = EachRecordCounter()
+            tracer.addSink(sink)
+            counter = { sink.count }
+        } else if tracing {
+            let sink = TraceCounter()
+            tracer.addSink(sink)
+            counter = { sink.count }
+        }
         let interpreter = ClosureInterpreter<Machine> { effect, _ in
             switch effect {
             case .push(let total, let requestedAt): .syncCompleted(total: total, requestedAt: requestedAt)
@@ -290,8 +306,17 @@ private struct RuntimeRun {
     }
 }
 
-/// The minimal trace sink: counts records.
+/// The minimal trace sink: counts records, one atomic add per host turn.
 private final class TraceCounter: TraceSink {
+    private let records = Atomic<Int>(0)
+    func record(_ record: TraceRecord) { records.wrappingAdd(1, ordering: .relaxed) }
+    func record(contentsOf records: TraceRecords) { self.records.wrappingAdd(records.count, ordering: .relaxed) }
+    var count: Int { records.load(ordering: .relaxed) }
+}
+
+/// `--trace-sink each`: counts records received one by one, through the protocol's default
+/// `record(contentsOf:)`, which builds every record: what a sink that reads every record costs.
+private final class EachRecordCounter: TraceSink {
     private let records = Atomic<Int>(0)
     func record(_ record: TraceRecord) { records.wrappingAdd(1, ordering: .relaxed) }
     var count: Int { records.load(ordering: .relaxed) }

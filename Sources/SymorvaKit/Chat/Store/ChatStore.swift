@@ -44,13 +44,21 @@ public struct ChatStore: Sendable {
     ) async throws(ChatStoreError) -> ChatStore {
         do {
             let database = try await SQLiteDatabase.open(
-                path: path, migrations: ChatSchema.migrations, executor: executor, logger: logger)
+                path: path, migrations: ChatSchema.migrations,
+                configuration: SQLiteDatabase.Configuration(pageSize: pageSize), executor: executor, logger: logger)
             try await database.executeScript(connectionSettings)
             return ChatStore(database: database)
         } catch {
             throw .store(error)
         }
     }
+
+    /// The page size of a new chat database: 8 KB instead of SQLite's 4 KB. Events are stored
+    /// with their raw content (hundreds of bytes each), so larger pages mean half as many page
+    /// splits and WAL frames for the same rows: an initial sync of 1,000 rooms ingests about
+    /// 10% faster and checkpoints about 25% faster (`docs/benchmarks.md`). Existing files keep
+    /// the page size they were created with.
+    static let pageSize = 8192
 
     /// Per-connection settings.
     ///

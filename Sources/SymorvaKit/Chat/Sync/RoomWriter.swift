@@ -7,6 +7,9 @@ struct RoomWriter {
     let room: SyncRoomUpdate
     /// The response document; every event range points into it.
     let bytes: UnsafeRawBufferPointer
+    /// Whether `send_queue` has rows: when it is empty (it cannot fill during the ingest
+    /// transaction), remote echoes have no queue entry to delete.
+    let hasQueuedMessages: Bool
 
     private(set) var timelineEvents = 0
     private(set) var stateEvents = 0
@@ -15,9 +18,10 @@ struct RoomWriter {
 
     private var summary = SummaryChange()
 
-    init(room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer) {
+    init(room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool) {
         self.room = room
         self.bytes = bytes
+        self.hasQueuedMessages = hasQueuedMessages
     }
 
     func slice(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[range]) }
@@ -90,7 +94,8 @@ struct RoomWriter {
         try statement.bind(event.eventID, at: 4)
         try statement.bind(event.sender, at: 5)
         try statement.bind(event.originServerTS, at: 6)
-        try statement.bind(bytes: slice(event.content), at: 7)
+        // The document outlives the transaction, and with it every statement's use of this binding.
+        try statement.bind(unsafeBorrowing: slice(event.content), at: 7)
         try statement.step()
         statement.reset()
         stateEvents += 1
@@ -146,7 +151,7 @@ struct RoomWriter {
                 try insert.bind(event.originServerTS, at: 7)
                 try insert.bind(event.stateKey, at: 8)
                 try insert.bind(event.transactionID, at: 9)
-                try insert.bind(bytes: slice(event.content), at: 10)
+                try insert.bind(unsafeBorrowing: slice(event.content), at: 10)
                 try insert.bind(relatesTo, at: 11)
                 try insert.bind(relationType, at: 12)
                 try insert.bind(event.relation?.key, at: 13)
@@ -162,7 +167,7 @@ struct RoomWriter {
                         try upsertState(event, room: row.nid, statement: statement)
                     }
                 }
-                if let transactionID = event.transactionID {
+                if hasQueuedMessages, let transactionID = event.transactionID {
                     // The remote echo of our own message: the queue entry is done, atomically
                     // with the event's arrival.
                     try db.execute("DELETE FROM send_queue WHERE txn_id = ?", [.text(transactionID)])
@@ -335,7 +340,9 @@ struct RoomWriter {
             try statement.bind(room.notificationCount, at: 16)
             try statement.bind(room.highlightCount, at: 17)
             try statement.bind(change.latestActivity, at: 18)
-            var preview = change.preview
+            // The body and message type are read here, once per room, for the one event that is
+            // the preview: not for every message of the batch.
+            var preview = change.preview?.resolved()
             let previewID = preview?.eventID ?? row.previewEventID
             let previewSender = preview?.sender ?? row.previewSender
             var editedBody = false
@@ -377,9 +384,11 @@ struct SummaryChange {
     var isEncrypted = false
     var membersChanged = false
     var latestActivity: Int64 = 0
-    var preview: PreviewChange?
-    /// The edits of each edited event in the batch, oldest first: sender and new body.
-    var edits: [String: [(sender: String, body: String?)]] = [:]
+    /// The batch's newest message-like event; its body is read only when the summary is written.
+    var preview: PreviewSource?
+    /// The edits of each edited event in the batch, oldest first: sender and raw content (the new
+    /// body is read only for the edit that ends up shown).
+    var edits: [String: [EditSource]] = [:]
     var tags: Set<String>?
     var liveChunk: Int64?
 
@@ -403,25 +412,55 @@ struct SummaryChange {
 
     mutating func absorbTimeline(_ event: SyncEvent, content: UnsafeRawBufferPointer) {
         if event.relation?.type == "m.replace", let target = event.relation?.eventID, let sender = event.sender {
-            let newContent = RawJSON.value("m.new_content", in: content)
-            let body = newContent.flatMap { RawJSON.string("body", in: UnsafeRawBufferPointer(rebasing: content[$0])) }
-            edits[target, default: []].append((sender, body.map { String($0.prefix(ChatStore.previewLength)) }))
+            edits[target, default: []].append(EditSource(sender: sender, content: content))
             return
         }
         guard Self.activityTypes.contains(event.type) else { return }
         latestActivity = max(latestActivity, event.originServerTS)
         guard event.type != "m.room.create", let eventID = event.eventID, let sender = event.sender else { return }
-        let readable = event.type != "m.room.encrypted"
-        preview = PreviewChange(
-            eventID: eventID, sender: sender, type: event.type, ts: event.originServerTS,
-            body: readable
-                ? RawJSON.string("body", in: content).map { String($0.prefix(ChatStore.previewLength)) } : nil,
-            messageType: readable ? RawJSON.string("msgtype", in: content) : nil)
+        preview = PreviewSource(
+            eventID: eventID, sender: sender, type: event.type, ts: event.originServerTS, content: content)
+    }
+
+    /// `body`, cut to ``ChatStore/previewLength`` characters.
+    static func previewBody(in content: UnsafeRawBufferPointer) -> String? {
+        RawJSON.string("body", in: content).map { String($0.prefix(ChatStore.previewLength)) }
     }
 
     private static func nonEmpty(_ text: String?) -> String? {
         guard let text, !text.isEmpty else { return nil }
         return text
+    }
+}
+
+/// The newest message-like event of a batch, with its raw content (valid during the ingest):
+/// what ``PreviewChange`` is read from.
+struct PreviewSource {
+    var eventID: String
+    var sender: String
+    var type: String
+    var ts: Int64
+    var content: UnsafeRawBufferPointer
+
+    /// The preview as the conversation list shows it: body and message type unless encrypted.
+    func resolved() -> PreviewChange {
+        let readable = type != "m.room.encrypted"
+        return PreviewChange(
+            eventID: eventID, sender: sender, type: type, ts: ts,
+            body: readable ? SummaryChange.previewBody(in: content) : nil,
+            messageType: readable ? RawJSON.string("msgtype", in: content) : nil)
+    }
+}
+
+/// An `m.replace` of a batch: its sender and raw content (valid during the ingest).
+struct EditSource {
+    var sender: String
+    var content: UnsafeRawBufferPointer
+
+    /// `m.new_content.body`, cut to ``ChatStore/previewLength`` characters.
+    var body: String? {
+        guard let newContent = RawJSON.value("m.new_content", in: content) else { return nil }
+        return SummaryChange.previewBody(in: UnsafeRawBufferPointer(rebasing: content[newContent]))
     }
 }
 

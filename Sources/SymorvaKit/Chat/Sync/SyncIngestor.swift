@@ -93,6 +93,7 @@ public struct SyncIngestor: Sendable {
                     switch channel.receive() {
                     case .rooms(let rooms):
                         try writer.write(rooms, document: document, db: db)
+                        channel.recycle(rooms)
                     case .finished(.success(let head)):
                         try writer.finish(head, document: document, db: db)
                         return writer.report
@@ -121,7 +122,8 @@ public struct SyncIngestor: Sendable {
     }
 }
 
-/// Hands room batches from the decoder task to the transaction on the store's thread.
+/// Hands room batches from the decoder task to the transaction on the store's thread, and
+/// written batches back to the decoder to be freed there.
 ///
 /// The receiving side blocks its thread: it is the store's own executor thread, inside a
 /// transaction that nothing else may interleave with anyway, so no shared thread is held.
@@ -135,14 +137,28 @@ final class RoomBatchChannel: Sendable {
         var messages: [Message] = []
         var next = 0
         var failure: SyncDecodingError?
+        /// Batches the writer is done with, freed by the decoder's next ``send(_:)``.
+        var spent: [[SyncRoomUpdate]] = []
     }
 
     private let queue = Mutex(Queue())
     private let available = DispatchSemaphore(value: 0)
 
     func send(_ rooms: [SyncRoomUpdate]) {
-        queue.withLock { $0.messages.append(.rooms(rooms)) }
+        var spent: [[SyncRoomUpdate]] = []
+        queue.withLock { queue in
+            queue.messages.append(.rooms(rooms))
+            swap(&spent, &queue.spent)
+        }
         available.signal()
+        // Freeing a batch (tens of thousands of strings and arrays) is done here, on the decoder's
+        // thread, which has time to spare, rather than on the store's thread, which has none.
+        spent.removeAll()
+    }
+
+    /// Gives a written batch back, so that the decoder's thread frees it.
+    func recycle(_ rooms: [SyncRoomUpdate]) {
+        queue.withLock { $0.spent.append(rooms) }
     }
 
     func finish(_ result: Result<SyncResponseHead, SyncDecodingError>) {
@@ -173,16 +189,20 @@ struct SyncWriter {
     var report = SyncIngestReport()
     /// The token before this response, recorded with malformed events.
     let previousToken: String?
+    /// Whether the send queue has rows (it cannot gain any during the ingest transaction).
+    let hasQueuedMessages: Bool
 
+    /// Runs inside the ingest transaction.
     init(db: isolated SQLiteDatabase) throws(StoreError) {
         previousToken = try db.queryOne("SELECT since_token FROM sync_state WHERE id = 1") { $0.string(0) }
+        hasQueuedMessages = try db.queryOne("SELECT EXISTS (SELECT 1 FROM send_queue)") { $0.int(0) != 0 } ?? true
     }
 
     mutating func write(_ rooms: [SyncRoomUpdate], document: [UInt8], db: isolated SQLiteDatabase) throws(StoreError) {
         let result = document.withUnsafeBytes { bytes in
             Result { () throws(StoreError) in
                 for room in rooms {
-                    var writer = RoomWriter(room: room, bytes: bytes)
+                    var writer = RoomWriter(room: room, bytes: bytes, hasQueuedMessages: hasQueuedMessages)
                     try writer.write(db: db)
                     report.rooms += 1
                     report.timelineEvents += writer.timelineEvents
