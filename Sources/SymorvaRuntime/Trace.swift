@@ -56,11 +56,9 @@ public struct TraceRecord: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Records of one host's mailbox turn, in order, as hosts hand them to sinks.
-///
-/// A turn is one `send`, one burst, or one drain of posted events and effect results. Its first
-/// step goes to ``TraceSink/record(_:)`` at once; the others are delivered together as one
-/// batch when the turn ends, and before it starts effects or publishes its state. Each ``TraceRecord`` is built when it is read: a sink that only counts, or that
+/// The records of one burst of a host (`send(contentsOf:)`), in order, as hosts hand them to
+/// sinks: together when the burst ends, or earlier when a step starts effects (the records so
+/// far go first), and always before the host publishes the burst's state. Each ``TraceRecord`` is built when it is read: a sink that only counts, or that
 /// reads some records, pays nothing for the others. A value like any other: safe to keep.
 public struct TraceRecords: RandomAccessCollection, Sendable {
     @usableFromInline let origin: TraceOrigin
@@ -131,13 +129,11 @@ struct TraceEntry: Sendable {
 
 /// Receives trace records, in order for each host.
 public protocol TraceSink: Sendable {
-    /// Receives the first step of a host's mailbox turn, on the host's executor, right after the
-    /// step; must not block.
+    /// Receives one step, on the host's executor, right after it; must not block.
     func record(_ record: TraceRecord)
 
-    /// Receives the later steps of a host's mailbox turn, in order, on the host's executor, when
-    /// the turn ends (and before the turn starts an effect or publishes a state); must not
-    /// block.
+    /// Receives the steps of a burst, in order, on the host's executor, when the burst ends (and
+    /// before a step's effects start, and before the host publishes a state); must not block.
     ///
     /// The default calls ``record(_:)`` for each record. A sink that can take many records at
     /// once (one lock, one counter update) or needs only some of them should implement it:
@@ -155,8 +151,9 @@ extension TraceSink {
 ///
 /// When no sink is attached, hosts skip tracing altogether (one atomic load per event), so
 /// tracing costs nothing until someone listens — `trace on` in the REPL, a test, or the log
-/// sink that writes transitions at `trace` level. When sinks are attached, a host buffers the
-/// steps of a mailbox turn (case names only) and hands them to each sink once per turn.
+/// sink that writes transitions at `trace` level. When sinks are attached, a host hands each
+/// step to them at once, except in bursts, whose steps it buffers (case names only) and hands
+/// over as one batch.
 public final class Tracer: Sendable {
     private struct Sinks {
         var byID: [UInt64: any TraceSink] = [:]
@@ -223,8 +220,8 @@ public final class Tracer: Sendable {
         @inlinable init() {}
     }
 
-    /// Hands a host turn's records to every sink, through `cache`: no lock and no retain of the
-    /// sink array while no sink comes or goes. A sink detached before the turn ended
+    /// Hands a burst's records to every sink, through `cache`: no lock and no retain of the
+    /// sink array while no sink comes or goes. A sink detached before the host's turn began
     /// (happens-before) never sees them.
     @inlinable
     func record(contentsOf records: TraceRecords, cache: inout Cache) {
@@ -235,7 +232,7 @@ public final class Tracer: Sendable {
         }
     }
 
-    /// Hands one record to every sink, through `cache`.
+    /// Hands one record to every sink, through `cache`, the same way.
     @inlinable
     func record(_ record: TraceRecord, cache: inout Cache) {
         if generation.load(ordering: .acquiring) != cache.generation { refresh(&cache) }
