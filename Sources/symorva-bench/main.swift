@@ -9,7 +9,7 @@ import Dispatch
 ///
 /// The main thread only waits on a semaphore. An `async` top level would park it in
 /// `dispatch_main`, whose `sigsuspend` crashes valgrind 3.19, and callgrind instruction counts
-/// are how the runtime's hot path is compared (`scripts/runtime-callgrind.sh`).
+/// are how the runtime's hot path is compared (`Scripts/runtime-callgrind`).
 func main(_ arguments: [String]) -> Never {
     guard let name = arguments.first, let mode = BenchmarkModes.mode(named: name) else {
         BenchmarkModes.printUsage(unknown: arguments.first)
