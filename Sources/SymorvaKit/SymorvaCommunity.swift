@@ -1,5 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
+import Synchronization
 
 /// A Symorva community: the SDK's entry point, built from the community's manifest.
 ///
@@ -74,12 +75,19 @@ public final class SymorvaCommunity: Sendable {
             ? WalletClient(configuration: WalletConfiguration(manifest: configuration.modules.wallet)) : nil
         self.chat = chat
         self.wallet = wallet
-        // For the community's lifetime: the clients follow whichever account runs.
-        _ = sessions.active.subscribe { active in
-            var modules: AccountModules?
-            if case .running(let context) = active { modules = context.modules }
-            chat.follow(modules?.module(AccountChat.self))
-            wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
+        // For the community's lifetime: the clients follow whichever account runs. Listeners of
+        // two publications made on different threads may run out of order, so the listener
+        // ignores its argument and, under one lock, follows the value current at that moment:
+        // whichever call comes last follows the newest account.
+        let following = Mutex(())
+        let active = sessions.active
+        _ = active.subscribe { _ in
+            following.withLock { _ in
+                var modules: AccountModules?
+                if case .running(let context) = active.value { modules = context.modules }
+                chat.follow(modules?.module(AccountChat.self))
+                wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
+            }
         }
     }
 
