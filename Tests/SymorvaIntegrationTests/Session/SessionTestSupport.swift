@@ -54,9 +54,13 @@ final class RecordingTransport: HTTPTransport {
 /// A transport that fails every request: proves that something needs no network.
 final class OfflineTransport: HTTPTransport {
     private let attempts = Atomic<Int>(0)
+    private let paths = Mutex<[String]>([])
     var attemptCount: Int { attempts.load(ordering: .relaxed) }
+    /// The paths of every attempted request, in order.
+    var attemptedPaths: [String] { paths.withLock { $0 } }
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         attempts.add(1, ordering: .relaxed)
+        paths.withLock { $0.append(request.url.path) }
         throw .connectFailed
     }
 }
