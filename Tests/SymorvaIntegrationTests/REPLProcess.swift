@@ -143,20 +143,5 @@ final class REPLProcess: Sendable {
 
     /// The `symorva` binary built next to the test bundle (`.build/<triple>/debug/`), found
     /// the way `REPLProgramTests` finds it.
-    static var binary: URL? {
-        var directories: [URL] = []
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            directories.append(URL(fileURLWithPath: executable).deletingLastPathComponent())
-        }
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            directories.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        directories.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        directories.append(packageRoot.appendingPathComponent(".build/debug"))
-        return directories.map { $0.appendingPathComponent("symorva") }.first {
-            FileManager.default.isExecutableFile(atPath: $0.path)
-        }
-    }
+    static var binary: URL? { BuiltExecutable.url(named: "symorva") }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SymorvaREPL
+import SymorvaTesting
 import Testing
 
 @Suite("symorva command line")
@@ -103,22 +104,7 @@ struct REPLProgramTests {
     }
 
     /// The `symorva` binary built next to the test bundle (`.build/<triple>/debug/`).
-    static var binary: URL? {
-        var directories: [URL] = []
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            directories.append(URL(fileURLWithPath: executable).deletingLastPathComponent())
-        }
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            directories.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        directories.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        directories.append(packageRoot.appendingPathComponent(".build/debug"))
-        return directories.map { $0.appendingPathComponent("symorva") }.first {
-            FileManager.default.isExecutableFile(atPath: $0.path)
-        }
-    }
+    static var binary: URL? { BuiltExecutable.url(named: "symorva") }
 
     static func run(_ arguments: [String], standardInput: String = "") async throws -> Result {
         let binary = try #require(Self.binary, "the symorva binary is not built next to the test bundle")
