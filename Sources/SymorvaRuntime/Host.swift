@@ -4,9 +4,9 @@ import Synchronization
 ///
 /// A host owns the machine's state and processes one ordered mailbox: events sent by callers
 /// and results of the effects it launched. For each event it asks the machine for a
-/// transition, traces it (one ``TraceRecord`` per step; the steps of a burst are handed to
-/// the tracer's sinks as one ``TraceRecords`` batch when the burst ends, before its effects start
-/// and before observers see its state), publishes the new state to ``states`` and hands the
+/// transition, traces it (one ``TraceRecord`` per step; the steps of a mailbox turn are handed
+/// to the tracer's sinks as one ``TraceRecords`` batch when the turn ends, before a step's
+/// effects start and before observers see its state), publishes the new state to ``states`` and hands the
 /// effects to its interpreter, each in its own task. It never awaits while it holds the
 /// state: a transition is synchronous, and effects run outside the actor.
 ///
@@ -21,7 +21,7 @@ import Synchronization
 /// Performance: the mailbox, transition and publication path is `@inlinable`, so the module
 /// that creates a host gets it specialized for its machine; a burst costs about as much per
 /// event as calling the transition in a loop. To keep it that way, give hot machines a
-/// `switch`-based ``CaseNamed/caseName`` and `State`/`Event` payloads of frozen or in-package
+/// `switch`-based ``CaseNamed/caseNameLiteral`` and `State`/`Event` payloads of frozen or in-package
 /// types (`Duration`, not `ContinuousClock.Instant`, whose resilient layout makes every copy of
 /// the state go through the runtime's generic enum functions: eight times slower here).
 public final actor MachineHost<Machine: StateMachine> {
@@ -64,14 +64,13 @@ public final actor MachineHost<Machine: StateMachine> {
     @exclusivity(unchecked) @usableFromInline var draining: [Entry] = []
     /// The tracer's sinks as this host last saw them.
     @exclusivity(unchecked) @usableFromInline var traceCache = Tracer.Cache()
-    /// The traced steps of the current burst, delivered to the sinks when it ends (``flushTrace()``).
-    @exclusivity(unchecked) @usableFromInline var traceEntries: [TraceEntry] = []
-    /// The effects' names of `traceEntries`.
-    @exclusivity(unchecked) @usableFromInline var traceEffectNames: [String] = []
-    /// Whether traced steps are buffered (during a burst) rather than delivered at once.
-    @exclusivity(unchecked) @usableFromInline var traceBuffering = false
-    /// The machine's name and the instance label, shared by every batch of this host.
-    @usableFromInline nonisolated let traceOrigin: TraceOrigin
+    /// The traced steps of the current mailbox turn, delivered to the sinks when it ends (``flushTrace()``).
+    @exclusivity(unchecked) @usableFromInline var traceBatch: TraceBatch
+    /// `traceBatch`'s entry buffer, capacity and count, mirrored here so that appending a step
+    /// touches no reference (loading the batch retained and released it: 30 instructions a step).
+    @exclusivity(unchecked) @usableFromInline var traceEntries: UnsafeMutablePointer<TraceEntry>
+    @exclusivity(unchecked) @usableFromInline var traceCapacity: Int
+    @exclusivity(unchecked) @usableFromInline var traceCount = 0
 
     @usableFromInline
     struct Running {
@@ -121,7 +120,10 @@ public final actor MachineHost<Machine: StateMachine> {
         self.scope = scope
         self.clock = clock
         self.tracer = tracer
-        self.traceOrigin = TraceOrigin(machine: Machine.name, instance: instance)
+        let traceBatch = TraceBatch(machine: Machine.name, instance: instance)
+        self.traceBatch = traceBatch
+        self.traceEntries = traceBatch.entries
+        self.traceCapacity = traceBatch.capacity
     }
 
     /// The current state (inside the actor; observers use ``states``).
@@ -145,13 +147,11 @@ public final actor MachineHost<Machine: StateMachine> {
 
     /// Processes a burst of events in order, publishing once at the end.
     ///
-    /// Traced steps of the burst are delivered to sinks as one batch when it ends.
+    /// Traced steps of the burst reach sinks in batches (of up to 512 steps), the last when it ends.
     @inlinable
     public func send(contentsOf events: some Sequence<Machine.Event>) {
         drainInbox()
-        traceBuffering = true
         for event in events where !isStopped { apply(event) }
-        traceBuffering = false
         endTurn()
     }
 
@@ -365,65 +365,77 @@ public final actor MachineHost<Machine: StateMachine> {
 
     // MARK: - Tracing
 
-    /// Traces one step: at once, as one ``TraceRecord``, or during a burst into a buffer, by case
-    /// names, delivered as one ``TraceRecords`` batch when the burst ends (``flushTrace()``).
+    /// Traces one step into the turn's batch, by case names; the batch goes to the sinks when the
+    /// turn ends, a step starts effects or the batch is full (``flushTrace()``).
     ///
-    /// Buffering is for bursts: one record built and delivered per event (five strings and an
-    /// array built and destroyed, a sink existential copied per call) cost three to four times
-    /// what a burst costs untraced. A buffered entry holds three case names (literals from
-    /// `switch`-based `caseName`s: nothing to retain) and a range of effect names kept aside; the
-    /// buffers are reused. Single sends and drains of posted events deliver at once: their turns
-    /// are short, and a batch per turn cost them more than it saved (measured).
+    /// One record built and delivered per step (five strings and an array built and destroyed, a
+    /// sink existential copied per call) cost three to four times what a burst costs untraced.
+    /// A buffered entry is trivial: it holds its case names as literals
+    /// (``CaseNamed/caseNameLiteral``) or as positions in the batch's computed names, and a range
+    /// of effect names kept aside, so appending and emptying retain and release nothing. The
+    /// records are built only if a sink reads them.
     @inlinable
     func trace(
         _ kind: TraceRecord.Kind, from: Machine.State, event: Machine.Event, to: Machine.State,
         effects: [Machine.Effect]
     ) {
-        guard traceBuffering else {
-            traceNow(kind, from: from, event: event, to: to, effects: effects)
-            return
-        }
         var effectRange = 0..<0
         if !effects.isEmpty {
-            let start = traceEffectNames.count
-            for effect in effects { traceEffectNames.append(effect.caseName) }
-            effectRange = start..<traceEffectNames.count
+            let start = traceBatch.effectNames.count
+            for effect in effects { traceBatch.effectNames.append(traceName(effect)) }
+            effectRange = start..<traceBatch.effectNames.count
         }
-        traceEntries.append(
-            TraceEntry(
-                kind: kind, from: from.caseName, event: event.caseName, to: to.caseName, effects: effectRange,
-                epoch: scope?.epoch.value ?? 0))
+        let entry = TraceEntry(
+            kind: kind, from: traceName(from), event: traceName(event), to: traceName(to), effects: effectRange,
+            epoch: scope?.epoch.value ?? 0)
+        if traceCount == traceCapacity { growTrace() }
+        (traceEntries + traceCount).initialize(to: entry)
+        traceCount += 1
+        // A long drain (a producer posting faster than the host applies) hands its steps over in
+        // batches of bounded size: a batch that grew with the drain cost more in page faults and
+        // cache misses than its steps (post was twice as slow traced, for 17 % more instructions).
+        if traceCount == Self.traceBatchLimit { flushTrace() }
     }
 
-    /// Delivers one step at once. Kept out of line so that the buffered path, the hot one in
-    /// bursts, stays small (35 instructions per event less).
-    @inlinable @inline(never)
-    func traceNow(
-        _ kind: TraceRecord.Kind, from: Machine.State, event: Machine.Event, to: Machine.State,
-        effects: [Machine.Effect]
-    ) {
-        tracer.record(
-            TraceRecord(
-                kind: kind, machine: Machine.name, instance: instance, from: from.caseName,
-                event: event.caseName, to: to.caseName, effects: effects.isEmpty ? [] : effects.map(\.caseName),
-                epoch: scope?.epoch.value ?? 0), cache: &traceCache)
+    /// The most steps a trace batch holds before it goes to the sinks.
+    @usableFromInline static var traceBatchLimit: Int { 512 }
+
+    @usableFromInline
+    func growTrace() {
+        traceBatch.count = traceCount
+        traceBatch.grow()
+        traceEntries = traceBatch.entries
+        traceCapacity = traceBatch.capacity
+    }
+
+    /// `value`'s name as a buffered entry keeps it: its literal, or a computed name stored aside.
+    @inlinable
+    func traceName(_ value: some CaseNamed) -> TraceName {
+        if let literal = value.caseNameLiteral { return .literal(literal) }
+        traceBatch.strings.append(value.caseName)
+        return .stored(traceBatch.strings.count - 1)
     }
 
     /// Hands the steps buffered so far to the tracer's sinks, as one ``TraceRecords`` batch.
     @inlinable
     func flushTrace() {
-        if traceEntries.isEmpty { return }
-        tracer.record(
-            contentsOf: TraceRecords(origin: traceOrigin, entries: traceEntries, effectNames: traceEffectNames),
-            cache: &traceCache)
-        // The batch is gone: unless a sink kept it, the buffers are unique again and are emptied
-        // in place (a kept batch keeps its own copy).
-        if traceEntries.capacity > Self.retainedBufferCapacity {
-            traceEntries = []
+        if traceCount == 0 { return }
+        traceBatch.count = traceCount
+        tracer.record(contentsOf: TraceRecords(traceBatch), cache: &traceCache)
+        traceCount = 0
+        // Unless a sink kept the batch, it is the host's alone again and is emptied in place.
+        if isKnownUniquelyReferenced(&traceBatch) {
+            traceBatch.removeAll()
         } else {
-            traceEntries.removeAll(keepingCapacity: true)
+            renewTraceBatch()
         }
-        if !traceEffectNames.isEmpty { traceEffectNames.removeAll(keepingCapacity: true) }
+    }
+
+    @usableFromInline
+    func renewTraceBatch() {
+        traceBatch = TraceBatch(machine: traceBatch.machine, instance: traceBatch.instance)
+        traceEntries = traceBatch.entries
+        traceCapacity = traceBatch.capacity
     }
 
     @inlinable

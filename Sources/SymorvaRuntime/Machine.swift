@@ -65,20 +65,32 @@ public enum Transition<State: Sendable, Effect: Sendable>: Sendable {
 /// A value that can name its enum case without revealing its payload.
 ///
 /// Traces, logs and the chart checker use only these names, so a state or event that carries
-/// a token or a message body is safe to trace. The default implementation reads the case
-/// label through reflection and never touches associated values.
+/// a token or a message body is safe to trace.
 ///
-/// Machines whose hosts see many events should override it with a `switch` returning string
-/// literals: reflection costs about 20,000 instructions per name, so with tracing on a
-/// reflective machine pays some 60,000 instructions per event, a `switch` almost nothing
-/// (`symorva-bench runtime`, `docs/benchmarks.md`).
+/// Implement **one** of the two requirements:
+/// - ``caseNameLiteral``, a `switch` returning string literals. The best choice for a machine's
+///   `State`, `Event` and `Effect`: a host tracing a burst keeps a literal without copying or
+///   retaining anything, and ``caseName`` is derived from it.
+/// - ``caseName``, for names that are computed. A host then keeps a `String` per traced name.
+///
+/// With neither, ``caseName`` reads the case label through reflection (never touching associated
+/// values): correct, but about 20,000 instructions per name, some 60,000 per traced event
+/// (`symorva-bench runtime`, `docs/benchmarks.md`). `ChartChecker` fails when a type gives both
+/// and they disagree.
 public protocol CaseNamed {
     /// The enum case's name, without associated values: `authenticating`, `loginResponse`.
     var caseName: String { get }
+    /// The enum case's name as a string literal, or `nil` when names are computed (the default).
+    var caseNameLiteral: StaticString? { get }
 }
 
 extension CaseNamed {
-    public var caseName: String { caseLabel(of: self) }
+    public var caseName: String {
+        if let literal = caseNameLiteral { return literal.description }
+        return caseLabel(of: self)
+    }
+
+    public var caseNameLiteral: StaticString? { nil }
 }
 
 /// The case label of an enum value, or its type name for anything that is not an enum.

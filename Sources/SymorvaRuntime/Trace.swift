@@ -56,68 +56,126 @@ public struct TraceRecord: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The records of one burst of a host (`send(contentsOf:)`), in order, as hosts hand them to
-/// sinks: together when the burst ends, or earlier when a step starts effects (the records so
-/// far go first), and always before the host publishes the burst's state. Each ``TraceRecord`` is built when it is read: a sink that only counts, or that
-/// reads some records, pays nothing for the others. A value like any other: safe to keep.
+/// The records of one mailbox turn of a host, in order, as hosts hand them to sinks: together
+/// when the turn ends, or earlier when a step starts effects (the records so far go first), and
+/// always before the host publishes the turn's state. Each ``TraceRecord`` is built when it is
+/// read: a sink that only counts, or that reads some records, pays nothing for the others. A
+/// value like any other: safe to keep.
 public struct TraceRecords: RandomAccessCollection, Sendable {
-    @usableFromInline let origin: TraceOrigin
-    @usableFromInline let entries: [TraceEntry]
-    @usableFromInline let effectNames: [String]
+    @usableFromInline let batch: TraceBatch
+    public let endIndex: Int
 
     @inlinable
-    init(origin: TraceOrigin, entries: [TraceEntry], effectNames: [String]) {
-        self.origin = origin
-        self.entries = entries
-        self.effectNames = effectNames
+    init(_ batch: TraceBatch) {
+        self.batch = batch
+        self.endIndex = batch.count
     }
 
     /// The machine's name, the same for every record.
-    public var machine: String { origin.machine }
+    public var machine: String { batch.machine }
     /// The host's instance label, the same for every record.
-    public var instance: String { origin.instance }
+    public var instance: String { batch.instance }
 
     @inlinable public var startIndex: Int { 0 }
-    @inlinable public var endIndex: Int { entries.count }
 
     /// The record at `position`, built now.
-    @inlinable
     public subscript(position: Int) -> TraceRecord {
-        let entry = entries[position]
+        precondition(indices.contains(position), "trace record index out of range")
+        let entry = batch.entries[position]
         return TraceRecord(
-            kind: entry.kind, machine: origin.machine, instance: origin.instance, from: entry.from,
-            event: entry.event, to: entry.to,
-            effects: entry.effects.isEmpty ? [] : Array(effectNames[entry.effects]), epoch: entry.epoch)
+            kind: entry.kind, machine: batch.machine, instance: batch.instance, from: name(entry.from),
+            event: name(entry.event), to: name(entry.to),
+            effects: entry.effects.isEmpty ? [] : batch.effectNames[entry.effects].map(name), epoch: entry.epoch)
+    }
+
+    private func name(_ name: TraceName) -> String {
+        switch name {
+        case .literal(let literal): literal.description
+        case .stored(let index): batch.strings[index]
+        }
     }
 }
 
-/// The names every record of a host shares, built once per host.
+/// A host's buffer of traced steps.
+///
+/// The host appends to it during a mailbox turn and hands it to the sinks inside a
+/// ``TraceRecords``. If no sink kept it, the host empties it and appends to it again; if one did,
+/// the host starts a new batch: a batch that anyone but its host holds never changes again,
+/// which is why it may be `Sendable`. Entries are trivial values in a buffer of its own, so
+/// appending one is a store (the host writes through its copy of `entries`) and emptying the
+/// batch is setting a count.
 @usableFromInline
-final class TraceOrigin: Sendable {
+final class TraceBatch: @unchecked Sendable {
     @usableFromInline let machine: String
     @usableFromInline let instance: String
+    // The same reasoning as the host's hot fields (`Host.swift`): only the host touches these,
+    // synchronously on its executor, while the batch is uniquely referenced.
+    @exclusivity(unchecked) @usableFromInline var entries: UnsafeMutablePointer<TraceEntry>
+    @exclusivity(unchecked) @usableFromInline var count = 0
+    @exclusivity(unchecked) @usableFromInline var capacity: Int
+    /// The effects' names of the entries (each entry has a range of them).
+    @exclusivity(unchecked) @usableFromInline var effectNames: [TraceName] = []
+    /// The computed (not literal) names of the entries and effects.
+    @exclusivity(unchecked) @usableFromInline var strings: [String] = []
 
     @usableFromInline
-    init(machine: String, instance: String) {
+    init(machine: String, instance: String, capacity: Int = 16) {
         self.machine = machine
         self.instance = instance
+        self.capacity = capacity
+        self.entries = .allocate(capacity: capacity)
     }
+
+    deinit { entries.deallocate() }
+
+    /// Doubles the entry buffer, keeping the first `count` entries.
+    @usableFromInline
+    func grow() {
+        let larger = UnsafeMutablePointer<TraceEntry>.allocate(capacity: capacity * 2)
+        larger.moveInitialize(from: entries, count: count)
+        entries.deallocate()
+        entries = larger
+        capacity *= 2
+    }
+
+    /// Forgets every entry, keeping the buffers.
+    @inlinable
+    func removeAll() {
+        count = 0  // Entries are trivial: nothing to deinitialize.
+        if !effectNames.isEmpty { effectNames.removeAll(keepingCapacity: true) }
+        if !strings.isEmpty { strings.removeAll(keepingCapacity: true) }
+    }
+}
+
+/// A case name as a buffered step keeps it: the type's literal (``CaseNamed/caseNameLiteral``),
+/// or the position of a computed name in the batch's strings.
+///
+/// Both payloads are trivial, so an entry holding three names is copied and destroyed without a
+/// retain or release: what makes tracing a burst cheap (half the cost of tracing it was names
+/// released one by one).
+@usableFromInline
+enum TraceName: Sendable {
+    case literal(StaticString)
+    case stored(Int)
 }
 
 /// One buffered step: a ``TraceRecord`` without the names every record of the host shares, and
-/// with its effects' names kept aside (no array per step).
+/// with its effects' names kept aside (no array per step). Trivial: no reference inside.
 @usableFromInline
 struct TraceEntry: Sendable {
     @usableFromInline var kind: TraceRecord.Kind
-    @usableFromInline var from: String
-    @usableFromInline var event: String
-    @usableFromInline var to: String
+    @usableFromInline var from: TraceName
+    @usableFromInline var event: TraceName
+    @usableFromInline var to: TraceName
     /// The effects' names, in the batch's effect names.
     @usableFromInline var effects: Range<Int>
     @usableFromInline var epoch: UInt64
 
     @inlinable
-    init(kind: TraceRecord.Kind, from: String, event: String, to: String, effects: Range<Int>, epoch: UInt64) {
+    init(
+        kind: TraceRecord.Kind, from: TraceName, event: TraceName, to: TraceName, effects: Range<Int>,
+        epoch: UInt64
+    ) {
         self.kind = kind
         self.from = from
         self.event = event
@@ -129,11 +187,13 @@ struct TraceEntry: Sendable {
 
 /// Receives trace records, in order for each host.
 public protocol TraceSink: Sendable {
-    /// Receives one step, on the host's executor, right after it; must not block.
+    /// Receives one step. Hosts call it only through the default ``record(contentsOf:)``;
+    /// other code may call it directly (``Tracer/record(_:)``). Must not block.
     func record(_ record: TraceRecord)
 
-    /// Receives the steps of a burst, in order, on the host's executor, when the burst ends (and
-    /// before a step's effects start, and before the host publishes a state); must not block.
+    /// Receives the steps of a host's mailbox turn, in order, on the host's executor: when the
+    /// turn ends, before a step's effects start, when 512 steps are waiting, and always before
+    /// the host publishes a state. Must not block.
     ///
     /// The default calls ``record(_:)`` for each record. A sink that can take many records at
     /// once (one lock, one counter update) or needs only some of them should implement it:
@@ -151,9 +211,8 @@ extension TraceSink {
 ///
 /// When no sink is attached, hosts skip tracing altogether (one atomic load per event), so
 /// tracing costs nothing until someone listens — `trace on` in the REPL, a test, or the log
-/// sink that writes transitions at `trace` level. When sinks are attached, a host hands each
-/// step to them at once, except in bursts, whose steps it buffers (case names only) and hands
-/// over as one batch.
+/// sink that writes transitions at `trace` level. When sinks are attached, a host buffers the
+/// steps of each mailbox turn (case names only) and hands them over as one batch.
 public final class Tracer: Sendable {
     private struct Sinks {
         var byID: [UInt64: any TraceSink] = [:]
@@ -229,15 +288,6 @@ public final class Tracer: Sendable {
         // Borrowed from the cache: the array is not retained.
         cache.sinks.withUnsafeBufferPointer { sinks in
             for index in sinks.indices { sinks[index].record(contentsOf: records) }
-        }
-    }
-
-    /// Hands one record to every sink, through `cache`, the same way.
-    @inlinable
-    func record(_ record: TraceRecord, cache: inout Cache) {
-        if generation.load(ordering: .acquiring) != cache.generation { refresh(&cache) }
-        cache.sinks.withUnsafeBufferPointer { sinks in
-            for index in sinks.indices { sinks[index].record(record) }
         }
     }
 

@@ -114,6 +114,19 @@ public struct ChartChecker<Machine: ChartedMachine>: Sendable {
         found += eventNames.filter { !sampledEvents.contains($0) }.map { .eventNotSampled($0) }
         found += unique(states.map(\.caseName)).filter { !stateNames.contains($0) }.map { .unlistedState($0) }
         found += unique(events.map(\.caseName)).filter { !eventNames.contains($0) }.map { .unlistedEvent($0) }
+        found += nameDisagreements(states) + nameDisagreements(events)
+        return found
+    }
+
+    /// Samples whose ``CaseNamed/caseNameLiteral`` and ``CaseNamed/caseName`` differ (a type
+    /// that implements both): traces would then name the case differently from the chart.
+    private func nameDisagreements(_ samples: [some CaseNamed]) -> [ChartMismatch] {
+        var found: [ChartMismatch] = []
+        for sample in samples {
+            if let literal = sample.caseNameLiteral, literal.description != sample.caseName {
+                found.append(.caseNamesDisagree(caseName: sample.caseName, literal: literal.description))
+            }
+        }
         return found
     }
 
@@ -146,6 +159,8 @@ public enum ChartMismatch: Sendable, Equatable, CustomStringConvertible {
     case unlistedState(String)
     /// A sample event's case name is missing from `Event.allCaseNames`: the list is stale.
     case unlistedEvent(String)
+    /// A sample's ``CaseNamed/caseName`` and ``CaseNamed/caseNameLiteral`` differ.
+    case caseNamesDisagree(caseName: String, literal: String)
     /// The chart's `name` is not the machine's name.
     case chartName(chart: String, machine: String)
     /// The chart's `initial` is not the initial state the test gave.
@@ -167,6 +182,8 @@ public enum ChartMismatch: Sendable, Equatable, CustomStringConvertible {
         case .eventNotSampled(let name): return "no sample event has case \(name)"
         case .unlistedState(let name): return "sample state case \(name) is missing from State.allCaseNames"
         case .unlistedEvent(let name): return "sample event case \(name) is missing from Event.allCaseNames"
+        case .caseNamesDisagree(let caseName, let literal):
+            return "caseName \(caseName) and caseNameLiteral \(literal) name the same case differently"
         case .chartName(let chart, let machine): return "chart is named \(chart), machine is named \(machine)"
         case .initialState(let chart, let code): return "chart starts in \(chart), code starts in \(code)"
         }

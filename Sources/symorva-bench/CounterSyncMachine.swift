@@ -30,7 +30,7 @@ struct CounterSyncMachine: StateMachine {
 
         /// A `switch` instead of the reflective default: traces name every state, and reflection
         /// costs microseconds per name.
-        var caseName: String {
+        var caseNameLiteral: StaticString? {
             switch self {
             case .idle: "idle"
             case .counting: "counting"
@@ -62,7 +62,7 @@ struct CounterSyncMachine: StateMachine {
         /// The server acknowledged the push requested at `requestedAt`.
         case syncCompleted(total: Int, requestedAt: Duration)
 
-        var caseName: String {
+        var caseNameLiteral: StaticString? {
             switch self {
             case .increment: "increment"
             case .decrement: "decrement"
@@ -79,7 +79,7 @@ struct CounterSyncMachine: StateMachine {
         case push(total: Int, requestedAt: Duration)
 
         static let pushKey = EffectKey("counter.push")
-        var caseName: String { "push" }
+        var caseNameLiteral: StaticString? { "push" }
         var directive: EffectDirective { .keyed(Self.pushKey) }
     }
 

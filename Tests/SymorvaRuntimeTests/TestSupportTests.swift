@@ -69,6 +69,44 @@ let doorChart = """
     </scxml>
     """
 
+/// The door again, with a state type that names `locked` one way by `caseName` and another by
+/// `caseNameLiteral`.
+struct MisnamedDoorMachine: ChartedMachine {
+    static let name = "Door"
+
+    enum State: Sendable, Equatable, CaseNameListing {
+        case opened, closed, locked
+        static let allCaseNames = ["opened", "closed", "locked"]
+
+        init(_ door: DoorMachine.State) {
+            switch door {
+            case .opened: self = .opened
+            case .closed: self = .closed
+            case .locked: self = .locked
+            }
+        }
+
+        var door: DoorMachine.State {
+            switch self {
+            case .opened: .opened
+            case .closed: .closed
+            case .locked: .locked
+            }
+        }
+
+        var caseName: String { caseLabel(of: door) }
+        var caseNameLiteral: StaticString? { self == .locked ? "bolted" : nil }
+    }
+
+    func transition(from state: State, on event: DoorMachine.Event) -> Transition<State, DoorMachine.Effect> {
+        switch DoorMachine(code: 1234).transition(from: state.door, on: event) {
+        case .ignored: .ignored
+        case .stay(let effects): .stay(effects: effects)
+        case .move(let next, let effects): .move(to: State(next), effects: effects)
+        }
+    }
+}
+
 @Suite("Test support: chart checker")
 struct ChartCheckerTests {
     let states: [DoorMachine.State] = [.opened, .closed, .locked]
@@ -131,6 +169,15 @@ struct ChartCheckerTests {
                 .unwitnessedTransition(
                     StateChart.Transition(source: "locked", event: "unlock", target: nil, condition: "wrong code"))
             ])
+    }
+
+    @Test("A type whose caseName and caseNameLiteral disagree fails")
+    func disagreeingNames() throws {
+        let checker = ChartChecker(
+            machine: MisnamedDoorMachine(), chart: try StateChart(data: Data(doorChart.utf8), source: "Door"))
+        let found = checker.mismatches(states: [.opened, .closed, .locked], events: events)
+        #expect(found == [.caseNamesDisagree(caseName: "locked", literal: "bolted")])
+        #expect(found[0].description == "caseName locked and caseNameLiteral bolted name the same case differently")
     }
 
     @Test("Chart states and events the code lacks, and code cases the chart lacks, fail")

@@ -44,7 +44,7 @@ public struct AppFlowMachine: ChartedMachine {
         ]
 
         /// The case name, without data.
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .launching: "launching"
             case .restoring: "restoring"
@@ -99,7 +99,7 @@ public struct AppFlowMachine: ChartedMachine {
         ]
 
         /// The case name, without data.
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .launched: "launched"
             case .restoreFinished: "restoreFinished"
@@ -142,7 +142,7 @@ public struct AppFlowMachine: ChartedMachine {
         }
 
         /// The case name, without data.
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .restoreAccounts: "restoreAccounts"
             case .beginSignIn: "beginSignIn"

@@ -156,7 +156,7 @@ public enum SendQueueStatus: Sendable, Hashable, CaseNameListing {
     public static let allCaseNames = ["idle", "sending", "waitingRetry", "waitingToken", "blocked"]
 
     /// The case name without reflection: the queue's state is named on every transition.
-    public var caseName: String {
+    public var caseNameLiteral: StaticString? {
         switch self {
         case .idle: "idle"
         case .sending: "sending"

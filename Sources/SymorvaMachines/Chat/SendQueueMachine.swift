@@ -57,7 +57,7 @@ public struct SendQueueMachine: ChartedMachine {
         }
 
         /// The queue status's case name: the chart state.
-        public var caseName: String { status.caseName }
+        public var caseNameLiteral: StaticString? { status.caseNameLiteral }
 
         public static var allCaseNames: [String] { SendQueueStatus.allCaseNames }
 
@@ -107,7 +107,7 @@ public struct SendQueueMachine: ChartedMachine {
         ]
 
         /// The case name, without data (never the content).
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .restored: "restored"
             case .enqueued: "enqueued"
@@ -151,6 +151,21 @@ public struct SendQueueMachine: ChartedMachine {
         case discard(TransactionID)
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
+
+        public var caseNameLiteral: StaticString? {
+            switch self {
+            case .persist: "persist"
+            case .encrypt: "encrypt"
+            case .sendEvent: "sendEvent"
+            case .scheduleRetry: "scheduleRetry"
+            case .requestTokenRefresh: "requestTokenRefresh"
+            case .recordFailure: "recordFailure"
+            case .clearFailure: "clearFailure"
+            case .recordSent: "recordSent"
+            case .discard: "discard"
+            case .cancel: "cancel"
+            }
+        }
 
         public var directive: EffectDirective {
             switch self {

@@ -53,7 +53,7 @@ public struct SyncMachine: ChartedMachine {
         ]
 
         /// The case name, without data.
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .stopped: "stopped"
             case .initialSync: "initialSync"
@@ -91,7 +91,7 @@ public struct SyncMachine: ChartedMachine {
         ]
 
         /// The case name, without data.
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .started: "started"
             case .stopped: "stopped"
@@ -119,6 +119,16 @@ public struct SyncMachine: ChartedMachine {
         case requestTokenRefresh
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
+
+        public var caseNameLiteral: StaticString? {
+            switch self {
+            case .sendSync: "sendSync"
+            case .storeSyncResponse: "storeSyncResponse"
+            case .scheduleRetry: "scheduleRetry"
+            case .requestTokenRefresh: "requestTokenRefresh"
+            case .cancel: "cancel"
+            }
+        }
 
         public var directive: EffectDirective {
             switch self {

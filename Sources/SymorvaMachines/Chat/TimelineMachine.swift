@@ -57,7 +57,7 @@ public struct TimelineMachine: ChartedMachine {
         public static let allCaseNames = ["idle", "live", "paginatingBackwards", "reachedStart", "gap"]
 
         /// The case name, without data.
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .idle: "idle"
             case .live: "live"
@@ -92,7 +92,7 @@ public struct TimelineMachine: ChartedMachine {
         ]
 
         /// The case name, without data.
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .observed: "observed"
             case .unobserved: "unobserved"
@@ -119,6 +119,16 @@ public struct TimelineMachine: ChartedMachine {
         case stopLiveUpdates
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
+
+        public var caseNameLiteral: StaticString? {
+            switch self {
+            case .loadFromStore: "loadFromStore"
+            case .fetchMessages: "fetchMessages"
+            case .startLiveUpdates: "startLiveUpdates"
+            case .stopLiveUpdates: "stopLiveUpdates"
+            case .cancel: "cancel"
+            }
+        }
 
         public var directive: EffectDirective {
             switch self {

@@ -274,7 +274,7 @@ extension SessionMachine {
 extension SessionMachine.State: CaseNameListing, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    public var caseName: String {
+    public var caseNameLiteral: StaticString? {
         switch self {
         case .signedOut: "signedOut"
         case .restoring: "restoring"
@@ -302,7 +302,7 @@ extension SessionMachine.State: CaseNameListing, CustomStringConvertible, Custom
 extension SessionMachine.Event: CaseNameListing, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    public var caseName: String {
+    public var caseNameLiteral: StaticString? {
         switch self {
         case .discoveryRequested: "discoveryRequested"
         case .wellKnownResponse: "wellKnownResponse"
@@ -338,7 +338,7 @@ extension SessionMachine.Event: CaseNameListing, CustomStringConvertible, Custom
 extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    public var caseName: String {
+    public var caseNameLiteral: StaticString? {
         switch self {
         case .loadStoredSession: "loadStoredSession"
         case .fetchWellKnown: "fetchWellKnown"

@@ -103,7 +103,7 @@ public struct TransferMachine: StateMachine {
             "settled", "failed", "expired", "cancelled",
         ]
 
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .idle: "idle"
             case .preparing: "preparing"
@@ -176,7 +176,7 @@ public struct TransferMachine: StateMachine {
             "restored", "cancelled",
         ]
 
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .prepareRequested: "prepareRequested"
             case .prepareResponse: "prepareResponse"
@@ -249,7 +249,7 @@ public struct TransferMachine: StateMachine {
             "sendQuery", "scheduleQuery", "clearPendingCommand", "cancel",
         ]
 
-        public var caseName: String {
+        public var caseNameLiteral: StaticString? {
             switch self {
             case .sendPrepare: "sendPrepare"
             case .scheduleDraftExpiry: "scheduleDraftExpiry"
