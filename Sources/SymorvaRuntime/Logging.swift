@@ -2,7 +2,18 @@ import Synchronization
 
 /// How important a log line is.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
-    case trace, debug, info, notice, warning, error
+    /// Every step of every machine (trace records); off unless asked for.
+    case trace
+    /// Detail for developers of the SDK.
+    case debug
+    /// What happened, in a line: signed in, synced, sent.
+    case info
+    /// Worth a look: a retry, a fallback, a late result dropped.
+    case notice
+    /// Something failed and was handled.
+    case warning
+    /// Something failed and the feature could not go on.
+    case error
 
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
     public var description: String {
