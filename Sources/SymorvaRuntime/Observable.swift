@@ -1,5 +1,9 @@
 import Synchronization
 
+#if canImport(Observation)
+    import Observation
+#endif
+
 /// A value that changes over time and can be observed: the only way state leaves a
 /// repository or a host.
 ///
@@ -9,6 +13,12 @@ import Synchronization
 ///
 /// `ObservableValue` is read-only to its observers; the owner keeps the ``Publisher`` that
 /// changes it.
+///
+/// Where the Observation module exists (Apple platforms, Linux), it is also `Observable`: code
+/// that reads ``value`` inside `withObservationTracking` — a SwiftUI view's body reading
+/// `community.chat.conversations.items` — is told when a new value is published. Publications
+/// come from the owner's isolation domain, not the main actor; views that must only change on
+/// the main actor use ``ObservedValue``.
 public final class ObservableValue<Value: Sendable>: Sendable {
     /// A function that ends a subscription. Calling it more than once is harmless.
     public typealias Unsubscribe = @Sendable () -> Void
@@ -58,16 +68,27 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     /// publication that checks, before each listener, whether a newer one has begun.
     @usableFromInline let version = Atomic<UInt64>(0)
     private let hooks: Mutex<ObserverHooks>
+    #if canImport(Observation)
+        @usableFromInline let registrar = ObservationRegistrar()
+        /// `\.value`, built once: a key path into a generic class is instantiated at run time.
+        @usableFromInline let valueKeyPath: any KeyPath<ObservableValue, Value> & Sendable
+    #endif
 
     /// Creates a value with its owner's hooks.
     public init(_ initial: Value, hooks: ObserverHooks = ObserverHooks()) {
         storage = Mutex(Storage(value: initial))
         self.hooks = Mutex(hooks)
+        #if canImport(Observation)
+            valueKeyPath = \.value
+        #endif
     }
 
     /// The current value: the last one published, or, while nobody observes a value whose owner
     /// set ``ObserverHooks/unobservedValue``, what that hook reads.
     public var value: Value {
+        #if canImport(Observation)
+            registrar.access(self, keyPath: valueKeyPath)
+        #endif
         let read = hooks.withLock { $0.unobservedValue }
         return storage.withLock { storage in
             guard storage.subscriptions.isEmpty, let read else { return storage.value }
@@ -122,15 +143,34 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         // Listeners run outside the lock, in publication order: the owner publishes from one
         // isolation domain (an actor), and the version check keeps a slower earlier publication
         // from overwriting a newer one.
+        observationWillChange()
         let (subscriptions, version) = storage.withLock { storage in
             storage.value = value
             let version = self.version.wrappingAdd(1, ordering: .releasing).newValue
             return (storage.subscriptions, version)
         }
+        observationDidChange()
         for subscription in subscriptions {
             guard self.version.load(ordering: .acquiring) == version else { return }
             subscription.listener(value)
         }
+    }
+
+    /// Tells Observation that ``value`` is about to change (`withObservationTracking`'s
+    /// `onChange` runs now).
+    @inlinable
+    func observationWillChange() {
+        #if canImport(Observation)
+            registrar.willSet(self, keyPath: valueKeyPath)
+        #endif
+    }
+
+    /// Tells Observation that ``value`` has changed.
+    @inlinable
+    func observationDidChange() {
+        #if canImport(Observation)
+            registrar.didSet(self, keyPath: valueKeyPath)
+        #endif
     }
 
     /// Computes the next value from the current one under the value's lock and publishes it;
@@ -141,6 +181,9 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     /// - Returns: whether a value was published.
     @discardableResult
     func publish(computing next: @Sendable (Value) -> Value?) -> Bool {
+        // Observation hears of a change that may not happen (`next` may decline): a spurious
+        // `onChange` re-reads an unchanged value, a missed one would leave a view stale.
+        observationWillChange()
         let published = storage.withLock { storage -> (Value, [Subscription], UInt64)? in
             guard let value = next(storage.value) else { return nil }
             storage.value = value
@@ -148,6 +191,7 @@ public final class ObservableValue<Value: Sendable>: Sendable {
             return (value, storage.subscriptions, version)
         }
         guard let (value, subscriptions, version) = published else { return false }
+        observationDidChange()
         for subscription in subscriptions {
             guard self.version.load(ordering: .acquiring) == version else { return true }
             subscription.listener(value)
@@ -185,7 +229,7 @@ public final class ObservableValue<Value: Sendable>: Sendable {
 }
 
 #if canImport(Observation)
-    import Observation
+    extension ObservableValue: Observable {}
 
     /// Bridges an ``ObservableValue`` to the Observation framework for SwiftUI: views read
     /// ``value`` and are re-rendered when it changes.

@@ -24,7 +24,7 @@ func readmeExample(community: SymorvaCommunity, password: String, conversationID
     let stop = chat.conversations.subscribe { list in  // observe, never poll
         print(list.status, list.items.map(\.id))  // .signedOut while nobody is signed in
     }
-    await chat.refresh()
+    await chat.conversations.refresh()  // fresh list and sync, now
     let conversation = try await chat.conversation(id: conversationID)  // throws .notSignedIn when signed out
     let receipt = try await conversation.send(.text("Governance call starts at 18:00."))
     print(receipt.state.value)  // .sending, .sent or .failed(reason)

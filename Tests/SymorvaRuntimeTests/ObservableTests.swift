@@ -148,6 +148,34 @@ struct ObservableTests {
         try await eventually("bridge updated") { observed.value == "second" }
     }
 
+    @Test("Reading the value inside Observation tracking is told of the next publication, and only once")
+    func observationTracking() {
+        let publisher = ObservableValue<Int>.Publisher(1)
+        let changes = Mutex(0)
+        let seen = withObservationTracking {
+            publisher.observable.value
+        } onChange: {
+            changes.withLock { $0 += 1 }
+        }
+        #expect(seen == 1)
+        #expect(changes.withLock { $0 } == 0)
+        publisher.publish(2)
+        #expect(changes.withLock { $0 } == 1)
+        publisher.publish(3)  // tracking ends at the first change, as Observation defines it
+        #expect(changes.withLock { $0 } == 1)
+
+        let computed = Mutex(0)
+        _ = withObservationTracking {
+            publisher.observable.value
+        } onChange: {
+            computed.withLock { $0 += 1 }
+        }
+        let published = publisher.publish(computing: { $0 == 3 ? 4 : nil })
+        #expect(published)
+        #expect(computed.withLock { $0 } == 1)
+        #expect(publisher.observable.value == 4)
+    }
+
     @Test("Waiting for a value returns the first match, or fails naming the last value")
     func waitHelper() async throws {
         let publisher = ObservableValue<Int>.Publisher(1)

@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// ```swift
 /// let stop = community.chat.conversations.subscribe { list in render(list.items) }
-/// await community.chat.refresh()
+/// await community.chat.conversations.refresh()
 /// let conversation = try await community.chat.conversation(id: roomID)   // .notSignedIn when signed out
 /// let receipt = try await conversation.send(.text("Governance call starts at 18:00."))
 /// ```
@@ -49,8 +49,13 @@ public final class ChatClient: Sendable {
     var current: AccountChat? { active.withLock { $0 } }
 
     /// The active account's conversation list, from its store, updated after every committed
-    /// sync; ``ConversationList/signedOut`` while nobody is signed in.
-    public var conversations: ObservableValue<ConversationList> { list.observable }
+    /// sync; ``ConversationList/signedOut`` while nobody is signed in. Views read
+    /// `conversations.items` (Observation-tracked) or subscribe; `conversations.refresh()` asks
+    /// for fresh data.
+    public var conversations: ConversationListModel { ConversationListModel(client: self) }
+
+    /// The observable behind ``conversations``.
+    var conversationList: ObservableValue<ConversationList> { list.observable }
 
     /// The active account's sync loop: initial sync, catching up, live, backing off, awaiting a
     /// token, failed; `.stopped` while nobody is signed in.
@@ -160,7 +165,45 @@ public final class ChatClient: Sendable {
     }
 }
 
-extension ObservableValue where Value == ConversationList {
-    /// The list's current items: `community.chat.conversations.items`, as views read them.
+/// `community.chat.conversations`: the active account's conversation list as views read it,
+/// and the one thing they may ask of it.
+///
+/// ```swift
+/// List(community.chat.conversations.items) { conversation in … }   // re-rendered on change
+///     .task { await community.chat.conversations.refresh() }
+/// ```
+///
+/// Reading ``value``, ``items`` or ``status`` inside Observation tracking (a SwiftUI body) is
+/// told of the next change. The list is owned by the account's chat, never by the view: a view
+/// observes it and asks for a refresh, it never keeps a copy of its own.
+public struct ConversationListModel: Sendable {
+    let client: ChatClient
+
+    /// The list as an ``ObservableValue``, for code written against observable values in general.
+    public var observable: ObservableValue<ConversationList> { client.conversationList }
+
+    /// The current list.
+    public var value: ConversationList { observable.value }
+
+    /// The current list's conversations, in display order.
     public var items: [ConversationListItem] { value.items }
+
+    /// Whether the list is known yet (``ConversationList/Status-swift.enum/loaded``), still
+    /// loading, or absent because nobody is signed in.
+    public var status: ConversationList.Status { value.status }
+
+    /// Calls `listener` with the current list now and with every later one, until the returned
+    /// function is called. While anyone subscribes, the active account's list is followed.
+    public func subscribe(
+        _ listener: @escaping @Sendable (ConversationList) -> Void
+    ) -> ObservableValue<ConversationList>.Unsubscribe {
+        observable.subscribe(listener)
+    }
+
+    /// The current list and every later one, as an async sequence (one observer per iteration).
+    public var values: AsyncStream<ConversationList> { observable.values }
+
+    /// Re-reads the active account's list from its store and makes its sync loop catch up now
+    /// (``ChatClient/refresh()``). Does nothing while nobody is signed in.
+    public func refresh() async { await client.refresh() }
 }

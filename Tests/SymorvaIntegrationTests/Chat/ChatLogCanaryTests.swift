@@ -80,7 +80,7 @@ struct ChatLogCanaryTests {
         }
         try await Self.setState("m.room.name", "name", canaries.renamed, in: roomID, with: aliceRequester)
         try await Self.setState("m.room.topic", "topic", canaries.newTopic, in: roomID, with: aliceRequester)
-        try await bobChat.conversations.wait(timeout: .seconds(60)) { list in
+        try await bobChat.conversations.observable.wait(timeout: .seconds(60)) { list in
             list[roomID]?.name == canaries.renamed && list[roomID]?.topic == canaries.newTopic
         }
 

@@ -110,7 +110,9 @@ extension ChatClient {
     func waitForConversation(_ roomID: RoomID, _ membership: ConversationMembership = .joined) async throws
         -> ConversationListItem
     {
-        let list = try await conversations.wait(timeout: .seconds(60)) { $0[roomID]?.membership == membership }
+        let list = try await conversations.observable.wait(timeout: .seconds(60)) {
+            $0[roomID]?.membership == membership
+        }
         return list[roomID]!
     }
 }

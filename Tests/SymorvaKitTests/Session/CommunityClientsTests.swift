@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
@@ -154,6 +155,36 @@ struct CommunityClientsTests {
         let firstBob = try #require(values.firstIndex { $0.userID == SessionSamples.bob })
         #expect(values[firstBob...].allSatisfy { $0.userID == SessionSamples.bob })
         #expect(values.allSatisfy { $0[Self.room(of: SessionSamples.alice)]?.isPinned != true })
+        await community.shutdown()
+    }
+
+    @Test("A view reading chat.conversations.items under Observation hears of the account's changes and of a switch")
+    func conversationsUnderObservation() async throws {
+        let community = try await signedInCommunity()
+        let chat = community.chat
+        let alice = try #require(community.module(AccountChat.self))
+        let changes = Mutex(0)
+        func track() -> [ConversationListItem] {
+            withObservationTracking {
+                chat.conversations.items
+            } onChange: {
+                changes.withLock { $0 += 1 }
+            }
+        }
+
+        // No subscription at all: Observation alone, as a SwiftUI body reads the list.
+        #expect(track().map(\.id) == [Self.room(of: SessionSamples.alice)])
+        #expect(chat.conversations.observable.observerCount == 0)
+        alice.setOverride(.pinned, true, roomID: Self.room(of: SessionSamples.alice))
+        #expect(changes.withLock { $0 } == 1)
+        #expect(track().first?.isPinned == true)
+
+        try await switchToBob(community)
+        #expect(changes.withLock { $0 } == 2)
+        #expect(chat.conversations.items.map(\.id) == [Self.room(of: SessionSamples.bob)])
+        #expect(chat.conversations.status == .loaded)
+        await chat.conversations.refresh()
+        #expect(chat.conversations.value.userID == SessionSamples.bob)
         await community.shutdown()
     }
 
