@@ -56,6 +56,8 @@ final class SignInRequest: Sendable {
 actor CommunitySessions: SessionDriver {
     nonisolated let storage: AccountStorage
     private let configuration: SymorvaConfiguration
+    /// The manifest's server name: what a bare localpart signs in on.
+    nonisolated let serverName: String
     private let environment: SymorvaEnvironment
     private let machine: SessionMachine
     private let factories: [AccountModuleFactory]
@@ -72,6 +74,7 @@ actor CommunitySessions: SessionDriver {
         factories: [AccountModuleFactory]
     ) {
         self.configuration = configuration
+        self.serverName = configuration.homeserver.serverName
         self.environment = environment
         self.storage = storage
         self.factories = factories

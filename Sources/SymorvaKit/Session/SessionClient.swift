@@ -61,14 +61,39 @@ public final class SessionClient: Sendable {
     /// homeserver and makes the account the active one. Another account already signed in
     /// stays on the device.
     ///
+    /// An account that is already on this device is not signed in a second time (that would make
+    /// it a second device): when it is the active account and soft logged out, this is
+    /// ``reauthenticate(password:)``; otherwise it throws ``SessionError/alreadySignedIn(_:)``
+    /// and the app switches to it with ``switchAccount(to:)``. The check knows the name the way
+    /// the member typed it (a localpart on the manifest's server, or a full user ID); a login
+    /// name the server maps to the account otherwise (another case, a third-party ID) is not
+    /// recognised before the server answers.
+    ///
     /// - Throws: ``SessionError/invalidCredentials`` for a wrong password,
-    ///   ``SessionError/unreachable(_:)`` when the homeserver cannot be reached, and the other
-    ///   cases of ``SessionError``.
+    ///   ``SessionError/unreachable(_:)`` when the homeserver cannot be reached,
+    ///   ``SessionError/alreadySignedIn(_:)``, and the other cases of ``SessionError``.
     @discardableResult
     public func signIn(username: String, password: Secret<String>) async throws(SessionError) -> Account {
         try await serialized { () async throws(SessionError) -> Account in
-            try await self.runSignIn(SignInRequest(kind: .signIn, username: username, password: password))
+            if let existing = self.storedAccount(named: username) {
+                if case .running(let context) = self.sessions.active.value, context.userID == existing.userID,
+                    case .softLoggedOut = context.sessionHost.states.value
+                {
+                    return try await self.reauthenticateActive(password: password)
+                }
+                throw .alreadySignedIn(existing.userID)
+            }
+            return try await self.runSignIn(SignInRequest(kind: .signIn, username: username, password: password))
         }
+    }
+
+    /// The account on this device that `username` names: a full user ID, or a localpart on the
+    /// manifest's server (localparts are lower case on Matrix servers).
+    private func storedAccount(named username: String) -> Account? {
+        let userID =
+            username.hasPrefix("@") ? UserID(username) : UserID("@\(username.lowercased()):\(sessions.serverName)")
+        guard let userID else { return nil }
+        return accounts.value.first { $0.userID == userID }
     }
 
     /// Creates an account (user-interactive registration with the `m.login.dummy` stage), signs
@@ -134,21 +159,26 @@ public final class SessionClient: Sendable {
     @discardableResult
     public func reauthenticate(password: Secret<String>) async throws(SessionError) -> Account {
         try await serialized { () async throws(SessionError) -> Account in
-            guard case .running(let context) = self.sessions.active.value,
-                case .softLoggedOut(let session, _) = context.sessionHost.states.value
-            else { throw .notSignedIn }
-            await context.sessionHost.send(.passwordSubmitted(username: session.userID.rawValue, password: password))
-            let outcome = await context.sessionHost.states.first(cancelled: .failure(.cancelled)) {
-                state -> Result<Account, SessionError>? in
-                switch state {
-                case .signedIn(let session): .success(Account(session))
-                case .softLoggedOut(_, let error): .failure(error ?? .softLoggedOut)
-                case .signedOut, .wipingLocalData, .failed: .failure(.notSignedIn)
-                default: nil
-                }
-            }
-            return try outcome.get()
+            try await self.reauthenticateActive(password: password)
         }
+    }
+
+    /// ``reauthenticate(password:)`` inside an operation that is already serialized.
+    private func reauthenticateActive(password: Secret<String>) async throws(SessionError) -> Account {
+        guard case .running(let context) = sessions.active.value,
+            case .softLoggedOut(let session, _) = context.sessionHost.states.value
+        else { throw .notSignedIn }
+        await context.sessionHost.send(.passwordSubmitted(username: session.userID.rawValue, password: password))
+        let outcome = await context.sessionHost.states.first(cancelled: .failure(.cancelled)) {
+            state -> Result<Account, SessionError>? in
+            switch state {
+            case .signedIn(let session): .success(Account(session))
+            case .softLoggedOut(_, let error): .failure(error ?? .softLoggedOut)
+            case .signedOut, .wipingLocalData, .failed: .failure(.notSignedIn)
+            default: nil
+            }
+        }
+        return try outcome.get()
     }
 
     // MARK: - Launch

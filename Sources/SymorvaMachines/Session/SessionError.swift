@@ -41,6 +41,10 @@ public enum SessionError: Error, Sendable, Hashable, LogSafe, CustomStringConver
     case accountMismatch(expected: UserID, received: UserID)
     /// The operation needs a signed-in session and there is none.
     case notSignedIn
+    /// Sign-in: the account is already signed in on this device. Signing in again would make a
+    /// second device of it (new keys, to-device messages split between the two); switch to the
+    /// account instead, and re-authenticate it if it is soft logged out.
+    case alreadySignedIn(UserID)
     /// The server answered with something this SDK cannot read (bad JSON, a missing field).
     case invalidResponse(reason: String)
     /// The server answered with an error not listed above: HTTP status and Matrix `errcode`.
@@ -78,6 +82,7 @@ public enum SessionError: Error, Sendable, Hashable, LogSafe, CustomStringConver
         case .accountMismatch(let expected, let received):
             "accountMismatch(expected: \(expected), received: \(received))"
         case .notSignedIn: "notSignedIn"
+        case .alreadySignedIn(let userID): "alreadySignedIn(\(userID))"
         case .invalidResponse(let reason): "invalidResponse(\(reason))"
         case .serverError(let status, let errcode): "serverError(\(status), \(errcode ?? "nil"))"
         case .store(let reason): "store(\(reason))"

@@ -49,6 +49,22 @@ struct SessionLifecycleTests {
         #expect(fixture.community.session.state.value == .signedIn(account))
     }
 
+    @Test("Signing in again to an account on this device makes no second device: alreadySignedIn, no request")
+    func signInTwice() async throws {
+        let fixture = CommunityFixture()
+        let name = DevEnvironment.uniqueUsername("twice")
+        let account = try await fixture.community.session.register(username: name, password: testPassword)
+        for typed in [name, name.uppercased(), account.userID.rawValue] {
+            await #expect(throws: SessionError.alreadySignedIn(account.userID)) {
+                try await fixture.community.session.signIn(username: typed, password: testPassword)
+            }
+        }
+        #expect(fixture.community.session.state.value == .signedIn(account))
+        #expect(fixture.community.session.accounts.value == [account])
+        let token = try #require(fixture.accessToken)
+        #expect(try await fixture.rawDeviceIDs(token) == [account.deviceID])
+    }
+
     @Test("A wrong password fails with invalidCredentials and stays signed out")
     func wrongPassword() async throws {
         let name = DevEnvironment.uniqueUsername("wrong")
@@ -138,10 +154,10 @@ struct SessionLogCanaryTests {
         try await session.signOut()
         try await session.signIn(username: name, password: password)
         secrets += try tokens(of: fixture)
+        try await session.signOut()
         await #expect(throws: SessionError.invalidCredentials) {
             try await session.signIn(username: name, password: Secret(password.exposedValue + "-wrong"))
         }
-        try await session.signOut()
 
         let logText = fixture.logs.text
         let traceText = fixture.trace.records.map(\.description).joined(separator: "\n")

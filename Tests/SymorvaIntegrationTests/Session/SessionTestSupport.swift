@@ -151,6 +151,20 @@ struct CommunityFixture {
         let response = try await requester.send(AuthAPI.whoami())
         return try! AuthAPI.decode(WhoAmIResponse.self, from: response.body).userID
     }
+
+    /// The account's devices as the server lists them (`GET /devices`), read with `token`.
+    func rawDeviceIDs(_ token: Secret<String>) async throws -> [DeviceID] {
+        struct Devices: Decodable {
+            struct Device: Decodable { let device_id: String }
+            let devices: [Device]
+        }
+        let requester = FixedTokenMatrixRequester(
+            homeserverURL: environment.configuration.homeserver.url, userID: UserID("@x:localhost")!,
+            accessToken: token, transport: CurlTransport())
+        let response = try await requester.send(
+            MatrixEndpoint(method: .get, path: "/_matrix/client/v3/devices", requiresAuth: true))
+        return try JSONDecoder().decode(Devices.self, from: Data(response.body)).devices.map { DeviceID($0.device_id) }
+    }
 }
 
 /// A password for test accounts.
