@@ -43,6 +43,8 @@ struct WalletService: Sendable {
     /// A failed prepare: nothing was committed, so every failure is safe to report as it is.
     static func prepareResult(for error: ServicesError) -> PrepareResult {
         switch error {
+        case .rateLimited:
+            return .failed(.rejected(code: "SY_LIMIT_EXCEEDED"))
         case .server(let code, let status, _, _) where status < 500:
             return .failed(prepareFailure(code: code))
         case .unauthorized(let code):
@@ -105,6 +107,9 @@ struct WalletService: Sendable {
     /// definitive: it sends them before anything is recorded.
     static func confirmResult(for error: ServicesError) -> ConfirmResult {
         switch error {
+        case .rateLimited:
+            // Refused before routing: nothing was recorded.
+            return .failed(.rejected(code: "SY_LIMIT_EXCEEDED"))
         case .server(let code, let status, _, _) where status < 500:
             return .failed(.rejected(code: code))
         case .unauthorized(let code):
@@ -162,6 +167,7 @@ struct WalletService: Sendable {
         case .server(_, let status, _, _), .malformedResponse(let status):
             status >= 500 ? .serverError(status: status) : .responseDropped
         case .openIDRefused, .unauthorized, .moduleDisabled: .unreachable
+        case .rateLimited: .responseDropped
         }
     }
 
@@ -244,6 +250,7 @@ struct WalletService: Sendable {
     /// A failed read (balances, history): a refusal by code, or a transport problem.
     static func transferError(_ error: ServicesError) -> TransferError {
         switch error {
+        case .rateLimited: .failure(.rejected(code: "SY_LIMIT_EXCEEDED"))
         case .server(let code, let status, _, _) where status < 500: .failure(.rejected(code: code))
         case .unauthorized(let code): .failure(.rejected(code: code))
         default: .transport(problem(error))
