@@ -61,7 +61,8 @@ def summary(state_path: str, env_path: str) -> int:
     print(f"  homeserver: {s['homeserver']['url']}  (server name {s['homeserver']['serverName']})")
     print(f"  services:   {s['services']['url']}")
     print(f"  admin:      {s['admin']['userId']}")
-    print(f"  settings:   rate limit {s['rateLimit']}, access token lifetime {s['accessTokenLifetime']}")
+    print(f"  settings:   rate limit {s['rateLimit']} (services {s.get('servicesRateLimit', '?')}), "
+          f"access token lifetime {s['accessTokenLifetime']}")
     print(f"  env file:   {env_path}")
     print(f"  manifest:   {s['manifest']}")
     print("  logs:       Scripts/dev-server logs [-f]")
@@ -175,6 +176,7 @@ ENV_KEYS = [
     "SYMORVA_STATE_DIR",
     "SYMORVA_TEST_MODE",
     "SYMORVA_RATE_LIMIT",
+    "SYMORVA_SERVICES_RATE_LIMIT",
     "SYMORVA_ACCESS_TOKEN_LIFETIME",
 ]
 
@@ -190,6 +192,7 @@ def write_state(state_path: str, env_path: str, pairs: list[str]) -> int:
         "manifest": v["SYMORVA_MANIFEST"],
         "testMode": v["SYMORVA_TEST_MODE"] == "1",
         "rateLimit": v["SYMORVA_RATE_LIMIT"],
+        "servicesRateLimit": v["SYMORVA_SERVICES_RATE_LIMIT"],
         "accessTokenLifetime": v["SYMORVA_ACCESS_TOKEN_LIFETIME"],
         "homeserver": {
             "url": v["SYMORVA_HOMESERVER_URL"],

@@ -11,6 +11,7 @@ import uvicorn
 
 from .app import create_app
 from .config import DEFAULT_MAX_BODY_BYTES, DEFAULT_TOKEN_LIFETIME_S, ManifestError, Settings
+from .ratelimit import DEFAULT_PROFILE, PROFILES, RateLimits, profile
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -28,12 +29,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="Lifetime of issued bearer tokens in seconds (default %(default)s)")
     p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     p.add_argument("--public-url", default=None, help="Base URL to advertise in discovery")
+    p.add_argument("--rate-limit", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
+                   help="Rate limit profile (default %(default)s; the dev environment passes "
+                        "SYMORVA_SERVICES_RATE_LIMIT)")
+    p.add_argument("--rate-limit-bucket", action="append", default=[], metavar="CLASS=BURST/PER_SECOND",
+                   help="Override one route class's bucket, e.g. reads=20/2 (repeatable; classes: "
+                        "openid, writes, reads)")
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
 
 
+def rate_limits(args: argparse.Namespace) -> RateLimits:
+    """The profile with the overrides applied; raises ValueError."""
+    limits = profile(args.rate_limit)
+    for spec in args.rate_limit_bucket:
+        limits = limits.with_override(spec)
+    return limits
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        limits = rate_limits(args)
+    except ValueError as e:
+        print(f"symorva_server: --rate-limit-bucket: {e}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings(
@@ -47,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         token_lifetime_s=args.token_lifetime,
         max_body_bytes=args.max_body_bytes,
         public_url=args.public_url,
+        rate_limits=limits,
     )
     try:
         app = create_app(settings)
@@ -55,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.test:
         logging.getLogger("symorva_server").warning("TEST MODE: fault injection enabled")
+    logging.getLogger("symorva_server").info("rate limits (%s): %s (burst/per second)", args.rate_limit,
+                                             limits.describe())
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(),
                 http="h11", loop="asyncio", lifespan="off", access_log=True)
     return 0

@@ -18,6 +18,7 @@ from .errors import install_error_handlers
 from .faults import FaultMiddleware, FaultRegistry
 from .keys import SealingKey, load_or_create_sealing_key
 from .limits import BodySizeLimitMiddleware
+from .ratelimit import RateLimiter, RateLimitMiddleware, document_rate_limits
 
 log = logging.getLogger("symorva_server")
 
@@ -30,6 +31,7 @@ class ServerContext:
     verifier: OpenIdVerifier
     clock: Callable[[], float]
     faults: FaultRegistry
+    rate_limiter: RateLimiter = None  # type: ignore[assignment]
     tokens: TokenStore = None  # type: ignore[assignment]
     sealing_key: SealingKey = None  # type: ignore[assignment]
 
@@ -62,6 +64,7 @@ def create_app(
         clock=clock,
         faults=FaultRegistry(),
     )
+    ctx.rate_limiter = RateLimiter(settings.rate_limits, clock)
     ctx.tokens = TokenStore(ctx)
     ctx.sealing_key = load_or_create_sealing_key(db, int(clock() * 1000))
 
@@ -72,8 +75,12 @@ def create_app(
             "Reference implementation of the Symorva community services API "
             "(for development and tests). Every endpoint except health and discovery "
             "needs `Authorization: Bearer <token>` from `POST /_symorva/v1/auth/openid`. "
-            "Errors are always `{errcode, error, retry_after_ms?}`. Endpoints tagged "
-            "`testing` exist only when the server runs with `--test`."
+            "Errors are always `{errcode, error, retry_after_ms?}`. Requests are rate limited "
+            "per member (per client address for the OpenID exchange) and route class "
+            "(`openid`, `writes`, `reads`): a refused request gets 429 `SY_LIMIT_EXCEEDED` "
+            "with `retry_after_ms` and `Retry-After`, before it is handled, so nothing it asked "
+            "for happened. Endpoints tagged `testing` exist only when the server runs with "
+            "`--test` and are never rate limited."
         ),
         docs_url=None,
         redoc_url=None,
@@ -91,9 +98,11 @@ def create_app(
         app.include_router(faults.router)
     modules.setup_modules(app, ctx)
 
-    _document_error_format(app)
+    _document_error_format(app, settings)
 
-    # Middleware: the last added is the outermost.
+    # Middleware: the last added is the outermost. Rate limiting runs after authentication
+    # (it needs the member) and before routing (a refused request never reaches a handler).
+    app.add_middleware(RateLimitMiddleware, limiter=ctx.rate_limiter)
     app.add_middleware(AuthMiddleware, ctx=ctx)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     if settings.test_mode:
@@ -101,9 +110,10 @@ def create_app(
     return app
 
 
-def _document_error_format(app: FastAPI) -> None:
+def _document_error_format(app: FastAPI, settings: Settings) -> None:
     """Make the OpenAPI document match what the server does: validation errors are 400
-    with the SY error body (not FastAPI's 422 HTTPValidationError)."""
+    with the SY error body (not FastAPI's 422 HTTPValidationError), and every rate-limited
+    operation may answer 429."""
     original = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -118,6 +128,7 @@ def _document_error_format(app: FastAPI) -> None:
                         "description": "Invalid request (SY_BAD_JSON, SY_MISSING_PARAM, SY_INVALID_PARAM)",
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
                     }
+        document_rate_limits(doc, settings.rate_limits)
         schemas = doc.setdefault("components", {}).setdefault("schemas", {})
         schemas.pop("HTTPValidationError", None)
         schemas.pop("ValidationError", None)

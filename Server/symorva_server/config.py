@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .ratelimit import DEFAULT_PROFILE, RateLimits, profile
+
 KNOWN_MODULES = ("meetings", "aiStudio", "wallet", "directory")
 
 DEFAULT_TOKEN_LIFETIME_S = 3600
@@ -29,6 +31,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     public_url: str | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
+    # Per route class and member (or client address): see ratelimit.py.
+    rate_limits: RateLimits = field(default_factory=lambda: profile(DEFAULT_PROFILE))
 
 
 class ManifestError(ValueError):

@@ -29,7 +29,7 @@ class ErrorCode:
     MISSING_PARAM = "SY_MISSING_PARAM"  # 400: a required field is missing
     INVALID_PARAM = "SY_INVALID_PARAM"  # 400: a field has a wrong type or value
     TOO_LARGE = "SY_TOO_LARGE"  # 413: request body over the limit
-    LIMIT_EXCEEDED = "SY_LIMIT_EXCEEDED"  # 429: rate limited, with retry_after_ms
+    LIMIT_EXCEEDED = "SY_LIMIT_EXCEEDED"  # 429: rate limited (ratelimit.py), with retry_after_ms + Retry-After
     HOMESERVER_UNAVAILABLE = "SY_HOMESERVER_UNAVAILABLE"  # 502
     INJECTED_FAULT = "SY_INJECTED_FAULT"  # 5xx from the test fault injection
     # Wallet (modules/wallet.py; docs/wallet.md "Server side")
@@ -101,9 +101,10 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def raw_error_response(status: int, errcode: str, error: str, extra_headers=()) -> tuple[dict, bytes]:
+def raw_error_response(status: int, errcode: str, error: str, extra_headers=(),
+                       retry_after_ms: int | None = None) -> tuple[dict, bytes]:
     """(ASGI http.response.start message, body) for use in pure ASGI middleware."""
-    body = json.dumps(error_payload(errcode, error)).encode()
+    body = json.dumps(error_payload(errcode, error, retry_after_ms)).encode()
     start = {
         "type": "http.response.start",
         "status": status,
@@ -116,8 +117,9 @@ def raw_error_response(status: int, errcode: str, error: str, extra_headers=()) 
     return start, body
 
 
-async def send_raw_error(send, status: int, errcode: str, error: str, extra_headers=()) -> None:
-    start, body = raw_error_response(status, errcode, error, extra_headers)
+async def send_raw_error(send, status: int, errcode: str, error: str, extra_headers=(),
+                         retry_after_ms: int | None = None) -> None:
+    start, body = raw_error_response(status, errcode, error, extra_headers, retry_after_ms)
     await send(start)
     await send({"type": "http.response.body", "body": body, "more_body": False})
 

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from symorva_server.app import create_app  # noqa: E402
 from symorva_server.auth import OpenIdVerificationError  # noqa: E402
 from symorva_server.config import Settings, default_manifest  # noqa: E402
+from symorva_server.ratelimit import profile  # noqa: E402
 
 SERVER_NAME = "localhost"
 HOMESERVER = "http://127.0.0.1:9"
@@ -65,6 +66,10 @@ def make_client(verifier, clock, tmp_path):
     clients = []
 
     def _make(test_mode: bool = False, manifest=None, **settings_kw) -> TestClient:
+        # The fake clock stands still, so buckets never refill: tests that are not about rate
+        # limits run with the "high" profile, like the dev environment (test_ratelimit.py
+        # passes its own).
+        settings_kw.setdefault("rate_limits", profile("high"))
         settings = Settings(homeserver_url=HOMESERVER, server_name=SERVER_NAME,
                             db_path=str(tmp_path / f"services{len(clients)}.db"),
                             test_mode=test_mode, **settings_kw)

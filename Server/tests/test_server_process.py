@@ -56,7 +56,8 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, tmp: Path, homeserver_url: str, test_mode: bool, log_level: str = "warning") -> None:
+    def __init__(self, tmp: Path, homeserver_url: str, test_mode: bool, log_level: str = "warning",
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         manifest = tmp / "symorva.config.json"
@@ -67,6 +68,7 @@ class Server:
                 "--server-name", "localhost", "--log-level", log_level]
         if test_mode:
             args.append("--test")
+        args.extend(extra_args)
         self.log = open(tmp / "server.log", "w+")
         env = dict(os.environ, PYTHONPATH=str(SERVER_DIR))
         self.proc = subprocess.Popen(args, cwd=SERVER_DIR, env=env, stdout=self.log,
@@ -210,3 +212,41 @@ def test_invalid_manifest_exits_2(tmp_path):
                        env=dict(os.environ, PYTHONPATH=str(SERVER_DIR)))
     assert p.returncode == 2
     assert "manifest.version" in p.stderr
+
+
+def test_rate_limit_over_socket(homeserver, tmp_path):
+    # The CLI's profile and per-class override reach the server; the 429 carries Retry-After.
+    s = Server(tmp_path, homeserver, test_mode=False,
+               extra_args=("--rate-limit", "low", "--rate-limit-bucket", "reads=2/0.5"))
+    try:
+        status, body = s.request("POST", "/_symorva/v1/auth/openid",
+                                 {"access_token": "good-alice", "matrix_server_name": "localhost"})
+        assert status == 200, body
+        token = body["access_token"]
+        assert [s.request("GET", "/_symorva/v1/whoami", token=token)[0] for _ in range(2)] == [200, 200]
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+        try:
+            conn.request("GET", "/_symorva/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+            resp = conn.getresponse()
+            body = json.loads(resp.read())
+        finally:
+            conn.close()
+        assert resp.status == 429
+        assert body["errcode"] == "SY_LIMIT_EXCEEDED"
+        assert 0 < body["retry_after_ms"] <= 2000
+        assert resp.getheader("Retry-After") == str(-(-body["retry_after_ms"] // 1000))
+        assert resp.getheader("Content-Type") == "application/json"
+    finally:
+        s.stop()
+
+
+def test_invalid_rate_limit_bucket_exits_2(tmp_path):
+    (tmp_path / "m.json").write_text(json.dumps(default_manifest("http://127.0.0.1:1", "localhost", "http://x")))
+    p = subprocess.run([sys.executable, "-m", "symorva_server", "--port", str(free_port()),
+                        "--db", str(tmp_path / "d.db"), "--manifest", str(tmp_path / "m.json"),
+                        "--homeserver", "http://127.0.0.1:1", "--server-name", "localhost",
+                        "--rate-limit-bucket", "reads=0/1"],
+                       cwd=SERVER_DIR, capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(SERVER_DIR)))
+    assert p.returncode == 2
+    assert "--rate-limit-bucket" in p.stderr and "burst" in p.stderr

@@ -212,7 +212,15 @@ public enum WalletCommands {
         case .commandIDReused: "command ID already used"
         case .storeUnavailable: "the account's store is unavailable; nothing was sent"
         case .serviceUnreachable(let problem): "the wallet service could not be reached (\(caseLabel(of: problem)))"
+        case .rateLimited(let retryAfter):
+            "too many requests; nothing was done, try again\(retryAfter.map { " in \(secondsText($0))" } ?? " later")"
         case .rejected(let code): "refused by the service (\(code))"
         }
+    }
+
+    /// `3 s`: a wait as the member reads it, rounded up to the second.
+    static func secondsText(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return "\(seconds + (attoseconds > 0 ? 1 : 0)) s"
     }
 }

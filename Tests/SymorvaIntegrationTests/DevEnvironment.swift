@@ -11,6 +11,9 @@ struct DevEnvironment: Sendable {
     let servicesURL: URL
     let serverName: String
     let manifestPath: String?
+    /// The services' rate limit profile (`SYMORVA_SERVICES_RATE_LIMIT`): `low` under
+    /// `Scripts/test`, where a burst of one member's requests meets the limit.
+    let servicesRateLimit: String?
 
     static let current: DevEnvironment? = {
         let variables = ProcessInfo.processInfo.environment
@@ -21,10 +24,13 @@ struct DevEnvironment: Sendable {
         else { return nil }
         return DevEnvironment(
             homeserverURL: homeserver, servicesURL: services, serverName: serverName,
-            manifestPath: variables["SYMORVA_MANIFEST"])
+            manifestPath: variables["SYMORVA_MANIFEST"], servicesRateLimit: variables["SYMORVA_SERVICES_RATE_LIMIT"])
     }()
 
     static var isAvailable: Bool { current != nil }
+
+    /// Whether the services run with the `low` rate limit profile (what the rate limit tests need).
+    static var hasLowServicesRateLimits: Bool { current?.servicesRateLimit == "low" }
 
     /// A user name nobody has used yet on this homeserver.
     static func uniqueUsername(_ prefix: String) -> String {

@@ -913,7 +913,12 @@ def wallet_prepare(body: PrepareRequest, request: Request, user: AuthenticatedUs
 
 @router.post(
     f"{PREFIX}/transfers/confirm", response_model=CommandAnswer,
-    responses={400: {"model": ErrorBody, "description": "Malformed request (not recorded: the command ID is not spent)"}},
+    responses={
+        400: {"model": ErrorBody, "description": "Malformed request (not recorded: the command ID is not spent)"},
+        429: {"model": ErrorBody,
+              "description": "A rate-limited confirm is not recorded: the command ID is not spent, and the "
+                             "same confirm may be sent again after the hint."},
+    },
     summary="Confirm a draft with a command ID (idempotent: a repeated command ID gets the first answer)")
 def wallet_confirm(body: ConfirmRequest, request: Request, user: AuthenticatedUser = Depends(require_user)) -> Any:
     answer, replayed = _wallet(request).confirm(user.user_id, body)

@@ -36,10 +36,14 @@ public protocol OpenIDTokenSource: Sendable {
 /// It exchanges a Matrix OpenID token for the services' own bearer token, keeps that token
 /// until shortly before it expires, and shares one exchange between concurrent callers (one
 /// request per key). A request rejected with `SY_UNKNOWN_TOKEN` gets one fresh token and one
-/// retry; anything else is reported as a typed ``ServicesError``.
+/// retry. A rate-limited request (429) is sent again after the services' hint as its
+/// ``RateLimitPolicy`` allows, unless it must be delivered at most once; anything else is
+/// reported as a typed ``ServicesError``.
 public actor CommunityServicesClient {
     /// The services' base URL (from the manifest).
     public nonisolated let baseURL: URL
+    /// How rate-limited requests are sent again.
+    public nonisolated let rateLimitPolicy: RateLimitPolicy
     private let transport: any HTTPTransport
     private let tokenSource: any OpenIDTokenSource
     private let clock: any RuntimeClock
@@ -48,15 +52,16 @@ public actor CommunityServicesClient {
     private var exchange: Task<Result<(Secret<String>, Duration), ServicesError>, Never>?
     private(set) var exchangeCount = 0
 
-    /// Creates a client for the services at `baseURL`.
+    /// Creates a client for the services at `baseURL`. It waits for rate limits on `clock`.
     public init(
         baseURL: URL, transport: any HTTPTransport, tokenSource: any OpenIDTokenSource,
-        clock: any RuntimeClock = SystemClock()
+        clock: any RuntimeClock = SystemClock(), rateLimitPolicy: RateLimitPolicy = .standard
     ) {
         self.baseURL = baseURL
         self.transport = transport
         self.tokenSource = tokenSource
         self.clock = clock
+        self.rateLimitPolicy = rateLimitPolicy
     }
 
     /// How many OpenID exchanges this client has made (tests check single-flight with it).
@@ -77,13 +82,17 @@ public actor CommunityServicesClient {
     ///   - deliversAtMostOnce: the transport must never resend the request by itself (a command
     ///     whose outcome is found out by query); see ``HTTPRequest/deliversAtMostOnce``. The one
     ///     retry after `SY_UNKNOWN_TOKEN` still happens: the services refuse an unknown token
-    ///     before routing, so the first request did nothing.
+    ///     before routing, so the first request did nothing. A 429 is not retried: the caller
+    ///     gets ``ServicesError/rateLimited(retryAfter:)`` and decides.
+    /// - Throws: ``ServicesError/rateLimited(retryAfter:)`` when the request is still limited
+    ///   after the policy's retries, or the hint is longer than the policy waits.
     public func send(
         _ method: HTTPMethod, _ path: String, query: [URLQueryItem] = [], json body: [UInt8]? = nil,
         timeout: Duration? = nil, deliversAtMostOnce: Bool = false
     ) async throws(ServicesError) -> [UInt8] {
         let url = try makeURL(path, query: query)
         var retried = false
+        var rateLimitRetries = 0
         while true {
             let bearer = try await currentToken()
             var request = HTTPRequest(method: method, url: url, body: body ?? [], bearerToken: bearer, timeout: timeout)
@@ -103,8 +112,21 @@ public actor CommunityServicesClient {
                 retried = true
                 continue
             }
+            if case .rateLimited(let hint) = failure, !deliversAtMostOnce,
+                let wait = rateLimitPolicy.delay(retryAfter: hint, retriesSoFar: rateLimitRetries)
+            {
+                rateLimitRetries += 1
+                logger.info("services rate limited; sending again in \(wait) (retry \(rateLimitRetries))")
+                try await Self.pause(for: wait, on: clock)
+                continue
+            }
             throw failure
         }
+    }
+
+    /// Sleeps on `clock`; a cancelled caller gets the transport's `cancelled`.
+    private static func pause(for wait: Duration, on clock: any RuntimeClock) async throws(ServicesError) {
+        do { try await clock.sleep(for: wait) } catch { throw .transport(.cancelled) }
     }
 
     /// A request that needs no token (health, discovery).
@@ -138,11 +160,13 @@ public actor CommunityServicesClient {
             let transport = transport
             let tokenSource = tokenSource
             let url = try makeURL("/_symorva/v1/auth/openid", query: [])
-            let now = clock.now
+            let clock = clock
+            let policy = rateLimitPolicy
             task = Task {
                 do throws(ServicesError) {
                     return .success(
-                        try await Self.exchangeOpenID(transport: transport, source: tokenSource, url: url, now: now))
+                        try await Self.exchangeOpenID(
+                            transport: transport, source: tokenSource, url: url, clock: clock, policy: policy))
                 } catch {
                     return .failure(error)
                 }
@@ -156,8 +180,12 @@ public actor CommunityServicesClient {
         return value
     }
 
+    /// Exchanges an OpenID token. The services limit exchanges per client address, and refuse a
+    /// limited one before asking the homeserver, so the same OpenID token is sent again after
+    /// the hint as `policy` allows.
     private static func exchangeOpenID(
-        transport: any HTTPTransport, source: any OpenIDTokenSource, url: URL, now: Duration
+        transport: any HTTPTransport, source: any OpenIDTokenSource, url: URL, clock: any RuntimeClock,
+        policy: RateLimitPolicy
     ) async throws(ServicesError) -> (Secret<String>, Duration) {
         let openID = try await source.requestOpenIDToken()
         let payload = ExchangeRequest(
@@ -165,11 +193,26 @@ public actor CommunityServicesClient {
             expiresIn: openID.expiresIn)
         let body: [UInt8]
         do { body = Array(try JSONEncoder().encode(payload)) } catch { throw .malformedResponse(status: 0) }
-        let response: HTTPResponse
-        do { response = try await transport.send(.json(.post, url: url, body: body)) } catch {
-            throw .transport(error)
+        var response: HTTPResponse
+        var retries = 0
+        while true {
+            let now = clock.now
+            do { response = try await transport.send(.json(.post, url: url, body: body)) } catch {
+                throw .transport(error)
+            }
+            if response.isSuccess { return try token(from: response, now: now) }
+            let failure = decodeError(response)
+            guard case .rateLimited(let hint) = failure,
+                let wait = policy.delay(retryAfter: hint, retriesSoFar: retries)
+            else { throw failure }
+            retries += 1
+            try await pause(for: wait, on: clock)
         }
-        guard response.isSuccess else { throw decodeError(response) }
+    }
+
+    private static func token(from response: HTTPResponse, now: Duration) throws(ServicesError) -> (
+        Secret<String>, Duration
+    ) {
         guard let answer = try? JSONDecoder().decode(ExchangeResponse.self, from: Data(response.body)) else {
             throw .malformedResponse(status: response.status)
         }
@@ -180,10 +223,17 @@ public actor CommunityServicesClient {
     }
 
     /// Reads the services' error format: `{"errcode", "error", "retry_after_ms"}`.
+    ///
+    /// A 429 is ``ServicesError/rateLimited(retryAfter:)`` whatever its body: the hint is
+    /// `retry_after_ms` (exact), else the `Retry-After` header (whole seconds or a date).
     static func decodeError(_ response: HTTPResponse) -> ServicesError {
-        guard let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body)) else {
-            return .malformedResponse(status: response.status)
+        let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+        if response.status == 429 {
+            let exact = body?.retryAfterMilliseconds.map { Duration.milliseconds(max(0, $0)) }
+            let header = response.headers["Retry-After"].flatMap(RetryAfter.init(headerValue:))
+            return .rateLimited(retryAfter: exact ?? header?.delay(from: Date()))
         }
+        guard let body else { return .malformedResponse(status: response.status) }
         if response.status == 401 { return .unauthorized(code: body.errcode) }
         return .server(
             code: body.errcode, status: response.status, message: body.error ?? "",

@@ -121,7 +121,8 @@ public final class AccountWallet: Sendable {
     ///   - amount: what the recipient receives; brought to the asset's precision first.
     /// - Throws: ``TransferError/amount(_:)`` when the amount has more decimals than the asset;
     ///   ``TransferError/failure(_:)`` when the service refuses (insufficient funds, unknown
-    ///   recipient, locked wallet…) or cannot be reached; ``TransferError/cancelled`` when the
+    ///   recipient, locked wallet, still rate limited after the services client waited the hint…)
+    ///   or cannot be reached; ``TransferError/cancelled`` when the
     ///   calling task is cancelled; ``TransferError/accountEnded`` when the account's scope has
     ///   ended.
     public func prepareTransfer(to recipient: MemberID, asset: Asset, amount: Amount) async throws(TransferError)

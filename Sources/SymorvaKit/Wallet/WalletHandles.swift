@@ -12,8 +12,8 @@ import Synchronization
 ///
 /// The figures on it are exactly what the PIN confirms: the device refuses a draft whose
 /// figures do not match the request or do not add up. ``confirm(with:)`` sends one confirmation
-/// under a fresh command ID; after a wrong PIN the draft stays confirmable and a new call uses
-/// a new command ID. The draft expires at ``expiresAt`` (the host's clock); after that a
+/// under a fresh command ID; after a wrong PIN or a rate limit the draft stays confirmable and
+/// a new call uses a new command ID. The draft expires at ``expiresAt`` (the host's clock); after that a
 /// confirmation fails with ``TransferFailure/draftExpired``.
 ///
 /// Each draft runs in its own machine host in the account's scope; ``states`` shows it. A draft
@@ -64,8 +64,8 @@ public final class TransferDraft: Sendable {
         return false
     }
 
-    /// Why the last confirmation did not go through (a wrong PIN, a malformed PIN), while the
-    /// draft is still confirmable.
+    /// Why the last confirmation did not go through (a wrong PIN, a malformed PIN, a rate limit
+    /// with how long to wait), while the draft is still confirmable.
     public var lastRejection: TransferFailure? {
         if case .drafted(let drafted) = host.states.value { return drafted.rejection }
         return nil
@@ -77,10 +77,11 @@ public final class TransferDraft: Sendable {
     /// The PIN is sealed on the device to the service's key; the command ID is written to the
     /// account's store before the request leaves. The answer is one of:
     /// - `.settled(transfer)`: the money moved;
-    /// - `.failed(reason)`: it did not happen. For ``TransferFailure/wrongPIN(attemptsLeft:)``
-    ///   and the device's own refusals (a malformed PIN, a method not offered) the draft stays
-    ///   confirmable; otherwise it is final. ``TransferFailure/draftExpired`` when the draft
-    ///   expired first;
+    /// - `.failed(reason)`: it did not happen. For ``TransferFailure/wrongPIN(attemptsLeft:)``,
+    ///   ``TransferFailure/rateLimited(retryAfter:)`` (the service turned the confirmation away
+    ///   unread; confirm again after the wait) and the device's own refusals (a malformed PIN,
+    ///   a method not offered) the draft stays confirmable; otherwise it is final.
+    ///   ``TransferFailure/draftExpired`` when the draft expired first;
     /// - `.unknown(pending)`: no definitive answer arrived; the SDK queries it with backoff.
     ///
     /// - Throws: ``TransferError/invalidTransition(state:event:)`` when the draft is not

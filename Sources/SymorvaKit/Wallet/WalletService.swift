@@ -17,6 +17,11 @@ import SymorvaTransport
 /// anything). Everything else — a timeout, a reset or empty reply, a 5xx, an unreadable 2xx body,
 /// even a refused connection — may hide an executed command, so it is a
 /// ``ConfirmResult/transportError(_:)`` and the machine moves to `unknown` and queries.
+///
+/// A 429 (`SY_LIMIT_EXCEEDED`) is the service's own answer, sent before it handles anything:
+/// for a confirm it is a definitive "not executed" (``TransferFailure/rateLimited(retryAfter:)``,
+/// the draft stays confirmable), never unknown. Prepare and reads reach here only after the
+/// services client's own retries (``RateLimitPolicy``); a confirm is never retried by it.
 struct WalletService: Sendable {
     let services: CommunityServicesClient
     let requestTimeout: Duration
@@ -43,6 +48,8 @@ struct WalletService: Sendable {
     /// A failed prepare: nothing was committed, so every failure is safe to report as it is.
     static func prepareResult(for error: ServicesError) -> PrepareResult {
         switch error {
+        case .rateLimited(let retryAfter):
+            return .failed(.rateLimited(retryAfter: retryAfter))
         case .server(let code, let status, _, _) where status < 500:
             return .failed(prepareFailure(code: code))
         case .unauthorized(let code):
@@ -102,9 +109,12 @@ struct WalletService: Sendable {
     }
 
     /// A confirm request that got no command answer. Only the service's own 4xx refusals are
-    /// definitive: it sends them before anything is recorded.
+    /// definitive: it sends them before anything is recorded. A 429 among them says so outright
+    /// (rate limits are checked before routing), and keeps the draft confirmable.
     static func confirmResult(for error: ServicesError) -> ConfirmResult {
         switch error {
+        case .rateLimited(let retryAfter):
+            return .failed(.rateLimited(retryAfter: retryAfter))
         case .server(let code, let status, _, _) where status < 500:
             return .failed(.rejected(code: code))
         case .unauthorized(let code):
@@ -122,7 +132,9 @@ struct WalletService: Sendable {
             let answer = try await services.send(.get, WalletWire.Path.command(commandID), timeout: requestTimeout)
             return Self.queryResult(answer: answer)
         } catch {
-            // Whatever went wrong, the command's outcome is still unknown: query again later.
+            // Whatever went wrong, the command's outcome is still unknown: query again later
+            // (after the service's hint, when it limited the query).
+            if case .rateLimited(let retryAfter) = error { return .rateLimited(retryAfter: retryAfter) }
             return .transportError(Self.problem(error))
         }
     }
@@ -162,6 +174,8 @@ struct WalletService: Sendable {
         case .server(_, let status, _, _), .malformedResponse(let status):
             status >= 500 ? .serverError(status: status) : .responseDropped
         case .openIDRefused, .unauthorized, .moduleDisabled: .unreachable
+        // Callers map a rate limit to their own typed outcome first; a 4xx answer otherwise.
+        case .rateLimited: .responseDropped
         }
     }
 
@@ -241,9 +255,11 @@ struct WalletService: Sendable {
         }
     }
 
-    /// A failed read (balances, history): a refusal by code, or a transport problem.
+    /// A failed read (balances, history): a refusal by code (a rate limit that outlasted the
+    /// client's retries among them), or a transport problem.
     static func transferError(_ error: ServicesError) -> TransferError {
         switch error {
+        case .rateLimited(let retryAfter): .failure(.rateLimited(retryAfter: retryAfter))
         case .server(let code, let status, _, _) where status < 500: .failure(.rejected(code: code))
         case .unauthorized(let code): .failure(.rejected(code: code))
         default: .transport(problem(error))

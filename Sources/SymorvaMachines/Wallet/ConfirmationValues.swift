@@ -151,6 +151,11 @@ public enum TransferFailure: Error, Sendable, Hashable {
     case storeUnavailable
     /// The wallet service could not be reached while preparing; nothing was committed.
     case serviceUnreachable(TransportProblem)
+    /// The service refused the request for now: too many requests from this member
+    /// (`SY_LIMIT_EXCEEDED`). It refuses before handling anything, so nothing happened. After a
+    /// confirmation the draft stays confirmable (PIN again, new command ID), as after a wrong PIN
+    /// but without costing an attempt; wait `retryAfter` (when the service said) first.
+    case rateLimited(retryAfter: Duration?)
     /// Another refusal, by the service's error code.
     case rejected(code: String)
 }
@@ -192,6 +197,8 @@ public enum ConfirmResult: Sendable, Equatable {
     /// The money moved.
     case settled(Transfer)
     /// The service refused the command; the answer is definitive and the command is spent.
+    /// ``TransferFailure/rateLimited(retryAfter:)`` is such a refusal: the service turned the
+    /// request away before recording anything, so the command did not execute.
     case failed(TransferFailure)
     /// The service accepted the command but has not settled it yet; query until it has.
     case pending
@@ -209,6 +216,9 @@ public enum QueryResult: Sendable, Equatable {
     case pending
     /// The service has no record of the command (and fences the ID from now on).
     case unknownCommand
+    /// The service refused the query for now (too many requests); the outcome is still unknown.
+    /// Query again, not before `retryAfter`.
+    case rateLimited(retryAfter: Duration?)
     /// The query failed in transport; query again later.
     case transportError(TransportProblem)
 }

@@ -141,11 +141,12 @@ extension TransferMachine {
         }
     }
 
-    /// A definitive refusal of the confirm request: the command is spent.
+    /// A definitive refusal of the confirm request: the command is spent. After a wrong PIN or a
+    /// rate limit (refused before anything was recorded) the draft stays confirmable.
     private func refused(_ attempt: ConfirmAttempt, _ failure: TransferFailure) -> Transition<State, Effect> {
         let clear = Effect.clearPendingCommand(attempt.commandID)
         switch failure {
-        case .wrongPIN:
+        case .wrongPIN, .rateLimited:
             let drafted = DraftedTransfer(
                 draft: attempt.draft, rejection: failure, spentCommandIDs: attempt.spentCommandIDs + [attempt.commandID]
             )
@@ -179,6 +180,10 @@ extension TransferMachine {
             return .move(to: .failed(.notReceived, pending.summary), effects: [clear])
         case .queryResponse(.pending), .queryResponse(.transportError):
             let backoff = configuration.queryBackoff.delay(afterAttempt: attempt)
+            return .move(to: .unknown(pending, attempt: attempt), effects: [.scheduleQuery(after: backoff)])
+        case .queryResponse(.rateLimited(let retryAfter)):
+            // Still unknown; the next query waits for the backoff and at least the service's hint.
+            let backoff = max(configuration.queryBackoff.delay(afterAttempt: attempt), retryAfter ?? .zero)
             return .move(to: .unknown(pending, attempt: attempt), effects: [.scheduleQuery(after: backoff)])
         case .prepareRequested, .prepareResponse, .confirmRequested, .verificationSealed, .commandPersisted,
             .persistenceFailed, .confirmResponse, .queryRequested, .timerFired, .draftExpired, .restored, .cancelled:

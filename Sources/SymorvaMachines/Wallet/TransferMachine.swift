@@ -4,7 +4,7 @@ import SymorvaRuntime
 ///
 /// ```
 /// idle → preparing → drafted → verifying → persisting → confirming → settled | failed | expired
-///                       ↑            │            │              │        (wrong PIN → drafted)
+///                       ↑            │            │              │  (wrong PIN, rate limited → drafted)
 ///                       └────────────┴────────────┘              └→ unknown ⇄ querying → settled | failed
 /// ```
 ///

@@ -14,11 +14,14 @@ struct InterpreterHarness {
     let store: WalletStore
     let interpreter: TransferInterpreter
 
-    init() async throws {
+    /// `rateLimitPolicy`: `.never` shows each 429 as the services client reports it; the
+    /// client waits on the harness's clock.
+    init(rateLimitPolicy: RateLimitPolicy = .never) async throws {
         let database = try await SQLiteDatabase.open(path: ":memory:")
         store = try await WalletStore.open(on: database)
         let services = CommunityServicesClient(
-            baseURL: URL(string: "http://services.test")!, transport: transport, tokenSource: FixedOpenIDSource())
+            baseURL: URL(string: "http://services.test")!, transport: transport, tokenSource: FixedOpenIDSource(),
+            clock: clock, rateLimitPolicy: rateLimitPolicy)
         interpreter = TransferInterpreter(services: services, store: store, requestTimeout: .seconds(5))
     }
 

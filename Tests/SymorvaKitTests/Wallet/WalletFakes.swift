@@ -6,8 +6,9 @@ import SymorvaStore
 import SymorvaTransport
 import Synchronization
 
-/// The HTTP double of the wallet tests: answers the services' OpenID exchange by itself and
-/// every other request from a script keyed by `METHOD path`, recording what was sent.
+/// The HTTP double of the wallet and services tests: answers the services' OpenID exchange by
+/// itself (unless a test scripts `POST /_symorva/v1/auth/openid`) and every other request from
+/// a script keyed by `METHOD path`, recording what was sent.
 ///
 /// It only stands in for the wire so that the interpreter's *mapping* can be tested; the
 /// integration tests talk to the real reference server.
@@ -28,14 +29,21 @@ final class FakeHTTPTransport: HTTPTransport {
 
     /// Every request sent, except the token exchange.
     var requests: [HTTPRequest] { sent.withLock { $0 } }
+    /// How many token exchanges were sent.
+    var exchanges: Int { exchangeCount.withLock { $0 } }
+    private let exchangeCount = Mutex(0)
 
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         let path = request.url.path
+        let answer = answers.withLock { $0["\(request.method.rawValue) \(path)"] }
         if path == "/_symorva/v1/auth/openid" {
-            return .json(200, #"{"access_token": "services-token", "expires_in_ms": 3600000}"#)
+            exchangeCount.withLock { $0 += 1 }
+            guard let answer else {
+                return .json(200, #"{"access_token": "services-token", "expires_in_ms": 3600000}"#)
+            }
+            return try answer(request).get()
         }
         sent.withLock { $0.append(request) }
-        let answer = answers.withLock { $0["\(request.method.rawValue) \(path)"] }
         guard let answer else { return .json(404, #"{"errcode": "SY_NOT_FOUND", "error": "no route"}"#) }
         return try answer(request).get()
     }
@@ -58,6 +66,32 @@ extension HTTPResponse {
 extension Result where Success == HTTPResponse, Failure == TransportError {
     /// A JSON answer.
     static func json(_ status: Int, _ body: String) -> Self { .success(.json(status, body)) }
+
+    /// The services' rate limit answer: 429 `SY_LIMIT_EXCEEDED`, `retry_after_ms` (when given)
+    /// and `Retry-After` in whole seconds, as the reference server sends it.
+    static func rateLimited(milliseconds: Int?) -> Self {
+        let hint = milliseconds.map { #", "retry_after_ms": \#($0)"# } ?? ""
+        var response = HTTPResponse.json(429, #"{"errcode": "SY_LIMIT_EXCEEDED", "error": "slow down"\#(hint)}"#)
+        if let milliseconds { response.headers.add(name: "Retry-After", value: String((milliseconds + 999) / 1000)) }
+        return .success(response)
+    }
+}
+
+extension FakeHTTPTransport {
+    /// An answer that gives `answers` in turn, then the last one for good.
+    static func sequence(_ answers: [Result<HTTPResponse, TransportError>]) -> Answer {
+        let queue = AnswerQueue(answers)
+        return { _ in queue.next() }
+    }
+}
+
+/// Answers handed out in turn; the last one repeats.
+private final class AnswerQueue: Sendable {
+    private let remaining: Mutex<[Result<HTTPResponse, TransportError>]>
+    init(_ answers: [Result<HTTPResponse, TransportError>]) { remaining = Mutex(answers) }
+    func next() -> Result<HTTPResponse, TransportError> {
+        remaining.withLock { queue in queue.count > 1 ? queue.removeFirst() : queue[0] }
+    }
 }
 
 /// Values shared by the wallet tests.

@@ -63,6 +63,9 @@ enum Fixture {
         .preparing(request),
         .drafted(DraftedTransfer(draft: draft())),
         .drafted(DraftedTransfer(draft: draft(), rejection: .wrongPIN(attemptsLeft: 2), spentCommandIDs: [command(9)])),
+        .drafted(
+            DraftedTransfer(
+                draft: draft(), rejection: .rateLimited(retryAfter: .seconds(3)), spentCommandIDs: [command(8)])),
         .verifying(attempt()),
         .persisting(attempt(), sealed),
         .confirming(attempt()),
@@ -95,6 +98,8 @@ enum Fixture {
         .confirmResponse(.failed(.wrongPIN(attemptsLeft: 2))),
         .confirmResponse(.failed(.insufficientFunds)),
         .confirmResponse(.failed(.draftExpired)),
+        .confirmResponse(.failed(.rateLimited(retryAfter: .seconds(3)))),
+        .confirmResponse(.failed(.rateLimited(retryAfter: nil))),
         .confirmResponse(.pending),
         .confirmResponse(.transportError(.timeout)),
         .confirmResponse(.transportError(.connectionReset)),
@@ -106,6 +111,8 @@ enum Fixture {
         .queryResponse(.pending),
         .queryResponse(.unknownCommand),
         .queryResponse(.transportError(.serverError(status: 500))),
+        .queryResponse(.rateLimited(retryAfter: .seconds(90))),
+        .queryResponse(.rateLimited(retryAfter: nil)),
         .timerFired(.query),
         .draftExpired,
         .restored(pending()),

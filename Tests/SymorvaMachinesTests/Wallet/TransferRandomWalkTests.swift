@@ -32,6 +32,7 @@ struct TransferRandomWalkTests {
         var restored = 0
         var confirms = 0
         var fencedArrivals = 0
+        var rateLimited = 0
         for seed in 0..<UInt64(Self.sequences) {
             var world = SimulatedWorld(seed: seed &+ 1_000_003)
             world.run(events: Self.maximumEvents)
@@ -45,16 +46,19 @@ struct TransferRandomWalkTests {
             restored += world.checker.restoredCommands
             confirms += world.checker.confirmsSent
             fencedArrivals += world.service.fencedArrivals
+            rateLimited += world.rateLimitedConfirms
         }
         // The walk must actually reach the interesting paths, or it proves nothing. With the
-        // seeds above: about 1,450 confirms, 680 ambiguous outcomes, 990 resolutions by query,
-        // 3,500 restarts restoring 590 pending commands, and 160 late arrivals refused by fencing.
+        // seeds above: about 1,510 confirms, 650 ambiguous outcomes, 970 resolutions by query,
+        // 3,490 restarts restoring 590 pending commands, 170 late arrivals refused by fencing, and
+        // 84 confirms turned away by the rate limit (back to drafted, never unknown).
         #expect(confirms > 1_000)
         #expect(ambiguous > 500)
         #expect(resolvedByQuery > 500)
         #expect(restarts > 1_000)
         #expect(restored > 300)
         #expect(fencedArrivals > 0)
+        #expect(rateLimited > 0)
     }
 
     /// Uniform noise from a random sampled state: every sampled event, fresh and reused command
@@ -258,6 +262,9 @@ struct WalkChecker {
         case .pending, .transportError:
             ambiguousOutcomes += 1
             if next != .unknown(attempt.pendingCommand, attempt: 0) { fail("ambiguous outcome not unknown: \(label)") }
+        case .failed(.rateLimited):
+            // Refused before anything was recorded: the draft stays confirmable, never unknown.
+            if case .drafted = next {} else { fail("rate-limited confirm did not return to drafted: \(label)") }
         case .settled, .failed:
             break
         }

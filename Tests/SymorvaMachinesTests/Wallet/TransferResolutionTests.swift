@@ -41,6 +41,28 @@ struct TransferResolutionTests {
                     effects: [.clearPendingCommand(Fixture.command(2)), .scheduleDraftExpiry(at: Fixture.expiry)]))
     }
 
+    @Test("A rate-limited confirm returns to drafted, not unknown: nothing executed, the ID spent, the record cleared")
+    func rateLimited() {
+        let step = machine.step(confirming, .confirmResponse(.failed(.rateLimited(retryAfter: .milliseconds(1_500)))))
+        let expected = DraftedTransfer(
+            draft: Fixture.draft(), rejection: .rateLimited(retryAfter: .milliseconds(1_500)),
+            spentCommandIDs: [Fixture.command(1)])
+        #expect(
+            step == Step(state: .drafted(expected), effects: [clear, .scheduleDraftExpiry(at: Fixture.expiry)]))
+    }
+
+    @Test("After a rate limit the draft confirms again under a new command ID")
+    func confirmAfterRateLimit() {
+        let state = DraftedTransfer(
+            draft: Fixture.draft(), rejection: .rateLimited(retryAfter: nil), spentCommandIDs: [Fixture.command(1)])
+        let step = machine.step(.drafted(state), .confirmRequested(.pin(Fixture.pin), commandID: Fixture.command(2)))
+        #expect(
+            step
+                == Step(
+                    state: .verifying(Fixture.attempt(2, spent: [Fixture.command(1)])),
+                    effects: [.sealVerification(.pin(Fixture.pin), context: Fixture.context(2))]))
+    }
+
     @Test("Locked out is final")
     func lockedOut() {
         let step = machine.step(confirming, .confirmResponse(.failed(.lockedOut)))
@@ -140,6 +162,20 @@ struct TransferResolutionTests {
         #expect(
             step == Step(state: .unknown(Fixture.pending(), attempt: 9), effects: [.scheduleQuery(after: .seconds(60))])
         )
+    }
+
+    @Test(
+        "A rate-limited query stays unknown and waits the backoff, or the service's hint when longer",
+        arguments: [
+            (Duration?.none, 1, Duration.seconds(2)), (.milliseconds(500), 1, .seconds(2)),
+            (.seconds(90), 1, .seconds(90)), (.seconds(30), 9, .seconds(60)),
+        ])
+    func queryRateLimited(retryAfter: Duration?, attempt: Int, delay: Duration) {
+        let step = machine.step(
+            .querying(Fixture.pending(), attempt: attempt), .queryResponse(.rateLimited(retryAfter: retryAfter)))
+        #expect(
+            step
+                == Step(state: .unknown(Fixture.pending(), attempt: attempt), effects: [.scheduleQuery(after: delay)]))
     }
 
     @Test("A second query request while one is in flight is ignored")

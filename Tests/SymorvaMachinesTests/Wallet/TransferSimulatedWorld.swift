@@ -16,6 +16,8 @@ struct SimulatedWorld {
     /// Confirm requests still travelling: they reach the service later, or never.
     var delayed: [ConfirmRequest] = []
     var restarts = 0
+    /// Confirm requests the service turned away for its rate limit (nothing recorded).
+    var rateLimitedConfirms = 0
     var endViolation: String?
     private var faults = true
     private var nextCommand = 0
@@ -144,6 +146,7 @@ struct SimulatedWorld {
                 confirm(ConfirmRequest(commandID: commandID, draftID: draftID, verification: verification)))
         case .sendQuery(let commandID):
             if faults && random.chance(20) { return .queryResponse(.transportError(randomProblem())) }
+            if faults && random.chance(5) { return .queryResponse(.rateLimited(retryAfter: .seconds(2))) }
             return .queryResponse(service.query(commandID))
         case .scheduleQuery:
             return .timerFired(.query)
@@ -157,6 +160,11 @@ struct SimulatedWorld {
 
     private mutating func confirm(_ request: ConfirmRequest) -> ConfirmResult {
         guard faults else { return service.receive(request, random: &random) }
+        if random.chance(6) {
+            // Turned away by the rate limit before the service recorded anything.
+            rateLimitedConfirms += 1
+            return .failed(.rateLimited(retryAfter: .seconds(1)))
+        }
         if random.chance(8) { return .transportError(random.pick([.timeout, .unreachable, .connectionReset])) }
         if random.chance(8) {
             delayed.append(request)
