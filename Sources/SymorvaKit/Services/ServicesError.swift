@@ -59,7 +59,7 @@ public enum ServicesError: Error, Sendable, Equatable, CustomStringConvertible, 
         switch self {
         case .transport(let error): error.isTransient
         case .rateLimited: true
-        case .server(_, let status, _, _): status >= 500 || status == 429
+        case .server(_, let status, _, _): status >= 500
         case .openIDRefused, .unauthorized, .malformedResponse, .moduleDisabled: false
         }
     }
