@@ -68,7 +68,6 @@ public final class SymorvaCommunity: Sendable {
         let coordinator = AppFlowCoordinator(driver: sessions, clock: environment.clock, tracer: environment.tracer)
         self.sessions = sessions
         self.coordinator = coordinator
-        self.session = SessionClient(coordinator: coordinator, sessions: sessions)
         let chat = ChatClient()
         let wallet =
             configuration.modules.wallet.isEnabled
@@ -79,6 +78,11 @@ public final class SymorvaCommunity: Sendable {
         // two publications made on different threads may run out of order, so the listener
         // ignores its argument and, under one lock, follows the value current at that moment:
         // whichever call comes last follows the newest account.
+        //
+        // It subscribes before the session client does: listeners run in subscription order, so
+        // the clients follow a new account before `session.state` says it is signed in, and
+        // `register`, `signIn` and `switchAccount` (which return on that state) never hand back
+        // control while `community.chat` still answers `.notSignedIn`.
         let following = Mutex(())
         let active = sessions.active
         _ = active.subscribe { _ in
@@ -89,6 +93,7 @@ public final class SymorvaCommunity: Sendable {
                 wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
             }
         }
+        self.session = SessionClient(coordinator: coordinator, sessions: sessions)
     }
 
     /// Restores the last active account from the store (no network needed) and returns once

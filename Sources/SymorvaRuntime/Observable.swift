@@ -104,7 +104,9 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     public func setHooks(_ newHooks: ObserverHooks) { hooks.withLock { $0 = newHooks } }
 
     /// Calls `listener` with the current value now and with every published value after it,
-    /// in order, until the returned function is called.
+    /// in order, until the returned function is called. The listeners of one publication run in
+    /// the order they subscribed, on the publishing thread: an owner can rely on an earlier
+    /// subscriber having seen a value before a later one reacts to it.
     public func subscribe(_ listener: @escaping @Sendable (Value) -> Void) -> Unsubscribe {
         let read = hooks.withLock { $0.unobservedValue }
         let (id, current, isFirst) = storage.withLock { storage in

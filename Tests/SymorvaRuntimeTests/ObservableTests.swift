@@ -96,6 +96,22 @@ struct ObservableTests {
         #expect(publisher.value == 10)
     }
 
+    @Test("The listeners of one publication run in the order they subscribed")
+    func listenerOrder() {
+        let publisher = ObservableValue<Int>.Publisher(0)
+        let calls = Mutex<[String]>([])
+        let first = publisher.observable.subscribe { value in calls.withLock { $0.append("first \(value)") } }
+        let second = publisher.observable.subscribe { value in calls.withLock { $0.append("second \(value)") } }
+        calls.withLock { $0.removeAll() }
+        publisher.publish(1)
+        first()
+        let third = publisher.observable.subscribe { value in calls.withLock { $0.append("third \(value)") } }
+        publisher.publish(2)
+        second()
+        third()
+        #expect(calls.withLock { $0 } == ["first 1", "second 1", "third 1", "second 2", "third 2"])
+    }
+
     @Test("The values sequence yields the current and later values and ends its subscription")
     func asyncSequence() async throws {
         let publisher = ObservableValue<Int>.Publisher(0)

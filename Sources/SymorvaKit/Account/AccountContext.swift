@@ -1,6 +1,7 @@
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
+import Synchronization
 
 /// A feature module's client for one signed-in account (the wallet, chat, …).
 ///
@@ -36,6 +37,25 @@ public struct AccountModuleContext: Sendable {
     public let tracer: Tracer
     /// The community's log center.
     public let logCenter: LogCenter
+    /// The account's session, for ``onTokenRefreshed(_:)`` and ``requestTokenRefresh()``.
+    let session: MachineHost<SessionMachine>
+
+    /// Calls `handler` each time the session has a new access token — after a refresh, after
+    /// re-authenticating a soft-logged-out session — until the returned function is called.
+    ///
+    /// Requests through ``requester`` need none of this: it refreshes and retries by itself.
+    /// It is for a module whose machine parks its work on a rejected token (chat's sync loop
+    /// and send queues wait in `awaitingToken` / `waitingToken`) and must hear when to resume.
+    public func onTokenRefreshed(_ handler: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        session.states.onNewAccessToken(handler)
+    }
+
+    /// Asks the session for a new access token: a module's request was refused with
+    /// `M_UNKNOWN_TOKEN` even after the requester's own refresh. Joins a refresh under way;
+    /// nothing happens while the session is soft logged out (re-authenticating gives a token).
+    public func requestTokenRefresh() {
+        session.post(.refreshNeeded)
+    }
 }
 
 /// How a feature module attaches to every signed-in account: its name, its database
@@ -160,7 +180,7 @@ final class AccountContext: Sendable {
             let context = AccountModuleContext(
                 userID: userID, scope: scope, database: database, requester: requester, services: services,
                 configuration: configuration, clock: environment.clock, wallClock: environment.wallClock,
-                tracer: environment.tracer, logCenter: environment.logCenter)
+                tracer: environment.tracer, logCenter: environment.logCenter, session: host)
             for factory in factories {
                 if let module = await factory.make(context) { modules[factory.name] = module }
             }
@@ -176,5 +196,25 @@ final class AccountContext: Sendable {
         await sessionHost.stop()
         for module in modules.byName.values { await module.stop() }
         await services.invalidate()
+    }
+}
+
+extension ObservableValue where Value == SessionMachine.State {
+    /// Calls `handler` for every later `signedIn` state whose access token differs from the last
+    /// one seen signed in (the state at subscription is the baseline, so a session soft logged
+    /// out then counts its re-authentication), until the returned function is called.
+    func onNewAccessToken(_ handler: @escaping @Sendable () -> Void) -> Unsubscribe {
+        let seen = Mutex<(isFirst: Bool, token: Secret<String>?)>((true, nil))
+        return subscribe { state in
+            let token: Secret<String>? =
+                if case .signedIn(let session) = state { session.tokens.accessToken } else { nil }
+            let isNew = seen.withLock { seen -> Bool in
+                defer { seen.isFirst = false }
+                guard let token, token != seen.token else { return false }
+                seen.token = token
+                return !seen.isFirst
+            }
+            if isNew { handler() }
+        }
     }
 }

@@ -14,11 +14,18 @@ extension AccountModuleFactory {
     /// active), started (sync from the stored since-token, send queues
     /// resumed) as soon as the account's session is restored. Its schema is the database's main
     /// migration list (``AccountMigrations/main``), applied when the database opens.
+    ///
+    /// The sync loop and the send queues wait when a request is refused for its token even
+    /// after the requester's own refresh (or while the session is soft logged out): they ask the
+    /// session for one refresh, and resume with the session's next token (a refresh, or
+    /// re-authentication).
     public static let chat = AccountModuleFactory(name: "chat") { context in
         let logger = Logger(category: "chat", center: context.logCenter)
         let chat = AccountChat(
             requester: context.requester, database: context.database.database, scope: context.scope,
             clock: context.clock, tracer: context.tracer)
+        chat.onTokenRejected { context.requestTokenRefresh() }
+        chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })
         do { try await chat.start() } catch {
             logger.error("chat did not start account=\(context.userID) error=\(error)")
         }

@@ -78,6 +78,7 @@ public final class AccountChat: Sendable {
     private let handles = Mutex<[RoomID: Conversation]>([:])
     private let handleCoalescer = RequestCoalescer<RoomID, Conversation, ChatError>()
     private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let stopActions = Mutex<[@Sendable () -> Void]>([])
 
     private struct ListState {
         var summaries: [ConversationSummary] = []
@@ -138,6 +139,11 @@ public final class AccountChat: Sendable {
     /// Stops syncing, sending and every timeline. The store keeps what it has, queued messages
     /// included; a later ``start()`` (or a new client on the same database) resumes them.
     public func stop() async {
+        let actions = stopActions.withLock { actions in
+            defer { actions.removeAll() }
+            return actions
+        }
+        for action in actions { action() }
         await syncHost.send(.stopped)
         await syncHost.stop()
         let all = handles.withLock { handles in
@@ -167,6 +173,12 @@ public final class AccountChat: Sendable {
     /// session has a working token.
     public func onTokenRejected(_ handler: @escaping @Sendable () -> Void) {
         tokenHandler.withLock { $0 = handler }
+    }
+
+    /// Runs `action` when the client stops (ending what was set up for it, such as following
+    /// the session's tokens).
+    func onStop(_ action: @escaping @Sendable () -> Void) {
+        stopActions.withLock { $0.append(action) }
     }
 
     /// Resumes the sync loop and the send queues that wait for a new access token.

@@ -136,50 +136,65 @@ struct PowerLevels: Decodable {
 // server.
 
 extension Conversation {
-    /// Reacts to `eventID` with `key`. Shown at once; removed again if the server refuses.
+    /// Reacts to `eventID` with `key`. Shown at once; removed again if the server refuses. Does
+    /// nothing when our reaction with `key` is there already, synced or not.
     ///
     /// - Throws: the server's refusal (after the rollback).
     public func react(to eventID: EventID, key: String) async throws(ChatError) {
         try client.ensureCurrent()
         guard !key.isEmpty else { throw .invalidArgument(name: "key") }
-        let existing = try await ownReaction(to: eventID, key: key)
-        guard existing == nil else { return }
-        let change = PendingReaction(target: eventID, key: key, isAdded: true)
-        addPending(change)
-        var relation = JSONObjectWriter()
-        relation.string("rel_type", "m.annotation")
-        relation.string("event_id", eventID.rawValue)
-        relation.string("key", key)
-        var content = JSONObjectWriter()
-        content.raw("m.relates_to", relation.text)
-        let message = MessageContent(eventType: "m.reaction", json: content.text)
-        do {
-            _ = try await client.requester.send(
-                ChatAPI.send(roomID: id, transactionID: makeTransactionID(), content: message))
-        } catch {
-            removePending(change)
-            throw ChatError(error)
+        try await reactionLock.withLock { () async throws(ChatError) in
+            if try await ownReaction(to: eventID, key: key) != nil { return }
+            let change = PendingReaction(target: eventID, key: key, isAdded: true)
+            let previous = applyPending(change)
+            var relation = JSONObjectWriter()
+            relation.string("rel_type", "m.annotation")
+            relation.string("event_id", eventID.rawValue)
+            relation.string("key", key)
+            var content = JSONObjectWriter()
+            content.raw("m.relates_to", relation.text)
+            let message = MessageContent(eventType: "m.reaction", json: content.text)
+            let response: HTTPResponse
+            do throws(MatrixRequestError) {
+                response = try await client.requester.send(
+                    ChatAPI.send(roomID: id, transactionID: makeTransactionID(), content: message))
+            } catch {
+                rollBackPending(change, to: previous)
+                throw ChatError(error)
+            }
+            // The pending reaction stays until sync stores the real one (no flicker); its event
+            // is what an unreact before then redacts.
+            if let reaction = RawJSON.string("event_id", in: response.body) {
+                acceptPending(change, as: EventID(reaction))
+            }
         }
-        // The pending reaction stays until sync stores the real one (no flicker).
     }
 
-    /// Removes our reaction with `key` from `eventID`. Hidden at once; shown again if the server
-    /// refuses.
+    /// Removes our reaction with `key` from `eventID` — also one that sync has not brought yet.
+    /// Hidden at once; shown again if the server refuses.
     public func unreact(to eventID: EventID, key: String) async throws(ChatError) {
         try client.ensureCurrent()
-        guard let reaction = try await ownReaction(to: eventID, key: key) else { return }
-        let change = PendingReaction(target: eventID, key: key, isAdded: false)
-        addPending(change)
-        do {
-            _ = try await client.requester.send(
-                ChatAPI.redact(roomID: id, eventID: reaction, transactionID: makeTransactionID()))
-        } catch {
-            removePending(change)
-            throw ChatError(error)
+        try await reactionLock.withLock { () async throws(ChatError) in
+            guard let reaction = try await ownReaction(to: eventID, key: key) else { return }
+            let change = PendingReaction(target: eventID, key: key, isAdded: false, reactionEventID: reaction)
+            let previous = applyPending(change)
+            do throws(MatrixRequestError) {
+                _ = try await client.requester.send(
+                    ChatAPI.redact(roomID: id, eventID: reaction, transactionID: makeTransactionID()))
+            } catch {
+                rollBackPending(change, to: previous)
+                throw ChatError(error)
+            }
         }
     }
 
+    /// Our reaction with `key` to `eventID` as it stands now: a pending change decides first (an
+    /// addition the server accepted that sync has not stored yet, or a removal on its way), then
+    /// the store.
     private func ownReaction(to eventID: EventID, key: String) async throws(ChatError) -> EventID? {
+        if let pending = pendingReaction(for: eventID, key: key) {
+            return pending.isAdded ? pending.reactionEventID : nil
+        }
         do {
             return try await client.store.reactionEventID(
                 roomID: id, target: eventID, key: key, sender: client.userID.rawValue)

@@ -67,8 +67,11 @@ public final class Conversation: Sendable {
     private let timelinePublisher: ObservableValue<[TimelineItem]>.Publisher
     private let paginationPublisher = ObservableValue<TimelinePagination>.Publisher(TimelinePagination(.idle))
     private let outboxPublisher = ObservableValue<[OutboxEntry]>.Publisher([])
-    private let pendingReactions = Mutex<[PendingReaction]>([])
+    private let pendingReactions = Mutex(PendingReactions())
     private let sendLock = AsyncLock()
+    /// Keeps one react or unreact at a time, so that an unreact finds the event of a reaction
+    /// whose request was still on its way when it was called.
+    let reactionLock = AsyncLock()
     private let subscriptions = Mutex<[@Sendable () -> Void]>([])
     private let rebuilder: Mutex<SerialRunner?> = Mutex(nil)
 
@@ -166,24 +169,22 @@ public final class Conversation: Sendable {
         let state = await timelineHost.currentState
         guard let window = state.window else { return }
         let queue = await sendQueue.currentState.items
+        let reactionEventIDs = pendingReactions.withLock { $0.reactionEventIDs }
         let snapshot: WindowSnapshot
         do {
-            snapshot = try await client.store.windowSnapshot(roomID: id, eventIDs: window.eventIDs)
+            snapshot = try await client.store.windowSnapshot(
+                roomID: id, eventIDs: window.eventIDs, reactionEventIDs: reactionEventIDs)
         } catch {
             client.logger.error("timeline read failed: \(error)")
             return
         }
         let own = client.userID.rawValue
-        // Pending reactions the store now reflects are settled.
+        // Pending reactions the store now reflects are settled. A change made since the read
+        // above is not in `storedReactionEventIDs` and stays pending until the next rebuild.
         let pending = pendingReactions.withLock { pending -> [PendingReaction] in
-            pending.removeAll { change in
-                guard let item = snapshot.items.first(where: { $0.eventID == change.target.rawValue }) else {
-                    return false
-                }
-                let hasOwn = item.reactions.contains { $0.key == change.key && $0.senders.contains(own) }
-                return hasOwn == change.isAdded
-            }
-            return pending
+            pending.settle(
+                items: snapshot.items, storedReactions: snapshot.storedReactionEventIDs, ownUserID: own)
+            return pending.changes
         }
         let rows = TimelineAssembler.items(snapshot: snapshot, queue: queue, pending: pending, ownUserID: own)
         if timelinePublisher.value != rows { timelinePublisher.publish(rows) }
@@ -301,16 +302,29 @@ extension TimelineMachine.State {
 }
 
 extension Conversation {
-    /// Pending-reaction bookkeeping for ``react(to:key:)`` and ``unreact(to:key:)``.
-    func addPending(_ change: PendingReaction) {
-        pendingReactions.withLock { $0.append(change) }
+    // Pending-reaction bookkeeping for ``react(to:key:)`` and ``unreact(to:key:)``.
+
+    /// The pending change of our reaction with `key` to `target`, if any.
+    func pendingReaction(for target: EventID, key: String) -> PendingReaction? {
+        pendingReactions.withLock { $0.change(for: target, key: key) }
+    }
+
+    /// Shows `change` at once; returns the change it replaces, for a rollback.
+    func applyPending(_ change: PendingReaction) -> PendingReaction? {
+        let previous = pendingReactions.withLock { $0.replace(with: change) }
+        requestRebuild()
+        return previous
+    }
+
+    /// The server refused `change`: what it replaced shows again.
+    func rollBackPending(_ change: PendingReaction, to previous: PendingReaction?) {
+        pendingReactions.withLock { $0.rollBack(change, to: previous) }
         requestRebuild()
     }
 
-    func removePending(_ change: PendingReaction) {
-        pendingReactions.withLock { pending in
-            if let index = pending.firstIndex(of: change) { pending.remove(at: index) }
-        }
+    /// The server created the reaction that `change` adds as `eventID`.
+    func acceptPending(_ change: PendingReaction, as eventID: EventID) {
+        pendingReactions.withLock { $0.accept(change, as: eventID) }
         requestRebuild()
     }
 }

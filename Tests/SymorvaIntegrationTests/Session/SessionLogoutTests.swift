@@ -38,6 +38,12 @@ struct SessionLogoutTests {
         await #expect(throws: MatrixRequestError.notSignedIn) {
             _ = try await fixture.community.requester?.send(AuthAPI.whoami())
         }
+        // The chat's sync loop (its long poll cut short) meets the soft logout and waits for a token.
+        await fixture.community.chat.networkChanged()
+        try await fixture.community.chat.syncState.wait(timeout: .seconds(60)) { state in
+            if case .awaitingToken = state { return true }
+            return false
+        }
 
         // A relaunch (no network) comes back soft logged out.
         let relaunched = CommunityFixture(data: data, transport: OfflineTransport())
@@ -50,6 +56,11 @@ struct SessionLogoutTests {
         #expect(resumed == account)
         #expect(fixture.community.session.state.value == .signedIn(account))
         #expect(try await fixture.rawWhoAmI(try #require(fixture.accessToken)) == account.userID)
+        // The new token resumes the sync loop.
+        try await fixture.community.chat.syncState.wait(timeout: .seconds(60)) { state in
+            if case .live = state { return true }
+            return false
+        }
     }
 
     @Test("Re-authenticating with a wrong password stays soft logged out")
@@ -89,6 +100,12 @@ struct SessionLogoutTests {
 
         await #expect(throws: MatrixRequestError.notSignedIn) {
             _ = try await fixture.community.requester?.send(AuthAPI.whoami())
+        }
+        // The chat's sync loop (its long poll cut short) meets the soft logout and waits for a token.
+        await fixture.community.chat.networkChanged()
+        try await fixture.community.chat.syncState.wait(timeout: .seconds(60)) { state in
+            if case .awaitingToken = state { return true }
+            return false
         }
         try await fixture.community.session.state.wait(for: .signedOut)
         #expect(fixture.community.session.accounts.value.isEmpty)

@@ -112,6 +112,33 @@ struct CommunityClientsTests {
         #expect(chat.conversations.value == .signedOut)
     }
 
+    @Test("When the session state says signed in, community.chat and community.wallet already act for the account")
+    func clientsFollowBeforeSignedIn() async throws {
+        try await storeAccounts()
+        let community = community(wallet: true, transport: OpenIDAnsweringTransport(services: FakeHTTPTransport()))
+        let chat = community.chat
+        let wallet = try #require(community.wallet)
+        // Who the clients act for at the moment each signed-in state is published: what an app
+        // (or the REPL) that calls them as soon as `register` or `switchAccount` returns meets.
+        let seen = Mutex<[String]>([])
+        let stop = community.session.state.subscribe { state in
+            guard case .signedIn(let account) = state else { return }
+            let actors =
+                "\(account.userID) chat=\(chat.userID?.rawValue ?? "nil") wallet=\(wallet.member?.rawValue ?? "nil")"
+            seen.withLock { $0.append(actors) }
+        }
+        defer { stop() }
+        await community.launch()
+        try await switchToBob(community)
+        let alice = SessionSamples.alice.rawValue
+        let bob = SessionSamples.bob.rawValue
+        #expect(
+            seen.withLock { $0 } == [
+                "\(alice) chat=\(alice) wallet=\(alice)", "\(bob) chat=\(bob) wallet=\(bob)",
+            ])
+        await community.shutdown()
+    }
+
     @Test("Signed in, chat shows the active account's list and hands out its conversations")
     func chatSignedIn() async throws {
         let community = try await signedInCommunity()

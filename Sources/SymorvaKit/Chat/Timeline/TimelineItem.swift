@@ -189,14 +189,6 @@ extension TimelineItemContent {
     }
 }
 
-/// A reaction of ours applied at once and rolled back if the server refuses it.
-struct PendingReaction: Sendable, Hashable {
-    var target: EventID
-    var key: String
-    /// Adding (react) or removing (unreact).
-    var isAdded: Bool
-}
-
 /// Turns stored items, the send queue and pending reactions into timeline rows.
 enum TimelineAssembler {
     static func items(

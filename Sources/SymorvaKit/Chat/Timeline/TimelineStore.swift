@@ -29,6 +29,8 @@ struct WindowSnapshot: Sendable {
     var profiles: [String: SenderProfile] = [:]
     /// Event ID → users whose `m.read` receipt points at it.
     var readers: [String: [String]] = [:]
+    /// Those of the asked-for reaction events that the store holds (redacted or not).
+    var storedReactionEventIDs: Set<String> = []
 }
 
 /// What a `/messages` page did to the stored timeline.
@@ -40,9 +42,11 @@ struct BackfillResult: Sendable {
 }
 
 extension ChatStore {
-    /// The stored items with these IDs (relations applied), their senders' profiles, and who
-    /// has read up to each.
-    func windowSnapshot(roomID: RoomID, eventIDs: [EventID]) async throws(ChatStoreError) -> WindowSnapshot {
+    /// The stored items with these IDs (relations applied), their senders' profiles, who has
+    /// read up to each, and which of `reactionEventIDs` (our pending reactions) are stored.
+    func windowSnapshot(
+        roomID: RoomID, eventIDs: [EventID], reactionEventIDs: [EventID] = []
+    ) async throws(ChatStoreError) -> WindowSnapshot {
         guard !eventIDs.isEmpty else { return WindowSnapshot() }
         return try await read { db throws(StoreError) in
             var snapshot = WindowSnapshot()
@@ -69,6 +73,12 @@ extension ChatStore {
                 guard var item = byID[eventID.rawValue] else { continue }
                 try Self.applyRelations(to: &item, db: db)
                 snapshot.items.append(item)
+            }
+            for eventID in reactionEventIDs {
+                let isStored = try db.queryOne("SELECT 1 FROM events WHERE event_id = ?", [.text(eventID.rawValue)]) {
+                    _ in true
+                }
+                if isStored != nil { snapshot.storedReactionEventIDs.insert(eventID.rawValue) }
             }
             guard let nid = try Self.roomNID(roomID, db: db) else { return snapshot }
             for sender in Set(snapshot.items.map(\.sender)) {
