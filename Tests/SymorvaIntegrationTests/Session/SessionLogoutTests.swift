@@ -79,6 +79,24 @@ struct SessionLogoutTests {
         #expect(fixture.community.session.state.value == .softLoggedOut(account))
     }
 
+    @Test("Signing in by name to the soft-logged-out active account resumes it on the same device")
+    func softLogoutSignInByName() async throws {
+        let clock = ManualClock()
+        let fixture = CommunityFixture(clock: clock)
+        let name = DevEnvironment.uniqueUsername("soft3")
+        let account = try await fixture.community.session.register(username: name, password: testPassword)
+        try await makeRefreshTokenStale(fixture, account: account)
+        try await clock.waitForSleepers(count: 1)
+        await clock.advance(by: .seconds(3600))
+        try await fixture.community.session.state.wait(for: .softLoggedOut(account))
+
+        let resumed = try await fixture.community.session.signIn(username: name, password: testPassword)
+        #expect(resumed == account)
+        #expect(fixture.community.session.state.value == .signedIn(account))
+        let token = try #require(fixture.accessToken)
+        #expect(try await fixture.rawDeviceIDs(token) == [account.deviceID])
+    }
+
     @Test("A device deleted by the server admin is a hard logout: the account's data is wiped")
     func hardLogout() async throws {
         let admin = try #require(DevEnvironment.admin)
