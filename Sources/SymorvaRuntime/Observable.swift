@@ -104,20 +104,28 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     public func setHooks(_ newHooks: ObserverHooks) { hooks.withLock { $0 = newHooks } }
 
     /// Calls `listener` with the current value now and with every published value after it,
-    /// in order, until the returned function is called. The listeners of one publication run in
+    /// in order, until the returned function is called. When a publication races with the
+    /// subscription, the listener may see a value twice, but its last call is the newest value. The listeners of one publication run in
     /// the order they subscribed, on the publishing thread: an owner can rely on an earlier
     /// subscriber having seen a value before a later one reacts to it.
     public func subscribe(_ listener: @escaping @Sendable (Value) -> Void) -> Unsubscribe {
         let read = hooks.withLock { $0.unobservedValue }
-        let (id, current, isFirst) = storage.withLock { storage in
+        let (id, current, seen, isFirst) = storage.withLock { storage in
             let id = storage.nextID
             storage.nextID += 1
             if storage.subscriptions.isEmpty, let read { storage.value = read() }
             storage.subscriptions.append(Subscription(id: id, listener: listener))
-            return (id, storage.value, storage.subscriptions.count == 1)
+            return (id, storage.value, version.load(ordering: .relaxed), storage.subscriptions.count == 1)
         }
         if isFirst, let hook = hooks.withLock({ $0.firstObserver }) { hook() }
         listener(current)
+        // A publication made after the lock was released may have reached the listener before
+        // `current` did. Then the newest value goes to the listener once more, so that its last
+        // call is never older than the value (a later publication calls it again anyway).
+        let newer = storage.withLock { storage in
+            version.load(ordering: .relaxed) == seen ? nil : storage.value
+        }
+        if let newer { listener(newer) }
         return { [weak self] in self?.unsubscribe(id) }
     }
 

@@ -192,6 +192,20 @@ struct ObservableTests {
         #expect(publisher.observable.value == 4)
     }
 
+    @Test("A publication that overtakes a subscriber's first value is delivered again: the last call is the newest")
+    func subscribeRace() {
+        let publisher = ObservableValue<Int>.Publisher(1)
+        // The first-observer hook runs after the subscription is registered and before the
+        // listener gets its first value: exactly where another thread's publication can land.
+        publisher.observable.setHooks(.init(firstObserver: { publisher.publish(2) }))
+        let seen = Mutex<[Int]>([])
+        let unsubscribe = publisher.observable.subscribe { value in seen.withLock { $0.append(value) } }
+        defer { unsubscribe() }
+        #expect(seen.withLock { $0 } == [2, 1, 2])
+        publisher.publish(3)
+        #expect(seen.withLock { $0.last } == 3)
+    }
+
     @Test("Waiting for a value returns the first match, or fails naming the last value")
     func waitHelper() async throws {
         let publisher = ObservableValue<Int>.Publisher(1)
