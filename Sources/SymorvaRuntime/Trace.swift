@@ -88,12 +88,7 @@ public struct TraceRecords: RandomAccessCollection, Sendable {
             effects: entry.effects.isEmpty ? [] : batch.effectNames[entry.effects].map(name), epoch: entry.epoch)
     }
 
-    private func name(_ name: TraceName) -> String {
-        switch name {
-        case .literal(let literal): literal.description
-        case .stored(let index): batch.strings[index]
-        }
-    }
+    private func name(_ name: TraceName) -> String { name.resolved(in: batch.strings) }
 }
 
 /// A host's buffer of traced steps.
@@ -150,13 +145,54 @@ final class TraceBatch: @unchecked Sendable {
 /// A case name as a buffered step keeps it: the type's literal (``CaseNamed/caseNameLiteral``),
 /// or the position of a computed name in the batch's strings.
 ///
-/// Both payloads are trivial, so an entry holding three names is copied and destroyed without a
-/// retain or release: what makes tracing a burst cheap (half the cost of tracing it was names
-/// released one by one).
+/// Trivial, so an entry holding three names is copied and destroyed without a retain or release
+/// (half the cost of tracing a burst was names released one by one), and 16 bytes: a literal's
+/// address and length, not the 24 a `StaticString` in an enum takes (entries are written at
+/// tens of millions a second; a smaller entry is a cheaper one).
 @usableFromInline
-enum TraceName: Sendable {
-    case literal(StaticString)
-    case stored(Int)
+struct TraceName: Sendable {
+    /// A literal's UTF-8 address, a literal's Unicode scalar, or a position in the batch's strings.
+    @usableFromInline let bits: UInt
+    /// A literal's UTF-8 length.
+    @usableFromInline let count: UInt32
+    @usableFromInline let form: Form
+
+    @usableFromInline
+    enum Form: UInt8, Sendable {
+        case utf8, scalar, stored
+    }
+
+    @inlinable
+    init(bits: UInt, count: UInt32, form: Form) {
+        self.bits = bits
+        self.count = count
+        self.form = form
+    }
+
+    /// A literal name (literals live as long as the program).
+    @inlinable
+    static func literal(_ literal: StaticString) -> TraceName {
+        literal.hasPointerRepresentation
+            ? TraceName(
+                bits: UInt(bitPattern: literal.utf8Start), count: UInt32(truncatingIfNeeded: literal.utf8CodeUnitCount),
+                form: .utf8)
+            : TraceName(bits: UInt(literal.unicodeScalar.value), count: 0, form: .scalar)
+    }
+
+    /// The computed name at `index` in the batch's strings.
+    @inlinable
+    static func stored(_ index: Int) -> TraceName { TraceName(bits: UInt(index), count: 0, form: .stored) }
+
+    /// The name as a `String`.
+    func resolved(in strings: [String]) -> String {
+        switch form {
+        case .utf8:
+            let start = UnsafePointer<UInt8>(bitPattern: bits)
+            return String(decoding: UnsafeBufferPointer(start: start, count: Int(count)), as: UTF8.self)
+        case .scalar: return String(Character(Unicode.Scalar(UInt32(truncatingIfNeeded: bits)) ?? "?"))
+        case .stored: return strings[Int(bits)]
+        }
+    }
 }
 
 /// One buffered step: a ``TraceRecord`` without the names every record of the host shares, and
@@ -167,8 +203,9 @@ struct TraceEntry: Sendable {
     @usableFromInline var from: TraceName
     @usableFromInline var event: TraceName
     @usableFromInline var to: TraceName
-    /// The effects' names, in the batch's effect names.
-    @usableFromInline var effects: Range<Int>
+    /// The effects' names, in the batch's effect names: `effectStart..<effectEnd`.
+    @usableFromInline var effectStart: Int32
+    @usableFromInline var effectEnd: Int32
     @usableFromInline var epoch: UInt64
 
     @inlinable
@@ -180,9 +217,13 @@ struct TraceEntry: Sendable {
         self.from = from
         self.event = event
         self.to = to
-        self.effects = effects
+        self.effectStart = Int32(truncatingIfNeeded: effects.lowerBound)
+        self.effectEnd = Int32(truncatingIfNeeded: effects.upperBound)
         self.epoch = epoch
     }
+
+    /// The effects' names, in the batch's effect names.
+    var effects: Range<Int> { Int(effectStart)..<Int(effectEnd) }
 }
 
 /// Receives trace records, in order for each host.

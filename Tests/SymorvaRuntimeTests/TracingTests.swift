@@ -48,6 +48,39 @@ private struct TallyMachine: StateMachine {
     }
 }
 
+/// Case names of one character: a single-scalar literal is a `StaticString` without a pointer.
+private struct FlipMachine: StateMachine {
+    static let name = "Flip"
+
+    enum State: Sendable, Equatable, CaseNamed {
+        case a, é
+
+        var caseNameLiteral: StaticString? {
+            switch self {
+            case .a: "a"
+            case .é: "é"
+            }
+        }
+    }
+
+    enum Event: Sendable, Equatable, CaseNamed {
+        case flip
+
+        var caseNameLiteral: StaticString? { "flip" }
+    }
+
+    enum Effect: MachineEffect, Equatable {}
+
+    func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+        .move(to: state == .a ? .é : .a)
+    }
+}
+
+private struct FlipInterpreter: EffectInterpreter {
+    typealias Machine = FlipMachine
+    func perform(_ effect: FlipMachine.Effect, context: EffectContext<FlipMachine.Event>) async -> FlipMachine.Event? {}
+}
+
 private struct SilentInterpreter: EffectInterpreter {
     typealias Machine = TallyMachine
     func perform(_ effect: TallyMachine.Effect, context: EffectContext<TallyMachine.Event>) async
@@ -99,6 +132,17 @@ struct TracingTests {
                 TraceRecord(
                     kind: .ignored, machine: "Tally", instance: "room-1", from: "stopped", event: "add", to: "stopped"),
             ])
+    }
+
+    @Test("One-character literal names (no UTF-8 pointer behind them) are traced as written")
+    func oneCharacterNames() async {
+        let tracer = Tracer()
+        let recorder = TraceRecorder()
+        tracer.addSink(recorder)
+        let host = MachineHost(machine: FlipMachine(), initial: .a, interpreter: FlipInterpreter(), tracer: tracer)
+        await host.send(contentsOf: [.flip, .flip])
+        #expect(recorder.records.map { "\($0.from)>\($0.to)" } == ["a>é", "é>a"])
+        #expect(recorder.records.allSatisfy { $0.event == "flip" })
     }
 
     @Test("A long burst reaches the sinks in order, in bounded batches, before observers see its state")
