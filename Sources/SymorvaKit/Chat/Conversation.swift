@@ -75,14 +75,19 @@ public final class Conversation: Sendable {
     private let subscriptions = Mutex<[@Sendable () -> Void]>([])
     private let rebuilder: Mutex<SerialRunner?> = Mutex(nil)
 
-    init(roomID: RoomID, client: AccountChat) {
+    /// Creates the conversation; `timelineInterpreter` lets tests wrap the timeline's
+    /// interpreter (to run its effects in an order of their choosing).
+    init(
+        roomID: RoomID, client: AccountChat,
+        timelineInterpreter: (TimelineInterpreter) -> any EffectInterpreter<TimelineMachine> = { $0 }
+    ) {
         self.id = roomID
         self.client = client
         let live = self.live
         self.timelineHost = MachineHost(
             machine: TimelineMachine(initialPageSize: client.options.initialPageSize), initial: .idle,
-            interpreter: TimelineInterpreter(roomID: roomID, client: client, live: live), instance: roomID.rawValue,
-            scope: client.scope, clock: client.clock, tracer: client.tracer)
+            interpreter: timelineInterpreter(TimelineInterpreter(roomID: roomID, client: client, live: live)),
+            instance: roomID.rawValue, scope: client.scope, clock: client.clock, tracer: client.tracer)
         self.sendQueue = MachineHost(
             machine: SendQueueMachine(backoff: client.options.sendBackoff),
             initial: SendQueueMachine.State(
