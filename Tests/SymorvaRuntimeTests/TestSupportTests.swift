@@ -318,3 +318,27 @@ struct ManualClockTests {
         #expect(clock.sleeperCount == 0)
     }
 }
+
+@Suite("Test support: held effects")
+struct HeldEffectsInterpreterTests {
+    @Test("Held effects run in the order the test releases them, and a cancelled one is dropped")
+    func releaseOrder() async throws {
+        let world = ProbeWorld()
+        let recording = world.interpreter
+        let held = HeldEffectsInterpreter(recording)
+        let host = MachineHost(machine: ProbeMachine(), initial: .idle, interpreter: held, clock: world.clock)
+        await host.send(.start)
+        await host.send(.perform("first"))
+        await host.send(.perform("second"))
+        await host.send(.performKeyed("replaced"))
+        try await held.waitForHeld(count: 3)
+        await host.send(.cancelKeyed)
+        try await held.heldEffects.wait(until: { $0.count == 2 && !$0.contains(.keyedWork("replaced")) })
+        try await held.release(.work("second"))
+        try await held.release(.work("first"))
+        try await host.states.wait(until: { $0.log == ["done:second", "done:first"] })
+        #expect(recording.performed == [.work("second"), .work("first")])
+        #expect(held.held.isEmpty)
+        await #expect(throws: TestFailure.self) { try await held.release(.keyedWork("replaced")) }
+    }
+}

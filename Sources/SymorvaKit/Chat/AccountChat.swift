@@ -372,14 +372,6 @@ actor AsyncLock {
     }
 }
 
-/// A flag shared between a conversation and its timeline interpreter: whether the room's sync
-/// updates are forwarded to its timeline (only while someone observes it).
-final class LiveSwitch: Sendable {
-    private let isOn = Atomic<Bool>(false)
-    var value: Bool { isOn.load(ordering: .acquiring) }
-    func set(_ on: Bool) { isOn.store(on, ordering: .releasing) }
-}
-
 extension ObservableValue {
     /// The first value, current or later, that satisfies `predicate`; `nil` when the task is
     /// cancelled first. Counts as an observer while it waits.

@@ -62,7 +62,6 @@ public final class Conversation: Sendable {
     let client: AccountChat
     let timelineHost: MachineHost<TimelineMachine>
     let sendQueue: MachineHost<SendQueueMachine>
-    let live = LiveSwitch()
 
     private let timelinePublisher: ObservableValue<[TimelineItem]>.Publisher
     private let paginationPublisher = ObservableValue<TimelinePagination>.Publisher(TimelinePagination(.idle))
@@ -75,14 +74,18 @@ public final class Conversation: Sendable {
     private let subscriptions = Mutex<[@Sendable () -> Void]>([])
     private let rebuilder: Mutex<SerialRunner?> = Mutex(nil)
 
-    init(roomID: RoomID, client: AccountChat) {
+    /// Creates the conversation; `timelineInterpreter` lets tests wrap the timeline's
+    /// interpreter (to run its effects in an order of their choosing).
+    init(
+        roomID: RoomID, client: AccountChat,
+        timelineInterpreter: (TimelineInterpreter) -> any EffectInterpreter<TimelineMachine> = { $0 }
+    ) {
         self.id = roomID
         self.client = client
-        let live = self.live
         self.timelineHost = MachineHost(
             machine: TimelineMachine(initialPageSize: client.options.initialPageSize), initial: .idle,
-            interpreter: TimelineInterpreter(roomID: roomID, client: client, live: live), instance: roomID.rawValue,
-            scope: client.scope, clock: client.clock, tracer: client.tracer)
+            interpreter: timelineInterpreter(TimelineInterpreter(roomID: roomID, client: client)),
+            instance: roomID.rawValue, scope: client.scope, clock: client.clock, tracer: client.tracer)
         self.sendQueue = MachineHost(
             machine: SendQueueMachine(backoff: client.options.sendBackoff),
             initial: SendQueueMachine.State(
@@ -154,7 +157,8 @@ public final class Conversation: Sendable {
             await sendQueue.send(.remoteEchoReceived(transactionID, eventID))
         }
         if change.encryptionEnabled { await sendQueue.send(.encryptionEnabled) }
-        guard live.value else { return }
+        // Always routed: the timeline machine itself ignores them while nobody observes it, in
+        // order with `.observed` / `.unobserved` and with the first page's store read.
         var events: [TimelineMachine.Event] = []
         if let token = change.gapToken { events.append(.gapDetected(token)) }
         if !change.itemEventIDs.isEmpty { events.append(.liveEventsArrived(change.itemEventIDs)) }

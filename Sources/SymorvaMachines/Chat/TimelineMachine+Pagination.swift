@@ -27,7 +27,7 @@ extension TimelineMachine {
             // Already observed; a second request joins the page that is loading.
             return .ignored
         case .unobserved:
-            return .move(to: .idle, effects: [.cancel(Self.paginateKey), .stopLiveUpdates])
+            return .move(to: .idle, effects: [.cancel(Self.paginateKey)])
         case .storePageLoaded(let result):
             // A page from the other source is a stale result of a replaced request.
             guard case .store = source else { return .stay }

@@ -5,7 +5,14 @@ import SymorvaRuntime
 ///
 /// Work follows observers: the product layer counts subscribers and sends ``Event/observed``
 /// for the first one and ``Event/unobserved`` when the last one leaves; only in between do
-/// live updates run and pages load. Nothing is polled for a room nobody looks at.
+/// live updates apply and pages load. Nothing is polled for a room nobody looks at.
+///
+/// The state itself is the live switch: ``State/idle`` ignores ``Event/liveEventsArrived(_:)``
+/// and ``Event/gapDetected(_:)``, every observed state applies them. Because sync changes,
+/// observers coming and going and page results all pass through the host's one mailbox, a
+/// batch committed before ``Event/observed`` is applied is in the first store page (the read
+/// starts with that transition), and one routed after it is appended. A flag set by effects
+/// would run in tasks of its own, unordered with the read and with each other.
 ///
 /// Back-pagination reads the store first. The store keeps each room's timeline as linked
 /// chunks with gap rows, so a store page says what precedes it (``PageBoundary``): more stored
@@ -39,7 +46,7 @@ public struct TimelineMachine: ChartedMachine {
 
     /// Where the room's timeline is.
     public enum State: Sendable, Equatable, CaseNameListing {
-        /// Nobody observes the room: no live updates, no pagination, nothing held.
+        /// Nobody observes the room: live updates are ignored, nothing loads, nothing is held.
         case idle
         /// Observed and up to date. Older events are in the store before `olderInStore`;
         /// `nil` means nothing is loaded yet and the next page is the newest one.
@@ -70,9 +77,10 @@ public struct TimelineMachine: ChartedMachine {
 
     /// What happened to the timeline.
     public enum Event: Sendable, Equatable, CaseNameListing {
-        /// The first observer arrived.
+        /// The first observer arrived: the newest page loads and live updates apply from now on.
         case observed
-        /// The last observer left.
+        /// The last observer left: live updates are ignored from now on and a loading page is
+        /// cancelled.
         case unobserved
         /// The reader scrolled to the top and wants `count` older events.
         case paginateRequested(count: Int)
@@ -80,7 +88,8 @@ public struct TimelineMachine: ChartedMachine {
         case storePageLoaded(Result<TimelinePage, TimelineError>)
         /// A `/messages` page arrived; the interpreter has already stored it.
         case serverPageLoaded(Result<TimelinePage, TimelineError>)
-        /// Sync delivered new events for the room (already stored), oldest first.
+        /// Sync delivered new events for the room (already stored), oldest first. Ignored while
+        /// idle: the next observation reads them from the store.
         case liveEventsArrived([EventID])
         /// Sync delivered a `limited` timeline: the newest events follow a hole whose
         /// `prev_batch` is `token`. The events themselves arrive with ``liveEventsArrived(_:)``.
@@ -113,10 +122,6 @@ public struct TimelineMachine: ChartedMachine {
         /// `GET /rooms/{roomId}/messages?dir=b&from=<token>&limit=<count>`, store the page, then
         /// answer ``Event/serverPageLoaded(_:)``. Keyed by ``TimelineMachine/paginateKey``.
         case fetchMessages(from: PaginationToken, count: Int)
-        /// Start forwarding this room's sync updates as ``Event/liveEventsArrived(_:)``.
-        case startLiveUpdates
-        /// Stop forwarding them.
-        case stopLiveUpdates
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
 
@@ -124,8 +129,6 @@ public struct TimelineMachine: ChartedMachine {
             switch self {
             case .loadFromStore: "loadFromStore"
             case .fetchMessages: "fetchMessages"
-            case .startLiveUpdates: "startLiveUpdates"
-            case .stopLiveUpdates: "stopLiveUpdates"
             case .cancel: "cancel"
             }
         }
@@ -133,7 +136,6 @@ public struct TimelineMachine: ChartedMachine {
         public var directive: EffectDirective {
             switch self {
             case .loadFromStore, .fetchMessages: .keyed(TimelineMachine.paginateKey)
-            case .startLiveUpdates, .stopLiveUpdates: .perform
             case .cancel(let key): .cancel(key)
             }
         }
@@ -151,7 +153,7 @@ public struct TimelineMachine: ChartedMachine {
             guard case .observed = event else { return .ignored }
             return .move(
                 to: .paginatingBackwards(TimelineWindow(), source: .store(before: nil), remaining: initialPageSize),
-                effects: [.startLiveUpdates, .loadFromStore(before: nil, count: initialPageSize)])
+                effects: [.loadFromStore(before: nil, count: initialPageSize)])
         case .live(let window, let cursor):
             return observed(state, window, on: event) { count in
                 count > 0 ? paginate(window, from: .store(before: cursor), count: count) : .stay
@@ -176,7 +178,7 @@ public struct TimelineMachine: ChartedMachine {
         case .observed, .storePageLoaded, .serverPageLoaded:
             return .ignored
         case .unobserved:
-            return .move(to: .idle, effects: [.stopLiveUpdates])
+            return .move(to: .idle)
         case .paginateRequested(let count):
             // At a frontier a request for nothing is understood and changes nothing.
             return onPaginate(count)

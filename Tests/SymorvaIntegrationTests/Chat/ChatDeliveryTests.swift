@@ -20,14 +20,17 @@ struct ChatDeliveryTests {
         let proxy: LoopbackProxy
     }
 
-    /// Alice talks to Synapse through a proxy the test can close; Bob talks to it directly.
-    func makeSetup() async throws -> Setup {
+    /// Alice talks to Synapse through a proxy the test can close; Bob talks to it directly. The
+    /// clients are stopped and the proxy closed when `run` ends.
+    func makeSetup(_ run: ChatTestRun) async throws -> Setup {
         let environment = DevEnvironment.current!
         let proxy = try LoopbackProxy(targetPort: UInt16(environment.homeserverURL.port!))
+        run.atEnd { proxy.close() }
         let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
         let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
-        let alice = try await aliceAccount.makeClient(transport: transport, homeserverURL: HomeserverURL(proxy.url)!)
-        let bob = try await bobAccount.makeClient(transport: transport)
+        let alice = try await aliceAccount.makeClient(
+            in: run, transport: transport, homeserverURL: HomeserverURL(proxy.url)!)
+        let bob = try await bobAccount.makeClient(in: run, transport: transport)
         try await alice.startAndSync()
         try await bob.startAndSync()
         let roomID = try await alice.createRoom(name: "Outages", invitees: [bobAccount.userID])
@@ -47,107 +50,105 @@ struct ChatDeliveryTests {
 
     @Test("Messages sent while the server is unreachable are queued and arrive exactly once, in order")
     func sendDuringOutage() async throws {
-        let setup = try await makeSetup()
-        let bobRoom = try await setup.bob.conversation(id: setup.roomID)
-        let stopObserving = bobRoom.observe()
-        defer { stopObserving() }
-        let aliceRoom = try await setup.alice.conversation(id: setup.roomID)
+        try await withChatTestRun { run in
+            let setup = try await makeSetup(run)
+            let bobRoom = try await setup.bob.conversation(id: setup.roomID)
+            let stopObserving = bobRoom.observe()
+            defer { stopObserving() }
+            let aliceRoom = try await setup.alice.conversation(id: setup.roomID)
 
-        setup.proxy.close()
-        try await waitForBackoff(setup.alice)
-        let texts = (1...6).map { "offline \($0)" }
-        var receipts: [SendReceipt] = []
-        for text in texts { receipts.append(try await aliceRoom.send(.text(text))) }
-        #expect(receipts.allSatisfy { $0.state.value == .sending })
+            setup.proxy.close()
+            try await waitForBackoff(setup.alice)
+            let texts = (1...6).map { "offline \($0)" }
+            var receipts: [SendReceipt] = []
+            for text in texts { receipts.append(try await aliceRoom.send(.text(text))) }
+            #expect(receipts.allSatisfy { $0.state.value == .sending })
 
-        try setup.proxy.open()
-        for receipt in receipts { try await receipt.waitUntilSent() }
-        let items = try await bobRoom.waitForTimeline { $0.texts.filter { $0.hasPrefix("offline") }.count >= 6 }
-        #expect(items.texts.filter { $0.hasPrefix("offline") } == texts)
-        await setup.alice.stop()
-        await setup.bob.stop()
-        setup.proxy.close()
+            try setup.proxy.open()
+            for receipt in receipts { try await receipt.waitUntilSent() }
+            let items = try await bobRoom.waitForTimeline { $0.texts.filter { $0.hasPrefix("offline") }.count >= 6 }
+            #expect(items.texts.filter { $0.hasPrefix("offline") } == texts)
+        }
     }
 
     @Test("A new client on the same database resumes the persisted queue: each message arrives once, in order")
     func restartResumesQueue() async throws {
-        let setup = try await makeSetup()
-        let aliceRoom = try await setup.alice.conversation(id: setup.roomID)
-        setup.proxy.close()
-        try await waitForBackoff(setup.alice)
-        let texts = (1...4).map { "queued before restart \($0)" }
-        for text in texts { _ = try await aliceRoom.send(.text(text)) }
-        // The app goes away with its messages unsent.
-        await setup.alice.stop()
+        try await withChatTestRun { run in
+            let setup = try await makeSetup(run)
+            let aliceRoom = try await setup.alice.conversation(id: setup.roomID)
+            setup.proxy.close()
+            try await waitForBackoff(setup.alice)
+            let texts = (1...4).map { "queued before restart \($0)" }
+            for text in texts { _ = try await aliceRoom.send(.text(text)) }
+            // The app goes away with its messages unsent.
+            await setup.alice.stop()
 
-        let restarted = try await setup.aliceAccount.makeClient(transport: transport)
-        try await restarted.start()
-        let bobRoom = try await setup.bob.conversation(id: setup.roomID)
-        let stopObserving = bobRoom.observe()
-        defer { stopObserving() }
-        let items = try await bobRoom.waitForTimeline { $0.texts.filter { $0.hasPrefix("queued") }.count >= 4 }
-        #expect(items.texts.filter { $0.hasPrefix("queued") } == texts)
-        // The restarted client's own timeline shows each message once, synced.
-        let restartedRoom = try await restarted.conversation(id: setup.roomID)
-        let stopOwn = restartedRoom.observe()
-        defer { stopOwn() }
-        let own = try await restartedRoom.waitForTimeline { items in
-            items.filter { $0.text?.hasPrefix("queued") == true && $0.sendState == nil }.count == 4
+            let restarted = try await setup.aliceAccount.makeClient(in: run, transport: transport)
+            try await restarted.start()
+            let bobRoom = try await setup.bob.conversation(id: setup.roomID)
+            let stopObserving = bobRoom.observe()
+            defer { stopObserving() }
+            let items = try await bobRoom.waitForTimeline { $0.texts.filter { $0.hasPrefix("queued") }.count >= 4 }
+            #expect(items.texts.filter { $0.hasPrefix("queued") } == texts)
+            // The restarted client's own timeline shows each message once, synced.
+            let restartedRoom = try await restarted.conversation(id: setup.roomID)
+            let stopOwn = restartedRoom.observe()
+            defer { stopOwn() }
+            let own = try await restartedRoom.waitForTimeline { items in
+                items.filter { $0.text?.hasPrefix("queued") == true && $0.sendState == nil }.count == 4
+            }
+            #expect(own.texts.filter { $0.hasPrefix("queued") } == texts)
         }
-        #expect(own.texts.filter { $0.hasPrefix("queued") } == texts)
-        await restarted.stop()
-        await setup.bob.stop()
     }
 
     @Test("A favourite set while the server is unreachable shows at once and rolls back visibly")
     func optimisticFlagRollsBack() async throws {
-        let setup = try await makeSetup()
-        let seen = SeenValues<Bool>()
-        let roomID = setup.roomID
-        let unsubscribe = setup.alice.conversations.subscribe { list in
-            guard let item = list[roomID] else { return }
-            seen.append(item.isFavourite)
-        }
-        defer { unsubscribe() }
-        setup.proxy.close()
-        let room = try await setup.alice.conversation(id: roomID)
-        await #expect(throws: ChatError.network) { try await room.setFavourite(true) }
-        #expect(seen.all == [false, true, false])
-        #expect(setup.alice.conversations.value[roomID]?.isFavourite == false)
+        try await withChatTestRun { run in
+            let setup = try await makeSetup(run)
+            let seen = SeenValues<Bool>()
+            let roomID = setup.roomID
+            let unsubscribe = setup.alice.conversations.subscribe { list in
+                guard let item = list[roomID] else { return }
+                seen.append(item.isFavourite)
+            }
+            defer { unsubscribe() }
+            setup.proxy.close()
+            let room = try await setup.alice.conversation(id: roomID)
+            await #expect(throws: ChatError.network) { try await room.setFavourite(true) }
+            #expect(seen.all == [false, true, false])
+            #expect(setup.alice.conversations.value[roomID]?.isFavourite == false)
 
-        try setup.proxy.open()
-        try await room.setFavourite(true)
-        #expect(setup.alice.conversations.value[roomID]?.isFavourite == true)
-        await setup.alice.stop()
-        await setup.bob.stop()
-        setup.proxy.close()
+            try setup.proxy.open()
+            try await room.setFavourite(true)
+            #expect(setup.alice.conversations.value[roomID]?.isFavourite == true)
+        }
     }
 
     @Test("A tag refused by the server (a room the member is not in) is rolled back and reported")
     func refusedTagIsReported() async throws {
-        let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
-        let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
-        let alice = try await aliceAccount.makeClient(transport: transport)
-        let bob = try await bobAccount.makeClient(transport: transport)
-        try await bob.startAndSync()
-        let bobsRoom = try await bob.createRoom(name: "Private")
-        await #expect(throws: ChatError.server(status: 403, errorCode: "M_FORBIDDEN")) {
-            try await alice.setFlag(.favourite, true, roomID: bobsRoom)
+        try await withChatTestRun { run in
+            let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
+            let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
+            let alice = try await aliceAccount.makeClient(in: run, transport: transport)
+            let bob = try await bobAccount.makeClient(in: run, transport: transport)
+            try await bob.startAndSync()
+            let bobsRoom = try await bob.createRoom(name: "Private")
+            await #expect(throws: ChatError.server(status: 403, errorCode: "M_FORBIDDEN")) {
+                try await alice.setFlag(.favourite, true, roomID: bobsRoom)
+            }
+            #expect(alice.conversations.value[bobsRoom] == nil)
         }
-        #expect(alice.conversations.value[bobsRoom] == nil)
-        await bob.stop()
     }
 
     @Test("Kicking without the power level to kick is refused before any request")
     func kickNeedsPower() async throws {
-        let setup = try await makeSetup()
-        // Bob is an ordinary member (level 0); kicking needs 50.
-        await #expect(throws: ChatError.insufficientPowerLevel(required: 50, actual: 0)) {
-            try await setup.bob.kick(setup.alice.userID, from: setup.roomID)
+        try await withChatTestRun { run in
+            let setup = try await makeSetup(run)
+            // Bob is an ordinary member (level 0); kicking needs 50.
+            await #expect(throws: ChatError.insufficientPowerLevel(required: 50, actual: 0)) {
+                try await setup.bob.kick(setup.alice.userID, from: setup.roomID)
+            }
         }
-        await setup.alice.stop()
-        await setup.bob.stop()
-        setup.proxy.close()
     }
 }
 

@@ -28,77 +28,79 @@ struct ChatLogCanaryTests {
 
     @Test("Send, reply, edit, react, redact and rename: no body, name, topic or key reaches a log or a trace")
     func noUserContentInLogs() async throws {
-        let canaries = Canaries()
-        // Chat's own loggers write to the shared center; the communities' to their own.
-        let shared = CapturingLogSink()
-        let removeShared = LogCenter.shared.addSink(shared)
-        let threshold = LogCenter.shared.threshold
-        LogCenter.shared.threshold = .trace
-        defer {
-            LogCenter.shared.threshold = threshold
-            removeShared()
-        }
-        let alice = CommunityFixture()
-        let bob = CommunityFixture()
-        let aliceAccount = try await alice.community.session.register(
-            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
-        let bobAccount = try await bob.community.session.register(
-            username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
-        let aliceChat = alice.community.chat
-        let bobChat = bob.community.chat
-        let aliceRequester = try #require(alice.community.requester)
-        try await Self.setDisplayName(canaries.displayName, of: aliceAccount.userID, with: aliceRequester)
+        try await withChatTestRun { run in
+            let canaries = Canaries()
+            // Chat's own loggers write to the shared center; the communities' to their own.
+            let shared = CapturingLogSink()
+            let removeShared = LogCenter.shared.addSink(shared)
+            let threshold = LogCenter.shared.threshold
+            LogCenter.shared.threshold = .trace
+            defer {
+                LogCenter.shared.threshold = threshold
+                removeShared()
+            }
+            let alice = CommunityFixture()
+            let bob = CommunityFixture()
+            run.atEnd { await alice.community.shutdown() }
+            run.atEnd { await bob.community.shutdown() }
+            let aliceAccount = try await alice.community.session.register(
+                username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+            let bobAccount = try await bob.community.session.register(
+                username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
+            let aliceChat = alice.community.chat
+            let bobChat = bob.community.chat
+            let aliceRequester = try #require(alice.community.requester)
+            try await Self.setDisplayName(canaries.displayName, of: aliceAccount.userID, with: aliceRequester)
 
-        let roomID = try await aliceChat.createRoom(
-            name: canaries.roomName, topic: canaries.topic, invitees: [bobAccount.userID])
-        try await bobChat.waitForConversation(roomID, .invited)
-        _ = try await bobChat.join(roomIDOrAlias: roomID.rawValue)
-        let aliceRoom = try await aliceChat.conversation(id: roomID)
-        let bobRoom = try await bobChat.conversation(id: roomID)
-        let stopAlice = aliceRoom.observe()
-        let stopBob = bobRoom.observe()
-        defer {
-            stopAlice()
-            stopBob()
-        }
+            let roomID = try await aliceChat.createRoom(
+                name: canaries.roomName, topic: canaries.topic, invitees: [bobAccount.userID])
+            try await bobChat.waitForConversation(roomID, .invited)
+            _ = try await bobChat.join(roomIDOrAlias: roomID.rawValue)
+            let aliceRoom = try await aliceChat.conversation(id: roomID)
+            let bobRoom = try await bobChat.conversation(id: roomID)
+            let stopAlice = aliceRoom.observe()
+            let stopBob = bobRoom.observe()
+            defer {
+                stopAlice()
+                stopBob()
+            }
 
-        let sent = try await aliceRoom.send(.text(canaries.body))
-        try await sent.waitUntilSent()
-        let messageID = try #require(sent.eventIDs.last)
-        try await bobRoom.waitForTimeline { $0.texts.contains(canaries.body) }
-        let reply = try await bobRoom.send(.text(canaries.reply), replyingTo: messageID)
-        try await reply.waitUntilSent()
-        let replyID = try #require(reply.eventIDs.last)
-        try await bobRoom.react(to: messageID, key: canaries.reactionKey)
-        _ = try await aliceRoom.edit(messageID, newText: canaries.edit)
-        try await bobRoom.waitForTimeline { items in
-            items.contains { $0.eventID == messageID && $0.text == canaries.edit && !$0.reactions.isEmpty }
-        }
-        try await aliceRoom.redact(replyID)
-        try await bobRoom.waitForTimeline { items in
-            items.contains { $0.eventID == replyID && $0.content == .redacted }
-        }
-        try await Self.setState("m.room.name", "name", canaries.renamed, in: roomID, with: aliceRequester)
-        try await Self.setState("m.room.topic", "topic", canaries.newTopic, in: roomID, with: aliceRequester)
-        try await bobChat.conversations.observable.wait(timeout: .seconds(60)) { list in
-            list[roomID]?.name == canaries.renamed && list[roomID]?.topic == canaries.newTopic
-        }
+            let sent = try await aliceRoom.send(.text(canaries.body))
+            try await sent.waitUntilSent()
+            let messageID = try #require(sent.eventIDs.last)
+            try await bobRoom.waitForTimeline { $0.texts.contains(canaries.body) }
+            let reply = try await bobRoom.send(.text(canaries.reply), replyingTo: messageID)
+            try await reply.waitUntilSent()
+            let replyID = try #require(reply.eventIDs.last)
+            try await bobRoom.react(to: messageID, key: canaries.reactionKey)
+            _ = try await aliceRoom.edit(messageID, newText: canaries.edit)
+            try await bobRoom.waitForTimeline { items in
+                items.contains { $0.eventID == messageID && $0.text == canaries.edit && !$0.reactions.isEmpty }
+            }
+            try await aliceRoom.redact(replyID)
+            try await bobRoom.waitForTimeline { items in
+                items.contains { $0.eventID == replyID && $0.content == .redacted }
+            }
+            try await Self.setState("m.room.name", "name", canaries.renamed, in: roomID, with: aliceRequester)
+            try await Self.setState("m.room.topic", "topic", canaries.newTopic, in: roomID, with: aliceRequester)
+            try await bobChat.conversations.observable.wait(timeout: .seconds(60)) { list in
+                list[roomID]?.name == canaries.renamed && list[roomID]?.topic == canaries.newTopic
+            }
 
-        let logs = [shared.text, alice.logs.text, bob.logs.text].joined(separator: "\n")
-        let traces = (alice.trace.records + bob.trace.records).map(\.description).joined(separator: "\n")
-        // The exchange was logged and traced, room by room: the canaries had every chance to appear.
-        #expect(logs.contains(roomID.rawValue))
-        for machine in ["SendQueue[", "Timeline[", "Sync["] {
-            #expect(logs.contains(machine), "no \(machine) lines in the log")
-            #expect(traces.contains(machine), "no \(machine) records in the trace")
+            let logs = [shared.text, alice.logs.text, bob.logs.text].joined(separator: "\n")
+            let traces = (alice.trace.records + bob.trace.records).map(\.description).joined(separator: "\n")
+            // The exchange was logged and traced, room by room: the canaries had every chance to appear.
+            #expect(logs.contains(roomID.rawValue))
+            for machine in ["SendQueue[", "Timeline[", "Sync["] {
+                #expect(logs.contains(machine), "no \(machine) lines in the log")
+                #expect(traces.contains(machine), "no \(machine) records in the trace")
+            }
+            let leaks = { (text: String) in
+                text.split(separator: "\n").filter { line in canaries.all.contains { line.contains($0) } }
+            }
+            #expect(leaks(logs).isEmpty, "user content in the log:\n\(leaks(logs).joined(separator: "\n"))")
+            #expect(leaks(traces).isEmpty, "user content in the trace:\n\(leaks(traces).joined(separator: "\n"))")
         }
-        let leaks = { (text: String) in
-            text.split(separator: "\n").filter { line in canaries.all.contains { line.contains($0) } }
-        }
-        #expect(leaks(logs).isEmpty, "user content in the log:\n\(leaks(logs).joined(separator: "\n"))")
-        #expect(leaks(traces).isEmpty, "user content in the trace:\n\(leaks(traces).joined(separator: "\n"))")
-        await alice.community.shutdown()
-        await bob.community.shutdown()
     }
 
     /// `PUT /profile/{userId}/displayname`.

@@ -24,34 +24,36 @@ struct ChatREPLTests {
 
     @Test("open prints the conversation live: our own message, then the other member's reply as it arrives")
     func openPrintsLive() async throws {
-        let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
-        let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
-        let alice = try await aliceAccount.makeClient(transport: transport)
-        let bob = try await bobAccount.makeClient(transport: transport)
-        try await alice.startAndSync()
-        try await bob.startAndSync()
-        let output = ObservableREPLOutput()
-        let context = REPLContext(output: output, tracer: Tracer(), logCenter: LogCenter(threshold: .error))
-        context[REPLChatProviderKey.self] = FixedREPLChatProvider(alice)
-        let session = REPLSession(context: context, commands: ChatCommands.all)
+        try await withChatTestRun { run in
+            let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
+            let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
+            let alice = try await aliceAccount.makeClient(in: run, transport: transport)
+            let bob = try await bobAccount.makeClient(in: run, transport: transport)
+            try await alice.startAndSync()
+            try await bob.startAndSync()
+            let output = ObservableREPLOutput()
+            let context = REPLContext(output: output, tracer: Tracer(), logCenter: LogCenter(threshold: .error))
+            context[REPLChatProviderKey.self] = FixedREPLChatProvider(alice)
+            let session = REPLSession(context: context, commands: ChatCommands.all)
 
-        var summary = await session.run(lines: ["create Allotment \(bobAccount.userID.rawValue)", "rooms", "open 1"])
-        #expect(summary.failures.isEmpty)
-        let roomID = try #require(alice.conversations.value.items.first?.id)
-        try await bob.waitForConversation(roomID, .invited)
-        _ = try await bob.join(roomIDOrAlias: roomID.rawValue)
+            var summary = await session.run(lines: [
+                "create Allotment \(bobAccount.userID.rawValue)", "rooms", "open 1",
+            ])
+            #expect(summary.failures.isEmpty)
+            let roomID = try #require(alice.conversations.value.items.first?.id)
+            try await bob.waitForConversation(roomID, .invited)
+            _ = try await bob.join(roomIDOrAlias: roomID.rawValue)
 
-        summary = await session.run(lines: ["send hello from the repl"])
-        #expect(summary.failures.isEmpty)
-        try await output.lines.wait { lines in
-            lines.contains { $0.contains("hello from the repl") && !$0.contains("(sending)") }
+            summary = await session.run(lines: ["send hello from the repl"])
+            #expect(summary.failures.isEmpty)
+            try await output.lines.wait { lines in
+                lines.contains { $0.contains("hello from the repl") && !$0.contains("(sending)") }
+            }
+            let reply = try await bob.conversation(id: roomID).send(.text("hi back"))
+            try await reply.waitUntilSent()
+            let lines = try await output.lines.wait { $0.contains { $0.hasSuffix(": hi back") } }
+            #expect(lines.contains("created \(roomID)"))
+            #expect(lines.contains { $0.hasPrefix("1. Allotment") })
         }
-        let reply = try await bob.conversation(id: roomID).send(.text("hi back"))
-        try await reply.waitUntilSent()
-        let lines = try await output.lines.wait { $0.contains { $0.hasSuffix(": hi back") } }
-        #expect(lines.contains("created \(roomID)"))
-        #expect(lines.contains { $0.hasPrefix("1. Allotment") })
-        await alice.stop()
-        await bob.stop()
     }
 }

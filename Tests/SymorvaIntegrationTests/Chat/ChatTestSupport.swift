@@ -5,6 +5,7 @@ import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
+import Synchronization
 
 /// One registered account with a AccountChat on its own temporary database.
 struct ChatTestAccount: Sendable {
@@ -25,19 +26,58 @@ struct ChatTestAccount: Sendable {
             homeserverURL: HomeserverURL(environment.homeserverURL.absoluteString)!)
     }
 
-    /// A new client (and database connection) for the account; `homeserverURL` overrides the
-    /// base URL (a proxy in front of Synapse).
+    /// A new client (and database connection) for the account, stopped when `run` ends;
+    /// `homeserverURL` overrides the base URL (a proxy in front of Synapse).
     func makeClient(
-        transport: any HTTPTransport, homeserverURL: HomeserverURL? = nil, options: ChatOptions = .testing
+        in run: ChatTestRun, transport: any HTTPTransport, homeserverURL: HomeserverURL? = nil,
+        options: ChatOptions = .testing
     ) async throws -> AccountChat {
         let store = try await ChatStore.open(path: databasePath)
         let requester = FixedTokenMatrixRequester(
             homeserverURL: homeserverURL ?? self.homeserverURL, userID: userID, accessToken: account.accessToken,
             transport: transport)
-        return AccountChat(
+        let client = AccountChat(
             requester: requester, database: store.database, scope: AccountScope(label: userID.rawValue),
             options: options)
+        run.atEnd { await client.stop() }
+        return client
     }
+}
+
+/// What a chat test started in this process (clients, communities, proxies), ended however the
+/// test ends: a failed expectation or a thrown error must not leave sync loops and relays
+/// running for the tests after it. `defer` cannot await, so tests run in ``withChatTestRun(_:)``.
+final class ChatTestRun: Sendable {
+    private let cleanups = Mutex<[@Sendable () async -> Void]>([])
+
+    /// Runs `cleanup` when the run ends, before the ones registered earlier. Stopping a client
+    /// or closing a proxy the test already stopped or closed does nothing.
+    func atEnd(_ cleanup: @escaping @Sendable () async -> Void) {
+        cleanups.withLock { $0.append(cleanup) }
+    }
+
+    /// Runs every cleanup once, the latest registered first.
+    func end() async {
+        let cleanups = self.cleanups.withLock { cleanups in
+            defer { cleanups.removeAll() }
+            return cleanups
+        }
+        for cleanup in cleanups.reversed() { await cleanup() }
+    }
+}
+
+/// Runs `body` with a new ``ChatTestRun`` and ends the run when `body` returns or throws.
+func withChatTestRun<Result>(_ body: (ChatTestRun) async throws -> Result) async throws -> Result {
+    let run = ChatTestRun()
+    let result: Result
+    do {
+        result = try await body(run)
+    } catch {
+        await run.end()
+        throw error
+    }
+    await run.end()
+    return result
 }
 
 extension ChatOptions {

@@ -21,11 +21,25 @@ struct TimelineMachineTests {
 
     // MARK: Observers
 
-    @Test("The first observer starts live updates and loads the newest page from the store")
+    @Test("The first observer loads the newest page from the store; live updates apply from then on")
     func observedLoadsFromStore() {
         let step = ChatStep(machine, from: .idle, on: .observed)
         #expect(step.state == .paginatingBackwards(TimelineWindow(), source: .store(before: nil), remaining: 20))
-        #expect(step.effects == [.startLiveUpdates, .loadFromStore(before: nil, count: 20)])
+        #expect(step.effects == [.loadFromStore(before: nil, count: 20)])
+    }
+
+    @Test("Live events routed before the first page lands are kept, and the page adds only what precedes them")
+    func liveEventsBeforeFirstPage() {
+        // A batch committed while the newest page was being read: its events arrive live, and
+        // the page, read after the commit, holds them too.
+        let (state, effects) = run(
+            machine, from: .idle,
+            [
+                .observed, .liveEventsArrived(ids("c", "d")),
+                .storePageLoaded(.success(page(["a", "b", "c", "d"], before: .stored(c1)))),
+            ])
+        #expect(state == .live(window("a", "b", "c", "d"), olderInStore: c1))
+        #expect(effects == [.loadFromStore(before: nil, count: 20)])
     }
 
     @Test("An idle timeline ignores everything but an observer")
@@ -37,11 +51,12 @@ struct TimelineMachineTests {
         for event in events { #expect(ChatStep(machine, from: .idle, on: event).isIgnored) }
     }
 
-    @Test("The last observer leaving stops live updates")
+    @Test("The last observer leaving drops the window; live updates are ignored from then on")
     func unobservedStops() {
         let step = ChatStep(machine, from: .live(window("a"), olderInStore: c1), on: .unobserved)
         #expect(step.state == .idle)
-        #expect(step.effects == [.stopLiveUpdates])
+        #expect(step.effects == [])
+        #expect(ChatStep(machine, from: step.state, on: .liveEventsArrived(ids("b"))).isIgnored)
     }
 
     @Test("The last observer leaving during pagination also cancels the page")
@@ -49,7 +64,7 @@ struct TimelineMachineTests {
         let step = ChatStep(
             machine, from: .paginatingBackwards(window("a"), source: .server(from: t1), remaining: 20), on: .unobserved)
         #expect(step.state == .idle)
-        #expect(step.effects == [.cancel(TimelineMachine.paginateKey), .stopLiveUpdates])
+        #expect(step.effects == [.cancel(TimelineMachine.paginateKey)])
     }
 
     @Test("A second observed is ignored")
@@ -272,7 +287,6 @@ struct TimelineMachineTests {
     func directives() {
         #expect(TimelineMachine.Effect.loadFromStore(before: nil, count: 1).directive == .keyed("timeline.paginate"))
         #expect(TimelineMachine.Effect.fetchMessages(from: t1, count: 1).directive == .keyed("timeline.paginate"))
-        #expect(TimelineMachine.Effect.startLiveUpdates.directive == .perform)
         #expect(TimelineMachine.Effect.cancel("timeline.paginate").directive == .cancel("timeline.paginate"))
     }
 

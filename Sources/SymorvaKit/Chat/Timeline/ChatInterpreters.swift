@@ -3,8 +3,9 @@ import SymorvaRuntime
 import SymorvaStore
 import SymorvaTransport
 
-/// Performs a room's ``TimelineMachine`` effects: store pages, `/messages` pages written into
-/// the store's gaps before they are reported, and switching the room's live updates.
+/// Performs a room's ``TimelineMachine`` effects: store pages and `/messages` pages written into
+/// the store's gaps before they are reported. Live updates need no effect: the conversation
+/// routes every sync change to the machine, which ignores them while idle.
 ///
 /// Concurrent loads of the same page (same room and token) join one request.
 struct TimelineInterpreter: EffectInterpreter {
@@ -12,7 +13,6 @@ struct TimelineInterpreter: EffectInterpreter {
 
     let roomID: RoomID
     let client: AccountChat
-    let live: LiveSwitch
 
     func perform(_ effect: TimelineMachine.Effect, context: EffectContext<TimelineMachine.Event>) async
         -> TimelineMachine.Event?
@@ -33,12 +33,6 @@ struct TimelineInterpreter: EffectInterpreter {
                 if Task.isCancelled { return nil }
                 return .serverPageLoaded(.failure(error))
             }
-        case .startLiveUpdates:
-            live.set(true)
-            return nil
-        case .stopLiveUpdates:
-            live.set(false)
-            return nil
         case .cancel:
             return nil
         }
