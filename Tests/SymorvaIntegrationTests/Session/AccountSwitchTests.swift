@@ -66,7 +66,9 @@ final class ProbeModule: AccountModule {
     ) { context in ProbeModule(context: context) }
 }
 
-@Suite("Several accounts against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite(
+    "Several accounts against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    .shutsDownCommunities)
 struct AccountSwitchTests {
     @Test("Two accounts side by side, each with its own store; switching makes the other active")
     func twoAccounts() async throws {

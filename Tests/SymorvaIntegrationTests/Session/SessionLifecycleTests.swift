@@ -7,7 +7,9 @@ import Testing
 
 @testable import SymorvaKit
 
-@Suite("Session against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite(
+    "Session against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    .shutsDownCommunities)
 struct SessionLifecycleTests {
     @Test("Registering signs the new account in and makes it active")
     func register() async throws {
@@ -139,7 +141,8 @@ struct SessionLifecycleTests {
     }
 }
 
-@Suite("Session log canary", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite(
+    "Session log canary", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"), .shutsDownCommunities)
 struct SessionLogCanaryTests {
     @Test("Passwords and tokens never reach the log or the trace during register, sign-in and sign-out")
     func canary() async throws {

@@ -14,7 +14,9 @@ import Testing
 ///   using and saving new tokens, would meet. The session soft-logs out and keeps its data.
 /// - Hard: the server admin deletes the device (`DELETE /_synapse/admin/v2/users/…/devices/…`);
 ///   the next request gets `M_UNKNOWN_TOKEN` without `soft_logout`, and the local data is wiped.
-@Suite("Soft and hard logout against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite(
+    "Soft and hard logout against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    .shutsDownCommunities)
 struct SessionLogoutTests {
     @Test(
         "A refused refresh soft-logs out, keeps local data, survives a restart and re-authenticates on the same device")

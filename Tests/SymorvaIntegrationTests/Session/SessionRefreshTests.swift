@@ -15,7 +15,9 @@ import Testing
 /// themselves otherwise.
 @Suite(
     "Token refresh against Synapse",
-    .enabled(if: DevEnvironment.isAvailable && DevEnvironment.shortTokenLifetime != nil, "needs a short token lifetime")
+    .enabled(
+        if: DevEnvironment.isAvailable && DevEnvironment.shortTokenLifetime != nil, "needs a short token lifetime"),
+    .shutsDownCommunities
 )
 struct SessionRefreshTests {
     let lifetime = DevEnvironment.shortTokenLifetime ?? .seconds(20)

@@ -5,6 +5,7 @@ import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
 import Synchronization
+import Testing
 
 @testable import SymorvaKit
 
@@ -102,7 +103,49 @@ extension DevEnvironment {
     }
 }
 
-/// A community on the dev servers with its own data folder, tracer and log capture.
+/// The communities a test made with ``CommunityFixture``, shut down when the test ends however
+/// it ends (a community left running keeps syncing and refreshing tokens against the shared
+/// servers for the rest of the run).
+final class FixtureRun: Sendable {
+    @TaskLocal static var current: FixtureRun?
+    private let communities = Mutex<[SymorvaCommunity]>([])
+
+    func add(_ community: SymorvaCommunity) { communities.withLock { $0.append(community) } }
+
+    /// Shuts every community down (a second shutdown of one the test shut down does nothing).
+    func end() async {
+        for community in communities.withLock({ $0 }) { await community.shutdown() }
+    }
+}
+
+/// Runs each test of a suite in a ``FixtureRun``: `@Suite(…, .shutsDownCommunities)`.
+struct ShutsDownCommunities: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        guard !test.isSuite else { return try await function() }
+        let run = FixtureRun()
+        try await FixtureRun.$current.withValue(run) {
+            do {
+                try await function()
+            } catch {
+                await run.end()
+                throw error
+            }
+            await run.end()
+        }
+    }
+}
+
+extension Trait where Self == ShutsDownCommunities {
+    /// Shuts down, after each test, every community the test made with ``CommunityFixture``.
+    static var shutsDownCommunities: Self { ShutsDownCommunities() }
+}
+
+/// A community on the dev servers with its own data folder, tracer and log capture. Made inside
+/// a suite with the ``ShutsDownCommunities`` trait, it is shut down when the test ends.
 struct CommunityFixture {
     let environment = DevEnvironment.current!
     let data: TemporaryDataDirectory
@@ -130,6 +173,7 @@ struct CommunityFixture {
                 dataDirectory: data.path, transport: recording, clock: clock, wallClock: wallClock, tracer: tracer,
                 logCenter: logCenter),
             modules: modules)
+        FixtureRun.current?.add(community)
     }
 
     /// The running session host of the active account.
