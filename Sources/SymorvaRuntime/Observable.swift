@@ -43,6 +43,11 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     }
 
     /// Hooks the owner sets to make work follow observers.
+    ///
+    /// `firstObserver` and `lastObserverGone` run in the order of the count changes they report,
+    /// one at a time, never under the value's lock (a hook may subscribe, unsubscribe or publish).
+    /// When another thread is running hooks of this value, a subscription or unsubscription
+    /// leaves its hook to that thread and returns without waiting for it.
     public struct ObserverHooks: Sendable {
         /// Called when the observer count goes from zero to one.
         public var firstObserver: (@Sendable () -> Void)?
@@ -68,6 +73,12 @@ public final class ObservableValue<Value: Sendable>: Sendable {
     /// publication that checks, before each listener, whether a newer one has begun.
     @usableFromInline let version = Atomic<UInt64>(0)
     private let hooks: Mutex<ObserverHooks>
+    /// Count changes whose hooks have not run yet, in order, and whether a thread is running them.
+    private let pendingHooks = Mutex<(changes: [ObserverChange], isRunning: Bool)>(([], false))
+
+    private enum ObserverChange {
+        case first, lastGone
+    }
     #if canImport(Observation)
         @usableFromInline let registrar = ObservationRegistrar()
         /// `\.value`, built once: a key path into a generic class is instantiated at run time.
@@ -105,9 +116,10 @@ public final class ObservableValue<Value: Sendable>: Sendable {
 
     /// Calls `listener` with the current value now and with every published value after it,
     /// in order, until the returned function is called. When a publication races with the
-    /// subscription, the listener may see a value twice, but its last call is the newest value. The listeners of one publication run in
-    /// the order they subscribed, on the publishing thread: an owner can rely on an earlier
-    /// subscriber having seen a value before a later one reacts to it.
+    /// subscription, the listener may see a value twice, but its last call is the newest value.
+    /// The listeners of one publication run in the order they subscribed, on the publishing
+    /// thread: an owner can rely on an earlier subscriber having seen a value before a later one
+    /// reacts to it.
     public func subscribe(_ listener: @escaping @Sendable (Value) -> Void) -> Unsubscribe {
         let read = hooks.withLock { $0.unobservedValue }
         let (id, current, seen, isFirst) = storage.withLock { storage in
@@ -115,9 +127,12 @@ public final class ObservableValue<Value: Sendable>: Sendable {
             storage.nextID += 1
             if storage.subscriptions.isEmpty, let read { storage.value = read() }
             storage.subscriptions.append(Subscription(id: id, listener: listener))
-            return (id, storage.value, version.load(ordering: .relaxed), storage.subscriptions.count == 1)
+            let isFirst = storage.subscriptions.count == 1
+            // Queued under the value's lock: hooks run in the order of the count changes.
+            if isFirst { pendingHooks.withLock { $0.changes.append(.first) } }
+            return (id, storage.value, version.load(ordering: .relaxed), isFirst)
         }
-        if isFirst, let hook = hooks.withLock({ $0.firstObserver }) { hook() }
+        if isFirst { runPendingHooks() }
         listener(current)
         // A publication made after the lock was released may have reached the listener before
         // `current` did. Then the newest value goes to the listener once more, so that its last
@@ -133,9 +148,36 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         let wasLast = storage.withLock { storage -> Bool in
             guard let index = storage.subscriptions.firstIndex(where: { $0.id == id }) else { return false }
             storage.subscriptions.remove(at: index)
-            return storage.subscriptions.isEmpty
+            guard storage.subscriptions.isEmpty else { return false }
+            pendingHooks.withLock { $0.changes.append(.lastGone) }
+            return true
         }
-        if wasLast, let hook = hooks.withLock({ $0.lastObserverGone }) { hook() }
+        if wasLast { runPendingHooks() }
+    }
+
+    /// Runs the queued hooks in order, unless another thread is running them (it runs ours too).
+    private func runPendingHooks() {
+        let isRunner = pendingHooks.withLock { pending -> Bool in
+            guard !pending.isRunning else { return false }
+            pending.isRunning = true
+            return true
+        }
+        guard isRunner else { return }
+        while true {
+            let next = pendingHooks.withLock { pending -> ObserverChange? in
+                guard !pending.changes.isEmpty else {
+                    pending.isRunning = false
+                    return nil
+                }
+                return pending.changes.removeFirst()
+            }
+            guard let next else { return }
+            let hooks = self.hooks.withLock { $0 }
+            switch next {
+            case .first: hooks.firstObserver?()
+            case .lastGone: hooks.lastObserverGone?()
+            }
+        }
     }
 
     /// The current value and every later one, as an async sequence. Each iteration is one

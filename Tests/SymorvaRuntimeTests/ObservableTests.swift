@@ -1,3 +1,4 @@
+import Foundation
 import Observation
 import SymorvaRuntime
 import SymorvaTesting
@@ -204,6 +205,45 @@ struct ObservableTests {
         #expect(seen.withLock { $0 } == [2, 1, 2])
         publisher.publish(3)
         #expect(seen.withLock { $0.last } == 3)
+    }
+
+    @Test("Observer hooks run in the order of the count changes, even when one is slow on another thread")
+    func hookOrder() {
+        let publisher = ObservableValue<Int>.Publisher(0)
+        let calls = Mutex<[String]>([])
+        let insideLastGone = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let isFirstLastGone = Mutex(true)
+        publisher.observable.setHooks(
+            .init(
+                firstObserver: { calls.withLock { $0.append("first") } },
+                lastObserverGone: {
+                    let isFirstCall = isFirstLastGone.withLock { isFirst in
+                        defer { isFirst = false }
+                        return isFirst
+                    }
+                    if isFirstCall {
+                        insideLastGone.signal()
+                        release.wait()
+                    }
+                    calls.withLock { $0.append("lastGone") }
+                }))
+        let unsubscribe = publisher.observable.subscribe { _ in }
+        // Another thread drops the only observer; its hook is still running when a new observer
+        // arrives here. The new observer's hook must not overtake it.
+        Thread {
+            unsubscribe()
+            finished.signal()
+        }.start()
+        insideLastGone.wait()
+        let unsubscribeAgain = publisher.observable.subscribe { _ in }
+        #expect(calls.withLock { $0 } == ["first"])
+        release.signal()
+        finished.wait()
+        #expect(calls.withLock { $0 } == ["first", "lastGone", "first"])
+        unsubscribeAgain()
+        #expect(calls.withLock { $0 } == ["first", "lastGone", "first", "lastGone"])
     }
 
     @Test("Waiting for a value returns the first match, or fails naming the last value")
