@@ -230,7 +230,8 @@ public enum SessionCommands {
         case .accountMismatch(let expected, _): return "that is not \(expected); log in as \(expected.localpart)"
         case .notSignedIn: return "not signed in"
         case .alreadySignedIn(let userID):
-            return "\(userID) is already signed in on this device; 'switch \(userID.localpart)' makes it active"
+            return "\(userID) is already signed in on this device ('accounts' lists them, "
+                + "'switch \(userID.localpart)' makes it the active one)"
         case .invalidResponse: return "the homeserver sent an answer the SDK cannot read"
         case .serverError(let status, let errcode): return "the homeserver failed (\(status) \(errcode ?? ""))"
         case .store(let reason): return "the local store failed: \(reason)"
