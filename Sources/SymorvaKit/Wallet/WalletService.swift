@@ -88,23 +88,35 @@ struct WalletService: Sendable {
         }
     }
 
-    /// A 2xx answer to a confirm request.
+    /// A 2xx answer to a confirm request. `unknown_command` is not an answer to a confirm;
+    /// it and anything unreadable are ambiguous.
     static func confirmResult(answer: [UInt8]) -> ConfirmResult {
-        guard let answer = WalletWire.decode(WalletWire.CommandAnswer.self, from: answer) else {
-            return .transportError(.responseDropped)
+        switch commandOutcome(answer) {
+        case .settled(let transfer): .settled(transfer)
+        case .failed(let failure): .failed(failure)
+        case .pending: .pending
+        case .unknownCommand, .unreadable: .transportError(.responseDropped)
         }
+    }
+
+    /// What a command answer (`CommandAnswer`, to a confirm or a query) says.
+    private enum CommandOutcome {
+        case settled(Transfer)
+        case failed(TransferFailure)
+        case pending
+        case unknownCommand
+        /// Not JSON of the documented shape, an unknown status, or a status without its field.
+        case unreadable
+    }
+
+    private static func commandOutcome(_ answer: [UInt8]) -> CommandOutcome {
+        guard let answer = WalletWire.decode(WalletWire.CommandAnswer.self, from: answer) else { return .unreadable }
         switch answer.status {
-        case "settled":
-            guard let transfer = answer.transfer?.transfer else { return .transportError(.responseDropped) }
-            return .settled(transfer)
-        case "failed":
-            guard let failure = answer.failure else { return .transportError(.responseDropped) }
-            return .failed(failure.transferFailure)
-        case "pending":
-            return .pending
-        default:
-            // `unknown_command` is not an answer to a confirm; anything unexpected is ambiguous.
-            return .transportError(.responseDropped)
+        case "settled": return answer.transfer?.transfer.map { .settled($0) } ?? .unreadable
+        case "failed": return answer.failure.map { .failed($0.transferFailure) } ?? .unreadable
+        case "pending": return .pending
+        case "unknown_command": return .unknownCommand
+        default: return .unreadable
         }
     }
 
@@ -140,22 +152,12 @@ struct WalletService: Sendable {
     }
 
     static func queryResult(answer: [UInt8]) -> QueryResult {
-        guard let answer = WalletWire.decode(WalletWire.CommandAnswer.self, from: answer) else {
-            return .transportError(.responseDropped)
-        }
-        switch answer.status {
-        case "settled":
-            guard let transfer = answer.transfer?.transfer else { return .transportError(.responseDropped) }
-            return .settled(transfer)
-        case "failed":
-            guard let failure = answer.failure else { return .transportError(.responseDropped) }
-            return .failed(failure.transferFailure)
-        case "pending":
-            return .pending
-        case "unknown_command":
-            return .unknownCommand
-        default:
-            return .transportError(.responseDropped)
+        switch commandOutcome(answer) {
+        case .settled(let transfer): .settled(transfer)
+        case .failed(let failure): .failed(failure)
+        case .pending: .pending
+        case .unknownCommand: .unknownCommand
+        case .unreadable: .transportError(.responseDropped)
         }
     }
 
