@@ -89,18 +89,7 @@ struct JSONScanner {
 
     /// The next key of the object (its `:` consumed), or `nil` after consuming the closing `}`.
     mutating func nextKey(_ cursor: inout JSONContainerCursor) throws(JSONScanError) -> JSONKey? {
-        guard let next = peek() else { throw error(.unexpectedEnd) }
-        if next == UInt8(ascii: "}") {
-            index += 1
-            return nil
-        }
-        if cursor.first {
-            cursor.first = false
-        } else {
-            guard next == UInt8(ascii: ",") else { throw error(.unexpectedByte) }
-            index += 1
-            skipWhitespace()
-        }
+        guard try advance(&cursor, closing: UInt8(ascii: "}")) else { return nil }
         guard index < bytes.count, byte(at: index) == UInt8(ascii: "\"") else { throw error(.unexpectedByte) }
         let (range, escaped) = try scanString()
         try expect(UInt8(ascii: ":"))
@@ -115,8 +104,15 @@ struct JSONScanner {
 
     /// Whether another element follows (its comma consumed), or `false` after consuming `]`.
     mutating func nextElement(_ cursor: inout JSONContainerCursor) throws(JSONScanError) -> Bool {
+        try advance(&cursor, closing: UInt8(ascii: "]"))
+    }
+
+    /// Moves to the container's next member: consumes the comma before any but the first, and
+    /// returns `false` after consuming `closing`.
+    @inline(__always)
+    private mutating func advance(_ cursor: inout JSONContainerCursor, closing: UInt8) throws(JSONScanError) -> Bool {
         guard let next = peek() else { throw error(.unexpectedEnd) }
-        if next == UInt8(ascii: "]") {
+        if next == closing {
             index += 1
             return false
         }
