@@ -1,9 +1,11 @@
 // swift-tools-version: 6.0
 // SymorvaKit: the client SDK for Symorva communities.
 //
-// The module graph keeps machines pure: `SymorvaMachines` depends on the runtime only,
-// and only the adapter modules (`SymorvaTransport`, `SymorvaStore`, `SymorvaCrypto`)
-// import the C libraries.
+// The module graph is the architecture (docs/architecture.md): `SymorvaMachines` depends on
+// the runtime only; each C library belongs to one adapter module (`SymorvaTransport`: libcurl,
+// `SymorvaStore`: SQLite, `SymorvaCrypto`: libolm and libsodium); the wire layers and the
+// product modules import no C library; `SymorvaKit` is the umbrella. `Scripts/layering`
+// checks every import against these rules.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -40,37 +42,50 @@ let package = Package(
         .target(name: "SymorvaRuntime", swiftSettings: swiftSettings),
         .target(name: "SymorvaMachines", dependencies: ["SymorvaRuntime"], swiftSettings: swiftSettings),
 
-        // MARK: Adapters (the only modules that import C libraries)
+        // MARK: Adapters (the only modules that import C libraries, one library each)
+        .target(name: "SymorvaHTTP", dependencies: ["SymorvaRuntime"], swiftSettings: swiftSettings),
         .target(
-            name: "SymorvaTransport", dependencies: ["SymorvaRuntime", "CCurl", "CCurlShim"],
+            name: "SymorvaTransport", dependencies: ["SymorvaHTTP", "CCurl", "CCurlShim"],
             swiftSettings: swiftSettings),
-        .target(
-            name: "SymorvaStore", dependencies: ["SymorvaRuntime", "CSQLite", "CSodium"],
-            swiftSettings: swiftSettings),
+        .target(name: "SymorvaStore", dependencies: ["SymorvaRuntime", "CSQLite"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaCrypto", dependencies: ["SymorvaRuntime", "COlm", "CSodium"],
             swiftSettings: swiftSettings),
 
-        // MARK: Product surface
+        // MARK: Wire layers (no C library)
         .target(
-            name: "SymorvaKit",
-            dependencies: [
-                "SymorvaRuntime", "SymorvaMachines", "SymorvaTransport", "SymorvaStore", "SymorvaCrypto",
-            ],
+            name: "SymorvaMatrix", dependencies: ["SymorvaMachines", "SymorvaHTTP"], swiftSettings: swiftSettings),
+        .target(name: "SymorvaServices", dependencies: ["SymorvaMatrix"], swiftSettings: swiftSettings),
+
+        // MARK: Product modules (no C library)
+        .target(
+            name: "SymorvaFeatureKit", dependencies: ["SymorvaServices", "SymorvaStore", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(
-            name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit"],
+            name: "SymorvaChatStore", dependencies: ["SymorvaMatrix", "SymorvaStore"], swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaChat", dependencies: ["SymorvaChatStore", "SymorvaFeatureKit"],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaKit",
+            dependencies: ["SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto"],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaHTTP"],
             swiftSettings: swiftSettings),
 
         // MARK: Programs
         .target(
-            name: "SymorvaREPL", dependencies: ["SymorvaRuntime", "SymorvaMachines", "SymorvaKit"],
+            name: "SymorvaREPL", dependencies: ["SymorvaKit"],
             swiftSettings: swiftSettings),
         .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "symorva-bench",
             dependencies: [
-                "SymorvaRuntime", "SymorvaMachines", "SymorvaKit", "SymorvaStore", "SymorvaTransport", "SymorvaTesting",
+                "SymorvaKit", "SymorvaTesting",
                 "CSQLite",  // the plain-loop baseline of `symorva-bench store`
             ],
             swiftSettings: swiftSettings),
@@ -85,6 +100,22 @@ let package = Package(
         .testTarget(
             name: "SymorvaAdapterTests",
             dependencies: ["SymorvaTransport", "SymorvaStore", "SymorvaCrypto", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaMatrixTests", dependencies: ["SymorvaMatrix", "SymorvaTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaServicesTests", dependencies: ["SymorvaServices", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaFeatureKitTests", dependencies: ["SymorvaFeatureKit", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaChatStoreTests", dependencies: ["SymorvaChatStore", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaChatTests", dependencies: ["SymorvaChat", "SymorvaTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaWalletTests", dependencies: ["SymorvaWallet", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),

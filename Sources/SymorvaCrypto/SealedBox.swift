@@ -30,7 +30,7 @@ public enum SealedBox {
 
     /// Encrypts `plaintext` for the holder of the secret key matching `recipientPublicKey`.
     public static func seal(_ plaintext: [UInt8], recipientPublicKey: [UInt8]) throws(SealedBoxError) -> [UInt8] {
-        guard sodiumReady else { throw .cryptoUnavailable }
+        guard Sodium.isReady else { throw .cryptoUnavailable }
         guard recipientPublicKey.count == publicKeyLength else {
             throw .invalidPublicKey(length: recipientPublicKey.count)
         }
@@ -39,6 +39,4 @@ public enum SealedBox {
         guard code == 0 else { throw .cryptoUnavailable }
         return output
     }
-
-    private static let sodiumReady: Bool = sodium_init() >= 0
 }

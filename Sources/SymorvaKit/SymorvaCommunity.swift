@@ -1,5 +1,8 @@
-import SymorvaMachines
-import SymorvaRuntime
+import SymorvaChat
+import SymorvaFeatureKit
+import SymorvaMatrix
+import SymorvaServices
+import SymorvaWallet
 import Synchronization
 
 /// A Symorva community: the SDK's entry point, built from the community's manifest.

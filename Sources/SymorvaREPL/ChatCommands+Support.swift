@@ -1,6 +1,6 @@
+import SymorvaChat
 import SymorvaKit
 import SymorvaMachines
-import SymorvaRuntime
 import Synchronization
 
 /// The chat commands' state between lines: the last `rooms` listing, the open conversation and

@@ -1,6 +1,6 @@
+import SymorvaChat
 import SymorvaKit
 import SymorvaMachines
-import SymorvaRuntime
 import Synchronization
 
 /// Gives chat commands their chat client.

@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaFeatureKit
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime

@@ -1,6 +1,7 @@
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaWallet
 
 /// What the wallet commands can reach in the signed-in community.
 ///

@@ -462,3 +462,13 @@ public final class StoreExecutor: SerialExecutor {
         }
     }
 }
+
+extension SQLiteDatabase {
+    /// Runs `body` on the database's thread with the database isolated: several statements
+    /// with nothing else in between (one connection, one thread), without a transaction.
+    public func run<T: Sendable>(
+        _ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        try body(self)
+    }
+}

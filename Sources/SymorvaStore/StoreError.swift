@@ -30,20 +30,6 @@ public enum StoreError: Error, Sendable, Hashable {
     case newerSchema(found: Int, supported: Int)
     /// The transaction body gave up; everything it wrote was rolled back.
     case aborted
-    /// Sealed data failed authentication: tampered, truncated, wrong key or moved between rows.
-    case decryptionFailed
-    /// A key does not have the required length (bytes given).
-    case invalidKey(length: Int)
-    /// libsodium could not be initialised or failed to encrypt.
-    case cryptoUnavailable
-    /// The key file's permissions let other users read or write it (the file's mode).
-    case keyFilePermissions(mode: UInt32)
-    /// The key file does not hold exactly one key (its size in bytes).
-    case keyFileSize(bytes: Int)
-    /// The key file is not a regular file owned by this user.
-    case keyFileNotRegular
-    /// A file-system call on the key file or its folder failed (`errno`).
-    case keyFileIO(errno: Int32)
 }
 
 extension StoreError: CustomStringConvertible, LogSafe {
@@ -62,13 +48,6 @@ extension StoreError: CustomStringConvertible, LogSafe {
         case .invalidMigrations: "invalidMigrations"
         case .newerSchema(let found, let supported): "newerSchema(found: \(found), supported: \(supported))"
         case .aborted: "aborted"
-        case .decryptionFailed: "decryptionFailed"
-        case .invalidKey(let length): "invalidKey(length: \(length))"
-        case .cryptoUnavailable: "cryptoUnavailable"
-        case .keyFilePermissions(let mode): "keyFilePermissions(mode: \(String(mode, radix: 8)))"
-        case .keyFileSize(let bytes): "keyFileSize(bytes: \(bytes))"
-        case .keyFileNotRegular: "keyFileNotRegular"
-        case .keyFileIO(let errno): "keyFileIO(errno: \(errno))"
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaRuntime
 
 #if canImport(FoundationXML)
     import FoundationXML

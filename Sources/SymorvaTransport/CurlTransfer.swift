@@ -1,5 +1,6 @@
 import CCurl
 import CCurlShim
+import SymorvaHTTP
 import Synchronization
 
 /// One request's libcurl easy handle, its response buffers and its continuation.
@@ -225,6 +226,12 @@ final class CurlTransfer: @unchecked Sendable {
             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND,
             CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CLIENTCERT:
             return .tls
+        case CURLE_GOT_NOTHING:
+            return .emptyResponse
+        case CURLE_PARTIAL_FILE:
+            return .partialResponse
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR:
+            return .connectionLost
         default:
             let message = curl_easy_strerror(code).map { String(cString: $0) } ?? "unknown"
             return .other(code: Int(code.rawValue), message: message)

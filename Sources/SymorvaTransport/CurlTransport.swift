@@ -1,5 +1,6 @@
 import CCurl
 import CCurlShim
+import SymorvaHTTP
 import SymorvaRuntime
 import Synchronization
 

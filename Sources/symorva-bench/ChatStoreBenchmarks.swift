@@ -1,3 +1,4 @@
+import SymorvaChatStore
 import SymorvaKit
 import SymorvaTesting
 

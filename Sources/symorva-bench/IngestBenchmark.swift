@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaChatStore
 import SymorvaKit
 
 /// `symorva-bench ingest FILE [--runs N] [--mode overlap|sequential|both] [--batch N]`

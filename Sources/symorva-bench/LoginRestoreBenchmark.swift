@@ -1,8 +1,9 @@
 import Foundation
+import SymorvaFeatureKit
+import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaTransport
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,6 @@
 import CSQLite
+import SymorvaChatStore
 import SymorvaKit
-import SymorvaStore
 import SymorvaTesting
 
 /// `symorva-bench store [--rooms 1000] [--events 50] [--members 20] [--runs 3]`

@@ -1,9 +1,13 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
+import SymorvaServices
 import SymorvaStore
 import SymorvaTransport
+import SymorvaWallet
 
 /// `symorva-bench wallet [--transfers N] [--warmup N]`: the wallet's prepare + confirm round
 /// trip through the whole SDK — ``AccountWallet``, a ``MachineHost`` per transfer, the

@@ -1,6 +1,6 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaRuntime
-import SymorvaTransport
 
 /// The running dev servers, as `Scripts/dev-server` describes them in its env file.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaChat
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime

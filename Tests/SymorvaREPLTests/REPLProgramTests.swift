@@ -1,5 +1,6 @@
 import Foundation
 import SymorvaREPL
+import SymorvaRuntime
 import SymorvaTesting
 import Testing
 

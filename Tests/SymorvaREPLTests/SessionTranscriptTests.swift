@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaMachines
 import SymorvaREPL
 import SymorvaRuntime
 import Testing

@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import SymorvaTesting
 import Synchronization
 import Testing
 

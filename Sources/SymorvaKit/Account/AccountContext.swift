@@ -1,116 +1,8 @@
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
+import SymorvaServices
 import Synchronization
-
-/// A feature module's client for one signed-in account (the wallet, chat, …).
-///
-/// Modules are built by an ``AccountModuleFactory`` when the account's session starts, inside
-/// the account's ``AccountScope``, and stopped when the scope ends (account switch, sign-out,
-/// shutdown). Hosts a module creates in ``AccountModuleContext/scope`` have their effects
-/// cancelled and their late results dropped by the scope itself; ``stop()`` is for everything
-/// else the module holds (timers, observers, caches).
-public protocol AccountModule: Sendable {
-    /// Winds the module down after its account's scope ended.
-    func stop() async
-}
-
-/// Everything a module gets to build its client for one account.
-public struct AccountModuleContext: Sendable {
-    /// The signed-in account.
-    public let userID: UserID
-    /// The account's scope: create hosts in it so that switching and signing out cancel their work.
-    public let scope: AccountScope
-    /// The account's database, already migrated with the module's migrations.
-    public let database: AccountDatabase
-    /// Matrix requests as this account, with transparent token refresh.
-    public let requester: any MatrixRequester
-    /// The community services as this account (OpenID from this account's session).
-    public let services: CommunityServicesClient
-    /// The community's manifest (module switches, assets, …).
-    public let configuration: SymorvaConfiguration
-    /// The clock hosts sleep on.
-    public let clock: any RuntimeClock
-    /// The wall clock.
-    public let wallClock: any WallClock
-    /// The community's tracer: hosts must trace here.
-    public let tracer: Tracer
-    /// The community's log center.
-    public let logCenter: LogCenter
-    /// The account's session, for ``onTokenRefreshed(_:)`` and ``requestTokenRefresh()``.
-    let session: MachineHost<SessionMachine>
-
-    /// Calls `handler` each time the session has a new access token — after a refresh, after
-    /// re-authenticating a soft-logged-out session — until the returned function is called.
-    ///
-    /// Requests through ``requester`` need none of this: it refreshes and retries by itself.
-    /// It is for a module whose machine parks its work on a rejected token (chat's sync loop
-    /// and send queues wait in `awaitingToken` / `waitingToken`) and must hear when to resume.
-    public func onTokenRefreshed(_ handler: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        session.states.onNewAccessToken(handler)
-    }
-
-    /// Asks the session for a new access token: a module's request was refused with
-    /// `M_UNKNOWN_TOKEN` even after the requester's own refresh. Joins a refresh under way;
-    /// nothing happens while the session is soft logged out (re-authenticating gives a token).
-    public func requestTokenRefresh() {
-        session.post(.refreshNeeded)
-    }
-}
-
-/// How a feature module attaches to every signed-in account: its name, its database
-/// migrations, and a closure that builds its client for one account.
-///
-/// ```swift
-/// let wallet = AccountModuleFactory(name: "wallet", migrations: WalletStore.migrations) { context in
-///     guard context.configuration.modules.wallet.isEnabled else { return nil }
-///     return AccountWallet(services: context.services, database: context.database, scope: context.scope)
-/// }
-/// let community = SymorvaCommunity(configuration: configuration, environment: environment, modules: [wallet])
-/// let client = community.module(AccountWallet.self)
-/// ```
-public struct AccountModuleFactory: Sendable {
-    /// The module's name: its key in ``AccountModules`` and in the database's `symorva_feature_schema`,
-    /// and the prefix of its tables.
-    public var name: String
-    /// The module's migrations, versions 1, 2, 3, … (its own numbering), applied when the
-    /// account's database opens. Leave it empty for a module that migrates its tables itself in
-    /// ``make`` (the wallet, and chat, which owns the database's `user_version` list).
-    public var migrations: [Migration]
-    /// Builds the module for one account; `nil` when the module does not apply (disabled in
-    /// the manifest). Runs when the account's session starts, after the session is restored.
-    public var make: @Sendable (AccountModuleContext) async -> (any AccountModule)?
-
-    /// A factory.
-    public init(
-        name: String, migrations: [Migration] = [],
-        make: @escaping @Sendable (AccountModuleContext) async -> (any AccountModule)?
-    ) {
-        self.name = name
-        self.migrations = migrations
-        self.make = make
-    }
-}
-
-/// The modules built for one account, by name and by type.
-public struct AccountModules: Sendable {
-    /// The modules by factory name.
-    public let byName: [String: any AccountModule]
-
-    /// Modules keyed by their factory's name.
-    public init(_ byName: [String: any AccountModule] = [:]) { self.byName = byName }
-
-    /// The module of type `type`, if one was built.
-    public func module<Module: AccountModule>(_ type: Module.Type) -> Module? {
-        for module in byName.values {
-            if let typed = module as? Module { return typed }
-        }
-        return nil
-    }
-
-    /// The module built by the factory called `name`.
-    public subscript(name: String) -> (any AccountModule)? { byName[name] }
-}
 
 /// One signed-in account's running session: its scope, database, session host, requester,
 /// services client and modules. Internal: product code sees ``SessionClient`` and the modules.
@@ -196,25 +88,5 @@ final class AccountContext: Sendable {
         await sessionHost.stop()
         for module in modules.byName.values { await module.stop() }
         await services.invalidate()
-    }
-}
-
-extension ObservableValue where Value == SessionMachine.State {
-    /// Calls `handler` for every later `signedIn` state whose access token differs from the last
-    /// one seen signed in (the state at subscription is the baseline, so a session soft logged
-    /// out then counts its re-authentication), until the returned function is called.
-    func onNewAccessToken(_ handler: @escaping @Sendable () -> Void) -> Unsubscribe {
-        let seen = Mutex<(isFirst: Bool, token: Secret<String>?)>((true, nil))
-        return subscribe { state in
-            let token: Secret<String>? =
-                if case .signedIn(let session) = state { session.tokens.accessToken } else { nil }
-            let isNew = seen.withLock { seen -> Bool in
-                defer { seen.isFirst = false }
-                guard let token, token != seen.token else { return false }
-                seen.token = token
-                return !seen.isFirst
-            }
-            if isNew { handler() }
-        }
     }
 }

@@ -1,6 +1,9 @@
+import SymorvaChat
+import SymorvaChatStore
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
+import SymorvaWallet
 
 // The SDK's own modules, attached to every signed-in account through the same extension point
 // that third-party modules use (`AccountModuleFactory`).
@@ -65,4 +68,16 @@ extension AccountWallet: AccountModule {
     /// Nothing to release: every transfer host runs in the account's scope and stops with it,
     /// and unknown commands stay in the store for the next sign-in.
     public func stop() async {}
+}
+
+extension AccountMigrations {
+    /// The migrations every account database has: chat's main list and the session feature's.
+    public static var standard: AccountMigrations {
+        AccountMigrations(main: ChatSchema.migrations, [SessionStore.feature])
+    }
+}
+
+extension AccountStorageError {
+    /// The session feature's view of the failure.
+    var sessionError: SessionError { .store(reason: description) }
 }

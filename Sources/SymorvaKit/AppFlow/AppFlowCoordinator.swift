@@ -16,13 +16,13 @@ import Synchronization
 /// await flow.launch()
 /// for await state in flow.state.values { render(state) }
 /// ```
-public actor AppFlowCoordinator {
+package actor AppFlowCoordinator {
     /// The flow's state, observable.
-    public nonisolated var state: ObservableValue<AppFlowMachine.State> { host.states }
+    package nonisolated var state: ObservableValue<AppFlowMachine.State> { host.states }
 
     /// The scope of the active account's session, or `nil` while no session runs. Product
     /// features create their hosts in this scope.
-    public nonisolated var activeScope: ObservableValue<AccountScope?> { scopes.active }
+    package nonisolated var activeScope: ObservableValue<AccountScope?> { scopes.active }
 
     private let host: MachineHost<AppFlowMachine>
     private let scopes: AccountScopes
@@ -33,7 +33,7 @@ public actor AppFlowCoordinator {
     ///   - driver: runs sign-in and the account sessions.
     ///   - clock: the clock of the flow's effects.
     ///   - tracer: where the flow's transitions are traced.
-    public init(driver: any SessionDriver, clock: any RuntimeClock = SystemClock(), tracer: Tracer = .shared) {
+    package init(driver: any SessionDriver, clock: any RuntimeClock = SystemClock(), tracer: Tracer = .shared) {
         let scopes = AccountScopes()
         self.scopes = scopes
         self.host = MachineHost(
@@ -42,22 +42,22 @@ public actor AppFlowCoordinator {
     }
 
     /// Starts the flow: restores the stored accounts and activates one.
-    public func launch() async { await host.send(.launched) }
+    package func launch() async { await host.send(.launched) }
 
     /// Starts the sign-in flow, for a first account or one more.
-    public func signIn() async { await host.send(.signInRequested) }
+    package func signIn() async { await host.send(.signInRequested) }
 
     /// Dismisses the sign-in flow; its late result is dropped.
-    public func cancelSignIn() async { await host.send(.signInCancelled) }
+    package func cancelSignIn() async { await host.send(.signInCancelled) }
 
     /// Makes another signed-in account the active one.
-    public func switchAccount(to account: AccountID) async { await host.send(.switchRequested(account)) }
+    package func switchAccount(to account: AccountID) async { await host.send(.switchRequested(account)) }
 
     /// Signs the active account out.
-    public func signOut() async { await host.send(.signOutRequested) }
+    package func signOut() async { await host.send(.signOutRequested) }
 
     /// Stops the flow and ends every account scope with `.shutdown`.
-    public func shutdown() async {
+    package func shutdown() async {
         await host.stop()
         _ = scopes.endAll(reason: .shutdown)
     }
@@ -70,7 +70,7 @@ public actor AppFlowCoordinator {
 ///
 /// The app flow decides *when*; the driver does the work. The session feature implements it
 /// for real; tests and SDK users' previews implement it with a small fake.
-public protocol SessionDriver: Sendable {
+package protocol SessionDriver: Sendable {
     /// Reads the accounts stored on this device.
     func restoreAccounts() async throws(AppFlowError) -> RestoredAccounts
 

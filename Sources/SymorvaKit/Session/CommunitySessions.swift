@@ -1,3 +1,4 @@
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
 import Synchronization

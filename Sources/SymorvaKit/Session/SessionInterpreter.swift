@@ -1,7 +1,9 @@
 import Foundation
+import SymorvaFeatureKit
+import SymorvaHTTP
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
-import SymorvaTransport
 
 /// Performs ``SessionMachine``'s effects: Matrix requests over the transport (``AuthAPI``
 /// builders and decoders), the account's store (tokens sealed at rest), the wall clock for expiry
@@ -245,7 +247,8 @@ struct SessionInterpreter: EffectInterpreter {
         case .tooLarge: .invalidResponse(reason: "response too large")
         case .invalidURL: .invalidResponse(reason: "invalid URL")
         case .invalidHeader: .invalidResponse(reason: "invalid header")
-        case .other(let code, _): .unreachable(.other("curl error \(code)"))
+        case .emptyResponse, .partialResponse, .connectionLost: .unreachable(.connectionLost)
+        case .other: .unreachable(.other(error.description))
         }
     }
 }

@@ -1,6 +1,9 @@
+import SymorvaFeatureKit
+import SymorvaHTTP
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
-import SymorvaTransport
+import SymorvaServices
 import Synchronization
 
 /// The real ``MatrixRequester`` of a signed-in account: it sends requests with the session's

@@ -1,5 +1,3 @@
-import SymorvaRuntime
-
 // The send queue's rules, one helper per event. Each helper edits the next state in place and
 // returns the effects. `nil` means the queue's status gives the event no meaning (the machine
 // ignores it, and the chart has no arrow); `[]` for an event about an unknown, finished or

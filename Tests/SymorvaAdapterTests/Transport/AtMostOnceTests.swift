@@ -1,5 +1,5 @@
 import Foundation
-import SymorvaRuntime
+import SymorvaHTTP
 import SymorvaTransport
 import Synchronization
 import Testing

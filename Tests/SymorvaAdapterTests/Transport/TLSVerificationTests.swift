@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaTransport
 import Testing
 

@@ -1,8 +1,7 @@
 import Foundation
+import SymorvaChat
 import SymorvaKit
 import SymorvaMachines
-import SymorvaRuntime
-import SymorvaTesting
 import SymorvaTransport
 import Synchronization
 import Testing

@@ -1,8 +1,7 @@
 import Foundation
 import SymorvaKit
 import SymorvaMachines
-import SymorvaRuntime
-import SymorvaTesting
+import SymorvaMatrix
 import SymorvaTransport
 import Testing
 

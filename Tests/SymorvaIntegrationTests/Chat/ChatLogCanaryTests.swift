@@ -1,9 +1,8 @@
 import Foundation
 import SymorvaKit
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
-import SymorvaTesting
-import SymorvaTransport
 import Testing
 
 /// Message bodies, room names and topics, display names and reaction keys are user content:

@@ -1,9 +1,7 @@
 import Foundation
 import SymorvaKit
-import SymorvaMachines
 import SymorvaREPL
 import SymorvaRuntime
-import SymorvaTesting
 import SymorvaTransport
 import Synchronization
 import Testing

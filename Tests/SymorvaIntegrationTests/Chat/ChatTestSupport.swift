@@ -1,10 +1,11 @@
 import Foundation
+import SymorvaChat
+import SymorvaChatStore
+import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
-import SymorvaStore
-import SymorvaTesting
-import SymorvaTransport
 import Synchronization
 
 /// One registered account with a AccountChat on its own temporary database.

@@ -1,6 +1,9 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaKit
+import SymorvaMatrix
 import SymorvaRuntime
+import SymorvaServices
 import SymorvaTransport
 import Testing
 

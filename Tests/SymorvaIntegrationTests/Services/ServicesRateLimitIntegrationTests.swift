@@ -1,6 +1,7 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaKit
-import SymorvaRuntime
+import SymorvaServices
 import SymorvaTransport
 import Synchronization
 import Testing

@@ -1,13 +1,15 @@
 import Foundation
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
 import SymorvaTesting
-import SymorvaTransport
 import Synchronization
 import Testing
 
+@testable import SymorvaChat
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaMatrix
+@testable import SymorvaStore
 
 /// A stand-in feature module: one host per account that loads `whoami` through the account's
 /// requester.

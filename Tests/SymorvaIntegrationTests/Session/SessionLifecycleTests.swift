@@ -2,10 +2,11 @@ import Foundation
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import SymorvaTransport
 import Testing
 
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaMatrix
 
 @Suite(
     "Session against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"),

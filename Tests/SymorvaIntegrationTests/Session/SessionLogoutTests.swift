@@ -2,10 +2,12 @@ import Foundation
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import SymorvaTransport
 import Testing
 
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaMatrix
+@testable import SymorvaTransport
 
 /// Soft and hard logout caused by the real server.
 ///

@@ -2,11 +2,11 @@ import Foundation
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import SymorvaTransport
 import Synchronization
 import Testing
 
 @testable import SymorvaKit
+@testable import SymorvaMatrix
 
 /// Token refresh against Synapse with a short `refreshable_access_token_lifetime`.
 ///

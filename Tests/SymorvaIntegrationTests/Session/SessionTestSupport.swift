@@ -1,13 +1,15 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
 import SymorvaTesting
-import SymorvaTransport
 import Synchronization
 import Testing
 
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaMatrix
+@testable import SymorvaTransport
 
 /// A fresh data folder under the system's temporary folder, deleted when the test is done.
 final class TemporaryDataDirectory: Sendable {

@@ -4,6 +4,7 @@ import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
 import SymorvaTransport
+import SymorvaWallet
 import Testing
 
 /// The wallet SDK against the real Synapse and the reference community server.

@@ -1,9 +1,9 @@
 import Foundation
+import SymorvaChatStore
 import SymorvaKit
 import SymorvaMachines
-import SymorvaRuntime
 import SymorvaStore
-import SymorvaTesting
+import SymorvaWallet
 import Testing
 
 /// A real process death between the confirm request and its answer. Part of the serialized

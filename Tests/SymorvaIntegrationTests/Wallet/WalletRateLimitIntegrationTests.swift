@@ -2,6 +2,7 @@ import Foundation
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaServices
 import SymorvaTransport
 import Testing
 

@@ -2,8 +2,6 @@ import Foundation
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaTesting
-import SymorvaTransport
 import Testing
 
 /// Restart and secrecy, against the real servers. Part of the serialized wallet suite.

@@ -1,10 +1,11 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaServices
 import SymorvaStore
-import SymorvaTesting
-import SymorvaTransport
+import SymorvaWallet
 import Testing
 
 /// A member of the dev community with a real Matrix account, a services client that signs in

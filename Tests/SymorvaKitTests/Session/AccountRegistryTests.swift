@@ -1,10 +1,10 @@
 import Foundation
 import SymorvaMachines
-import SymorvaRuntime
-import SymorvaStore
 import Testing
 
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaStore
 
 @Suite("Account registry and account databases")
 struct AccountRegistryTests {

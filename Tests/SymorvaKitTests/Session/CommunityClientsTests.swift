@@ -1,19 +1,21 @@
 import Foundation
 import Observation
+import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
 import SymorvaTesting
-import SymorvaTransport
 import Synchronization
 import Testing
 
+@testable import SymorvaChat
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaWallet
 
 /// Answers the homeserver's OpenID request itself and everything else from a wallet script, so
 /// that the wallet can prepare a draft with no server at all.
 struct OpenIDAnsweringTransport: HTTPTransport {
-    let services: FakeHTTPTransport
+    let services: ScriptedHTTPTransport
 
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         if request.url.path.hasSuffix("/openid/request_token") {
@@ -115,7 +117,8 @@ struct CommunityClientsTests {
     @Test("When the session state says signed in, community.chat and community.wallet already act for the account")
     func clientsFollowBeforeSignedIn() async throws {
         try await storeAccounts()
-        let community = community(wallet: true, transport: OpenIDAnsweringTransport(services: FakeHTTPTransport()))
+        let community = community(
+            wallet: true, transport: OpenIDAnsweringTransport(services: ScriptedHTTPTransport.communityServices()))
         let chat = community.chat
         let wallet = try #require(community.wallet)
         // Who the clients act for at the moment each signed-in state is published: what an app
@@ -287,7 +290,7 @@ struct CommunityClientsTests {
         await #expect(throws: TransferError.notSignedIn) {
             try await wallet.prepareTransfer(
                 to: MemberID("@bob:example.org"), asset: Asset(code: "ORB", precision: 2),
-                amount: WalletFixtures.amount("1.00"))
+                amount: try Amount("1.00", precision: 2))
         }
         await #expect(throws: TransferError.notSignedIn) { try await wallet.refreshBalances() }
         await #expect(throws: TransferError.notSignedIn) { try await wallet.history() }
@@ -300,7 +303,7 @@ struct CommunityClientsTests {
 
     @Test("A draft prepared for alice never confirms once bob is active; the wallet follows bob")
     func walletSwitch() async throws {
-        let services = FakeHTTPTransport()
+        let services = ScriptedHTTPTransport.communityServices()
         services.on("POST", "/_symorva/v1/wallet/transfers/prepare") { _ in .json(200, Self.draftJSON) }
         let community = try await signedInCommunity(
             wallet: true, transport: OpenIDAnsweringTransport(services: services))
@@ -313,7 +316,7 @@ struct CommunityClientsTests {
 
         let draft = try await wallet.prepareTransfer(
             to: MemberID(SessionSamples.bob.rawValue), asset: Asset(code: "ORB", precision: 2),
-            amount: WalletFixtures.amount("25.00"))
+            amount: try Amount("25.00", precision: 2))
         #expect(draft.canConfirm)
 
         try await switchToBob(community)
@@ -334,7 +337,7 @@ struct CommunityClientsTests {
          "fee": "0.50", "total": "25.50", "created_at_ms": 1700000000000, "expires_at_ms": 1700000120000,
          "expires_in_ms": 120000, "verification_methods": ["pin"],
          "sealing_key": {"algorithm": "x25519-xsalsa20poly1305-sealedbox", "key_id": "k1",
-                         "public_key": "\(Data(WalletFixtures.serverKey).base64EncodedString())"},
+                         "public_key": "\(Data([UInt8](repeating: 7, count: 32)).base64EncodedString())"},
          "payload_version": "symorva-wallet-confirm/1"}
         """
 }

@@ -1,13 +1,14 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
 import SymorvaTesting
-import SymorvaTransport
 import Synchronization
 import Testing
 
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaMatrix
 
 /// A homeserver reduced to a mapping from requests to answers: `whoami` answers 200 for the
 /// currently valid access token and `401 M_UNKNOWN_TOKEN` otherwise; `/refresh` issues the next

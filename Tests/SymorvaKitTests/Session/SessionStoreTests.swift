@@ -1,10 +1,12 @@
 import Foundation
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
 import Testing
 
+@testable import SymorvaCrypto
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaStore
 
 /// A data folder of its own per test.
 final class TestDataDirectory: Sendable {
@@ -85,7 +87,7 @@ struct SessionStoreTests {
                 || CASE WHEN substr(access_token, 31, 1) = x'00' THEN x'01' ELSE x'00' END
                 || substr(access_token, 32)
             """)
-        await #expect(throws: AccountStorageError.store(.decryptionFailed)) { try await store.load() }
+        await #expect(throws: AccountStorageError.secrets(.decryptionFailed)) { try await store.load() }
     }
 
     @Test("A sealed token moved to the other column fails to open")
@@ -93,7 +95,7 @@ struct SessionStoreTests {
         let store = try await SessionSamples.storage(data).sessionStore(for: SessionSamples.alice)
         try await store.save(SessionSamples.session(), savedAt: Timestamp(millisecondsSince1970: 5))
         try await store.database.execute("UPDATE session_current SET access_token = refresh_token")
-        await #expect(throws: AccountStorageError.store(.decryptionFailed)) { try await store.load() }
+        await #expect(throws: AccountStorageError.secrets(.decryptionFailed)) { try await store.load() }
     }
 
     @Test("A database copied to another account's folder fails to open there")
@@ -108,7 +110,7 @@ struct SessionStoreTests {
         }
         try await bobStore.save(SessionSamples.session(.bob), savedAt: Timestamp(millisecondsSince1970: 5))
         try await bobStore.database.execute("UPDATE session_current SET access_token = ?", [.blob(row)])
-        await #expect(throws: AccountStorageError.store(.decryptionFailed)) { try await bobStore.load() }
+        await #expect(throws: AccountStorageError.secrets(.decryptionFailed)) { try await bobStore.load() }
     }
 
     @Test("Another key cannot open the tokens")
@@ -118,7 +120,7 @@ struct SessionStoreTests {
             SessionSamples.session(), savedAt: Timestamp(millisecondsSince1970: 5))
         let database = try await storage.database(for: SessionSamples.alice)
         let other = try SessionStore(database: database, key: try SecretBox.generateKey())
-        await #expect(throws: AccountStorageError.store(.decryptionFailed)) { try await other.load() }
+        await #expect(throws: AccountStorageError.secrets(.decryptionFailed)) { try await other.load() }
     }
 
     @Test("Saving another account's session in this store is refused")

@@ -1,11 +1,11 @@
 import Foundation
+import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
-import SymorvaStore
 import SymorvaTesting
-import SymorvaTransport
 import Testing
 
+@testable import SymorvaFeatureKit
 @testable import SymorvaKit
 
 /// A transport that refuses every request: what launch must not need.
@@ -76,7 +76,7 @@ struct SymorvaCommunityTests {
         await community.launch()
         #expect(
             community.session.state.value
-                == .unavailable(AccountID(SessionSamples.alice), .store(reason: "store(decryptionFailed)")))
+                == .unavailable(AccountID(SessionSamples.alice), .store(reason: "secrets(decryptionFailed)")))
         try await community.session.signOut()
         #expect(community.session.state.value == .signedOut)
         #expect(community.session.accounts.value.isEmpty)

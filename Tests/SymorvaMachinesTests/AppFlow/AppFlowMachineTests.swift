@@ -1,5 +1,4 @@
 import SymorvaMachines
-import SymorvaRuntime
 import SymorvaTesting
 import Testing
 

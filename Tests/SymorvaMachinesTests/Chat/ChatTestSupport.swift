@@ -1,4 +1,3 @@
-import SymorvaMachines
 import SymorvaRuntime
 import Testing
 

@@ -1,5 +1,4 @@
 import SymorvaMachines
-import SymorvaRuntime
 import Testing
 
 /// Shorthands shared by the send-queue tests.

@@ -1,5 +1,4 @@
 import SymorvaMachines
-import SymorvaRuntime
 import Testing
 
 @Suite("Session machine: registration with user-interactive authentication")

@@ -1,0 +1,396 @@
+import Foundation
+import SymorvaChatStore
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import Synchronization
+
+/// How an ``AccountChat`` syncs, retries and pages. The defaults suit apps; tests shorten the
+/// delays so that a retry after an outage does not take minutes.
+public struct ChatOptions: Sendable, Hashable {
+    /// How long the server may hold a live `/sync` open.
+    public var longPollTimeout: Duration
+    /// Delays between failed `/sync` requests.
+    public var syncBackoff: RetryBackoff
+    /// Delays between failed sends of a room's queue.
+    public var sendBackoff: RetryBackoff
+    /// Events per room in each `/sync` (the filter's timeline limit); more make a `limited`
+    /// timeline, which leaves a gap that back-pagination fills.
+    public var syncTimelineLimit: Int
+    /// Events the first load of an observed timeline asks for.
+    public var initialPageSize: Int
+
+    /// Options.
+    public init(
+        longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
+        sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20
+    ) {
+        self.longPollTimeout = longPollTimeout
+        self.syncBackoff = syncBackoff
+        self.sendBackoff = sendBackoff
+        self.syncTimelineLimit = max(1, syncTimelineLimit)
+        self.initialPageSize = max(1, initialPageSize)
+    }
+}
+
+/// One account's chat: the conversation list, conversations, and room operations, bound to
+/// that account for its whole life.
+///
+/// Apps use ``ChatClient`` (`community.chat`), which follows whichever account is active and
+/// delegates here. An `AccountChat` is what each signed-in account's chat module builds; tools
+/// and tests that manage one account themselves may build one directly.
+///
+/// Views observe, the client owns: ``conversations`` and ``syncState`` are observable values
+/// read from the account's store, so the list is there before any network on a cold start;
+/// ``conversation(id:)`` hands out one ``Conversation`` per room, whose timeline does work only
+/// while it is observed. Everything belongs to the account's ``AccountScope``: when it ends,
+/// every request is cancelled, late results are dropped, and the client and its conversations
+/// answer ``ChatError/accountEnded``.
+///
+/// ```swift
+/// let chat = AccountChat(requester: account.requester, database: account.database, scope: account.scope)
+/// try await chat.start()
+/// let conversation = try await chat.conversation(id: roomID)
+/// let receipt = try await conversation.send(.text("Governance call starts at 18:00."))
+/// ```
+public final class AccountChat: Sendable {
+    /// The signed-in account.
+    public let userID: UserID
+    /// The conversation list, from the store, updated after every committed sync.
+    public var conversations: ObservableValue<ConversationList> { listPublisher.observable }
+    /// The sync loop's state: stopped, initial sync, catching up, live, backing off,
+    /// awaiting a token, failed.
+    public var syncState: ObservableValue<SyncMachine.State> { syncHost.states }
+
+    let requester: any MatrixRequester
+    let store: ChatStore
+    let scope: AccountScope
+    let clock: any RuntimeClock
+    let tracer: Tracer
+    let options: ChatOptions
+    let logger = Logger(category: "chat")
+    let syncHost: MachineHost<SyncMachine>
+    let receipts = SendReceiptRegistry()
+    let loads = RequestCoalescer<String, TimelinePage, TimelineError>()
+
+    private let syncInterpreter: SyncInterpreter
+    private let listPublisher: ObservableValue<ConversationList>.Publisher
+    private let listState = Mutex(ListState())
+    private let handles = Mutex<[RoomID: Conversation]>([:])
+    private let handleCoalescer = RequestCoalescer<RoomID, Conversation, ChatError>()
+    private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let stopActions = Mutex<[@Sendable () -> Void]>([])
+
+    private struct ListState {
+        var summaries: [ConversationSummary] = []
+        var overrides: [RoomID: [ConversationFlag: Bool]] = [:]
+        var nextTicket: UInt64 = 0
+        var publishedTicket: UInt64 = 0
+    }
+
+    /// Creates the client. Nothing runs until ``start()``.
+    ///
+    /// - Parameters:
+    ///   - requester: sends requests as the account (attaches and refreshes its token).
+    ///   - database: the account's database, opened with ``ChatSchema/migrations``.
+    ///   - scope: the account's scope; ending it stops all chat work.
+    public init(
+        requester: any MatrixRequester, database: SQLiteDatabase, scope: AccountScope,
+        clock: any RuntimeClock = SystemClock(), tracer: Tracer = .shared, options: ChatOptions = ChatOptions()
+    ) {
+        self.userID = requester.userID
+        self.listPublisher = .init(ConversationList(status: .loading, userID: requester.userID))
+        self.requester = requester
+        self.store = ChatStore(database: database)
+        self.scope = scope
+        self.clock = clock
+        self.tracer = tracer
+        self.options = options
+        let interpreter = SyncInterpreter(
+            requester: requester, store: store, timelineLimit: options.syncTimelineLimit,
+            longPollTimeout: options.longPollTimeout, logger: logger)
+        self.syncInterpreter = interpreter
+        self.syncHost = MachineHost(
+            machine: SyncMachine(longPollTimeout: options.longPollTimeout, backoff: options.syncBackoff),
+            initial: .stopped, interpreter: interpreter, instance: requester.userID.rawValue, scope: scope,
+            clock: clock, tracer: tracer)
+        interpreter.setDelegate(SyncDelegateBox(client: self))
+    }
+
+    // MARK: Lifecycle
+
+    /// Shows what the store holds, resumes the send queues persisted by an earlier run, and
+    /// starts syncing from the stored since-token.
+    ///
+    /// - Throws: `.store` when the database cannot be read.
+    public func start() async throws(ChatError) {
+        try await reloadList()
+        let queued: [QueuedMessage]
+        do { queued = try await store.queuedMessages() } catch { throw .store(error) }
+        for roomID in Set(queued.map(\.roomID)) {
+            _ = try await conversation(loading: RoomID(roomID))
+        }
+        let since: String?
+        do { since = try await store.sinceToken() } catch { throw .store(error) }
+        await syncHost.send(
+            .started(
+                SyncStart(since: since.map(SyncToken.init(rawValue:)), jitterSeed: UInt64.random(in: 0...UInt64.max))))
+    }
+
+    /// Stops syncing, sending and every timeline. The store keeps what it has, queued messages
+    /// included; a later ``start()`` (or a new client on the same database) resumes them.
+    public func stop() async {
+        let actions = stopActions.withLock { actions in
+            defer { actions.removeAll() }
+            return actions
+        }
+        for action in actions { action() }
+        await syncHost.send(.stopped)
+        await syncHost.stop()
+        let all = handles.withLock { handles in
+            defer { handles.removeAll() }
+            return Array(handles.values)
+        }
+        for conversation in all { await conversation.shutDown() }
+    }
+
+    /// Re-reads the list from the store and makes the sync loop catch up now (after a retry
+    /// delay or a long poll).
+    public func refresh() async {
+        try? await reloadList()
+        await syncHost.send(.networkChanged)
+    }
+
+    /// Tells the sync loop and the send queues that connectivity changed: waiting retries run now.
+    public func networkChanged() async {
+        await syncHost.send(.networkChanged)
+        for conversation in handles.withLock({ Array($0.values) }) {
+            await conversation.sendQueue.send(.networkChanged)
+        }
+    }
+
+    /// Sets what to call when the homeserver rejects the access token even after the
+    /// requester's refresh: a session problem (sign in again). Call ``tokenRefreshed()`` once the
+    /// session has a working token.
+    public func onTokenRejected(_ handler: @escaping @Sendable () -> Void) {
+        tokenHandler.withLock { $0 = handler }
+    }
+
+    /// Runs `action` when the client stops (ending what was set up for it, such as following
+    /// the session's tokens).
+    package func onStop(_ action: @escaping @Sendable () -> Void) {
+        stopActions.withLock { $0.append(action) }
+    }
+
+    /// Resumes the sync loop and the send queues that wait for a new access token.
+    public func tokenRefreshed() async {
+        await syncHost.send(.tokenRefreshed)
+        for conversation in handles.withLock({ Array($0.values) }) {
+            await conversation.sendQueue.send(.tokenRefreshed)
+        }
+    }
+
+    // MARK: Conversations
+
+    /// The conversation with `id`: one instance per room and client.
+    ///
+    /// - Throws: `.accountEnded` once the account's scope has ended; `.unknownConversation` when the room is not in this account's store (not
+    ///   joined or invited, or not synced yet).
+    public func conversation(id: RoomID) async throws(ChatError) -> Conversation {
+        try ensureCurrent()
+        if let existing = handles.withLock({ $0[id] }) { return existing }
+        let known: Bool
+        do {
+            known = try await store.database.run { db throws(StoreError) in
+                try db.queryOne("SELECT 1 FROM rooms WHERE room_id = ?", [.text(id.rawValue)]) { _ in true } ?? false
+            }
+        } catch {
+            throw .store(.store(error))
+        }
+        guard known else { throw .unknownConversation(id) }
+        return try await conversation(loading: id)
+    }
+
+    /// The conversation for `id`, created (its send queue restored from the store) once.
+    func conversation(loading id: RoomID) async throws(ChatError) -> Conversation {
+        if let existing = handles.withLock({ $0[id] }) { return existing }
+        return try await handleCoalescer.value(for: id) { () async throws(ChatError) -> Conversation in
+            if let existing = self.handles.withLock({ $0[id] }) { return existing }
+            let conversation = Conversation(roomID: id, client: self)
+            try await conversation.restoreQueue()
+            self.handles.withLock { $0[id] = conversation }
+            return conversation
+        }
+    }
+
+    /// Whether the account's scope has ended (switched away from, signed out): the client and
+    /// its conversations then refuse to act.
+    public var isEnded: Bool { scope.isEnded }
+
+    /// Throws `.accountEnded` once the account's scope has ended.
+    func ensureCurrent() throws(ChatError) {
+        if scope.isEnded { throw .accountEnded }
+    }
+
+    // MARK: Sync routing
+
+    func syncCommitted(_ changes: SyncChanges) async {
+        try? await reloadList()
+        for room in changes.rooms {
+            guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }
+            await conversation.apply(room)
+        }
+    }
+
+    func syncTokenRejected() {
+        logger.warning("access token rejected during sync; waiting for the session")
+        tokenHandler.withLock { $0 }?()
+    }
+
+    /// Called by send queues that hit `M_UNKNOWN_TOKEN`.
+    func sendQueueTokenRejected() {
+        logger.warning("access token rejected while sending; waiting for the session")
+        tokenHandler.withLock { $0 }?()
+    }
+
+    // MARK: List
+
+    /// Reads the list from the store and publishes it, unless a later read already did.
+    func reloadList() async throws(ChatError) {
+        let ticket = listState.withLock { state -> UInt64 in
+            state.nextTicket += 1
+            return state.nextTicket
+        }
+        let summaries: [ConversationSummary]
+        do { summaries = try await store.loadConversationList() } catch { throw .store(error) }
+        let list = listState.withLock { state -> ConversationList? in
+            guard ticket > state.publishedTicket else { return nil }
+            state.publishedTicket = ticket
+            state.summaries = summaries
+            return ConversationList.build(summaries, ownUserID: userID, overrides: state.overrides)
+        }
+        if let list { listPublisher.publish(list) }
+    }
+
+    /// Lays an optimistic flag over the list (`nil` removes it) and publishes at once.
+    func setOverride(_ flag: ConversationFlag, _ value: Bool?, roomID: RoomID) {
+        let list = listState.withLock { state -> ConversationList in
+            state.overrides[roomID, default: [:]][flag] = value
+            if state.overrides[roomID]?.isEmpty == true { state.overrides[roomID] = nil }
+            return ConversationList.build(state.summaries, ownUserID: userID, overrides: state.overrides)
+        }
+        listPublisher.publish(list)
+    }
+}
+
+/// Holds the client weakly for the sync interpreter, which the client owns.
+private final class SyncDelegateBox: SyncInterpreterDelegate {
+    weak let client: AccountChat?
+
+    init(client: AccountChat) { self.client = client }
+
+    func syncCommitted(_ changes: SyncChanges) async { await client?.syncCommitted(changes) }
+    func syncTokenRejected() { client?.syncTokenRejected() }
+}
+
+// Small concurrency tools of the chat product layer.
+
+/// Runs `body` again and again while requests keep coming, never twice at once: bursts of
+/// requests (sync batches, queue changes) collapse into one run after the current one.
+final class SerialRunner: Sendable {
+    private struct State {
+        var isRunning = false
+        var isDirty = false
+    }
+
+    private let state = Mutex(State())
+    private let body: @Sendable () async -> Void
+
+    init(_ body: @escaping @Sendable () async -> Void) { self.body = body }
+
+    /// Asks for a run; returns at once.
+    func request() {
+        let mustStart = state.withLock { state -> Bool in
+            if state.isRunning {
+                state.isDirty = true
+                return false
+            }
+            state.isRunning = true
+            return true
+        }
+        if mustStart { Task { await self.loop() } }
+    }
+
+    private func loop() async {
+        while true {
+            state.withLock { $0.isDirty = false }
+            await body()
+            let again = state.withLock { state -> Bool in
+                if state.isDirty { return true }
+                state.isRunning = false
+                return false
+            }
+            if !again { return }
+        }
+    }
+}
+
+/// A lock that suspends instead of blocking: keeps one caller's multi-step work (persisting the
+/// parts of a split message, then queueing them) from interleaving with another's.
+actor AsyncLock {
+    private var isLocked = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func lock() async {
+        guard isLocked else {
+            isLocked = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func unlock() {
+        if waiters.isEmpty {
+            isLocked = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+
+    /// Runs `body` holding the lock.
+    nonisolated func withLock<T: Sendable, Failure: Error>(
+        _ body: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        await lock()
+        do {
+            let value = try await body()
+            await unlock()
+            return value
+        } catch {
+            await unlock()
+            throw error
+        }
+    }
+}
+
+extension ObservableValue {
+    /// The first value, current or later, that satisfies `predicate`; `nil` when the task is
+    /// cancelled first. Counts as an observer while it waits.
+    func first(where predicate: @escaping @Sendable (Value) -> Bool) async -> Value? {
+        for await value in values where predicate(value) { return value }
+        return nil
+    }
+}
+
+/// Milliseconds since 1970 now: the store's `created_at`.
+func currentUnixMilliseconds() -> Int64 {
+    Int64((Date().timeIntervalSince1970 * 1000).rounded())
+}
+
+/// A fresh transaction ID: unique per device and never reused for another event.
+func makeTransactionID() -> TransactionID {
+    TransactionID(
+        "sk" + String(currentUnixMilliseconds(), radix: 36) + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    )
+}

@@ -1,0 +1,287 @@
+import Foundation
+import SymorvaChatStore
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+
+// Room operations. None is optimistic: membership and permissions wait for the server.
+
+extension AccountChat {
+    /// Creates a room and returns its ID once the server has it and (while syncing) the list
+    /// shows it.
+    ///
+    /// - Parameters:
+    ///   - isDirect: a one-to-one chat (`trusted_private_chat`, `is_direct`).
+    ///   - isEncrypted: turn on `m.room.encryption` (messages need the E2EE work to be sent).
+    public func createRoom(
+        name: String? = nil, topic: String? = nil, invitees: [UserID] = [], isDirect: Bool = false,
+        isEncrypted: Bool = false
+    ) async throws(ChatError) -> RoomID {
+        let response = try await perform(
+            ChatAPI.createRoom(
+                name: name, topic: topic, invitees: invitees, isDirect: isDirect, isEncrypted: isEncrypted))
+        guard let roomID = RawJSON.string("room_id", in: response.body) else { throw .unexpectedResponse }
+        await waitUntilListed(RoomID(roomID), as: .joined)
+        return RoomID(roomID)
+    }
+
+    /// Joins a room by ID or alias (`#room:server`) and returns its ID once the list shows it
+    /// (while syncing).
+    public func join(roomIDOrAlias: String) async throws(ChatError) -> RoomID {
+        guard roomIDOrAlias.hasPrefix("!") || roomIDOrAlias.hasPrefix("#") else {
+            throw .invalidArgument(name: "roomIDOrAlias")
+        }
+        let response = try await perform(ChatAPI.join(roomIDOrAlias))
+        guard let roomID = RawJSON.string("room_id", in: response.body) else { throw .unexpectedResponse }
+        await waitUntilListed(RoomID(roomID), as: .joined)
+        return RoomID(roomID)
+    }
+
+    /// Leaves a room (or declines an invite). Waits for the server.
+    public func leave(_ roomID: RoomID) async throws(ChatError) {
+        _ = try await perform(ChatAPI.leave(roomID: roomID))
+    }
+
+    /// Invites `userID`, after checking the member's power level for `invite`.
+    public func invite(_ userID: UserID, to roomID: RoomID) async throws(ChatError) {
+        try await checkPower(.invite, roomID: roomID, target: nil)
+        _ = try await perform(ChatAPI.membership(.invite, roomID: roomID, userID: userID, reason: nil))
+    }
+
+    /// Removes `userID` from the room, after checking power levels (the member needs `kick`
+    /// and a higher level than the target). Waits for the server.
+    public func kick(_ userID: UserID, from roomID: RoomID, reason: String? = nil) async throws(ChatError) {
+        try await checkPower(.kick, roomID: roomID, target: userID)
+        _ = try await perform(ChatAPI.membership(.kick, roomID: roomID, userID: userID, reason: reason))
+    }
+
+    /// Bans `userID` from the room, after checking power levels (the member needs `ban` and a
+    /// higher level than the target). Waits for the server.
+    public func ban(_ userID: UserID, from roomID: RoomID, reason: String? = nil) async throws(ChatError) {
+        try await checkPower(.ban, roomID: roomID, target: userID)
+        _ = try await perform(ChatAPI.membership(.ban, roomID: roomID, userID: userID, reason: reason))
+    }
+
+    // MARK: Helpers
+
+    func perform(_ endpoint: MatrixEndpoint) async throws(ChatError) -> HTTPResponse {
+        try ensureCurrent()
+        do {
+            return try await requester.send(endpoint)
+        } catch {
+            if RequestFailure.isTokenProblem(error) { sendQueueTokenRejected() }
+            throw ChatError(error)
+        }
+    }
+
+    /// Waits until the list shows `roomID` with `membership`; returns at once when the sync loop
+    /// is not running (the room appears with its next sync). Cancellable.
+    func waitUntilListed(_ roomID: RoomID, as membership: ConversationMembership) async {
+        let sync = syncState
+        @Sendable func syncIsRunning() -> Bool {
+            switch sync.value {
+            case .stopped, .failed: false
+            default: true
+            }
+        }
+        guard syncIsRunning() else { return }
+        _ = await conversations.first { list in list[roomID]?.membership == membership || !syncIsRunning() }
+    }
+
+    /// Throws `.insufficientPowerLevel` when the member may not perform `action` (on `target`),
+    /// by the room's `m.room.power_levels` (stored, else fetched).
+    func checkPower(_ action: ChatAPI.MembershipAction, roomID: RoomID, target: UserID?) async throws(ChatError) {
+        var content = (try? await store.stateContent(roomID: roomID, type: "m.room.power_levels")) ?? nil
+        if content == nil {
+            content = try await perform(ChatAPI.state(roomID: roomID, type: "m.room.power_levels")).body
+        }
+        guard let content, let levels = PowerLevels.read(content) else { return }
+        let own = levels.level(of: userID.rawValue)
+        let required: Int
+        switch action {
+        case .invite: required = levels.invite ?? 0
+        case .kick: required = levels.kick ?? 50
+        case .ban: required = levels.ban ?? 50
+        }
+        guard own >= required else { throw .insufficientPowerLevel(required: required, actual: own) }
+        if let target, target != userID {
+            let theirs = levels.level(of: target.rawValue)
+            guard own > theirs else { throw .insufficientPowerLevel(required: theirs + 1, actual: own) }
+        }
+    }
+}
+
+/// The parts of `m.room.power_levels` that membership actions need.
+struct PowerLevels: Decodable {
+    var users: [String: Int]?
+    var usersDefault: Int?
+    var invite: Int?
+    var kick: Int?
+    var ban: Int?
+    var redact: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case users, invite, kick, ban, redact
+        case usersDefault = "users_default"
+    }
+
+    func level(of userID: String) -> Int { users?[userID] ?? usersDefault ?? 0 }
+
+    static func read(_ bytes: [UInt8]) -> PowerLevels? {
+        try? JSONDecoder().decode(PowerLevels.self, from: Data(bytes))
+    }
+}
+
+// What a member does to a conversation besides sending: reactions and personal flags apply at
+// once and roll back visibly if the server refuses; redactions and read receipts wait for the
+// server.
+
+extension Conversation {
+    /// Reacts to `eventID` with `key`. Shown at once; removed again if the server refuses. Does
+    /// nothing when our reaction with `key` is there already, synced or not.
+    ///
+    /// - Throws: the server's refusal (after the rollback).
+    public func react(to eventID: EventID, key: String) async throws(ChatError) {
+        try client.ensureCurrent()
+        guard !key.isEmpty else { throw .invalidArgument(name: "key") }
+        try await reactionLock.withLock { () async throws(ChatError) in
+            if try await ownReaction(to: eventID, key: key) != nil { return }
+            let change = PendingReaction(target: eventID, key: key, isAdded: true)
+            let previous = applyPending(change)
+            var relation = JSONObjectWriter()
+            relation.string("rel_type", "m.annotation")
+            relation.string("event_id", eventID.rawValue)
+            relation.string("key", key)
+            var content = JSONObjectWriter()
+            content.raw("m.relates_to", relation.text)
+            let message = MessageContent(eventType: "m.reaction", json: content.text)
+            let response: HTTPResponse
+            do throws(MatrixRequestError) {
+                response = try await client.requester.send(
+                    ChatAPI.send(roomID: id, transactionID: makeTransactionID(), content: message))
+            } catch {
+                rollBackPending(change, to: previous)
+                throw ChatError(error)
+            }
+            // The pending reaction stays until sync stores the real one (no flicker); its event
+            // is what an unreact before then redacts.
+            if let reaction = RawJSON.string("event_id", in: response.body) {
+                acceptPending(change, as: EventID(reaction))
+            }
+        }
+    }
+
+    /// Removes our reaction with `key` from `eventID` — also one that sync has not brought yet.
+    /// Hidden at once; shown again if the server refuses.
+    public func unreact(to eventID: EventID, key: String) async throws(ChatError) {
+        try client.ensureCurrent()
+        try await reactionLock.withLock { () async throws(ChatError) in
+            guard let reaction = try await ownReaction(to: eventID, key: key) else { return }
+            let change = PendingReaction(target: eventID, key: key, isAdded: false, reactionEventID: reaction)
+            let previous = applyPending(change)
+            do throws(MatrixRequestError) {
+                _ = try await client.requester.send(
+                    ChatAPI.redact(roomID: id, eventID: reaction, transactionID: makeTransactionID()))
+            } catch {
+                rollBackPending(change, to: previous)
+                throw ChatError(error)
+            }
+        }
+    }
+
+    /// Our reaction with `key` to `eventID` as it stands now: a pending change decides first (an
+    /// addition the server accepted that sync has not stored yet, or a removal on its way), then
+    /// the store.
+    private func ownReaction(to eventID: EventID, key: String) async throws(ChatError) -> EventID? {
+        if let pending = pendingReaction(for: eventID, key: key) {
+            return pending.isAdded ? pending.reactionEventID : nil
+        }
+        do {
+            return try await client.store.reactionEventID(
+                roomID: id, target: eventID, key: key, sender: client.userID.rawValue)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Redacts an event. Destructive: waits for the server; the timeline shows the redaction
+    /// when sync brings it.
+    public func redact(_ eventID: EventID) async throws(ChatError) {
+        try client.ensureCurrent()
+        do {
+            _ = try await client.requester.send(
+                ChatAPI.redact(roomID: id, eventID: eventID, transactionID: makeTransactionID()))
+        } catch {
+            throw ChatError(error)
+        }
+    }
+
+    /// Sends a read receipt (`m.read`) for `eventID`, or for the newest loaded event.
+    public func markRead(upTo eventID: EventID? = nil) async throws(ChatError) {
+        try client.ensureCurrent()
+        var target = eventID
+        if target == nil { target = timeline.value.last(where: { $0.eventID != nil })?.eventID }
+        guard let target else { return }
+        do {
+            _ = try await client.requester.send(ChatAPI.readReceipt(roomID: id, eventID: target))
+        } catch {
+            throw ChatError(error)
+        }
+    }
+
+    /// Sets a personal flag (favourite, low priority, pinned, muted). Applies at once; rolls
+    /// back on failure.
+    public func setFlag(_ flag: ConversationFlag, _ value: Bool) async throws(ChatError) {
+        try await client.setFlag(flag, value, roomID: id)
+    }
+
+    /// Tags the conversation as a favourite, or not. Applies at once; rolls back on failure.
+    public func setFavourite(_ isFavourite: Bool) async throws(ChatError) {
+        try await client.setFlag(.favourite, isFavourite, roomID: id)
+    }
+
+    /// Tags the conversation as low priority, or not. Applies at once; rolls back on failure.
+    public func setLowPriority(_ isLowPriority: Bool) async throws(ChatError) {
+        try await client.setFlag(.lowPriority, isLowPriority, roomID: id)
+    }
+
+    /// Pins the conversation to the top of the list, or not. Applies at once; rolls back on failure.
+    public func setPinned(_ isPinned: Bool) async throws(ChatError) {
+        try await client.setFlag(.pinned, isPinned, roomID: id)
+    }
+
+    /// Mutes notifications from the conversation, or not. Applies at once; rolls back on failure.
+    public func setMuted(_ isMuted: Bool) async throws(ChatError) {
+        try await client.setFlag(.muted, isMuted, roomID: id)
+    }
+}
+
+extension AccountChat {
+    /// Sets a personal flag of a conversation: the list shows it at once; if the server
+    /// refuses, the list shows the old value again and the error is thrown.
+    public func setFlag(_ flag: ConversationFlag, _ value: Bool, roomID: RoomID) async throws(ChatError) {
+        try ensureCurrent()
+        setOverride(flag, value, roomID: roomID)
+        let endpoint: MatrixEndpoint
+        if let tag = flag.tag {
+            endpoint = ChatAPI.tag(tag, set: value, roomID: roomID, userID: userID)
+        } else {
+            endpoint = ChatAPI.muteRule(roomID: roomID, muted: value)
+        }
+        do {
+            _ = try await requester.send(endpoint)
+        } catch {
+            // Deleting what is not there is what we wanted anyway.
+            if !value, case .matrix(let matrix) = error, matrix.code == .notFound {
+            } else {
+                setOverride(flag, nil, roomID: roomID)
+                logger.info("personal flag rolled back: \(error)")
+                throw ChatError(error)
+            }
+        }
+        // Mirror the confirmed value until sync brings the same, then drop the overlay.
+        try? await store.setFlag(flag, value, roomID: roomID)
+        try? await reloadList()
+        setOverride(flag, nil, roomID: roomID)
+    }
+}

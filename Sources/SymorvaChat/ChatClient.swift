@@ -1,0 +1,210 @@
+import SymorvaFeatureKit
+import SymorvaMachines
+import SymorvaRuntime
+import Synchronization
+
+/// The community's chat: `community.chat`, one instance for the community's whole life.
+///
+/// It always shows the **active** account: ``conversations`` and ``syncState`` switch to the
+/// new account's values when the member switches accounts, and show
+/// ``ConversationList/signedOut`` and `.stopped` while nobody is signed in. Operations act for
+/// the account that is active when they are called and throw ``ChatError/notSignedIn`` when
+/// there is none. Everything else belongs to one account for good: a ``Conversation`` obtained
+/// while alice was active keeps acting for alice, and once alice is switched away from or signed
+/// out its operations throw ``ChatError/accountEnded``; a result that arrives after the switch
+/// is thrown away the same way rather than handed out as the new account's.
+///
+/// Views observe, the client owns; work follows observers: the active account's list and sync
+/// state are subscribed to only while someone observes this client's values.
+///
+/// ```swift
+/// let stop = community.chat.conversations.subscribe { list in render(list.items) }
+/// await community.chat.conversations.refresh()
+/// let conversation = try await community.chat.conversation(id: roomID)   // .notSignedIn when signed out
+/// let receipt = try await conversation.send(.text("Governance call starts at 18:00."))
+/// ```
+public final class ChatClient: Sendable {
+    private let active = Mutex<AccountChat?>(nil)
+    private let list = ActiveAccountValue<ConversationList>(placeholder: .signedOut)
+    private let sync = ActiveAccountValue<SyncMachine.State>(placeholder: .stopped)
+
+    /// A client that shows nobody until the community tells it which account is active.
+    package init() {}
+
+    /// A client that always acts for `chat`: for tools and tests that manage one account's
+    /// ``AccountChat`` themselves. Apps use `community.chat`.
+    public convenience init(following chat: AccountChat) {
+        self.init()
+        follow(chat)
+    }
+
+    /// Makes `chat` (the new active account's, or `nil` when nobody is signed in) the one this
+    /// client shows and acts for.
+    package func follow(_ chat: AccountChat?) {
+        active.withLock { $0 = chat }
+        list.follow(chat?.conversations)
+        sync.follow(chat?.syncState)
+    }
+
+    /// The active account's chat, if any.
+    var current: AccountChat? { active.withLock { $0 } }
+
+    /// The active account's conversation list, from its store, updated after every committed
+    /// sync; ``ConversationList/signedOut`` while nobody is signed in. Views read
+    /// `conversations.items` (Observation-tracked) or subscribe; `conversations.refresh()` asks
+    /// for fresh data.
+    public var conversations: ConversationListModel { ConversationListModel(client: self) }
+
+    /// The observable behind ``conversations``.
+    var conversationList: ObservableValue<ConversationList> { list.observable }
+
+    /// The active account's sync loop: initial sync, catching up, live, backing off, awaiting a
+    /// token, failed; `.stopped` while nobody is signed in.
+    public var syncState: ObservableValue<SyncMachine.State> { sync.observable }
+
+    /// The active account, or `nil` while nobody is signed in.
+    public var userID: UserID? { current?.userID }
+
+    /// Re-reads the active account's list from its store and makes its sync loop catch up now.
+    /// Does nothing while nobody is signed in.
+    public func refresh() async {
+        await current?.refresh()
+    }
+
+    /// Tells the active account's sync loop and send queues that connectivity changed.
+    public func networkChanged() async {
+        await current?.networkChanged()
+    }
+
+    /// The conversation with `id` in the active account: one instance per room and account.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; `.unknownConversation` when the room
+    ///   is not in the account's store; `.accountEnded` when the account was switched away from
+    ///   before the conversation was ready.
+    public func conversation(id: RoomID) async throws(ChatError) -> Conversation {
+        try await withActive { chat async throws(ChatError) -> Conversation in try await chat.conversation(id: id) }
+    }
+
+    /// Creates a room as the active account and returns its ID once the server has it and
+    /// (while syncing) the list shows it. See ``AccountChat/createRoom(name:topic:invitees:isDirect:isEncrypted:)``.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; the server's refusal.
+    public func createRoom(
+        name: String? = nil, topic: String? = nil, invitees: [UserID] = [], isDirect: Bool = false,
+        isEncrypted: Bool = false
+    ) async throws(ChatError) -> RoomID {
+        try await withActive { chat async throws(ChatError) -> RoomID in
+            try await chat.createRoom(
+                name: name, topic: topic, invitees: invitees, isDirect: isDirect, isEncrypted: isEncrypted)
+        }
+    }
+
+    /// Joins a room by ID or alias (`#room:server`) as the active account.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; the server's refusal.
+    public func join(roomIDOrAlias: String) async throws(ChatError) -> RoomID {
+        try await withActive { chat async throws(ChatError) -> RoomID in
+            try await chat.join(roomIDOrAlias: roomIDOrAlias)
+        }
+    }
+
+    /// Leaves a room (or declines an invite) as the active account. Waits for the server.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; the server's refusal.
+    public func leave(_ roomID: RoomID) async throws(ChatError) {
+        try await activeChat().leave(roomID)
+    }
+
+    /// Invites `userID` to the room, after checking the active account's power level.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; `.insufficientPowerLevel`; the
+    ///   server's refusal.
+    public func invite(_ userID: UserID, to roomID: RoomID) async throws(ChatError) {
+        try await activeChat().invite(userID, to: roomID)
+    }
+
+    /// Removes `userID` from the room, after checking power levels. Waits for the server.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; `.insufficientPowerLevel`; the
+    ///   server's refusal.
+    public func kick(_ userID: UserID, from roomID: RoomID, reason: String? = nil) async throws(ChatError) {
+        try await activeChat().kick(userID, from: roomID, reason: reason)
+    }
+
+    /// Bans `userID` from the room, after checking power levels. Waits for the server.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; `.insufficientPowerLevel`; the
+    ///   server's refusal.
+    public func ban(_ userID: UserID, from roomID: RoomID, reason: String? = nil) async throws(ChatError) {
+        try await activeChat().ban(userID, from: roomID, reason: reason)
+    }
+
+    /// Sets a personal flag of a conversation of the active account: the list shows it at
+    /// once and shows the old value again if the server refuses.
+    ///
+    /// - Throws: `.notSignedIn` when nobody is signed in; the server's refusal.
+    public func setFlag(_ flag: ConversationFlag, _ value: Bool, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().setFlag(flag, value, roomID: roomID)
+    }
+
+    /// The active account's chat.
+    private func activeChat() throws(ChatError) -> AccountChat {
+        guard let chat = current else { throw .notSignedIn }
+        return chat
+    }
+
+    /// Runs `body` with the active account's chat; a result that comes back after that account
+    /// was switched away from or signed out is not handed out (`.accountEnded`).
+    private func withActive<T: Sendable>(
+        _ body: (AccountChat) async throws(ChatError) -> T
+    ) async throws(ChatError) -> T {
+        let chat = try activeChat()
+        let result = try await body(chat)
+        guard current === chat else { throw .accountEnded }
+        try chat.ensureCurrent()
+        return result
+    }
+}
+
+/// `community.chat.conversations`: the active account's conversation list as views read it,
+/// and the one thing they may ask of it.
+///
+/// ```swift
+/// List(community.chat.conversations.items) { conversation in … }   // re-rendered on change
+///     .task { await community.chat.conversations.refresh() }
+/// ```
+///
+/// Reading ``value``, ``items`` or ``status`` inside Observation tracking (a SwiftUI body) is
+/// told of the next change. The list is owned by the account's chat, never by the view: a view
+/// observes it and asks for a refresh, it never keeps a copy of its own.
+public struct ConversationListModel: Sendable {
+    let client: ChatClient
+
+    /// The list as an ``ObservableValue``, for code written against observable values in general.
+    public var observable: ObservableValue<ConversationList> { client.conversationList }
+
+    /// The current list.
+    public var value: ConversationList { observable.value }
+
+    /// The current list's conversations, in display order.
+    public var items: [ConversationListItem] { value.items }
+
+    /// Whether the list is known yet (``ConversationList/Status-swift.enum/loaded``), still
+    /// loading, or absent because nobody is signed in.
+    public var status: ConversationList.Status { value.status }
+
+    /// Calls `listener` with the current list now and with every later one, until the returned
+    /// function is called. While anyone subscribes, the active account's list is followed.
+    public func subscribe(
+        _ listener: @escaping @Sendable (ConversationList) -> Void
+    ) -> ObservableValue<ConversationList>.Unsubscribe {
+        observable.subscribe(listener)
+    }
+
+    /// The current list and every later one, as an async sequence (one observer per iteration).
+    public var values: AsyncStream<ConversationList> { observable.values }
+
+    /// Re-reads the active account's list from its store and makes its sync loop catch up now
+    /// (``ChatClient/refresh()``). Does nothing while nobody is signed in.
+    public func refresh() async { await client.refresh() }
+}

@@ -1,0 +1,245 @@
+import SymorvaChatStore
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import Synchronization
+
+/// What one committed `/sync` batch changed, room by room: what the conversation list, the
+/// observed timelines and the send queues need to hear about. Derived from the decoded
+/// response after the store has committed it; holds IDs only, never content.
+struct SyncChanges: Sendable {
+    /// One room's changes.
+    struct Room: Sendable {
+        var roomID: RoomID
+        var membership: RoomMembership
+        /// New timeline events that are items of their own (not edits, reactions or
+        /// redactions), oldest first.
+        var itemEventIDs: [EventID] = []
+        /// `prev_batch` of a `limited` timeline: a gap now precedes ``itemEventIDs``.
+        var gapToken: PaginationToken?
+        /// Our own events, by the transaction ID the server echoed.
+        var remoteEchoes: [(TransactionID, EventID)] = []
+        /// `m.room.encryption` arrived.
+        var encryptionEnabled = false
+        /// Anything that changes how stored items look (relations, receipts, state).
+        var touchesTimeline = false
+    }
+
+    var rooms: [Room] = []
+
+    /// Every room update of `body`.
+    init(_ body: SyncResponseBody) {
+        for update in body.rooms {
+            var room = Room(roomID: RoomID(update.roomID), membership: update.membership)
+            for event in update.timeline {
+                guard let id = event.eventID else { continue }
+                let eventID = EventID(id)
+                if let transactionID = event.transactionID {
+                    room.remoteEchoes.append((TransactionID(transactionID), eventID))
+                }
+                if event.type == "m.room.encryption" { room.encryptionEnabled = true }
+                if !event.isRelation { room.itemEventIDs.append(eventID) }
+            }
+            if update.state.contains(where: { $0.type == "m.room.encryption" }) { room.encryptionEnabled = true }
+            if update.isLimited, let token = update.previousBatch { room.gapToken = PaginationToken(token) }
+            room.touchesTimeline = !update.timeline.isEmpty || !update.ephemeral.isEmpty || !update.state.isEmpty
+            rooms.append(room)
+        }
+    }
+}
+
+/// Where the sync interpreter reports what it cannot handle itself.
+protocol SyncInterpreterDelegate: Sendable {
+    /// A batch and its since-token are committed.
+    func syncCommitted(_ changes: SyncChanges) async
+    /// The homeserver rejected the access token: the session must refresh it.
+    func syncTokenRejected()
+}
+
+/// Performs the ``SyncMachine``'s effects: `/sync` over a ``MatrixRequester``, decoding with
+/// ``SyncResponseDecoder``, committing with ``SyncIngestor``.
+///
+/// - The filter (lazy-loaded members) is uploaded once and its ID kept in the account's
+///   database with the definition it was made from; a changed definition is uploaded again.
+/// - A response is decoded when it arrives, so that the machine gets a real
+///   ``SyncBatchSummary``; the decoded body waits here, keyed by `next_batch`, until the machine
+///   asks to store it. A document that cannot be decoded is treated like no answer at all
+///   (`.network`): the loop backs off and asks again, and never stops for it. Single bad events
+///   are skipped by the decoder and kept in `malformed_events`.
+/// - `M_UNKNOWN_TOKEN` (after the requester's own refresh) becomes ``SyncMachine/Event/tokenRejected``:
+///   the session's problem, reported through the delegate.
+final class SyncInterpreter: EffectInterpreter {
+    typealias Machine = SyncMachine
+
+    let requester: any MatrixRequester
+    let store: ChatStore
+    let timelineLimit: Int
+    let longPollTimeout: Duration
+    let logger: Logger
+    private let pending = Mutex<[String: SyncResponseBody]>([:])
+    private let filter: FilterCache
+    private let delegate = Mutex<(any SyncInterpreterDelegate)?>(nil)
+
+    init(
+        requester: any MatrixRequester, store: ChatStore, timelineLimit: Int, longPollTimeout: Duration,
+        logger: Logger
+    ) {
+        self.requester = requester
+        self.store = store
+        self.timelineLimit = timelineLimit
+        self.longPollTimeout = longPollTimeout
+        self.logger = logger
+        self.filter = FilterCache(
+            requester: requester, store: store,
+            definition: ChatAPI.syncFilterDefinition(timelineLimit: timelineLimit))
+    }
+
+    /// Sets the delegate (held weakly by the caller's design: the client owns the interpreter).
+    func setDelegate(_ newDelegate: any SyncInterpreterDelegate) { delegate.withLock { $0 = newDelegate } }
+
+    func perform(_ effect: SyncMachine.Effect, context: EffectContext<SyncMachine.Event>) async -> SyncMachine.Event? {
+        switch effect {
+        case .sendSync(let since, let timeout, let filterID):
+            return await sync(since: since, timeout: timeout, filterID: filterID)
+        case .storeSyncResponse(let nextBatch):
+            return await commit(nextBatch)
+        case .scheduleRetry(let after):
+            do { try await context.sleep(for: after) } catch { return nil }
+            return .timerFired(.retry)
+        case .requestTokenRefresh:
+            delegate.withLock { $0 }?.syncTokenRejected()
+            return nil
+        case .cancel:
+            return nil
+        }
+    }
+
+    private func sync(since: SyncToken?, timeout: Duration, filterID: FilterID?) async -> SyncMachine.Event? {
+        pending.withLock { $0.removeAll() }
+        let resolvedFilter: FilterID
+        do {
+            resolvedFilter = try await self.filter.resolve(given: filterID)
+        } catch {
+            if Task.isCancelled { return nil }
+            return failure(error)
+        }
+        let response: HTTPResponse
+        do {
+            // The client waits longer than the server holds the request open.
+            response = try await requester.send(
+                ChatAPI.sync(since: since, timeout: timeout, filterID: resolvedFilter),
+                timeout: timeout + .seconds(30))
+        } catch {
+            if Task.isCancelled { return nil }
+            return failure(error)
+        }
+        let body: SyncResponseBody
+        do {
+            body = try SyncResponseDecoder.decode(response.body)
+        } catch {
+            logger.warning("sync response unreadable: \(LogLabel(error.description)); retrying")
+            return .syncResponse(.failure(.network))
+        }
+        pending.withLock { $0[body.nextBatch] = body }
+        var summary = SyncBatchSummary(nextBatch: SyncToken(body.nextBatch))
+        for room in body.rooms {
+            switch room.membership {
+            case .joined: summary.joinedRoomCount += 1
+            case .invited, .knocked: summary.invitedRoomCount += 1
+            case .left: summary.leftRoomCount += 1
+            }
+            summary.timelineEventCount += room.timeline.count
+            if room.isLimited { summary.limitedRoomCount += 1 }
+        }
+        return .syncResponse(.success(summary))
+    }
+
+    private func failure(_ error: MatrixRequestError) -> SyncMachine.Event {
+        guard let syncError = RequestFailure.syncError(error) else { return .tokenRejected }
+        logger.info("sync request failed: \(error)")
+        return .syncResponse(.failure(syncError))
+    }
+
+    private func commit(_ nextBatch: SyncToken) async -> SyncMachine.Event? {
+        guard let body = pending.withLock({ $0.removeValue(forKey: nextBatch.rawValue) }) else {
+            logger.error("sync batch to store is missing")
+            return .persisted(.failure(.storeFailed))
+        }
+        do {
+            let report = try await SyncIngestor(store: store).ingest(body)
+            if report.malformedEvents > 0 {
+                logger.notice("sync skipped \(report.malformedEvents) malformed event(s)")
+            }
+        } catch {
+            logger.error("sync commit failed: \(error)")
+            return .persisted(.failure(.storeFailed))
+        }
+        await delegate.withLock { $0 }?.syncCommitted(SyncChanges(body))
+        return .persisted(.success(nextBatch))
+    }
+}
+
+/// The sync filter's ID: uploaded once per definition, kept in the account's database.
+///
+/// It lives in `account_data` under room number -1 (a row `/sync` never writes: global account
+/// data is room 0), as `{"filter_id": …, "definition": …}`.
+final class FilterCache: Sendable {
+    static let accountDataType = "symorva.sync_filter"
+
+    let requester: any MatrixRequester
+    let store: ChatStore
+    let definition: String
+    private let coalescer = RequestCoalescer<Int, FilterID, MatrixRequestError>()
+    private let cached = Mutex<FilterID?>(nil)
+
+    init(requester: any MatrixRequester, store: ChatStore, definition: String) {
+        self.requester = requester
+        self.store = store
+        self.definition = definition
+    }
+
+    /// `given` when the machine has one, else the stored ID, else a freshly uploaded one.
+    func resolve(given: FilterID?) async throws(MatrixRequestError) -> FilterID {
+        if let given { return given }
+        if let cached = cached.withLock({ $0 }) { return cached }
+        let id = try await coalescer.value(for: 0) { () async throws(MatrixRequestError) -> FilterID in
+            if let stored = await self.stored() { return stored }
+            return try await self.upload()
+        }
+        cached.withLock { $0 = id }
+        return id
+    }
+
+    private func stored() async -> FilterID? {
+        let definition = self.definition
+        let row = try? await store.database.run { db throws(StoreError) in
+            try db.queryOne(
+                "SELECT content FROM account_data WHERE room_nid = -1 AND type = ?", [.text(Self.accountDataType)]
+            ) { $0.blob(0) }
+        }
+        guard let row, RawJSON.string("definition", in: row) == definition,
+            let id = RawJSON.string("filter_id", in: row)
+        else { return nil }
+        return FilterID(id)
+    }
+
+    private func upload() async throws(MatrixRequestError) -> FilterID {
+        let response = try await requester.send(
+            ChatAPI.uploadFilter(userID: requester.userID, definition: definition))
+        guard let id = RawJSON.string("filter_id", in: response.body) else {
+            throw .matrix(MatrixError(status: 502, code: .malformedBody))  // an unreadable answer is retried
+        }
+        var row = JSONObjectWriter()
+        row.string("filter_id", id)
+        row.string("definition", definition)
+        let content = row.bytes
+        _ = try? await store.database.run { db throws(StoreError) in
+            try db.execute(
+                "INSERT INTO account_data(room_nid, type, content) VALUES (-1, ?, ?) ON CONFLICT DO UPDATE SET content = excluded.content",
+                [.text(Self.accountDataType), .blob(content)])
+        }
+        return FilterID(id)
+    }
+}

@@ -1,0 +1,185 @@
+import SymorvaChatStore
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+
+/// Performs a room's ``TimelineMachine`` effects: store pages and `/messages` pages written into
+/// the store's gaps before they are reported. Live updates need no effect: the conversation
+/// routes every sync change to the machine, which ignores them while idle.
+///
+/// Concurrent loads of the same page (same room and token) join one request.
+struct TimelineInterpreter: EffectInterpreter {
+    typealias Machine = TimelineMachine
+
+    let roomID: RoomID
+    let client: AccountChat
+
+    func perform(_ effect: TimelineMachine.Effect, context: EffectContext<TimelineMachine.Event>) async
+        -> TimelineMachine.Event?
+    {
+        switch effect {
+        case .loadFromStore(let before, let count):
+            return .storePageLoaded(await loadFromStore(before: before, count: count))
+        case .fetchMessages(let token, let count):
+            let roomID = self.roomID
+            let client = self.client
+            do {
+                let page = try await client.loads.value(for: "messages|\(roomID.rawValue)|\(token.rawValue)") {
+                    () async throws(TimelineError) -> TimelinePage in
+                    try await Self.fetch(roomID: roomID, token: token, count: count, client: client)
+                }
+                return .serverPageLoaded(.success(page))
+            } catch {
+                if Task.isCancelled { return nil }
+                return .serverPageLoaded(.failure(error))
+            }
+        case .cancel:
+            return nil
+        }
+    }
+
+    private func loadFromStore(before: StoreCursor?, count: Int) async -> Result<TimelinePage, TimelineError> {
+        let position = before.map { TimelinePosition(chunkID: $0.chunkID, position: Int64($0.index)) }
+        do {
+            let page = try await client.store.loadTimelinePage(roomID: roomID.rawValue, before: position, limit: count)
+            let boundary: PageBoundary
+            switch page.boundary {
+            case .stored(let position):
+                boundary = .stored(StoreCursor(chunkID: position.chunkID, index: Int(position.position)))
+            case .gap(let token, _):
+                boundary = .gap(PaginationToken(token))
+            case .roomStart:
+                boundary = .roomStart
+            }
+            return .success(TimelinePage(eventIDs: page.items.map { EventID($0.eventID) }, before: boundary))
+        } catch {
+            client.logger.error("timeline page read failed: \(error)")
+            return .failure(.storeFailed)
+        }
+    }
+
+    /// `GET /messages`, then the page is written into the gap it fills, then reported.
+    static func fetch(roomID: RoomID, token: PaginationToken, count: Int, client: AccountChat)
+        async throws(TimelineError) -> TimelinePage
+    {
+        let response: HTTPResponse
+        do {
+            response = try await client.requester.send(ChatAPI.messages(roomID: roomID, from: token, limit: count))
+        } catch {
+            throw RequestFailure.timelineError(error)
+        }
+        let (document, end) = syncShapedDocument(roomID: roomID, messages: response.body)
+        let update: SyncRoomUpdate
+        do {
+            guard let room = try SyncResponseDecoder.decode(document).rooms.first else { throw TimelineError.network }
+            update = room
+        } catch {
+            client.logger.warning("messages page unreadable")
+            throw .server(status: response.status, errorCode: "malformed")
+        }
+        let result: BackfillResult?
+        do {
+            result = try await client.store.backfill(
+                roomID: roomID, token: token, page: update, end: end, document: document)
+        } catch {
+            client.logger.error("messages page write failed: \(error)")
+            throw .storeFailed
+        }
+        guard let result else { throw .storeFailed }
+        return TimelinePage(eventIDs: result.eventIDs, before: result.boundary)
+    }
+
+    /// Wraps a `/messages` answer's `chunk` and `state` in the shape of a one-room `/sync`
+    /// response, so that the `/sync` decoder reads its events (relations, redactions,
+    /// transaction IDs) exactly as it reads synced ones.
+    static func syncShapedDocument(roomID: RoomID, messages body: [UInt8]) -> (document: [UInt8], end: String?) {
+        body.withUnsafeBytes { bytes in
+            let chunk = RawJSON.value("chunk", in: bytes).map { Array(bytes[$0]) } ?? Array("[]".utf8)
+            let state = RawJSON.value("state", in: bytes).map { Array(bytes[$0]) } ?? Array("[]".utf8)
+            var document = Array(#"{"next_batch":"messages","rooms":{"join":{"#.utf8)
+            JSONObjectWriter.appendQuoted(roomID.rawValue, to: &document)
+            document += Array(#":{"timeline":{"events":"#.utf8) + chunk
+            document += Array(#"},"state":{"events":"#.utf8) + state + Array("}}}}}".utf8)
+            return (document, RawJSON.string("end", in: bytes))
+        }
+    }
+}
+
+/// Performs a room's ``SendQueueMachine`` effects: the `send_queue` rows, the idempotent PUT
+/// with the stored transaction ID, retry timers, and the receipts callers hold.
+struct SendQueueInterpreter: EffectInterpreter {
+    typealias Machine = SendQueueMachine
+
+    let roomID: RoomID
+    let client: AccountChat
+
+    func perform(_ effect: SendQueueMachine.Effect, context: EffectContext<SendQueueMachine.Event>) async
+        -> SendQueueMachine.Event?
+    {
+        let store = client.store
+        switch effect {
+        case .persist(let item):
+            // `Conversation.send` writes the row before queueing; this confirms it (or writes
+            // it for callers that queue directly).
+            do {
+                _ = try await store.enqueueMessage(
+                    roomID: roomID.rawValue, transactionID: item.transactionID.rawValue,
+                    eventType: item.content.eventType, content: Array(item.content.json.utf8),
+                    createdAt: currentUnixMilliseconds())
+            } catch .store(.constraint) {
+                // Already stored under this transaction ID.
+            } catch {
+                client.logger.error("send queue write failed: \(error)")
+                return nil
+            }
+            return .persisted(item.transactionID)
+        case .encrypt(let transactionID, _):
+            // End-to-end encryption is not wired yet: refuse rather than send plaintext.
+            return .encrypted(transactionID, .failure(.permanent(.encryptionFailed)))
+        case .sendEvent(let transactionID, let content):
+            return await send(transactionID, content)
+        case .scheduleRetry(let after):
+            do { try await context.sleep(for: after) } catch { return nil }
+            return .timerFired(.retry)
+        case .requestTokenRefresh:
+            client.sendQueueTokenRejected()
+            return nil
+        case .recordFailure(let transactionID, let reason):
+            _ = try? await store.updateQueuedMessage(
+                transactionID: transactionID.rawValue, state: .failed, failureReason: reason.storageCode)
+            client.receipts.update(transactionID, .failed(reason))
+            return nil
+        case .clearFailure(let transactionID):
+            _ = try? await store.updateQueuedMessage(transactionID: transactionID.rawValue, state: .queued)
+            client.receipts.update(transactionID, .sending)
+            return nil
+        case .recordSent(let transactionID, let eventID):
+            _ = try? await store.updateQueuedMessage(
+                transactionID: transactionID.rawValue, state: .sent, sentEventID: eventID.rawValue)
+            client.receipts.update(transactionID, .sent(eventID))
+            return nil
+        case .discard(let transactionID):
+            _ = try? await store.removeQueuedMessage(transactionID: transactionID.rawValue)
+            return .discarded(transactionID)
+        case .cancel:
+            return nil
+        }
+    }
+
+    private func send(_ transactionID: TransactionID, _ content: MessageContent) async -> SendQueueMachine.Event? {
+        do {
+            let response = try await client.requester.send(
+                ChatAPI.send(roomID: roomID, transactionID: transactionID, content: content))
+            guard let eventID = RawJSON.string("event_id", in: response.body) else {
+                return .sendResponse(transactionID, .failure(.server(status: 502)))
+            }
+            return .sendResponse(transactionID, .success(EventID(eventID)))
+        } catch {
+            if Task.isCancelled { return nil }
+            let failure = RequestFailure.sendError(error)
+            client.logger.info("send failed: \(error)")
+            return .sendResponse(transactionID, .failure(failure))
+        }
+    }
+}

@@ -1,0 +1,272 @@
+import Foundation
+import SymorvaChatStore
+import SymorvaMachines
+
+/// One row of a conversation's timeline: a message, a membership or state change, or a message
+/// of ours still on its way (a local echo).
+///
+/// Edits are applied (the latest `m.replace` from the original sender), redactions remove the
+/// content, reactions are grouped by key. Bodies and names are user content: the description
+/// shows the IDs only.
+public struct TimelineItem: Sendable, Hashable, Identifiable, CustomStringConvertible {
+    /// What identifies a row across updates: the event once the server has it, else the
+    /// transaction of the local echo.
+    public enum ID: Sendable, Hashable {
+        /// A stored event.
+        case event(EventID)
+        /// A local echo.
+        case local(TransactionID)
+    }
+
+    /// The row's identity.
+    public var id: ID
+    /// The event, once the server has it.
+    public var eventID: EventID?
+    /// The transaction of one of our own messages (local echo, or its remote echo).
+    public var transactionID: TransactionID?
+    /// Who sent it.
+    public var sender: MatrixUserID
+    /// The sender's profile in the room, when known.
+    public var senderProfile: SenderProfile
+    /// Whether the signed-in member sent it.
+    public var isOwn: Bool
+    /// When the server received it (`origin_server_ts`); `nil` for a local echo.
+    public var timestamp: MatrixTimestamp?
+    /// What it shows.
+    public var content: TimelineItemContent
+    /// Whether an edit replaced the original content.
+    public var isEdited: Bool
+    /// Reactions grouped by key, in order of the first reaction.
+    public var reactions: [ReactionSummary]
+    /// The event this one replies to.
+    public var inReplyTo: EventID?
+    /// Other members whose read receipt points at this event.
+    public var readBy: [MatrixUserID]
+    /// For our own messages on their way: sending, sent or failed. `nil` for synced events.
+    public var sendState: SendState?
+
+    /// The IDs only.
+    public var description: String { "TimelineItem(\(id))" }
+}
+
+/// What a timeline row shows.
+public enum TimelineItemContent: Sendable, Hashable {
+    /// `m.text`, `m.notice` or `m.emote`.
+    case message(MessageKind, body: String)
+    /// `m.image`.
+    case image(MediaInfo)
+    /// `m.file` (and `m.audio`, `m.video` until they are shown differently).
+    case file(MediaInfo)
+    /// An `m.room.member` change of `userID`.
+    case membership(userID: MatrixUserID, membership: Membership?, displayName: String?)
+    /// Another state event (name, topic, power levels…).
+    case stateChange(type: String, stateKey: String)
+    /// Redacted: the content is gone.
+    case redacted
+    /// End-to-end encrypted; not decrypted on this device.
+    case encrypted
+    /// A type this SDK does not show.
+    case unsupported(type: String)
+}
+
+/// The kinds of text message.
+public enum MessageKind: String, Sendable, Hashable {
+    /// `m.text`.
+    case text
+    /// `m.notice` (bots).
+    case notice
+    /// `m.emote` (`/me`).
+    case emote
+}
+
+/// The metadata of an image or file message (the media stays on the server).
+public struct MediaInfo: Sendable, Hashable {
+    /// `body`: the file name or a description.
+    public var body: String
+    /// `url` (`mxc://`), absent for encrypted media.
+    public var url: String?
+    /// `info.mimetype`.
+    public var mimeType: String?
+    /// `info.size` in bytes.
+    public var size: Int?
+    /// `info.w` and `info.h` for images.
+    public var width: Int?
+    /// See ``width``.
+    public var height: Int?
+}
+
+/// The reactions with one key on an item.
+public struct ReactionSummary: Sendable, Hashable {
+    /// The key (usually an emoji).
+    public var key: String
+    /// Who reacted, in order.
+    public var senders: [MatrixUserID]
+    /// Whether the signed-in member is one of them.
+    public var includesOwn: Bool
+    /// How many reacted.
+    public var count: Int { senders.count }
+
+    /// A reaction group.
+    public init(key: String, senders: [MatrixUserID], includesOwn: Bool) {
+        self.key = key
+        self.senders = senders
+        self.includesOwn = includesOwn
+    }
+}
+
+/// Where one of our messages is on its way.
+public enum SendState: Sendable, Hashable {
+    /// Queued or in flight (also while waiting to retry after a network error).
+    case sending
+    /// The server has it as this event.
+    case sent(EventID)
+    /// Refused for good; later messages of the room wait until it is resent or cancelled.
+    case failed(SendFailureReason)
+}
+
+/// The fields of event content the timeline shows, read leniently.
+struct ShownContent: Decodable {
+    struct Info: Decodable {
+        var mimetype: String?
+        var size: Int?
+        var w: Int?
+        var h: Int?
+    }
+    var msgtype: String?
+    var body: String?
+    var url: String?
+    var info: Info?
+    var membership: String?
+    var displayname: String?
+
+    static func read(_ bytes: [UInt8]) -> ShownContent? {
+        try? JSONDecoder().decode(ShownContent.self, from: Data(bytes))
+    }
+}
+
+extension TimelineItemContent {
+    /// The content of an event of `type`, or of its redacted remains.
+    init(type: String, stateKey: String?, content: [UInt8], isRedacted: Bool) {
+        if isRedacted && type != "m.room.member" {
+            self = .redacted
+            return
+        }
+        let shown = ShownContent.read(content)
+        switch type {
+        case "m.room.message", "m.sticker":
+            guard let shown, let body = shown.body else {
+                self = .redacted
+                return
+            }
+            switch shown.msgtype {
+            case "m.notice": self = .message(.notice, body: body)
+            case "m.emote": self = .message(.emote, body: body)
+            case "m.image":
+                self = .image(Self.media(shown, body: body))
+            case "m.file", "m.audio", "m.video":
+                self = .file(Self.media(shown, body: body))
+            default: self = .message(.text, body: body)
+            }
+        case "m.room.encrypted":
+            self = .encrypted
+        case "m.room.member":
+            self = .membership(
+                userID: stateKey ?? "", membership: shown?.membership.flatMap(Membership.init(rawValue:)),
+                displayName: shown?.displayname)
+        default:
+            if let stateKey {
+                self = .stateChange(type: type, stateKey: stateKey)
+            } else {
+                self = .unsupported(type: type)
+            }
+        }
+    }
+
+    private static func media(_ shown: ShownContent, body: String) -> MediaInfo {
+        MediaInfo(
+            body: body, url: shown.url, mimeType: shown.info?.mimetype, size: shown.info?.size, width: shown.info?.w,
+            height: shown.info?.h)
+    }
+}
+
+/// Turns stored items, the send queue and pending reactions into timeline rows.
+enum TimelineAssembler {
+    static func items(
+        snapshot: WindowSnapshot, queue: [SendQueueItem], pending: [PendingReaction], ownUserID: MatrixUserID
+    ) -> [TimelineItem] {
+        var rows: [TimelineItem] = []
+        var echoedTransactions: Set<String> = []
+        var shownEvents: Set<String> = []
+        for stored in snapshot.items {
+            if let transactionID = stored.transactionID { echoedTransactions.insert(transactionID) }
+            shownEvents.insert(stored.eventID)
+            var reactions = stored.reactions.map {
+                ReactionSummary(key: $0.key, senders: $0.senders, includesOwn: $0.senders.contains(ownUserID))
+            }
+            for change in pending where change.target.rawValue == stored.eventID {
+                apply(change, to: &reactions, ownUserID: ownUserID)
+            }
+            rows.append(
+                TimelineItem(
+                    id: .event(EventID(stored.eventID)), eventID: EventID(stored.eventID),
+                    transactionID: stored.transactionID.map(TransactionID.init(rawValue:)), sender: stored.sender,
+                    senderProfile: snapshot.profiles[stored.sender] ?? SenderProfile(),
+                    isOwn: stored.sender == ownUserID,
+                    timestamp: MatrixTimestamp(milliseconds: stored.originServerTS),
+                    content: TimelineItemContent(
+                        type: stored.type, stateKey: stored.stateKey, content: stored.content,
+                        isRedacted: stored.redactedBy != nil),
+                    isEdited: stored.replacedBy != nil, reactions: reactions,
+                    inReplyTo: stored.inReplyTo.map(EventID.init(rawValue:)),
+                    readBy: (snapshot.readers[stored.eventID] ?? []).filter { $0 != ownUserID }, sendState: nil))
+        }
+        for item in queue {
+            guard !echoedTransactions.contains(item.transactionID.rawValue), let state = sendState(item.status) else {
+                continue
+            }
+            if case .sent(let eventID) = state, shownEvents.contains(eventID.rawValue) { continue }
+            let bytes = Array(item.content.json.utf8)
+            // Edits and reactions change other rows; they are not rows of their own.
+            if item.content.eventType != "m.room.message"
+                || bytes.withUnsafeBytes({ RawJSON.value("m.new_content", in: $0) }) != nil
+            {
+                continue
+            }
+            rows.append(
+                TimelineItem(
+                    id: .local(item.transactionID), eventID: nil, transactionID: item.transactionID, sender: ownUserID,
+                    senderProfile: SenderProfile(), isOwn: true, timestamp: nil,
+                    content: TimelineItemContent(
+                        type: item.content.eventType, stateKey: nil, content: bytes, isRedacted: false),
+                    isEdited: false, reactions: [], inReplyTo: nil, readBy: [], sendState: state))
+        }
+        return rows
+    }
+
+    static func sendState(_ status: SendItemStatus) -> SendState? {
+        switch status {
+        case .queued, .encrypting, .sending: .sending
+        case .sent(let eventID): .sent(eventID)
+        case .failed(let reason): .failed(reason)
+        case .cancelled: nil
+        }
+    }
+
+    static func apply(_ change: PendingReaction, to reactions: inout [ReactionSummary], ownUserID: MatrixUserID) {
+        let index = reactions.firstIndex { $0.key == change.key }
+        if change.isAdded {
+            guard let index else {
+                reactions.append(ReactionSummary(key: change.key, senders: [ownUserID], includesOwn: true))
+                return
+            }
+            guard !reactions[index].includesOwn else { return }
+            reactions[index].senders.append(ownUserID)
+            reactions[index].includesOwn = true
+        } else {
+            guard let index, reactions[index].includesOwn else { return }
+            reactions[index].senders.removeAll { $0 == ownUserID }
+            reactions[index].includesOwn = false
+            if reactions[index].senders.isEmpty { reactions.remove(at: index) }
+        }
+    }
+}

@@ -1,0 +1,205 @@
+import SymorvaMachines
+import SymorvaStore
+
+/// The per-account chat database: its versioned migrations and the rules they follow.
+///
+/// One SQLite file per account holds what `/sync` delivered and what the user is sending.
+/// Rooms are keyed by a small integer (`rooms.room_nid`) that every other table uses, so the
+/// hot indexes hold integers rather than room IDs; `rooms.room_id` maps the Matrix ID.
+///
+/// **Timeline as linked chunks.** A room's timeline is a doubly linked list of
+/// `timeline_chunks` (`prev_chunk_id` is older, `next_chunk_id` newer). A chunk either holds
+/// events (`events.chunk_id`, ordered by `events.position`) or is a *gap*: it has a row in
+/// `timeline_gaps` carrying the `prev_batch` token from which `/messages` fills it. A limited
+/// sync appends a gap chunk and a fresh events chunk after the room's live chunk
+/// (`rooms.live_chunk_id`, always the newest). Filling a gap replaces its chunk with an events
+/// chunk (and maybe a new, older gap) without renumbering anything else.
+///
+/// **Raw content.** Event content is stored as the server's JSON bytes (`events.content`,
+/// `room_state.content`); the few fields the store queries by are columns, among them the
+/// relation of every event (`relates_to_event_id`, `rel_type`, `relation_key`,
+/// `in_reply_to`), indexed from the start. A redaction's target is indexed the same way, with
+/// the store's own `rel_type` `m.room.redaction`, so a redaction that arrives before its target
+/// still applies.
+///
+/// **Rules for migrations.** Versions only grow; a released migration is never edited.
+/// `send_queue` holds messages the user wrote and the server has not acknowledged: a migration
+/// may add columns to it, or rebuild it by copying every row inside the migration's
+/// transaction, but never drop it or delete from it (a test checks the SQL). Derived tables
+/// (rooms, state, timeline) may be rebuilt by clearing `sync_state`, which makes the next
+/// sync an initial one.
+///
+/// **Reserved: end-to-end encryption.** Version 4 is reserved for the crypto store of the
+/// E2EE work: `crypto_account` (the pickled Olm account, one row), `crypto_olm_sessions`
+/// (pickled Olm sessions by sender key), `crypto_megolm_inbound` (pickled inbound group
+/// sessions by room, sender key and session ID), `crypto_megolm_outbound` (the current
+/// outbound session per room, with its creation time and message count) and
+/// `crypto_devices` (tracked users' device keys). Pickles are encrypted with the account's
+/// pickle key, which lives in the key file, never in this database. Until then, to-device
+/// events, device-list changes and one-time-key counts are stored raw by version 3, committed
+/// with the sync token, so none is lost before the crypto machine consumes them.
+package enum ChatSchema {
+    /// The schema version the current migrations produce.
+    package static var currentVersion: Int { migrations.count }
+
+    /// Every migration, in order.
+    package static let migrations: [Migration] = [
+        Migration(version: 1, name: "rooms_and_timeline", sql: roomsAndTimeline),
+        Migration(version: 2, name: "send_queue", sql: sendQueue),
+        Migration(version: 3, name: "device_sync", sql: deviceSync),
+    ]
+
+    /// Version 1: rooms, state, linked-chunk timeline, receipts, account data, sync position.
+    static let roomsAndTimeline = """
+        CREATE TABLE rooms (
+            room_nid INTEGER PRIMARY KEY,
+            room_id TEXT NOT NULL UNIQUE,
+            membership INTEGER NOT NULL,            -- RoomMembership: 0 joined, 1 invited, 2 left, 3 knocked
+            name TEXT,
+            canonical_alias TEXT,
+            heroes TEXT,                            -- one hero per line: user ID, tab, display name
+            avatar_url TEXT,
+            topic TEXT,
+            is_encrypted INTEGER NOT NULL DEFAULT 0,
+            joined_member_count INTEGER NOT NULL DEFAULT 0,
+            invited_member_count INTEGER NOT NULL DEFAULT 0,
+            notification_count INTEGER NOT NULL DEFAULT 0,
+            highlight_count INTEGER NOT NULL DEFAULT 0,
+            latest_activity_ts INTEGER NOT NULL DEFAULT 0,
+            preview_event_id TEXT,                  -- the last message, denormalised so that the
+            preview_sender TEXT,                    -- conversation list is one indexed scan of this
+            preview_type TEXT,                      -- table (no join into events at cold start)
+            preview_ts INTEGER NOT NULL DEFAULT 0,
+            preview_body TEXT,                      -- content.body (latest edit), NULL if encrypted
+            preview_msgtype TEXT,
+            preview_redacted INTEGER NOT NULL DEFAULT 0,
+            is_favourite INTEGER NOT NULL DEFAULT 0,
+            is_low_priority INTEGER NOT NULL DEFAULT 0,
+            is_pinned INTEGER NOT NULL DEFAULT 0,
+            is_muted INTEGER NOT NULL DEFAULT 0,
+            live_chunk_id INTEGER                   -- the newest timeline chunk
+        );
+        CREATE INDEX rooms_by_activity ON rooms(latest_activity_ts DESC);
+
+        CREATE TABLE room_state (
+            room_nid INTEGER NOT NULL REFERENCES rooms(room_nid) ON DELETE CASCADE,
+            type TEXT NOT NULL,
+            state_key TEXT NOT NULL,
+            event_id TEXT,                          -- NULL for stripped state (invites, knocks)
+            sender TEXT,
+            origin_server_ts INTEGER NOT NULL DEFAULT 0,
+            content BLOB NOT NULL,                  -- the event's content, raw JSON
+            PRIMARY KEY (room_nid, type, state_key)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE timeline_chunks (
+            chunk_id INTEGER PRIMARY KEY,
+            room_nid INTEGER NOT NULL REFERENCES rooms(room_nid) ON DELETE CASCADE,
+            prev_chunk_id INTEGER,                  -- older neighbour
+            next_chunk_id INTEGER                   -- newer neighbour
+        );
+        CREATE INDEX timeline_chunks_by_room ON timeline_chunks(room_nid);
+
+        CREATE TABLE timeline_gaps (
+            chunk_id INTEGER PRIMARY KEY REFERENCES timeline_chunks(chunk_id) ON DELETE CASCADE,
+            prev_batch TEXT NOT NULL                -- /messages?dir=b&from= fills this gap
+        );
+
+        CREATE TABLE events (
+            event_nid INTEGER PRIMARY KEY,
+            room_nid INTEGER NOT NULL,
+            chunk_id INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            event_id TEXT NOT NULL UNIQUE,
+            type TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            origin_server_ts INTEGER NOT NULL,
+            state_key TEXT,
+            txn_id TEXT,                            -- unsigned.transaction_id of our own echoes
+            content BLOB NOT NULL,                  -- raw JSON
+            relates_to_event_id TEXT,
+            rel_type TEXT,                          -- m.replace, m.annotation, m.reference, m.thread,
+                                                    -- or m.room.redaction for a redaction's target
+            relation_key TEXT,                      -- the reaction key of an m.annotation
+            in_reply_to TEXT,
+            redacted_by TEXT
+        );
+        CREATE UNIQUE INDEX events_by_chunk ON events(chunk_id, position);
+        CREATE INDEX events_by_relation ON events(relates_to_event_id, rel_type)
+            WHERE relates_to_event_id IS NOT NULL;
+        CREATE INDEX events_by_reply ON events(in_reply_to) WHERE in_reply_to IS NOT NULL;
+        CREATE INDEX events_by_transaction ON events(txn_id) WHERE txn_id IS NOT NULL;
+
+        CREATE TABLE receipts (
+            room_nid INTEGER NOT NULL REFERENCES rooms(room_nid) ON DELETE CASCADE,
+            receipt_type TEXT NOT NULL,             -- m.read, m.read.private
+            thread_id TEXT NOT NULL DEFAULT '',     -- '' unthreaded, 'main' or a thread root
+            user_id TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            ts INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (room_nid, receipt_type, thread_id, user_id)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE account_data (
+            room_nid INTEGER NOT NULL,              -- 0: global
+            type TEXT NOT NULL,
+            content BLOB NOT NULL,
+            PRIMARY KEY (room_nid, type)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE sync_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            since_token TEXT NOT NULL
+        );
+
+        CREATE TABLE malformed_events (
+            id INTEGER PRIMARY KEY,
+            since_token TEXT,                       -- the sync position before the response
+            section TEXT NOT NULL,
+            room_id TEXT,
+            reason TEXT NOT NULL,
+            raw BLOB NOT NULL
+        );
+        """
+
+    /// Version 2: the persisted send queue (never dropped; see the type's rules).
+    static let sendQueue = """
+        CREATE TABLE send_queue (
+            id INTEGER PRIMARY KEY,
+            room_id TEXT NOT NULL,                  -- the Matrix ID: rows outlive any room rebuild
+            txn_id TEXT NOT NULL UNIQUE,
+            position INTEGER NOT NULL,              -- order within the room's queue
+            event_type TEXT NOT NULL,
+            content BLOB NOT NULL,                  -- raw JSON, as the user wrote it
+            state TEXT NOT NULL DEFAULT 'queued',   -- queued, encrypting, sending, sent, failed, cancelled
+            failure_reason TEXT,                    -- SendFailureReason storage code when failed
+            sent_event_id TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at INTEGER NOT NULL             -- milliseconds since 1970
+        );
+        CREATE UNIQUE INDEX send_queue_by_room ON send_queue(room_id, position);
+        """
+
+    /// Version 3: the raw inputs of end-to-end encryption, and the encrypted form of queued
+    /// events (reused on retries).
+    static let deviceSync = """
+        ALTER TABLE send_queue ADD COLUMN encrypted_content BLOB;
+
+        CREATE TABLE to_device_events (
+            id INTEGER PRIMARY KEY,                 -- arrival order
+            type TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            raw BLOB NOT NULL                       -- the whole event, raw JSON
+        );
+
+        CREATE TABLE device_list_changes (
+            user_id TEXT PRIMARY KEY,
+            change INTEGER NOT NULL                 -- 1 changed, 2 left
+        ) WITHOUT ROWID;
+
+        CREATE TABLE one_time_key_counts (
+            algorithm TEXT PRIMARY KEY,
+            count INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """
+}

@@ -1,0 +1,119 @@
+import SymorvaMachines
+import SymorvaStore
+
+/// A member shown in place of a room name (`m.heroes`), with the display name from their
+/// membership event when known.
+package struct RoomHero: Sendable, Hashable {
+    /// The member's user ID.
+    package var userID: String
+    /// Their display name in the room, if they set one.
+    package var displayName: String?
+
+    /// Creates a hero.
+    package init(userID: String, displayName: String?) {
+        self.userID = userID
+        self.displayName = displayName
+    }
+}
+
+/// One row of the conversation list: what the list needs to draw a room, without reading its
+/// timeline. The display name is computed from ``name``, ``canonicalAlias``, ``heroes`` and the
+/// member counts by the room-name rules of the chat feature.
+package struct ConversationSummary: Sendable, Hashable, CustomStringConvertible {
+    /// The room.
+    package var roomID: String
+    /// Joined, invited, left or knocked.
+    package var membership: RoomMembership
+    /// `m.room.name`, if set and not empty.
+    package var name: String?
+    /// `m.room.canonical_alias`, if set.
+    package var canonicalAlias: String?
+    /// The server's `m.heroes`, with display names.
+    package var heroes: [RoomHero]
+    /// `m.room.avatar` (an `mxc://` URI).
+    package var avatarURL: String?
+    /// `m.room.topic`.
+    package var topic: String?
+    /// Whether `m.room.encryption` is set.
+    package var isEncrypted: Bool
+    /// `m.joined_member_count`.
+    package var joinedMemberCount: Int
+    /// `m.invited_member_count`.
+    package var invitedMemberCount: Int
+    /// Unread notifications.
+    package var notificationCount: Int
+    /// Unread highlights (mentions).
+    package var highlightCount: Int
+    /// When the room last had a message (milliseconds since 1970; 0 if never): the list order.
+    package var latestActivityTS: Int64
+    /// Tagged `m.favourite`.
+    package var isFavourite: Bool
+    /// Tagged `m.lowpriority`.
+    package var isLowPriority: Bool
+    /// Tagged ``ChatStore/pinnedTag``.
+    package var isPinned: Bool
+    /// Silenced by a push rule.
+    package var isMuted: Bool
+    /// The last message, if any is stored.
+    package var preview: MessagePreview?
+
+    /// The room ID only: names and previews are user content.
+    package var description: String { "ConversationSummary(\(roomID))" }
+}
+
+extension ChatStore {
+    /// The room tag that pins a conversation to the top of the list (a user-namespace tag:
+    /// Matrix has no standard one).
+    package static let pinnedTag = "u.pinned"
+    /// How many characters of a message body a preview keeps.
+    package static let previewLength = 160
+
+    /// The conversation list: every room, most recent activity first.
+    package func loadConversationList(limit: Int = .max) async throws(ChatStoreError) -> [ConversationSummary] {
+        try await read { db throws(StoreError) in try Self.conversationList(limit: limit, db: db) }
+    }
+
+    /// The conversation list, read on the database's thread (for callers already there).
+    package static func conversationList(limit: Int, db: isolated SQLiteDatabase) throws(StoreError)
+        -> [ConversationSummary]
+    {
+        let sql = """
+            SELECT r.room_id, r.membership, r.name, r.canonical_alias, r.heroes, r.avatar_url, r.topic,
+                r.is_encrypted, r.joined_member_count, r.invited_member_count, r.notification_count,
+                r.highlight_count, r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
+                r.is_muted, r.preview_event_id, r.preview_sender, r.preview_type, r.preview_ts, r.preview_body,
+                r.preview_msgtype, r.preview_redacted
+            FROM rooms r ORDER BY r.latest_activity_ts DESC LIMIT ?
+            """
+        var rooms: [ConversationSummary] = []
+        try db.query(sql, [.integer(Int64(clamping: limit))]) { row in
+            rooms.append(
+                ConversationSummary(
+                    roomID: row.string(0), membership: RoomMembership(rawValue: row.int(1)) ?? .joined,
+                    name: row.optionalString(2), canonicalAlias: row.optionalString(3),
+                    heroes: parseHeroes(row.optionalString(4)), avatarURL: row.optionalString(5),
+                    topic: row.optionalString(6), isEncrypted: row.int(7) != 0, joinedMemberCount: row.int(8),
+                    invitedMemberCount: row.int(9), notificationCount: row.int(10), highlightCount: row.int(11),
+                    latestActivityTS: row.int64(12), isFavourite: row.int(13) != 0, isLowPriority: row.int(14) != 0,
+                    isPinned: row.int(15) != 0, isMuted: row.int(16) != 0,
+                    preview: row.isNull(17) ? nil : preview(row)))
+        }
+        return rooms
+    }
+
+    private static func preview(_ row: SQLiteRow) -> MessagePreview {
+        MessagePreview(
+            eventID: row.string(17), sender: row.string(18), type: row.string(19), originServerTS: row.int64(20),
+            body: row.optionalString(21), messageType: row.optionalString(22), isRedacted: row.int(23) != 0)
+    }
+
+    /// Reads the `heroes` column: one hero per line, user ID and display name split by a tab.
+    static func parseHeroes(_ text: String?) -> [RoomHero] {
+        guard let text, !text.isEmpty else { return [] }
+        return text.split(separator: "\n").map { line in
+            let parts = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : nil
+            return RoomHero(userID: String(parts[0]), displayName: name)
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import SymorvaStore
+
+/// Where a persisted outgoing event is in its life (the `send_queue.state` column).
+package enum QueuedMessageState: String, Sendable, Hashable, CaseIterable {
+    /// Waiting for its turn or for a retry.
+    case queued
+    /// Being encrypted.
+    case encrypting
+    /// Its PUT is in flight (after a crash: the server may have it; the retry reuses the txnID).
+    case sending
+    /// Accepted by the server; removed when its remote echo arrives through sync.
+    case sent
+    /// Refused for good (see ``QueuedMessage/failureReason``); holds the room's later items.
+    case failed
+    /// Cancelled by the user; removed once acknowledged.
+    case cancelled
+}
+
+/// One row of the persisted send queue.
+///
+/// Its content is user content: every textual form of this value names the transaction only.
+package struct QueuedMessage: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The room it is sent to.
+    package var roomID: String
+    /// The transaction ID, chosen once and reused on every attempt.
+    package var transactionID: String
+    /// Its place in the room's queue (increasing).
+    package var position: Int64
+    /// The event type.
+    package var eventType: String
+    /// The content as the user wrote it, raw JSON.
+    package var content: [UInt8]
+    /// The `m.room.encrypted` content, once encrypted (reused on retries).
+    package var encryptedContent: [UInt8]?
+    /// Where it is in its life.
+    package var state: QueuedMessageState
+    /// The stored failure reason when ``state`` is `.failed` (the send queue's storage code).
+    package var failureReason: String?
+    /// The event ID the server assigned, once sent.
+    package var sentEventID: String?
+    /// Transient failures so far.
+    package var attempts: Int
+    /// When it was queued (milliseconds since 1970).
+    package var createdAt: Int64
+
+    /// The transaction and state only.
+    package var description: String { "QueuedMessage(\(transactionID), \(state.rawValue))" }
+    /// No content in reflection.
+    package var customMirror: Mirror {
+        Mirror(self, children: ["transactionID": transactionID, "state": state.rawValue], displayStyle: .struct)
+    }
+}
+
+extension ChatStore {
+    /// Persists a new outgoing event at the end of its room's queue, before any attempt to send
+    /// it, and returns the stored row.
+    ///
+    /// - Throws: `.store(.constraint…)` if `transactionID` is already queued.
+    package func enqueueMessage(
+        roomID: String, transactionID: String, eventType: String, content: [UInt8], createdAt: Int64
+    ) async throws(ChatStoreError) -> QueuedMessage {
+        try await write { db throws(StoreError) in
+            let position =
+                try db.queryOne("SELECT MAX(position) + 1 FROM send_queue WHERE room_id = ?", [.text(roomID)]) {
+                    $0.optionalInt64(0)
+                } ?? nil
+            let message = QueuedMessage(
+                roomID: roomID, transactionID: transactionID, position: position ?? 0, eventType: eventType,
+                content: content, encryptedContent: nil, state: .queued, failureReason: nil, sentEventID: nil,
+                attempts: 0, createdAt: createdAt)
+            try db.execute(
+                "INSERT INTO send_queue(room_id, txn_id, position, event_type, content, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 'queued', 0, ?)",
+                [
+                    .text(roomID), .text(transactionID), .integer(message.position), .text(eventType), .blob(content),
+                    .integer(createdAt),
+                ])
+            return message
+        }
+    }
+
+    /// The queued events, by room and position; all rooms when `roomID` is `nil`.
+    package func queuedMessages(roomID: String? = nil) async throws(ChatStoreError) -> [QueuedMessage] {
+        try await read { db throws(StoreError) in
+            let columns =
+                "room_id, txn_id, position, event_type, content, encrypted_content, state, failure_reason, sent_event_id, attempts, created_at"
+            let sql =
+                roomID == nil
+                ? "SELECT \(columns) FROM send_queue ORDER BY room_id, position"
+                : "SELECT \(columns) FROM send_queue WHERE room_id = ? ORDER BY position"
+            return try db.queryAll(sql, roomID.map { [.text($0)] } ?? []) { row in
+                QueuedMessage(
+                    roomID: row.string(0), transactionID: row.string(1), position: row.int64(2),
+                    eventType: row.string(3), content: row.blob(4), encryptedContent: row.optionalBlob(5),
+                    state: QueuedMessageState(rawValue: row.string(6)) ?? .queued, failureReason: row.optionalString(7),
+                    sentEventID: row.optionalString(8), attempts: row.int(9), createdAt: row.int64(10))
+            }
+        }
+    }
+
+    /// Records a queued event's new state (and, when given, its failure reason, sent event ID,
+    /// attempts and encrypted content). Returns whether the row exists.
+    @discardableResult
+    package func updateQueuedMessage(
+        transactionID: String, state: QueuedMessageState, failureReason: String? = nil, sentEventID: String? = nil,
+        attempts: Int? = nil, encryptedContent: [UInt8]? = nil
+    ) async throws(ChatStoreError) -> Bool {
+        try await write { db throws(StoreError) in
+            try db.execute(
+                """
+                UPDATE send_queue SET state = ?, failure_reason = ?, sent_event_id = COALESCE(?, sent_event_id),
+                    attempts = COALESCE(?, attempts), encrypted_content = COALESCE(?, encrypted_content)
+                WHERE txn_id = ?
+                """,
+                [
+                    .text(state.rawValue), .text(failureReason), .text(sentEventID), .integer(attempts.map(Int64.init)),
+                    encryptedContent.map { .blob($0) } ?? .null, .text(transactionID),
+                ])
+            return db.changes > 0
+        }
+    }
+
+    /// Deletes a queued event (cancelled, or sent and echoed). Returns whether it existed.
+    @discardableResult
+    package func removeQueuedMessage(transactionID: String) async throws(ChatStoreError) -> Bool {
+        try await write { db throws(StoreError) in
+            try db.execute("DELETE FROM send_queue WHERE txn_id = ?", [.text(transactionID)])
+            return db.changes > 0
+        }
+    }
+}

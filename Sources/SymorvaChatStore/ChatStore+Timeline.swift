@@ -1,0 +1,209 @@
+import SymorvaStore
+
+/// A place in a room's stored timeline: a chunk and a position inside it (the chat feature's
+/// `StoreCursor` is this pair).
+package struct TimelinePosition: Sendable, Hashable {
+    /// The linked chunk.
+    package var chunkID: Int64
+    /// The event's position in the chunk (increasing, not necessarily contiguous).
+    package var position: Int64
+
+    /// Creates a position.
+    package init(chunkID: Int64, position: Int64) {
+        self.chunkID = chunkID
+        self.position = position
+    }
+}
+
+/// What lies before the oldest item of a page.
+package enum StoredTimelineBoundary: Sendable, Hashable {
+    /// More stored events: ask again from this position.
+    case stored(TimelinePosition)
+    /// A gap: the server must be asked with `/messages?dir=b&from=token`; the gap is chunk
+    /// `chunkID`.
+    case gap(token: String, chunkID: Int64)
+    /// Nothing: the page reaches the oldest known event with nothing before it.
+    case roomStart
+}
+
+/// The reactions with one key on an event.
+package struct ReactionGroup: Sendable, Hashable {
+    /// The key (usually an emoji).
+    package var key: String
+    /// Who reacted, in order of reaction.
+    package var senders: [String]
+
+    /// Creates a group.
+    package init(key: String, senders: [String]) {
+        self.key = key
+        self.senders = senders
+    }
+}
+
+/// One event of a timeline page, with its relations applied: the latest edit's content,
+/// reactions grouped by key, redaction.
+///
+/// Its content is user content: every textual form of this value names the event only.
+package struct StoredTimelineItem: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The event.
+    package var eventID: String
+    /// Where it is stored (the cursor for the next page).
+    package var position: TimelinePosition
+    /// Its type.
+    package var type: String
+    /// Who sent it.
+    package var sender: String
+    /// When the server received it (milliseconds since 1970).
+    package var originServerTS: Int64
+    /// Set for state events.
+    package var stateKey: String?
+    /// Set on this device's own events (the send queue's transaction ID).
+    package var transactionID: String?
+    /// The content to show, raw JSON: the latest valid edit's `m.new_content` when edited,
+    /// the redacted remains when redacted, else the original.
+    package var content: [UInt8]
+    /// The edit whose content is shown, if any.
+    package var replacedBy: String?
+    /// The redaction that removed the content, if any.
+    package var redactedBy: String?
+    /// Reactions, grouped by key in order of first reaction.
+    package var reactions: [ReactionGroup]
+    /// The event this one replies to.
+    package var inReplyTo: String?
+    /// The thread root, for an event in a thread (`m.thread`).
+    package var threadRootID: String?
+
+    /// The event ID and type only.
+    package var description: String { "StoredTimelineItem(\(eventID), \(type))" }
+    /// No content in reflection.
+    package var customMirror: Mirror {
+        Mirror(self, children: ["eventID": eventID, "type": type], displayStyle: .struct)
+    }
+}
+
+/// One page of stored timeline, oldest item first.
+package struct StoredTimelinePage: Sendable, Hashable {
+    /// The items, oldest first.
+    package var items: [StoredTimelineItem]
+    /// What precedes the first item.
+    package var boundary: StoredTimelineBoundary
+}
+
+extension ChatStore {
+    /// The `limit` items before `before` (`nil`: the newest) in `roomID`'s stored timeline,
+    /// with edits, reactions and redactions applied.
+    ///
+    /// Relation events (edits, reactions, redactions) are not items of their own; the walk
+    /// follows the linked chunks backwards and stops at a gap or at the oldest chunk.
+    package func loadTimelinePage(
+        roomID: String, before: TimelinePosition? = nil, limit: Int = 50
+    ) async throws(ChatStoreError) -> StoredTimelinePage {
+        try await read { db throws(StoreError) in
+            try Self.timelinePage(roomID: roomID, before: before, limit: limit, db: db)
+        }
+    }
+
+    /// ``loadTimelinePage(roomID:before:limit:)`` on the database's thread.
+    package static func timelinePage(
+        roomID: String, before: TimelinePosition?, limit: Int, db: isolated SQLiteDatabase
+    ) throws(StoreError) -> StoredTimelinePage {
+        guard
+            let live = try db.queryOne(
+                "SELECT live_chunk_id FROM rooms WHERE room_id = ?", [.text(roomID)],
+                {
+                    $0.optionalInt64(0)
+                }), let live
+        else { return StoredTimelinePage(items: [], boundary: .roomStart) }
+        var chunk = before?.chunkID ?? live
+        var start = before?.position ?? .max
+        var newestFirst: [StoredTimelineItem] = []
+        var boundary = StoredTimelineBoundary.roomStart
+        while true {
+            try readChunk(chunk, before: start, limit: limit - newestFirst.count, into: &newestFirst, db: db)
+            if newestFirst.count >= limit {
+                boundary = .stored(newestFirst[newestFirst.count - 1].position)
+                break
+            }
+            let previous = try db.queryOne(
+                "SELECT c.prev_chunk_id, g.prev_batch FROM timeline_chunks c LEFT JOIN timeline_gaps g ON g.chunk_id = c.prev_chunk_id WHERE c.chunk_id = ?",
+                [.integer(chunk)]
+            ) { (id: $0.optionalInt64(0), gap: $0.optionalString(1)) }
+            guard let previous, let previousID = previous.id else { break }
+            if let token = previous.gap {
+                boundary = .gap(token: token, chunkID: previousID)
+                break
+            }
+            chunk = previousID
+            start = .max
+        }
+        for index in newestFirst.indices { try applyRelations(to: &newestFirst[index], db: db) }
+        return StoredTimelinePage(items: newestFirst.reversed(), boundary: boundary)
+    }
+
+    private static func readChunk(
+        _ chunk: Int64, before start: Int64, limit: Int, into items: inout [StoredTimelineItem],
+        db: isolated SQLiteDatabase
+    ) throws(StoreError) {
+        let sql = """
+            SELECT event_id, position, type, sender, origin_server_ts, state_key, txn_id, content,
+                redacted_by, rel_type, relates_to_event_id, in_reply_to
+            FROM events WHERE chunk_id = ? AND position < ?
+                AND (rel_type IS NULL OR rel_type NOT IN ('m.replace', 'm.annotation', 'm.room.redaction'))
+            ORDER BY position DESC LIMIT ?
+            """
+        try db.query(sql, [.integer(chunk), .integer(start), .int(limit)]) { row in
+            let relationType = row.optionalString(9)
+            items.append(
+                StoredTimelineItem(
+                    eventID: row.string(0), position: TimelinePosition(chunkID: chunk, position: row.int64(1)),
+                    type: row.string(2), sender: row.string(3), originServerTS: row.int64(4),
+                    stateKey: row.optionalString(5), transactionID: row.optionalString(6), content: row.blob(7),
+                    replacedBy: nil, redactedBy: row.optionalString(8), reactions: [],
+                    inReplyTo: row.optionalString(11),
+                    threadRootID: relationType == "m.thread" ? row.optionalString(10) : nil))
+        }
+    }
+
+    /// Applies the stored edits, reactions and late redactions that point at `item`.
+    static func applyRelations(to item: inout StoredTimelineItem, db: isolated SQLiteDatabase) throws(StoreError) {
+        let sql = """
+            SELECT rel_type, relation_key, event_id, sender, origin_server_ts, content
+            FROM events WHERE relates_to_event_id = ? AND redacted_by IS NULL
+                AND rel_type IN ('m.replace', 'm.annotation', 'm.room.redaction')
+            ORDER BY origin_server_ts, event_nid
+            """
+        var latestEdit: (id: String, content: [UInt8])?
+        var lateRedaction: String?
+        var reactions: [ReactionGroup] = []
+        try db.query(sql, [.text(item.eventID)]) { row in
+            switch row.string(0) {
+            case "m.replace":
+                // Only the original sender may edit; the newest edit wins.
+                guard row.string(3) == item.sender else { return }
+                row.withBlob(5) { content in
+                    if let range = RawJSON.value("m.new_content", in: content) {
+                        latestEdit = (row.string(2), Array(content[range]))
+                    }
+                }
+            case "m.annotation":
+                guard let key = row.optionalString(1) else { return }
+                if let index = reactions.firstIndex(where: { $0.key == key }) {
+                    reactions[index].senders.append(row.string(3))
+                } else {
+                    reactions.append(ReactionGroup(key: key, senders: [row.string(3)]))
+                }
+            default:
+                lateRedaction = lateRedaction ?? row.string(2)
+            }
+        }
+        if item.redactedBy == nil, let lateRedaction {
+            item.redactedBy = lateRedaction
+            item.content = item.content.withUnsafeBytes { RawJSON.redactedContent(type: item.type, content: $0) }
+        }
+        if item.redactedBy == nil, let latestEdit {
+            item.content = latestEdit.content
+            item.replacedBy = latestEdit.id
+        }
+        item.reactions = item.redactedBy == nil ? reactions : []
+    }
+}

@@ -1,0 +1,320 @@
+import Dispatch
+import SymorvaStore
+import Synchronization
+
+/// What one ingested `/sync` response changed.
+package struct SyncIngestReport: Sendable, Hashable {
+    /// Rooms written.
+    package var rooms = 0
+    /// Timeline events written (duplicates of stored events excluded).
+    package var timelineEvents = 0
+    /// State events written (from `state` and from the timeline).
+    package var stateEvents = 0
+    /// Redactions applied to stored events.
+    package var redactionsApplied = 0
+    /// Gaps created by limited timelines.
+    package var gapsCreated = 0
+    /// Events skipped as unusable (kept in `malformed_events`).
+    package var malformedEvents = 0
+    /// The `next_batch` committed with them.
+    package var nextBatch = ""
+
+    /// An empty report.
+    package init() {}
+}
+
+/// Writes `/sync` responses into a ``ChatStore``: everything a response holds, and its
+/// `next_batch`, in one SQLite transaction.
+///
+/// Committing the token with the data it covers means a crash, a kill or a failed write at any
+/// point leaves either the whole response stored and the token advanced, or nothing stored and
+/// the old token in place — the next sync then repeats the same response. Data is never
+/// skipped and never half-applied.
+///
+/// By default decoding overlaps writing: a decoder task hands rooms over in batches through a
+/// channel, and the transaction, running on the store's thread, writes each batch while the
+/// next is decoded. If the document turns out to be malformed at the end, the transaction is
+/// rolled back.
+package struct SyncIngestor: Sendable {
+    /// How an ingest runs.
+    package struct Options: Sendable, Hashable {
+        /// Decode the next rooms while the store writes the previous ones (on by default).
+        package var overlapsDecoding: Bool
+        /// Rooms per batch handed from the decoder to the writer.
+        package var roomBatchSize: Int
+
+        /// Creates options.
+        package init(overlapsDecoding: Bool = true, roomBatchSize: Int = 32) {
+            self.overlapsDecoding = overlapsDecoding
+            self.roomBatchSize = roomBatchSize
+        }
+    }
+
+    /// The store written to.
+    package let store: ChatStore
+    /// How ingests run.
+    package var options: Options
+
+    /// Creates an ingestor for `store`.
+    package init(store: ChatStore, options: Options = Options()) {
+        self.store = store
+        self.options = options
+    }
+
+    /// Decodes `document` (a `/sync` response body) and stores it with its `next_batch`.
+    ///
+    /// - Throws: `.malformedResponse` when the document is not a `/sync` response, `.store`
+    ///   when writing fails. Either way nothing was written and the token did not move.
+    package func ingest(_ document: [UInt8]) async throws(ChatStoreError) -> SyncIngestReport {
+        guard options.overlapsDecoding else {
+            let body: SyncResponseBody
+            do {
+                body = try SyncResponseDecoder.decode(document)
+            } catch {
+                throw .malformedResponse(error)
+            }
+            return try await ingest(body)
+        }
+        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
+        let channel = RoomBatchChannel()
+        let batchSize = options.roomBatchSize
+        Task.detached {
+            do throws(SyncDecodingError) {
+                let head = try SyncResponseDecoder.decode(document, roomBatchSize: batchSize) { channel.send($0) }
+                channel.finish(.success(head))
+            } catch {
+                channel.finish(.failure(error))
+            }
+        }
+        do {
+            return try await store.database.transaction { db throws(StoreError) in
+                var writer = try SyncWriter(db: db)
+                while true {
+                    switch channel.receive() {
+                    case .rooms(let rooms):
+                        try writer.write(rooms, document: document, db: db)
+                        channel.recycle(rooms)
+                    case .finished(.success(let head)):
+                        try writer.finish(head, document: document, db: db)
+                        return writer.report
+                    case .finished(.failure):
+                        throw StoreError.aborted
+                    }
+                }
+            }
+        } catch {
+            if let failure = channel.decodingFailure { throw .malformedResponse(failure) }
+            throw .store(error)
+        }
+    }
+
+    /// Stores an already decoded response with its `next_batch`, in one transaction.
+    ///
+    /// - Throws: `.store` when writing fails; nothing was written and the token did not move.
+    package func ingest(_ response: SyncResponseBody) async throws(ChatStoreError) -> SyncIngestReport {
+        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
+        return try await store.write { db throws(StoreError) in
+            var writer = try SyncWriter(db: db)
+            try writer.write(response.rooms, document: response.document, db: db)
+            try writer.finish(response.head, document: response.document, db: db)
+            return writer.report
+        }
+    }
+}
+
+/// Hands room batches from the decoder task to the transaction on the store's thread, and
+/// written batches back to the decoder to be freed there.
+///
+/// The receiving side blocks its thread: it is the store's own executor thread, inside a
+/// transaction that nothing else may interleave with anyway, so no shared thread is held.
+final class RoomBatchChannel: Sendable {
+    enum Message: Sendable {
+        case rooms([SyncRoomUpdate])
+        case finished(Result<SyncResponseHead, SyncDecodingError>)
+    }
+
+    private struct Queue {
+        var messages: [Message] = []
+        var next = 0
+        var failure: SyncDecodingError?
+        /// Batches the writer is done with, freed by the decoder's next ``send(_:)``.
+        var spent: [[SyncRoomUpdate]] = []
+    }
+
+    private let queue = Mutex(Queue())
+    private let available = DispatchSemaphore(value: 0)
+
+    func send(_ rooms: [SyncRoomUpdate]) {
+        var spent: [[SyncRoomUpdate]] = []
+        queue.withLock { queue in
+            queue.messages.append(.rooms(rooms))
+            swap(&spent, &queue.spent)
+        }
+        available.signal()
+        // Freeing a batch (tens of thousands of strings and arrays) is done here, on the decoder's
+        // thread, which has time to spare, rather than on the store's thread, which has none.
+        spent.removeAll()
+    }
+
+    /// Gives a written batch back, so that the decoder's thread frees it.
+    func recycle(_ rooms: [SyncRoomUpdate]) {
+        queue.withLock { $0.spent.append(rooms) }
+    }
+
+    func finish(_ result: Result<SyncResponseHead, SyncDecodingError>) {
+        queue.withLock { queue in
+            queue.messages.append(.finished(result))
+            if case .failure(let error) = result { queue.failure = error }
+        }
+        available.signal()
+    }
+
+    /// The next message, waiting for it if needed.
+    func receive() -> Message {
+        available.wait()
+        return queue.withLock { queue in
+            let message = queue.messages[queue.next]
+            queue.messages[queue.next] = .rooms([])  // let the batch go
+            queue.next += 1
+            return message
+        }
+    }
+
+    /// The decoder's error, once it has failed.
+    var decodingFailure: SyncDecodingError? { queue.withLock { $0.failure } }
+}
+
+/// Writes decoded rooms and the response's top level inside one transaction.
+struct SyncWriter {
+    var report = SyncIngestReport()
+    /// The token before this response, recorded with malformed events.
+    let previousToken: String?
+    /// Whether the send queue has rows (it cannot gain any during the ingest transaction).
+    let hasQueuedMessages: Bool
+
+    /// Runs inside the ingest transaction.
+    init(db: isolated SQLiteDatabase) throws(StoreError) {
+        previousToken = try db.queryOne("SELECT since_token FROM sync_state WHERE id = 1") { $0.string(0) }
+        hasQueuedMessages = try db.queryOne("SELECT EXISTS (SELECT 1 FROM send_queue)") { $0.int(0) != 0 } ?? true
+    }
+
+    mutating func write(_ rooms: [SyncRoomUpdate], document: [UInt8], db: isolated SQLiteDatabase) throws(StoreError) {
+        let result = document.withUnsafeBytes { bytes in
+            Result { () throws(StoreError) in
+                for room in rooms {
+                    var writer = RoomWriter(room: room, bytes: bytes, hasQueuedMessages: hasQueuedMessages)
+                    try writer.write(db: db)
+                    report.rooms += 1
+                    report.timelineEvents += writer.timelineEvents
+                    report.stateEvents += writer.stateEvents
+                    report.redactionsApplied += writer.redactionsApplied
+                    report.gapsCreated += writer.gapCreated ? 1 : 0
+                }
+            }
+        }
+        try result.get()
+    }
+
+    /// Writes the top level — account data, to-device events, device lists, key counts,
+    /// malformed events — and then the new token.
+    mutating func finish(_ head: SyncResponseHead, document: [UInt8], db: isolated SQLiteDatabase) throws(StoreError) {
+        let previousToken = previousToken
+        let result = document.withUnsafeBytes { bytes in
+            Result { () throws(StoreError) in
+                try GlobalWriter(head: head, bytes: bytes, previousToken: previousToken).write(db: db)
+            }
+        }
+        try result.get()
+        try db.execute(
+            "INSERT INTO sync_state(id, since_token) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET since_token = excluded.since_token",
+            [.text(head.nextBatch)])
+        report.malformedEvents = head.malformedEvents.count
+        report.nextBatch = head.nextBatch
+    }
+}
+
+/// The top level of a response.
+private struct GlobalWriter {
+    let head: SyncResponseHead
+    let bytes: UnsafeRawBufferPointer
+    let previousToken: String?
+
+    func write(db: isolated SQLiteDatabase) throws(StoreError) {
+        for event in head.accountData {
+            let content = UnsafeRawBufferPointer(rebasing: bytes[event.content])
+            try db.withStatement(
+                "INSERT INTO account_data(room_nid, type, content) VALUES (0, ?, ?) ON CONFLICT DO UPDATE SET content = excluded.content"
+            ) { statement throws(StoreError) in
+                try statement.bind(event.type, at: 1)
+                try statement.bind(bytes: content, at: 2)
+                try statement.step()
+            }
+            if event.type == "m.push_rules" { try applyPushRules(content, db: db) }
+        }
+        for event in head.toDevice {
+            try db.withStatement("INSERT INTO to_device_events(type, sender, raw) VALUES (?, ?, ?)") {
+                statement throws(StoreError) in
+                try statement.bind(event.type, at: 1)
+                try statement.bind(event.sender ?? "", at: 2)
+                try statement.bind(bytes: UnsafeRawBufferPointer(rebasing: bytes[event.range]), at: 3)
+                try statement.step()
+            }
+        }
+        for (users, change) in [(head.deviceListsChanged, 1), (head.deviceListsLeft, 2)] {
+            for user in users {
+                try db.execute(
+                    "INSERT INTO device_list_changes(user_id, change) VALUES (?, ?) ON CONFLICT DO UPDATE SET change = excluded.change",
+                    [.text(user), .int(change)])
+            }
+        }
+        for (algorithm, count) in head.oneTimeKeyCounts {
+            try db.execute(
+                "INSERT INTO one_time_key_counts(algorithm, count) VALUES (?, ?) ON CONFLICT DO UPDATE SET count = excluded.count",
+                [.text(algorithm), .integer(count)])
+        }
+        for event in head.malformedEvents {
+            try db.withStatement(
+                "INSERT INTO malformed_events(since_token, section, room_id, reason, raw) VALUES (?, ?, ?, ?, ?)"
+            ) { statement throws(StoreError) in
+                try statement.bind(previousToken, at: 1)
+                try statement.bind(event.section, at: 2)
+                try statement.bind(event.roomID, at: 3)
+                try statement.bind(event.reason, at: 4)
+                try statement.bind(bytes: UnsafeRawBufferPointer(rebasing: bytes[event.range]), at: 5)
+                try statement.step()
+            }
+        }
+    }
+
+    /// Marks the rooms that the user's push rules silence (a room or override rule named after
+    /// the room whose actions do not notify) as muted, and the others as not muted.
+    private func applyPushRules(_ content: UnsafeRawBufferPointer, db: isolated SQLiteDatabase) throws(StoreError) {
+        var muted: [String] = []
+        guard let global = RawJSON.value("global", in: content) else { return }
+        let rules = UnsafeRawBufferPointer(rebasing: content[global])
+        for kind in ["room", "override"] {
+            let list = kind == "room" ? RawJSON.value("room", in: rules) : RawJSON.value("override", in: rules)
+            guard let list else { continue }
+            let array = UnsafeRawBufferPointer(rebasing: rules[list])
+            RawJSON.forEachElement(in: array) { range in
+                let rule = UnsafeRawBufferPointer(rebasing: array[range])
+                guard let ruleID = RawJSON.string("rule_id", in: rule), ruleID.hasPrefix("!") else { return }
+                if let enabled = RawJSON.value("enabled", in: rule), rule[enabled].elementsEqual("false".utf8) {
+                    return
+                }
+                var notifies = false
+                if let actions = RawJSON.value("actions", in: rule) {
+                    let list = UnsafeRawBufferPointer(rebasing: rule[actions])
+                    RawJSON.forEachElement(in: list) {
+                        if list[$0].elementsEqual("\"notify\"".utf8) { notifies = true }
+                    }
+                }
+                if !notifies { muted.append(ruleID) }
+            }
+        }
+        try db.execute("UPDATE rooms SET is_muted = 0 WHERE is_muted = 1")
+        for roomID in muted {
+            try db.execute("UPDATE rooms SET is_muted = 1 WHERE room_id = ?", [.text(roomID)])
+        }
+    }
+}

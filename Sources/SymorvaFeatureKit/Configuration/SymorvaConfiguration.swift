@@ -1,0 +1,227 @@
+import Foundation
+import SymorvaMachines
+import SymorvaMatrix
+
+/// A community's manifest, `symorva.config.json`: which homeserver and services to talk to,
+/// which optional modules exist, and whether new conversations are encrypted by default.
+///
+/// ```json
+/// {"version": 1,
+///  "community": {"name": "Orbit Dev"},
+///  "homeserver": {"url": "http://127.0.0.1:8008", "serverName": "localhost"},
+///  "services": {"url": "http://127.0.0.1:8090"},
+///  "modules": {"meetings": {"enabled": true}, "aiStudio": {"enabled": true},
+///              "wallet": {"enabled": true, "assets": [{"code": "ORB", "precision": 2}]},
+///              "directory": {"enabled": true}},
+///  "encryption": {"defaultEnabled": false}}
+/// ```
+///
+/// The rules are those of `docs/manifest.md` and of the reference validator
+/// (`Server/symorva_server/config.py`), so that the client accepts what the server accepts
+/// (it also checks that `homeserver.serverName` follows the Matrix grammar): `modules` may be left out and a module absent from it is disabled; every listed
+/// module, known or not, needs a boolean `enabled`; `encryption.defaultEnabled` defaults to
+/// `false`. Other unknown fields are ignored, so newer manifests stay readable.
+public struct SymorvaConfiguration: Sendable, Hashable {
+    /// The manifest format version; always 1 today.
+    public var version: Int
+    /// The community as members see it.
+    public var community: Community
+    /// The Matrix homeserver.
+    public var homeserver: Homeserver
+    /// The community services (meetings, wallet, AI studio, directory).
+    public var services: Services
+    /// Which modules are switched on.
+    public var modules: Modules
+    /// End-to-end encryption defaults.
+    public var encryption: Encryption
+
+    /// The community's identity.
+    public struct Community: Sendable, Hashable {
+        /// Display name, e.g. `Orbit Dev`: 1–100 characters, not blank.
+        public var name: String
+        /// A short description for UIs.
+        public var description: String?
+        /// The avatar, an `mxc://` or `https://` URL as written in the manifest.
+        public var avatarURL: String?
+
+        /// A community.
+        public init(name: String, description: String? = nil, avatarURL: String? = nil) {
+            self.name = name
+            self.description = description
+            self.avatarURL = avatarURL
+        }
+    }
+
+    /// Where the Matrix homeserver is.
+    public struct Homeserver: Sendable, Hashable {
+        /// The client-server API base URL (no trailing slash).
+        public var url: HomeserverURL
+        /// The server name in user IDs (`@alice:<serverName>`).
+        public var serverName: String
+
+        /// A homeserver.
+        public init(url: HomeserverURL, serverName: String) {
+            self.url = url
+            self.serverName = serverName
+        }
+
+        /// Where session discovery starts: the known URL, checked with `/versions`.
+        public var address: ServerAddress { .homeserverURL(url, serverName: serverName) }
+    }
+
+    /// Where the community services are.
+    public struct Services: Sendable, Hashable {
+        /// The services' base URL.
+        public var url: URL
+        /// Services at `url`.
+        public init(url: URL) { self.url = url }
+    }
+
+    /// A module that is either on or off.
+    public struct ModuleSwitch: Sendable, Hashable {
+        /// Whether the module's client exists.
+        public var isEnabled: Bool
+        /// A switch.
+        public init(isEnabled: Bool) { self.isEnabled = isEnabled }
+    }
+
+    /// One asset the wallet module handles.
+    public struct Asset: Sendable, Hashable {
+        /// The asset code, 2–12 upper-case letters or digits (`ORB`).
+        public var code: String
+        /// Digits after the decimal point, 0–18.
+        public var precision: Int
+
+        /// An asset.
+        public init(code: String, precision: Int) {
+            self.code = code
+            self.precision = precision
+        }
+    }
+
+    /// The wallet module's switch and assets.
+    public struct Wallet: Sendable, Hashable {
+        /// Whether the wallet client exists.
+        public var isEnabled: Bool
+        /// The assets, in manifest order; at least one when enabled.
+        public var assets: [Asset]
+
+        /// A wallet module.
+        public init(isEnabled: Bool, assets: [Asset]) {
+            self.isEnabled = isEnabled
+            self.assets = assets
+        }
+    }
+
+    /// The modules of the manifest.
+    public struct Modules: Sendable, Hashable {
+        /// Meetings (a foundation module, normally on).
+        public var meetings: ModuleSwitch
+        /// The AI studio (optional).
+        public var aiStudio: ModuleSwitch
+        /// The wallet (optional).
+        public var wallet: Wallet
+        /// The member directory (optional).
+        public var directory: ModuleSwitch
+
+        /// The modules.
+        public init(meetings: ModuleSwitch, aiStudio: ModuleSwitch, wallet: Wallet, directory: ModuleSwitch) {
+            self.meetings = meetings
+            self.aiStudio = aiStudio
+            self.wallet = wallet
+            self.directory = directory
+        }
+    }
+
+    /// Encryption defaults.
+    public struct Encryption: Sendable, Hashable {
+        /// Whether conversations created by members are end-to-end encrypted by default.
+        public var isEnabledByDefault: Bool
+        /// Encryption defaults.
+        public init(isEnabledByDefault: Bool) { self.isEnabledByDefault = isEnabledByDefault }
+    }
+
+    /// A configuration built in code (tests, embedding without a file); not validated beyond its types.
+    public init(
+        community: Community, homeserver: Homeserver, services: Services, modules: Modules,
+        encryption: Encryption = Encryption(isEnabledByDefault: false)
+    ) {
+        self.version = 1
+        self.community = community
+        self.homeserver = homeserver
+        self.services = services
+        self.modules = modules
+        self.encryption = encryption
+    }
+
+    /// The manifest versions this SDK reads.
+    public static let supportedVersions: ClosedRange<Int> = 1...1
+
+    /// Reads and validates the manifest at `url`.
+    public static func load(from url: URL) throws(ConfigurationError) -> SymorvaConfiguration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw .unreadable(path: url.path, reason: (error as NSError).localizedDescription)
+        }
+        return try SymorvaConfiguration(jsonData: data)
+    }
+
+    /// Validates a manifest given as JSON bytes.
+    public init(jsonData: Data) throws(ConfigurationError) {
+        let root: JSONValue
+        do {
+            root = try JSONValue(parsing: jsonData)
+        } catch {
+            throw .malformedJSON(line: error.line, column: error.column, reason: error.reason)
+        }
+        try self.init(validating: ManifestReader(root: root))
+    }
+
+    private init(validating reader: ManifestReader) throws(ConfigurationError) {
+        let root = try reader.object(at: [])
+        let version = try reader.integer(at: ["version"], in: root)
+        guard Self.supportedVersions.contains(version) else { throw .unsupportedVersion(version) }
+        self.version = version
+
+        let community = try reader.object(at: ["community"], in: root)
+        let name = try reader.nonEmptyString(at: ["community", "name"], in: community)
+        guard name.trimmingCharacters(in: .whitespacesAndNewlines).count <= 100 else {
+            throw .invalidField("community.name", reason: "longer than 100 characters")
+        }
+        self.community = Community(
+            name: name, description: try reader.optionalString(at: ["community", "description"], in: community),
+            avatarURL: try reader.optionalString(at: ["community", "avatarUrl"], in: community))
+
+        let homeserver = try reader.object(at: ["homeserver"], in: root)
+        let homeserverText = try reader.string(at: ["homeserver", "url"], in: homeserver)
+        guard let homeserverURL = HomeserverURL(homeserverText) else {
+            throw .invalidField("homeserver.url", reason: "not an absolute http(s) URL")
+        }
+        let serverName = try reader.string(at: ["homeserver", "serverName"], in: homeserver)
+        guard MatrixServerName.isValid(serverName) else {
+            throw .invalidField("homeserver.serverName", reason: "not a Matrix server name")
+        }
+        self.homeserver = Homeserver(url: homeserverURL, serverName: serverName)
+
+        let services = try reader.object(at: ["services"], in: root)
+        let servicesText = try reader.string(at: ["services", "url"], in: services)
+        guard HomeserverURL(servicesText) != nil, let servicesURL = URL(string: servicesText) else {
+            throw .invalidField("services.url", reason: "not an absolute http(s) URL")
+        }
+        self.services = Services(url: servicesURL)
+
+        let modules = try reader.optionalObject(at: ["modules"], in: root) ?? [:]
+        try reader.checkModuleSwitches(in: modules)
+        self.modules = Modules(
+            meetings: try reader.moduleSwitch("meetings", in: modules),
+            aiStudio: try reader.moduleSwitch("aiStudio", in: modules),
+            wallet: try reader.wallet(in: modules),
+            directory: try reader.moduleSwitch("directory", in: modules))
+
+        let encryption = try reader.optionalObject(at: ["encryption"], in: root) ?? [:]
+        let enabled = try reader.optionalBool(at: ["encryption", "defaultEnabled"], in: encryption) ?? false
+        self.encryption = Encryption(isEnabledByDefault: enabled)
+    }
+}

@@ -1,0 +1,263 @@
+import SymorvaHTTP
+import SymorvaMatrix
+import SymorvaRuntime
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Where the community services client gets OpenID tokens: the signed-in Matrix session.
+public protocol OpenIDTokenSource: Sendable {
+    /// Asks the homeserver for a fresh OpenID token for the signed-in member.
+    func requestOpenIDToken() async throws(ServicesError) -> OpenIDToken
+}
+
+/// Talks to the community services (`/_symorva/v1/…`) as one signed-in member.
+///
+/// It exchanges a Matrix OpenID token for the services' own bearer token, keeps that token
+/// until shortly before it expires, and shares one exchange between concurrent callers (one
+/// request per key). A request rejected with `SY_UNKNOWN_TOKEN` gets one fresh token and one
+/// retry. A rate-limited request (429) is sent again after the services' hint as its
+/// ``RateLimitPolicy`` allows, unless it must be delivered at most once; anything else is
+/// reported as a typed ``ServicesError``.
+public actor CommunityServicesClient {
+    /// The services' base URL (from the manifest).
+    public nonisolated let baseURL: URL
+    /// How rate-limited requests are sent again.
+    public nonisolated let rateLimitPolicy: RateLimitPolicy
+    private let transport: any HTTPTransport
+    private let tokenSource: any OpenIDTokenSource
+    private let clock: any RuntimeClock
+    private let logger = Logger(category: "services")
+    private var token: (value: Secret<String>, expiresAt: Duration)?
+    private var exchange: Task<Result<(Secret<String>, Duration), ServicesError>, Never>?
+    private(set) var exchangeCount = 0
+
+    /// Creates a client for the services at `baseURL`. It waits for rate limits on `clock`.
+    public init(
+        baseURL: URL, transport: any HTTPTransport, tokenSource: any OpenIDTokenSource,
+        clock: any RuntimeClock = SystemClock(), rateLimitPolicy: RateLimitPolicy = .standard
+    ) {
+        self.baseURL = baseURL
+        self.transport = transport
+        self.tokenSource = tokenSource
+        self.clock = clock
+        self.rateLimitPolicy = rateLimitPolicy
+    }
+
+    /// How many OpenID exchanges this client has made (tests check single-flight with it).
+    public var exchanges: Int { exchangeCount }
+
+    /// Forgets the services token (sign-out, account switch).
+    public func invalidate() {
+        token = nil
+        exchange?.cancel()
+        exchange = nil
+    }
+
+    /// Sends an authenticated request and returns the body of a 2xx answer.
+    ///
+    /// - Parameters:
+    ///   - path: the path below the base URL, e.g. `/_symorva/v1/wallet/balances`.
+    ///   - body: a JSON body, or `nil` for none.
+    ///   - deliversAtMostOnce: the transport must never resend the request by itself (a command
+    ///     whose outcome is found out by query); see ``HTTPRequest/deliversAtMostOnce``. The one
+    ///     retry after `SY_UNKNOWN_TOKEN` still happens: the services refuse an unknown token
+    ///     before routing, so the first request did nothing. A 429 is not retried: the caller
+    ///     gets ``ServicesError/rateLimited(retryAfter:)`` and decides.
+    /// - Throws: ``ServicesError/rateLimited(retryAfter:)`` when the request is still limited
+    ///   after the policy's retries, or the hint is longer than the policy waits.
+    public func send(
+        _ method: HTTPMethod, _ path: String, query: [URLQueryItem] = [], json body: [UInt8]? = nil,
+        timeout: Duration? = nil, deliversAtMostOnce: Bool = false
+    ) async throws(ServicesError) -> [UInt8] {
+        let url = try makeURL(path, query: query)
+        var retried = false
+        var rateLimitRetries = 0
+        while true {
+            let bearer = try await currentToken()
+            var request = HTTPRequest(method: method, url: url, body: body ?? [], bearerToken: bearer, timeout: timeout)
+            if body != nil { request.headers.add(name: "Content-Type", value: "application/json") }
+            request.deliversAtMostOnce = deliversAtMostOnce
+            let response: HTTPResponse
+            do {
+                response = try await transport.send(request)
+            } catch {
+                throw .transport(error)
+            }
+            if response.isSuccess { return response.body }
+            let failure = Self.decodeError(response)
+            if case .unauthorized = failure, !retried {
+                logger.info("services token rejected; exchanging a new one")
+                if let current = token, current.value == bearer { token = nil }
+                retried = true
+                continue
+            }
+            if case .rateLimited(let hint) = failure, !deliversAtMostOnce,
+                let wait = rateLimitPolicy.delay(retryAfter: hint, retriesSoFar: rateLimitRetries)
+            {
+                rateLimitRetries += 1
+                logger.info("services rate limited; sending again in \(wait) (retry \(rateLimitRetries))")
+                try await Self.pause(for: wait, on: clock)
+                continue
+            }
+            throw failure
+        }
+    }
+
+    /// Sleeps on `clock`; a cancelled caller gets the transport's `cancelled`.
+    private static func pause(for wait: Duration, on clock: any RuntimeClock) async throws(ServicesError) {
+        do { try await clock.sleep(for: wait) } catch { throw .transport(.cancelled) }
+    }
+
+    /// A request that needs no token (health, discovery).
+    public func sendUnauthenticated(_ method: HTTPMethod, _ path: String) async throws(ServicesError) -> [UInt8] {
+        let request = HTTPRequest(method: method, url: try makeURL(path, query: []))
+        let response: HTTPResponse
+        do { response = try await transport.send(request) } catch { throw .transport(error) }
+        guard response.isSuccess else { throw Self.decodeError(response) }
+        return response.body
+    }
+
+    private func makeURL(_ path: String, query: [URLQueryItem]) throws(ServicesError) -> URL {
+        guard var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false) else {
+            throw .malformedResponse(status: 0)
+        }
+        components.path = components.path.trimmingSuffix("/") + path
+        if !query.isEmpty { components.queryItems = query }
+        guard let url = components.url else { throw .malformedResponse(status: 0) }
+        return url
+    }
+
+    // MARK: - Token
+
+    private func currentToken() async throws(ServicesError) -> Secret<String> {
+        if let token, token.expiresAt > clock.now { return token.value }
+        let task: Task<Result<(Secret<String>, Duration), ServicesError>, Never>
+        if let exchange {
+            task = exchange
+        } else {
+            exchangeCount += 1
+            let transport = transport
+            let tokenSource = tokenSource
+            let url = try makeURL("/_symorva/v1/auth/openid", query: [])
+            let clock = clock
+            let policy = rateLimitPolicy
+            task = Task {
+                do throws(ServicesError) {
+                    return .success(
+                        try await Self.exchangeOpenID(
+                            transport: transport, source: tokenSource, url: url, clock: clock, policy: policy))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            exchange = task
+        }
+        let result = await task.value
+        if exchange == task { exchange = nil }
+        let (value, expiresAt) = try result.get()
+        token = (value, expiresAt)
+        return value
+    }
+
+    /// Exchanges an OpenID token. The services limit exchanges per client address, and refuse a
+    /// limited one before asking the homeserver, so the same OpenID token is sent again after
+    /// the hint as `policy` allows.
+    private static func exchangeOpenID(
+        transport: any HTTPTransport, source: any OpenIDTokenSource, url: URL, clock: any RuntimeClock,
+        policy: RateLimitPolicy
+    ) async throws(ServicesError) -> (Secret<String>, Duration) {
+        let openID = try await source.requestOpenIDToken()
+        let payload = ExchangeRequest(
+            accessToken: openID.accessToken.exposedValue, matrixServerName: openID.matrixServerName,
+            expiresIn: openID.expiresIn)
+        let body: [UInt8]
+        do { body = Array(try JSONEncoder().encode(payload)) } catch { throw .malformedResponse(status: 0) }
+        var response: HTTPResponse
+        var retries = 0
+        while true {
+            let now = clock.now
+            do { response = try await transport.send(.json(.post, url: url, body: body)) } catch {
+                throw .transport(error)
+            }
+            if response.isSuccess { return try token(from: response, now: now) }
+            let failure = decodeError(response)
+            guard case .rateLimited(let hint) = failure,
+                let wait = policy.delay(retryAfter: hint, retriesSoFar: retries)
+            else { throw failure }
+            retries += 1
+            try await pause(for: wait, on: clock)
+        }
+    }
+
+    private static func token(from response: HTTPResponse, now: Duration) throws(ServicesError) -> (
+        Secret<String>, Duration
+    ) {
+        guard let answer = try? JSONDecoder().decode(ExchangeResponse.self, from: Data(response.body)) else {
+            throw .malformedResponse(status: response.status)
+        }
+        let lifetime = answer.expiresInMilliseconds
+        // Renew a little early so that a token never expires in flight.
+        let margin = min(Duration.milliseconds(lifetime) / 10, .seconds(30))
+        return (Secret(answer.accessToken), now + .milliseconds(lifetime) - margin)
+    }
+
+    /// Reads the services' error format: `{"errcode", "error", "retry_after_ms"}`.
+    ///
+    /// A 429 is ``ServicesError/rateLimited(retryAfter:)`` whatever its body: the hint is
+    /// `retry_after_ms` (exact), else the `Retry-After` header (whole seconds or a date).
+    static func decodeError(_ response: HTTPResponse) -> ServicesError {
+        let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+        if response.status == 429 {
+            let exact = body?.retryAfterMilliseconds.map { Duration.milliseconds(max(0, $0)) }
+            let header = response.headers["Retry-After"].flatMap(RetryAfter.init(headerValue:))
+            return .rateLimited(retryAfter: exact ?? header?.delay(from: Date()))
+        }
+        guard let body else { return .malformedResponse(status: response.status) }
+        if response.status == 401 { return .unauthorized(code: body.errcode) }
+        return .server(
+            code: body.errcode, status: response.status, message: body.error ?? "",
+            retryAfter: body.retryAfterMilliseconds.map { .milliseconds($0) })
+    }
+
+    private struct ExchangeRequest: Encodable {
+        var accessToken: String
+        var matrixServerName: String
+        var expiresIn: Int
+        var tokenType = "Bearer"
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token"
+            case matrixServerName = "matrix_server_name"
+            case expiresIn = "expires_in"
+            case tokenType = "token_type"
+        }
+    }
+
+    private struct ExchangeResponse: Decodable {
+        var accessToken: String
+        var expiresInMilliseconds: Int
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token"
+            case expiresInMilliseconds = "expires_in_ms"
+        }
+    }
+
+    private struct ErrorBody: Decodable {
+        var errcode: String
+        var error: String?
+        var retryAfterMilliseconds: Int?
+        enum CodingKeys: String, CodingKey {
+            case errcode, error
+            case retryAfterMilliseconds = "retry_after_ms"
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}

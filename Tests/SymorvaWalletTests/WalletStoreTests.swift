@@ -1,0 +1,54 @@
+import Foundation
+import SymorvaStore
+import SymorvaWallet
+import Testing
+
+@Suite("Wallet store")
+struct WalletStoreTests {
+    private static func temporaryPath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("wallet-\(UUID().uuidString).sqlite").path
+    }
+
+    @Test("The wallet's table is versioned per feature, beside the account's own migrations")
+    func featureVersioning() async throws {
+        let path = Self.temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let accountMigrations = [Migration(version: 1, name: "rooms", sql: "CREATE TABLE rooms(id TEXT PRIMARY KEY);")]
+        let database = try await SQLiteDatabase.open(path: path, migrations: accountMigrations)
+        _ = try await WalletStore.open(on: database)
+        #expect(try await database.schemaVersion() == 1)
+        #expect(try await database.schemaVersion(feature: WalletStore.feature) == WalletStore.migrations.count)
+        // Opening again (next launch) changes nothing.
+        _ = try await WalletStore.open(on: database)
+        #expect(try await database.schemaVersion(feature: WalletStore.feature) == WalletStore.migrations.count)
+    }
+
+    @Test("A pending command survives reopening the file, with its figures, until removed")
+    func survivesReopen() async throws {
+        let path = Self.temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let store = try await WalletStore.open(on: try await SQLiteDatabase.open(path: path))
+            try await store.insert(WalletFixtures.pending, createdAtMilliseconds: 1_700_000_000_000)
+            try await store.markUnknown(WalletFixtures.commandID)
+        }
+        let store = try await WalletStore.open(on: try await SQLiteDatabase.open(path: path))
+        let stored = try await store.storedCommands()
+        #expect(stored.map(\.pending) == [WalletFixtures.pending])
+        #expect(stored.first?.state == .unknown)
+        #expect(stored.first?.createdAtMilliseconds == 1_700_000_000_000)
+        try await store.remove(WalletFixtures.commandID)
+        try await store.remove(WalletFixtures.commandID)
+        #expect(try await store.pendingCommands().isEmpty)
+    }
+
+    @Test("A file whose wallet tables were written by a newer SDK is refused")
+    func newerFeatureSchema() async throws {
+        let database = try await SQLiteDatabase.open(path: ":memory:")
+        let future = WalletStore.migrations + [Migration(version: 2, name: "future", sql: "SELECT 1;")]
+        try await database.migrate(feature: WalletStore.feature, future)
+        await #expect(throws: StoreError.newerSchema(found: 2, supported: 1)) {
+            _ = try await WalletStore.open(on: database)
+        }
+    }
+}
