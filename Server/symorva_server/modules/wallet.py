@@ -29,6 +29,7 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,13 +40,15 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from ..auth import AUTH_ERRORS, AuthenticatedUser, require_user
-from ..config import ManifestError
+from ..config import ManifestError, Settings
+from ..db import Database
 from ..errors import ErrorBody, ErrorCode, SymorvaError
+from ..keys import SealingKey
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from ..app import ServerContext
+    from ..context import ServerContext
 
 log = logging.getLogger("symorva_server.wallet")
 
@@ -421,16 +424,23 @@ def _transfer_json(row: sqlite3.Row, asset: AssetConfig | None) -> dict[str, Any
 
 
 class Wallet:
-    def __init__(self, ctx: ServerContext, config: WalletConfig) -> None:
-        self.ctx = ctx
+    """The wallet module's run-time state and operations (ServerContext.wallet)."""
+
+    def __init__(self, config: WalletConfig, *, db: Database, clock: Callable[[], float],
+                 sealing_key: SealingKey, server_name: str, test_mode: bool) -> None:
         self.config = config
+        self.db = db
+        self.clock = clock
+        self.sealing_key = sealing_key
+        self.server_name = server_name
+        self.test_mode = test_mode
         self._holds_lock = threading.Lock()
         self._holds: list[int] = []  # test mode: delays of the next held confirms
 
     # -- helpers
 
     def now_ms(self) -> int:
-        return int(self.ctx.clock() * 1000)
+        return int(self.clock() * 1000)
 
     def asset(self, code: str) -> AssetConfig:
         a = self.config.assets.get(code)
@@ -452,10 +462,10 @@ class Wallet:
         m = _USER_ID.fullmatch(user_id)
         if m is None:
             raise SymorvaError(400, ErrorCode.INVALID_RECIPIENT, f"{what} {user_id!r} is not a Matrix user ID")
-        if m.group(1) != self.ctx.settings.server_name:
+        if m.group(1) != self.server_name:
             raise SymorvaError(400, ErrorCode.INVALID_RECIPIENT,
                                f"{what} {user_id} is not a member of this community "
-                               f"(server '{self.ctx.settings.server_name}')")
+                               f"(server '{self.server_name}')")
 
     def ensure_member(self, conn: sqlite3.Connection, user_id: str, now: int) -> sqlite3.Row:
         conn.execute("INSERT OR IGNORE INTO wallet_members(user_id, created_at_ms) VALUES (?, ?)", (user_id, now))
@@ -519,7 +529,7 @@ class Wallet:
     # -- endpoints
 
     def balances(self, user_id: str) -> dict[str, Any]:
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             self.ensure_member(conn, user_id, self.now_ms())
             out = [
                 {"asset": a.code, "precision": a.precision, "amount": a.fmt(self.balance(conn, user_id, a.code))}
@@ -533,7 +543,7 @@ class Wallet:
             if not from_token.isdigit() or len(from_token) > 19:
                 raise SymorvaError(400, ErrorCode.INVALID_PARAM, "Invalid parameter 'from': not a token from next_from")
             before = int(from_token)
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             self.ensure_member(conn, user_id, self.now_ms())
             rows = conn.execute(
                 "SELECT * FROM wallet_transfers WHERE (sender = ? OR recipient = ?) AND seq < ?"
@@ -549,7 +559,7 @@ class Wallet:
         return {"transfers": entries, "next_from": next_from}
 
     def get_pin(self, user_id: str) -> dict[str, Any]:
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             member = self.ensure_member(conn, user_id, self.now_ms())
         return self.pin_state(member)
 
@@ -559,7 +569,7 @@ class Wallet:
                            "The sealed PIN cannot be opened or is not "
                            f"'{PIN_PAYLOAD_VERSION}\\n<your user ID>\\n<old PIN>\\n<new PIN>' for this server")
         try:
-            lines = self.ctx.sealing_key.open(sealed).decode("utf-8").split("\n")
+            lines = self.sealing_key.open(sealed).decode("utf-8").split("\n")
         except (nacl.exceptions.CryptoError, UnicodeDecodeError):
             raise bad from None
         if len(lines) != 4 or lines[0] != PIN_PAYLOAD_VERSION or lines[1] != user_id:
@@ -570,7 +580,7 @@ class Wallet:
         error: SymorvaError | None = None
         changed = False
         # Errors are raised after the transaction so that a wrong old PIN is counted.
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
             if member["locked_at_ms"] is not None:
@@ -612,12 +622,12 @@ class Wallet:
         if total > MAX_MINOR_UNITS:
             raise SymorvaError(400, ErrorCode.INVALID_AMOUNT, "Amount plus fee is too large")
         ttl_ms = self.config.draft_ttl_ms
-        if body.ttl_ms is not None and self.ctx.settings.test_mode:
+        if body.ttl_ms is not None and self.test_mode:
             ttl_ms = body.ttl_ms
         draft_id = "d_" + secrets.token_urlsafe(16)
-        with self.ctx.db.transaction() as conn:  # the member has a wallet even if this prepare fails
+        with self.db.transaction() as conn:  # the member has a wallet even if this prepare fails
             self.ensure_member(conn, user_id, self.now_ms())
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
             if conn.execute("SELECT 1 FROM wallet_members WHERE user_id = ?", (body.recipient,)).fetchone() is None:
@@ -650,7 +660,7 @@ class Wallet:
             "expires_at_ms": now + ttl_ms,
             "expires_in_ms": ttl_ms,
             "verification_methods": self.config.verification_methods,
-            "sealing_key": self.ctx.sealing_key.public_info(),
+            "sealing_key": self.sealing_key.public_info(),
             "payload_version": CONFIRM_PAYLOAD_VERSION,
         }
 
@@ -658,7 +668,7 @@ class Wallet:
         """(answer, replayed)."""
         command_id = self.command_id(body.command_id)
         sealed = self.decode_sealed(body.verification.sealed, "verification.sealed")
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
             previous = self._recorded_answer(conn, user_id, command_id, for_confirm=True)
@@ -681,7 +691,7 @@ class Wallet:
             )
         log.warning("wallet: holding command %s as pending for %d ms (test mode)", command_id, hold_ms)
         time.sleep(hold_ms / 1000)
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
             answer = self._execute(conn, member, command_id, body, sealed, now)
@@ -694,7 +704,7 @@ class Wallet:
 
     def query(self, user_id: str, raw_command_id: str) -> dict[str, Any]:
         command_id = self.command_id(raw_command_id)
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             now = self.now_ms()
             self.ensure_member(conn, user_id, now)
             answer = self._recorded_answer(conn, user_id, command_id, for_confirm=False)
@@ -714,7 +724,7 @@ class Wallet:
         amount = self.amount(body.amount, asset)
         self.check_member_id(body.user_id, "User")
         transfer_id = "t_" + secrets.token_urlsafe(16)
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             now = self.now_ms()
             self.ensure_member(conn, body.user_id, now)
             balance = self.add_balance(conn, body.user_id, asset.code, amount)
@@ -728,7 +738,7 @@ class Wallet:
         return {"transfer": transfer, "balance": asset.fmt(balance)}
 
     def unlock(self, body: UnlockRequest) -> dict[str, Any]:
-        with self.ctx.db.transaction() as conn:
+        with self.db.transaction() as conn:
             self.ensure_member(conn, body.user_id, self.now_ms())
             conn.execute(
                 "UPDATE wallet_members SET failed_pin_attempts = 0, locked_at_ms = NULL"
@@ -746,7 +756,7 @@ class Wallet:
     # -- internals
 
     def _take_hold(self) -> int | None:
-        if not self.ctx.settings.test_mode:
+        if not self.test_mode:
             return None
         with self._holds_lock:
             return self._holds.pop(0) if self._holds else None
@@ -790,7 +800,7 @@ class Wallet:
                             f"Verification method '{method}' is not accepted "
                             f"(accepted: {', '.join(self.config.verification_methods)})")
         try:
-            lines = self.ctx.sealing_key.open(sealed).decode("utf-8").split("\n")
+            lines = self.sealing_key.open(sealed).decode("utf-8").split("\n")
         except (nacl.exceptions.CryptoError, UnicodeDecodeError):
             lines = []
         if (len(lines) != 4 or lines[0] != CONFIRM_PAYLOAD_VERSION or lines[1].lower() != command_id
@@ -835,16 +845,16 @@ class Wallet:
 # --------------------------------------------------------------------------- module hooks
 
 
-def setup(ctx: ServerContext) -> None:
-    from . import module_options
-
-    enabled, options = module_options(ctx.manifest, MODULE_ID)
-    if enabled:
-        ctx.wallet = Wallet(ctx, parse_config(options))  # type: ignore[attr-defined]
+def create_state(options: dict[str, Any], *, db: Database, clock: Callable[[], float],
+                 sealing_key: SealingKey, settings: Settings) -> Wallet:
+    """The module's state, from its manifest options (raises ManifestError); the
+    migrations have been applied."""
+    return Wallet(parse_config(options), db=db, clock=clock, sealing_key=sealing_key,
+                  server_name=settings.server_name, test_mode=settings.test_mode)
 
 
 def capabilities(ctx: ServerContext, options: dict[str, Any]) -> dict[str, Any]:
-    w: Wallet = ctx.wallet  # type: ignore[attr-defined]
+    w = _enabled(ctx)
     return {
         "verification_methods": w.config.verification_methods,
         "sealing_key": ctx.sealing_key.public_info(),
@@ -855,8 +865,13 @@ def capabilities(ctx: ServerContext, options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _enabled(ctx: ServerContext) -> Wallet:
+    assert ctx.wallet is not None, "the wallet's routes and capabilities exist only when it is enabled"
+    return ctx.wallet
+
+
 def _wallet(request: Request) -> Wallet:
-    return request.app.state.ctx.wallet
+    return _enabled(request.app.state.ctx)
 
 
 _E400 = {"model": ErrorBody, "description": "Invalid request (SY_BAD_JSON, SY_MISSING_PARAM, SY_INVALID_PARAM)"}
