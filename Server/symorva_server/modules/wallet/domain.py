@@ -1,22 +1,8 @@
-"""Wallet module: a small ledger with PIN-confirmed, idempotent transfers.
+"""The wallet's ledger: members, balances, drafts, idempotent commands and PINs.
 
-What the server guarantees (docs/wallet.md, "Server side", has the full contract):
-
-- Amounts are exact: decimal strings on the wire ("25.00"), integer minor units in the
-  database, never floats. Each asset has a precision and a fixed fee (manifest).
-- A transfer is prepared (a draft with fee, total, expiry, verification methods and the
-  server's X25519 sealing key), then confirmed with a client-generated command ID and
-  the PIN sealed (libsodium sealed box) together with that command ID and draft ID.
-- A command executes at most once. Its first answer is stored and replayed for every
-  later confirm with the same ID; the whole confirm runs in one `BEGIN IMMEDIATE`
-  transaction, so concurrent confirms cannot both move money.
-- A query by command ID answers settled / failed / pending, or `unknown_command`, in
-  which case the ID is FENCED: a confirm that arrives later with it is refused
-  (`command_fenced`) and never executes.
-- PINs are stored only as argon2id hashes (`crypto_pwhash`); five wrong PINs in a row
-  lock the member's wallet (unlock in development: `POST /_symorva/v1/test/wallet/unlock`).
-
-Command IDs are scoped per member: (member, command ID) is the key.
+`Wallet` is the module's run-time state (ServerContext.wallet) and its operations; the
+routes (routes.py) only call it. It raises SymorvaError for request errors and answers
+a confirm or query with a command answer (CommandAnswer in models.py).
 """
 
 from __future__ import annotations
@@ -30,55 +16,25 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import nacl.exceptions
-import nacl.pwhash.argon2id as argon2id
-from fastapi import APIRouter, Depends, Path, Query, Request
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from ..auth import AUTH_ERRORS, AuthenticatedUser, require_user
-from ..config import ManifestError, Settings
-from ..db import Database
-from ..errors import ErrorBody, ErrorCode, SymorvaError
-from ..keys import SealingKey
+from ...config import Settings
+from ...db import Database
+from ...errors import ErrorCode, SymorvaError
+from ...keys import SealingKey
+from .config import (CONFIRM_PAYLOAD_VERSION, MAX_MINOR_UNITS, PIN_PAYLOAD_VERSION, AmountError, AssetConfig,
+                     WalletConfig, format_amount, parse_amount, parse_config)
+from .models import ConfirmRequest, CreditRequest, HoldRequest, PrepareRequest, UnlockRequest
+from .pin import MAX_PIN_ATTEMPTS, hash_pin, is_valid_pin, pin_matches
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from ..context import ServerContext
-
 log = logging.getLogger("symorva_server.wallet")
 
-MODULE_ID = "wallet"
-
-PREFIX = "/_symorva/v1/wallet"
-TEST_PREFIX = "/_symorva/v1/test/wallet"
-
-# First line of the sealed confirmation payload (docs/wallet.md, SealingContext.pinPayload):
-# UTF-8 lines "symorva-wallet-confirm/1", command ID, draft ID, PIN (or biometric assertion).
-CONFIRM_PAYLOAD_VERSION = "symorva-wallet-confirm/1"
-# First line of the sealed PIN-setting payload: lines "symorva-wallet-pin/1", the member's
-# user ID, the old PIN (empty line when setting the first PIN), the new PIN.
-PIN_PAYLOAD_VERSION = "symorva-wallet-pin/1"
-
-MAX_PIN_ATTEMPTS = 5
-PIN_MIN_LENGTH = 4
-PIN_MAX_LENGTH = 12
-DEFAULT_DRAFT_TTL_S = 120
-MAX_MINOR_UNITS = 2**63 - 1
-
-# argon2id cost (libsodium's "interactive" limits: 2 passes, 64 MiB). Tests lower them
-# for speed; the parameters are stored in each hash string, so verification always uses
-# the cost the hash was made with.
-PIN_OPSLIMIT = argon2id.OPSLIMIT_INTERACTIVE
-PIN_MEMLIMIT = argon2id.MEMLIMIT_INTERACTIVE
-
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
-_AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_PIN = re.compile(r"[0-9]{4,12}")
 _USER_ID = re.compile(r"@[^:\s]+:(\S+)")
 
 
@@ -95,308 +51,6 @@ class FailureCode:
     VERIFICATION_FAILED = "verification_failed"  # sealed box cannot be opened, bad format, wrong binding
     METHOD_NOT_OFFERED = "method_not_offered"  # e.g. biometric when not configured
     PIN_NOT_SET = "pin_not_set"
-
-
-# --------------------------------------------------------------------------- amounts
-
-
-class AmountError(ValueError):
-    pass
-
-
-def parse_amount(text: str, precision: int) -> int:
-    """"25.00" at precision 2 -> 2500. Digits, optionally one '.' with digits on both
-    sides, at most `precision` decimals, > 0 is not checked here."""
-    if text.startswith("-"):
-        raise AmountError("must not be negative")
-    if not _AMOUNT.fullmatch(text):
-        raise AmountError("must be a decimal string of ASCII digits with an optional '.', e.g. \"25.00\"")
-    whole, _, frac = text.partition(".")
-    if len(frac) > precision:
-        raise AmountError(f"has {len(frac)} decimals; the asset's precision is {precision}")
-    if len(whole) > 20:
-        raise AmountError("is too large")
-    minor = int(whole) * 10**precision + (int(frac.ljust(precision, "0")) if precision else 0)
-    if minor > MAX_MINOR_UNITS:
-        raise AmountError("is too large")
-    return minor
-
-
-def format_amount(minor: int, precision: int) -> str:
-    if precision == 0:
-        return str(minor)
-    digits = str(minor).rjust(precision + 1, "0")
-    return f"{digits[:-precision]}.{digits[-precision:]}"
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-@dataclass(frozen=True)
-class AssetConfig:
-    code: str
-    precision: int
-    fee_minor: int
-
-    def fmt(self, minor: int) -> str:
-        return format_amount(minor, self.precision)
-
-    def public(self) -> dict[str, Any]:
-        return {"code": self.code, "precision": self.precision, "fee": self.fmt(self.fee_minor)}
-
-
-@dataclass(frozen=True)
-class WalletConfig:
-    assets: dict[str, AssetConfig]
-    biometric: bool
-    draft_ttl_ms: int
-
-    @property
-    def verification_methods(self) -> list[str]:
-        return ["pin", "biometric"] if self.biometric else ["pin"]
-
-
-def parse_config(options: dict[str, Any]) -> WalletConfig:
-    """The wallet's manifest options (docs/manifest.md). Raises ManifestError."""
-    where = "manifest.modules.wallet"
-    assets: dict[str, AssetConfig] = {}
-    for i, a in enumerate(options.get("assets", [])):
-        # code/precision are checked by config.validate_manifest; fee is wallet-specific.
-        code, precision = a["code"], a["precision"]
-        fee = a.get("fee", "0")
-        if not isinstance(fee, str):
-            raise ManifestError(f"{where}.assets[{i}].fee: must be a decimal string like \"0.50\"")
-        try:
-            fee_minor = parse_amount(fee, precision)
-        except AmountError as e:
-            raise ManifestError(f"{where}.assets[{i}].fee: {fee!r} {e}") from None
-        assets[code] = AssetConfig(code, precision, fee_minor)
-    biometric = options.get("biometric", False)
-    if not isinstance(biometric, bool):
-        raise ManifestError(f"{where}.biometric: must be a boolean")
-    ttl = options.get("draftTtlSeconds", DEFAULT_DRAFT_TTL_S)
-    if not isinstance(ttl, int) or isinstance(ttl, bool) or not 1 <= ttl <= 86400:
-        raise ManifestError(f"{where}.draftTtlSeconds: must be an integer 1..86400")
-    return WalletConfig(assets=assets, biometric=biometric, draft_ttl_ms=ttl * 1000)
-
-
-# --------------------------------------------------------------------------- storage
-
-MIGRATIONS = [
-    """
-    CREATE TABLE wallet_members (
-        user_id TEXT PRIMARY KEY,
-        pin_hash TEXT,
-        failed_pin_attempts INTEGER NOT NULL DEFAULT 0,
-        locked_at_ms INTEGER,
-        created_at_ms INTEGER NOT NULL
-    );
-    CREATE TABLE wallet_balances (
-        user_id TEXT NOT NULL REFERENCES wallet_members(user_id),
-        asset TEXT NOT NULL,
-        balance_minor INTEGER NOT NULL CHECK (balance_minor >= 0),
-        PRIMARY KEY (user_id, asset)
-    );
-    CREATE TABLE wallet_drafts (
-        draft_id TEXT PRIMARY KEY,
-        user_id TEXT NOT NULL,
-        recipient TEXT NOT NULL,
-        asset TEXT NOT NULL,
-        amount_minor INTEGER NOT NULL,
-        fee_minor INTEGER NOT NULL,
-        total_minor INTEGER NOT NULL,
-        created_at_ms INTEGER NOT NULL,
-        expires_at_ms INTEGER NOT NULL,
-        transfer_id TEXT
-    );
-    CREATE TABLE wallet_transfers (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        transfer_id TEXT NOT NULL UNIQUE,
-        kind TEXT NOT NULL,
-        sender TEXT,
-        recipient TEXT NOT NULL,
-        asset TEXT NOT NULL,
-        amount_minor INTEGER NOT NULL,
-        fee_minor INTEGER NOT NULL,
-        total_minor INTEGER NOT NULL,
-        draft_id TEXT UNIQUE,
-        command_id TEXT,
-        created_at_ms INTEGER NOT NULL,
-        UNIQUE (sender, command_id)
-    );
-    CREATE INDEX wallet_transfers_sender ON wallet_transfers(sender, seq);
-    CREATE INDEX wallet_transfers_recipient ON wallet_transfers(recipient, seq);
-    CREATE TABLE wallet_commands (
-        user_id TEXT NOT NULL,
-        command_id TEXT NOT NULL,
-        status TEXT NOT NULL,
-        draft_id TEXT,
-        answer TEXT,
-        created_at_ms INTEGER NOT NULL,
-        updated_at_ms INTEGER NOT NULL,
-        PRIMARY KEY (user_id, command_id)
-    )
-    """,
-]
-
-
-def hash_pin(pin: str) -> str:
-    return argon2id.str(pin.encode(), opslimit=PIN_OPSLIMIT, memlimit=PIN_MEMLIMIT).decode("ascii")
-
-
-def pin_matches(pin_hash: str, pin: str) -> bool:
-    if not _PIN.fullmatch(pin):
-        return False
-    try:
-        return argon2id.verify(pin_hash.encode("ascii"), pin.encode())
-    except nacl.exceptions.InvalidkeyError:
-        return False
-
-
-# --------------------------------------------------------------------------- API models
-
-
-class SealingKeyOut(BaseModel):
-    algorithm: str = Field(examples=["x25519-xsalsa20poly1305-sealedbox"])
-    key_id: str
-    public_key: str = Field(description="Base64 (standard, padded) of the 32-byte X25519 public key.")
-
-
-class BalanceOut(BaseModel):
-    asset: str
-    precision: int
-    amount: str = Field(description="Decimal string at the asset's precision.", examples=["25.00"])
-
-
-class BalancesOut(BaseModel):
-    balances: list[BalanceOut] = Field(description="One entry per configured asset (zero if none).")
-
-
-class TransferOut(BaseModel):
-    transfer_id: str
-    kind: Literal["transfer", "credit"] = Field(description="credit = development credit (test endpoint).")
-    command_id: str | None = Field(description="The command that executed it (null for credits).")
-    draft_id: str | None = Field(description="null for credits.")
-    sender: str | None = Field(description="Matrix user ID; null for credits.")
-    recipient: str
-    asset: str
-    amount: str = Field(description="What the recipient received.")
-    fee: str
-    total: str = Field(description="What left the sender's balance: amount + fee.")
-    created_at_ms: int
-
-
-class LedgerEntryOut(TransferOut):
-    direction: Literal["in", "out"] = Field(description="out: the member sent it; in: received.")
-
-
-class TransferPage(BaseModel):
-    transfers: list[LedgerEntryOut] = Field(description="Newest first.")
-    next_from: str | None = Field(description="Pass as `from` for the next (older) page; null at the end.")
-
-
-class PrepareRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    recipient: StrictStr = Field(max_length=255, description="Matrix user ID of a member with a wallet.")
-    asset: StrictStr = Field(max_length=32)
-    amount: StrictStr = Field(max_length=64, description="What the recipient receives, e.g. \"25.00\".")
-    ttl_ms: StrictInt | None = Field(
-        default=None, ge=0, le=86_400_000,
-        description="Test mode only (ignored otherwise): draft lifetime in ms; 0 = already expired.")
-
-
-class DraftOut(BaseModel):
-    draft_id: str
-    recipient: str
-    asset: str
-    precision: int
-    amount: str
-    fee: str
-    total: str = Field(description="amount + fee: what leaves the sender's balance.")
-    created_at_ms: int
-    expires_at_ms: int = Field(description="Server clock (Unix ms).")
-    expires_in_ms: int = Field(description="Lifetime left when the answer was made (use this against clock skew).")
-    verification_methods: list[str] = Field(examples=[["pin"]])
-    sealing_key: SealingKeyOut
-    payload_version: str = Field(examples=[CONFIRM_PAYLOAD_VERSION],
-                                 description="First line of the sealed confirmation payload.")
-
-
-class VerificationIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    method: StrictStr = Field(max_length=32, examples=["pin"])
-    sealed: StrictStr = Field(min_length=1, max_length=8192,
-                              description="Base64 of crypto_box_seal(payload, server key).")
-
-
-class ConfirmRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    draft_id: StrictStr = Field(min_length=1, max_length=128)
-    command_id: StrictStr = Field(max_length=36, description="Client-generated UUID (8-4-4-4-12 hex).")
-    verification: VerificationIn
-
-
-class FailureOut(BaseModel):
-    code: str = Field(description="See FailureCode in modules/wallet.py / docs/wallet.md.")
-    message: str
-    attempts_left: int | None = Field(default=None, description="Only for wrong_pin and locked_out.")
-
-
-class CommandAnswer(BaseModel):
-    status: Literal["settled", "failed", "pending", "unknown_command"]
-    command_id: str
-    transfer: TransferOut | None = Field(default=None, description="When settled.")
-    failure: FailureOut | None = Field(default=None, description="When failed.")
-
-
-class PinRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    sealed: StrictStr = Field(min_length=1, max_length=8192,
-                              description="Base64 of crypto_box_seal(\"symorva-wallet-pin/1\\n<user id>\\n<old PIN or empty>\\n<new PIN>\").")
-
-
-class PinOut(BaseModel):
-    pin_set: bool
-    locked: bool
-    attempts_left: int
-    max_attempts: int
-
-
-class PinSetOut(BaseModel):
-    pin_set: bool
-    changed: bool = Field(description="False when this set the first PIN.")
-
-
-class CreditRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: StrictStr = Field(max_length=255)
-    asset: StrictStr = Field(max_length=32)
-    amount: StrictStr = Field(max_length=64)
-
-
-class CreditOut(BaseModel):
-    transfer: TransferOut
-    balance: str
-
-
-class UnlockRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: StrictStr = Field(max_length=255)
-    clear_pin: StrictBool = Field(default=False, description="Also forget the PIN (the member sets a new one).")
-
-
-class HoldRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    delay_ms: StrictInt = Field(ge=0, le=60000, description="How long the accepted command stays pending.")
-    count: StrictInt = Field(default=1, ge=1, le=1000, description="How many next confirms to hold.")
-
-
-class HoldOut(BaseModel):
-    armed: int = Field(description="Confirms that will still be held.")
-    delay_ms: int
-
-
-# --------------------------------------------------------------------------- the service
 
 
 def _failure(command_id: str, code: str, message: str, attempts_left: int | None = None) -> dict[str, Any]:
@@ -575,7 +229,7 @@ class Wallet:
         if len(lines) != 4 or lines[0] != PIN_PAYLOAD_VERSION or lines[1] != user_id:
             raise bad
         old_pin, new_pin = lines[2], lines[3]
-        if not _PIN.fullmatch(new_pin):
+        if not is_valid_pin(new_pin):
             raise SymorvaError(400, ErrorCode.INVALID_PIN, "The new PIN must be 4 to 12 ASCII digits")
         error: SymorvaError | None = None
         changed = False
@@ -842,8 +496,6 @@ class Wallet:
         return {"status": "settled", "command_id": command_id, "transfer": self.transfer_by_id(conn, transfer_id)}
 
 
-# --------------------------------------------------------------------------- module hooks
-
 
 def create_state(options: dict[str, Any], *, db: Database, clock: Callable[[], float],
                  sealing_key: SealingKey, settings: Settings) -> Wallet:
@@ -851,125 +503,3 @@ def create_state(options: dict[str, Any], *, db: Database, clock: Callable[[], f
     migrations have been applied."""
     return Wallet(parse_config(options), db=db, clock=clock, sealing_key=sealing_key,
                   server_name=settings.server_name, test_mode=settings.test_mode)
-
-
-def capabilities(ctx: ServerContext, options: dict[str, Any]) -> dict[str, Any]:
-    w = _enabled(ctx)
-    return {
-        "verification_methods": w.config.verification_methods,
-        "sealing_key": ctx.sealing_key.public_info(),
-        "assets": [a.public() for a in w.config.assets.values()],
-        "draft_ttl_ms": w.config.draft_ttl_ms,
-        "pin": {"min_length": PIN_MIN_LENGTH, "max_length": PIN_MAX_LENGTH, "max_attempts": MAX_PIN_ATTEMPTS},
-        "payload_version": CONFIRM_PAYLOAD_VERSION,
-    }
-
-
-def _enabled(ctx: ServerContext) -> Wallet:
-    assert ctx.wallet is not None, "the wallet's routes and capabilities exist only when it is enabled"
-    return ctx.wallet
-
-
-def _wallet(request: Request) -> Wallet:
-    return _enabled(request.app.state.ctx)
-
-
-_E400 = {"model": ErrorBody, "description": "Invalid request (SY_BAD_JSON, SY_MISSING_PARAM, SY_INVALID_PARAM)"}
-
-router = APIRouter(tags=["wallet"], responses=AUTH_ERRORS)
-
-
-@router.get(f"{PREFIX}/balances", response_model=BalancesOut, summary="The member's balances")
-def wallet_balances(request: Request, user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).balances(user.user_id)
-
-
-@router.get(f"{PREFIX}/transfers", response_model=TransferPage,
-            responses={400: _E400}, summary="The member's transfers and credits, newest first")
-def wallet_transfers(
-    request: Request,
-    from_: str | None = Query(default=None, alias="from", max_length=32,
-                              description="next_from of the previous page."),
-    limit: int = Query(default=20, ge=1, le=100),
-    user: AuthenticatedUser = Depends(require_user),
-) -> Any:
-    return _wallet(request).history(user.user_id, from_, limit)
-
-
-@router.get(f"{PREFIX}/pin", response_model=PinOut, summary="Whether the member has a PIN, and lock state")
-def wallet_pin_state(request: Request, user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).get_pin(user.user_id)
-
-
-@router.post(
-    f"{PREFIX}/pin", response_model=PinSetOut,
-    responses={
-        400: {"model": ErrorBody, "description": "SY_BAD_SEALED_PAYLOAD, SY_INVALID_PIN, SY_INVALID_PARAM, ..."},
-        403: {"model": ErrorBody, "description": "SY_WRONG_PIN (with attempts_left), SY_WALLET_LOCKED"},
-        409: {"model": ErrorBody, "description": "SY_PIN_ALREADY_SET, SY_PIN_NOT_SET"},
-    },
-    summary="Set the first PIN, or change it (sealed, with the old PIN)")
-def wallet_set_pin(body: PinRequest, request: Request, user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).set_pin(user.user_id, body.sealed)
-
-
-@router.post(
-    f"{PREFIX}/transfers/prepare", response_model=DraftOut,
-    responses={
-        400: {"model": ErrorBody, "description": "SY_INVALID_AMOUNT, SY_UNKNOWN_ASSET, SY_INVALID_RECIPIENT, SY_INVALID_PARAM, ..."},
-        403: {"model": ErrorBody, "description": "SY_WALLET_LOCKED"},
-        404: {"model": ErrorBody, "description": "SY_RECIPIENT_UNKNOWN"},
-        409: {"model": ErrorBody, "description": "SY_INSUFFICIENT_FUNDS, SY_PIN_NOT_SET"},
-    },
-    summary="Price a transfer: returns a draft to confirm")
-def wallet_prepare(body: PrepareRequest, request: Request, user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).prepare(user.user_id, body)
-
-
-@router.post(
-    f"{PREFIX}/transfers/confirm", response_model=CommandAnswer,
-    responses={
-        400: {"model": ErrorBody, "description": "Malformed request (not recorded: the command ID is not spent)"},
-        429: {"model": ErrorBody,
-              "description": "A rate-limited confirm is not recorded: the command ID is not spent, and the "
-                             "same confirm may be sent again after the hint."},
-    },
-    summary="Confirm a draft with a command ID (idempotent: a repeated command ID gets the first answer)")
-def wallet_confirm(body: ConfirmRequest, request: Request, user: AuthenticatedUser = Depends(require_user)) -> Any:
-    answer, replayed = _wallet(request).confirm(user.user_id, body)
-    return JSONResponse(answer, headers={"Symorva-Replayed": "true"} if replayed else None)
-
-
-@router.get(
-    f"{PREFIX}/commands/{{command_id}}", response_model=CommandAnswer,
-    responses={400: _E400},
-    summary="Outcome of a command; an unknown command ID is fenced (can never execute afterwards)")
-def wallet_command(request: Request, command_id: str = Path(max_length=36),
-                   user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return JSONResponse(_wallet(request).query(user.user_id, command_id))
-
-
-_TEST_DOC = " Only exists when the server runs with --test."
-
-test_router = APIRouter(tags=["testing"], responses=AUTH_ERRORS)
-
-
-@test_router.post(f"{TEST_PREFIX}/credit", response_model=CreditOut, responses={400: _E400},
-                  summary="Credit a member (creates their wallet)." + _TEST_DOC)
-def wallet_test_credit(body: CreditRequest, request: Request,
-                       _user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).credit(body)
-
-
-@test_router.post(f"{TEST_PREFIX}/unlock", response_model=PinOut, responses={400: _E400},
-                  summary="Reset a member's wrong-PIN counter and lock (optionally forget the PIN)." + _TEST_DOC)
-def wallet_test_unlock(body: UnlockRequest, request: Request,
-                       _user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).unlock(body)
-
-
-@test_router.post(f"{TEST_PREFIX}/hold", response_model=HoldOut, responses={400: _E400},
-                  summary="Hold the next confirm(s) as pending for delay_ms before executing." + _TEST_DOC)
-def wallet_test_hold(body: HoldRequest, request: Request,
-                     _user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).hold(body)
