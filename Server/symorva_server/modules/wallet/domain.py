@@ -27,7 +27,8 @@ from ...keys import SealingKey
 from .config import (CONFIRM_PAYLOAD_VERSION, MAX_MINOR_UNITS, PIN_PAYLOAD_VERSION, AmountError, AssetConfig,
                      WalletConfig, format_amount, parse_amount, parse_config)
 from .models import ConfirmRequest, CreditRequest, HoldRequest, PrepareRequest, UnlockRequest
-from .pin import MAX_PIN_ATTEMPTS, hash_pin, is_valid_pin, pin_matches
+from .pin import (LOCKED_MESSAGE, LOCKED_NOW_MESSAGE, MAX_PIN_ATTEMPTS, PinCheck, PinLadder, check_pin,
+                  is_valid_pin, store_pin, unlock)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -58,6 +59,27 @@ def _failure(command_id: str, code: str, message: str, attempts_left: int | None
     if attempts_left is not None:
         failure["attempts_left"] = attempts_left
     return {"status": "failed", "command_id": command_id, "failure": failure}
+
+
+def _locked_error(message: str = LOCKED_MESSAGE) -> SymorvaError:
+    return SymorvaError(403, ErrorCode.WALLET_LOCKED, message, extra={"attempts_left": 0})
+
+
+def _wrong_pin_failure(command_id: str, check: PinCheck) -> dict[str, Any]:
+    """A confirm's answer to a wrong PIN."""
+    if check.ladder.locked:
+        return _failure(command_id, FailureCode.LOCKED_OUT, LOCKED_NOW_MESSAGE, attempts_left=0)
+    left = check.ladder.attempts_left
+    return _failure(command_id, FailureCode.WRONG_PIN, f"Wrong PIN ({left} attempts left)", attempts_left=left)
+
+
+def _wrong_old_pin_error(check: PinCheck) -> SymorvaError:
+    """A PIN change's answer to a wrong old PIN."""
+    if check.ladder.locked:
+        return _locked_error(LOCKED_NOW_MESSAGE)
+    left = check.ladder.attempts_left
+    return SymorvaError(403, ErrorCode.WRONG_PIN, f"Wrong old PIN ({left} attempts left)",
+                        extra={"attempts_left": left})
 
 
 def _transfer_json(row: sqlite3.Row, asset: AssetConfig | None) -> dict[str, Any]:
@@ -161,24 +183,15 @@ class Wallet:
             raise SymorvaError(400, ErrorCode.INVALID_PARAM,
                                f"Invalid parameter '{name}': must be standard base64") from None
 
-    def pin_state(self, member: sqlite3.Row) -> dict[str, Any]:
-        locked = member["locked_at_ms"] is not None
+    @staticmethod
+    def pin_state(member: sqlite3.Row) -> dict[str, Any]:
+        ladder = PinLadder.of(member)
         return {
             "pin_set": member["pin_hash"] is not None,
-            "locked": locked,
-            "attempts_left": 0 if locked else MAX_PIN_ATTEMPTS - member["failed_pin_attempts"],
+            "locked": ladder.locked,
+            "attempts_left": ladder.attempts_left,
             "max_attempts": MAX_PIN_ATTEMPTS,
         }
-
-    def record_wrong_pin(self, conn: sqlite3.Connection, member: sqlite3.Row, now: int) -> int:
-        """Counts a wrong PIN; returns the attempts left (0 = now locked)."""
-        failures = member["failed_pin_attempts"] + 1
-        locked_at = now if failures >= MAX_PIN_ATTEMPTS else None
-        conn.execute("UPDATE wallet_members SET failed_pin_attempts = ?, locked_at_ms = ? WHERE user_id = ?",
-                     (failures, locked_at, member["user_id"]))
-        if locked_at is not None:
-            log.warning("wallet of %s locked after %d wrong PINs", member["user_id"], failures)
-        return max(0, MAX_PIN_ATTEMPTS - failures)
 
     # -- endpoints
 
@@ -237,9 +250,8 @@ class Wallet:
         with self.db.transaction() as conn:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
-            if member["locked_at_ms"] is not None:
-                error = SymorvaError(403, ErrorCode.WALLET_LOCKED, "Too many wrong PINs: the wallet is locked",
-                                     extra={"attempts_left": 0})
+            if PinLadder.of(member).locked:
+                error = _locked_error()
             elif member["pin_hash"] is None:
                 if old_pin != "":
                     error = SymorvaError(409, ErrorCode.PIN_NOT_SET,
@@ -247,20 +259,14 @@ class Wallet:
             elif old_pin == "":
                 error = SymorvaError(409, ErrorCode.PIN_ALREADY_SET,
                                      "A PIN is already set: include the old PIN to change it")
-            elif not pin_matches(member["pin_hash"], old_pin):
-                left = self.record_wrong_pin(conn, member, now)
-                if left == 0:
-                    error = SymorvaError(403, ErrorCode.WALLET_LOCKED,
-                                         "Wrong PIN; too many wrong PINs: the wallet is locked",
-                                         extra={"attempts_left": 0})
-                else:
-                    error = SymorvaError(403, ErrorCode.WRONG_PIN, f"Wrong old PIN ({left} attempts left)",
-                                         extra={"attempts_left": left})
             else:
-                changed = True
+                check = check_pin(conn, member, old_pin, now)
+                if check.right:
+                    changed = True
+                else:
+                    error = _wrong_old_pin_error(check)
             if error is None:
-                conn.execute("UPDATE wallet_members SET pin_hash = ?, failed_pin_attempts = 0 WHERE user_id = ?",
-                             (hash_pin(new_pin), user_id))
+                store_pin(conn, user_id, new_pin)
         if error is not None:
             raise error
         log.info("wallet PIN %s for %s", "changed" if changed else "set", user_id)
@@ -287,9 +293,8 @@ class Wallet:
             if conn.execute("SELECT 1 FROM wallet_members WHERE user_id = ?", (body.recipient,)).fetchone() is None:
                 raise SymorvaError(404, ErrorCode.RECIPIENT_UNKNOWN,
                                    f"{body.recipient} has no wallet in this community yet")
-            if member["locked_at_ms"] is not None:
-                raise SymorvaError(403, ErrorCode.WALLET_LOCKED, "Too many wrong PINs: the wallet is locked",
-                                   extra={"attempts_left": 0})
+            if PinLadder.of(member).locked:
+                raise _locked_error()
             if member["pin_hash"] is None:
                 raise SymorvaError(409, ErrorCode.PIN_NOT_SET, "Set a wallet PIN (POST /_symorva/v1/wallet/pin) first")
             balance = self.balance(conn, user_id, asset.code)
@@ -394,11 +399,7 @@ class Wallet:
     def unlock(self, body: UnlockRequest) -> dict[str, Any]:
         with self.db.transaction() as conn:
             self.ensure_member(conn, body.user_id, self.now_ms())
-            conn.execute(
-                "UPDATE wallet_members SET failed_pin_attempts = 0, locked_at_ms = NULL"
-                + (", pin_hash = NULL" if body.clear_pin else "") + " WHERE user_id = ?",
-                (body.user_id,),
-            )
+            unlock(conn, body.user_id, clear_pin=body.clear_pin)
             member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (body.user_id,)).fetchone()
         return self.pin_state(member)
 
@@ -445,9 +446,8 @@ class Wallet:
                             "This draft was already settled by another command")
         if now >= draft["expires_at_ms"]:
             return _failure(command_id, FailureCode.DRAFT_EXPIRED, "The draft has expired; prepare again")
-        if member["locked_at_ms"] is not None:
-            return _failure(command_id, FailureCode.LOCKED_OUT, "Too many wrong PINs: the wallet is locked",
-                            attempts_left=0)
+        if PinLadder.of(member).locked:
+            return _failure(command_id, FailureCode.LOCKED_OUT, LOCKED_MESSAGE, attempts_left=0)
         method = body.verification.method
         if method not in self.config.verification_methods:
             return _failure(command_id, FailureCode.METHOD_NOT_OFFERED,
@@ -465,15 +465,9 @@ class Wallet:
         if method == "pin":
             if member["pin_hash"] is None:
                 return _failure(command_id, FailureCode.PIN_NOT_SET, "No wallet PIN is set")
-            if not pin_matches(member["pin_hash"], secret):
-                left = self.record_wrong_pin(conn, member, now)
-                if left == 0:
-                    return _failure(command_id, FailureCode.LOCKED_OUT,
-                                    "Wrong PIN; too many wrong PINs: the wallet is locked", attempts_left=0)
-                return _failure(command_id, FailureCode.WRONG_PIN, f"Wrong PIN ({left} attempts left)",
-                                attempts_left=left)
-            if member["failed_pin_attempts"]:
-                conn.execute("UPDATE wallet_members SET failed_pin_attempts = 0 WHERE user_id = ?", (user_id,))
+            check = check_pin(conn, member, secret, now)
+            if not check.right:
+                return _wrong_pin_failure(command_id, check)
         elif not secret:  # biometric: the reference server accepts any non-empty assertion
             return _failure(command_id, FailureCode.VERIFICATION_FAILED, "Empty biometric assertion")
         asset = self.config.assets.get(draft["asset"])
