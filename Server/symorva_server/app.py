@@ -5,35 +5,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 
 from . import __version__, auth, core, faults, modules
-from .auth import AuthMiddleware, HomeserverOpenIdVerifier, OpenIdVerifier, TokenStore
+from .auth import AuthMiddleware, HomeserverOpenIdVerifier, OpenIdVerifier
 from .config import Settings, default_manifest, load_manifest, validate_manifest
-from .db import Database
+from .context import build_context
 from .errors import install_error_handlers
-from .faults import FaultMiddleware, FaultRegistry
-from .keys import SealingKey, load_or_create_sealing_key
+from .faults import FaultMiddleware
 from .limits import BodySizeLimitMiddleware
-from .ratelimit import RateLimiter, RateLimitMiddleware, document_rate_limits
+from .ratelimit import RateLimitMiddleware, document_rate_limits
 
 log = logging.getLogger("symorva_server")
-
-
-@dataclass
-class ServerContext:
-    settings: Settings
-    manifest: dict[str, Any]
-    db: Database
-    verifier: OpenIdVerifier
-    clock: Callable[[], float]
-    faults: FaultRegistry
-    rate_limiter: RateLimiter = None  # type: ignore[assignment]
-    tokens: TokenStore = None  # type: ignore[assignment]
-    sealing_key: SealingKey = None  # type: ignore[assignment]
 
 
 def create_app(
@@ -55,18 +40,8 @@ def create_app(
         log.warning("manifest homeserver.serverName %r differs from --server-name %r",
                     manifest["homeserver"]["serverName"], settings.server_name)
 
-    db = Database(settings.db_path)
-    ctx = ServerContext(
-        settings=settings,
-        manifest=manifest,
-        db=db,
-        verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url),
-        clock=clock,
-        faults=FaultRegistry(),
-    )
-    ctx.rate_limiter = RateLimiter(settings.rate_limits, clock)
-    ctx.tokens = TokenStore(ctx)
-    ctx.sealing_key = load_or_create_sealing_key(db, int(clock() * 1000))
+    ctx = build_context(settings, manifest,
+                        verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url), clock=clock)
 
     app = FastAPI(
         title="Symorva community services",
@@ -94,9 +69,8 @@ def create_app(
     app.include_router(core.router)
     app.include_router(auth.router)
     if settings.test_mode:
-        db.migrate("test", faults.KV_MIGRATIONS)
         app.include_router(faults.router)
-    modules.setup_modules(app, ctx)
+    modules.include_routers(app, ctx)
 
     _document_error_format(app, settings)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -22,10 +23,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from .db import Database
 from .errors import ErrorBody, ErrorCode, SymorvaError, send_raw_error
 
 if TYPE_CHECKING:
-    from .app import ServerContext
+    from .context import ServerContext
 
 PUBLIC_PATHS = frozenset(
     {
@@ -104,18 +106,22 @@ class AuthenticatedUser:
 
 
 class TokenStore:
-    def __init__(self, ctx: ServerContext) -> None:
-        self.ctx = ctx
-        ctx.db.migrate("auth", MIGRATIONS)
+    """Issued bearer tokens (only their hashes are stored), on the server's clock."""
+
+    def __init__(self, db: Database, clock: Callable[[], float], lifetime_s: int) -> None:
+        self.db = db
+        self.clock = clock
+        self.lifetime_s = lifetime_s
+        db.migrate("auth", MIGRATIONS)
 
     def now_ms(self) -> int:
-        return int(self.ctx.clock() * 1000)
+        return int(self.clock() * 1000)
 
     def issue(self, user_id: str) -> tuple[str, int]:
         token = "sy_" + secrets.token_urlsafe(32)
         now = self.now_ms()
-        lifetime_ms = self.ctx.settings.token_lifetime_s * 1000
-        with self.ctx.db.transaction() as conn:
+        lifetime_ms = self.lifetime_s * 1000
+        with self.db.transaction() as conn:
             conn.execute("DELETE FROM access_tokens WHERE expires_at_ms <= ?", (now,))
             conn.execute(
                 "INSERT INTO access_tokens(token_hash, user_id, created_at_ms, expires_at_ms)"
@@ -125,7 +131,7 @@ class TokenStore:
         return token, lifetime_ms
 
     def lookup(self, token: str) -> AuthenticatedUser:
-        row = self.ctx.db.query_one(
+        row = self.db.query_one(
             "SELECT user_id, expires_at_ms FROM access_tokens WHERE token_hash = ?",
             (hash_token(token),),
         )

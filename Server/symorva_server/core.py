@@ -11,7 +11,7 @@ from . import API_VERSIONS, __version__, modules
 from .auth import AUTH_ERRORS, AuthenticatedUser, require_user
 
 if TYPE_CHECKING:
-    from .app import ServerContext
+    from .context import ServerContext
 
 router = APIRouter()
 

@@ -32,7 +32,7 @@ class ErrorCode:
     LIMIT_EXCEEDED = "SY_LIMIT_EXCEEDED"  # 429: rate limited (ratelimit.py), with retry_after_ms + Retry-After
     HOMESERVER_UNAVAILABLE = "SY_HOMESERVER_UNAVAILABLE"  # 502
     INJECTED_FAULT = "SY_INJECTED_FAULT"  # 5xx from the test fault injection
-    # Wallet (modules/wallet.py; docs/wallet.md "Server side")
+    # Wallet (modules/wallet/; docs/wallet.md "Server side")
     INVALID_AMOUNT = "SY_INVALID_AMOUNT"  # 400: not a positive decimal at the asset's precision
     UNKNOWN_ASSET = "SY_UNKNOWN_ASSET"  # 400: asset not configured
     INVALID_RECIPIENT = "SY_INVALID_RECIPIENT"  # 400: malformed, foreign server or the sender

@@ -38,7 +38,7 @@ from .auth import AUTH_ERRORS, AuthenticatedUser, require_user
 from .errors import ErrorBody, ErrorCode, SymorvaError, send_raw_error
 
 if TYPE_CHECKING:
-    from .app import ServerContext
+    from .context import ServerContext
 
 log = logging.getLogger("symorva_server.faults")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import nacl.pwhash.argon2id as argon2id
 import pytest
 
-from symorva_server.modules import wallet as wallet_module
+from symorva_server.modules.wallet import pin as wallet_pin
 from symorva_server.openapi_export import openapi_document
 from symorva_server.ratelimit import (PROFILES, Bucket, RateLimiter, RateLimits, profile, retry_after_header,
                                       route_class)
@@ -22,8 +22,8 @@ SMALL = RateLimits(openid=Bucket(2, 1.0), writes=Bucket(2, 0.5), reads=Bucket(3,
 
 @pytest.fixture(autouse=True)
 def fast_pin_hash(monkeypatch):
-    monkeypatch.setattr(wallet_module, "PIN_OPSLIMIT", argon2id.OPSLIMIT_MIN)
-    monkeypatch.setattr(wallet_module, "PIN_MEMLIMIT", argon2id.MEMLIMIT_MIN)
+    monkeypatch.setattr(wallet_pin, "PIN_OPSLIMIT", argon2id.OPSLIMIT_MIN)
+    monkeypatch.setattr(wallet_pin, "PIN_MEMLIMIT", argon2id.MEMLIMIT_MIN)
 
 
 @pytest.fixture

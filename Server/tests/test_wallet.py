@@ -12,7 +12,7 @@ from nacl.public import PrivateKey
 
 from symorva_server.config import ManifestError, default_manifest
 from symorva_server.faults import ConnectionDropped
-from symorva_server.modules import wallet as wallet_module
+from symorva_server.modules.wallet import pin as wallet_pin
 
 from .conftest import HOMESERVER, SERVER_NAME, assert_error
 from .wallet_helpers import (CONFIRM_PATH, FAULTS, TW, W, Member, confirm_payload, new_command_id,
@@ -26,8 +26,8 @@ PIN = "4321"
 def fast_pin_hash(monkeypatch):
     # argon2id at libsodium's minimum cost keeps the suite fast; the production cost is
     # exercised by test_wallet_process.py.
-    monkeypatch.setattr(wallet_module, "PIN_OPSLIMIT", argon2id.OPSLIMIT_MIN)
-    monkeypatch.setattr(wallet_module, "PIN_MEMLIMIT", argon2id.MEMLIMIT_MIN)
+    monkeypatch.setattr(wallet_pin, "PIN_OPSLIMIT", argon2id.OPSLIMIT_MIN)
+    monkeypatch.setattr(wallet_pin, "PIN_MEMLIMIT", argon2id.MEMLIMIT_MIN)
 
 
 def manifest(**wallet_options):

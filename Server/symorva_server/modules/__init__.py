@@ -1,14 +1,17 @@
 """Feature modules of the community services (meetings, aiStudio, wallet, directory).
 
-Each module lives in its own file here and may define:
+Each module lives in its own file (or package) here and may define:
 
 - ``MODULE_ID``: its key in the manifest's ``modules`` object (e.g. "wallet");
 - ``router``: a FastAPI APIRouter, mounted when the module is enabled in the manifest;
 - ``MIGRATIONS``: list of SQL scripts, applied to the database at startup;
 - ``capabilities(ctx, options) -> dict``: server-provided fields added to the module's
   entry in ``GET /_symorva/v1/capabilities`` (beside "enabled" and "options").
-- ``setup(ctx)``: anything else to do at startup.
 - ``test_router``: mounted when the module is enabled and the server runs with --test.
+
+A module with run-time state gets a typed field of ``ServerContext`` (context.py), None
+when the module is disabled, that ``build_context`` fills from the module's
+``create_state(options, ...)`` (the wallet: ``ServerContext.wallet``).
 
 Register a new module by adding it to ``MODULES`` below.
 """
@@ -22,7 +25,8 @@ from . import ai_studio, directory, meetings, wallet
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from ..app import ServerContext
+    from ..context import ServerContext
+    from ..db import Database
 
 MODULES = {m.MODULE_ID: m for m in (meetings, ai_studio, wallet, directory)}
 
@@ -35,15 +39,18 @@ def module_options(manifest: dict[str, Any], module_id: str) -> tuple[bool, dict
     return bool(entry.get("enabled")), options
 
 
-def setup_modules(app: FastAPI, ctx: ServerContext) -> None:
+def migrate_modules(db: Database) -> None:
+    """Applies every module's migrations (enabled or not: a module's tables always exist)."""
     for module_id, mod in MODULES.items():
-        enabled, _ = module_options(ctx.manifest, module_id)
         migrations = getattr(mod, "MIGRATIONS", None)
         if migrations:
-            ctx.db.migrate(f"module:{module_id}", migrations)
-        setup = getattr(mod, "setup", None)
-        if setup is not None:
-            setup(ctx)
+            db.migrate(f"module:{module_id}", migrations)
+
+
+def include_routers(app: FastAPI, ctx: ServerContext) -> None:
+    """Mounts the routers of the enabled modules (and their test routers with --test)."""
+    for module_id, mod in MODULES.items():
+        enabled, _ = module_options(ctx.manifest, module_id)
         router = getattr(mod, "router", None)
         if enabled and router is not None:
             app.include_router(router)

@@ -1,0 +1,69 @@
+"""The server context: the collaborators every handler and middleware shares.
+
+`build_context` makes it in one go, from the settings and the (validated) manifest: the
+database with every component's migrations applied, the sealing key, the token store,
+the rate limiter, the fault registry and the state of each feature module that has one.
+Nothing is filled in later; the app keeps it as `app.state.ctx`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import faults, modules
+from .auth import OpenIdVerifier, TokenStore
+from .config import Settings
+from .db import Database
+from .faults import FaultRegistry
+from .keys import SealingKey, load_or_create_sealing_key
+from .modules import wallet as wallet_module
+from .modules.wallet import Wallet
+from .ratelimit import RateLimiter
+
+
+@dataclass
+class ServerContext:
+    settings: Settings
+    manifest: dict[str, Any]
+    db: Database
+    verifier: OpenIdVerifier
+    clock: Callable[[], float]
+    faults: FaultRegistry
+    rate_limiter: RateLimiter
+    tokens: TokenStore
+    sealing_key: SealingKey
+    # Feature module state: one typed field per module that has any, None when the module
+    # is disabled in the manifest (its routes are not mounted then).
+    wallet: Wallet | None
+
+
+def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: OpenIdVerifier,
+                  clock: Callable[[], float]) -> ServerContext:
+    """Opens the database and builds everything on it. Raises ManifestError for invalid
+    module options."""
+    db = Database(settings.db_path)
+    tokens = TokenStore(db, clock, settings.token_lifetime_s)
+    sealing_key = load_or_create_sealing_key(db, int(clock() * 1000))
+    if settings.test_mode:
+        db.migrate("test", faults.KV_MIGRATIONS)
+    modules.migrate_modules(db)
+
+    wallet_enabled, wallet_options = modules.module_options(manifest, wallet_module.MODULE_ID)
+    wallet = (wallet_module.create_state(wallet_options, db=db, clock=clock, sealing_key=sealing_key,
+                                         settings=settings)
+              if wallet_enabled else None)
+
+    return ServerContext(
+        settings=settings,
+        manifest=manifest,
+        db=db,
+        verifier=verifier,
+        clock=clock,
+        faults=FaultRegistry(),
+        rate_limiter=RateLimiter(settings.rate_limits, clock),
+        tokens=tokens,
+        sealing_key=sealing_key,
+        wallet=wallet,
+    )
