@@ -183,12 +183,12 @@ public final class Conversation: Sendable {
             client.logger.error("timeline read failed: \(error)")
             return
         }
-        let own = client.userID.rawValue
+        let own = client.userID
         // Pending reactions the store now reflects are settled. A change made since the read
         // above is not in `storedReactionEventIDs` and stays pending until the next rebuild.
         let pending = pendingReactions.withLock { pending -> [PendingReaction] in
             pending.settle(
-                items: snapshot.items, storedReactions: snapshot.storedReactionEventIDs, ownUserID: own)
+                items: snapshot.items, storedReactions: snapshot.storedReactionEventIDs, ownUserID: own.rawValue)
             return pending.changes
         }
         let rows = TimelineAssembler.items(snapshot: snapshot, queue: queue, pending: pending, ownUserID: own)

@@ -88,7 +88,7 @@ public struct ConversationListItem: Sendable, Hashable, Identifiable, CustomStri
     public var description: String { "ConversationListItem(\(id))" }
 
     /// The row for a stored summary, or `nil` for rooms the member left.
-    init?(_ summary: ConversationSummary, ownUserID: String) {
+    init?(_ summary: ConversationSummary, ownUserID: UserID) {
         let membership: ConversationMembership
         switch summary.membership {
         case .joined: membership = .joined
@@ -96,11 +96,11 @@ public struct ConversationListItem: Sendable, Hashable, Identifiable, CustomStri
         case .left, .knocked: return nil
         }
         let members = summary.heroes.map {
-            RoomMember(userID: $0.userID, displayName: $0.displayName, membership: .join)
+            RoomMember(userID: UserID(stored: $0.userID), displayName: $0.displayName, membership: .join)
         }
         let hasCounts = summary.joinedMemberCount + summary.invitedMemberCount > 0
         let source = RoomNameSource(
-            name: summary.name, canonicalAlias: summary.canonicalAlias, heroes: summary.heroes.map(\.userID),
+            name: summary.name, canonicalAlias: summary.canonicalAlias, heroes: members.map(\.userID),
             joinedMemberCount: hasCounts ? summary.joinedMemberCount : nil,
             invitedMemberCount: hasCounts ? summary.invitedMemberCount : nil, members: members,
             ownUserID: ownUserID)
@@ -147,7 +147,7 @@ extension ConversationList {
     static func build(
         _ summaries: [ConversationSummary], ownUserID: UserID, overrides: [RoomID: [ConversationFlag: Bool]]
     ) -> ConversationList {
-        var items = summaries.compactMap { ConversationListItem($0, ownUserID: ownUserID.rawValue) }
+        var items = summaries.compactMap { ConversationListItem($0, ownUserID: ownUserID) }
         for index in items.indices {
             for (flag, value) in overrides[items[index].id] ?? [:] { flag.write(value, to: &items[index]) }
         }

@@ -99,7 +99,7 @@ final class TimelinePrinter: Sendable {
     }
 
     static func render(_ item: TimelineItem) -> String {
-        let who = item.senderProfile.displayName ?? item.sender
+        let who = item.senderProfile.displayName ?? item.sender.rawValue
         var text: String
         switch item.content {
         case .message(.emote, let body): text = "* \(who) \(body)"

@@ -62,7 +62,7 @@ public enum WalletCommands {
         },
         run: { request, context async throws(REPLError) in
             let wallet = try walletClient(in: context)
-            guard request.member.hasPrefix("@"), request.member.contains(":") else {
+            guard let recipient = UserID(request.member) else {
                 throw .invalidArgument("'\(request.member)' is not a Matrix user ID like @bob:example.org")
             }
             let asset = try asset(named: request.asset, in: wallet)
@@ -71,7 +71,7 @@ public enum WalletCommands {
                 throw .invalidArgument("'\(request.amount)' is not an amount of \(asset.code): \(error)")
             }
             let draft = try await perform { () async throws(TransferError) in
-                try await wallet.prepareTransfer(to: MemberID(request.member), asset: asset, amount: amount)
+                try await wallet.prepareTransfer(to: recipient, asset: asset, amount: amount)
             }
             context.output.print(
                 "draft \(draft.id): \(draft.amount) \(asset.code) to \(draft.recipient), fee \(draft.fee), "

@@ -30,7 +30,7 @@ import SymorvaStore
 /// drafts and its pending transfers answer ``TransferError/accountEnded``.
 public final class AccountWallet: Sendable {
     /// The signed-in member.
-    public let member: MemberID
+    public let member: UserID
     /// The community's wallet settings.
     public let configuration: WalletConfiguration
 
@@ -65,7 +65,7 @@ public final class AccountWallet: Sendable {
     ///   - tracer: where transfer transitions are traced.
     /// - Throws: ``TransferError/store(reason:)`` when the database cannot be migrated.
     public init(
-        member: MemberID, services: CommunityServicesClient, database: SQLiteDatabase, scope: AccountScope,
+        member: UserID, services: CommunityServicesClient, database: SQLiteDatabase, scope: AccountScope,
         configuration: WalletConfiguration = WalletConfiguration(), clock: any RuntimeClock = SystemClock(),
         tracer: Tracer = .shared
     ) async throws(TransferError) {
@@ -126,7 +126,7 @@ public final class AccountWallet: Sendable {
     ///   or cannot be reached; ``TransferError/cancelled`` when the
     ///   calling task is cancelled; ``TransferError/accountEnded`` when the account's scope has
     ///   ended.
-    public func prepareTransfer(to recipient: MemberID, asset: Asset, amount: Amount) async throws(TransferError)
+    public func prepareTransfer(to recipient: UserID, asset: Asset, amount: Amount) async throws(TransferError)
         -> TransferDraft
     {
         let scaled: Amount

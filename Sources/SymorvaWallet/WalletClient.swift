@@ -71,7 +71,7 @@ public final class WalletClient: Sendable {
     }
 
     /// The active member, or `nil` while nobody is signed in.
-    public var member: MemberID? { current?.member }
+    public var member: UserID? { current?.member }
 
     /// The active member's balances, as last fetched by ``refreshBalances()`` (refreshed after
     /// every settled transfer too); empty until the first fetch and while nobody is signed in.
@@ -109,7 +109,7 @@ public final class WalletClient: Sendable {
     ///   ``TransferError/accountEnded`` when the account was switched away from before the
     ///   draft was ready; ``TransferError/amount(_:)``, ``TransferError/failure(_:)``,
     ///   ``TransferError/cancelled`` as ``AccountWallet`` throws them.
-    public func prepareTransfer(to recipient: MemberID, asset: Asset, amount: Amount) async throws(TransferError)
+    public func prepareTransfer(to recipient: UserID, asset: Asset, amount: Amount) async throws(TransferError)
         -> TransferDraft
     {
         try await withActive { wallet async throws(TransferError) -> TransferDraft in

@@ -45,7 +45,7 @@ public final class TransferDraft: Sendable {
     /// The service's identity for the draft.
     public var id: DraftID { summary.draftID }
     /// Who receives the money.
-    public var recipient: MemberID { summary.recipient }
+    public var recipient: UserID { summary.recipient }
     /// What is sent.
     public var asset: Asset { summary.asset }
     /// What the recipient receives.

@@ -146,7 +146,7 @@ package struct WalletStore: Sendable {
             let total = try? Amount(minorUnits: row.int64(7), precision: precision)
         else { return nil }
         let summary = TransferSummary(
-            draftID: DraftID(row.string(1)), recipient: MemberID(row.string(2)),
+            draftID: DraftID(row.string(1)), recipient: UserID(stored: row.string(2)),
             asset: Asset(code: row.string(3), precision: precision), amount: amount, fee: fee, total: total)
         return StoredCommand(
             pending: PendingCommand(commandID: commandID, summary: summary), createdAtMilliseconds: row.int64(8),

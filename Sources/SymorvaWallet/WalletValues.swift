@@ -69,9 +69,9 @@ public struct LedgerEntry: Sendable, Hashable {
     /// The draft it was prepared as (`nil` for credits).
     public let draftID: DraftID?
     /// Who sent it (`nil` for credits).
-    public let sender: MemberID?
+    public let sender: UserID?
     /// Who received it.
-    public let recipient: MemberID
+    public let recipient: UserID
     /// What moved.
     public let asset: Asset
     /// What the recipient received.
@@ -86,7 +86,7 @@ public struct LedgerEntry: Sendable, Hashable {
     /// Creates an entry.
     public init(
         transferID: TransferID, kind: Kind, direction: Direction, commandID: CommandID?, draftID: DraftID?,
-        sender: MemberID?, recipient: MemberID, asset: Asset, amount: Amount, fee: Amount, total: Amount,
+        sender: UserID?, recipient: UserID, asset: Asset, amount: Amount, fee: Amount, total: Amount,
         createdAtMilliseconds: Int64
     ) {
         self.transferID = transferID

@@ -93,11 +93,11 @@ enum WalletWire {
             guard let amount = try? Amount(amount, precision: precision),
                 let fee = try? Amount(fee, precision: precision),
                 let total = try? Amount(total, precision: precision),
-                let key = sealingKey.bytes
+                let key = sealingKey.bytes, let recipient = UserID(recipient)
             else { return nil }
             let methods = Set(verificationMethods.compactMap(VerificationMethod.init(rawValue:)))
             return SymorvaMachines.TransferDraft(
-                id: DraftID(draftID), recipient: MemberID(recipient), asset: Asset(code: asset, precision: precision),
+                id: DraftID(draftID), recipient: recipient, asset: Asset(code: asset, precision: precision),
                 amount: amount, fee: fee, total: total,
                 expiresAt: now + .milliseconds(max(0, expiresInMilliseconds)), verificationMethods: methods,
                 sealingPublicKey: key)
@@ -139,24 +139,24 @@ enum WalletWire {
 
         /// A settled transfer of a command (not a credit).
         var transfer: Transfer? {
-            guard let figures, let commandID = commandID.flatMap(CommandID.init(uuidString:)), let draftID else {
-                return nil
-            }
+            guard let figures, let commandID = commandID.flatMap(CommandID.init(uuidString:)), let draftID,
+                let recipient = UserID(recipient)
+            else { return nil }
             let summary = TransferSummary(
-                draftID: DraftID(draftID), recipient: MemberID(recipient), asset: figures.asset,
+                draftID: DraftID(draftID), recipient: recipient, asset: figures.asset,
                 amount: figures.amount, fee: figures.fee, total: figures.total)
             return Transfer(id: TransferID(transferID), commandID: commandID, summary: summary)
         }
 
         /// An entry of the member's history.
         var ledgerEntry: LedgerEntry? {
-            guard let figures else { return nil }
+            guard let figures, let recipient = UserID(recipient) else { return nil }
             let kind: LedgerEntry.Kind = kind == "credit" ? .credit : .transfer
             return LedgerEntry(
                 transferID: TransferID(transferID), kind: kind,
                 direction: direction == "out" ? .outgoing : .incoming,
                 commandID: commandID.flatMap(CommandID.init(uuidString:)), draftID: draftID.map(DraftID.init),
-                sender: sender.map(MemberID.init), recipient: MemberID(recipient), asset: figures.asset,
+                sender: sender.flatMap(UserID.init), recipient: recipient, asset: figures.asset,
                 amount: figures.amount, fee: figures.fee, total: figures.total,
                 createdAtMilliseconds: createdAtMilliseconds)
         }

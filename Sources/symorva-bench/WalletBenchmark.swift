@@ -96,7 +96,7 @@ struct WalletBenchmark: BenchmarkMode {
         for index in 0..<total {
             let start = clock.now
             let draft = try await sender.wallet.prepareTransfer(
-                to: MemberID(recipient.userID), asset: orb, amount: try Amount("1.00"))
+                to: recipient.wallet.member, asset: orb, amount: try Amount("1.00"))
             let drafted = clock.now
             let outcome = try await draft.confirm(with: .pin(Secret("4711")))
             let end = clock.now
@@ -150,13 +150,14 @@ struct BenchMember: Sendable {
     ) async throws -> BenchMember {
         let username = "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
         let (userID, token) = try await register(username, homeserver: homeserver, transport: transport)
+        guard let member = UserID(userID) else { throw BenchFailure("registration gave '\(userID)', not a user ID") }
         let services = CommunityServicesClient(
             baseURL: servicesURL, transport: transport,
             tokenSource: BenchOpenIDSource(
                 userID: userID, accessToken: token, homeserver: homeserver, transport: transport))
         let scope = AccountScope(label: userID)
         let wallet = try await AccountWallet(
-            member: MemberID(userID), services: services, database: try await SQLiteDatabase.open(path: path),
+            member: member, services: services, database: try await SQLiteDatabase.open(path: path),
             scope: scope, configuration: WalletConfiguration(assets: [Asset(code: "ORB", precision: 2)]))
         return BenchMember(userID: userID, services: services, scope: scope, wallet: wallet)
     }

@@ -57,7 +57,7 @@ final class ReactionHomeserverDouble: HTTPTransport {
 @Suite("Reactions of our own, before and after sync brings them")
 struct ConversationReactionTests {
     static let roomID = RoomID("!reactions:example.org")
-    static let me = UserID("@me:example.org")!
+    static let me = UserID("@me:example.org")
     static let message = EventID("$m1")
 
     let homeserver = ReactionHomeserverDouble()
@@ -99,7 +99,7 @@ struct ConversationReactionTests {
     func unreactBeforeSync() async throws {
         let (chat, conversation, stop) = try await observedConversation()
         defer { stop() }
-        let thumbsUp = ReactionSummary(key: "👍", senders: [Self.me.rawValue], includesOwn: true)
+        let thumbsUp = ReactionSummary(key: "👍", senders: [Self.me], includesOwn: true)
 
         try await conversation.react(to: Self.message, key: "👍")
         try await conversation.timeline.wait { Self.reactions(in: $0) == [thumbsUp] }
@@ -139,7 +139,7 @@ struct ConversationReactionTests {
     func reactAgainWhileRemoving() async throws {
         let (chat, conversation, stop) = try await observedConversation()
         defer { stop() }
-        let thumbsUp = ReactionSummary(key: "👍", senders: [Self.me.rawValue], includesOwn: true)
+        let thumbsUp = ReactionSummary(key: "👍", senders: [Self.me], includesOwn: true)
         try await conversation.react(to: Self.message, key: "👍")
         try await syncs(
             "b2", [Self.reaction(id: "$reaction-1", to: "$m1")], receipts: Self.receipt(on: "$m1", ts: 1), into: chat)
@@ -156,7 +156,7 @@ struct ConversationReactionTests {
     func refusedUnreactBeforeSync() async throws {
         let (chat, conversation, stop) = try await observedConversation()
         defer { stop() }
-        let thumbsUp = ReactionSummary(key: "👍", senders: [Self.me.rawValue], includesOwn: true)
+        let thumbsUp = ReactionSummary(key: "👍", senders: [Self.me], includesOwn: true)
         try await conversation.react(to: Self.message, key: "👍")
         homeserver.answerRedactions(with: 403)
 
@@ -175,7 +175,7 @@ struct ConversationReactionTests {
         items.first { $0.eventID == message }?.reactions
     }
 
-    static func readers(of items: [TimelineItem]) -> [String] {
+    static func readers(of items: [TimelineItem]) -> [UserID] {
         items.first { $0.eventID == message }?.readBy ?? []
     }
 

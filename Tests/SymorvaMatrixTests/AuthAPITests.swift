@@ -87,7 +87,7 @@ struct AuthAPIRequestTests {
         #expect(
             AuthAPI.whoami()
                 == MatrixEndpoint(method: .get, path: "/_matrix/client/v3/account/whoami", requiresAuth: true))
-        let openID = AuthAPI.requestOpenIDToken(for: UserID("@alice:localhost")!)
+        let openID = AuthAPI.requestOpenIDToken(for: UserID("@alice:localhost"))
         #expect(openID.path == "/_matrix/client/v3/user/%40alice%3Alocalhost/openid/request_token")
         #expect(openID.requiresAuth && openID.method == .post)
     }

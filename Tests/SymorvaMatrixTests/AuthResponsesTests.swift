@@ -55,7 +55,7 @@ struct AuthResponsesTests {
         #expect(
             response.grant(receivedAt: now)
                 == SessionGrant(
-                    userID: UserID("@cheeky_monkey:matrix.org")!, deviceID: DeviceID("GHTYAJCE"),
+                    userID: UserID("@cheeky_monkey:matrix.org"), deviceID: DeviceID("GHTYAJCE"),
                     tokens: SessionTokens(
                         accessToken: Secret("abc123"), refreshToken: Secret("def456"),
                         expiry: TokenExpiry(issuedAt: now, lifetime: .seconds(60)))))

@@ -14,8 +14,8 @@ struct FixedOpenIDSource: OpenIDTokenSource {
 /// Values shared by the wallet tests.
 enum WalletFixtures {
     static let orb = Asset(code: "ORB", precision: 2)
-    static let alice = MemberID("@alice:localhost")
-    static let bob = MemberID("@bob:localhost")
+    static let alice = UserID("@alice:localhost")
+    static let bob = UserID("@bob:localhost")
     static let commandID = CommandID(uuidString: "8d0f1c52-2f7a-4c1e-9a43-5b6c7d8e9f01")!
     static let draftID = DraftID("d_abc")
     static let serverKey = [UInt8](repeating: 7, count: 32)

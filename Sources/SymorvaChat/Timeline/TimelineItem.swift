@@ -25,7 +25,7 @@ public struct TimelineItem: Sendable, Hashable, Identifiable, CustomStringConver
     /// The transaction of one of our own messages (local echo, or its remote echo).
     public var transactionID: TransactionID?
     /// Who sent it.
-    public var sender: MatrixUserID
+    public var sender: UserID
     /// The sender's profile in the room, when known.
     public var senderProfile: SenderProfile
     /// Whether the signed-in member sent it.
@@ -41,7 +41,7 @@ public struct TimelineItem: Sendable, Hashable, Identifiable, CustomStringConver
     /// The event this one replies to.
     public var inReplyTo: EventID?
     /// Other members whose read receipt points at this event.
-    public var readBy: [MatrixUserID]
+    public var readBy: [UserID]
     /// For our own messages on their way: sending, sent or failed. `nil` for synced events.
     public var sendState: SendState?
 
@@ -58,7 +58,7 @@ public enum TimelineItemContent: Sendable, Hashable {
     /// `m.file` (and `m.audio`, `m.video` until they are shown differently).
     case file(MediaInfo)
     /// An `m.room.member` change of `userID`.
-    case membership(userID: MatrixUserID, membership: Membership?, displayName: String?)
+    case membership(userID: UserID, membership: Membership?, displayName: String?)
     /// Another state event (name, topic, power levels…).
     case stateChange(type: String, stateKey: String)
     /// Redacted: the content is gone.
@@ -100,14 +100,14 @@ public struct ReactionSummary: Sendable, Hashable {
     /// The key (usually an emoji).
     public var key: String
     /// Who reacted, in order.
-    public var senders: [MatrixUserID]
+    public var senders: [UserID]
     /// Whether the signed-in member is one of them.
     public var includesOwn: Bool
     /// How many reacted.
     public var count: Int { senders.count }
 
     /// A reaction group.
-    public init(key: String, senders: [MatrixUserID], includesOwn: Bool) {
+    public init(key: String, senders: [UserID], includesOwn: Bool) {
         self.key = key
         self.senders = senders
         self.includesOwn = includesOwn
@@ -171,7 +171,8 @@ extension TimelineItemContent {
             self = .encrypted
         case "m.room.member":
             self = .membership(
-                userID: stateKey ?? "", membership: shown?.membership.flatMap(Membership.init(rawValue:)),
+                userID: UserID(stored: stateKey ?? ""),
+                membership: shown?.membership.flatMap(Membership.init(rawValue:)),
                 displayName: shown?.displayname)
         default:
             if let stateKey {
@@ -192,7 +193,7 @@ extension TimelineItemContent {
 /// Turns stored items, the send queue and pending reactions into timeline rows.
 enum TimelineAssembler {
     static func items(
-        snapshot: WindowSnapshot, queue: [SendQueueItem], pending: [PendingReaction], ownUserID: MatrixUserID
+        snapshot: WindowSnapshot, queue: [SendQueueItem], pending: [PendingReaction], ownUserID: UserID
     ) -> [TimelineItem] {
         var rows: [TimelineItem] = []
         var echoedTransactions: Set<String> = []
@@ -200,8 +201,9 @@ enum TimelineAssembler {
         for stored in snapshot.items {
             if let transactionID = stored.transactionID { echoedTransactions.insert(transactionID) }
             shownEvents.insert(stored.eventID)
-            var reactions = stored.reactions.map {
-                ReactionSummary(key: $0.key, senders: $0.senders, includesOwn: $0.senders.contains(ownUserID))
+            var reactions = stored.reactions.map { group in
+                let senders = group.senders.map(UserID.init(stored:))
+                return ReactionSummary(key: group.key, senders: senders, includesOwn: senders.contains(ownUserID))
             }
             for change in pending where change.target.rawValue == stored.eventID {
                 apply(change, to: &reactions, ownUserID: ownUserID)
@@ -209,16 +211,19 @@ enum TimelineAssembler {
             rows.append(
                 TimelineItem(
                     id: .event(EventID(stored.eventID)), eventID: EventID(stored.eventID),
-                    transactionID: stored.transactionID.map(TransactionID.init(rawValue:)), sender: stored.sender,
+                    transactionID: stored.transactionID.map(TransactionID.init(rawValue:)),
+                    sender: UserID(stored: stored.sender),
                     senderProfile: snapshot.profiles[stored.sender] ?? SenderProfile(),
-                    isOwn: stored.sender == ownUserID,
+                    isOwn: stored.sender == ownUserID.rawValue,
                     timestamp: MatrixTimestamp(milliseconds: stored.originServerTS),
                     content: TimelineItemContent(
                         type: stored.type, stateKey: stored.stateKey, content: stored.content,
                         isRedacted: stored.redactedBy != nil),
                     isEdited: stored.replacedBy != nil, reactions: reactions,
                     inReplyTo: stored.inReplyTo.map(EventID.init(rawValue:)),
-                    readBy: (snapshot.readers[stored.eventID] ?? []).filter { $0 != ownUserID }, sendState: nil))
+                    readBy: (snapshot.readers[stored.eventID] ?? []).filter { $0 != ownUserID.rawValue }.map(
+                        UserID.init(stored:)),
+                    sendState: nil))
         }
         for item in queue {
             guard !echoedTransactions.contains(item.transactionID.rawValue), let state = sendState(item.status) else {
@@ -252,7 +257,7 @@ enum TimelineAssembler {
         }
     }
 
-    static func apply(_ change: PendingReaction, to reactions: inout [ReactionSummary], ownUserID: MatrixUserID) {
+    static func apply(_ change: PendingReaction, to reactions: inout [ReactionSummary], ownUserID: UserID) {
         let index = reactions.firstIndex { $0.key == change.key }
         if change.isAdded {
             guard let index else {

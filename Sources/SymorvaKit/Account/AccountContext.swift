@@ -31,9 +31,6 @@ final class AccountContext: Sendable {
         self.modules = modules
     }
 
-    /// The local account ID.
-    var accountID: AccountID { AccountID(userID) }
-
     /// Opens the account's database, restores its session from the store (no network) in a
     /// host that belongs to `scope`, and builds the requester, the services client and the
     /// modules.
@@ -48,7 +45,7 @@ final class AccountContext: Sendable {
         let host = MachineHost(
             machine: machine, initial: .signedOut, interpreter: interpreter, instance: userID.rawValue, scope: scope,
             clock: environment.clock, tracer: environment.tracer)
-        await host.send(.restoreRequested(AccountID(userID)))
+        await host.send(.restoreRequested(userID))
         let restored = await host.states.first(scope: scope, ended: .some(.none), cancelled: nil) {
             state -> SessionMachine.State?? in
             if case .restoring = state { return nil }

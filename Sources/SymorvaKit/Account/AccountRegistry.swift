@@ -31,9 +31,6 @@ package struct StoredAccount: Sendable, Hashable, Codable {
         self.homeserverURL = homeserverURL
         self.isPendingWipe = isPendingWipe
     }
-
-    /// The local account ID.
-    package var accountID: AccountID { AccountID(userID) }
 }
 
 /// The accounts known on this device and which one is active: `<data>/accounts.json`.
@@ -79,7 +76,7 @@ package struct AccountRegistry: Sendable, Hashable, Codable {
 
     /// What the app flow restores: every restorable account and the last active one.
     package var restoredAccounts: RestoredAccounts {
-        RestoredAccounts(accounts: restorable.map(\.accountID), active: active.map(AccountID.init))
+        RestoredAccounts(accounts: restorable.map(\.userID), active: active)
     }
 }
 

@@ -45,7 +45,7 @@ extension AccountModuleFactory {
         let logger = Logger(category: "wallet", center: context.logCenter)
         do {
             let wallet = try await AccountWallet(
-                member: MemberID(context.userID.rawValue), services: context.services,
+                member: context.userID, services: context.services,
                 database: context.database.database, scope: context.scope,
                 configuration: WalletConfiguration(manifest: module),
                 clock: context.clock, tracer: context.tracer)

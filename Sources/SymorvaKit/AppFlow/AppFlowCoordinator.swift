@@ -51,7 +51,7 @@ package actor AppFlowCoordinator {
     package func cancelSignIn() async { await host.send(.signInCancelled) }
 
     /// Makes another signed-in account the active one.
-    package func switchAccount(to account: AccountID) async { await host.send(.switchRequested(account)) }
+    package func switchAccount(to account: UserID) async { await host.send(.switchRequested(account)) }
 
     /// Signs the active account out.
     package func signOut() async { await host.send(.signOutRequested) }
@@ -76,19 +76,19 @@ package protocol SessionDriver: Sendable {
 
     /// Runs the sign-in flow and returns the account it signed in. The task is cancelled when
     /// the member cancels; a result that arrives after that is dropped.
-    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> AccountID
+    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> UserID
 
     /// Starts the account's session inside `scope`: every host and effect of the session
     /// belongs to it, so that ending the scope stops them and makes their late results stale.
-    func startSession(for account: AccountID, in scope: AccountScope) async
+    func startSession(for account: UserID, in scope: AccountScope) async
 
     /// Winds the account's session down after its scope ended for `reason` (the scope's work
     /// is already cancelled; this stops hosts and flushes what must be kept).
-    func endSession(for account: AccountID, reason: AccountScope.Reason) async
+    func endSession(for account: UserID, reason: AccountScope.Reason) async
 
     /// Revokes the account's credentials on the server where possible, forgets them on the
     /// device, and returns the accounts still signed in.
-    func forgetAccount(_ account: AccountID) async -> [AccountID]
+    func forgetAccount(_ account: UserID) async -> [UserID]
 }
 
 /// The account scopes the app flow has opened: one per account whose session runs.
@@ -98,9 +98,9 @@ package protocol SessionDriver: Sendable {
 /// An end that finds no scope is remembered and cancels the start it pairs with.
 final class AccountScopes: Sendable {
     private struct Storage {
-        var scopes: [AccountID: AccountScope] = [:]
-        var endedBeforeStart: [AccountID: AccountScope.Reason] = [:]
-        var active: AccountID?
+        var scopes: [UserID: AccountScope] = [:]
+        var endedBeforeStart: [UserID: AccountScope.Reason] = [:]
+        var active: UserID?
     }
 
     private let storage = Mutex(Storage())
@@ -111,10 +111,10 @@ final class AccountScopes: Sendable {
 
     /// Opens a scope for `account` and makes it the active one; `nil` when the session was
     /// ended before it started.
-    func begin(_ account: AccountID) -> AccountScope? {
+    func begin(_ account: UserID) -> AccountScope? {
         let (scope, replaced) = storage.withLock { storage -> (AccountScope?, AccountScope?) in
             if storage.endedBeforeStart.removeValue(forKey: account) != nil { return (nil, nil) }
-            let scope = AccountScope(label: account.userID)
+            let scope = AccountScope(label: account.rawValue)
             let replaced = storage.scopes.updateValue(scope, forKey: account)
             storage.active = account
             activePublisher.publish(scope)
@@ -126,7 +126,7 @@ final class AccountScopes: Sendable {
     }
 
     /// Ends the account's scope for `reason`, cancelling its work.
-    func end(_ account: AccountID, reason: AccountScope.Reason) {
+    func end(_ account: UserID, reason: AccountScope.Reason) {
         let scope = storage.withLock { storage -> AccountScope? in
             guard let scope = storage.scopes.removeValue(forKey: account) else {
                 storage.endedBeforeStart[account] = reason
@@ -142,8 +142,8 @@ final class AccountScopes: Sendable {
     }
 
     /// Ends every scope for `reason` and returns the accounts whose scopes ended.
-    func endAll(reason: AccountScope.Reason) -> [AccountID] {
-        let scopes = storage.withLock { storage -> [AccountID: AccountScope] in
+    func endAll(reason: AccountScope.Reason) -> [UserID] {
+        let scopes = storage.withLock { storage -> [UserID: AccountScope] in
             defer {
                 storage.scopes = [:]
                 storage.active = nil

@@ -10,7 +10,7 @@ enum ActiveSession: Sendable {
     /// The account's session runs.
     case running(AccountContext)
     /// The account is active but its local data could not be opened.
-    case unavailable(AccountID, SessionError)
+    case unavailable(UserID, SessionError)
 }
 
 /// A sign-in or registration the product API asked for, waiting for the app flow to run it.
@@ -27,7 +27,7 @@ final class SignInRequest: Sendable {
     let username: String
     let password: Secret<String>
     private let picked = Atomic<Bool>(false)
-    private let result = OneShot<Result<AccountID, SessionError>>()
+    private let result = OneShot<Result<UserID, SessionError>>()
 
     init(kind: Kind, username: String, password: Secret<String>) {
         self.kind = kind
@@ -40,10 +40,10 @@ final class SignInRequest: Sendable {
     func markPicked() { picked.store(true, ordering: .releasing) }
 
     /// Reports how the sign-in ended.
-    func finish(_ outcome: Result<AccountID, SessionError>) { result.resolve(outcome) }
+    func finish(_ outcome: Result<UserID, SessionError>) { result.resolve(outcome) }
 
     /// How the sign-in ended.
-    func outcome() async -> Result<AccountID, SessionError> {
+    func outcome() async -> Result<UserID, SessionError> {
         await withCheckedContinuation { result.install($0) }
     }
 }
@@ -63,9 +63,9 @@ actor CommunitySessions: SessionDriver {
     private let machine: SessionMachine
     private let factories: [AccountModuleFactory]
     private let logger: Logger
-    private var contexts: [AccountID: AccountContext] = [:]
-    private var watchers: [AccountID: ObservableValue<SessionMachine.State>.Unsubscribe] = [:]
-    private var closing: [AccountID: Task<Void, Never>] = [:]
+    private var contexts: [UserID: AccountContext] = [:]
+    private var watchers: [UserID: ObservableValue<SessionMachine.State>.Unsubscribe] = [:]
+    private var closing: [UserID: Task<Void, Never>] = [:]
     private var pending: SignInRequest?
     private nonisolated let activePublisher = ObservableValue<ActiveSession>.Publisher(.none)
     private nonisolated let endedHandler = EndedHandler()
@@ -88,7 +88,7 @@ actor CommunitySessions: SessionDriver {
 
     /// Called when a running session ends by itself (the server revoked the device): the
     /// product layer then signs the account out of the app flow.
-    nonisolated func onSessionEnded(_ handler: @escaping @Sendable (AccountID) -> Void) {
+    nonisolated func onSessionEnded(_ handler: @escaping @Sendable (UserID) -> Void) {
         endedHandler.set(handler)
     }
 
@@ -118,7 +118,7 @@ actor CommunitySessions: SessionDriver {
         }
     }
 
-    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> AccountID {
+    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> UserID {
         guard let request = pending else { throw .sessionFailed }
         pending = nil
         request.markPicked()
@@ -130,9 +130,9 @@ actor CommunitySessions: SessionDriver {
         }
     }
 
-    func startSession(for account: AccountID, in scope: AccountScope) async {
+    func startSession(for account: UserID, in scope: AccountScope) async {
         await closing[account]?.value
-        guard let userID = UserID(account.userID) else { return }
+        let userID = account
         do {
             let context = try await AccountContext.start(
                 userID: userID, scope: scope, storage: storage, machine: machine, configuration: configuration,
@@ -155,26 +155,26 @@ actor CommunitySessions: SessionDriver {
         }
     }
 
-    func endSession(for account: AccountID, reason: AccountScope.Reason) async {
+    func endSession(for account: UserID, reason: AccountScope.Reason) async {
         await close(account)
     }
 
-    func forgetAccount(_ account: AccountID) async -> [AccountID] {
+    func forgetAccount(_ account: UserID) async -> [UserID] {
         await close(account)
         if case .unavailable(let unavailable, _) = active.value, unavailable == account {
             activePublisher.publish(.none)
         }
-        if let userID = UserID(account.userID), (try? await storage.currentRegistry().account(userID)) != nil {
-            await signOutStored(userID)
+        if (try? await storage.currentRegistry().account(account)) != nil {
+            await signOutStored(account)
         }
-        return (try? await storage.currentRegistry().restorable.map(\.accountID)) ?? []
+        return (try? await storage.currentRegistry().restorable.map(\.userID)) ?? []
     }
 
     // MARK: - Sign-in and sign-out hosts
 
     /// Discovery, then `/login` or `/register`, in a host of its own; the new tokens are saved
     /// (to the new account's database) before the host reports `signedIn`.
-    private func runSignIn(_ request: SignInRequest) async -> Result<AccountID, SessionError> {
+    private func runSignIn(_ request: SignInRequest) async -> Result<UserID, SessionError> {
         let host = makeHost(instance: "sign-in")
         defer { Task { await host.stop() } }
         await host.send(.discoveryRequested(configuration.homeserver.address))
@@ -193,9 +193,9 @@ actor CommunitySessions: SessionDriver {
         case .register:
             await host.send(.registrationRequested(username: request.username, password: request.password))
         }
-        return await host.states.first(cancelled: .failure(.cancelled)) { state -> Result<AccountID, SessionError>? in
+        return await host.states.first(cancelled: .failure(.cancelled)) { state -> Result<UserID, SessionError>? in
             switch state {
-            case .signedIn(let session): .success(session.accountID)
+            case .signedIn(let session): .success(session.userID)
             case .failed(_, let error, _): .failure(error)
             case .awaitingCredentials, .signedOut: .failure(.cancelled)
             default: nil
@@ -207,7 +207,7 @@ actor CommunitySessions: SessionDriver {
     /// when it has live tokens, and wipes its data. An unreadable store is wiped directly.
     private func signOutStored(_ userID: UserID) async {
         let host = makeHost(instance: userID.rawValue)
-        await host.send(.restoreRequested(AccountID(userID)))
+        await host.send(.restoreRequested(userID))
         let restored = await host.states.first(cancelled: SessionMachine.State.signedOut) { state in
             if case .restoring = state { return nil }
             return state
@@ -236,7 +236,7 @@ actor CommunitySessions: SessionDriver {
     /// Notices a running session that ends by itself (hard logout by the server wipes the
     /// account and ends in `signedOut`).
     private func watch(_ context: AccountContext) {
-        let account = context.accountID
+        let account = context.userID
         let handler = endedHandler
         watchers[account] = context.sessionHost.states.subscribe { state in
             guard case .signedOut = state else { return }
@@ -245,7 +245,7 @@ actor CommunitySessions: SessionDriver {
     }
 
     /// Stops the account's running context once, whoever asks first.
-    private func close(_ account: AccountID) async {
+    private func close(_ account: UserID) async {
         if let task = closing[account] {
             await task.value
             return
@@ -272,7 +272,7 @@ actor CommunitySessions: SessionDriver {
 
 /// The callback for sessions that end by themselves, set once the product layer exists.
 final class EndedHandler: Sendable {
-    private let handler = Mutex<(@Sendable (AccountID) -> Void)?>(nil)
-    func set(_ newHandler: @escaping @Sendable (AccountID) -> Void) { handler.withLock { $0 = newHandler } }
-    func call(_ account: AccountID) { handler.withLock { $0 }?(account) }
+    private let handler = Mutex<(@Sendable (UserID) -> Void)?>(nil)
+    func set(_ newHandler: @escaping @Sendable (UserID) -> Void) { handler.withLock { $0 = newHandler } }
+    func call(_ account: UserID) { handler.withLock { $0 }?(account) }
 }

@@ -239,7 +239,7 @@ public final class SessionClient: Sendable {
     }
 
     /// Waits until `account` is the active account and its session is restored.
-    private func waitForActive(_ account: AccountID) async throws(SessionError) -> Account {
+    private func waitForActive(_ account: UserID) async throws(SessionError) -> Account {
         let outcome = await state.first(cancelled: .failure(.cancelled)) { state -> Result<Account, SessionError>? in
             switch state {
             case .signedIn(let active) where active.id == account: .success(active)
@@ -254,7 +254,7 @@ public final class SessionClient: Sendable {
 
     /// A running session ended by itself (the server revoked the device and the local data is
     /// wiped): sign the account out of the app flow so that the next account becomes active.
-    private func sessionEnded(_ account: AccountID) {
+    private func sessionEnded(_ account: UserID) {
         let coordinator = self.coordinator
         Task {
             if case .signedIn(let active) = coordinator.state.value, active == account { await coordinator.signOut() }
@@ -345,7 +345,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomStringConvertible
     }
 
     /// The local account ID (the app flow's and the store's key).
-    public var id: AccountID { AccountID(userID) }
+    public var id: UserID { userID }
 
     /// `@alice:example.org (device ABCDEF)`: IDs only, safe to log.
     public var description: String { "\(userID) (device \(deviceID))" }
@@ -367,19 +367,19 @@ public enum SessionState: Sendable, Equatable, CustomStringConvertible {
     case signingIn
     /// An account's stored session is being loaded (after launch, sign-in or a switch); no
     /// network is needed for this.
-    case restoring(AccountID)
+    case restoring(UserID)
     /// The account is signed in and active.
     case signedIn(Account)
     /// The server ended the account's tokens but kept its device: local data is kept, and
     /// ``SessionClient/reauthenticate(password:)`` resumes on the same device.
     case softLoggedOut(Account)
     /// The active account is changing to this one.
-    case switching(to: AccountID)
+    case switching(to: UserID)
     /// The account is being signed out and its local data wiped.
-    case signingOut(AccountID)
+    case signingOut(UserID)
     /// The account is active but its stored session cannot be used (for instance a tampered
     /// or undecryptable token): sign in again or remove the account.
-    case unavailable(AccountID, SessionError)
+    case unavailable(UserID, SessionError)
 
     /// The active account when one is signed in (or soft logged out).
     public var account: Account? {
@@ -416,7 +416,7 @@ public enum SessionState: Sendable, Equatable, CustomStringConvertible {
         case .signingOut(let account): return .signingOut(account)
         case .signedIn(let account):
             switch active {
-            case .running(let context) where context.accountID == account:
+            case .running(let context) where context.userID == account:
                 guard let session else { return .restoring(account) }
                 return session.productState(for: account)
             case .unavailable(let failed, let error) where failed == account:
@@ -430,7 +430,7 @@ public enum SessionState: Sendable, Equatable, CustomStringConvertible {
 
 extension SessionMachine.State {
     /// What the member sees of this session state when `account` is the active account.
-    func productState(for account: AccountID) -> SessionState {
+    func productState(for account: UserID) -> SessionState {
         switch self {
         case .restoring: .restoring(account)
         case .signedIn(let session), .refreshing(let session, _, _), .persisting(let session, _, _):

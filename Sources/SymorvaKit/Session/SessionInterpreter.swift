@@ -66,8 +66,8 @@ struct SessionInterpreter: EffectInterpreter {
 
     // MARK: - Store
 
-    private func loadStoredSession(_ account: AccountID) async -> SessionMachine.Event {
-        guard let userID = UserID(account.userID) else { return .storeFailed(.store(reason: "invalid account ID")) }
+    private func loadStoredSession(_ account: UserID) async -> SessionMachine.Event {
+        let userID = account
         do {
             let store = try await storage.sessionStore(for: userID)
             return .restored(try await store.load())
@@ -89,8 +89,8 @@ struct SessionInterpreter: EffectInterpreter {
         }
     }
 
-    private func wipe(_ account: AccountID) async -> SessionMachine.Event {
-        guard let userID = UserID(account.userID) else { return .localDataWiped }
+    private func wipe(_ account: UserID) async -> SessionMachine.Event {
+        let userID = account
         do {
             try await storage.wipe(userID)
             return .localDataWiped
@@ -100,8 +100,8 @@ struct SessionInterpreter: EffectInterpreter {
         }
     }
 
-    private func keep(_ account: AccountID) async {
-        guard let userID = UserID(account.userID) else { return }
+    private func keep(_ account: UserID) async {
+        let userID = account
         do {
             try await storage.sessionStore(for: userID).markSoftLoggedOut()
         } catch {

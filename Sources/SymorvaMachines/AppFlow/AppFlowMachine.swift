@@ -32,11 +32,11 @@ public struct AppFlowMachine: ChartedMachine {
         /// The sign-in flow runs; `attempt.returnTo` is the account still active meanwhile.
         case signingIn(SignInAttempt)
         /// An account is active and its session runs.
-        case signedIn(AccountID)
+        case signedIn(UserID)
         /// Ending `from`'s session and starting `to`'s.
-        case switching(from: AccountID, to: AccountID)
+        case switching(from: UserID, to: UserID)
         /// Ending the account's session and forgetting its credentials.
-        case signingOut(AccountID)
+        case signingOut(UserID)
 
         /// Every state case name, in declaration order.
         public static let allCaseNames = [
@@ -57,7 +57,7 @@ public struct AppFlowMachine: ChartedMachine {
         }
 
         /// The account whose session is (or is about to be) running in this state.
-        public var activeAccount: AccountID? {
+        public var activeAccount: UserID? {
             switch self {
             case .launching, .restoring, .signedOut, .signingOut: nil
             case .signingIn(let attempt): attempt.returnTo
@@ -78,19 +78,19 @@ public struct AppFlowMachine: ChartedMachine {
         /// The member asked to sign in (first account, or one more).
         case signInRequested
         /// The sign-in flow produced a signed-in account.
-        case signInSucceeded(AccountID)
+        case signInSucceeded(UserID)
         /// The sign-in flow gave up with an error.
         case signInFailed(AppFlowError)
         /// The member dismissed the sign-in flow.
         case signInCancelled
         /// The member asked to make another signed-in account the active one.
-        case switchRequested(AccountID)
+        case switchRequested(UserID)
         /// An account's session has started (the result of ``Effect/startSession(_:)``).
-        case sessionStarted(AccountID)
+        case sessionStarted(UserID)
         /// The member asked to sign the active account out.
         case signOutRequested
         /// Sign-out finished; the accounts still signed in on this device remain.
-        case signOutFinished(remaining: [AccountID])
+        case signOutFinished(remaining: [UserID])
 
         /// Every event case name, in declaration order.
         public static let allCaseNames = [
@@ -125,11 +125,11 @@ public struct AppFlowMachine: ChartedMachine {
         /// Stop the sign-in flow; its late result is dropped.
         case cancelSignIn
         /// Open the account's scope and start its session; answers ``Event/sessionStarted(_:)``.
-        case startSession(AccountID)
+        case startSession(UserID)
         /// End the account's scope for `reason` and stop its session.
-        case endSession(AccountID, reason: AccountScope.Reason)
+        case endSession(UserID, reason: AccountScope.Reason)
         /// Revoke and forget the account's credentials; answers ``Event/signOutFinished(remaining:)``.
-        case forgetAccount(AccountID)
+        case forgetAccount(UserID)
 
         /// How the host schedules the effect.
         public var directive: EffectDirective {
@@ -221,7 +221,7 @@ public struct AppFlowMachine: ChartedMachine {
         }
     }
 
-    private func switching(to target: AccountID, on event: Event) -> Transition<State, Effect> {
+    private func switching(to target: UserID, on event: Event) -> Transition<State, Effect> {
         switch event {
         case .sessionStarted(let account):
             // A start for another account is a superseded one: the switch is not done yet.
@@ -242,7 +242,7 @@ public struct AppFlowMachine: ChartedMachine {
         }
     }
 
-    private func signedIn(_ account: AccountID, on event: Event) -> Transition<State, Effect> {
+    private func signedIn(_ account: UserID, on event: Event) -> Transition<State, Effect> {
         switch event {
         case .signInRequested:
             let attempt = SignInAttempt(returnTo: account)
@@ -262,7 +262,7 @@ public struct AppFlowMachine: ChartedMachine {
     }
 
     /// Enters `signedIn(account)` and starts its session, or `signedOut` when there is none.
-    private func activate(_ account: AccountID?, error: AppFlowError?) -> Transition<State, Effect> {
+    private func activate(_ account: UserID?, error: AppFlowError?) -> Transition<State, Effect> {
         guard let account else { return .move(to: .signedOut(lastError: error)) }
         return .move(to: .signedIn(account), effects: [.startSession(account)])
     }
@@ -270,40 +270,14 @@ public struct AppFlowMachine: ChartedMachine {
 
 // MARK: - Values of the flow
 
-/// A signed-in account on this device, identified by its Matrix user ID (`@alice:example.org`).
-///
-/// Matrix IDs may be logged, so the type is ``LogSafe``; display names and tokens never live
-/// here.
-public struct AccountID: Hashable, Sendable, Comparable, CustomStringConvertible, LogSafe,
-    ExpressibleByStringLiteral
-{
-    /// The Matrix user ID.
-    public let userID: String
-
-    /// Wraps a Matrix user ID.
-    public init(_ userID: String) { self.userID = userID }
-
-    /// Wraps a Matrix user ID written as a literal (tests, samples).
-    public init(stringLiteral value: String) { self.userID = value }
-
-    /// Orders accounts by user ID, for stable lists.
-    public static func < (lhs: AccountID, rhs: AccountID) -> Bool { lhs.userID < rhs.userID }
-
-    /// The Matrix user ID.
-    public var description: String { userID }
-
-    /// The Matrix user ID (safe to log).
-    public var logDescription: String { userID }
-}
-
 /// One run of the sign-in flow, and where to go back to if it does not end with an account.
 public struct SignInAttempt: Hashable, Sendable {
     /// The account that was active when sign-in started (adding a second account), or `nil`
     /// when nobody was signed in. Cancelling or failing returns to it.
-    public var returnTo: AccountID?
+    public var returnTo: UserID?
 
     /// Creates an attempt.
-    public init(returnTo: AccountID? = nil) { self.returnTo = returnTo }
+    public init(returnTo: UserID? = nil) { self.returnTo = returnTo }
 }
 
 /// Why the app flow could not reach a signed-in account.
@@ -321,19 +295,19 @@ public enum AppFlowError: Error, Hashable, Sendable {
 /// What restoring found on the device.
 public struct RestoredAccounts: Hashable, Sendable {
     /// Every account with stored credentials, in the order the member added them.
-    public var accounts: [AccountID]
+    public var accounts: [UserID]
     /// The account that was active when the app last ran, if any.
-    public var active: AccountID?
+    public var active: UserID?
 
     /// Creates a restore result.
-    public init(accounts: [AccountID], active: AccountID?) {
+    public init(accounts: [UserID], active: UserID?) {
         self.accounts = accounts
         self.active = active
     }
 
     /// The account to activate: the last active one if it still has credentials, else the
     /// first stored one, else none.
-    public var accountToActivate: AccountID? {
+    public var accountToActivate: UserID? {
         if let active, accounts.contains(active) { return active }
         return accounts.first
     }

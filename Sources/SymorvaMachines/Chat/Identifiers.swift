@@ -3,13 +3,8 @@ import SymorvaRuntime
 // Minimal Matrix identifier types for the chat machines.
 //
 // The session feature owns `UserID` and the other account-level identifiers; until it lands,
-// chat code names users with the ``MatrixUserID`` placeholder below. Identifiers are opaque
+// chat code names users with the ``UserID`` placeholder below. Identifiers are opaque
 // wrappers: the machines compare and store them, never parse them.
-
-/// A Matrix user ID (`@alice:example.org`).
-///
-/// Placeholder until the session feature's `UserID` type is merged; replace every use then.
-public typealias MatrixUserID = String
 
 /// A Matrix room ID (`!opaque:example.org`). Safe to log: Matrix IDs are not secrets.
 public struct RoomID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, LogSafe {

@@ -6,14 +6,14 @@
 /// A room member as its `m.room.member` state event describes it.
 public struct RoomMember: Sendable, Hashable {
     /// The member's user ID.
-    public var userID: MatrixUserID
+    public var userID: UserID
     /// The `displayname` of the member event; `nil` when absent or `null`.
     public var displayName: String?
     /// The `membership` of the member event.
     public var membership: Membership
 
     /// Creates a member.
-    public init(userID: MatrixUserID, displayName: String?, membership: Membership) {
+    public init(userID: UserID, displayName: String?, membership: Membership) {
         self.userID = userID
         self.displayName = displayName
         self.membership = membership
@@ -44,7 +44,7 @@ public struct RoomNameSource: Sendable, Equatable {
     /// `alias` of `m.room.canonical_alias`.
     public var canonicalAlias: String?
     /// `m.heroes` of the sync summary (the server excludes the user); empty when not sent.
-    public var heroes: [MatrixUserID]
+    public var heroes: [UserID]
     /// `m.joined_member_count`; `nil` when the server did not send it (counted from `members`).
     public var joinedMemberCount: Int?
     /// `m.invited_member_count`; `nil` when the server did not send it (counted from `members`).
@@ -52,13 +52,13 @@ public struct RoomNameSource: Sendable, Equatable {
     /// The member events the client knows: at least the heroes' (lazy loading), at most all.
     public var members: [RoomMember]
     /// The signed-in user, never a hero.
-    public var ownUserID: MatrixUserID
+    public var ownUserID: UserID
 
     /// Creates a source.
     public init(
-        name: String? = nil, canonicalAlias: String? = nil, heroes: [MatrixUserID] = [],
+        name: String? = nil, canonicalAlias: String? = nil, heroes: [UserID] = [],
         joinedMemberCount: Int? = nil, invitedMemberCount: Int? = nil, members: [RoomMember] = [],
-        ownUserID: MatrixUserID
+        ownUserID: UserID
     ) {
         self.name = name
         self.canonicalAlias = canonicalAlias
@@ -120,8 +120,8 @@ public enum RoomDisplayName: Sendable, Hashable, CustomStringConvertible {
     /// `m.heroes` when the server sent them; otherwise the specification's own choice from the
     /// known members: joined and invited users other than the user, else those who left or were
     /// banned. Without the server's stream order, user IDs order them, so every client agrees.
-    static func heroes(of source: RoomNameSource) -> [MatrixUserID] {
-        var seen: Set<MatrixUserID> = [source.ownUserID]
+    static func heroes(of source: RoomNameSource) -> [UserID] {
+        var seen: Set<UserID> = [source.ownUserID]
         let fromServer = source.heroes.filter { seen.insert($0).inserted }
         if !fromServer.isEmpty { return fromServer }
         let others = source.members.filter { $0.userID != source.ownUserID }
@@ -162,10 +162,10 @@ public enum MemberDisplayName {
     /// The name to show for `userID`: its `displayname`, disambiguated with the user ID when
     /// another joined or invited member uses the same one (anti-spoofing), or the bare user ID
     /// when there is no `displayname`.
-    public static func disambiguated(_ userID: MatrixUserID, among members: [RoomMember]) -> String {
+    public static func disambiguated(_ userID: UserID, among members: [RoomMember]) -> String {
         guard let member = members.first(where: { $0.userID == userID }),
             let displayName = member.displayName, !displayName.isEmpty
-        else { return userID }
+        else { return userID.rawValue }
         let isShared = members.contains {
             $0.userID != userID && $0.membership.isJoinedOrInvited && $0.displayName == displayName
         }

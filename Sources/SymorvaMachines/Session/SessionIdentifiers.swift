@@ -5,7 +5,12 @@ import SymorvaRuntime
 /// Matrix IDs are not secrets: they appear in traces and logs (``LogSafe``), which is what
 /// makes a trace readable. The check accepts historical localparts (any printable ASCII but
 /// `:`), because servers still host such accounts.
-public struct UserID: Sendable, Hashable, Codable, LogSafe, CustomStringConvertible {
+///
+/// The one type of a Matrix user ID across the SDK: an account on this device, a member of a
+/// room, the sender of an event, a wallet's sender or recipient.
+public struct UserID: Sendable, Hashable, Comparable, Codable, LogSafe, CustomStringConvertible,
+    ExpressibleByStringLiteral
+{
     /// The full ID, `@alice:example.org`.
     public let rawValue: String
 
@@ -21,6 +26,20 @@ public struct UserID: Sendable, Hashable, Codable, LogSafe, CustomStringConverti
         else { return nil }
         self.rawValue = rawValue
     }
+
+    /// A user ID written as a literal (samples, tests). An invalid literal is a programming
+    /// error and traps, naming it.
+    public init(stringLiteral value: String) {
+        guard let userID = UserID(value) else { preconditionFailure("'\(value)' is not a Matrix user ID") }
+        self = userID
+    }
+
+    /// An ID the SDK stored itself after it arrived from the homeserver, read back without
+    /// checking it again: a row of the chat store is the server's data as it was accepted.
+    package init(stored rawValue: String) { self.rawValue = rawValue }
+
+    /// Orders by the full ID, for stable lists.
+    public static func < (lhs: UserID, rhs: UserID) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// The part between `@` and the first `:`.
     public var localpart: String {
@@ -109,13 +128,6 @@ public struct DeviceID: Sendable, Hashable, Codable, LogSafe, CustomStringConver
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)
     }
-}
-
-extension AccountID {
-    /// The local account of `userID`: one local account per Matrix user on a device, so a
-    /// session's data (store, keys, tokens) is filed under its user ID, and wiping an account
-    /// (hard logout) removes exactly that.
-    public init(_ userID: UserID) { self.init(userID.rawValue) }
 }
 
 /// The base URL of a homeserver's client-server API: `https://matrix.example.org`, with no

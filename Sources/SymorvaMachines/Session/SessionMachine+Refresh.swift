@@ -7,7 +7,7 @@ extension SessionMachine {
         case .accessTokenRejected(let softLogout):
             guard softLogout else {
                 // The server destroyed the session: nothing local may be reused (spec, soft logout).
-                return enterWipe(session.accountID, extra: [.cancel(Keys.refreshTimer)])
+                return enterWipe(session.userID, extra: [.cancel(Keys.refreshTimer)])
             }
             return beginRefresh(session, waiting: 1, otherwise: .softLoggedOut)
         case .refreshNeeded:
@@ -88,7 +88,7 @@ extension SessionMachine {
         case .unknownToken(softLogout: true), .softLoggedOut:
             return enterSoftLogout(session, error: .softLoggedOut, extra: cancelRetry)
         case .unknownToken(softLogout: false):
-            return enterWipe(session.accountID, extra: cancelRetry)
+            return enterWipe(session.userID, extra: cancelRetry)
         case .rateLimited(let retryAfter):
             return .move(
                 to: .refreshing(session, waiting: waiting, attempt: attempt.waiting),
@@ -111,7 +111,7 @@ extension SessionMachine {
             return startLogin(server: session.homeserver, credentials: .loginToken(token), resuming: session)
         case .signOutRequested:
             // The tokens are dead, so the server cannot be told; the user gives up the local data.
-            return enterWipe(session.accountID)
+            return enterWipe(session.userID)
         case .discoveryRequested, .wellKnownResponse, .versionsResponse, .loginResponse, .registrationRequested,
             .registrationResponse, .cancelRequested, .restoreRequested, .restored, .tokensPersisted, .storeFailed,
             .accessTokenRejected, .refreshNeeded, .refreshResponse, .logoutResponse, .localDataWiped,
@@ -130,7 +130,7 @@ extension SessionMachine {
             // user asked for this device to forget the account, and a network failure must not
             // keep their data here. An unreachable server keeps the device listed until it is
             // removed from another session; `docs/session.md` explains the choice.
-            return enterWipe(session.accountID)
+            return enterWipe(session.userID)
         case .discoveryRequested, .wellKnownResponse, .versionsResponse, .passwordSubmitted, .loginTokenSubmitted,
             .loginResponse, .registrationRequested, .registrationResponse, .cancelRequested, .restoreRequested,
             .restored, .tokensPersisted, .storeFailed, .accessTokenRejected, .refreshNeeded, .refreshResponse,

@@ -46,7 +46,7 @@ public struct SessionMachine: ChartedMachine {
         /// No session: the starting point, and where sign-out ends.
         case signedOut
         /// Loading the stored session of an account, without the network.
-        case restoring(AccountID)
+        case restoring(UserID)
         /// Finding and checking the homeserver: `.well-known` first for a server name, then `/versions`.
         case discovering(target: ServerAddress, step: DiscoveryStep)
         /// A checked homeserver, waiting for the user to sign in or register.
@@ -69,7 +69,7 @@ public struct SessionMachine: ChartedMachine {
         /// Telling the server to end this device's session (`/logout`).
         case signingOut(Session)
         /// Deleting the account's local data (store, keys, tokens).
-        case wipingLocalData(AccountID)
+        case wipingLocalData(UserID)
         /// Something went wrong; `server` is kept so that the user can simply try again.
         case failed(from: SessionStep, error: SessionError, server: HomeserverInfo?)
     }
@@ -96,7 +96,7 @@ public struct SessionMachine: ChartedMachine {
         /// The user gave up on the discovery, sign-in or registration under way, or dismissed an error.
         case cancelRequested
         /// The app flow asked to restore an account's stored session on launch.
-        case restoreRequested(AccountID)
+        case restoreRequested(UserID)
         /// The store answered the restore: the stored session, or `nil` when there is none.
         case restored(StoredSession?)
         /// The store saved the new tokens; they may be used now.
@@ -124,7 +124,7 @@ public struct SessionMachine: ChartedMachine {
     /// What the interpreter must do.
     public enum Effect: Sendable, Equatable {
         /// Read the stored session of an account; answer ``Event/restored(_:)`` or ``Event/storeFailed(_:)``.
-        case loadStoredSession(AccountID)
+        case loadStoredSession(UserID)
         /// `GET https://<serverName>/.well-known/matrix/client`; answer ``Event/wellKnownResponse(_:)``.
         case fetchWellKnown(serverName: String)
         /// `GET <base>/_matrix/client/versions`; answer ``Event/versionsResponse(_:)``.
@@ -148,10 +148,10 @@ public struct SessionMachine: ChartedMachine {
         case sendLogout(LogoutRequest)
         /// Stop the account's work and delete its local data; answer ``Event/localDataWiped``
         /// or ``Event/storeFailed(_:)``.
-        case wipeLocalData(AccountID)
+        case wipeLocalData(UserID)
         /// Stop the account's work (sync, send queue) but keep its local data, and mark the
         /// stored session soft logged out so that a relaunch restores that state.
-        case keepLocalData(AccountID)
+        case keepLocalData(UserID)
         /// Cancel the effect running under this key; its result will never arrive.
         case cancel(EffectKey)
     }
@@ -219,11 +219,11 @@ public struct SessionMachine: ChartedMachine {
     func enterSoftLogout(_ session: Session, error: SessionError?, extra: [Effect] = []) -> Transition<State, Effect> {
         .move(
             to: .softLoggedOut(session, lastError: error),
-            effects: extra + [.cancel(Keys.refreshTimer), .keepLocalData(session.accountID)])
+            effects: extra + [.cancel(Keys.refreshTimer), .keepLocalData(session.userID)])
     }
 
     /// Entering ``State/wipingLocalData(_:)``: the session is gone for good.
-    func enterWipe(_ account: AccountID, extra: [Effect] = []) -> Transition<State, Effect> {
+    func enterWipe(_ account: UserID, extra: [Effect] = []) -> Transition<State, Effect> {
         .move(to: .wipingLocalData(account), effects: extra + [.wipeLocalData(account)])
     }
 

@@ -132,9 +132,6 @@ public struct Session: Sendable, Equatable, CustomStringConvertible {
         self.tokens = tokens
     }
 
-    /// The local account the session's data is filed under.
-    public var accountID: AccountID { AccountID(userID) }
-
     public var description: String { "Session(\(userID), device: \(deviceID), \(homeserver.baseURL))" }
 }
 

@@ -1,15 +1,3 @@
-/// A community member as the wallet addresses them: their Matrix user ID (`@bob:example.org`).
-///
-/// Matrix IDs may be logged; display names may not, so the wallet never carries them.
-public struct MemberID: Sendable, Hashable, CustomStringConvertible {
-    /// The Matrix user ID.
-    public let rawValue: String
-    /// Wraps a Matrix user ID.
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    /// The Matrix user ID.
-    public var description: String { rawValue }
-}
-
 /// The identity of one confirmation, created on the device before the confirm request leaves.
 ///
 /// The wallet service executes a command at most once: a confirm that arrives twice with the
@@ -75,7 +63,7 @@ public struct TransferID: Sendable, Hashable, CustomStringConvertible {
 /// What the member asked for: send `amount` of `asset` to `recipient`.
 public struct TransferRequest: Sendable, Hashable {
     /// Who receives the money.
-    public let recipient: MemberID
+    public let recipient: UserID
     /// What is sent.
     public let asset: Asset
     /// How much the recipient receives, at the asset's precision.
@@ -83,7 +71,7 @@ public struct TransferRequest: Sendable, Hashable {
 
     /// Creates a request. Bring `amount` to the asset's precision first (``Asset/amount(_:)``);
     /// the machine refuses a draft whose figures do not match the request.
-    public init(recipient: MemberID, asset: Asset, amount: Amount) {
+    public init(recipient: UserID, asset: Asset, amount: Amount) {
         self.recipient = recipient
         self.asset = asset
         self.amount = amount
@@ -96,7 +84,7 @@ public struct TransferSummary: Sendable, Hashable {
     /// The draft the transfer was prepared as.
     public let draftID: DraftID
     /// Who receives the money.
-    public let recipient: MemberID
+    public let recipient: UserID
     /// What is sent.
     public let asset: Asset
     /// How much the recipient receives.
@@ -107,7 +95,7 @@ public struct TransferSummary: Sendable, Hashable {
     public let total: Amount
 
     /// Creates a summary.
-    public init(draftID: DraftID, recipient: MemberID, asset: Asset, amount: Amount, fee: Amount, total: Amount) {
+    public init(draftID: DraftID, recipient: UserID, asset: Asset, amount: Amount, fee: Amount, total: Amount) {
         self.draftID = draftID
         self.recipient = recipient
         self.asset = asset
@@ -122,7 +110,7 @@ public struct TransferDraft: Sendable, Hashable {
     /// The service's identity for the draft.
     public let id: DraftID
     /// Who receives the money.
-    public let recipient: MemberID
+    public let recipient: UserID
     /// What is sent.
     public let asset: Asset
     /// How much the recipient receives.
@@ -142,7 +130,7 @@ public struct TransferDraft: Sendable, Hashable {
 
     /// Creates a draft.
     public init(
-        id: DraftID, recipient: MemberID, asset: Asset, amount: Amount, fee: Amount, total: Amount,
+        id: DraftID, recipient: UserID, asset: Asset, amount: Amount, fee: Amount, total: Amount,
         expiresAt: Duration, verificationMethods: Set<VerificationMethod>, sealingPublicKey: [UInt8]
     ) {
         self.id = id

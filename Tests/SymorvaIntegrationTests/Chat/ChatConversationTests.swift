@@ -40,7 +40,7 @@ struct ChatConversationTests {
 
             let items = try await bobRoom.waitForTimeline { $0.texts.contains("Seed swap on Saturday") }
             let message = try #require(items.first { $0.text == "Seed swap on Saturday" })
-            #expect(message.sender == alice.userID.rawValue)
+            #expect(message.sender == alice.userID)
             #expect(!message.isOwn)
             #expect(message.eventID == receipt.eventIDs.last)
             let row = try await bob.conversations.wait { $0[roomID]?.lastMessage?.body == "Seed swap on Saturday" }

@@ -148,12 +148,12 @@ struct ChatTimelineTests {
             // Bob's own reaction shows at once and stays once synced.
             try await bobRoom.waitForTimeline { items in
                 items.first { $0.eventID == eventID }?.reactions == [
-                    ReactionSummary(key: "👍", senders: [bob.userID.rawValue], includesOwn: true)
+                    ReactionSummary(key: "👍", senders: [bob.userID], includesOwn: true)
                 ]
             }
             try await aliceRoom.waitForTimeline { items in
                 items.first { $0.eventID == eventID }?.reactions == [
-                    ReactionSummary(key: "👍", senders: [bob.userID.rawValue], includesOwn: false)
+                    ReactionSummary(key: "👍", senders: [bob.userID], includesOwn: false)
                 ]
             }
             try await bobRoom.unreact(to: eventID, key: "👍")

@@ -146,7 +146,7 @@ struct AccountSwitchTests {
             username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
         try await community.session.switchAccount(to: alice)
         #expect(chat.userID == alice.userID)
-        if let wallet { #expect(wallet.member == MemberID(alice.userID.rawValue)) }
+        if let wallet { #expect(wallet.member == alice.userID) }
 
         let seen = Mutex<[ConversationList]>([])
         let stop = chat.conversations.subscribe { list in seen.withLock { $0.append(list) } }
@@ -160,7 +160,7 @@ struct AccountSwitchTests {
         #expect(community.chat === chat)
         #expect(community.wallet === wallet)
         #expect(chat.userID == bob.userID)
-        if let wallet { #expect(wallet.member == MemberID(bob.userID.rawValue)) }
+        if let wallet { #expect(wallet.member == bob.userID) }
         #expect(chat.conversations.value.userID == bob.userID)
         #expect(chat.conversations.value[roomID] == nil)
         await #expect(throws: ChatError.accountEnded) { try await conversation.send(.text("as bob?")) }

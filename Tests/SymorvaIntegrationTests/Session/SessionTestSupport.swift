@@ -192,7 +192,7 @@ struct CommunityFixture {
     /// `GET /account/whoami` with `token`, bypassing the SDK's session.
     func rawWhoAmI(_ token: Secret<String>) async throws(MatrixRequestError) -> UserID {
         let requester = FixedTokenMatrixRequester(
-            homeserverURL: environment.configuration.homeserver.url, userID: UserID("@x:localhost")!,
+            homeserverURL: environment.configuration.homeserver.url, userID: UserID("@x:localhost"),
             accessToken: token, transport: CurlTransport())
         let response = try await requester.send(AuthAPI.whoami())
         return try! AuthAPI.decode(WhoAmIResponse.self, from: response.body).userID
@@ -205,7 +205,7 @@ struct CommunityFixture {
             let devices: [Device]
         }
         let requester = FixedTokenMatrixRequester(
-            homeserverURL: environment.configuration.homeserver.url, userID: UserID("@x:localhost")!,
+            homeserverURL: environment.configuration.homeserver.url, userID: UserID("@x:localhost"),
             accessToken: token, transport: CurlTransport())
         let response = try await requester.send(
             MatrixEndpoint(method: .get, path: "/_matrix/client/v3/devices", requiresAuth: true))

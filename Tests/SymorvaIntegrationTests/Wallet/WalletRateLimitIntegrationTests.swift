@@ -20,7 +20,7 @@ struct WalletRateLimitIntegrationTests {
 
     /// Empties `member`'s `writes` bucket with prepares that are never sent again, until one is
     /// answered 429.
-    func exhaustWrites(of member: WalletMember, to recipient: MemberID) async throws {
+    func exhaustWrites(of member: WalletMember, to recipient: UserID) async throws {
         let burner = CommunityServicesClient(
             baseURL: environment.servicesURL, transport: transport,
             tokenSource: HomeserverOpenIDSource(

@@ -24,7 +24,7 @@ final class WalletMember: Sendable {
     let wallet: AccountWallet
     let environment: DevEnvironment
 
-    var memberID: MemberID { MemberID(account.userID) }
+    var memberID: UserID { UserID(account.userID)! }
 
     private init(
         account: RegisteredAccount, services: CommunityServicesClient, databasePath: String, scope: AccountScope,
@@ -76,7 +76,7 @@ final class WalletMember: Sendable {
     ) async throws -> AccountWallet {
         let database = try await SQLiteDatabase.open(path: path)
         return try await AccountWallet(
-            member: MemberID(account.userID), services: services, database: database, scope: scope,
+            member: UserID(account.userID)!, services: services, database: database, scope: scope,
             configuration: configuration, clock: clock, tracer: tracer)
     }
 
@@ -95,7 +95,7 @@ final class WalletMember: Sendable {
     // MARK: Scene setting (test-only endpoints)
 
     /// Credits `member` through the server's test endpoint (creates their wallet).
-    func credit(_ member: MemberID, _ amount: String) async throws {
+    func credit(_ member: UserID, _ amount: String) async throws {
         let body = #"{"user_id": "\#(member.rawValue)", "asset": "ORB", "amount": "\#(amount)"}"#
         _ = try await services.send(.post, "/_symorva/v1/test/wallet/credit", json: Array(body.utf8))
     }

@@ -4,20 +4,20 @@ import SymorvaRuntime
 import SymorvaTesting
 import Testing
 
-private let alice: AccountID = "@alice:example.org"
-private let bob: AccountID = "@bob:example.org"
-private let carol: AccountID = "@carol:example.org"
+private let alice: UserID = "@alice:example.org"
+private let bob: UserID = "@bob:example.org"
+private let carol: UserID = "@carol:example.org"
 
 @Suite("AppFlow coordinator")
 struct AppFlowCoordinatorTests {
     /// Launches a coordinator and waits until `account`'s session runs in its scope.
     func launched(
-        _ driver: FakeSessionDriver, active account: AccountID, tracer: Tracer = Tracer()
+        _ driver: FakeSessionDriver, active account: UserID, tracer: Tracer = Tracer()
     ) async throws -> (AppFlowCoordinator, AccountScope) {
         let flow = AppFlowCoordinator(driver: driver, clock: ManualClock(), tracer: tracer)
         await flow.launch()
         try await flow.state.wait(for: .signedIn(account))
-        let scope = try await flow.activeScope.wait(until: { $0?.label == account.userID })!
+        let scope = try await flow.activeScope.wait(until: { $0?.label == account.rawValue })!
         try await driver.hosts.wait(until: { $0[account] != nil })
         return (flow, scope)
     }
@@ -39,7 +39,7 @@ struct AppFlowCoordinatorTests {
         try await flow.state.wait(for: .signedIn(bob))
         try await driver.ended.wait(for: [.init(account: alice, reason: .switched)])
         #expect(aliceScope.isEnded)
-        let bobScope = try await flow.activeScope.wait(until: { $0?.label == bob.userID })
+        let bobScope = try await flow.activeScope.wait(until: { $0?.label == bob.rawValue })
         #expect(bobScope !== aliceScope)
         #expect(bobScope?.isEnded == false)
     }
@@ -60,7 +60,7 @@ struct AppFlowCoordinatorTests {
         driver.gate.open()
         let record = try await driver.trace.wait(for: { $0.kind == .stale })
         #expect(record.machine == "FakeSession")
-        #expect(record.instance == alice.userID)
+        #expect(record.instance == alice.rawValue)
         #expect(record.event == "loaded")
         #expect(await aliceHost.currentState == .idle)
         #expect(await bobHost.currentState == .idle)
@@ -75,7 +75,7 @@ struct AppFlowCoordinatorTests {
         try await flow.state.wait(for: .signedIn(bob))
         try await driver.ended.wait(for: [.init(account: alice, reason: .signedOut)])
         #expect(aliceScope.isEnded)
-        try await flow.activeScope.wait(until: { $0?.label == bob.userID && $0?.isEnded == false })
+        try await flow.activeScope.wait(until: { $0?.label == bob.rawValue && $0?.isEnded == false })
         await flow.signOut()
         try await flow.state.wait(for: .signedOut(lastError: nil))
         try await flow.activeScope.wait(until: { $0 == nil })
@@ -89,7 +89,7 @@ struct AppFlowCoordinatorTests {
         try await flow.state.wait(for: .signedOut(lastError: nil))
         await flow.signIn()
         try await flow.state.wait(for: .signedIn(carol))
-        try await flow.activeScope.wait(until: { $0?.label == carol.userID })
+        try await flow.activeScope.wait(until: { $0?.label == carol.rawValue })
     }
 
     @Test("A failed sign-in lands signed out with the driver's error")

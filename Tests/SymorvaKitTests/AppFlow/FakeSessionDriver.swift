@@ -40,7 +40,7 @@ struct FakeSessionMachine: StateMachine {
 /// interrupted.
 final class FakeSessionDriver: SessionDriver {
     struct Ended: Equatable, Sendable {
-        let account: AccountID
+        let account: UserID
         let reason: AccountScope.Reason
     }
 
@@ -49,21 +49,20 @@ final class FakeSessionDriver: SessionDriver {
     let gate = TestGate()
     let signInGate = TestGate()
     private let stored: Mutex<RestoredAccounts>
-    private let signInResult: Mutex<Result<AccountID, AppFlowError>>
-    private let hostsPublisher = ObservableValue<[AccountID: MachineHost<FakeSessionMachine>]>.Publisher([:])
+    private let signInResult: Mutex<Result<UserID, AppFlowError>>
+    private let hostsPublisher = ObservableValue<[UserID: MachineHost<FakeSessionMachine>]>.Publisher([:])
     private let endedPublisher = ObservableValue<[Ended]>.Publisher([])
     private let cancelledSignIns = ObservableValue<Int>.Publisher(0)
     private let lock = Mutex(())
 
-    init(accounts: [AccountID], active: AccountID?, signIn: Result<AccountID, AppFlowError> = .failure(.sessionFailed))
-    {
+    init(accounts: [UserID], active: UserID?, signIn: Result<UserID, AppFlowError> = .failure(.sessionFailed)) {
         stored = Mutex(RestoredAccounts(accounts: accounts, active: active))
         signInResult = Mutex(signIn)
         tracer.addSink(trace)
     }
 
     /// The session hosts started so far, by account.
-    var hosts: ObservableValue<[AccountID: MachineHost<FakeSessionMachine>]> { hostsPublisher.observable }
+    var hosts: ObservableValue<[UserID: MachineHost<FakeSessionMachine>]> { hostsPublisher.observable }
     /// Every session end, in order.
     var ended: ObservableValue<[Ended]> { endedPublisher.observable }
     /// How many sign-ins saw their cancellation.
@@ -76,7 +75,7 @@ final class FakeSessionDriver: SessionDriver {
         stored.withLock { $0 }
     }
 
-    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> AccountID {
+    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> UserID {
         if holdSignIn.withLock({ $0 }) {
             do {
                 try await signInGate.waitCancellable()
@@ -92,7 +91,7 @@ final class FakeSessionDriver: SessionDriver {
         return try result.get()
     }
 
-    func startSession(for account: AccountID, in scope: AccountScope) async {
+    func startSession(for account: UserID, in scope: AccountScope) async {
         let gate = self.gate
         let host = MachineHost(
             machine: FakeSessionMachine(), initial: .idle,
@@ -102,16 +101,16 @@ final class FakeSessionDriver: SessionDriver {
                     await gate.wait()
                     return .loaded(name)
                 }
-            }, instance: account.userID, scope: scope, tracer: tracer)
+            }, instance: account.rawValue, scope: scope, tracer: tracer)
         lock.withLock { _ in hostsPublisher.update { $0[account] = host } }
     }
 
-    func endSession(for account: AccountID, reason: AccountScope.Reason) async {
+    func endSession(for account: UserID, reason: AccountScope.Reason) async {
         await hosts.value[account]?.stop()
         lock.withLock { _ in endedPublisher.update { $0.append(Ended(account: account, reason: reason)) } }
     }
 
-    func forgetAccount(_ account: AccountID) async -> [AccountID] {
+    func forgetAccount(_ account: UserID) async -> [UserID] {
         stored.withLock { stored in
             stored.accounts.removeAll { $0 == account }
             return stored.accounts

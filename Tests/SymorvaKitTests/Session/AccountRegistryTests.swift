@@ -76,12 +76,12 @@ struct AccountRegistryTests {
 
     @Test("Folder names are file-system safe and differ for IDs that differ only in case")
     func folderNames() {
-        let upper = AccountDatabase.folderName(for: UserID("@Alice:example.org")!)
-        let lower = AccountDatabase.folderName(for: UserID("@alice:example.org")!)
+        let upper = AccountDatabase.folderName(for: UserID("@Alice:example.org"))
+        let lower = AccountDatabase.folderName(for: UserID("@alice:example.org"))
         #expect(upper != lower)
         #expect(upper.lowercased() != lower.lowercased())
         #expect(lower.hasPrefix("alice_example.org-"))
-        let odd = AccountDatabase.folderName(for: UserID("@a/b..:[::1]:8448")!)
+        let odd = AccountDatabase.folderName(for: UserID("@a/b..:[::1]:8448"))
         #expect(!odd.contains("/") && !odd.contains(":"))
     }
 

@@ -289,7 +289,7 @@ struct CommunityClientsTests {
         #expect(wallet.pendingCommands.value.isEmpty)
         await #expect(throws: TransferError.notSignedIn) {
             try await wallet.prepareTransfer(
-                to: MemberID("@bob:example.org"), asset: Asset(code: "ORB", precision: 2),
+                to: UserID("@bob:example.org"), asset: Asset(code: "ORB", precision: 2),
                 amount: try Amount("1.00", precision: 2))
         }
         await #expect(throws: TransferError.notSignedIn) { try await wallet.refreshBalances() }
@@ -308,20 +308,20 @@ struct CommunityClientsTests {
         let community = try await signedInCommunity(
             wallet: true, transport: OpenIDAnsweringTransport(services: services))
         let wallet = try #require(community.wallet)
-        #expect(wallet.member == MemberID(SessionSamples.alice.rawValue))
+        #expect(wallet.member == SessionSamples.alice)
         let alice = try #require(community.module(AccountWallet.self))
         let observing = wallet.pendingCommands.subscribe { _ in }
         defer { observing() }
         #expect(alice.pendingCommands.observerCount == 1)
 
         let draft = try await wallet.prepareTransfer(
-            to: MemberID(SessionSamples.bob.rawValue), asset: Asset(code: "ORB", precision: 2),
+            to: SessionSamples.bob, asset: Asset(code: "ORB", precision: 2),
             amount: try Amount("25.00", precision: 2))
         #expect(draft.canConfirm)
 
         try await switchToBob(community)
         #expect(community.wallet === wallet)
-        #expect(wallet.member == MemberID(SessionSamples.bob.rawValue))
+        #expect(wallet.member == SessionSamples.bob)
         let bob = try #require(community.module(AccountWallet.self))
         #expect(alice.pendingCommands.observerCount == 0)
         #expect(bob.pendingCommands.observerCount == 1)

@@ -15,8 +15,8 @@ final class TestDataDirectory: Sendable {
 }
 
 enum SessionSamples {
-    static let alice = UserID("@alice:example.org")!
-    static let bob = UserID("@bob:example.org")!
+    static let alice = UserID("@alice:example.org")
+    static let bob = UserID("@bob:example.org")
     static let server = HomeserverInfo(
         baseURL: HomeserverURL("https://matrix.example.org")!, serverName: "example.org",
         versions: ServerVersions(versions: ["v1.11"], unstableFeatures: ["org.matrix.simplified_msc3575": true]))

@@ -4,8 +4,8 @@ import Testing
 
 @Suite("AppFlow chart")
 struct AppFlowChartTests {
-    static let alice: AccountID = "@alice:example.org"
-    static let bob: AccountID = "@bob:example.org"
+    static let alice: UserID = "@alice:example.org"
+    static let bob: UserID = "@bob:example.org"
 
     /// Sample states: every case, with the data that takes every guarded branch.
     static let states: [AppFlowMachine.State] = [

@@ -2,9 +2,9 @@ import SymorvaMachines
 import SymorvaTesting
 import Testing
 
-private let alice: AccountID = "@alice:example.org"
-private let bob: AccountID = "@bob:example.org"
-private let carol: AccountID = "@carol:example.org"
+private let alice: UserID = "@alice:example.org"
+private let bob: UserID = "@bob:example.org"
+private let carol: UserID = "@carol:example.org"
 
 private func store(_ initial: AppFlowMachine.State) -> MachineTestStore<AppFlowMachine> {
     MachineTestStore(AppFlowMachine(), initial: initial)

@@ -3,7 +3,7 @@ import Testing
 
 @Suite("RoomDisplayName")
 struct RoomDisplayNameTests {
-    let me = "@me:example.org"
+    let me: UserID = "@me:example.org"
     let alice = RoomMember(userID: "@alice:example.org", displayName: "Alice", membership: .join)
     let bob = RoomMember(userID: "@bob:example.org", displayName: "Bob", membership: .join)
     let carol = RoomMember(userID: "@carol:example.org", displayName: nil, membership: .invite)
@@ -67,7 +67,7 @@ struct RoomDisplayNameTests {
 
     @Test("At most five heroes are named; the rest are counted")
     func heroCap() {
-        let users = (1...7).map { RoomMember(userID: "@u\($0):x", displayName: "U\($0)", membership: .join) }
+        let users = (1...7).map { RoomMember(userID: UserID("@u\($0):x")!, displayName: "U\($0)", membership: .join) }
         let source = RoomNameSource(
             heroes: users.map(\.userID), joinedMemberCount: 8, invitedMemberCount: 0, members: users, ownUserID: me)
         #expect(name(source) == .members(["U1", "U2", "U3", "U4", "U5"], others: 2))

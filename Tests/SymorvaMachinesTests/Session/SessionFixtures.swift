@@ -17,10 +17,10 @@ enum SessionFixture {
         unstableFeatures: ["org.matrix.simplified_msc3575": true])
     static let oldVersions = ServerVersions(versions: ["r0.5.0", "r0.6.1"])
     static let server = HomeserverInfo(baseURL: baseURL, serverName: serverName, versions: versions)
-    static let alice = UserID("@alice:localhost")!
-    static let bob = UserID("@bob:localhost")!
+    static let alice = UserID("@alice:localhost")
+    static let bob = UserID("@bob:localhost")
     static let device = DeviceID("ALICEPHONE")
-    static let account = AccountID(alice)
+    static let account = alice
     static let password = Secret("correct horse battery staple")
     static let loginToken = Secret("login-token-from-sso")
     static let issuedAt = Timestamp(millisecondsSince1970: 1_700_000_000_000)

@@ -5,7 +5,7 @@ import SymorvaRuntime
 /// events that cover every case (and every payload that changes the outcome).
 enum Fixture {
     static let euro = Asset(code: "EUR", precision: 2)
-    static let bob = MemberID("@bob:example.org")
+    static let bob = UserID("@bob:example.org")
     static let serverKey = [UInt8](repeating: 7, count: 32)
     static let draftID = DraftID("draft-1")
     static let expiry = Duration.seconds(300)

@@ -32,7 +32,7 @@ struct TransferMachineTests {
     @Test("A draft for another recipient is refused")
     func draftForSomeoneElse() {
         let other = TransferRequest(
-            recipient: MemberID("@eve:example.org"), asset: Fixture.euro, amount: Fixture.amount("25"))
+            recipient: UserID("@eve:example.org"), asset: Fixture.euro, amount: Fixture.amount("25"))
         let step = machine.step(.preparing(other), .prepareResponse(.drafted(Fixture.draft())))
         #expect(step == Step(state: .failed(.invalidDraft, nil), effects: []))
     }
