@@ -123,7 +123,9 @@ final class TimelinePrinter: Sendable {
         case .failed(let reason): text += "  (failed: \(reason.storageCode))"
         case .sent, nil: break
         }
-        return text
+        // Bodies, names, types and reaction keys are remote text: one line, nothing the
+        // terminal would act on.
+        return TerminalText.escaped(text)
     }
 }
 

@@ -66,7 +66,7 @@ public enum ChatCommands {
                 if item.isMuted { flags.append("muted") }
                 if item.unreadCount > 0 { flags.append("\(item.unreadCount) unread") }
                 let suffix = flags.isEmpty ? "" : "  [" + flags.joined(separator: ", ") + "]"
-                context.output.print("\(index + 1). \(item.name)  \(item.id)\(suffix)")
+                context.output.print("\(index + 1). \(TerminalText.escaped("\(item.name)  \(item.id)"))\(suffix)")
             }
         })
 

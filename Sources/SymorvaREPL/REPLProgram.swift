@@ -321,15 +321,20 @@ public protocol REPLOutput: Sendable {
 }
 
 extension REPLOutput {
-    /// Writes a line of normal output.
-    public func print(_ line: String) { write(line, to: .standard) }
+    /// Writes a line of normal output, its control characters escaped
+    /// (``TerminalText/sanitizedLine(_:)``).
+    public func print(_ line: String) { write(TerminalText.sanitizedLine(line), to: .standard) }
 
-    /// Writes a line to the error stream.
-    public func printError(_ line: String) { write(line, to: .error) }
+    /// Writes a line to the error stream, its control characters escaped
+    /// (``TerminalText/sanitizedLine(_:)``).
+    public func printError(_ line: String) { write(TerminalText.sanitizedLine(line), to: .error) }
 
     /// Writes rows as two aligned columns: `  left  right`, the left column padded to the
     /// widest entry (at most `maximumWidth` characters; longer entries push their right text).
+    /// Each cell is one line: its control characters, line breaks included, are escaped
+    /// (``TerminalText/escaped(_:)``).
     public func printColumns(_ rows: [(String, String)], indent: String = "  ", maximumWidth: Int = 40) {
+        let rows = rows.map { (TerminalText.escaped($0.0), TerminalText.escaped($0.1)) }
         let width = min(maximumWidth, rows.map(\.0.count).max() ?? 0)
         for (left, right) in rows {
             let padding = String(repeating: " ", count: max(0, width - left.count))
@@ -417,7 +422,9 @@ enum Terminal {
         }
     }
 
-    /// Runs `body` with the terminal's echo switched off, restoring the previous settings after.
+    /// Runs `body` with the terminal's echo switched off, restoring the previous settings after —
+    /// also when Ctrl-C, a hang-up or a termination signal ends the process at the prompt: a
+    /// handler puts the settings back and lets the signal end the process as it would have.
     ///
     /// When standard input is not a terminal (or its settings cannot be read) `body` runs as is:
     /// there is no echo to hide on a pipe.
@@ -426,10 +433,34 @@ enum Terminal {
         guard tcgetattr(0, &original) == 0 else { return body() }
         var silent = original
         silent.c_lflag &= ~tcflag_t(ECHO)
+        savedTerminalSettings = original
+        let previous = endingSignals.map { ($0, signal($0, restoreTerminalAndReraise)) }
+        defer {
+            for (number, handler) in previous { signal(number, handler) }
+        }
         guard tcsetattr(0, TCSAFLUSH, &silent) == 0 else { return body() }
         defer { _ = tcsetattr(0, TCSAFLUSH, &original) }
         return body()
     }
+
+    /// The signals whose default action ends the process while a secret is being typed.
+    private static let endingSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+}
+
+/// The terminal settings to put back when a signal ends the process at a secret prompt.
+///
+/// Written by `Terminal.withEchoDisabled` before it installs the handler and read only by the
+/// handler; secret prompts run one at a time on the input's serial queue, so there is never a
+/// concurrent write (the one reason `nonisolated(unsafe)` is needed: a C signal handler can
+/// reach no actor or lock).
+nonisolated(unsafe) private var savedTerminalSettings = termios()
+
+/// Restores the terminal, then ends the process with `number` as the default action would.
+/// Only async-signal-safe calls: `tcsetattr`, `signal`, `raise`.
+private func restoreTerminalAndReraise(_ number: Int32) {
+    _ = tcsetattr(0, TCSANOW, &savedTerminalSettings)
+    signal(number, SIG_DFL)
+    raise(number)
 }
 
 private func systemWrite(_ descriptor: Int32, _ pointer: UnsafePointer<UInt8>, _ count: Int) -> Int {

@@ -73,9 +73,11 @@ public enum WalletCommands {
             let draft = try await perform { () async throws(TransferError) in
                 try await wallet.prepareTransfer(to: recipient, asset: asset, amount: amount)
             }
+            // The draft's ID comes from the service: one line, so nothing can draw a prompt.
             context.output.print(
-                "draft \(draft.id): \(draft.amount) \(asset.code) to \(draft.recipient), fee \(draft.fee), "
-                    + "total \(draft.total)")
+                TerminalText.escaped(
+                    "draft \(draft.id): \(draft.amount) \(asset.code) to \(draft.recipient), fee \(draft.fee), "
+                        + "total \(draft.total)"))
             let pin = try await context.readSecret(prompt: "PIN: ")
             let outcome = try await perform { () async throws(TransferError) in
                 try await draft.confirm(with: .pin(pin))
@@ -173,7 +175,9 @@ public enum WalletCommands {
         case .settled(let transfer):
             let summary = transfer.summary
             context.output.print(
-                "settled: \(summary.amount) \(summary.asset.code) to \(summary.recipient) (transfer \(transfer.id))")
+                TerminalText.escaped(
+                    "settled: \(summary.amount) \(summary.asset.code) to \(summary.recipient) (transfer \(transfer.id))"
+                ))
         case .failed(let failure):
             throw .commandFailed("transfer failed: \(message(for: failure))")
         case .unknown(let pending):
