@@ -95,6 +95,9 @@ let package = Package(
             name: "SymorvaRuntimeTests", dependencies: ["SymorvaRuntime", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "SymorvaTestingTests", dependencies: ["SymorvaTesting", "SymorvaHTTP", "SymorvaRuntime"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "SymorvaMachinesTests", dependencies: ["SymorvaMachines", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(

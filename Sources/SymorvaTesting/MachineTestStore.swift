@@ -1,10 +1,14 @@
 import SymorvaRuntime
 
-/// An exhaustive test driver for a pure machine, in the style of TCA's `TestStore`.
+/// An exhaustive test driver for a pure machine, in the style of TCA's `TestStore`: the one
+/// harness of the package's machine tests.
 ///
-/// A store holds one state and feeds it events. Each step asserts the whole outcome: the exact
-/// next state and the exact, ordered list of effects — an effect the test did not expect, or
-/// one it expected but the machine did not ask for, fails the step. Ignored events are
+/// A store holds one state and feeds it events. Each step asserts the whole outcome: whether the
+/// machine moved, stayed or ignored the event, the exact next state and the exact, ordered list
+/// of effects — an effect the test did not expect (effects left out mean none), or one it
+/// expected but the machine did not ask for, fails the step. A move to a state equal to the
+/// current one is not a stay: the runtime cancels the state timeout on a move and keeps it on a
+/// stay, so each is asserted with its own method. Ignored events are
 /// asserted explicitly with ``assertIgnored(_:fileID:line:)``, so a pair that silently stops
 /// doing anything is caught too. There is no host, clock or I/O: a store step is one call to
 /// ``StateMachine/transition(from:on:)``.

@@ -1,9 +1,9 @@
 import Foundation
 import SymorvaFeatureKit
-import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -14,7 +14,7 @@ import SymorvaRuntime
 /// `login-restore`: time from process start to "signed in" restored from the store.
 ///
 /// The parent prepares a data folder with one signed-in account (registered through a
-/// mapping-only fake homeserver, so no server is needed), then spawns itself with `--child`
+/// scripted homeserver, so no server is needed), then spawns itself with `--child`
 /// `runs` times (plus one warm-up run that is not counted). Each child builds a
 /// `SymorvaCommunity` with the default environment (libcurl transport, key files, SQLite)
 /// pointed at a homeserver that is not there, calls `launch()` and prints `signed in` as soon
@@ -72,7 +72,8 @@ struct LoginRestoreBenchmark: BenchmarkMode {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let preparation = SymorvaCommunity(
             configuration: Self.configuration,
-            environment: SymorvaEnvironment(dataDirectory: folder, transport: FakeRegistrationServer()))
+            environment: SymorvaEnvironment(
+                dataDirectory: folder, transport: ScriptedHTTPTransport.registrationServer()))
         do {
             let account = try await preparation.session.register(username: "bench", password: Secret("bench"))
             print("prepared \(account) in \(folder)")
@@ -145,27 +146,21 @@ struct LoginRestoreBenchmark: BenchmarkMode {
     }
 }
 
-/// Just enough of a homeserver to register one account: `/versions` and the two `/register`
-/// calls of user-interactive authentication. A mapping from request to canned answer.
-private struct FakeRegistrationServer: HTTPTransport {
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        switch request.url.path {
-        case "/_matrix/client/versions":
-            return Self.json(200, #"{"versions":["v1.11"]}"#)
-        case "/_matrix/client/v3/register":
+extension ScriptedHTTPTransport {
+    /// Just enough of a homeserver to register one account: `/versions` and the two `/register`
+    /// calls of user-interactive authentication, answered from a script.
+    static func registrationServer() -> ScriptedHTTPTransport {
+        let transport = ScriptedHTTPTransport(fallback: { _ in .json(404, #"{"errcode":"M_UNRECOGNIZED"}"#) })
+        transport.on("GET", "/_matrix/client/versions") { _ in .json(200, #"{"versions":["v1.11"]}"#) }
+        transport.on("POST", "/_matrix/client/v3/register") { request in
             guard String(decoding: request.body, as: UTF8.self).contains("\"auth\"") else {
-                return Self.json(401, #"{"flows":[{"stages":["m.login.dummy"]}],"session":"bench","params":{}}"#)
+                return .json(401, #"{"flows":[{"stages":["m.login.dummy"]}],"session":"bench","params":{}}"#)
             }
-            return Self.json(
+            return .json(
                 200,
                 #"{"user_id":"@bench:localhost","device_id":"BENCHDEVICE","access_token":"syt_bench_access","#
                     + #""refresh_token":"syr_bench_refresh","expires_in_ms":86400000}"#)
-        default:
-            return Self.json(404, #"{"errcode":"M_UNRECOGNIZED"}"#)
         }
-    }
-
-    static func json(_ status: Int, _ text: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(text.utf8))
+        return transport
     }
 }

@@ -10,49 +10,69 @@ import Testing
 @testable import SymorvaChatStore
 @testable import SymorvaMatrix
 
-/// The homeserver's answers to reactions and redactions, reduced to a mapping: a reaction gets
-/// the next `$reaction-N` event, a redaction is accepted (or refused with `redactionStatus`).
-/// Records `METHOD kind [event]` for every request: `PUT send m.reaction`, `PUT redact $reaction-1`.
-final class ReactionHomeserverDouble: HTTPTransport {
-    private struct State {
-        var requests: [String] = []
+/// The homeserver's answers to reactions and redactions, scripted on a
+/// ``ScriptedHTTPTransport``: a reaction gets the next `$reaction-N` event, a redaction is
+/// accepted (or refused with the status set by `answerRedactions(with:)`).
+final class ReactionHomeserver: Sendable {
+    private struct Counts {
+        var requests = 0
         var reactions = 0
         var redactionStatus = 200
     }
 
-    private let state = Mutex(State())
+    /// The counts, shared with the transport's answer.
+    private final class Shared: Sendable {
+        let counts = Mutex(Counts())
+    }
 
-    /// What was asked, in order.
-    var requests: [String] { state.withLock { $0.requests } }
+    static let unrecognized: ScriptedHTTPTransport.Answer = { _ in .json(404, #"{"errcode": "M_UNRECOGNIZED"}"#) }
 
-    /// Answers every later redaction with `status` (`M_FORBIDDEN` unless 200).
-    func answerRedactions(with status: Int) { state.withLock { $0.redactionStatus = status } }
+    /// The transport the chat uses.
+    let transport = ScriptedHTTPTransport(fallback: unrecognized)
+    private let shared = Shared()
 
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        let path = (request.url.absoluteString.removingPercentEncoding ?? "").split(separator: "/").map(String.init)
-        guard request.method == .put, let room = path.firstIndex(of: "rooms"), path.count > room + 3 else {
-            return .json(404, #"{"errcode": "M_UNRECOGNIZED"}"#)
-        }
-        let kind = path[room + 2]
-        return state.withLock { state -> HTTPResponse in
-            state.requests.append("PUT \(kind) \(path[room + 3])")
-            switch kind {
-            case "send":
-                state.reactions += 1
-                return .json(200, #"{"event_id": "$reaction-\#(state.reactions)"}"#)
-            case "redact" where state.redactionStatus == 200:
-                return .json(200, #"{"event_id": "$redaction-\#(state.requests.count)"}"#)
-            case "redact":
-                return .json(state.redactionStatus, #"{"errcode": "M_FORBIDDEN", "error": "no"}"#)
-            default:
-                return .json(404, #"{"errcode": "M_UNRECOGNIZED"}"#)
+    init() {
+        transport.on("PUT", pathPrefix: "/_matrix/client/v3/rooms/") { [shared] request in
+            let path = Self.components(request)
+            guard path.count > 7 else { return .json(404, #"{"errcode": "M_UNRECOGNIZED"}"#) }
+            return shared.counts.withLock { counts in
+                counts.requests += 1
+                switch path[6] {
+                case "send":
+                    counts.reactions += 1
+                    return .json(200, #"{"event_id": "$reaction-\#(counts.reactions)"}"#)
+                case "redact" where counts.redactionStatus == 200:
+                    return .json(200, #"{"event_id": "$redaction-\#(counts.requests)"}"#)
+                case "redact":
+                    return .json(counts.redactionStatus, #"{"errcode": "M_FORBIDDEN", "error": "no"}"#)
+                default:
+                    return .json(404, #"{"errcode": "M_UNRECOGNIZED"}"#)
+                }
             }
         }
+    }
+
+    /// What was asked of a room, in order, as `METHOD kind [event]`: `PUT send m.reaction`,
+    /// `PUT redact $reaction-1`.
+    var requests: [String] {
+        transport.requests.compactMap { request in
+            let path = Self.components(request)
+            guard request.method == .put, path.count > 7, path[4] == "rooms" else { return nil }
+            return "PUT \(path[6]) \(path[7])"
+        }
+    }
+
+    /// Answers every later redaction with `status` (`M_FORBIDDEN` unless 200).
+    func answerRedactions(with status: Int) { shared.counts.withLock { $0.redactionStatus = status } }
+
+    /// `["", "_matrix", "client", "v3", "rooms", room, kind, …]`, percent-decoded.
+    static func components(_ request: HTTPRequest) -> [String] {
+        request.url.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
     }
 }
 
 /// Our reactions before and after sync brings them, with the store and the conversation of a
-/// real ``AccountChat`` and the homeserver's answers from a double. The sync loop does not run:
+/// real ``AccountChat`` and the homeserver's answers from a script. The sync loop does not run:
 /// the tests store `/sync` batches themselves, so the order of sync and reactions is theirs.
 @Suite("Reactions of our own, before and after sync brings them")
 struct ConversationReactionTests {
@@ -60,7 +80,7 @@ struct ConversationReactionTests {
     static let me = UserID("@me:example.org")
     static let message = EventID("$m1")
 
-    let homeserver = ReactionHomeserverDouble()
+    let homeserver = ReactionHomeserver()
 
     /// A chat on an in-memory store holding the room with alice's message, its timeline observed
     /// and showing the message.
@@ -77,7 +97,7 @@ struct ConversationReactionTests {
                 ]))
         let requester = FixedTokenMatrixRequester(
             homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: Self.me, accessToken: Secret("token"),
-            transport: homeserver)
+            transport: homeserver.transport)
         let chat = AccountChat(
             requester: requester, database: store.database, scope: AccountScope(label: Self.me.rawValue),
             clock: ManualClock(), tracer: Tracer())

@@ -90,7 +90,7 @@ struct TimelineLiveUpdateTests {
                 ]))
         let requester = FixedTokenMatrixRequester(
             homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: Room.me, accessToken: Secret("token"),
-            transport: ReactionHomeserverDouble())
+            transport: ScriptedHTTPTransport(fallback: ReactionHomeserver.unrecognized))
         let tracer = Tracer()
         tracer.addSink(trace)
         let chat = AccountChat(

@@ -35,7 +35,8 @@ struct ReadmeExampleTests {
         let community = SymorvaCommunity(
             configuration: try .load(from: manifest),
             environment: SymorvaEnvironment(
-                dataDirectory: folder + "/data", transport: RefusingTransport(), clock: ManualClock(), tracer: Tracer(),
+                dataDirectory: folder + "/data", transport: ScriptedHTTPTransport.unreachable(), clock: ManualClock(),
+                tracer: Tracer(),
                 logCenter: LogCenter(threshold: .error)))
         let chat: ChatClient = community.chat
         #expect(chat.conversations.value.status == .signedOut)

@@ -262,6 +262,84 @@ struct MachineTestStoreTests {
     }
 }
 
+/// A stairwell light: pressing the switch while it is on moves to `.on` again, which restarts
+/// its state timeout; looking at it stays. The two outcomes end in equal states.
+struct StairLightMachine: StateMachine {
+    static let name = "StairLight"
+
+    enum State: Sendable, Equatable, CaseNamed {
+        /// The light is off.
+        case off
+        /// The light is on until its state timeout turns it off.
+        case on
+    }
+
+    enum Event: Sendable, Equatable, CaseNamed {
+        /// Somebody presses the switch.
+        case press
+        /// Somebody looks at the light.
+        case look
+        /// The state timeout fired.
+        case timeout
+    }
+
+    enum Effect: MachineEffect, Equatable {
+        case click
+    }
+
+    func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+        switch (state, event) {
+        case (.off, .press), (.on, .press): .move(to: .on, effects: [.click])
+        case (.on, .look): .stay
+        case (.on, .timeout): .move(to: .off)
+        case (.off, .look), (.off, .timeout): .ignored
+        }
+    }
+}
+
+@Suite("Test support: a move to an equal state is not a stay")
+struct MoveVersusStayTests {
+    @Test("A move to the same state passes as a move and fails as a stay")
+    func moveToSameState() {
+        let store = MachineTestStore(StairLightMachine(), initial: .on)
+        #expect(throws: Never.self) { try store.send(.press, expecting: .on, effects: [.click]) }
+        let failure = #expect(throws: TestFailure.self) { try store.send(.press, stayingWith: [.click]) }
+        #expect(failure?.message.contains("expected: stay, effects [") == true)
+        #expect(failure?.message.contains("actual:   move to on, effects [") == true)
+        #expect(store.state == .on)
+    }
+
+    @Test("A stay passes as a stay and fails as a move to the same state")
+    func stayInSameState() {
+        let store = MachineTestStore(StairLightMachine(), initial: .on)
+        #expect(throws: Never.self) { try store.send(.look, stayingWith: []) }
+        let failure = #expect(throws: TestFailure.self) { try store.send(.look, expecting: .on) }
+        #expect(failure?.message.contains("expected: move to on, effects []") == true)
+        #expect(failure?.message.contains("actual:   stay, effects []") == true)
+        #expect(store.state == .on)
+    }
+
+    @Test("Neither a move nor a stay passes for an ignored event, and ignored fails for both")
+    func ignoredIsNeither() {
+        let store = MachineTestStore(StairLightMachine(), initial: .off)
+        #expect(throws: TestFailure.self) { try store.send(.look, stayingWith: []) }
+        #expect(throws: TestFailure.self) { try store.send(.look, expecting: .off) }
+        #expect(throws: Never.self) { try store.assertIgnored(.look) }
+        store.reset(to: .on)
+        #expect(throws: TestFailure.self) { try store.assertIgnored(.look) }
+        #expect(throws: TestFailure.self) { try store.assertIgnored(.press) }
+    }
+
+    @Test("Leaving out the effects asserts that there are none")
+    func effectsAreExhaustive() {
+        let store = MachineTestStore(StairLightMachine(), initial: .off)
+        let failure = #expect(throws: TestFailure.self) { try store.send(.press, expecting: .on) }
+        #expect(
+            failure?.message.contains("unexpected effects: [SymorvaRuntimeTests.StairLightMachine.Effect.click]")
+                == true)
+    }
+}
+
 @Suite("Test support: manual clock")
 struct ManualClockTests {
     @Test("Sleepers wake only when time reaches their deadline, earliest first")

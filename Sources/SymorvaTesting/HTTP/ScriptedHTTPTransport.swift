@@ -3,26 +3,39 @@ import SymorvaHTTP
 import Synchronization
 
 /// An ``HTTPTransport`` that answers from a script keyed by `METHOD path` and records what was
-/// sent: the HTTP double of unit tests and benchmarks.
+/// sent: the HTTP double of unit tests and benchmarks (the package has no other).
 ///
 /// It stands in for the wire so that an interpreter's or a client's *mapping* of answers can be
-/// tested without a server; integration tests talk to the real servers instead. A request with
-/// no scripted answer gets the fallback answer: by default `404` with an `M_NOT_FOUND` body.
+/// tested without a server; integration tests talk to the real servers instead. A request is
+/// answered by the route for its exact `METHOD path`, else by the route with the longest
+/// matching path prefix (``on(_:pathPrefix:_:)``: paths that carry IDs), else by the fallback
+/// answer: by default `404` with an `M_NOT_FOUND` body. An answer may suspend
+/// (``held(by:_:)``), to keep a request on the wire until the test lets it through.
 ///
 /// ```swift
 /// let transport = ScriptedHTTPTransport()
 /// transport.on("GET", "/_symorva/v1/wallet/balances") { _ in .json(200, #"{"balances": []}"#) }
 /// transport.on("POST", "/submit", ScriptedHTTPTransport.sequence([.failure(.timedOut), .json(200, "{}")]))
+/// transport.on("PUT", pathPrefix: "/_matrix/client/v3/rooms/") { _ in .json(200, #"{"event_id": "$1"}"#) }
 /// ```
 public final class ScriptedHTTPTransport: HTTPTransport {
-    /// How one route answers a request.
-    public typealias Answer = @Sendable (HTTPRequest) -> Result<HTTPResponse, TransportError>
+    /// How one route answers a request. It runs outside the transport's lock and may suspend.
+    public typealias Answer = @Sendable (HTTPRequest) async -> Result<HTTPResponse, TransportError>
 
     private struct Script {
         var answers: [String: Answer] = [:]
+        /// Prefix routes by method, then prefix.
+        var prefixAnswers: [String: [String: Answer]] = [:]
         var unrecorded: Set<String> = []
         var sent: [HTTPRequest] = []
         var counts: [String: Int] = [:]
+
+        /// The answer for `method path`: the exact route, else the longest matching prefix.
+        func answer(method: String, path: String) -> Answer? {
+            if let exact = answers["\(method) \(path)"] { return exact }
+            let prefixes = prefixAnswers[method, default: [:]].filter { path.hasPrefix($0.key) }
+            return prefixes.max { $0.key.count < $1.key.count }?.value
+        }
     }
 
     private let script: Mutex<Script>
@@ -40,6 +53,13 @@ public final class ScriptedHTTPTransport: HTTPTransport {
         script.withLock { $0.answers["\(method) \(path)"] = answer }
     }
 
+    /// Answers every `METHOD` request whose path starts with `prefix` and has no route of its
+    /// own with `answer` from now on; of several matching prefixes the longest wins. For paths
+    /// that carry IDs: `/_matrix/client/v3/rooms/!room:example.org/send/m.reaction/`.
+    public func on(_ method: String, pathPrefix prefix: String, _ answer: @escaping Answer) {
+        script.withLock { $0.prefixAnswers[method, default: [:]][prefix] = answer }
+    }
+
     /// Answers `METHOD path` with `answer` from now on without recording its requests in
     /// ``requests`` (they are still counted by ``count(_:_:)``): for a route that is plumbing to
     /// the test, such as a token exchange.
@@ -50,8 +70,13 @@ public final class ScriptedHTTPTransport: HTTPTransport {
         }
     }
 
-    /// Every recorded request, in the order sent.
+    /// Every recorded request, in the order sent (a held request is recorded when it is sent).
     public var requests: [HTTPRequest] { script.withLock { $0.sent } }
+
+    /// The recorded requests to `METHOD path`, in the order sent.
+    public func requests(_ method: String, _ path: String) -> [HTTPRequest] {
+        requests.filter { $0.method.rawValue == method && $0.url.path == path }
+    }
 
     /// How many requests were sent to `METHOD path`, recorded or not.
     public func count(_ method: String, _ path: String) -> Int {
@@ -64,9 +89,19 @@ public final class ScriptedHTTPTransport: HTTPTransport {
         let answer = script.withLock { script -> Answer? in
             script.counts[key, default: 0] += 1
             if !script.unrecorded.contains(key) { script.sent.append(request) }
-            return script.answers[key]
+            return script.answer(method: request.method.rawValue, path: request.url.path)
         }
-        return try (answer ?? fallback)(request).get()
+        return try await (answer ?? fallback)(request).get()
+    }
+
+    /// An answer that waits at `gate` before giving `answer`: the request stays on the wire, like
+    /// I/O that cannot be interrupted, until the test opens the gate (`gate.waitForWaiters(count:)`
+    /// tells the test it is there). Cancelling the sender does not end the wait.
+    public static func held(by gate: TestGate, _ answer: @escaping Answer) -> Answer {
+        { request in
+            await gate.wait()
+            return await answer(request)
+        }
     }
 
     /// An answer that gives `answers` in turn, then the last one for good.
@@ -78,6 +113,13 @@ public final class ScriptedHTTPTransport: HTTPTransport {
 }
 
 extension ScriptedHTTPTransport {
+    /// A transport on which every request fails with `error` (by default: the connection is
+    /// refused), for code that must not need the network, such as a launch from stored data.
+    /// Requests are still recorded.
+    public static func unreachable(_ error: TransportError = .connectFailed) -> ScriptedHTTPTransport {
+        ScriptedHTTPTransport(fallback: { _ in .failure(error) })
+    }
+
     /// The community services' token exchange path.
     public static let servicesOpenIDPath = "/_symorva/v1/auth/openid"
 

@@ -12,19 +12,22 @@ import Testing
 @testable import SymorvaKit
 @testable import SymorvaWallet
 
-/// Answers the homeserver's OpenID request itself and everything else from a wallet script, so
-/// that the wallet can prepare a draft with no server at all.
-struct OpenIDAnsweringTransport: HTTPTransport {
-    let services: ScriptedHTTPTransport
-
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        if request.url.path.hasSuffix("/openid/request_token") {
+extension ScriptedHTTPTransport {
+    /// The community services' script plus the homeserver's OpenID request
+    /// (`POST /user/{userId}/openid/request_token`), so that the wallet can prepare a draft with
+    /// no server at all.
+    static func communityServicesWithOpenID() -> ScriptedHTTPTransport {
+        let transport = communityServices()
+        transport.on("POST", pathPrefix: "/_matrix/client/v3/user/") { request in
+            guard request.url.path.hasSuffix("/openid/request_token") else {
+                return .json(404, #"{"errcode": "SY_NOT_FOUND", "error": "no route"}"#)
+            }
             return .json(
                 200,
                 #"{"access_token": "openid", "token_type": "Bearer", "matrix_server_name": "example.org", "expires_in": 3600}"#
             )
         }
-        return try await services.send(request)
+        return transport
     }
 }
 
@@ -33,7 +36,9 @@ struct OpenIDAnsweringTransport: HTTPTransport {
 struct CommunityClientsTests {
     let data = TestDataDirectory()
 
-    func community(wallet isWalletEnabled: Bool = false, transport: any HTTPTransport = RefusingTransport())
+    func community(
+        wallet isWalletEnabled: Bool = false, transport: any HTTPTransport = ScriptedHTTPTransport.unreachable()
+    )
         -> SymorvaCommunity
     {
         SymorvaCommunity(
@@ -75,7 +80,8 @@ struct CommunityClientsTests {
     static func room(of user: UserID) -> RoomID { RoomID("!room-of-\(user.localpart):example.org") }
 
     /// A community restored signed in as alice, with bob stored too.
-    func signedInCommunity(wallet: Bool = false, transport: any HTTPTransport = RefusingTransport()) async throws
+    func signedInCommunity(wallet: Bool = false, transport: any HTTPTransport = ScriptedHTTPTransport.unreachable())
+        async throws
         -> SymorvaCommunity
     {
         try await storeAccounts()
@@ -118,7 +124,7 @@ struct CommunityClientsTests {
     func clientsFollowBeforeSignedIn() async throws {
         try await storeAccounts()
         let community = community(
-            wallet: true, transport: OpenIDAnsweringTransport(services: ScriptedHTTPTransport.communityServices()))
+            wallet: true, transport: ScriptedHTTPTransport.communityServicesWithOpenID())
         let chat = community.chat
         let wallet = try #require(community.wallet)
         // Who the clients act for at the moment each signed-in state is published: what an app
@@ -303,10 +309,9 @@ struct CommunityClientsTests {
 
     @Test("A draft prepared for alice never confirms once bob is active; the wallet follows bob")
     func walletSwitch() async throws {
-        let services = ScriptedHTTPTransport.communityServices()
+        let services = ScriptedHTTPTransport.communityServicesWithOpenID()
         services.on("POST", "/_symorva/v1/wallet/transfers/prepare") { _ in .json(200, Self.draftJSON) }
-        let community = try await signedInCommunity(
-            wallet: true, transport: OpenIDAnsweringTransport(services: services))
+        let community = try await signedInCommunity(wallet: true, transport: services)
         let wallet = try #require(community.wallet)
         #expect(wallet.member == SessionSamples.alice)
         let alice = try #require(community.module(AccountWallet.self))

@@ -10,64 +10,80 @@ import Testing
 @testable import SymorvaKit
 @testable import SymorvaMatrix
 
-/// A homeserver reduced to a mapping from requests to answers: `whoami` answers 200 for the
+/// A homeserver's token rules, scripted on a ``ScriptedHTTPTransport``: `whoami` answers 200 for the
 /// currently valid access token and `401 M_UNKNOWN_TOKEN` otherwise; `/refresh` issues the next
-/// token. Whoami answers can be held at a gate.
-final class FakeHomeserver: HTTPTransport {
-    private struct State {
+/// token. A test holds either at a gate.
+final class HomeserverTokens: Sendable {
+    static let whoamiPath = "/_matrix/client/v3/account/whoami"
+    static let refreshPath = "/_matrix/client/v3/refresh"
+
+    private struct Tokens {
         var valid: String
         var issued = 0
-        var refreshes = 0
-        var whoamis: [String] = []
         var softLogout = true
     }
 
-    private let state: Mutex<State>
-    let whoamiGate = Mutex<TestGate?>(nil)
-    let refreshGate = Mutex<TestGate?>(nil)
+    /// The token state, shared with the transport's answers.
+    private final class Shared: Sendable {
+        let tokens: Mutex<Tokens>
+        init(_ tokens: Tokens) { self.tokens = Mutex(tokens) }
+    }
 
-    init(valid: String) { state = Mutex(State(valid: valid)) }
+    /// The transport the account uses.
+    let transport = ScriptedHTTPTransport(fallback: { _ in .json(404, #"{"errcode":"M_UNRECOGNIZED"}"#) })
+    private let shared: Shared
 
-    var refreshCount: Int { state.withLock { $0.refreshes } }
+    init(valid: String) {
+        shared = Shared(Tokens(valid: valid))
+        transport.on("GET", Self.whoamiPath, whoami)
+        transport.on("POST", Self.refreshPath, refresh)
+    }
+
+    var refreshCount: Int { transport.count("POST", Self.refreshPath) }
     /// The tokens whoami requests carried, in order.
-    var whoamiTokens: [String] { state.withLock { $0.whoamis } }
+    var whoamiTokens: [String] {
+        transport.requests("GET", Self.whoamiPath).map { $0.bearerToken?.exposedValue ?? "" }
+    }
     /// Makes the server forget every token, as if the device was deleted.
     func revokeAll() {
-        state.withLock {
+        shared.tokens.withLock {
             $0.valid = "revoked-\(UUID())"
             $0.softLogout = false
         }
     }
-    func expire() { state.withLock { $0.valid = "nobody" } }
+    func expire() { shared.tokens.withLock { $0.valid = "nobody" } }
 
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        switch (request.method, request.url.path) {
-        case (.get, "/_matrix/client/v3/account/whoami"):
+    /// Holds every later whoami at `gate` (`nil`: answers at once again).
+    func holdWhoami(at gate: TestGate?) {
+        transport.on("GET", Self.whoamiPath, gate.map { ScriptedHTTPTransport.held(by: $0, whoami) } ?? whoami)
+    }
+
+    /// Holds every later refresh at `gate`.
+    func holdRefresh(at gate: TestGate) {
+        transport.on("POST", Self.refreshPath, ScriptedHTTPTransport.held(by: gate, refresh))
+    }
+
+    private var whoami: ScriptedHTTPTransport.Answer {
+        { [shared] request in
             let token = request.bearerToken?.exposedValue ?? ""
-            state.withLock { $0.whoamis.append(token) }
-            if let gate = whoamiGate.withLock({ $0 }) { await gate.wait() }
-            let (isValid, softLogout) = state.withLock { ($0.valid == token, $0.softLogout) }
+            let (isValid, softLogout) = shared.tokens.withLock { ($0.valid == token, $0.softLogout) }
             guard isValid else {
-                return Self.json(401, #"{"errcode":"M_UNKNOWN_TOKEN","error":"gone","soft_logout":\#(softLogout)}"#)
+                return .json(401, #"{"errcode":"M_UNKNOWN_TOKEN","error":"gone","soft_logout":\#(softLogout)}"#)
             }
-            return Self.json(200, #"{"user_id":"@alice:example.org","device_id":"DEVICEA"}"#)
-        case (.post, "/_matrix/client/v3/refresh"):
-            if let gate = refreshGate.withLock({ $0 }) { await gate.wait() }
-            let token = state.withLock { state in
-                state.refreshes += 1
-                state.issued += 1
-                state.valid = "access-\(state.issued)"
-                return state.valid
-            }
-            return Self.json(
-                200, #"{"access_token":"\#(token)","refresh_token":"refresh-\#(token)","expires_in_ms":300000}"#)
-        default:
-            return Self.json(404, #"{"errcode":"M_UNRECOGNIZED"}"#)
+            return .json(200, #"{"user_id":"@alice:example.org","device_id":"DEVICEA"}"#)
         }
     }
 
-    static func json(_ status: Int, _ text: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(text.utf8))
+    private var refresh: ScriptedHTTPTransport.Answer {
+        { [shared] _ in
+            let token = shared.tokens.withLock { tokens in
+                tokens.issued += 1
+                tokens.valid = "access-\(tokens.issued)"
+                return tokens.valid
+            }
+            return .json(
+                200, #"{"access_token":"\#(token)","refresh_token":"refresh-\#(token)","expires_in_ms":300000}"#)
+        }
     }
 }
 
@@ -82,11 +98,11 @@ final class SettableWallClock: WallClock {
 @Suite("Session requester: token refresh around requests")
 struct SessionRequesterTests {
     let data = TestDataDirectory()
-    let server = FakeHomeserver(valid: "syt_access_CANARY_1234567890")
+    let server = HomeserverTokens(valid: "syt_access_CANARY_1234567890")
     let wallClock = SettableWallClock(Timestamp(millisecondsSince1970: 2_000))
     let scope = AccountScope(label: "@alice:example.org")
 
-    /// A running account context restored from a saved session, on the fake server.
+    /// A running account context restored from a saved session, on the scripted homeserver.
     func context() async throws -> AccountContext {
         let storage = SessionSamples.storage(data)
         try await storage.sessionStore(for: SessionSamples.alice).save(
@@ -99,7 +115,8 @@ struct SessionRequesterTests {
                 meetings: .init(isEnabled: true), aiStudio: .init(isEnabled: false),
                 wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
         let environment = SymorvaEnvironment(
-            dataDirectory: data.path, transport: server, clock: ManualClock(), wallClock: wallClock, tracer: Tracer(),
+            dataDirectory: data.path, transport: server.transport, clock: ManualClock(), wallClock: wallClock,
+            tracer: Tracer(),
             logCenter: LogCenter(threshold: .error))
         return try await AccountContext.start(
             userID: SessionSamples.alice, scope: scope, storage: storage, machine: SessionMachine(),
@@ -143,7 +160,7 @@ struct SessionRequesterTests {
     func staleTokenRetriesWithoutRefresh() async throws {
         let context = try await context()
         let gate = TestGate()
-        server.whoamiGate.withLock { $0 = gate }
+        server.holdWhoami(at: gate)
         async let status = whoami(context)
         try await gate.waitForWaiters(count: 1)
         // A refresh completes while the request is on the wire; the old token is dead now.
@@ -152,7 +169,7 @@ struct SessionRequesterTests {
             if case .signedIn(let session) = state, session.tokens.accessToken.exposedValue == "access-1" { return () }
             return nil
         }
-        server.whoamiGate.withLock { $0 = nil }
+        server.holdWhoami(at: nil)
         gate.open()
         #expect(try await status == 200)
         #expect(server.refreshCount == 1)
@@ -184,7 +201,7 @@ struct SessionRequesterTests {
     func scopeEndFailsWaiters() async throws {
         let context = try await context()
         let gate = TestGate()
-        server.refreshGate.withLock { $0 = gate }
+        server.holdRefresh(at: gate)
         server.expire()
         let request = Task { () async throws(MatrixRequestError) -> Int in try await whoami(context) }
         try await gate.waitForWaiters(count: 1)  // the refresh is on the wire; the request waits for it

@@ -8,16 +8,11 @@ import Testing
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
 
-/// A transport that refuses every request: what launch must not need.
-struct RefusingTransport: HTTPTransport {
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse { throw .connectFailed }
-}
-
 @Suite("SymorvaCommunity: launch and restore without a server")
 struct SymorvaCommunityTests {
     let data = TestDataDirectory()
 
-    func community(transport: any HTTPTransport = RefusingTransport()) -> SymorvaCommunity {
+    func community(transport: any HTTPTransport = ScriptedHTTPTransport.unreachable()) -> SymorvaCommunity {
         SymorvaCommunity(
             configuration: SymorvaConfiguration(
                 community: .init(name: "Test"),

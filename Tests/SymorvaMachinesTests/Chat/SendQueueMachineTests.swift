@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaTesting
 import Testing
 
 /// Shorthands shared by the send-queue tests.
@@ -54,222 +55,242 @@ struct SendQueueMachineTests {
     // MARK: Enqueue and persist
 
     @Test("An enqueued item is persisted before anything else")
-    func enqueuePersistsFirst() {
-        let step = ChatStep(machine, from: F.empty(), on: .enqueued(F.t1, F.hello))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, persisted: false)], .idle))
-        #expect(step.effects == [.persist(F.item(F.t1, F.hello, persisted: false))])
+    func enqueuePersistsFirst() throws {
+        let store = MachineTestStore(machine, initial: F.empty())
+        try store.send(
+            .enqueued(F.t1, F.hello), expecting: F.state([F.item(F.t1, F.hello, persisted: false)], .idle),
+            effects: [.persist(F.item(F.t1, F.hello, persisted: false))])
     }
 
     @Test("The first attempt starts only once the item is persisted")
-    func persistedStartsSending() {
-        let step = ChatStep(
-            machine, from: F.state([F.item(F.t1, F.hello, persisted: false)], .idle), on: .persisted(F.t1))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .sending)], .sending))
-        #expect(step.effects == [.sendEvent(F.t1, F.hello)])
+    func persistedStartsSending() throws {
+        let store = MachineTestStore(machine, initial: F.state([F.item(F.t1, F.hello, persisted: false)], .idle))
+        try store.send(
+            .persisted(F.t1), expecting: F.state([F.item(F.t1, F.hello, .sending)], .sending),
+            effects: [.sendEvent(F.t1, F.hello)])
     }
 
     @Test("A later item persisted first waits for the head")
-    func laterPersistedWaits() {
+    func laterPersistedWaits() throws {
         let start = F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.world, persisted: false)], .idle)
-        let step = ChatStep(machine, from: start, on: .persisted(F.t2))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.world)], .idle))
-        #expect(step.effects == [])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .persisted(F.t2),
+            expecting: F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.world)], .idle))
     }
 
     @Test("An item enqueued while another is in flight waits its turn")
-    func enqueueWhileSending() {
+    func enqueueWhileSending() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        let step = ChatStep(machine, from: start, on: .enqueued(F.t2, F.world))
-        #expect(
-            step.state == F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, persisted: false)], .sending))
-        #expect(step.effects == [.persist(F.item(F.t2, F.world, persisted: false))])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .enqueued(F.t2, F.world),
+            expecting: F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, persisted: false)], .sending),
+            effects: [.persist(F.item(F.t2, F.world, persisted: false))])
     }
 
     @Test("A duplicate transaction ID changes nothing")
-    func duplicateEnqueue() {
+    func duplicateEnqueue() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        #expect(ChatStep(machine, from: start, on: .enqueued(F.t1, F.world)).isUnchanged(from: start))
+        try MachineTestStore(machine, initial: start).send(.enqueued(F.t1, F.world), stayingWith: [])
     }
 
     // MARK: Success and the remote echo
 
     @Test("A PUT response marks the head sent once and starts the next item")
-    func responseStartsNext() {
+    func responseStartsNext() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .success(F.e1)))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .sent(F.e1)), F.item(F.t2, F.world, .sending)], .sending))
-        #expect(step.effects == [.recordSent(F.t1, F.e1), .sendEvent(F.t2, F.world)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .sendResponse(F.t1, .success(F.e1)),
+            expecting: F.state([F.item(F.t1, F.hello, .sent(F.e1)), F.item(F.t2, F.world, .sending)], .sending),
+            effects: [.recordSent(F.t1, F.e1), .sendEvent(F.t2, F.world)])
     }
 
     @Test("The remote echo after the PUT response removes the local echo without effects")
-    func echoAfterResponse() {
+    func echoAfterResponse() throws {
         let start = F.state([F.item(F.t1, F.hello, .sent(F.e1))], .idle)
-        let step = ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
-        #expect(step.state == F.state([], .idle))
-        #expect(step.effects == [])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(.remoteEchoReceived(F.t1, F.e1), expecting: F.state([], .idle))
     }
 
     @Test("The remote echo before the PUT response records sent once and moves on")
-    func echoBeforeResponse() {
+    func echoBeforeResponse() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
-        #expect(step.state == F.state([F.item(F.t2, F.world, .sending)], .sending))
-        #expect(
-            step.effects == [.cancel(SendQueueMachine.requestKey), .recordSent(F.t1, F.e1), .sendEvent(F.t2, F.world)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .remoteEchoReceived(F.t1, F.e1), expecting: F.state([F.item(F.t2, F.world, .sending)], .sending),
+            effects: [.cancel(SendQueueMachine.requestKey), .recordSent(F.t1, F.e1), .sendEvent(F.t2, F.world)])
     }
 
     @Test("Both orders of response and echo end the same, with one recordSent")
-    func bothOrdersAgree() {
+    func bothOrdersAgree() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        let responseFirst = run(
-            machine, from: start, [.sendResponse(F.t1, .success(F.e1)), .remoteEchoReceived(F.t1, F.e1)])
-        let echoFirst = run(
-            machine, from: start, [.remoteEchoReceived(F.t1, F.e1), .sendResponse(F.t1, .success(F.e1))])
-        #expect(responseFirst.state == F.state([], .idle))
-        #expect(echoFirst.state == F.state([], .idle))
-        #expect(responseFirst.effects == [.recordSent(F.t1, F.e1)])
-        #expect(echoFirst.effects == [.cancel(SendQueueMachine.requestKey), .recordSent(F.t1, F.e1)])
+        let responseFirst = MachineTestStore(machine, initial: start)
+        try responseFirst.send(
+            .sendResponse(F.t1, .success(F.e1)), expecting: F.state([F.item(F.t1, F.hello, .sent(F.e1))], .idle),
+            effects: [.recordSent(F.t1, F.e1)])
+        try responseFirst.send(.remoteEchoReceived(F.t1, F.e1), expecting: F.state([], .idle))
+        let echoFirst = MachineTestStore(machine, initial: start)
+        try echoFirst.send(
+            .remoteEchoReceived(F.t1, F.e1), expecting: F.state([], .idle),
+            effects: [.cancel(SendQueueMachine.requestKey), .recordSent(F.t1, F.e1)])
+        try echoFirst.assertIgnored(.sendResponse(F.t1, .success(F.e1)))
     }
 
     @Test("An echo for an unknown transaction changes nothing")
-    func unknownEcho() {
-        #expect(ChatStep(machine, from: F.empty(), on: .remoteEchoReceived(F.t1, F.e1)).isUnchanged(from: F.empty()))
+    func unknownEcho() throws {
+        try MachineTestStore(machine, initial: F.empty()).send(.remoteEchoReceived(F.t1, F.e1), stayingWith: [])
     }
 
     @Test("A late response for an item no longer in flight is ignored")
-    func staleResponse() {
+    func staleResponse() throws {
         let start = F.state([F.item(F.t1, F.hello, .sent(F.e1))], .idle)
-        #expect(ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.network))).isIgnored)
+        try MachineTestStore(machine, initial: start).assertIgnored(.sendResponse(F.t1, .failure(.network)))
     }
 
     // MARK: Transient failures
 
     @Test("A network error pauses the queue and schedules a retry with backoff")
-    func networkErrorRetries() {
+    func networkErrorRetries() throws {
         let (jitter, delay) = F.draw(attempt: 1)
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.network)))
-        #expect(
-            step.state
-                == F.state(
-                    [F.item(F.t1, F.hello, attempts: 1), F.item(F.t2, F.world)], .waitingRetry(attempt: 1),
-                    jitter: jitter))
-        #expect(step.effects == [.scheduleRetry(after: delay)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .sendResponse(F.t1, .failure(.network)),
+            expecting: F.state(
+                [F.item(F.t1, F.hello, attempts: 1), F.item(F.t2, F.world)], .waitingRetry(attempt: 1),
+                jitter: jitter), effects: [.scheduleRetry(after: delay)])
     }
 
     @Test("A rate limit waits exactly Retry-After")
-    func rateLimitRetryAfter() {
+    func rateLimitRetryAfter() throws {
         let (jitter, _) = F.draw(attempt: 1)
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        let step = ChatStep(
-            machine, from: start, on: .sendResponse(F.t1, .failure(.rateLimited(retryAfter: .seconds(12)))))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1), jitter: jitter))
-        #expect(step.effects == [.scheduleRetry(after: .seconds(12))])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .sendResponse(F.t1, .failure(.rateLimited(retryAfter: .seconds(12)))),
+            expecting: F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1), jitter: jitter),
+            effects: [.scheduleRetry(after: .seconds(12))])
     }
 
     @Test("The retry resends the same transaction ID and content")
-    func retryReusesTransactionID() {
+    func retryReusesTransactionID() throws {
         let start = F.state([F.item(F.t1, F.hello, attempts: 1), F.item(F.t2, F.world)], .waitingRetry(attempt: 1))
-        let step = ChatStep(machine, from: start, on: .timerFired(.retry))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .sending, attempts: 1), F.item(F.t2, F.world)], .sending))
-        #expect(step.effects == [.sendEvent(F.t1, F.hello)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .timerFired(.retry),
+            expecting: F.state([F.item(F.t1, F.hello, .sending, attempts: 1), F.item(F.t2, F.world)], .sending),
+            effects: [.sendEvent(F.t1, F.hello)])
     }
 
     @Test("A second 5xx doubles the base delay")
-    func secondServerError() {
+    func secondServerError() throws {
         var jitter = JitterSource(seed: 9)
         let delay = jitter.delay(attempt: 2, backoff: .sendQueue)
         let start = F.state([F.item(F.t1, F.hello, .sending, attempts: 1)], .sending)
-        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.server(status: 503))))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, attempts: 2)], .waitingRetry(attempt: 2), jitter: jitter))
-        #expect(step.effects == [.scheduleRetry(after: delay)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .sendResponse(F.t1, .failure(.server(status: 503))),
+            expecting: F.state([F.item(F.t1, F.hello, attempts: 2)], .waitingRetry(attempt: 2), jitter: jitter),
+            effects: [.scheduleRetry(after: delay)])
+
         #expect(delay >= .seconds(2) && delay < .seconds(4))
     }
 
     @Test("A network change retries at once and cancels the timer")
-    func networkChangeRetries() {
+    func networkChangeRetries() throws {
         let start = F.state([F.item(F.t1, F.hello, attempts: 3)], .waitingRetry(attempt: 3))
-        let step = ChatStep(machine, from: start, on: .networkChanged)
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .sending, attempts: 3)], .sending))
-        #expect(step.effects == [.cancel(SendQueueMachine.retryKey), .sendEvent(F.t1, F.hello)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .networkChanged, expecting: F.state([F.item(F.t1, F.hello, .sending, attempts: 3)], .sending),
+            effects: [.cancel(SendQueueMachine.retryKey), .sendEvent(F.t1, F.hello)])
     }
 
     @Test("A retry timer outside waitingRetry is ignored")
-    func strayTimer() {
-        #expect(
-            ChatStep(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .timerFired(.retry))
-                .isIgnored
-        )
+    func strayTimer() throws {
+        try MachineTestStore(machine, initial: F.state([F.item(F.t1, F.hello, .sending)], .sending)).assertIgnored(
+            .timerFired(.retry))
     }
 
     // MARK: Token refresh
 
     @Test("M_UNKNOWN_TOKEN asks for a refresh and waits; the item is not failed")
-    func unknownTokenWaits() {
+    func unknownTokenWaits() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.unknownToken)))
-        #expect(step.state == F.state([F.item(F.t1, F.hello)], .waitingToken))
-        #expect(step.effects == [.requestTokenRefresh])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .sendResponse(F.t1, .failure(.unknownToken)), expecting: F.state([F.item(F.t1, F.hello)], .waitingToken),
+            effects: [.requestTokenRefresh])
     }
 
     @Test("A refreshed token resends the head with the same transaction ID")
-    func tokenRefreshedResends() {
+    func tokenRefreshedResends() throws {
         let start = F.state([F.item(F.t1, F.hello)], .waitingToken)
-        let step = ChatStep(machine, from: start, on: .tokenRefreshed)
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .sending)], .sending))
-        #expect(step.effects == [.sendEvent(F.t1, F.hello)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .tokenRefreshed, expecting: F.state([F.item(F.t1, F.hello, .sending)], .sending),
+            effects: [.sendEvent(F.t1, F.hello)])
     }
 
     @Test("Cancelling the head while waiting for a token keeps waiting")
-    func cancelWhileWaitingToken() {
+    func cancelWhileWaitingToken() throws {
         let start = F.state([F.item(F.t1, F.hello), F.item(F.t2, F.world)], .waitingToken)
-        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled), F.item(F.t2, F.world)], .waitingToken))
-        #expect(step.effects == [.discard(F.t1)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .cancelRequested(F.t1),
+            expecting: F.state([F.item(F.t1, F.hello, .cancelled), F.item(F.t2, F.world)], .waitingToken),
+            effects: [.discard(F.t1)])
     }
 
     // MARK: Permanent failures
 
     @Test("A permanent error fails the head with a persisted reason and holds later items")
-    func permanentErrorBlocks() {
+    func permanentErrorBlocks() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = ChatStep(machine, from: start, on: .sendResponse(F.t1, .failure(.permanent(.forbidden))))
-        #expect(
-            step.state == F.state([F.item(F.t1, F.hello, .failed(.forbidden)), F.item(F.t2, F.world)], .blocked(F.t1)))
-        #expect(step.effects == [.recordFailure(F.t1, .forbidden)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .sendResponse(F.t1, .failure(.permanent(.forbidden))),
+            expecting: F.state([F.item(F.t1, F.hello, .failed(.forbidden)), F.item(F.t2, F.world)], .blocked(F.t1)),
+            effects: [.recordFailure(F.t1, .forbidden)])
     }
 
     @Test("Items enqueued behind a failed head are persisted but held")
-    func enqueueWhileBlocked() {
-        let start = F.state([F.item(F.t1, F.hello, .failed(.tooLarge))], .blocked(F.t1))
-        let result = run(machine, from: start, [.enqueued(F.t2, F.world), .persisted(F.t2)])
-        #expect(
-            result.state == F.state([F.item(F.t1, F.hello, .failed(.tooLarge)), F.item(F.t2, F.world)], .blocked(F.t1)))
-        #expect(result.effects == [.persist(F.item(F.t2, F.world, persisted: false))])
+    func enqueueWhileBlocked() throws {
+        let failed = F.item(F.t1, F.hello, .failed(.tooLarge))
+        let store = MachineTestStore(machine, initial: F.state([failed], .blocked(F.t1)))
+        try store.send(
+            .enqueued(F.t2, F.world),
+            expecting: F.state([failed, F.item(F.t2, F.world, persisted: false)], .blocked(F.t1)),
+            effects: [.persist(F.item(F.t2, F.world, persisted: false))])
+        try store.send(.persisted(F.t2), expecting: F.state([failed, F.item(F.t2, F.world)], .blocked(F.t1)))
     }
 
     @Test("Resending the failed head clears its reason and sends it again, first")
-    func resendFailed() {
+    func resendFailed() throws {
         let start = F.state(
             [F.item(F.t1, F.hello, .failed(.forbidden), attempts: 2), F.item(F.t2, F.world)], .blocked(F.t1))
-        let step = ChatStep(machine, from: start, on: .resendRequested(F.t1))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending))
-        #expect(step.effects == [.clearFailure(F.t1), .sendEvent(F.t1, F.hello)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .resendRequested(F.t1),
+            expecting: F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending),
+            effects: [.clearFailure(F.t1), .sendEvent(F.t1, F.hello)])
     }
 
     @Test("Cancelling the failed head releases the items behind it, in order")
-    func cancelFailedHead() {
+    func cancelFailedHead() throws {
         let start = F.state([F.item(F.t1, F.hello, .failed(.forbidden)), F.item(F.t2, F.world)], .blocked(F.t1))
-        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled), F.item(F.t2, F.world, .sending)], .sending))
-        #expect(step.effects == [.discard(F.t1), .sendEvent(F.t2, F.world)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .cancelRequested(F.t1),
+            expecting: F.state([F.item(F.t1, F.hello, .cancelled), F.item(F.t2, F.world, .sending)], .sending),
+            effects: [.discard(F.t1), .sendEvent(F.t2, F.world)])
     }
 
     @Test("Resending while nothing is blocked is ignored")
-    func resendNotFailed() {
-        #expect(
-            ChatStep(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .resendRequested(F.t1))
-                .isIgnored)
+    func resendNotFailed() throws {
+        try MachineTestStore(machine, initial: F.state([F.item(F.t1, F.hello, .sending)], .sending)).assertIgnored(
+            .resendRequested(F.t1))
     }
 
     @Test("Failure reasons survive the store as stable codes")
@@ -286,164 +307,176 @@ struct SendQueueMachineTests {
     // MARK: Cancelling
 
     @Test("Cancelling a queued item behind the head leaves the head alone")
-    func cancelQueued() {
+    func cancelQueued() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world)], .sending)
-        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t2))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .cancelled)], .sending))
-        #expect(step.effects == [.discard(F.t2)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .cancelRequested(F.t2),
+            expecting: F.state([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .cancelled)], .sending),
+            effects: [.discard(F.t2)])
     }
 
     @Test("The store's deletion removes a cancelled item")
-    func discardedRemoves() {
+    func discardedRemoves() throws {
         let start = F.state([F.item(F.t1, F.hello, .cancelled)], .idle)
-        let step = ChatStep(machine, from: start, on: .discarded(F.t1))
-        #expect(step.state == F.state([], .idle))
-        #expect(step.effects == [])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(.discarded(F.t1), expecting: F.state([], .idle))
     }
 
     @Test("An item cancelled before it was persisted is deleted once the store has it")
-    func cancelBeforePersisted() {
-        let start = F.state([F.item(F.t1, F.hello, persisted: false)], .idle)
-        let result = run(machine, from: start, [.cancelRequested(F.t1), .persisted(F.t1)])
-        #expect(result.state == F.state([F.item(F.t1, F.hello, .cancelled)], .idle))
-        #expect(result.effects == [.discard(F.t1)])
+    func cancelBeforePersisted() throws {
+        let store = MachineTestStore(machine, initial: F.state([F.item(F.t1, F.hello, persisted: false)], .idle))
+        try store.send(
+            .cancelRequested(F.t1), expecting: F.state([F.item(F.t1, F.hello, .cancelled, persisted: false)], .idle))
+        try store.send(
+            .persisted(F.t1), expecting: F.state([F.item(F.t1, F.hello, .cancelled)], .idle), effects: [.discard(F.t1)])
     }
 
     @Test("An item whose PUT is in flight cannot be cancelled")
-    func cancelInFlightIgnored() {
+    func cancelInFlightIgnored() throws {
         let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
-        #expect(ChatStep(machine, from: start, on: .cancelRequested(F.t1)).isUnchanged(from: start))
+        try MachineTestStore(machine, initial: start).send(.cancelRequested(F.t1), stayingWith: [])
     }
 
     @Test("Cancelling the head during its retry wait cancels the timer and starts the next")
-    func cancelWaitingRetryHead() {
+    func cancelWaitingRetryHead() throws {
         let start = F.state([F.item(F.t1, F.hello, attempts: 1), F.item(F.t2, F.world)], .waitingRetry(attempt: 1))
-        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
-        #expect(
-            step.state
-                == F.state([F.item(F.t1, F.hello, .cancelled, attempts: 1), F.item(F.t2, F.world, .sending)], .sending))
-        #expect(step.effects == [.discard(F.t1), .cancel(SendQueueMachine.retryKey), .sendEvent(F.t2, F.world)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .cancelRequested(F.t1),
+            expecting: F.state(
+                [F.item(F.t1, F.hello, .cancelled, attempts: 1), F.item(F.t2, F.world, .sending)], .sending),
+            effects: [.discard(F.t1), .cancel(SendQueueMachine.retryKey), .sendEvent(F.t2, F.world)])
     }
 
     @Test("A remote echo for a cancelled item changes nothing")
-    func echoForCancelled() {
+    func echoForCancelled() throws {
         let start = F.state([F.item(F.t1, F.hello, .cancelled)], .idle)
-        #expect(ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1)).isUnchanged(from: start))
+        try MachineTestStore(machine, initial: start).send(.remoteEchoReceived(F.t1, F.e1), stayingWith: [])
     }
 
     @Test("A remote echo while waiting to retry proves an earlier attempt landed")
-    func echoWhileWaitingRetry() {
+    func echoWhileWaitingRetry() throws {
         let start = F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1))
-        let step = ChatStep(machine, from: start, on: .remoteEchoReceived(F.t1, F.e1))
-        #expect(step.state == F.state([], .idle))
-        #expect(step.effects == [.recordSent(F.t1, F.e1), .cancel(SendQueueMachine.retryKey)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .remoteEchoReceived(F.t1, F.e1), expecting: F.state([], .idle),
+            effects: [.recordSent(F.t1, F.e1), .cancel(SendQueueMachine.retryKey)])
     }
 
     // MARK: Encryption
 
     @Test("In an encrypted room the head is encrypted before it is sent")
-    func encryptFirst() {
+    func encryptFirst() throws {
         let start = F.state([F.item(F.t1, F.hello, persisted: false)], .idle, encrypted: true)
-        let step = ChatStep(machine, from: start, on: .persisted(F.t1))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true))
-        #expect(step.effects == [.encrypt(F.t1, F.hello)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .persisted(F.t1), expecting: F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true),
+            effects: [.encrypt(F.t1, F.hello)])
     }
 
     @Test("The encrypted content is sent and kept for retries")
-    func encryptedIsSent() {
+    func encryptedIsSent() throws {
         let start = F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true)
-        let step = ChatStep(machine, from: start, on: .encrypted(F.t1, .success(F.cipher)))
-        #expect(
-            step.state == F.state([F.item(F.t1, F.hello, .sending, encrypted: F.cipher)], .sending, encrypted: true))
-        #expect(step.effects == [.sendEvent(F.t1, F.cipher)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .encrypted(F.t1, .success(F.cipher)),
+            expecting: F.state([F.item(F.t1, F.hello, .sending, encrypted: F.cipher)], .sending, encrypted: true),
+            effects: [.sendEvent(F.t1, F.cipher)])
     }
 
     @Test("A retry in an encrypted room resends the same ciphertext")
-    func retryKeepsCiphertext() {
+    func retryKeepsCiphertext() throws {
         let start = F.state(
             [F.item(F.t1, F.hello, attempts: 1, encrypted: F.cipher)], .waitingRetry(attempt: 1), encrypted: true)
-        let step = ChatStep(machine, from: start, on: .timerFired(.retry))
-        #expect(
-            step.state
-                == F.state(
-                    [F.item(F.t1, F.hello, .sending, attempts: 1, encrypted: F.cipher)], .sending, encrypted: true))
-        #expect(step.effects == [.sendEvent(F.t1, F.cipher)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .timerFired(.retry),
+            expecting: F.state(
+                [F.item(F.t1, F.hello, .sending, attempts: 1, encrypted: F.cipher)], .sending, encrypted: true),
+            effects: [.sendEvent(F.t1, F.cipher)])
     }
 
     @Test("An encryption failure fails the head like a permanent send error")
-    func encryptionFails() {
+    func encryptionFails() throws {
         let start = F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true)
-        let step = ChatStep(machine, from: start, on: .encrypted(F.t1, .failure(.permanent(.encryptionFailed))))
-        #expect(
-            step.state == F.state([F.item(F.t1, F.hello, .failed(.encryptionFailed))], .blocked(F.t1), encrypted: true))
-        #expect(step.effects == [.recordFailure(F.t1, .encryptionFailed)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .encrypted(F.t1, .failure(.permanent(.encryptionFailed))),
+            expecting: F.state([F.item(F.t1, F.hello, .failed(.encryptionFailed))], .blocked(F.t1), encrypted: true),
+            effects: [.recordFailure(F.t1, .encryptionFailed)])
     }
 
     @Test("Cancelling the head while it is being encrypted cancels the encryption")
-    func cancelEncrypting() {
+    func cancelEncrypting() throws {
         let start = F.state([F.item(F.t1, F.hello, .encrypting)], .sending, encrypted: true)
-        let step = ChatStep(machine, from: start, on: .cancelRequested(F.t1))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled)], .idle, encrypted: true))
-        #expect(step.effects == [.cancel(SendQueueMachine.requestKey), .discard(F.t1)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .cancelRequested(F.t1), expecting: F.state([F.item(F.t1, F.hello, .cancelled)], .idle, encrypted: true),
+            effects: [.cancel(SendQueueMachine.requestKey), .discard(F.t1)])
     }
 
     @Test("Turning on encryption applies to items not yet encrypted")
-    func encryptionEnabled() {
-        let start = F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1))
-        let result = run(machine, from: start, [.encryptionEnabled, .timerFired(.retry)])
-        #expect(result.state == F.state([F.item(F.t1, F.hello, .encrypting, attempts: 1)], .sending, encrypted: true))
-        #expect(result.effects == [.encrypt(F.t1, F.hello)])
+    func encryptionEnabled() throws {
+        let store = MachineTestStore(
+            machine, initial: F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1)))
+        try store.send(
+            .encryptionEnabled,
+            expecting: F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1), encrypted: true))
+        try store.send(
+            .timerFired(.retry),
+            expecting: F.state([F.item(F.t1, F.hello, .encrypting, attempts: 1)], .sending, encrypted: true),
+            effects: [.encrypt(F.t1, F.hello)])
     }
 
     @Test("Encryption cannot be turned on twice")
-    func encryptionEnabledTwice() {
+    func encryptionEnabledTwice() throws {
         let start = F.empty(encrypted: true)
-        #expect(ChatStep(machine, from: start, on: .encryptionEnabled).isUnchanged(from: start))
+        try MachineTestStore(machine, initial: start).send(.encryptionEnabled, stayingWith: [])
     }
 
     // MARK: Restore
 
     @Test("Restored items go first; an interrupted request is tried again")
-    func restore() {
+    func restore() throws {
         let start = F.state([F.item(F.t3, F.world, persisted: false)], .idle)
-        let step = ChatStep(
-            machine, from: start,
-            on: .restored([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .failed(.tooLarge))]))
-        #expect(
-            step.state
-                == F.state(
-                    [
-                        F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .failed(.tooLarge)),
-                        F.item(F.t3, F.world, persisted: false),
-                    ],
-                    .sending))
-        #expect(step.effects == [.sendEvent(F.t1, F.hello)])
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .restored([F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .failed(.tooLarge))]),
+            expecting: F.state(
+                [
+                    F.item(F.t1, F.hello, .sending), F.item(F.t2, F.world, .failed(.tooLarge)),
+                    F.item(F.t3, F.world, persisted: false),
+                ],
+                .sending), effects: [.sendEvent(F.t1, F.hello)])
     }
 
     @Test("A restored failed head blocks the queue")
-    func restoreFailedHead() {
-        let step = ChatStep(machine, from: F.empty(), on: .restored([F.item(F.t1, F.hello, .failed(.forbidden))]))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .failed(.forbidden))], .blocked(F.t1)))
-        #expect(step.effects == [])
+    func restoreFailedHead() throws {
+        let store = MachineTestStore(machine, initial: F.empty())
+        try store.send(
+            .restored([F.item(F.t1, F.hello, .failed(.forbidden))]),
+            expecting: F.state([F.item(F.t1, F.hello, .failed(.forbidden))], .blocked(F.t1)))
     }
 
     @Test("A restored cancelled item is deleted again")
-    func restoreCancelled() {
-        let step = ChatStep(machine, from: F.empty(), on: .restored([F.item(F.t1, F.hello, .cancelled)]))
-        #expect(step.state == F.state([F.item(F.t1, F.hello, .cancelled)], .idle))
-        #expect(step.effects == [.discard(F.t1)])
+    func restoreCancelled() throws {
+        let store = MachineTestStore(machine, initial: F.empty())
+        try store.send(
+            .restored([F.item(F.t1, F.hello, .cancelled)]),
+            expecting: F.state([F.item(F.t1, F.hello, .cancelled)], .idle), effects: [.discard(F.t1)])
     }
 
     @Test("Restoring while a request is in flight is ignored")
-    func restoreWhileSending() {
-        #expect(
-            ChatStep(machine, from: F.state([F.item(F.t1, F.hello, .sending)], .sending), on: .restored([])).isIgnored)
+    func restoreWhileSending() throws {
+        try MachineTestStore(machine, initial: F.state([F.item(F.t1, F.hello, .sending)], .sending)).assertIgnored(
+            .restored([]))
     }
 
     @Test("Resending another item than the failed head changes nothing")
-    func resendOtherWhileBlocked() {
+    func resendOtherWhileBlocked() throws {
         let start = F.state([F.item(F.t1, F.hello, .failed(.forbidden)), F.item(F.t2, F.world)], .blocked(F.t1))
-        #expect(ChatStep(machine, from: start, on: .resendRequested(F.t2)).isUnchanged(from: start))
+        try MachineTestStore(machine, initial: start).send(.resendRequested(F.t2), stayingWith: [])
     }
 
     // MARK: Effects

@@ -27,126 +27,122 @@ struct SyncMachineTests {
     // MARK: Starting and stopping
 
     @Test("A first start without a since-token runs the initial sync with timeout 0")
-    func startWithoutSince() {
-        let step = ChatStep(
-            machine, from: .stopped, on: .started(SyncStart(since: nil, filterID: filter, jitterSeed: 7)))
-        #expect(step.state == .initialSync(progress(since: nil)))
-        #expect(step.effects == [.sendSync(since: nil, timeout: .zero, filterID: filter)])
+    func startWithoutSince() throws {
+        let store = MachineTestStore(machine, initial: .stopped)
+        try store.send(
+            .started(SyncStart(since: nil, filterID: filter, jitterSeed: 7)),
+            expecting: .initialSync(progress(since: nil)),
+            effects: [.sendSync(since: nil, timeout: .zero, filterID: filter)])
     }
 
     @Test("A start from a stored since-token catches up with timeout 0")
-    func startWithSince() {
-        let step = ChatStep(
-            machine, from: .stopped, on: .started(SyncStart(since: since, filterID: filter, jitterSeed: 7)))
-        #expect(step.state == .catchingUp(progress(since: since)))
-        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    func startWithSince() throws {
+        let store = MachineTestStore(machine, initial: .stopped)
+        try store.send(
+            .started(SyncStart(since: since, filterID: filter, jitterSeed: 7)),
+            expecting: .catchingUp(progress(since: since)),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("Stopping a live loop cancels the open request")
-    func stopLive() {
-        let step = ChatStep(machine, from: .live(progress(since: since)), on: .stopped)
-        #expect(step.state == .stopped)
-        #expect(step.effects == [.cancel(SyncMachine.requestKey)])
+    func stopLive() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(.stopped, expecting: .stopped, effects: [.cancel(SyncMachine.requestKey)])
     }
 
     @Test("Stopping while backing off needs no effect: the retry timer is the state timeout")
-    func stopBackingOff() {
-        let step = ChatStep(
-            machine, from: .backingOff(progress(since: since, failures: 1), attempt: 1, after: .seconds(1)),
-            on: .stopped)
-        #expect(step.state == .stopped)
-        #expect(step.effects == [])
+    func stopBackingOff() throws {
+        let store = MachineTestStore(
+            machine, initial: .backingOff(progress(since: since, failures: 1), attempt: 1, after: .seconds(1)))
+        try store.send(.stopped, expecting: .stopped)
     }
 
     @Test("A stopped loop ignores results and timers")
-    func stoppedIgnoresResults() {
+    func stoppedIgnoresResults() throws {
         for event: SyncMachine.Event in [
             .syncResponse(.success(SyncBatchSummary(nextBatch: next))), .persisted(.success(next)),
             .timerFired(.retry), .networkChanged, .tokenRejected, .tokenRefreshed,
         ] {
-            #expect(ChatStep(machine, from: .stopped, on: event).isIgnored)
+            try MachineTestStore(machine, initial: .stopped).assertIgnored(event)
         }
     }
 
     @Test("A second start while running is ignored")
-    func startWhileRunning() {
-        let step = ChatStep(
-            machine, from: .live(progress(since: since)), on: .started(SyncStart(since: nil, jitterSeed: 1)))
-        #expect(step.isIgnored)
+    func startWhileRunning() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.assertIgnored(.started(SyncStart(since: nil, jitterSeed: 1)))
     }
 
     // MARK: Responses and commits
 
     @Test("A response is handed to the store; the since-token does not move yet")
-    func responseIsStored() {
+    func responseIsStored() throws {
         let summary = SyncBatchSummary(nextBatch: next, joinedRoomCount: 3, timelineEventCount: 10)
-        let step = ChatStep(machine, from: .initialSync(progress(since: nil)), on: .syncResponse(.success(summary)))
-        #expect(step.state == .initialSync(progress(since: nil, pending: next)))
-        #expect(step.effects == [.storeSyncResponse(nextBatch: next)])
+        let store = MachineTestStore(machine, initial: .initialSync(progress(since: nil)))
+        try store.send(
+            .syncResponse(.success(summary)), expecting: .initialSync(progress(since: nil, pending: next)),
+            effects: [.storeSyncResponse(nextBatch: next)])
     }
 
     @Test("The commit of the initial batch advances since and starts the long poll")
-    func initialCommitGoesLive() {
-        let step = ChatStep(
-            machine, from: .initialSync(progress(since: nil, pending: next)), on: .persisted(.success(next)))
-        #expect(step.state == .live(progress(since: next)))
-        #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    func initialCommitGoesLive() throws {
+        let store = MachineTestStore(machine, initial: .initialSync(progress(since: nil, pending: next)))
+        try store.send(
+            .persisted(.success(next)), expecting: .live(progress(since: next)),
+            effects: [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
     }
 
     @Test("Catching up goes live after its batch is committed")
-    func catchUpCommitGoesLive() {
-        let step = ChatStep(
-            machine, from: .catchingUp(progress(since: since, pending: next)), on: .persisted(.success(next)))
-        #expect(step.state == .live(progress(since: next)))
-        #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    func catchUpCommitGoesLive() throws {
+        let store = MachineTestStore(machine, initial: .catchingUp(progress(since: since, pending: next)))
+        try store.send(
+            .persisted(.success(next)), expecting: .live(progress(since: next)),
+            effects: [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
     }
 
     @Test("A live commit resets the failure count and polls again")
-    func liveCommitPollsAgain() {
-        let step = ChatStep(
-            machine, from: .live(progress(since: since, pending: next, failures: 2)), on: .persisted(.success(next)))
-        #expect(step.state == .live(progress(since: next)))
-        #expect(step.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    func liveCommitPollsAgain() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since, pending: next, failures: 2)))
+        try store.send(
+            .persisted(.success(next)), expecting: .live(progress(since: next)),
+            effects: [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
     }
 
     @Test("A commit for another batch is stale and changes nothing")
-    func staleCommitIgnored() {
-        let step = ChatStep(
-            machine, from: .live(progress(since: since, pending: next)), on: .persisted(.success(SyncToken("old"))))
-        #expect(step.isUnchanged(from: .live(progress(since: since, pending: next))))
+    func staleCommitIgnored() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since, pending: next)))
+        try store.send(.persisted(.success(SyncToken("old"))), stayingWith: [])
     }
 
     @Test("A response while a commit is running changes nothing")
-    func responseWhileStoringIgnored() {
-        let step = ChatStep(
-            machine, from: .live(progress(since: since, pending: next)),
-            on: .syncResponse(.success(SyncBatchSummary(nextBatch: SyncToken("s3")))))
-        #expect(step.isUnchanged(from: .live(progress(since: since, pending: next))))
+    func responseWhileStoringIgnored() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since, pending: next)))
+        try store.send(.syncResponse(.success(SyncBatchSummary(nextBatch: SyncToken("s3")))), stayingWith: [])
     }
 
     @Test("A failed commit is permanent")
-    func commitFailure() {
-        let step = ChatStep(
-            machine, from: .live(progress(since: since, pending: next)), on: .persisted(.failure(.storeFailed)))
-        #expect(step.state == .failed(.storeFailed))
-        #expect(step.effects == [])
+    func commitFailure() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since, pending: next)))
+        try store.send(.persisted(.failure(.storeFailed)), expecting: .failed(.storeFailed))
     }
 
     // MARK: Failures and backoff
 
     @Test("A network failure backs off with jitter from the seeded stream")
-    func networkFailureBacksOff() {
+    func networkFailureBacksOff() throws {
         let (jitter, delay) = backoff(attempt: 1)
         var expected = progress(since: since, failures: 1)
         expected.jitter = jitter
-        let step = ChatStep(machine, from: .live(progress(since: since)), on: .syncResponse(.failure(.network)))
-        #expect(step.state == .backingOff(expected, attempt: 1, after: delay))
-        #expect(step.effects == [.scheduleRetry(after: delay)])
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(
+            .syncResponse(.failure(.network)), expecting: .backingOff(expected, attempt: 1, after: delay),
+            effects: [.scheduleRetry(after: delay)])
+
         #expect(delay >= .milliseconds(500) && delay < .seconds(1))
     }
 
     @Test("A second failure doubles the base delay")
-    func secondFailure() {
+    func secondFailure() throws {
         var expected = progress(since: since, failures: 2)
         var jitter = JitterSource(seed: 7)
         _ = jitter.next()
@@ -155,137 +151,138 @@ struct SyncMachineTests {
         var start = progress(since: since, failures: 1)
         start.jitter = JitterSource(seed: 7)
         _ = start.jitter.next()
-        let step = ChatStep(machine, from: .catchingUp(start), on: .syncResponse(.failure(.server(status: 502))))
-        #expect(step.state == .backingOff(expected, attempt: 2, after: delay))
-        #expect(step.effects == [.scheduleRetry(after: delay)])
+        let store = MachineTestStore(machine, initial: .catchingUp(start))
+        try store.send(
+            .syncResponse(.failure(.server(status: 502))), expecting: .backingOff(expected, attempt: 2, after: delay),
+            effects: [.scheduleRetry(after: delay)])
+
         #expect(delay >= .seconds(1) && delay < .seconds(2))
     }
 
     @Test("Rate limiting waits exactly the server's Retry-After")
-    func rateLimitedHonoursRetryAfter() {
+    func rateLimitedHonoursRetryAfter() throws {
         let (jitter, _) = backoff(attempt: 1)
         var expected = progress(since: since, failures: 1)
         expected.jitter = jitter
-        let step = ChatStep(
-            machine, from: .live(progress(since: since)),
-            on: .syncResponse(.failure(.rateLimited(retryAfter: .seconds(7)))))
-        #expect(step.state == .backingOff(expected, attempt: 1, after: .seconds(7)))
-        #expect(step.effects == [.scheduleRetry(after: .seconds(7))])
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(
+            .syncResponse(.failure(.rateLimited(retryAfter: .seconds(7)))),
+            expecting: .backingOff(expected, attempt: 1, after: .seconds(7)),
+            effects: [.scheduleRetry(after: .seconds(7))])
     }
 
     @Test("Rate limiting without Retry-After uses the backoff")
-    func rateLimitedWithoutRetryAfter() {
+    func rateLimitedWithoutRetryAfter() throws {
         let (jitter, delay) = backoff(attempt: 1)
         var expected = progress(since: since, failures: 1)
         expected.jitter = jitter
-        let step = ChatStep(
-            machine, from: .live(progress(since: since)), on: .syncResponse(.failure(.rateLimited(retryAfter: nil))))
-        #expect(step.state == .backingOff(expected, attempt: 1, after: delay))
-        #expect(step.effects == [.scheduleRetry(after: delay)])
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(
+            .syncResponse(.failure(.rateLimited(retryAfter: nil))),
+            expecting: .backingOff(expected, attempt: 1, after: delay), effects: [.scheduleRetry(after: delay)])
     }
 
     @Test("A permanent rejection fails the loop")
-    func permanentFailure() {
+    func permanentFailure() throws {
         let error = SyncError.rejected(status: 400, errorCode: "M_INVALID_PARAM")
-        let step = ChatStep(machine, from: .catchingUp(progress(since: since)), on: .syncResponse(.failure(error)))
-        #expect(step.state == .failed(error))
-        #expect(step.effects == [])
+        let store = MachineTestStore(machine, initial: .catchingUp(progress(since: since)))
+        try store.send(.syncResponse(.failure(error)), expecting: .failed(error))
     }
 
     @Test("The retry timer catches up from the committed since-token")
-    func retryCatchesUp() {
+    func retryCatchesUp() throws {
         let start = progress(since: since, failures: 1)
-        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
-        #expect(step.state == .catchingUp(start))
-        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+        let store = MachineTestStore(machine, initial: .backingOff(start, attempt: 1, after: .seconds(1)))
+        try store.send(
+            .timerFired(.retry), expecting: .catchingUp(start),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("The retry timer repeats the initial sync when nothing was committed yet")
-    func retryInitial() {
+    func retryInitial() throws {
         let start = progress(since: nil, failures: 1)
-        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .timerFired(.retry))
-        #expect(step.state == .initialSync(start))
-        #expect(step.effects == [.sendSync(since: nil, timeout: .zero, filterID: filter)])
+        let store = MachineTestStore(machine, initial: .backingOff(start, attempt: 1, after: .seconds(1)))
+        try store.send(
+            .timerFired(.retry), expecting: .initialSync(start),
+            effects: [.sendSync(since: nil, timeout: .zero, filterID: filter)])
     }
 
     @Test("A network change while backing off retries at once")
-    func networkChangeRetries() {
+    func networkChangeRetries() throws {
         let start = progress(since: since, failures: 3)
-        let step = ChatStep(machine, from: .backingOff(start, attempt: 3, after: .seconds(4)), on: .networkChanged)
-        #expect(step.state == .catchingUp(start))
-        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+        let store = MachineTestStore(machine, initial: .backingOff(start, attempt: 3, after: .seconds(4)))
+        try store.send(
+            .networkChanged, expecting: .catchingUp(start),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("A network change replaces a hanging long poll with a quick catch-up")
-    func networkChangeLive() {
-        let step = ChatStep(machine, from: .live(progress(since: since)), on: .networkChanged)
-        #expect(step.state == .catchingUp(progress(since: since)))
-        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    func networkChangeLive() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(
+            .networkChanged, expecting: .catchingUp(progress(since: since)),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("A network change during a commit changes nothing: the next request follows the commit")
-    func networkChangeWhileStoring() {
+    func networkChangeWhileStoring() throws {
         let start = SyncMachine.State.live(progress(since: since, pending: next))
-        #expect(ChatStep(machine, from: start, on: .networkChanged).isUnchanged(from: start))
+        try MachineTestStore(machine, initial: start).send(.networkChanged, stayingWith: [])
     }
 
     @Test("Start from failed begins again")
-    func restartFromFailed() {
-        let step = ChatStep(
-            machine, from: .failed(.storeFailed), on: .started(SyncStart(since: since, filterID: filter, jitterSeed: 7))
-        )
-        #expect(step.state == .catchingUp(progress(since: since)))
-        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    func restartFromFailed() throws {
+        let store = MachineTestStore(machine, initial: .failed(.storeFailed))
+        try store.send(
+            .started(SyncStart(since: since, filterID: filter, jitterSeed: 7)),
+            expecting: .catchingUp(progress(since: since)),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     // MARK: Token refresh
 
     @Test("A rejected token cancels the request and asks the session for a refresh")
-    func tokenRejected() {
-        let step = ChatStep(machine, from: .live(progress(since: since)), on: .tokenRejected)
-        #expect(step.state == .awaitingToken(progress(since: since)))
-        #expect(step.effects == [.cancel(SyncMachine.requestKey), .requestTokenRefresh])
+    func tokenRejected() throws {
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(
+            .tokenRejected, expecting: .awaitingToken(progress(since: since)),
+            effects: [.cancel(SyncMachine.requestKey), .requestTokenRefresh])
     }
 
     @Test("A rejected token while backing off asks for a refresh; the move cancels the timer")
-    func tokenRejectedBackingOff() {
+    func tokenRejectedBackingOff() throws {
         let start = progress(since: since, failures: 1)
-        let step = ChatStep(machine, from: .backingOff(start, attempt: 1, after: .seconds(1)), on: .tokenRejected)
-        #expect(step.state == .awaitingToken(start))
-        #expect(step.effects == [.requestTokenRefresh])
+        let store = MachineTestStore(machine, initial: .backingOff(start, attempt: 1, after: .seconds(1)))
+        try store.send(.tokenRejected, expecting: .awaitingToken(start), effects: [.requestTokenRefresh])
     }
 
     @Test("A refreshed token resumes with a catch-up")
-    func tokenRefreshed() {
-        let step = ChatStep(machine, from: .awaitingToken(progress(since: since)), on: .tokenRefreshed)
-        #expect(step.state == .catchingUp(progress(since: since)))
-        #expect(step.effects == [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    func tokenRefreshed() throws {
+        let store = MachineTestStore(machine, initial: .awaitingToken(progress(since: since)))
+        try store.send(
+            .tokenRefreshed, expecting: .catchingUp(progress(since: since)),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
     }
 
     @Test("A commit that finishes while waiting for the token still advances since")
-    func commitWhileAwaitingToken() {
-        let step = ChatStep(
-            machine, from: .awaitingToken(progress(since: since, pending: next)), on: .persisted(.success(next)))
-        #expect(step.state == .awaitingToken(progress(since: next)))
-        #expect(step.effects == [])
+    func commitWhileAwaitingToken() throws {
+        let store = MachineTestStore(machine, initial: .awaitingToken(progress(since: since, pending: next)))
+        try store.send(.persisted(.success(next)), expecting: .awaitingToken(progress(since: next)))
     }
 
     @Test("A refreshed token while a commit runs waits for the commit before polling")
-    func refreshedWhileStoring() {
-        let result = run(
-            machine, from: .awaitingToken(progress(since: since, pending: next)),
-            [.tokenRefreshed, .persisted(.success(next))])
-        #expect(result.state == .live(progress(since: next)))
-        #expect(result.effects == [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
+    func refreshedWhileStoring() throws {
+        let store = MachineTestStore(machine, initial: .awaitingToken(progress(since: since, pending: next)))
+        try store.send(.tokenRefreshed, expecting: .catchingUp(progress(since: since, pending: next)))
+        try store.send(
+            .persisted(.success(next)), expecting: .live(progress(since: next)),
+            effects: [.sendSync(since: next, timeout: .seconds(30), filterID: filter)])
     }
 
     @Test("A failed commit while waiting for the token fails the loop")
-    func commitFailsWhileAwaitingToken() {
-        let step = ChatStep(
-            machine, from: .awaitingToken(progress(since: since, pending: next)), on: .persisted(.failure(.storeFailed))
-        )
-        #expect(step.state == .failed(.storeFailed))
-        #expect(step.effects == [])
+    func commitFailsWhileAwaitingToken() throws {
+        let store = MachineTestStore(machine, initial: .awaitingToken(progress(since: since, pending: next)))
+        try store.send(.persisted(.failure(.storeFailed)), expecting: .failed(.storeFailed))
     }
 
     // MARK: Effects and the chart

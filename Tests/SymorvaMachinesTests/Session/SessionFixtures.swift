@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Testing
 
 typealias SessionState = SessionMachine.State
 typealias SessionEvent = SessionMachine.Event
@@ -77,64 +76,4 @@ enum SessionFixture {
         ])
     static let captchaOnlyChallenge = AuthenticationChallenge(
         session: "uia-session-2", flows: [AuthenticationFlow(stages: ["m.login.recaptcha"])])
-}
-
-/// Asserts that `event` in `state` moves to `next` with exactly `effects`.
-func expectMove(
-    _ machine: SessionMachine = SessionFixture.machine, from state: SessionState, on event: SessionEvent,
-    to next: SessionState,
-    effects: [SessionEffect] = [], sourceLocation: SourceLocation = #_sourceLocation
-) {
-    let transition = machine.transition(from: state, on: event)
-    guard case .move(let actual, let actualEffects) = transition else {
-        Issue.record("expected a move to \(next.caseName), got \(describe(transition))", sourceLocation: sourceLocation)
-        return
-    }
-    #expect(actual == next, sourceLocation: sourceLocation)
-    #expect(actualEffects == effects, sourceLocation: sourceLocation)
-}
-
-/// Asserts that `event` in `state` keeps the state and asks for exactly `effects`.
-func expectStay(
-    _ machine: SessionMachine = SessionFixture.machine, in state: SessionState, on event: SessionEvent,
-    effects: [SessionEffect] = [],
-    sourceLocation: SourceLocation = #_sourceLocation
-) {
-    let transition = machine.transition(from: state, on: event)
-    guard case .stay(let actualEffects) = transition else {
-        Issue.record("expected stay, got \(describe(transition))", sourceLocation: sourceLocation)
-        return
-    }
-    #expect(actualEffects == effects, sourceLocation: sourceLocation)
-}
-
-/// Asserts that `event` has no meaning in `state`.
-func expectIgnored(
-    _ machine: SessionMachine = SessionFixture.machine, in state: SessionState, on event: SessionEvent,
-    sourceLocation: SourceLocation = #_sourceLocation
-) {
-    let transition = machine.transition(from: state, on: event)
-    #expect(transition.isIgnored, "\(state.caseName) + \(event.caseName)", sourceLocation: sourceLocation)
-}
-
-/// Runs `events` from `state`, returning the final state and every effect asked for.
-func run(_ machine: SessionMachine = SessionFixture.machine, from state: SessionState, _ events: [SessionEvent]) -> (
-    SessionState, [SessionEffect]
-) {
-    var current = state
-    var effects: [SessionEffect] = []
-    for event in events {
-        let transition = machine.transition(from: current, on: event)
-        current = transition.nextState(after: current)
-        effects += transition.effects
-    }
-    return (current, effects)
-}
-
-func describe(_ transition: Transition<SessionState, SessionEffect>) -> String {
-    switch transition {
-    case .move(let state, let effects): "move(\(state.caseName), \(effects))"
-    case .stay(let effects): "stay(\(effects))"
-    case .ignored: "ignored"
-    }
 }

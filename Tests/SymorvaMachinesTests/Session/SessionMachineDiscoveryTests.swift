@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaTesting
 import Testing
 
 @Suite("Session machine: discovery and restore")
@@ -8,142 +9,156 @@ struct SessionMachineDiscoveryTests {
         target: .serverName("localhost"), step: .versions(SessionFixture.baseURL))
 
     @Test("Discovery by server name reads .well-known first")
-    func discoveryStartsWithWellKnown() {
-        expectMove(
-            from: .signedOut, on: .discoveryRequested(.serverName("localhost")), to: wellKnownStep,
+    func discoveryStartsWithWellKnown() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: .signedOut)
+        try store.send(
+            .discoveryRequested(.serverName("localhost")), expecting: wellKnownStep,
             effects: [.fetchWellKnown(serverName: "localhost")])
     }
 
     @Test("Discovery by base URL goes straight to /versions")
-    func discoveryByURLSkipsWellKnown() {
+    func discoveryByURLSkipsWellKnown() throws {
         let target = ServerAddress.homeserverURL(SessionFixture.baseURL, serverName: "localhost")
-        expectMove(
-            from: .signedOut, on: .discoveryRequested(target),
-            to: .discovering(target: target, step: .versions(SessionFixture.baseURL)),
+        let store = MachineTestStore(SessionFixture.machine, initial: .signedOut)
+        try store.send(
+            .discoveryRequested(target),
+            expecting: .discovering(target: target, step: .versions(SessionFixture.baseURL)),
             effects: [.fetchVersions(SessionFixture.baseURL)])
     }
 
     @Test("The base URL published in .well-known is checked with /versions")
-    func wellKnownLeadsToVersions() {
-        expectMove(
-            from: wellKnownStep, on: .wellKnownResponse(.success(SessionFixture.baseURL)), to: versionsStep,
+    func wellKnownLeadsToVersions() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: wellKnownStep)
+        try store.send(
+            .wellKnownResponse(.success(SessionFixture.baseURL)), expecting: versionsStep,
             effects: [.fetchVersions(SessionFixture.baseURL)])
     }
 
     @Test("Without .well-known (404) the server name's https URL is tried")
-    func missingWellKnownFallsBackToServerName() {
+    func missingWellKnownFallsBackToServerName() throws {
         let fallback = HomeserverURL("https://localhost")!
-        expectMove(
-            from: wellKnownStep, on: .wellKnownResponse(.success(nil)),
-            to: .discovering(target: .serverName("localhost"), step: .versions(fallback)),
+        let store = MachineTestStore(SessionFixture.machine, initial: wellKnownStep)
+        try store.send(
+            .wellKnownResponse(.success(nil)),
+            expecting: .discovering(target: .serverName("localhost"), step: .versions(fallback)),
             effects: [.fetchVersions(fallback)])
     }
 
     @Test("A supported /versions answer waits for credentials with the homeserver's info")
-    func versionsSuccess() {
-        expectMove(
-            from: versionsStep, on: .versionsResponse(.success(SessionFixture.versions)),
-            to: .awaitingCredentials(SessionFixture.server))
+    func versionsSuccess() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: versionsStep)
+        try store.send(
+            .versionsResponse(.success(SessionFixture.versions)), expecting: .awaitingCredentials(SessionFixture.server)
+        )
     }
 
     @Test("A broken .well-known fails discovery with its typed reason")
-    func wellKnownFailure() {
+    func wellKnownFailure() throws {
         let error = SessionError.discoveryFailed(reason: "m.homeserver.base_url is not a URL")
-        expectMove(
-            from: wellKnownStep, on: .wellKnownResponse(.failure(error)),
-            to: .failed(from: .discovery, error: error, server: nil))
+        let store = MachineTestStore(SessionFixture.machine, initial: wellKnownStep)
+        try store.send(
+            .wellKnownResponse(.failure(error)), expecting: .failed(from: .discovery, error: error, server: nil))
     }
 
     @Test("An unreachable homeserver fails discovery as unreachable")
-    func versionsUnreachable() {
+    func versionsUnreachable() throws {
         let error = SessionError.unreachable(.cannotConnect)
-        expectMove(
-            from: versionsStep, on: .versionsResponse(.failure(error)),
-            to: .failed(from: .discovery, error: error, server: nil))
+        let store = MachineTestStore(SessionFixture.machine, initial: versionsStep)
+        try store.send(
+            .versionsResponse(.failure(error)), expecting: .failed(from: .discovery, error: error, server: nil))
     }
 
     @Test("A homeserver without v1.1 is unsupported")
-    func oldServerIsUnsupported() {
-        expectMove(
-            from: versionsStep, on: .versionsResponse(.success(SessionFixture.oldVersions)),
-            to: .failed(from: .discovery, error: .unsupportedServer(versions: ["r0.5.0", "r0.6.1"]), server: nil))
+    func oldServerIsUnsupported() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: versionsStep)
+        try store.send(
+            .versionsResponse(.success(SessionFixture.oldVersions)),
+            expecting: .failed(
+                from: .discovery, error: .unsupportedServer(versions: ["r0.5.0", "r0.6.1"]), server: nil))
     }
 
     @Test("A late .well-known answer during /versions changes nothing")
-    func lateWellKnownIsAbsorbed() {
-        expectStay(in: versionsStep, on: .wellKnownResponse(.success(SessionFixture.baseURL)))
+    func lateWellKnownIsAbsorbed() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: versionsStep)
+        try store.send(.wellKnownResponse(.success(SessionFixture.baseURL)), stayingWith: [])
     }
 
     @Test("Cancelling discovery cancels its request and signs out")
-    func cancelDiscovery() {
-        expectMove(from: versionsStep, on: .cancelRequested, to: .signedOut, effects: [.cancel(SessionKeys.discovery)])
+    func cancelDiscovery() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: versionsStep)
+        try store.send(.cancelRequested, expecting: .signedOut, effects: [.cancel(SessionKeys.discovery)])
     }
 
     @Test("A new discovery replaces the one under way")
-    func rediscovery() {
-        expectMove(
-            from: versionsStep, on: .discoveryRequested(.serverName("example.org")),
-            to: .discovering(target: .serverName("example.org"), step: .wellKnown),
+    func rediscovery() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: versionsStep)
+        try store.send(
+            .discoveryRequested(.serverName("example.org")),
+            expecting: .discovering(target: .serverName("example.org"), step: .wellKnown),
             effects: [.fetchWellKnown(serverName: "example.org")])
     }
 
     @Test("Submitting credentials after a failed discovery is a typed noHomeserver error")
-    func credentialsWithoutHomeserver() {
+    func credentialsWithoutHomeserver() throws {
         let failed = SessionState.failed(from: .discovery, error: .unreachable(.timedOut), server: nil)
-        expectMove(
-            from: failed, on: .passwordSubmitted(username: "alice", password: SessionFixture.password),
-            to: .failed(from: .login, error: .noHomeserver, server: nil))
+        let store = MachineTestStore(SessionFixture.machine, initial: failed)
+        try store.send(
+            .passwordSubmitted(username: "alice", password: SessionFixture.password),
+            expecting: .failed(from: .login, error: .noHomeserver, server: nil))
     }
 
     @Test("Restore loads the stored session without the network")
-    func restoreLoadsFromStore() {
-        expectMove(
-            from: .signedOut, on: .restoreRequested(SessionFixture.account), to: .restoring(SessionFixture.account),
+    func restoreLoadsFromStore() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: .signedOut)
+        try store.send(
+            .restoreRequested(SessionFixture.account), expecting: .restoring(SessionFixture.account),
             effects: [.loadStoredSession(SessionFixture.account)])
     }
 
     @Test("A restored session is signed in at once and arms its refresh timer")
-    func restoreSignsIn() {
+    func restoreSignsIn() throws {
         let session = SessionFixture.session()
-        expectMove(
-            from: .restoring(SessionFixture.account), on: .restored(StoredSession(session: session)),
-            to: .signedIn(session),
+        let store = MachineTestStore(SessionFixture.machine, initial: .restoring(SessionFixture.account))
+        try store.send(
+            .restored(StoredSession(session: session)), expecting: .signedIn(session),
             effects: [.activate(session), .scheduleRefresh(at: SessionFixture.refreshDeadline)])
     }
 
     @Test("A restored session without expiry arms no timer")
-    func restoreWithoutExpiry() {
+    func restoreWithoutExpiry() throws {
         let session = SessionFixture.session(refresh: false, lifetime: nil)
-        expectMove(
-            from: .restoring(SessionFixture.account), on: .restored(StoredSession(session: session)),
-            to: .signedIn(session),
-            effects: [.activate(session)])
+        let store = MachineTestStore(SessionFixture.machine, initial: .restoring(SessionFixture.account))
+        try store.send(
+            .restored(StoredSession(session: session)), expecting: .signedIn(session), effects: [.activate(session)])
     }
 
     @Test("A session saved while soft logged out is restored soft logged out")
-    func restoreSoftLoggedOut() {
+    func restoreSoftLoggedOut() throws {
         let session = SessionFixture.session()
-        expectMove(
-            from: .restoring(SessionFixture.account),
-            on: .restored(StoredSession(session: session, isSoftLoggedOut: true)),
-            to: .softLoggedOut(session, lastError: .softLoggedOut))
+        let store = MachineTestStore(SessionFixture.machine, initial: .restoring(SessionFixture.account))
+        try store.send(
+            .restored(StoredSession(session: session, isSoftLoggedOut: true)),
+            expecting: .softLoggedOut(session, lastError: .softLoggedOut))
     }
 
     @Test("Nothing stored restores to signed out")
-    func restoreNothing() {
-        expectMove(from: .restoring(SessionFixture.account), on: .restored(nil), to: .signedOut)
+    func restoreNothing() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: .restoring(SessionFixture.account))
+        try store.send(.restored(nil), expecting: .signedOut)
     }
 
     @Test("A store failure during restore is a typed store error")
-    func restoreStoreFailure() {
-        expectMove(
-            from: .restoring(SessionFixture.account), on: .storeFailed(.store(reason: "database is locked")),
-            to: .failed(from: .restore, error: .store(reason: "database is locked"), server: nil))
+    func restoreStoreFailure() throws {
+        let store = MachineTestStore(SessionFixture.machine, initial: .restoring(SessionFixture.account))
+        try store.send(
+            .storeFailed(.store(reason: "database is locked")),
+            expecting: .failed(from: .restore, error: .store(reason: "database is locked"), server: nil))
     }
 
     @Test("Dismissing an error with a known homeserver returns to the credentials form")
-    func dismissError() {
+    func dismissError() throws {
         let failed = SessionState.failed(from: .login, error: .invalidCredentials, server: SessionFixture.server)
-        expectMove(from: failed, on: .cancelRequested, to: .awaitingCredentials(SessionFixture.server))
+        let store = MachineTestStore(SessionFixture.machine, initial: failed)
+        try store.send(.cancelRequested, expecting: .awaitingCredentials(SessionFixture.server))
     }
 }

@@ -119,21 +119,3 @@ enum Fixture {
         .cancelled,
     ]
 }
-
-/// The whole outcome of one transition, comparable in one `#expect`.
-struct Step: Equatable {
-    var state: TransferMachine.State
-    var effects: [TransferMachine.Effect]
-    var ignored = false
-
-    static func ignored(_ state: TransferMachine.State) -> Step { Step(state: state, effects: [], ignored: true) }
-}
-
-extension TransferMachine {
-    /// Applies `event` to `state` and returns the whole outcome.
-    func step(_ state: State, _ event: Event) -> Step {
-        let transition = transition(from: state, on: event)
-        return Step(
-            state: transition.nextState(after: state), effects: transition.effects, ignored: transition.isIgnored)
-    }
-}

@@ -1,5 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaTesting
 import Testing
 
 /// The confirm request's answer, unknown outcomes, queries and restarts. Each test is one
@@ -13,72 +14,75 @@ struct TransferResolutionTests {
     // MARK: Confirming
 
     @Test("A settled answer settles and clears the pending command")
-    func settled() {
-        let step = machine.step(confirming, .confirmResponse(.settled(Fixture.transfer())))
-        #expect(step == Step(state: .settled(Fixture.transfer()), effects: [clear]))
+    func settled() throws {
+        let store = MachineTestStore(machine, initial: confirming)
+        try store.send(
+            .confirmResponse(.settled(Fixture.transfer())), expecting: .settled(Fixture.transfer()), effects: [clear])
     }
 
     @Test("Wrong PIN returns to drafted with attempts left and the command spent")
-    func wrongPIN() {
-        let step = machine.step(confirming, .confirmResponse(.failed(.wrongPIN(attemptsLeft: 2))))
+    func wrongPIN() throws {
         let expected = DraftedTransfer(
             draft: Fixture.draft(), rejection: .wrongPIN(attemptsLeft: 2), spentCommandIDs: [Fixture.command(1)])
-        #expect(
-            step == Step(state: .drafted(expected), effects: [clear, .scheduleDraftExpiry(at: Fixture.expiry)]))
+        let store = MachineTestStore(machine, initial: confirming)
+        try store.send(
+            .confirmResponse(.failed(.wrongPIN(attemptsLeft: 2))), expecting: .drafted(expected),
+            effects: [clear, .scheduleDraftExpiry(at: Fixture.expiry)])
     }
 
     @Test("Wrong PIN keeps the IDs spent before")
-    func wrongPINAgain() {
+    func wrongPINAgain() throws {
         let state = TransferMachine.State.confirming(Fixture.attempt(2, spent: [Fixture.command(1)]))
-        let step = machine.step(state, .confirmResponse(.failed(.wrongPIN(attemptsLeft: 1))))
         let expected = DraftedTransfer(
             draft: Fixture.draft(), rejection: .wrongPIN(attemptsLeft: 1),
             spentCommandIDs: [Fixture.command(1), Fixture.command(2)])
-        #expect(
-            step
-                == Step(
-                    state: .drafted(expected),
-                    effects: [.clearPendingCommand(Fixture.command(2)), .scheduleDraftExpiry(at: Fixture.expiry)]))
+        let store = MachineTestStore(machine, initial: state)
+        try store.send(
+            .confirmResponse(.failed(.wrongPIN(attemptsLeft: 1))), expecting: .drafted(expected),
+            effects: [.clearPendingCommand(Fixture.command(2)), .scheduleDraftExpiry(at: Fixture.expiry)])
     }
 
     @Test("A rate-limited confirm returns to drafted, not unknown: nothing executed, the ID spent, the record cleared")
-    func rateLimited() {
-        let step = machine.step(confirming, .confirmResponse(.failed(.rateLimited(retryAfter: .milliseconds(1_500)))))
+    func rateLimited() throws {
         let expected = DraftedTransfer(
             draft: Fixture.draft(), rejection: .rateLimited(retryAfter: .milliseconds(1_500)),
             spentCommandIDs: [Fixture.command(1)])
-        #expect(
-            step == Step(state: .drafted(expected), effects: [clear, .scheduleDraftExpiry(at: Fixture.expiry)]))
+        let store = MachineTestStore(machine, initial: confirming)
+        try store.send(
+            .confirmResponse(.failed(.rateLimited(retryAfter: .milliseconds(1_500)))), expecting: .drafted(expected),
+            effects: [clear, .scheduleDraftExpiry(at: Fixture.expiry)])
     }
 
     @Test("After a rate limit the draft confirms again under a new command ID")
-    func confirmAfterRateLimit() {
+    func confirmAfterRateLimit() throws {
         let state = DraftedTransfer(
             draft: Fixture.draft(), rejection: .rateLimited(retryAfter: nil), spentCommandIDs: [Fixture.command(1)])
-        let step = machine.step(.drafted(state), .confirmRequested(.pin(Fixture.pin), commandID: Fixture.command(2)))
-        #expect(
-            step
-                == Step(
-                    state: .verifying(Fixture.attempt(2, spent: [Fixture.command(1)])),
-                    effects: [.sealVerification(.pin(Fixture.pin), context: Fixture.context(2))]))
+        let store = MachineTestStore(machine, initial: .drafted(state))
+        try store.send(
+            .confirmRequested(.pin(Fixture.pin), commandID: Fixture.command(2)),
+            expecting: .verifying(Fixture.attempt(2, spent: [Fixture.command(1)])),
+            effects: [.sealVerification(.pin(Fixture.pin), context: Fixture.context(2))])
     }
 
     @Test("Locked out is final")
-    func lockedOut() {
-        let step = machine.step(confirming, .confirmResponse(.failed(.lockedOut)))
-        #expect(step == Step(state: .failed(.lockedOut, Fixture.summary), effects: [clear]))
+    func lockedOut() throws {
+        let store = MachineTestStore(machine, initial: confirming)
+        try store.send(
+            .confirmResponse(.failed(.lockedOut)), expecting: .failed(.lockedOut, Fixture.summary), effects: [clear])
     }
 
     @Test("Insufficient funds fails with the transfer's figures")
-    func insufficientFunds() {
-        let step = machine.step(confirming, .confirmResponse(.failed(.insufficientFunds)))
-        #expect(step == Step(state: .failed(.insufficientFunds, Fixture.summary), effects: [clear]))
+    func insufficientFunds() throws {
+        let store = MachineTestStore(machine, initial: confirming)
+        try store.send(
+            .confirmResponse(.failed(.insufficientFunds)), expecting: .failed(.insufficientFunds, Fixture.summary),
+            effects: [clear])
     }
 
     @Test("A draft the service calls expired ends in expired")
-    func expiredAtService() {
-        let step = machine.step(confirming, .confirmResponse(.failed(.draftExpired)))
-        #expect(step == Step(state: .expired(Fixture.draft()), effects: [clear]))
+    func expiredAtService() throws {
+        let store = MachineTestStore(machine, initial: confirming)
+        try store.send(.confirmResponse(.failed(.draftExpired)), expecting: .expired(Fixture.draft()), effects: [clear])
     }
 
     @Test(
@@ -88,80 +92,87 @@ struct TransferResolutionTests {
             .transportError(.serverError(status: 500)), .transportError(.serverError(status: 503)),
             .transportError(.responseDropped), .transportError(.unreachable),
         ])
-    func ambiguous(result: ConfirmResult) {
-        let step = machine.step(confirming, .confirmResponse(result))
-        #expect(
-            step == Step(state: .unknown(Fixture.pending(), attempt: 0), effects: [.scheduleQuery(after: .seconds(1))]))
+    func ambiguous(result: ConfirmResult) throws {
+        let store = MachineTestStore(machine, initial: confirming)
+        try store.send(
+            .confirmResponse(result), expecting: .unknown(Fixture.pending(), attempt: 0),
+            effects: [.scheduleQuery(after: .seconds(1))])
     }
 
     @Test("Neither expiry nor cancel touches a sent confirmation")
-    func confirmingIgnoresExpiryAndCancel() {
-        #expect(machine.step(confirming, .draftExpired) == .ignored(confirming))
-        #expect(machine.step(confirming, .cancelled) == .ignored(confirming))
+    func confirmingIgnoresExpiryAndCancel() throws {
+        try MachineTestStore(machine, initial: confirming).assertIgnored(.draftExpired)
+        try MachineTestStore(machine, initial: confirming).assertIgnored(.cancelled)
     }
 
     // MARK: Unknown
 
     @Test("The query timer sends the query")
-    func timerQueries() {
-        let step = machine.step(.unknown(Fixture.pending(), attempt: 0), .timerFired(.query))
-        #expect(
-            step == Step(state: .querying(Fixture.pending(), attempt: 1), effects: [.sendQuery(Fixture.command(1))]))
+    func timerQueries() throws {
+        let store = MachineTestStore(machine, initial: .unknown(Fixture.pending(), attempt: 0))
+        try store.send(
+            .timerFired(.query), expecting: .querying(Fixture.pending(), attempt: 1),
+            effects: [.sendQuery(Fixture.command(1))])
     }
 
     @Test("Asking to query an unknown command queries at once")
-    func queryNow() {
-        let step = machine.step(.unknown(Fixture.pending(), attempt: 3), .queryRequested)
-        #expect(
-            step == Step(state: .querying(Fixture.pending(), attempt: 4), effects: [.sendQuery(Fixture.command(1))]))
+    func queryNow() throws {
+        let store = MachineTestStore(machine, initial: .unknown(Fixture.pending(), attempt: 3))
+        try store.send(
+            .queryRequested, expecting: .querying(Fixture.pending(), attempt: 4),
+            effects: [.sendQuery(Fixture.command(1))])
     }
 
     @Test("An unknown command is never confirmed again, whatever the member does")
-    func unknownNeverResends() {
+    func unknownNeverResends() throws {
         let state = TransferMachine.State.unknown(Fixture.pending(), attempt: 0)
         for event in [
             TransferMachine.Event.confirmRequested(.pin(Fixture.pin), commandID: Fixture.command(1)),
             .confirmRequested(.pin(Fixture.pin), commandID: Fixture.command(2)), .commandPersisted,
             .verificationSealed(.success(Fixture.sealed)), .cancelled, .draftExpired,
         ] {
-            #expect(machine.step(state, event) == .ignored(state))
+            try MachineTestStore(machine, initial: state).assertIgnored(event)
         }
     }
 
     // MARK: Querying
 
     @Test("A query that finds the transfer settled settles")
-    func querySettled() {
-        let step = machine.step(.querying(Fixture.pending(), attempt: 2), .queryResponse(.settled(Fixture.transfer())))
-        #expect(step == Step(state: .settled(Fixture.transfer()), effects: [clear]))
+    func querySettled() throws {
+        let store = MachineTestStore(machine, initial: .querying(Fixture.pending(), attempt: 2))
+        try store.send(
+            .queryResponse(.settled(Fixture.transfer())), expecting: .settled(Fixture.transfer()), effects: [clear])
     }
 
     @Test("A query that finds the command refused fails")
-    func queryFailed() {
-        let step = machine.step(
-            .querying(Fixture.pending(), attempt: 1), .queryResponse(.failed(.wrongPIN(attemptsLeft: 2))))
-        #expect(step == Step(state: .failed(.wrongPIN(attemptsLeft: 2), Fixture.summary), effects: [clear]))
+    func queryFailed() throws {
+        let store = MachineTestStore(machine, initial: .querying(Fixture.pending(), attempt: 1))
+        try store.send(
+            .queryResponse(.failed(.wrongPIN(attemptsLeft: 2))),
+            expecting: .failed(.wrongPIN(attemptsLeft: 2), Fixture.summary), effects: [clear])
     }
 
     @Test("A command the service never received fails as not received")
-    func queryUnknownCommand() {
-        let step = machine.step(.querying(Fixture.pending(), attempt: 1), .queryResponse(.unknownCommand))
-        #expect(step == Step(state: .failed(.notReceived, Fixture.summary), effects: [clear]))
+    func queryUnknownCommand() throws {
+        let store = MachineTestStore(machine, initial: .querying(Fixture.pending(), attempt: 1))
+        try store.send(
+            .queryResponse(.unknownCommand), expecting: .failed(.notReceived, Fixture.summary), effects: [clear])
     }
 
     @Test("A pending answer backs off and stays unknown")
-    func queryPending() {
-        let step = machine.step(.querying(Fixture.pending(), attempt: 1), .queryResponse(.pending))
-        #expect(
-            step == Step(state: .unknown(Fixture.pending(), attempt: 1), effects: [.scheduleQuery(after: .seconds(2))]))
+    func queryPending() throws {
+        let store = MachineTestStore(machine, initial: .querying(Fixture.pending(), attempt: 1))
+        try store.send(
+            .queryResponse(.pending), expecting: .unknown(Fixture.pending(), attempt: 1),
+            effects: [.scheduleQuery(after: .seconds(2))])
     }
 
     @Test("A query lost in transport backs off up to the cap")
-    func queryTransportError() {
-        let step = machine.step(.querying(Fixture.pending(), attempt: 9), .queryResponse(.transportError(.timeout)))
-        #expect(
-            step == Step(state: .unknown(Fixture.pending(), attempt: 9), effects: [.scheduleQuery(after: .seconds(60))])
-        )
+    func queryTransportError() throws {
+        let store = MachineTestStore(machine, initial: .querying(Fixture.pending(), attempt: 9))
+        try store.send(
+            .queryResponse(.transportError(.timeout)), expecting: .unknown(Fixture.pending(), attempt: 9),
+            effects: [.scheduleQuery(after: .seconds(60))])
     }
 
     @Test(
@@ -170,19 +181,18 @@ struct TransferResolutionTests {
             (Duration?.none, 1, Duration.seconds(2)), (.milliseconds(500), 1, .seconds(2)),
             (.seconds(90), 1, .seconds(90)), (.seconds(30), 9, .seconds(60)),
         ])
-    func queryRateLimited(retryAfter: Duration?, attempt: Int, delay: Duration) {
-        let step = machine.step(
-            .querying(Fixture.pending(), attempt: attempt), .queryResponse(.rateLimited(retryAfter: retryAfter)))
-        #expect(
-            step
-                == Step(state: .unknown(Fixture.pending(), attempt: attempt), effects: [.scheduleQuery(after: delay)]))
+    func queryRateLimited(retryAfter: Duration?, attempt: Int, delay: Duration) throws {
+        let store = MachineTestStore(machine, initial: .querying(Fixture.pending(), attempt: attempt))
+        try store.send(
+            .queryResponse(.rateLimited(retryAfter: retryAfter)),
+            expecting: .unknown(Fixture.pending(), attempt: attempt), effects: [.scheduleQuery(after: delay)])
     }
 
     @Test("A second query request while one is in flight is ignored")
-    func queryJoinsInFlight() {
+    func queryJoinsInFlight() throws {
         let state = TransferMachine.State.querying(Fixture.pending(), attempt: 1)
-        #expect(machine.step(state, .queryRequested) == .ignored(state))
-        #expect(machine.step(state, .timerFired(.query)) == .ignored(state))
+        try MachineTestStore(machine, initial: state).assertIgnored(.queryRequested)
+        try MachineTestStore(machine, initial: state).assertIgnored(.timerFired(.query))
     }
 
     @Test("Backoff doubles from the initial delay and stops at the cap")
@@ -196,26 +206,27 @@ struct TransferResolutionTests {
     // MARK: Restart
 
     @Test("A command restored after a restart is queried at once")
-    func restored() {
-        let step = machine.step(.idle, .restored(Fixture.pending()))
-        #expect(
-            step == Step(state: .querying(Fixture.pending(), attempt: 1), effects: [.sendQuery(Fixture.command(1))]))
-        #expect(step.state.pendingCommand == Fixture.pending())
+    func restored() throws {
+        let store = MachineTestStore(machine, initial: .idle)
+        try store.send(
+            .restored(Fixture.pending()), expecting: .querying(Fixture.pending(), attempt: 1),
+            effects: [.sendQuery(Fixture.command(1))])
+        #expect(store.state.pendingCommand == Fixture.pending())
     }
 
     @Test("A restore is ignored once the host runs a transfer")
-    func restoredLate() {
+    func restoredLate() throws {
         let state = TransferMachine.State.drafted(DraftedTransfer(draft: Fixture.draft()))
-        #expect(machine.step(state, .restored(Fixture.pending())) == .ignored(state))
+        try MachineTestStore(machine, initial: state).assertIgnored(.restored(Fixture.pending()))
     }
 
     // MARK: Whole machine
 
     @Test("Final states ignore every event")
-    func finalStates() {
+    func finalStates() throws {
         for state in Fixture.sampleStates where state.isFinal {
             for event in Fixture.sampleEvents {
-                #expect(machine.step(state, event) == .ignored(state))
+                try MachineTestStore(machine, initial: state).assertIgnored(event)
             }
         }
     }
