@@ -90,8 +90,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 /// The bearer token is kept apart from ``headers`` in a ``Secret`` so that it cannot be
 /// printed with the request: the transport adds the `Authorization` header only when it writes
 /// the request to the wire. The description shows the method, host and path only (a query may
-/// carry tokens).
-public struct HTTPRequest: Sendable, CustomStringConvertible {
+/// carry tokens), and so does its mirror: `dump`, `String(reflecting:)` and debuggers that
+/// reflect show no body (a password, a message), no header value and no query.
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable {
     /// The request method.
     public var method: HTTPMethod
     /// The absolute `http` or `https` URL.
@@ -146,10 +147,24 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     public var description: String {
         "\(method.rawValue) \(url.host ?? "")\(url.path)"
     }
+
+    /// The method, host and path, the header names and the body's length: nothing a request
+    /// may carry in secret.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "method": method.rawValue, "target": "\(url.host ?? "")\(url.path)",
+                "headerNames": headers.fields.map(\.name), "bodyBytes": body.count,
+            ], displayStyle: .struct)
+    }
 }
 
 /// One HTTP response.
-public struct HTTPResponse: Sendable, Equatable, CustomStringConvertible {
+///
+/// Its description and mirror show the status, header names and the body's length, never the
+/// body or a header value (a login answer carries tokens).
+public struct HTTPResponse: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
     /// The status code of the final response (after any `100 Continue`).
     public var status: Int
     /// The header fields of the final response; lookup is case-insensitive.
@@ -169,6 +184,13 @@ public struct HTTPResponse: Sendable, Equatable, CustomStringConvertible {
 
     /// `status (N bytes)`: never the body, which may hold messages or tokens.
     public var description: String { "\(status) (\(body.count) bytes)" }
+
+    /// The status, the header names and the body's length.
+    public var customMirror: Mirror {
+        Mirror(
+            self, children: ["status": status, "headerNames": headers.fields.map(\.name), "bodyBytes": body.count],
+            displayStyle: .struct)
+    }
 }
 
 /// Performs HTTP exchanges. ``CurlTransport`` is the real one; tests may provide a fake.

@@ -1,5 +1,13 @@
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// How important a log line is.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
     /// Every step of every machine (trace records); off unless asked for.
@@ -25,6 +33,14 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConve
         case .warning: "warning"
         case .error: "error"
         }
+    }
+
+    /// The level called `name` (``description``, any case, blanks ignored), or `nil` when no
+    /// level has that name.
+    public init?(name: String) {
+        let wanted = String(name.filter { $0 != " " && $0 != "\t" }).lowercased()
+        guard let level = LogLevel.allCases.first(where: { $0.description == wanted }) else { return nil }
+        self = level
     }
 }
 
@@ -144,8 +160,17 @@ public final class LogCenter: Sendable {
     private let configuration: Mutex<Configuration>
     private let thresholdRaw: Atomic<Int>
 
-    /// The process-wide center. Standard error at `warning` unless `SYMORVA_LOG` names a level.
-    public static let shared = LogCenter(threshold: .warning, sinks: [StandardErrorLogSink()])
+    /// The process-wide center: standard error, at the level the `SYMORVA_LOG` environment
+    /// variable names (`trace`, `debug`, `info`, `notice`, `warning`, `error`), else `warning`.
+    public static let shared = LogCenter(
+        threshold: threshold(environmentValue: getenv("SYMORVA_LOG").map { String(cString: $0) }),
+        sinks: [StandardErrorLogSink()])
+
+    /// The threshold a `SYMORVA_LOG` value asks for: the level it names, else `warning` (an
+    /// unknown name is not an error: logging must never stop the SDK).
+    public static func threshold(environmentValue: String?) -> LogLevel {
+        environmentValue.flatMap(LogLevel.init(name:)) ?? .warning
+    }
 
     /// A center with its own sinks (tests use one to capture lines).
     public init(threshold: LogLevel, sinks: [any LogSink] = []) {

@@ -85,6 +85,10 @@ final class CurlTransfer: @unchecked Sendable {
         }
         try check(symorva_curl_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
         try check(symorva_curl_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
+        // A proxy only when the app configures one: an empty string makes libcurl ignore the
+        // proxy environment variables (`http_proxy`, `all_proxy`, …), which anyone who can set
+        // the process's environment could otherwise use to route tokens through a host of theirs.
+        try check(symorva_curl_setopt_string(easy, CURLOPT_PROXY, configuration.proxy?.absoluteString ?? ""))
         // TLS verification is always on; there is deliberately no option to turn it off.
         try check(symorva_curl_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
         try check(symorva_curl_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))

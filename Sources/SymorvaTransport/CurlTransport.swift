@@ -1,5 +1,6 @@
 import CCurl
 import CCurlShim
+import Foundation
 import SymorvaHTTP
 import SymorvaRuntime
 import Synchronization
@@ -38,6 +39,10 @@ public final class CurlTransport: HTTPTransport {
         public var maximumConnectionsPerHost: Int
         /// The `User-Agent` header.
         public var userAgent: String
+        /// The proxy every request goes through (`http://proxy.example:3128`), or `nil` for
+        /// direct connections. Proxy environment variables are never read: a proxy is the app's
+        /// explicit choice.
+        public var proxy: URL?
 
         /// Creates a configuration; the defaults suit Matrix client-server traffic.
         public init(
@@ -45,13 +50,15 @@ public final class CurlTransport: HTTPTransport {
             requestTimeout: Duration = .seconds(60),
             maximumResponseBytes: Int = 64 << 20,
             maximumConnectionsPerHost: Int = 8,
-            userAgent: String = "SymorvaKit"
+            userAgent: String = "SymorvaKit",
+            proxy: URL? = nil
         ) {
             self.connectTimeout = connectTimeout
             self.requestTimeout = requestTimeout
             self.maximumResponseBytes = maximumResponseBytes
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.userAgent = userAgent
+            self.proxy = proxy
         }
     }
 
