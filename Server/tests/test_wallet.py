@@ -373,6 +373,16 @@ def test_history_pagination(world):
     assert_error(alice.get(f"{W}/transfers", params={"limit": 0}), 400, "SY_INVALID_PARAM")
 
 
+def test_history_cursor_that_is_not_a_token_is_a_typed_400(world):
+    c, alice, bob = world
+    # Unicode digits pass str.isdigit() but not int(); 19 digits may overflow SQLite's INTEGER.
+    for bad in ["²", "١٢", "9999999999999999999", "9223372036854775808", "-1", "", " 1", "1" * 20]:
+        body = assert_error(alice.get(f"{W}/transfers", params={"from": bad}), 400, "SY_INVALID_PARAM")
+        assert "from" in body["error"], (bad, body)
+    # The largest representable cursor is fine (everything is older than it).
+    assert len(alice.get(f"{W}/transfers", params={"from": "9223372036854775807"}).json()["transfers"]) == 1
+
+
 # ----------------------------------------------------------------------------- idempotency
 
 

@@ -37,6 +37,7 @@ log = logging.getLogger("symorva_server.wallet")
 
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _USER_ID = re.compile(r"@[^:\s]+:(\S+)")
+_CURSOR = re.compile(r"[0-9]{1,19}")  # a history cursor (next_from): a transfer's seq
 
 
 class FailureCode:
@@ -207,7 +208,9 @@ class Wallet:
     def history(self, user_id: str, from_token: str | None, limit: int) -> dict[str, Any]:
         before = MAX_MINOR_UNITS
         if from_token is not None:
-            if not from_token.isdigit() or len(from_token) > 19:
+            # ASCII digits only (str.isdigit() also accepts '²' and other scripts' digits, which
+            # int() refuses) and within SQLite's INTEGER range.
+            if _CURSOR.fullmatch(from_token) is None or int(from_token) > MAX_MINOR_UNITS:
                 raise SymorvaError(400, ErrorCode.INVALID_PARAM, "Invalid parameter 'from': not a token from next_from")
             before = int(from_token)
         with self.db.transaction() as conn:
