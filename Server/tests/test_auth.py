@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import re
+
+from fastapi.routing import APIRoute
+
+from symorva_server.auth import PUBLIC_PATHS
+
 from .conftest import SERVER_NAME, assert_error, login
 
 
@@ -103,19 +109,41 @@ def test_exchange_validation(client):
                  400, "SY_INVALID_PARAM")
 
 
+def _app_operations(app) -> list[tuple[str, str]]:
+    """(method, concrete path) of every route the app has, path parameters filled in. Routers
+    are included without a prefix; FastAPI >= 0.16x wraps each included router in a route
+    holding `original_router`."""
+    def walk(routes):
+        for route in routes:
+            included = getattr(route, "original_router", None)
+            if included is not None:
+                yield from walk(included.routes)
+            elif isinstance(route, APIRoute):
+                yield route
+
+    ops = []
+    for route in walk(app.routes):
+        path = re.sub(r"\{[^}]+\}", "x", route.path)
+        ops.extend((method, path) for method in sorted(route.methods))
+    # The walk misses nothing the OpenAPI document (made from the same routes) has.
+    documented = {(m.upper(), re.sub(r"\{[^}]+\}", "x", p)) for p, o in app.openapi()["paths"].items() for m in o}
+    assert documented <= set(ops), documented - set(ops)
+    return ops
+
+
 def test_no_endpoint_answers_without_token(test_client):
-    # Everything except health, discovery and the exchange itself needs a token,
-    # including unknown paths and test endpoints.
-    for method, path in [
-        ("GET", "/_symorva/v1/capabilities"),
-        ("GET", "/_symorva/v1/whoami"),
-        ("GET", "/_symorva/v1/test/faults"),
-        ("POST", "/_symorva/v1/test/faults"),
-        ("GET", "/_symorva/v1/nope"),
-        ("GET", "/docs"),
-        ("GET", "/openapi.json"),
-    ]:
+    # Everything except health, discovery and the exchange itself needs a token: every route
+    # of the app (test endpoints included), unknown paths and FastAPI's own pages.
+    ops = _app_operations(test_client.app)
+    assert ("POST", "/_symorva/v1/wallet/transfers/confirm") in ops and ("GET", "/_symorva/v1/test/faults") in ops
+    public = [(m, p) for m, p in ops if p in PUBLIC_PATHS]
+    assert sorted(public) == [("GET", "/.well-known/symorva"), ("GET", "/_symorva/v1/health"),
+                              ("POST", "/_symorva/v1/auth/openid")]
+    protected = [(m, p) for m, p in ops if p not in PUBLIC_PATHS]
+    assert len(protected) >= 10
+    for method, path in protected + [("GET", "/_symorva/v1/nope"), ("GET", "/docs"), ("GET", "/openapi.json")]:
         r = test_client.request(method, path, content=b"{not json")
+        assert r.status_code == 401, (method, path, r.status_code)
         assert_error(r, 401, "SY_MISSING_TOKEN")
     assert test_client.get("/_symorva/v1/health").status_code == 200
     assert test_client.get("/.well-known/symorva").status_code == 200
