@@ -57,9 +57,10 @@ def transfer_count(client) -> int:
         "SELECT COUNT(*) AS n FROM wallet_transfers WHERE kind = 'transfer'")["n"]
 
 
-def arm(member, **fault):
+def arm(member, **fault) -> str:
     r = member.post(FAULTS, fault)
     assert r.status_code == 200, r.text
+    return r.json()["fault_id"]
 
 
 # ----------------------------------------------------------------------------- happy path
@@ -507,13 +508,14 @@ def test_unknown_command_is_fenced(world):
 
 def test_delayed_confirm_arriving_after_the_query_is_refused(world):
     c, alice, bob = world
-    arm(alice, path_prefix=CONFIRM_PATH, mode="delay", delay_ms=1200)
+    fault_id = arm(alice, path_prefix=CONFIRM_PATH, mode="delay", delay_ms=1200)
     d = alice.draft(BOB, "20.00")
     cmd = new_command_id()
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("r", alice.confirm(d, PIN, cmd)))
     t.start()
-    time.sleep(0.2)  # the confirm is "in the network" (held before the handler)
+    # The confirm is "in the network": the delay fault has taken it, before the handler.
+    assert c.app.state.ctx.faults.wait_hit(fault_id, timeout=10)
     assert alice.query(cmd).json()["status"] == "unknown_command"
     t.join(10)
     assert result["r"].json()["failure"]["code"] == "command_fenced"
