@@ -352,6 +352,25 @@ def test_biometric_only_when_configured(world, make_client, verifier):
     assert alice2.confirm(d, "device-assertion", method="biometric").json()["status"] == "settled"
 
 
+def test_biometric_is_honoured_in_test_mode_only(make_client, verifier, caplog):
+    from symorva_server.modules.wallet import CreditRequest
+
+    caplog.set_level(logging.WARNING)
+    c, alice, bob = make_world(make_client, verifier, test_mode=False, biometric=True)
+    assert "biometric=true ignored outside test mode" in caplog.text
+    c.app.state.ctx.wallet.credit(CreditRequest(user_id=ALICE, asset="ORB", amount="10.00"))
+    caps = alice.get("/_symorva/v1/capabilities").json()["modules"]["wallet"]
+    assert caps["verification_methods"] == ["pin"]
+    d = alice.draft(BOB, "1.00")
+    assert d["verification_methods"] == ["pin"]
+    r = alice.confirm(d, "device-assertion", method="biometric")
+    assert r.status_code == 200
+    f = r.json()["failure"]
+    assert f["code"] == "method_not_offered" and "test mode only" in f["message"]
+    assert transfer_count(c) == 0 and alice.balances() == {"ORB": "10.00"}
+    assert alice.confirm(d, PIN).json()["status"] == "settled"
+
+
 def test_invalid_wallet_manifest_options(make_client):
     for opts in [{"assets": [{"code": "ORB", "precision": 2, "fee": "0.001"}]},
                  {"assets": [{"code": "ORB", "precision": 2, "fee": 1}]},

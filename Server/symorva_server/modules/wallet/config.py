@@ -72,15 +72,19 @@ class AssetConfig:
 @dataclass(frozen=True)
 class WalletConfig:
     assets: dict[str, AssetConfig]
+    # Offered and accepted. The reference server has no biometric verifier (it would accept
+    # any non-empty assertion), so manifest `biometric: true` is honoured in test mode only.
     biometric: bool
     draft_ttl_ms: int
+    # `biometric: true` in the manifest but not honoured (not in test mode).
+    biometric_refused: bool = False
 
     @property
     def verification_methods(self) -> list[str]:
         return ["pin", "biometric"] if self.biometric else ["pin"]
 
 
-def parse_config(options: dict[str, Any]) -> WalletConfig:
+def parse_config(options: dict[str, Any], *, test_mode: bool = False) -> WalletConfig:
     """The wallet's manifest options (docs/manifest.md). Raises ManifestError."""
     where = "manifest.modules.wallet"
     assets: dict[str, AssetConfig] = {}
@@ -101,4 +105,5 @@ def parse_config(options: dict[str, Any]) -> WalletConfig:
     ttl = options.get("draftTtlSeconds", DEFAULT_DRAFT_TTL_S)
     if not isinstance(ttl, int) or isinstance(ttl, bool) or not 1 <= ttl <= 86400:
         raise ManifestError(f"{where}.draftTtlSeconds: must be an integer 1..86400")
-    return WalletConfig(assets=assets, biometric=biometric, draft_ttl_ms=ttl * 1000)
+    return WalletConfig(assets=assets, biometric=biometric and test_mode, draft_ttl_ms=ttl * 1000,
+                        biometric_refused=biometric and not test_mode)

@@ -452,6 +452,10 @@ class Wallet:
         if PinLadder.of(member).locked:
             return _failure(command_id, FailureCode.LOCKED_OUT, LOCKED_MESSAGE, attempts_left=0)
         method = body.verification.method
+        if method == "biometric" and self.config.biometric_refused:
+            return _failure(command_id, FailureCode.METHOD_NOT_OFFERED,
+                            "Biometric verification is not available: this server has no biometric verifier "
+                            "(the reference server honours it in test mode only)")
         if method not in self.config.verification_methods:
             return _failure(command_id, FailureCode.METHOD_NOT_OFFERED,
                             f"Verification method '{method}' is not accepted "
@@ -471,7 +475,7 @@ class Wallet:
             check = check_pin(conn, member, secret, now)
             if not check.right:
                 return _wrong_pin_failure(command_id, check)
-        elif not secret:  # biometric: the reference server accepts any non-empty assertion
+        elif not secret:  # biometric (test mode only): the reference server accepts any non-empty assertion
             return _failure(command_id, FailureCode.VERIFICATION_FAILED, "Empty biometric assertion")
         asset = self.config.assets.get(draft["asset"])
         if asset is None:  # the manifest changed since the draft was made
@@ -498,5 +502,9 @@ def create_state(options: dict[str, Any], *, db: Database, clock: Callable[[], f
                  sealing_key: SealingKey, settings: Settings) -> Wallet:
     """The module's state, from its manifest options (raises ManifestError); the
     migrations have been applied."""
-    return Wallet(parse_config(options), db=db, clock=clock, sealing_key=sealing_key,
+    config = parse_config(options, test_mode=settings.test_mode)
+    if config.biometric_refused:
+        log.warning("wallet: manifest biometric=true ignored outside test mode (no biometric verifier); "
+                    "only the PIN is offered")
+    return Wallet(config, db=db, clock=clock, sealing_key=sealing_key,
                   server_name=settings.server_name, test_mode=settings.test_mode)
