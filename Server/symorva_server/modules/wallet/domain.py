@@ -27,8 +27,8 @@ from ...keys import SealingKey
 from .config import (CONFIRM_PAYLOAD_VERSION, MAX_MINOR_UNITS, PIN_PAYLOAD_VERSION, AmountError, AssetConfig,
                      WalletConfig, format_amount, parse_amount, parse_config)
 from .models import ConfirmRequest, CreditRequest, HoldRequest, PrepareRequest, UnlockRequest
-from .pin import (LOCKED_MESSAGE, LOCKED_NOW_MESSAGE, MAX_PIN_ATTEMPTS, PinCheck, PinLadder, check_pin,
-                  is_valid_pin, store_pin, unlock)
+from .pin import (LOCKED_MESSAGE, LOCKED_NOW_MESSAGE, MAX_PIN_ATTEMPTS, PinCheck, PinLadder, PinVerification,
+                  check_pin, hash_pin, is_valid_pin, run_with_pin_checks, store_pin, unlock)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -247,12 +247,16 @@ class Wallet:
         old_pin, new_pin = lines[2], lines[3]
         if not is_valid_pin(new_pin):
             raise SymorvaError(400, ErrorCode.INVALID_PIN, "The new PIN must be 4 to 12 ASCII digits")
-        error: SymorvaError | None = None
-        changed = False
-        # Errors are raised after the transaction so that a wrong old PIN is counted.
-        with self.db.transaction() as conn:
+        # Both argon2id computations run outside the database lock: the new hash here, the
+        # old PIN's check through run_with_pin_checks.
+        new_hash = hash_pin(new_pin)
+
+        def run(conn: sqlite3.Connection, verification: PinVerification | None | str
+                ) -> tuple[SymorvaError | None, bool]:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
+            error: SymorvaError | None = None
+            changed = False
             if PinLadder.of(member).locked:
                 error = _locked_error()
             elif member["pin_hash"] is None:
@@ -263,13 +267,17 @@ class Wallet:
                 error = SymorvaError(409, ErrorCode.PIN_ALREADY_SET,
                                      "A PIN is already set: include the old PIN to change it")
             else:
-                check = check_pin(conn, member, old_pin, now)
+                check = check_pin(conn, member, old_pin, now, verification)
                 if check.right:
                     changed = True
                 else:
                     error = _wrong_old_pin_error(check)
             if error is None:
-                store_pin(conn, user_id, new_pin)
+                store_pin(conn, user_id, pin_hash=new_hash)
+            return error, changed
+
+        # Errors are raised after the transaction so that a wrong old PIN is counted.
+        error, changed = run_with_pin_checks(self.db, run)
         if error is not None:
             raise error
         log.info("wallet PIN %s for %s", "changed" if changed else "set", user_id)
@@ -330,15 +338,22 @@ class Wallet:
         """(answer, replayed)."""
         command_id = self.command_id(body.command_id)
         sealed = self.decode_sealed(body.verification.sealed, "verification.sealed")
-        with self.db.transaction() as conn:
+        hold: list[int | None] = []  # taken once, in the first pass that gets that far
+
+        def run(conn: sqlite3.Connection, verification: PinVerification | None | str
+                ) -> tuple[dict[str, Any], bool] | int:
+            # Everything is checked again in each pass (run_with_pin_checks): a pass that needs
+            # the PIN verified is rolled back, and another confirm may have run meanwhile.
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
             previous = self._recorded_answer(conn, user_id, command_id, for_confirm=True)
             if previous is not None:
                 return previous, True
-            hold_ms = self._take_hold()
+            if not hold:
+                hold.append(self._take_hold())
+            hold_ms = hold[0]
             if hold_ms is None:
-                answer = self._execute(conn, member, command_id, body, sealed, now)
+                answer = self._execute(conn, member, command_id, body, sealed, now, verification)
                 conn.execute(
                     "INSERT INTO wallet_commands(user_id, command_id, status, draft_id, answer, created_at_ms,"
                     " updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -351,18 +366,26 @@ class Wallet:
                 " updated_at_ms) VALUES (?, ?, 'pending', ?, NULL, ?, ?)",
                 (user_id, command_id, body.draft_id, now, now),
             )
-        log.warning("wallet: holding command %s as pending for %d ms (test mode)", command_id, hold_ms)
-        time.sleep(hold_ms / 1000)
-        with self.db.transaction() as conn:
+            return hold_ms
+
+        result = run_with_pin_checks(self.db, run)
+        if not isinstance(result, int):
+            return result
+        log.warning("wallet: holding command %s as pending for %d ms (test mode)", command_id, result)
+        time.sleep(result / 1000)
+
+        def run_held(conn: sqlite3.Connection, verification: PinVerification | None | str) -> dict[str, Any]:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
-            answer = self._execute(conn, member, command_id, body, sealed, now)
+            answer = self._execute(conn, member, command_id, body, sealed, now, verification)
             conn.execute(
                 "UPDATE wallet_commands SET status = ?, answer = ?, updated_at_ms = ?"
                 " WHERE user_id = ? AND command_id = ?",
                 (answer["status"], json.dumps(answer), now, user_id, command_id),
             )
-        return answer, False
+            return answer
+
+        return run_with_pin_checks(self.db, run_held), False
 
     def query(self, user_id: str, raw_command_id: str) -> dict[str, Any]:
         command_id = self.command_id(raw_command_id)
@@ -437,8 +460,11 @@ class Wallet:
         return json.loads(row["answer"])
 
     def _execute(self, conn: sqlite3.Connection, member: sqlite3.Row, command_id: str,
-                 body: ConfirmRequest, sealed: bytes, now: int) -> dict[str, Any]:
-        """Runs a new command inside the caller's transaction; returns its answer."""
+                 body: ConfirmRequest, sealed: bytes, now: int,
+                 verification: PinVerification | None | str) -> dict[str, Any]:
+        """Runs a new command inside the caller's transaction; returns its answer. Raises
+        PinVerificationNeeded (see run_with_pin_checks) when it gets to the PIN without a
+        verification for it."""
         user_id = member["user_id"]
         draft = conn.execute("SELECT * FROM wallet_drafts WHERE draft_id = ? AND user_id = ?",
                              (body.draft_id, user_id)).fetchone()
@@ -472,7 +498,7 @@ class Wallet:
         if method == "pin":
             if member["pin_hash"] is None:
                 return _failure(command_id, FailureCode.PIN_NOT_SET, "No wallet PIN is set")
-            check = check_pin(conn, member, secret, now)
+            check = check_pin(conn, member, secret, now, verification)
             if not check.right:
                 return _wrong_pin_failure(command_id, check)
         elif not secret:  # biometric (test mode only): the reference server accepts any non-empty assertion

@@ -2,6 +2,8 @@
 
 PINs are only ever stored as argon2id hashes and never logged.
 
+The comparison (argon2id) runs outside the database lock: see run_with_pin_checks.
+
 The ladder (docs/wallet.md): wrong PINs in a row are counted per member, across
 confirms and PIN changes; a right PIN, a new PIN or an unlock starts the count again.
 The MAX_PIN_ATTEMPTS-th wrong PIN locks the wallet; a locked wallet refuses every PIN,
@@ -14,14 +16,17 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import nacl.exceptions
 import nacl.pwhash.argon2id as argon2id
 
 if TYPE_CHECKING:
     import sqlite3
+
+    from ...db import Database
 
 log = logging.getLogger("symorva_server.wallet")
 
@@ -94,16 +99,85 @@ class PinCheck:
     ladder: PinLadder  # the member's place after this attempt
 
 
-def check_pin(conn: sqlite3.Connection, member: sqlite3.Row, pin: str, now_ms: int) -> PinCheck:
+# ----------------------------------------------------------------- outside the database lock
+#
+# argon2id (64 MiB, ~0.2 s) must not run inside a transaction: the database has one lock, so
+# it would stall every other member's request. A transaction that needs a PIN compared raises
+# PinVerificationNeeded; `run_with_pin_checks` rolls it back, compares outside the lock and
+# runs the transaction again with the result, which check_pin uses only if it was made for
+# the member's PIN hash of that moment (re-checked inside the lock). The ladder itself is
+# always read and written inside the transaction, so concurrent attempts all count.
+
+
+@dataclass(frozen=True)
+class PinVerification:
+    """The outcome of comparing `pin` with `pin_hash`, computed without the database lock."""
+
+    pin_hash: str
+    pin: str
+    right: bool
+
+
+class PinVerificationNeeded(Exception):
+    """Raised by check_pin inside a transaction that has no verification for the member's
+    current PIN hash yet (see run_with_pin_checks)."""
+
+    def __init__(self, pin_hash: str, pin: str) -> None:
+        super().__init__("a PIN must be verified outside the database lock first")
+        self.pin_hash = pin_hash
+        self.pin = pin
+
+
+def verify_pin(pin_hash: str, pin: str) -> PinVerification:
+    """The slow part (argon2id); call it without holding the database lock."""
+    return PinVerification(pin_hash, pin, pin_matches(pin_hash, pin))
+
+
+INLINE = "inline"  # check_pin(..., verification=INLINE): compare inside the transaction (tests)
+# Passes of a transaction whose member's PIN changes under it before check_pin compares inline.
+MAX_VERIFICATION_PASSES = 3
+
+T = TypeVar("T")
+
+
+def run_with_pin_checks(db: Database, run: Callable[[sqlite3.Connection, PinVerification | None | str], T]) -> T:
+    """Runs `run(conn, verification)` in a transaction. When it raises PinVerificationNeeded
+    the transaction is rolled back, the PIN verified outside the lock and `run` called again
+    in a new transaction with the verification (it re-reads everything). If the PIN keeps
+    changing meanwhile, the last pass compares inline (INLINE) so that it ends."""
+    verification: PinVerification | None | str = None
+    for _ in range(MAX_VERIFICATION_PASSES):
+        try:
+            with db.transaction() as conn:
+                return run(conn, verification)
+        except PinVerificationNeeded as need:
+            verification = verify_pin(need.pin_hash, need.pin)
+    with db.transaction() as conn:
+        return run(conn, INLINE)
+
+
+def check_pin(conn: sqlite3.Connection, member: sqlite3.Row, pin: str, now_ms: int,
+              verification: PinVerification | None | str = INLINE) -> PinCheck:
     """Compares `pin` with the member's PIN (the member must have one) and records the
     attempt on the ladder, inside the caller's transaction. A locked wallet compares
-    nothing and counts nothing."""
+    nothing and counts nothing.
+
+    `verification`: a PinVerification made outside the lock (used when it is for this PIN
+    and the member's current hash, else PinVerificationNeeded is raised, as for None), or
+    INLINE to compare here (slow: holds the caller's transaction)."""
     if member["pin_hash"] is None:
         raise ValueError("check_pin: the member has no PIN")
     before = PinLadder.of(member)
     if before.locked:
         return PinCheck(right=False, ladder=before)
-    if pin_matches(member["pin_hash"], pin):
+    if verification == INLINE:
+        right = pin_matches(member["pin_hash"], pin)
+    elif (isinstance(verification, PinVerification) and verification.pin_hash == member["pin_hash"]
+          and verification.pin == pin):
+        right = verification.right
+    else:
+        raise PinVerificationNeeded(member["pin_hash"], pin)
+    if right:
         after = before.after_right_pin()
         if after != before:
             conn.execute("UPDATE wallet_members SET failed_pin_attempts = ? WHERE user_id = ?",
@@ -117,10 +191,16 @@ def check_pin(conn: sqlite3.Connection, member: sqlite3.Row, pin: str, now_ms: i
     return PinCheck(right=False, ladder=after)
 
 
-def store_pin(conn: sqlite3.Connection, user_id: str, pin: str) -> None:
-    """Sets the member's PIN (its hash); the count of wrong PINs starts again."""
+def store_pin(conn: sqlite3.Connection, user_id: str, pin: str | None = None, *,
+              pin_hash: str | None = None) -> None:
+    """Sets the member's PIN (its hash: pass `pin_hash` from hash_pin, computed outside the
+    database lock, or `pin` to hash it here); the count of wrong PINs starts again."""
+    if pin_hash is None:
+        if pin is None:
+            raise ValueError("store_pin: pin or pin_hash is required")
+        pin_hash = hash_pin(pin)
     conn.execute("UPDATE wallet_members SET pin_hash = ?, failed_pin_attempts = 0 WHERE user_id = ?",
-                 (hash_pin(pin), user_id))
+                 (pin_hash, user_id))
 
 
 def unlock(conn: sqlite3.Connection, user_id: str, *, clear_pin: bool = False) -> None:
