@@ -107,6 +107,30 @@ def test_foreign_server_is_rejected(http, member):
     assert r.status_code == 401 and r.json()["errcode"] == "SY_FORBIDDEN"
 
 
+def test_synapse_userinfo_names_no_device(http):
+    # Why services tokens are bound to a device the client declares: Synapse's userinfo
+    # answers only the user (Matrix spec: `sub`).
+    account = register(http)
+    token = openid_token(http, account)
+    r = http.get(f"{HS}/_matrix/federation/v1/openid/userinfo", params={"access_token": token["access_token"]})
+    assert r.status_code == 200 and r.json() == {"sub": account["user_id"]}
+
+
+def test_logout_revokes_the_devices_services_tokens(http):
+    account = register(http)
+    sessions = []
+    for _ in range(2):
+        body = {**openid_token(http, account), "device_id": account["device_id"]}
+        r = http.post(f"{SVC}/_symorva/v1/auth/openid", json=body)
+        assert r.status_code == 200, r.text
+        sessions.append({"Authorization": f"Bearer {r.json()['access_token']}"})
+    r = http.post(f"{SVC}/_symorva/v1/auth/logout", headers=sessions[0])
+    assert r.status_code == 200 and r.json() == {"revoked": 2}
+    for headers in sessions:
+        r = http.get(f"{SVC}/_symorva/v1/whoami", headers=headers)
+        assert r.status_code == 401 and r.json()["errcode"] == "SY_UNKNOWN_TOKEN"
+
+
 def test_forged_services_token(http):
     r = http.get(f"{SVC}/_symorva/v1/whoami", headers={"Authorization": "Bearer sy_forged"})
     assert r.status_code == 401 and r.json()["errcode"] == "SY_UNKNOWN_TOKEN"
