@@ -235,6 +235,26 @@ def require_user(
     return user
 
 
+def require_admin(request: Request, user: AuthenticatedUser = Depends(require_user)) -> AuthenticatedUser:
+    """FastAPI dependency: the member, who must be one of the community's admins (manifest
+    `services.admins`); else 403 SY_NOT_ADMIN."""
+    ctx: ServerContext = request.app.state.ctx
+    if user.user_id not in ctx.admins:
+        raise SymorvaError(403, ErrorCode.NOT_ADMIN,
+                           f"{user.user_id} is not an admin of this community (manifest services.admins)")
+    return user
+
+
+def require_development(request: Request) -> None:
+    """FastAPI dependency: refuses (403 SY_NOT_IN_DEVELOPMENT) unless the server runs in
+    development mode (manifest services.development, or --test)."""
+    ctx: ServerContext = request.app.state.ctx
+    if not ctx.development:
+        raise SymorvaError(403, ErrorCode.NOT_IN_DEVELOPMENT,
+                           "Only in development mode (manifest services.development or --test); "
+                           "this community runs in production mode")
+
+
 class OpenIdExchangeRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     access_token: StrictStr = Field(min_length=1, max_length=4096,

@@ -28,7 +28,8 @@ from .config import (CONFIRM_PAYLOAD_VERSION, MAX_MINOR_UNITS, PIN_PAYLOAD_VERSI
                      WalletConfig, format_amount, parse_amount, parse_config)
 from .models import ConfirmRequest, CreditRequest, HoldRequest, PrepareRequest, UnlockRequest
 from .pin import (LOCKED_MESSAGE, LOCKED_NOW_MESSAGE, MAX_PIN_ATTEMPTS, PinCheck, PinLadder, PinVerification,
-                  check_pin, hash_pin, is_valid_pin, run_with_pin_checks, store_pin, unlock)
+                  UnlockMethod, check_pin, hash_pin, is_valid_pin, release_expired_lock, run_with_pin_checks,
+                  store_pin, unlock)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -145,8 +146,10 @@ class Wallet:
                                f"(server '{self.server_name}')")
 
     def ensure_member(self, conn: sqlite3.Connection, user_id: str, now: int) -> sqlite3.Row:
+        """The member's row (created if new), with an expired wrong-PIN lock lifted."""
         conn.execute("INSERT OR IGNORE INTO wallet_members(user_id, created_at_ms) VALUES (?, ?)", (user_id, now))
-        return conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (user_id,)).fetchone()
+        member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (user_id,)).fetchone()
+        return release_expired_lock(conn, member, now, self.config.pin_lock_ms)
 
     def balance(self, conn: sqlite3.Connection, user_id: str, asset: str) -> int:
         row = conn.execute("SELECT balance_minor FROM wallet_balances WHERE user_id = ? AND asset = ?",
@@ -422,12 +425,36 @@ class Wallet:
             transfer = self.transfer_by_id(conn, transfer_id)
         return {"transfer": transfer, "balance": asset.fmt(balance)}
 
-    def unlock(self, body: UnlockRequest) -> dict[str, Any]:
+    def unlock(self, body: UnlockRequest, *, actor: str | None = None) -> dict[str, Any]:
+        """Test mode: unlocks (and creates) any member's wallet."""
         with self.db.transaction() as conn:
-            self.ensure_member(conn, body.user_id, self.now_ms())
-            unlock(conn, body.user_id, clear_pin=body.clear_pin)
+            now = self.now_ms()
+            self.ensure_member(conn, body.user_id, now)
+            unlock(conn, body.user_id, clear_pin=body.clear_pin, method=UnlockMethod.TEST, actor=actor, now_ms=now)
             member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (body.user_id,)).fetchone()
         return self.pin_state(member)
+
+    def admin_unlock(self, admin: str, body: UnlockRequest) -> dict[str, Any]:
+        """A community admin lifts a member's wrong-PIN lock (recorded in wallet_unlocks)."""
+        self.check_member_id(body.user_id, "User")
+        with self.db.transaction() as conn:
+            now = self.now_ms()
+            if conn.execute("SELECT 1 FROM wallet_members WHERE user_id = ?", (body.user_id,)).fetchone() is None:
+                raise SymorvaError(404, ErrorCode.WALLET_UNKNOWN, f"{body.user_id} has no wallet in this community")
+            self.ensure_member(conn, body.user_id, now)
+            unlock(conn, body.user_id, clear_pin=body.clear_pin, method=UnlockMethod.ADMIN, actor=admin, now_ms=now)
+            member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (body.user_id,)).fetchone()
+        return self.pin_state(member)
+
+    def unlocks(self, user_id: str | None, limit: int) -> dict[str, Any]:
+        """The unlock audit, newest first (admins)."""
+        sql = "SELECT * FROM wallet_unlocks" + (" WHERE user_id = ?" if user_id else "") + " ORDER BY seq DESC LIMIT ?"
+        rows = self.db.query(sql, ((user_id,) if user_id else ()) + (limit,))
+        return {"unlocks": [
+            {"user_id": r["user_id"], "method": r["method"], "actor": r["actor"], "at_ms": r["at_ms"],
+             "locked_at_ms": r["locked_at_ms"], "failed_attempts": r["failed_attempts"],
+             "cleared_pin": bool(r["cleared_pin"])}
+            for r in rows]}
 
     def hold(self, body: HoldRequest) -> dict[str, Any]:
         with self._holds_lock:

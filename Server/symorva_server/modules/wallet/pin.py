@@ -7,9 +7,12 @@ The comparison (argon2id) runs outside the database lock: see run_with_pin_check
 The ladder (docs/wallet.md): wrong PINs in a row are counted per member, across
 confirms and PIN changes; a right PIN, a new PIN or an unlock starts the count again.
 The MAX_PIN_ATTEMPTS-th wrong PIN locks the wallet; a locked wallet refuses every PIN,
-the right one too, and counts nothing more. `PinLadder` is the rule, `check_pin` the
-only place a PIN is compared and counted, `store_pin` and `unlock` the only other
-writers of the count and the lock (columns failed_pin_attempts, locked_at_ms).
+the right one too, and counts nothing more, until the lock expires (manifest
+`pinLockSeconds`, default 15 minutes: `release_expired_lock`, then the count starts again)
+or someone unlocks it (`unlock`: a community admin, or the test endpoint). `PinLadder` is
+the rule, `check_pin` the only place a PIN is compared and counted, `store_pin`,
+`release_expired_lock` and `unlock` the only other writers of the count and the lock
+(columns failed_pin_attempts, locked_at_ms). Every unlock is recorded in wallet_unlocks.
 """
 
 from __future__ import annotations
@@ -203,11 +206,50 @@ def store_pin(conn: sqlite3.Connection, user_id: str, pin: str | None = None, *,
                  (pin_hash, user_id))
 
 
-def unlock(conn: sqlite3.Connection, user_id: str, *, clear_pin: bool = False) -> None:
-    """Clears the lock and the count (development: POST /_symorva/v1/test/wallet/unlock);
-    with clear_pin the member also has no PIN any more."""
+class UnlockMethod:
+    """wallet_unlocks.method."""
+
+    EXPIRED = "expired"  # the lock duration passed (actor NULL)
+    ADMIN = "admin"  # POST /_symorva/v1/wallet/admin/unlock (actor: the admin)
+    TEST = "test"  # POST /_symorva/v1/test/wallet/unlock, test mode (actor: the caller)
+
+
+def _record_unlock(conn: sqlite3.Connection, member: sqlite3.Row, method: str, actor: str | None,
+                   now_ms: int, cleared_pin: bool) -> None:
+    conn.execute(
+        "INSERT INTO wallet_unlocks(user_id, method, actor, at_ms, locked_at_ms, failed_attempts, cleared_pin)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (member["user_id"], method, actor, now_ms, member["locked_at_ms"], member["failed_pin_attempts"],
+         int(cleared_pin)),
+    )
+
+
+def release_expired_lock(conn: sqlite3.Connection, member: sqlite3.Row, now_ms: int,
+                         lock_ms: int) -> sqlite3.Row:
+    """A lock older than `lock_ms` is lifted (and recorded): the count starts again. Returns
+    the member as it is now. Called wherever a member's row is read for a request."""
+    locked_at = member["locked_at_ms"]
+    if locked_at is None or now_ms < locked_at + lock_ms:
+        return member
+    _record_unlock(conn, member, UnlockMethod.EXPIRED, None, now_ms, False)
+    conn.execute("UPDATE wallet_members SET failed_pin_attempts = 0, locked_at_ms = NULL WHERE user_id = ?",
+                 (member["user_id"],))
+    log.info("wallet of %s unlocked: the lock of %d s expired", member["user_id"], lock_ms // 1000)
+    return conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (member["user_id"],)).fetchone()
+
+
+def unlock(conn: sqlite3.Connection, user_id: str, *, clear_pin: bool = False,
+           method: str = UnlockMethod.TEST, actor: str | None = None, now_ms: int = 0) -> None:
+    """Clears the lock and the count, recorded as `method` by `actor`; with clear_pin the
+    member also has no PIN any more."""
+    member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (user_id,)).fetchone()
+    if member is None:
+        raise ValueError(f"unlock: {user_id} has no wallet")
+    _record_unlock(conn, member, method, actor, now_ms, clear_pin)
     conn.execute(
         "UPDATE wallet_members SET failed_pin_attempts = 0, locked_at_ms = NULL"
         + (", pin_hash = NULL" if clear_pin else "") + " WHERE user_id = ?",
         (user_id,),
     )
+    log.info("wallet of %s unlocked (%s by %s)%s", user_id, method, actor or "-",
+             "; PIN cleared" if clear_pin else "")
