@@ -1,5 +1,5 @@
 """Recovering a locked wallet (the lock expires; a community admin unlocks it; both are
-audited)."""
+audited) and the development-only admin credit."""
 
 from __future__ import annotations
 
@@ -140,5 +140,45 @@ def test_admins_must_be_matrix_user_ids(make_client):
 
 
 def test_admins_are_not_published(make_client, verifier):
-    c, alice, bob, admin = community(make_client, verifier)
+    c, alice, bob, admin = community(make_client, verifier, development=True)
     assert ADMIN not in alice.get("/_symorva/v1/capabilities").text
+
+
+# ----------------------------------------------------------------------------- development credit
+
+
+CREDIT = f"{W}/admin/credit"
+
+
+def test_a_newcomer_gets_funds_from_an_admin_in_development_mode(make_client, verifier):
+    c, alice, bob, admin = community(make_client, verifier, development=True)
+    newcomer = Member(c, verifier, CAROL)
+    assert_error(newcomer.post(CREDIT, {"user_id": CAROL, "asset": "ORB", "amount": "50.00"}), 403, "SY_NOT_ADMIN")
+    r = admin.post(CREDIT, {"user_id": CAROL, "asset": "ORB", "amount": "50.00"})
+    assert r.status_code == 200, r.text
+    assert r.json()["balance"] == "50.00" and r.json()["transfer"]["kind"] == "credit"
+    assert newcomer.balances() == {"ORB": "50.00"}
+    for body, code in [({"user_id": CAROL, "asset": "ORB", "amount": "0"}, "SY_INVALID_AMOUNT"),
+                       ({"user_id": CAROL, "asset": "XYZ", "amount": "1"}, "SY_UNKNOWN_ASSET"),
+                       ({"user_id": "@carol:elsewhere.org", "asset": "ORB", "amount": "1"}, "SY_INVALID_RECIPIENT"),
+                       ({"user_id": CAROL, "asset": "ORB"}, "SY_MISSING_PARAM")]:
+        assert_error(admin.post(CREDIT, body), 400, code)
+    # The first transfer.
+    assert newcomer.set_pin("2468").status_code == 200
+    assert newcomer.confirm(newcomer.draft(ALICE, "20.00"), "2468").json()["status"] == "settled"
+    assert newcomer.balances() == {"ORB": "30.00"}
+
+
+def test_test_mode_is_development_mode(make_client, verifier):
+    c, alice, bob, admin = community(make_client, verifier, test_mode=True)
+    assert admin.post(CREDIT, {"user_id": BOB, "asset": "ORB", "amount": "5.00"}).status_code == 200
+
+
+@pytest.mark.parametrize("development", [None, False])
+def test_production_mode_never_credits(make_client, verifier, development):
+    c, alice, bob, admin = community(make_client, verifier, development=development)
+    body = assert_error(admin.post(CREDIT, {"user_id": BOB, "asset": "ORB", "amount": "5.00"}), 403,
+                        "SY_NOT_IN_DEVELOPMENT")
+    assert "development" in body["error"]
+    assert_error(bob.post(CREDIT, {"user_id": BOB, "asset": "ORB", "amount": "5.00"}), 403, "SY_NOT_IN_DEVELOPMENT")
+    assert bob.balances() == {"ORB": "0.00"} and transfer_count(c) == 0

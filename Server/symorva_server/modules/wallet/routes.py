@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from ...auth import AUTH_ERRORS, AuthenticatedUser, require_admin, require_user
+from ...auth import AUTH_ERRORS, AuthenticatedUser, require_admin, require_development, require_user
 from ...errors import ErrorBody
 from .config import CONFIRM_PAYLOAD_VERSION
 from .domain import Wallet
@@ -144,6 +144,20 @@ def wallet_admin_unlocks(request: Request,
                          limit: int = Query(default=50, ge=1, le=500),
                          _admin: AuthenticatedUser = Depends(require_admin)) -> Any:
     return _wallet(request).unlocks(user_id, limit)
+
+
+@router.post(
+    f"{PREFIX}/admin/credit", response_model=CreditOut,
+    responses={
+        400: {"model": ErrorBody, "description": "SY_INVALID_AMOUNT, SY_UNKNOWN_ASSET, SY_INVALID_RECIPIENT, SY_INVALID_PARAM, ..."},
+        403: {"model": ErrorBody,
+              "description": "SY_NOT_IN_DEVELOPMENT (production mode: never credits), SY_NOT_ADMIN"},
+    },
+    summary="Development mode only: credit a member (creates their wallet), e.g. a newcomer's first "
+            "funds; a `credit` entry in their history." + _ADMIN_DOC)
+def wallet_admin_credit(body: CreditRequest, request: Request, _dev: None = Depends(require_development),
+                        _admin: AuthenticatedUser = Depends(require_admin)) -> Any:
+    return _wallet(request).credit(body)
 
 
 _TEST_DOC = " Only exists when the server runs with --test."
