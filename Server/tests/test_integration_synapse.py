@@ -179,3 +179,22 @@ def test_fault_injection_matches_mode(http, member):
         http.put(f"{SVC}/_symorva/v1/test/kv/{key}", headers=member["headers"], json={"value": "x"})
     r = http.get(f"{SVC}/_symorva/v1/test/kv/{key}", headers=member["headers"])
     assert r.json()["writes"] == 1
+
+
+def test_the_admin_credits_a_newcomer_in_the_dev_environment(http):
+    # The dev manifest is development with the Synapse admin as the community's admin.
+    user, password = os.environ.get("SYMORVA_ADMIN_USER"), os.environ.get("SYMORVA_ADMIN_PASSWORD")
+    if not (user and password):
+        pytest.skip("admin credentials not in the environment")
+    r = http.post(f"{HS}/_matrix/client/v3/login", json={
+        "type": "m.login.password", "identifier": {"type": "m.id.user", "user": user}, "password": password})
+    assert r.status_code == 200, r.text
+    admin = r.json()
+    r = http.post(f"{SVC}/_symorva/v1/auth/openid", json=openid_token(http, admin))
+    assert r.status_code == 200, r.text
+    admin_headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
+    newcomer = register(http)
+    r = http.post(f"{SVC}/_symorva/v1/wallet/admin/credit", headers=admin_headers,
+                  json={"user_id": newcomer["user_id"], "asset": "ORB", "amount": "25.00"})
+    assert r.status_code == 200, r.text
+    assert r.json()["balance"] == "25.00"
