@@ -160,12 +160,14 @@ class SlowVerifier:
         return self._real(pin_hash, pin)
 
 
-def test_a_slow_pin_check_does_not_block_another_members_requests(make_client, verifier, monkeypatch):
+@pytest.mark.parametrize("request_kind", ["confirm", "pin change"])
+def test_a_slow_pin_check_does_not_block_another_members_requests(make_client, verifier, monkeypatch, request_kind):
     c, alice, bob = make_world(make_client, verifier)
     d = alice.draft(BOB, "10.00")
     slow = SlowVerifier(monkeypatch)
     results = {}
-    confirming = threading.Thread(target=lambda: results.setdefault("alice", alice.confirm(d, PIN)))
+    act = (lambda: alice.confirm(d, PIN)) if request_kind == "confirm" else (lambda: alice.set_pin("5555", old=PIN))
+    confirming = threading.Thread(target=lambda: results.setdefault("alice", act()))
     reading = threading.Thread(target=lambda: results.setdefault("bob", bob.get(f"{W}/balances")))
     try:
         confirming.start()
@@ -178,8 +180,11 @@ def test_a_slow_pin_check_does_not_block_another_members_requests(make_client, v
         slow.release.set()
         confirming.join(10)
         reading.join(10)
-    assert results["alice"].json()["status"] == "settled"
-    assert bob.balances() == {"ORB": "10.00"} and alice.balances() == {"ORB": "90.00"}
+    if request_kind == "confirm":
+        assert results["alice"].json()["status"] == "settled"
+        assert bob.balances() == {"ORB": "10.00"} and alice.balances() == {"ORB": "90.00"}
+    else:
+        assert results["alice"].json() == {"pin_set": True, "changed": True}
 
 
 def test_concurrent_wrong_pins_all_count(make_client, verifier, monkeypatch):
