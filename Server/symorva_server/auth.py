@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import httpx
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Body, Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from .db import Database
 from .errors import ErrorBody, ErrorCode, SymorvaError, send_raw_error
@@ -47,6 +47,11 @@ MIGRATIONS = [
     );
     CREATE INDEX access_tokens_expiry ON access_tokens(expires_at_ms);
     """,
+    # The Matrix device a token was issued for (see exchange_openid), for sign-out.
+    """
+    ALTER TABLE access_tokens ADD COLUMN device_id TEXT;
+    CREATE INDEX access_tokens_user_device ON access_tokens(user_id, device_id);
+    """,
 ]
 
 _WWW_AUTH = {"WWW-Authenticate": 'Bearer realm="symorva"'}
@@ -60,9 +65,20 @@ class OpenIdVerificationError(Exception):
         self.invalid = invalid
 
 
+@dataclass(frozen=True)
+class OpenIdIdentity:
+    """Who an OpenID token belongs to, as the homeserver says."""
+
+    user_id: str
+    # The Matrix device the token was requested from, if the homeserver tells (the Matrix
+    # spec's userinfo has only `sub`, and Synapse gives nothing more).
+    device_id: str | None = None
+
+
 class OpenIdVerifier(Protocol):
-    async def verify(self, openid_token: str) -> str:
-        """Return the Matrix user id the token belongs to, or raise OpenIdVerificationError."""
+    async def verify(self, openid_token: str) -> str | OpenIdIdentity:
+        """Return the Matrix user id the token belongs to (or an OpenIdIdentity), or raise
+        OpenIdVerificationError."""
         ...
 
 
@@ -73,7 +89,7 @@ class HomeserverOpenIdVerifier:
         self.url = homeserver_url.rstrip("/") + "/_matrix/federation/v1/openid/userinfo"
         self.timeout_s = timeout_s
 
-    async def verify(self, openid_token: str) -> str:
+    async def verify(self, openid_token: str) -> OpenIdIdentity:
         try:
             # trust_env=False: never send tokens through a proxy from the environment.
             async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
@@ -87,12 +103,14 @@ class HomeserverOpenIdVerifier:
                 f"homeserver answered {resp.status_code} to userinfo", invalid=False
             )
         try:
-            sub = resp.json().get("sub")
+            info = resp.json()
         except ValueError:
-            sub = None
+            info = None
+        sub = info.get("sub") if isinstance(info, dict) else None
         if not isinstance(sub, str) or not sub.startswith("@") or ":" not in sub:
             raise OpenIdVerificationError("homeserver userinfo has no valid 'sub'", invalid=False)
-        return sub
+        device_id = info.get("device_id")
+        return OpenIdIdentity(sub, device_id if isinstance(device_id, str) and device_id else None)
 
 
 def hash_token(token: str) -> str:
@@ -103,6 +121,8 @@ def hash_token(token: str) -> str:
 class AuthenticatedUser:
     user_id: str
     expires_at_ms: int
+    device_id: str | None = None  # the Matrix device the token is bound to, if known
+    token_hash: str | None = None  # of the bearer token presented
 
 
 class TokenStore:
@@ -117,23 +137,38 @@ class TokenStore:
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
 
-    def issue(self, user_id: str) -> tuple[str, int]:
+    def issue(self, user_id: str, device_id: str | None = None) -> tuple[str, int]:
         token = "sy_" + secrets.token_urlsafe(32)
         now = self.now_ms()
         lifetime_ms = self.lifetime_s * 1000
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM access_tokens WHERE expires_at_ms <= ?", (now,))
             conn.execute(
-                "INSERT INTO access_tokens(token_hash, user_id, created_at_ms, expires_at_ms)"
-                " VALUES (?, ?, ?, ?)",
-                (hash_token(token), user_id, now, now + lifetime_ms),
+                "INSERT INTO access_tokens(token_hash, user_id, created_at_ms, expires_at_ms, device_id)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (hash_token(token), user_id, now, now + lifetime_ms, device_id),
             )
         return token, lifetime_ms
 
+    def revoke(self, user: AuthenticatedUser, *, all_devices: bool = False) -> int:
+        """Sign-out: deletes the presented token and every other token of the member for the
+        same Matrix device (only the presented one when its device is not known), or with
+        `all_devices` every token of the member. Returns how many were revoked."""
+        with self.db.transaction() as conn:
+            if all_devices:
+                cur = conn.execute("DELETE FROM access_tokens WHERE user_id = ?", (user.user_id,))
+            elif user.device_id is not None:
+                cur = conn.execute("DELETE FROM access_tokens WHERE user_id = ? AND (device_id = ? OR token_hash = ?)",
+                                   (user.user_id, user.device_id, user.token_hash))
+            else:
+                cur = conn.execute("DELETE FROM access_tokens WHERE token_hash = ?", (user.token_hash,))
+            return cur.rowcount
+
     def lookup(self, token: str) -> AuthenticatedUser:
+        token_hash = hash_token(token)
         row = self.db.query_one(
-            "SELECT user_id, expires_at_ms FROM access_tokens WHERE token_hash = ?",
-            (hash_token(token),),
+            "SELECT user_id, expires_at_ms, device_id FROM access_tokens WHERE token_hash = ?",
+            (token_hash,),
         )
         if row is None:
             raise SymorvaError(401, ErrorCode.UNKNOWN_TOKEN, "Unknown access token", headers=_WWW_AUTH)
@@ -143,7 +178,7 @@ class TokenStore:
                 "Access token has expired; exchange a new OpenID token",
                 headers=_WWW_AUTH,
             )
-        return AuthenticatedUser(row["user_id"], row["expires_at_ms"])
+        return AuthenticatedUser(row["user_id"], row["expires_at_ms"], row["device_id"], token_hash)
 
 
 def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -200,6 +235,26 @@ def require_user(
     return user
 
 
+def require_admin(request: Request, user: AuthenticatedUser = Depends(require_user)) -> AuthenticatedUser:
+    """FastAPI dependency: the member, who must be one of the community's admins (manifest
+    `services.admins`); else 403 SY_NOT_ADMIN."""
+    ctx: ServerContext = request.app.state.ctx
+    if user.user_id not in ctx.admins:
+        raise SymorvaError(403, ErrorCode.NOT_ADMIN,
+                           f"{user.user_id} is not an admin of this community (manifest services.admins)")
+    return user
+
+
+def require_development(request: Request) -> None:
+    """FastAPI dependency: refuses (403 SY_NOT_IN_DEVELOPMENT) unless the server runs in
+    development mode (manifest services.development, or --test)."""
+    ctx: ServerContext = request.app.state.ctx
+    if not ctx.development:
+        raise SymorvaError(403, ErrorCode.NOT_IN_DEVELOPMENT,
+                           "Only in development mode (manifest services.development or --test); "
+                           "this community runs in production mode")
+
+
 class OpenIdExchangeRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     access_token: StrictStr = Field(min_length=1, max_length=4096,
@@ -209,6 +264,13 @@ class OpenIdExchangeRequest(BaseModel):
     expires_in: StrictInt | None = Field(default=None, ge=0,
                                          description="Lifetime of the OpenID token in seconds, as the homeserver returned it.")
     token_type: StrictStr | None = Field(default=None, description="As returned by the homeserver ('Bearer').")
+    device_id: StrictStr | None = Field(
+        default=None, min_length=1, max_length=255,
+        description="The Matrix device ID of the client (as its homeserver login returned it). The "
+                    "services token is bound to it, so that a sign-out on this device "
+                    "(POST /_symorva/v1/auth/logout) revokes every services token it was issued. "
+                    "Declared by the client: the homeserver's userinfo does not confirm it (when a "
+                    "homeserver does return a device, a different one is refused).")
 
 
 class TokenResponse(BaseModel):
@@ -216,6 +278,17 @@ class TokenResponse(BaseModel):
     token_type: str = Field(default="Bearer")
     expires_in_ms: int = Field(description="Milliseconds until the token expires.")
     user_id: str = Field(description="Matrix user id of the member.")
+
+
+class LogoutRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    all_devices: StrictBool = Field(
+        default=False,
+        description="Revoke every services token of the member, not only those of this token's device.")
+
+
+class LogoutResponse(BaseModel):
+    revoked: int = Field(description="How many services tokens were revoked (the presented one included).")
 
 
 class WhoamiResponse(BaseModel):
@@ -250,18 +323,41 @@ async def exchange_openid(body: OpenIdExchangeRequest, request: Request) -> Toke
             f"this community's homeserver is '{server_name}'",
         )
     try:
-        user_id = await ctx.verifier.verify(body.access_token)
+        identity = await ctx.verifier.verify(body.access_token)
     except OpenIdVerificationError as e:
         if e.invalid:
             raise SymorvaError(401, ErrorCode.UNKNOWN_TOKEN,
                                "OpenID token was rejected by the homeserver (unknown or expired)") from e
         raise SymorvaError(502, ErrorCode.HOMESERVER_UNAVAILABLE,
                            f"Could not verify the OpenID token: {e}") from e
+    if isinstance(identity, str):
+        identity = OpenIdIdentity(identity)
+    user_id = identity.user_id
     if user_id.split(":", 1)[1] != server_name:
         raise SymorvaError(401, ErrorCode.FORBIDDEN,
                            f"User {user_id} does not belong to this community's homeserver '{server_name}'")
-    token, lifetime_ms = ctx.tokens.issue(user_id)
+    device_id = identity.device_id or body.device_id
+    if identity.device_id is not None and body.device_id not in (None, identity.device_id):
+        raise SymorvaError(401, ErrorCode.FORBIDDEN,
+                           "The OpenID token was issued to another device than the one declared")
+    token, lifetime_ms = ctx.tokens.issue(user_id, device_id)
     return TokenResponse(access_token=token, expires_in_ms=lifetime_ms, user_id=user_id)
+
+
+@router.post(
+    "/_symorva/v1/auth/logout",
+    response_model=LogoutResponse,
+    responses={**AUTH_ERRORS, 400: {"model": ErrorBody, "description": "Malformed request"}},
+    summary="Sign out: revoke this device's services tokens (or all the member's)",
+)
+def logout(request: Request, body: LogoutRequest | None = Body(default=None),
+           user: AuthenticatedUser = Depends(require_user)) -> LogoutResponse:
+    """Call it when the member signs out of Matrix on this device: the presented token, and
+    every other services token issued for the same Matrix device (the `device_id` of the
+    exchange), stop working at once (401 SY_UNKNOWN_TOKEN). With `all_devices` every services
+    token of the member is revoked. The body is optional."""
+    ctx: ServerContext = request.app.state.ctx
+    return LogoutResponse(revoked=ctx.tokens.revoke(user, all_devices=bool(body and body.all_devices)))
 
 
 @router.get(

@@ -41,10 +41,25 @@ class ManifestError(ValueError):
 
 _ASSET_CODE = re.compile(r"^[A-Z0-9]{2,12}$")
 _URL = re.compile(r"^https?://[^\s/]+(/[^\s]*)?$")
+_USER_ID = re.compile(r"@[^:\s]+:\S+")
+
+
+def admins(manifest: dict[str, Any]) -> frozenset[str]:
+    """The community's admins: Matrix user IDs in `services.admins` (server side only: the
+    capabilities do not publish them)."""
+    return frozenset(manifest.get("services", {}).get("admins", []))
+
+
+def development(manifest: dict[str, Any], settings: Settings) -> bool:
+    """Development mode: `services.development: true` in the manifest (the dev environment's,
+    see write_manifest.py) or test mode (--test). Never otherwise: a production community
+    has neither."""
+    return settings.test_mode or manifest.get("services", {}).get("development") is True
 
 
 def default_manifest(homeserver_url: str, server_name: str, services_url: str) -> dict[str, Any]:
-    """The manifest written for the development environment."""
+    """The manifest written for the development environment (write_manifest.py adds the
+    development flag and the admin)."""
     return {
         "version": 1,
         "community": {"name": "Orbit Dev"},
@@ -87,6 +102,12 @@ def validate_manifest(m: Any) -> dict[str, Any]:
     _require(isinstance(services, dict), "manifest.services: required object")
     _require(isinstance(services.get("url"), str) and bool(_URL.match(services["url"])),
              "manifest.services.url: required http(s) URL")
+    if "admins" in services:
+        admins = services["admins"]
+        _require(isinstance(admins, list) and all(isinstance(a, str) and _USER_ID.fullmatch(a) for a in admins),
+                 "manifest.services.admins: must be an array of Matrix user IDs (@name:server)")
+    if "development" in services:
+        _require(isinstance(services["development"], bool), "manifest.services.development: must be a boolean")
     modules = m.get("modules", {})
     _require(isinstance(modules, dict), "manifest.modules: must be an object")
     for mod_name, mod in modules.items():

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import faults, modules
 from .auth import OpenIdVerifier, TokenStore
-from .config import Settings
+from .config import Settings, admins, development
 from .db import Database
 from .faults import FaultRegistry
 from .keys import SealingKey, load_or_create_sealing_key
@@ -34,6 +34,11 @@ class ServerContext:
     rate_limiter: RateLimiter
     tokens: TokenStore
     sealing_key: SealingKey
+    # Matrix user IDs allowed on the admin endpoints (manifest services.admins).
+    admins: frozenset[str]
+    # Development mode (manifest services.development, or --test): development-only
+    # endpoints such as the admin credit answer; never in production.
+    development: bool
     # Feature module state: one typed field per module that has any, None when the module
     # is disabled in the manifest (its routes are not mounted then).
     wallet: Wallet | None
@@ -65,5 +70,7 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
         rate_limiter=RateLimiter(settings.rate_limits, clock),
         tokens=tokens,
         sealing_key=sealing_key,
+        admins=admins(manifest),
+        development=development(manifest, settings),
         wallet=wallet,
     )

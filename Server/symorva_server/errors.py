@@ -44,6 +44,9 @@ class ErrorCode:
     WRONG_PIN = "SY_WRONG_PIN"  # 403: with attempts_left
     WALLET_LOCKED = "SY_WALLET_LOCKED"  # 403: too many wrong PINs
     BAD_SEALED_PAYLOAD = "SY_BAD_SEALED_PAYLOAD"  # 400: cannot open / wrong format / wrong binding
+    WALLET_UNKNOWN = "SY_WALLET_UNKNOWN"  # 404: admin endpoints: the member has no wallet
+    NOT_ADMIN = "SY_NOT_ADMIN"  # 403: the endpoint is for the community's admins (manifest services.admins)
+    NOT_IN_DEVELOPMENT = "SY_NOT_IN_DEVELOPMENT"  # 403: development/test mode only (never in production)
     UNKNOWN = "SY_UNKNOWN"  # 500: unexpected server error
 
 

@@ -70,6 +70,9 @@ class FaultRegistry:
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
         self._ids = itertools.count(1)
+        # Hits per fault ID, also of faults used up; notified on every hit (wait_hit).
+        self._hits: dict[str, int] = {}
+        self._hit = threading.Condition(self._lock)
 
     def add(self, spec: FaultSpec) -> Fault:
         with self._lock:
@@ -102,6 +105,12 @@ class FaultRegistry:
             self._faults = [f for f in self._faults if f.fault_id != fault_id]
             return len(self._faults) != before
 
+    def wait_hit(self, fault_id: str, timeout: float, hits: int = 1) -> bool:
+        """Blocks until the fault has hit `hits` requests (in-process tests: "the request
+        has reached the server"); False on timeout."""
+        with self._hit:
+            return self._hit.wait_for(lambda: self._hits.get(fault_id, 0) >= hits, timeout)
+
     def take(self, method: str, path: str) -> Fault | None:
         """The first armed fault matching the request, consuming one of its count."""
         if path == FAULTS_PATH or path.startswith(FAULTS_PATH + "/"):
@@ -113,6 +122,8 @@ class FaultRegistry:
                 if f.method and f.method != method.upper():
                     continue
                 f.hits += 1
+                self._hits[f.fault_id] = f.hits
+                self._hit.notify_all()
                 if f.remaining is not None:
                     f.remaining -= 1
                     if f.remaining <= 0:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -133,30 +134,49 @@ def route_class(method: str, path: str) -> str | None:
 
 
 class RateLimiter:
-    """Token buckets keyed by (route class, member or address), on the server's clock."""
+    """Token buckets keyed by (route class, member or address), on the server's clock.
 
-    # Buckets that are full again carry no information; forget them once there are many.
+    Memory is bounded: buckets are kept in least-recently-used order. Once there are more
+    than PRUNE_AT, each request forgets the least recently used buckets that are full again
+    (they carry no information), stopping at the first that is not: every bucket is
+    forgotten at most once, so this is amortised O(1) per request. Beyond MAX_BUCKETS the
+    least recently used bucket is forgotten even if it is not full (its key starts again
+    with a full bucket); that takes more distinct members or addresses than a community has.
+    A refused request stores nothing new (its bucket is unchanged)."""
+
     PRUNE_AT = 10_000
+    MAX_BUCKETS = 100_000
 
     def __init__(self, limits: RateLimits, clock: Callable[[], float]) -> None:
         self.limits = limits
         self.clock = clock
         self._lock = threading.Lock()
-        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}  # -> (tokens, at)
+        # (route class, key) -> (tokens, at), least recently used first.
+        self._buckets: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
 
     def take(self, route_class: str, key: str) -> int | None:
         """Takes a token. None when the request may go on, else milliseconds until it may."""
         spec = self.limits.bucket(route_class)
         now = self.clock()
+        bucket_key = (route_class, key)
         with self._lock:
-            tokens = self._tokens(spec, self._buckets.get((route_class, key)), now)
-            if tokens >= 1.0:
-                self._buckets[(route_class, key)] = (tokens - 1.0, now)
-                if len(self._buckets) > self.PRUNE_AT:
-                    self._prune(now)
-                return None
-            self._buckets[(route_class, key)] = (tokens, now)
-        return max(1, math.ceil((1.0 - tokens) / spec.per_second * 1000))
+            state = self._buckets.get(bucket_key)
+            tokens = self._tokens(spec, state, now)
+            if tokens < 1.0:
+                # state is not None here: a bucket never seen is full. Nothing to store; it
+                # is only marked as recently used.
+                self._buckets.move_to_end(bucket_key)
+                return max(1, math.ceil((1.0 - tokens) / spec.per_second * 1000))
+            self._buckets[bucket_key] = (tokens - 1.0, now)
+            self._buckets.move_to_end(bucket_key)
+            if len(self._buckets) > self.PRUNE_AT:
+                self._prune(now)
+        return None
+
+    def __len__(self) -> int:
+        """Buckets held (tests, diagnostics)."""
+        with self._lock:
+            return len(self._buckets)
 
     def tokens(self, route_class: str, key: str) -> float:
         """Tokens left now (tests, diagnostics)."""
@@ -172,10 +192,16 @@ class RateLimiter:
         return min(float(spec.burst), tokens + max(0.0, now - at) * spec.per_second)
 
     def _prune(self, now: float) -> None:
-        for key, state in list(self._buckets.items()):
+        """Forgets least recently used buckets that are full again, then any beyond the cap."""
+        buckets = self._buckets
+        while buckets:
+            key, state = next(iter(buckets.items()))
             spec = self.limits.bucket(key[0])
-            if self._tokens(spec, state, now) >= spec.burst:
-                del self._buckets[key]
+            if self._tokens(spec, state, now) < spec.burst:
+                break
+            buckets.popitem(last=False)
+        while len(buckets) > self.MAX_BUCKETS:
+            buckets.popitem(last=False)
 
 
 def retry_after_header(retry_after_ms: int) -> bytes:

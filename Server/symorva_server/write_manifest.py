@@ -1,6 +1,9 @@
 """python -m symorva_server.write_manifest PATH --homeserver URL --server-name NAME --services URL
+[--admin USER_ID ...]
 
 Writes the development community manifest (symorva.config.json); used by Scripts/dev-server.
+It is marked `services.development: true`, with `services.admins` (default
+`@admin:<server name>`, the dev environment's Synapse admin).
 """
 
 from __future__ import annotations
@@ -20,10 +23,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--server-name", required=True)
     p.add_argument("--services", required=True)
     p.add_argument("--community-name", default=None)
+    p.add_argument("--admin", action="append", default=None, metavar="USER_ID",
+                   help="A community admin (repeatable; default @admin:SERVER_NAME, the dev environment's "
+                        "Synapse admin)")
     a = p.parse_args(argv)
     m = default_manifest(a.homeserver, a.server_name, a.services)
     if a.community_name:
         m["community"]["name"] = a.community_name
+    # The development environment: development-only endpoints (the admin credit) are on, and
+    # its Synapse admin is the community's admin.
+    m["services"]["development"] = True
+    m["services"]["admins"] = a.admin if a.admin is not None else [f"@admin:{a.server_name}"]
     validate_manifest(m)
     tmp = f"{a.path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:

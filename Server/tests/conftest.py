@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from symorva_server.app import create_app  # noqa: E402
-from symorva_server.auth import OpenIdVerificationError  # noqa: E402
+from symorva_server.auth import OpenIdIdentity, OpenIdVerificationError  # noqa: E402
 from symorva_server.config import Settings, default_manifest  # noqa: E402
 from symorva_server.ratelimit import profile  # noqa: E402
 
@@ -22,6 +22,7 @@ class FakeVerifier:
 
     def __init__(self) -> None:
         self.tokens: dict[str, str] = {}
+        self.devices: dict[str, str] = {}  # token -> device ID the "homeserver" names
         self.unavailable = False
         self.calls: list[str] = []
 
@@ -30,14 +31,16 @@ class FakeVerifier:
         self.tokens[token] = user_id
         return token
 
-    async def verify(self, openid_token: str) -> str:
+    async def verify(self, openid_token: str) -> str | OpenIdIdentity:
         self.calls.append(openid_token)
         if self.unavailable:
             raise OpenIdVerificationError("connection refused", invalid=False)
         try:
-            return self.tokens[openid_token]
+            user_id = self.tokens[openid_token]
         except KeyError:
             raise OpenIdVerificationError("unknown", invalid=True) from None
+        device_id = self.devices.get(openid_token)
+        return OpenIdIdentity(user_id, device_id) if device_id else user_id
 
 
 class FakeClock:

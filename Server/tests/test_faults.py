@@ -120,3 +120,14 @@ def test_commit_then_error5xx_runs_handler_then_answers_5xx(test_client, verifie
     assert body["retry_after_ms"] == 2000
     r = test_client.get("/_symorva/v1/test/kv/c5", headers=s["headers"])
     assert r.json() == {"key": "c5", "value": 5, "writes": 1}
+
+
+def test_wait_hit_reports_when_a_fault_has_taken_a_request():
+    from symorva_server.faults import FaultRegistry, FaultSpec
+
+    registry = FaultRegistry()
+    f = registry.add(FaultSpec(path_prefix="/x", mode="delay", count=1))
+    assert registry.wait_hit(f.fault_id, timeout=0.01) is False
+    assert registry.take("GET", "/x/y").fault_id == f.fault_id
+    # Used up (no longer listed), yet its hit is still known.
+    assert registry.list() == [] and registry.wait_hit(f.fault_id, timeout=0) is True

@@ -107,6 +107,30 @@ def test_foreign_server_is_rejected(http, member):
     assert r.status_code == 401 and r.json()["errcode"] == "SY_FORBIDDEN"
 
 
+def test_synapse_userinfo_names_no_device(http):
+    # Why services tokens are bound to a device the client declares: Synapse's userinfo
+    # answers only the user (Matrix spec: `sub`).
+    account = register(http)
+    token = openid_token(http, account)
+    r = http.get(f"{HS}/_matrix/federation/v1/openid/userinfo", params={"access_token": token["access_token"]})
+    assert r.status_code == 200 and r.json() == {"sub": account["user_id"]}
+
+
+def test_logout_revokes_the_devices_services_tokens(http):
+    account = register(http)
+    sessions = []
+    for _ in range(2):
+        body = {**openid_token(http, account), "device_id": account["device_id"]}
+        r = http.post(f"{SVC}/_symorva/v1/auth/openid", json=body)
+        assert r.status_code == 200, r.text
+        sessions.append({"Authorization": f"Bearer {r.json()['access_token']}"})
+    r = http.post(f"{SVC}/_symorva/v1/auth/logout", headers=sessions[0])
+    assert r.status_code == 200 and r.json() == {"revoked": 2}
+    for headers in sessions:
+        r = http.get(f"{SVC}/_symorva/v1/whoami", headers=headers)
+        assert r.status_code == 401 and r.json()["errcode"] == "SY_UNKNOWN_TOKEN"
+
+
 def test_forged_services_token(http):
     r = http.get(f"{SVC}/_symorva/v1/whoami", headers={"Authorization": "Bearer sy_forged"})
     assert r.status_code == 401 and r.json()["errcode"] == "SY_UNKNOWN_TOKEN"
@@ -155,3 +179,22 @@ def test_fault_injection_matches_mode(http, member):
         http.put(f"{SVC}/_symorva/v1/test/kv/{key}", headers=member["headers"], json={"value": "x"})
     r = http.get(f"{SVC}/_symorva/v1/test/kv/{key}", headers=member["headers"])
     assert r.json()["writes"] == 1
+
+
+def test_the_admin_credits_a_newcomer_in_the_dev_environment(http):
+    # The dev manifest is development with the Synapse admin as the community's admin.
+    user, password = os.environ.get("SYMORVA_ADMIN_USER"), os.environ.get("SYMORVA_ADMIN_PASSWORD")
+    if not (user and password):
+        pytest.skip("admin credentials not in the environment")
+    r = http.post(f"{HS}/_matrix/client/v3/login", json={
+        "type": "m.login.password", "identifier": {"type": "m.id.user", "user": user}, "password": password})
+    assert r.status_code == 200, r.text
+    admin = r.json()
+    r = http.post(f"{SVC}/_symorva/v1/auth/openid", json=openid_token(http, admin))
+    assert r.status_code == 200, r.text
+    admin_headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
+    newcomer = register(http)
+    r = http.post(f"{SVC}/_symorva/v1/wallet/admin/credit", headers=admin_headers,
+                  json={"user_id": newcomer["user_id"], "asset": "ORB", "amount": "25.00"})
+    assert r.status_code == 200, r.text
+    assert r.json()["balance"] == "25.00"

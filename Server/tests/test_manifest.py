@@ -49,3 +49,16 @@ def test_load_manifest_errors(tmp_path):
         load_manifest(str(p))
     p.write_text(json.dumps(BASE))
     assert load_manifest(str(p)) == BASE
+
+
+def test_the_dev_manifest_is_development_with_the_synapse_admin(tmp_path):
+    from symorva_server import write_manifest
+
+    path = tmp_path / "symorva.config.json"
+    args = [str(path), "--homeserver", "http://127.0.0.1:8008", "--server-name", "localhost",
+            "--services", "http://127.0.0.1:8010"]
+    assert write_manifest.main(args) == 0
+    m = load_manifest(str(path))
+    assert m["services"] == {"url": "http://127.0.0.1:8010", "development": True, "admins": ["@admin:localhost"]}
+    assert write_manifest.main(args + ["--admin", "@a:localhost", "--admin", "@b:localhost"]) == 0
+    assert load_manifest(str(path))["services"]["admins"] == ["@a:localhost", "@b:localhost"]

@@ -86,6 +86,33 @@ def test_full_buckets_are_forgotten_when_there_are_many(monkeypatch):
     assert len(rl._buckets) == 1
 
 
+def test_many_distinct_keys_do_not_grow_the_limiter_beyond_its_cap(monkeypatch):
+    # The clock stands still, so no bucket is ever full again: only the cap bounds memory.
+    clock = FakeClock()
+    rl = limiter(Bucket(2, 1.0), clock)
+    monkeypatch.setattr(RateLimiter, "PRUNE_AT", 50)
+    monkeypatch.setattr(RateLimiter, "MAX_BUCKETS", 100)
+    for i in range(5000):
+        assert rl.take("reads", f"m{i}") is None
+        assert len(rl) <= 100
+    assert len(rl) == 100
+    # The most recently used keys are kept: m4999 still has its 1 token left, m0 starts afresh.
+    assert rl.tokens("reads", "m4999") == 1.0 and rl.tokens("reads", "m0") == 2.0
+
+
+def test_refused_requests_store_nothing_and_keep_their_bucket(monkeypatch):
+    clock = FakeClock()
+    rl = limiter(Bucket(1, 1.0), clock)
+    monkeypatch.setattr(RateLimiter, "PRUNE_AT", 2)
+    monkeypatch.setattr(RateLimiter, "MAX_BUCKETS", 3)
+    assert rl.take("writes", "greedy") is None
+    for i in range(3):
+        rl.take("writes", f"other{i}")
+        # The refused member is the most recently used: never the one evicted.
+        assert rl.take("writes", "greedy") == 1000
+    assert len(rl) == 3 and rl.tokens("writes", "greedy") == 0.0
+
+
 def test_retry_after_header_is_whole_seconds_rounded_up():
     assert [retry_after_header(ms) for ms in (1, 999, 1000, 1001, 2500)] == [b"1", b"1", b"1", b"2", b"3"]
 

@@ -57,9 +57,10 @@ def transfer_count(client) -> int:
         "SELECT COUNT(*) AS n FROM wallet_transfers WHERE kind = 'transfer'")["n"]
 
 
-def arm(member, **fault):
+def arm(member, **fault) -> str:
     r = member.post(FAULTS, fault)
     assert r.status_code == 200, r.text
+    return r.json()["fault_id"]
 
 
 # ----------------------------------------------------------------------------- happy path
@@ -351,6 +352,25 @@ def test_biometric_only_when_configured(world, make_client, verifier):
     assert alice2.confirm(d, "device-assertion", method="biometric").json()["status"] == "settled"
 
 
+def test_biometric_is_honoured_in_test_mode_only(make_client, verifier, caplog):
+    from symorva_server.modules.wallet import CreditRequest
+
+    caplog.set_level(logging.WARNING)
+    c, alice, bob = make_world(make_client, verifier, test_mode=False, biometric=True)
+    assert "biometric=true ignored outside test mode" in caplog.text
+    c.app.state.ctx.wallet.credit(CreditRequest(user_id=ALICE, asset="ORB", amount="10.00"))
+    caps = alice.get("/_symorva/v1/capabilities").json()["modules"]["wallet"]
+    assert caps["verification_methods"] == ["pin"]
+    d = alice.draft(BOB, "1.00")
+    assert d["verification_methods"] == ["pin"]
+    r = alice.confirm(d, "device-assertion", method="biometric")
+    assert r.status_code == 200
+    f = r.json()["failure"]
+    assert f["code"] == "method_not_offered" and "test mode only" in f["message"]
+    assert transfer_count(c) == 0 and alice.balances() == {"ORB": "10.00"}
+    assert alice.confirm(d, PIN).json()["status"] == "settled"
+
+
 def test_invalid_wallet_manifest_options(make_client):
     for opts in [{"assets": [{"code": "ORB", "precision": 2, "fee": "0.001"}]},
                  {"assets": [{"code": "ORB", "precision": 2, "fee": 1}]},
@@ -371,6 +391,16 @@ def test_history_pagination(world):
     assert [e["amount"] for e in page3["transfers"]] == ["100.00"] and page3["next_from"] is None
     assert_error(alice.get(f"{W}/transfers", params={"from": "x"}), 400, "SY_INVALID_PARAM")
     assert_error(alice.get(f"{W}/transfers", params={"limit": 0}), 400, "SY_INVALID_PARAM")
+
+
+def test_history_cursor_that_is_not_a_token_is_a_typed_400(world):
+    c, alice, bob = world
+    # Unicode digits pass str.isdigit() but not int(); 19 digits may overflow SQLite's INTEGER.
+    for bad in ["²", "١٢", "9999999999999999999", "9223372036854775808", "-1", "", " 1", "1" * 20]:
+        body = assert_error(alice.get(f"{W}/transfers", params={"from": bad}), 400, "SY_INVALID_PARAM")
+        assert "from" in body["error"], (bad, body)
+    # The largest representable cursor is fine (everything is older than it).
+    assert len(alice.get(f"{W}/transfers", params={"from": "9223372036854775807"}).json()["transfers"]) == 1
 
 
 # ----------------------------------------------------------------------------- idempotency
@@ -497,13 +527,14 @@ def test_unknown_command_is_fenced(world):
 
 def test_delayed_confirm_arriving_after_the_query_is_refused(world):
     c, alice, bob = world
-    arm(alice, path_prefix=CONFIRM_PATH, mode="delay", delay_ms=1200)
+    fault_id = arm(alice, path_prefix=CONFIRM_PATH, mode="delay", delay_ms=1200)
     d = alice.draft(BOB, "20.00")
     cmd = new_command_id()
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("r", alice.confirm(d, PIN, cmd)))
     t.start()
-    time.sleep(0.2)  # the confirm is "in the network" (held before the handler)
+    # The confirm is "in the network": the delay fault has taken it, before the handler.
+    assert c.app.state.ctx.faults.wait_hit(fault_id, timeout=10)
     assert alice.query(cmd).json()["status"] == "unknown_command"
     t.join(10)
     assert result["r"].json()["failure"]["code"] == "command_fenced"

@@ -4,6 +4,8 @@ and PIN changes, reset by a right PIN, a new PIN or an unlock; the 5th wrong PIN
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import nacl.pwhash.argon2id as argon2id
 import pytest
@@ -132,3 +134,102 @@ def test_the_fifth_wrong_pin_in_a_confirm_says_it_locked(make_client, verifier):
     alice.confirm(d, "0000")
     assert alice.set_pin("5555", old=PIN).json() == {"pin_set": True, "changed": True}
     assert alice.get(f"{W}/pin").json()["attempts_left"] == 5
+
+
+# ----------------------------------------------------------------------------- outside the lock
+
+
+class SlowVerifier:
+    """Stands in for argon2id's comparison: signals when it starts, then waits to be released."""
+
+    def __init__(self, monkeypatch, *, hold: bool = True, seconds: float = 0.0) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        if not hold:
+            self.release.set()
+        self.seconds = seconds
+        self.calls = 0
+        self._real = wallet_pin.pin_matches
+        monkeypatch.setattr(wallet_pin, "pin_matches", self)
+
+    def __call__(self, pin_hash: str, pin: str) -> bool:
+        self.calls += 1
+        self.started.set()
+        assert self.release.wait(10), "the slow verifier was never released"
+        time.sleep(self.seconds)
+        return self._real(pin_hash, pin)
+
+
+@pytest.mark.parametrize("request_kind", ["confirm", "pin change"])
+def test_a_slow_pin_check_does_not_block_another_members_requests(make_client, verifier, monkeypatch, request_kind):
+    c, alice, bob = make_world(make_client, verifier)
+    d = alice.draft(BOB, "10.00")
+    slow = SlowVerifier(monkeypatch)
+    results = {}
+    act = (lambda: alice.confirm(d, PIN)) if request_kind == "confirm" else (lambda: alice.set_pin("5555", old=PIN))
+    confirming = threading.Thread(target=lambda: results.setdefault("alice", act()))
+    reading = threading.Thread(target=lambda: results.setdefault("bob", bob.get(f"{W}/balances")))
+    try:
+        confirming.start()
+        assert slow.started.wait(10)  # Alice's PIN is being compared, right now
+        reading.start()
+        reading.join(5)
+        assert not reading.is_alive(), "Bob's balance read waited for Alice's PIN check"
+        assert results["bob"].status_code == 200 and "alice" not in results
+    finally:
+        slow.release.set()
+        confirming.join(10)
+        reading.join(10)
+    if request_kind == "confirm":
+        assert results["alice"].json()["status"] == "settled"
+        assert bob.balances() == {"ORB": "10.00"} and alice.balances() == {"ORB": "90.00"}
+    else:
+        assert results["alice"].json() == {"pin_set": True, "changed": True}
+
+
+def test_concurrent_wrong_pins_all_count(make_client, verifier, monkeypatch):
+    c, alice, bob = make_world(make_client, verifier)
+    d = alice.draft(BOB, "10.00")
+    slow = SlowVerifier(monkeypatch, hold=False, seconds=0.2)  # the comparisons overlap
+    barrier, answers = threading.Barrier(5), []
+
+    def go():
+        barrier.wait()
+        answers.append(alice.confirm(d, "0000").json()["failure"])
+
+    threads = [threading.Thread(target=go) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(f["attempts_left"] for f in answers) == [0, 1, 2, 3, 4]
+    assert sorted(f["code"] for f in answers) == ["locked_out"] + ["wrong_pin"] * 4
+    assert alice.get(f"{W}/pin").json() == {"pin_set": True, "locked": True, "attempts_left": 0, "max_attempts": 5}
+    assert slow.calls == 5 and alice.balances() == {"ORB": "100.00"}
+
+
+def test_a_pin_changed_during_the_verification_is_verified_again(tmp_path, monkeypatch):
+    db = Database(str(tmp_path / "w.db"))
+    db.migrate("module:wallet", MIGRATIONS)
+    with db.transaction() as c:
+        c.execute("INSERT INTO wallet_members(user_id, pin_hash, created_at_ms) VALUES (?, ?, 0)",
+                  (ALICE, hash_pin(PIN)))
+    real, seen = wallet_pin.pin_matches, []
+
+    def changing(pin_hash, pin):
+        # The first comparison runs outside the lock, so the PIN can change meanwhile.
+        if not seen:
+            with db.transaction() as c:
+                store_pin(c, ALICE, "5555")
+        seen.append(pin_hash)
+        return real(pin_hash, pin)
+
+    monkeypatch.setattr(wallet_pin, "pin_matches", changing)
+
+    def run(conn, verification):
+        m = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (ALICE,)).fetchone()
+        return check_pin(conn, m, "5555", NOW, verification)
+
+    check = wallet_pin.run_with_pin_checks(db, run)
+    assert check.right and len(seen) == 2 and seen[0] != seen[1]  # compared again with the new hash
+    db.close()

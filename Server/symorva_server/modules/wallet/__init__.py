@@ -14,7 +14,9 @@ What the server guarantees (docs/wallet.md, "Server side", has the full contract
   which case the ID is FENCED: a confirm that arrives later with it is refused
   (`command_fenced`) and never executes.
 - PINs are stored only as argon2id hashes (`crypto_pwhash`); five wrong PINs in a row
-  lock the member's wallet (unlock in development: `POST /_symorva/v1/test/wallet/unlock`).
+  lock the member's wallet for `pinLockSeconds` (default 15 minutes), unless a community
+  admin unlocks it earlier (`POST /_symorva/v1/wallet/admin/unlock`; in test mode also
+  `POST /_symorva/v1/test/wallet/unlock`). Every unlock is audited (wallet_unlocks).
 
 Command IDs are scoped per member: (member, command ID) is the key.
 """

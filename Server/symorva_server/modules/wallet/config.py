@@ -16,6 +16,9 @@ CONFIRM_PAYLOAD_VERSION = "symorva-wallet-confirm/1"
 PIN_PAYLOAD_VERSION = "symorva-wallet-pin/1"
 
 DEFAULT_DRAFT_TTL_S = 120
+# How long five wrong PINs lock a wallet; then the count starts again (pin.release_expired_lock).
+DEFAULT_PIN_LOCK_S = 15 * 60
+MAX_PIN_LOCK_S = 7 * 86400
 MAX_MINOR_UNITS = 2**63 - 1
 
 _AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
@@ -72,15 +75,20 @@ class AssetConfig:
 @dataclass(frozen=True)
 class WalletConfig:
     assets: dict[str, AssetConfig]
+    # Offered and accepted. The reference server has no biometric verifier (it would accept
+    # any non-empty assertion), so manifest `biometric: true` is honoured in test mode only.
     biometric: bool
     draft_ttl_ms: int
+    # `biometric: true` in the manifest but not honoured (not in test mode).
+    biometric_refused: bool = False
+    pin_lock_ms: int = DEFAULT_PIN_LOCK_S * 1000
 
     @property
     def verification_methods(self) -> list[str]:
         return ["pin", "biometric"] if self.biometric else ["pin"]
 
 
-def parse_config(options: dict[str, Any]) -> WalletConfig:
+def parse_config(options: dict[str, Any], *, test_mode: bool = False) -> WalletConfig:
     """The wallet's manifest options (docs/manifest.md). Raises ManifestError."""
     where = "manifest.modules.wallet"
     assets: dict[str, AssetConfig] = {}
@@ -101,4 +109,8 @@ def parse_config(options: dict[str, Any]) -> WalletConfig:
     ttl = options.get("draftTtlSeconds", DEFAULT_DRAFT_TTL_S)
     if not isinstance(ttl, int) or isinstance(ttl, bool) or not 1 <= ttl <= 86400:
         raise ManifestError(f"{where}.draftTtlSeconds: must be an integer 1..86400")
-    return WalletConfig(assets=assets, biometric=biometric, draft_ttl_ms=ttl * 1000)
+    lock = options.get("pinLockSeconds", DEFAULT_PIN_LOCK_S)
+    if not isinstance(lock, int) or isinstance(lock, bool) or not 1 <= lock <= MAX_PIN_LOCK_S:
+        raise ManifestError(f"{where}.pinLockSeconds: must be an integer 1..{MAX_PIN_LOCK_S}")
+    return WalletConfig(assets=assets, biometric=biometric and test_mode, draft_ttl_ms=ttl * 1000,
+                        biometric_refused=biometric and not test_mode, pin_lock_ms=lock * 1000)

@@ -27,8 +27,9 @@ from ...keys import SealingKey
 from .config import (CONFIRM_PAYLOAD_VERSION, MAX_MINOR_UNITS, PIN_PAYLOAD_VERSION, AmountError, AssetConfig,
                      WalletConfig, format_amount, parse_amount, parse_config)
 from .models import ConfirmRequest, CreditRequest, HoldRequest, PrepareRequest, UnlockRequest
-from .pin import (LOCKED_MESSAGE, LOCKED_NOW_MESSAGE, MAX_PIN_ATTEMPTS, PinCheck, PinLadder, check_pin,
-                  is_valid_pin, store_pin, unlock)
+from .pin import (LOCKED_MESSAGE, LOCKED_NOW_MESSAGE, MAX_PIN_ATTEMPTS, PinCheck, PinLadder, PinVerification,
+                  UnlockMethod, check_pin, hash_pin, is_valid_pin, release_expired_lock, run_with_pin_checks,
+                  store_pin, unlock)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -37,6 +38,7 @@ log = logging.getLogger("symorva_server.wallet")
 
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _USER_ID = re.compile(r"@[^:\s]+:(\S+)")
+_CURSOR = re.compile(r"[0-9]{1,19}")  # a history cursor (next_from): a transfer's seq
 
 
 class FailureCode:
@@ -144,8 +146,10 @@ class Wallet:
                                f"(server '{self.server_name}')")
 
     def ensure_member(self, conn: sqlite3.Connection, user_id: str, now: int) -> sqlite3.Row:
+        """The member's row (created if new), with an expired wrong-PIN lock lifted."""
         conn.execute("INSERT OR IGNORE INTO wallet_members(user_id, created_at_ms) VALUES (?, ?)", (user_id, now))
-        return conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (user_id,)).fetchone()
+        member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (user_id,)).fetchone()
+        return release_expired_lock(conn, member, now, self.config.pin_lock_ms)
 
     def balance(self, conn: sqlite3.Connection, user_id: str, asset: str) -> int:
         row = conn.execute("SELECT balance_minor FROM wallet_balances WHERE user_id = ? AND asset = ?",
@@ -207,7 +211,9 @@ class Wallet:
     def history(self, user_id: str, from_token: str | None, limit: int) -> dict[str, Any]:
         before = MAX_MINOR_UNITS
         if from_token is not None:
-            if not from_token.isdigit() or len(from_token) > 19:
+            # ASCII digits only (str.isdigit() also accepts '²' and other scripts' digits, which
+            # int() refuses) and within SQLite's INTEGER range.
+            if _CURSOR.fullmatch(from_token) is None or int(from_token) > MAX_MINOR_UNITS:
                 raise SymorvaError(400, ErrorCode.INVALID_PARAM, "Invalid parameter 'from': not a token from next_from")
             before = int(from_token)
         with self.db.transaction() as conn:
@@ -244,12 +250,16 @@ class Wallet:
         old_pin, new_pin = lines[2], lines[3]
         if not is_valid_pin(new_pin):
             raise SymorvaError(400, ErrorCode.INVALID_PIN, "The new PIN must be 4 to 12 ASCII digits")
-        error: SymorvaError | None = None
-        changed = False
-        # Errors are raised after the transaction so that a wrong old PIN is counted.
-        with self.db.transaction() as conn:
+        # Both argon2id computations run outside the database lock: the new hash here, the
+        # old PIN's check through run_with_pin_checks.
+        new_hash = hash_pin(new_pin)
+
+        def run(conn: sqlite3.Connection, verification: PinVerification | None | str
+                ) -> tuple[SymorvaError | None, bool]:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
+            error: SymorvaError | None = None
+            changed = False
             if PinLadder.of(member).locked:
                 error = _locked_error()
             elif member["pin_hash"] is None:
@@ -260,13 +270,17 @@ class Wallet:
                 error = SymorvaError(409, ErrorCode.PIN_ALREADY_SET,
                                      "A PIN is already set: include the old PIN to change it")
             else:
-                check = check_pin(conn, member, old_pin, now)
+                check = check_pin(conn, member, old_pin, now, verification)
                 if check.right:
                     changed = True
                 else:
                     error = _wrong_old_pin_error(check)
             if error is None:
-                store_pin(conn, user_id, new_pin)
+                store_pin(conn, user_id, pin_hash=new_hash)
+            return error, changed
+
+        # Errors are raised after the transaction so that a wrong old PIN is counted.
+        error, changed = run_with_pin_checks(self.db, run)
         if error is not None:
             raise error
         log.info("wallet PIN %s for %s", "changed" if changed else "set", user_id)
@@ -327,15 +341,22 @@ class Wallet:
         """(answer, replayed)."""
         command_id = self.command_id(body.command_id)
         sealed = self.decode_sealed(body.verification.sealed, "verification.sealed")
-        with self.db.transaction() as conn:
+        hold: list[int | None] = []  # taken once, in the first pass that gets that far
+
+        def run(conn: sqlite3.Connection, verification: PinVerification | None | str
+                ) -> tuple[dict[str, Any], bool] | int:
+            # Everything is checked again in each pass (run_with_pin_checks): a pass that needs
+            # the PIN verified is rolled back, and another confirm may have run meanwhile.
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
             previous = self._recorded_answer(conn, user_id, command_id, for_confirm=True)
             if previous is not None:
                 return previous, True
-            hold_ms = self._take_hold()
+            if not hold:
+                hold.append(self._take_hold())
+            hold_ms = hold[0]
             if hold_ms is None:
-                answer = self._execute(conn, member, command_id, body, sealed, now)
+                answer = self._execute(conn, member, command_id, body, sealed, now, verification)
                 conn.execute(
                     "INSERT INTO wallet_commands(user_id, command_id, status, draft_id, answer, created_at_ms,"
                     " updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -348,18 +369,26 @@ class Wallet:
                 " updated_at_ms) VALUES (?, ?, 'pending', ?, NULL, ?, ?)",
                 (user_id, command_id, body.draft_id, now, now),
             )
-        log.warning("wallet: holding command %s as pending for %d ms (test mode)", command_id, hold_ms)
-        time.sleep(hold_ms / 1000)
-        with self.db.transaction() as conn:
+            return hold_ms
+
+        result = run_with_pin_checks(self.db, run)
+        if not isinstance(result, int):
+            return result
+        log.warning("wallet: holding command %s as pending for %d ms (test mode)", command_id, result)
+        time.sleep(result / 1000)
+
+        def run_held(conn: sqlite3.Connection, verification: PinVerification | None | str) -> dict[str, Any]:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
-            answer = self._execute(conn, member, command_id, body, sealed, now)
+            answer = self._execute(conn, member, command_id, body, sealed, now, verification)
             conn.execute(
                 "UPDATE wallet_commands SET status = ?, answer = ?, updated_at_ms = ?"
                 " WHERE user_id = ? AND command_id = ?",
                 (answer["status"], json.dumps(answer), now, user_id, command_id),
             )
-        return answer, False
+            return answer
+
+        return run_with_pin_checks(self.db, run_held), False
 
     def query(self, user_id: str, raw_command_id: str) -> dict[str, Any]:
         command_id = self.command_id(raw_command_id)
@@ -396,12 +425,36 @@ class Wallet:
             transfer = self.transfer_by_id(conn, transfer_id)
         return {"transfer": transfer, "balance": asset.fmt(balance)}
 
-    def unlock(self, body: UnlockRequest) -> dict[str, Any]:
+    def unlock(self, body: UnlockRequest, *, actor: str | None = None) -> dict[str, Any]:
+        """Test mode: unlocks (and creates) any member's wallet."""
         with self.db.transaction() as conn:
-            self.ensure_member(conn, body.user_id, self.now_ms())
-            unlock(conn, body.user_id, clear_pin=body.clear_pin)
+            now = self.now_ms()
+            self.ensure_member(conn, body.user_id, now)
+            unlock(conn, body.user_id, clear_pin=body.clear_pin, method=UnlockMethod.TEST, actor=actor, now_ms=now)
             member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (body.user_id,)).fetchone()
         return self.pin_state(member)
+
+    def admin_unlock(self, admin: str, body: UnlockRequest) -> dict[str, Any]:
+        """A community admin lifts a member's wrong-PIN lock (recorded in wallet_unlocks)."""
+        self.check_member_id(body.user_id, "User")
+        with self.db.transaction() as conn:
+            now = self.now_ms()
+            if conn.execute("SELECT 1 FROM wallet_members WHERE user_id = ?", (body.user_id,)).fetchone() is None:
+                raise SymorvaError(404, ErrorCode.WALLET_UNKNOWN, f"{body.user_id} has no wallet in this community")
+            self.ensure_member(conn, body.user_id, now)
+            unlock(conn, body.user_id, clear_pin=body.clear_pin, method=UnlockMethod.ADMIN, actor=admin, now_ms=now)
+            member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (body.user_id,)).fetchone()
+        return self.pin_state(member)
+
+    def unlocks(self, user_id: str | None, limit: int) -> dict[str, Any]:
+        """The unlock audit, newest first (admins)."""
+        sql = "SELECT * FROM wallet_unlocks" + (" WHERE user_id = ?" if user_id else "") + " ORDER BY seq DESC LIMIT ?"
+        rows = self.db.query(sql, ((user_id,) if user_id else ()) + (limit,))
+        return {"unlocks": [
+            {"user_id": r["user_id"], "method": r["method"], "actor": r["actor"], "at_ms": r["at_ms"],
+             "locked_at_ms": r["locked_at_ms"], "failed_attempts": r["failed_attempts"],
+             "cleared_pin": bool(r["cleared_pin"])}
+            for r in rows]}
 
     def hold(self, body: HoldRequest) -> dict[str, Any]:
         with self._holds_lock:
@@ -434,8 +487,11 @@ class Wallet:
         return json.loads(row["answer"])
 
     def _execute(self, conn: sqlite3.Connection, member: sqlite3.Row, command_id: str,
-                 body: ConfirmRequest, sealed: bytes, now: int) -> dict[str, Any]:
-        """Runs a new command inside the caller's transaction; returns its answer."""
+                 body: ConfirmRequest, sealed: bytes, now: int,
+                 verification: PinVerification | None | str) -> dict[str, Any]:
+        """Runs a new command inside the caller's transaction; returns its answer. Raises
+        PinVerificationNeeded (see run_with_pin_checks) when it gets to the PIN without a
+        verification for it."""
         user_id = member["user_id"]
         draft = conn.execute("SELECT * FROM wallet_drafts WHERE draft_id = ? AND user_id = ?",
                              (body.draft_id, user_id)).fetchone()
@@ -449,6 +505,10 @@ class Wallet:
         if PinLadder.of(member).locked:
             return _failure(command_id, FailureCode.LOCKED_OUT, LOCKED_MESSAGE, attempts_left=0)
         method = body.verification.method
+        if method == "biometric" and self.config.biometric_refused:
+            return _failure(command_id, FailureCode.METHOD_NOT_OFFERED,
+                            "Biometric verification is not available: this server has no biometric verifier "
+                            "(the reference server honours it in test mode only)")
         if method not in self.config.verification_methods:
             return _failure(command_id, FailureCode.METHOD_NOT_OFFERED,
                             f"Verification method '{method}' is not accepted "
@@ -465,10 +525,10 @@ class Wallet:
         if method == "pin":
             if member["pin_hash"] is None:
                 return _failure(command_id, FailureCode.PIN_NOT_SET, "No wallet PIN is set")
-            check = check_pin(conn, member, secret, now)
+            check = check_pin(conn, member, secret, now, verification)
             if not check.right:
                 return _wrong_pin_failure(command_id, check)
-        elif not secret:  # biometric: the reference server accepts any non-empty assertion
+        elif not secret:  # biometric (test mode only): the reference server accepts any non-empty assertion
             return _failure(command_id, FailureCode.VERIFICATION_FAILED, "Empty biometric assertion")
         asset = self.config.assets.get(draft["asset"])
         if asset is None:  # the manifest changed since the draft was made
@@ -495,5 +555,9 @@ def create_state(options: dict[str, Any], *, db: Database, clock: Callable[[], f
                  sealing_key: SealingKey, settings: Settings) -> Wallet:
     """The module's state, from its manifest options (raises ManifestError); the
     migrations have been applied."""
-    return Wallet(parse_config(options), db=db, clock=clock, sealing_key=sealing_key,
+    config = parse_config(options, test_mode=settings.test_mode)
+    if config.biometric_refused:
+        log.warning("wallet: manifest biometric=true ignored outside test mode (no biometric verifier); "
+                    "only the PIN is offered")
+    return Wallet(config, db=db, clock=clock, sealing_key=sealing_key,
                   server_name=settings.server_name, test_mode=settings.test_mode)

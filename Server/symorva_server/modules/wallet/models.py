@@ -148,3 +148,19 @@ class HoldRequest(BaseModel):
 class HoldOut(BaseModel):
     armed: int = Field(description="Confirms that will still be held.")
     delay_ms: int
+
+
+class UnlockAuditEntry(BaseModel):
+    user_id: str = Field(description="The member whose wallet was unlocked.")
+    method: Literal["expired", "admin", "test"] = Field(
+        description="expired: the lock duration (pinLockSeconds) passed; admin: an admin's unlock; "
+                    "test: the test-mode endpoint.")
+    actor: str | None = Field(description="Who unlocked it (the admin, or the test caller); null when expired.")
+    at_ms: int
+    locked_at_ms: int | None = Field(description="When the lock began (null: the wallet was not locked).")
+    failed_attempts: int = Field(description="The wrong-PIN count that was reset.")
+    cleared_pin: bool
+
+
+class UnlockAuditOut(BaseModel):
+    unlocks: list[UnlockAuditEntry] = Field(description="Newest first.")

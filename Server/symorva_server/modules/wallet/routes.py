@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from ...auth import AUTH_ERRORS, AuthenticatedUser, require_user
+from ...auth import AUTH_ERRORS, AuthenticatedUser, require_admin, require_development, require_user
 from ...errors import ErrorBody
 from .config import CONFIRM_PAYLOAD_VERSION
 from .domain import Wallet
 from .models import (BalancesOut, CommandAnswer, ConfirmRequest, CreditOut, CreditRequest, DraftOut, HoldOut,
-                     HoldRequest, PinOut, PinRequest, PinSetOut, PrepareRequest, TransferPage, UnlockRequest)
+                     HoldRequest, PinOut, PinRequest, PinSetOut, PrepareRequest, TransferPage, UnlockAuditOut,
+                     UnlockRequest)
 from .pin import MAX_PIN_ATTEMPTS, PIN_MAX_LENGTH, PIN_MIN_LENGTH
 
 if TYPE_CHECKING:
@@ -118,6 +119,47 @@ def wallet_command(request: Request, command_id: str = Path(max_length=36),
     return JSONResponse(_wallet(request).query(user.user_id, command_id))
 
 
+_ADMIN_DOC = " For the community's admins (manifest `services.admins`)."
+_E403_ADMIN = {"model": ErrorBody, "description": "SY_NOT_ADMIN: the caller is not an admin of this community"}
+
+
+@router.post(
+    f"{PREFIX}/admin/unlock", response_model=PinOut,
+    responses={
+        400: {"model": ErrorBody, "description": "SY_INVALID_RECIPIENT (not a member ID of this server), SY_INVALID_PARAM, ..."},
+        403: _E403_ADMIN,
+        404: {"model": ErrorBody, "description": "SY_WALLET_UNKNOWN: the member has no wallet"},
+    },
+    summary="Lift a member's wrong-PIN lock (optionally forget the PIN); recorded in the unlock audit." + _ADMIN_DOC)
+def wallet_admin_unlock(body: UnlockRequest, request: Request,
+                        admin: AuthenticatedUser = Depends(require_admin)) -> Any:
+    return _wallet(request).admin_unlock(admin.user_id, body)
+
+
+@router.get(
+    f"{PREFIX}/admin/unlocks", response_model=UnlockAuditOut, responses={400: _E400, 403: _E403_ADMIN},
+    summary="The unlock audit (lock expiries, admin and test unlocks), newest first." + _ADMIN_DOC)
+def wallet_admin_unlocks(request: Request,
+                         user_id: str | None = Query(default=None, max_length=255, description="Only this member."),
+                         limit: int = Query(default=50, ge=1, le=500),
+                         _admin: AuthenticatedUser = Depends(require_admin)) -> Any:
+    return _wallet(request).unlocks(user_id, limit)
+
+
+@router.post(
+    f"{PREFIX}/admin/credit", response_model=CreditOut,
+    responses={
+        400: {"model": ErrorBody, "description": "SY_INVALID_AMOUNT, SY_UNKNOWN_ASSET, SY_INVALID_RECIPIENT, SY_INVALID_PARAM, ..."},
+        403: {"model": ErrorBody,
+              "description": "SY_NOT_IN_DEVELOPMENT (production mode: never credits), SY_NOT_ADMIN"},
+    },
+    summary="Development mode only: credit a member (creates their wallet), e.g. a newcomer's first "
+            "funds; a `credit` entry in their history." + _ADMIN_DOC)
+def wallet_admin_credit(body: CreditRequest, request: Request, _dev: None = Depends(require_development),
+                        _admin: AuthenticatedUser = Depends(require_admin)) -> Any:
+    return _wallet(request).credit(body)
+
+
 _TEST_DOC = " Only exists when the server runs with --test."
 
 test_router = APIRouter(tags=["testing"], responses=AUTH_ERRORS)
@@ -133,8 +175,8 @@ def wallet_test_credit(body: CreditRequest, request: Request,
 @test_router.post(f"{TEST_PREFIX}/unlock", response_model=PinOut, responses={400: _E400},
                   summary="Reset a member's wrong-PIN counter and lock (optionally forget the PIN)." + _TEST_DOC)
 def wallet_test_unlock(body: UnlockRequest, request: Request,
-                       _user: AuthenticatedUser = Depends(require_user)) -> Any:
-    return _wallet(request).unlock(body)
+                       user: AuthenticatedUser = Depends(require_user)) -> Any:
+    return _wallet(request).unlock(body, actor=user.user_id)
 
 
 @test_router.post(f"{TEST_PREFIX}/hold", response_model=HoldOut, responses={400: _E400},

@@ -55,4 +55,18 @@ MIGRATIONS = [
         PRIMARY KEY (user_id, command_id)
     )
     """,
+    # Every unlock of a wallet's wrong-PIN lock (pin.py): whose, when, how and by whom.
+    """
+    CREATE TABLE wallet_unlocks (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id TEXT NOT NULL,
+        method TEXT NOT NULL,
+        actor TEXT,
+        at_ms INTEGER NOT NULL,
+        locked_at_ms INTEGER,
+        failed_attempts INTEGER NOT NULL,
+        cleared_pin INTEGER NOT NULL
+    );
+    CREATE INDEX wallet_unlocks_user ON wallet_unlocks(user_id, seq)
+    """,
 ]
