@@ -5,9 +5,9 @@ import SymorvaRuntime
 /// A store holds one state and feeds it events. Each step asserts the whole outcome: the exact
 /// next state and the exact, ordered list of effects — an effect the test did not expect, or
 /// one it expected but the machine did not ask for, fails the step. Ignored events are
-/// asserted explicitly with ``assertIgnored(_:fileID:line:)``, so a pair that silently stops
+/// asserted explicitly with ``assertIgnored(_:fileID:line:)-(Machine.Event,_,_)``, so a pair that silently stops
 /// doing anything is caught too. There is no host, clock or I/O: a store step is one call to
-/// ``StateMachine/transition(from:on:)``.
+/// ``/SymorvaRuntime/StateMachine/transition(from:on:)``.
 ///
 /// ```swift
 /// let store = MachineTestStore(AppFlowMachine(), initial: .launching)

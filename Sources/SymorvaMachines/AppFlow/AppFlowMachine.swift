@@ -272,7 +272,7 @@ public struct AppFlowMachine: ChartedMachine {
 
 /// A signed-in account on this device, identified by its Matrix user ID (`@alice:example.org`).
 ///
-/// Matrix IDs may be logged, so the type is ``LogSafe``; display names and tokens never live
+/// Matrix IDs may be logged, so the type is ``/SymorvaRuntime/LogSafe``; display names and tokens never live
 /// here.
 public struct AccountID: Hashable, Sendable, Comparable, CustomStringConvertible, LogSafe,
     ExpressibleByStringLiteral
