@@ -44,7 +44,7 @@ public struct ChatOptions: Sendable, Hashable {
 /// Views observe, the client owns: ``conversations`` and ``syncState`` are observable values
 /// read from the account's store, so the list is there before any network on a cold start;
 /// ``conversation(id:)`` hands out one ``Conversation`` per room, whose timeline does work only
-/// while it is observed. Everything belongs to the account's ``AccountScope``: when it ends,
+/// while it is observed. Everything belongs to the account's ``/SymorvaRuntime/AccountScope``: when it ends,
 /// every request is cancelled, late results are dropped, and the client and its conversations
 /// answer ``ChatError/accountEnded``.
 ///
@@ -93,7 +93,7 @@ public final class AccountChat: Sendable {
     ///
     /// - Parameters:
     ///   - requester: sends requests as the account (attaches and refreshes its token).
-    ///   - database: the account's database, opened with ``ChatSchema/migrations``.
+    ///   - database: the account's database, opened with `ChatSchema.migrations`.
     ///   - scope: the account's scope; ending it stops all chat work.
     public init(
         requester: any MatrixRequester, database: SQLiteDatabase, scope: AccountScope,

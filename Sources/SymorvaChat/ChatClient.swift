@@ -180,7 +180,7 @@ public final class ChatClient: Sendable {
 public struct ConversationListModel: Sendable {
     let client: ChatClient
 
-    /// The list as an ``ObservableValue``, for code written against observable values in general.
+    /// The list as an ``/SymorvaRuntime/ObservableValue``, for code written against observable values in general.
     public var observable: ObservableValue<ConversationList> { client.conversationList }
 
     /// The current list.

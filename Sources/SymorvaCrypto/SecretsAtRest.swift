@@ -80,7 +80,7 @@ public struct SecretBox: Sendable {
         try seal(plaintext.map { Array($0.utf8) }, associatedData: associatedData)
     }
 
-    /// Decrypts what ``seal(_:associatedData:)`` produced under the same key and associated data.
+    /// Decrypts what ``seal(_:associatedData:)-(Secret<[UInt8]>,_)`` produced under the same key and associated data.
     ///
     /// - Throws: `.decryptionFailed` for a wrong version, a short input, a wrong key, other
     ///   associated data, or any modification.

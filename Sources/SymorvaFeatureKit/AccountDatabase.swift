@@ -8,11 +8,11 @@ import SymorvaStore
 ///
 /// Each feature (session, chat, wallet, …) registers its own ordered list under its own name.
 /// Versions are per feature and start at 1, so features never have to agree on a numbering:
-/// they are applied with ``SymorvaStore/SQLiteDatabase/migrate(feature:_:)``, which keeps one row
+/// they are applied with ``/SymorvaStore/SQLiteDatabase/migrate(feature:_:)``, which keeps one row
 /// per feature in `symorva_feature_schema` and runs each migration in its own transaction
 /// together with its feature's version bump. Table names are prefixed with the feature's name
 /// (`session_…`, `wallet_…`) so that features cannot collide on names either. The file's
-/// `user_version` stays free for the one list that uses ``SymorvaStore/SQLiteDatabase/migrate(_:)``.
+/// `user_version` stays free for the one list that uses ``/SymorvaStore/SQLiteDatabase/migrate(_:)``.
 ///
 /// ```swift
 /// var migrations = AccountMigrations.standard
@@ -36,7 +36,7 @@ public struct AccountMigrations: Sendable {
     }
 
     /// The database's main list, versioned by the file's `user_version`: chat's schema
-    /// (``ChatSchema/migrations``), the largest and oldest user of the file. Applied first.
+    /// (`ChatSchema.migrations`), the largest and oldest user of the file. Applied first.
     public var main: [Migration]
 
     /// The registered features, in registration order (the order migrations are applied in).

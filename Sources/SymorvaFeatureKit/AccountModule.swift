@@ -8,7 +8,7 @@ import Synchronization
 /// A feature module's client for one signed-in account (the wallet, chat, …).
 ///
 /// Modules are built by an ``AccountModuleFactory`` when the account's session starts, inside
-/// the account's ``AccountScope``, and stopped when the scope ends (account switch, sign-out,
+/// the account's ``/SymorvaRuntime/AccountScope``, and stopped when the scope ends (account switch, sign-out,
 /// shutdown). Hosts a module creates in ``AccountModuleContext/scope`` have their effects
 /// cancelled and their late results dropped by the scope itself; ``stop()`` is for everything
 /// else the module holds (timers, observers, caches).

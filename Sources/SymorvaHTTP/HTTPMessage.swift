@@ -87,7 +87,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
 /// One HTTP request as the SDK builds it.
 ///
-/// The bearer token is kept apart from ``headers`` in a ``Secret`` so that it cannot be
+/// The bearer token is kept apart from ``headers`` in a ``/SymorvaRuntime/Secret`` so that it cannot be
 /// printed with the request: the transport adds the `Authorization` header only when it writes
 /// the request to the wire. The description shows the method, host and path only (a query may
 /// carry tokens), and so does its mirror: `dump`, `String(reflecting:)` and debuggers that
@@ -193,7 +193,7 @@ public struct HTTPResponse: Sendable, Equatable, CustomStringConvertible, Custom
     }
 }
 
-/// Performs HTTP exchanges. ``CurlTransport`` is the real one; tests may provide a fake.
+/// Performs HTTP exchanges. `CurlTransport` is the real one; tests may provide a fake.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the response, whatever its status.
     ///
@@ -205,7 +205,7 @@ public protocol HTTPTransport: Sendable {
 /// Why an HTTP exchange produced no response.
 ///
 /// A response with an error status (4xx, 5xx) is not a `TransportError`: it is an
-/// ``HTTPResponse`` whose body ``MatrixError/decode(from:)`` can read. This enum is only for
+/// ``HTTPResponse`` whose body `MatrixError/decode(from:)` can read. This enum is only for
 /// exchanges that never completed. Every case is safe to log: none carries a URL, a header or a
 /// body.
 public enum TransportError: Error, Sendable, Hashable {
@@ -234,7 +234,7 @@ public enum TransportError: Error, Sendable, Hashable {
     /// Sending or receiving failed on an established connection (reset, broken pipe).
     case connectionLost
     /// Any other failure of the HTTP engine: its own code and fixed text for that code
-    /// (libcurl's `CURLcode` for ``CurlTransport``). For diagnostics only: callers decide on the
+    /// (libcurl's `CURLcode` for `CurlTransport`). For diagnostics only: callers decide on the
     /// named cases, never on these codes.
     case other(code: Int, message: String)
 }

@@ -31,7 +31,8 @@ public final class SymorvaCommunity: Sendable {
     /// Sign-in, registration, sign-out, accounts and switching.
     public let session: SessionClient
     /// Chat, always present: the active account's conversations and room operations
-    /// (``ConversationList/signedOut`` and ``ChatError/notSignedIn`` while nobody is signed in).
+    /// (``/SymorvaChat/ConversationList/signedOut`` and ``/SymorvaChat/ChatError/notSignedIn``
+    /// while nobody is signed in).
     public let chat: ChatClient
     /// The wallet, or `nil` when the manifest disables the wallet module (decided by the
     /// manifest alone, signed in or not); it shows the active account's wallet.
@@ -50,7 +51,7 @@ public final class SymorvaCommunity: Sendable {
     ///
     /// - Parameters:
     ///   - modules: feature modules built for every signed-in account, with their database
-    ///     migrations (see ``AccountModuleFactory``); by default chat and, when the manifest
+    ///     migrations (see ``/SymorvaFeatureKit/AccountModuleFactory``); by default chat and, when the manifest
     ///     enables it, the wallet.
     public init(
         configuration: SymorvaConfiguration, environment: SymorvaEnvironment,

@@ -25,7 +25,7 @@ public struct FixedREPLChatProvider: REPLChatProvider {
     public let chatClient: ChatClient?
     /// A provider for `client`.
     public init(_ client: ChatClient) { self.chatClient = client }
-    /// A provider for one account's chat (tools and tests that build an ``AccountChat`` themselves).
+    /// A provider for one account's chat (tools and tests that build an ``/SymorvaChat/AccountChat`` themselves).
     public init(_ chat: AccountChat) { self.chatClient = ChatClient(following: chat) }
 }
 
@@ -37,7 +37,7 @@ public struct FixedREPLChatProvider: REPLChatProvider {
 /// new row is printed as it arrives, numbered; `react`, `edit` and `redact` take that number or
 /// an event ID. Rooms are named by room ID, alias or their number in the last `rooms` listing.
 public enum ChatCommands {
-    /// Every chat command, for ``REPLProgram/run(arguments:environment:commands:output:)``.
+    /// Every chat command, for ``REPLProgram/run(arguments:environment:commands:output:launch:)``.
     public static var all: [REPLCommand] {
         [
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,

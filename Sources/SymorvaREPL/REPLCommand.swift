@@ -2,7 +2,7 @@
 /// what it runs.
 ///
 /// Features add commands by building values of this type and registering them with
-/// ``REPLSession/register(_:)``. A command either runs a handler or, built with
+/// ``REPLSession/register(_:)-(REPLCommand)``. A command either runs a handler or, built with
 /// ``group(_:summary:details:subcommands:)``, dispatches to subcommands by its next word
 /// (`wallet send <member> <amount> <asset>`).
 ///

@@ -196,7 +196,7 @@ public final class REPLContext: Sendable {
 
     /// Reads a secret from the session's input: without echo on a terminal, else the next line.
     ///
-    /// The value comes back wrapped in ``Secret`` so it cannot reach output or logs by accident.
+    /// The value comes back wrapped in ``/SymorvaRuntime/Secret`` so it cannot reach output or logs by accident.
     /// Fails with ``REPLError/inputEnded`` when the input has no more lines.
     public func readSecret(prompt: String) async throws(REPLError) -> Secret<String> {
         guard let input = state.withLock({ $0.input }), let value = await input.readSecret(prompt: prompt) else {

@@ -63,7 +63,7 @@ public struct REPLRunSummary: Sendable, Equatable {
 /// A session does not know where its lines come from or where its output goes: the `symorva`
 /// program hands it standard input and the terminal, tests hand it an array of lines and a
 /// ``CapturingREPLOutput``. Built-in commands are registered on creation; features add theirs
-/// with ``register(_:)``.
+/// with ``register(_:)-(REPLCommand)``.
 public final class REPLSession: Sendable {
     /// Everything commands can reach.
     public let context: REPLContext

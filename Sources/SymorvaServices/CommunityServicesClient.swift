@@ -63,7 +63,7 @@ public actor CommunityServicesClient {
     ///   - path: the path below the base URL, e.g. `/_symorva/v1/wallet/balances`.
     ///   - body: a JSON body, or `nil` for none.
     ///   - deliversAtMostOnce: the transport must never resend the request by itself (a command
-    ///     whose outcome is found out by query); see ``HTTPRequest/deliversAtMostOnce``. The one
+    ///     whose outcome is found out by query); see ``/SymorvaHTTP/HTTPRequest/deliversAtMostOnce``. The one
     ///     retry after `SY_UNKNOWN_TOKEN` still happens: the services refuse an unknown token
     ///     before routing, so the first request did nothing. A 429 is not retried: the caller
     ///     gets ``ServicesError/rateLimited(retryAfter:)`` and decides.

@@ -159,7 +159,7 @@ public enum ChartMismatch: Sendable, Equatable, CustomStringConvertible {
     case unlistedState(String)
     /// A sample event's case name is missing from `Event.allCaseNames`: the list is stale.
     case unlistedEvent(String)
-    /// A sample's ``CaseNamed/caseName`` and ``CaseNamed/caseNameLiteral`` differ.
+    /// A sample's ``/SymorvaRuntime/CaseNamed/caseName`` and ``/SymorvaRuntime/CaseNamed/caseNameLiteral`` differ.
     case caseNamesDisagree(caseName: String, literal: String)
     /// The chart's `name` is not the machine's name.
     case chartName(chart: String, machine: String)

@@ -1,13 +1,13 @@
 import SymorvaRuntime
 import Synchronization
 
-/// An ``EffectInterpreter`` that holds every effect until the test releases it, then performs
+/// An ``/SymorvaRuntime/EffectInterpreter`` that holds every effect until the test releases it, then performs
 /// it with the interpreter it wraps: the way to run a host's effects in any order the host
 /// allows.
 ///
 /// A host starts each effect in its own task, so effects launched by one transition, or by
 /// transitions in a row, may run in any order. A test reproduces the order it fears by
-/// releasing the held effects one by one; ``release(where:fileID:line:)`` returns when the
+/// releasing the held effects one by one; ``release(fileID:line:where:)`` returns when the
 /// released effect has been performed (its result then goes back through the host's mailbox).
 ///
 /// ```swift

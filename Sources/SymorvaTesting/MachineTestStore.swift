@@ -9,9 +9,9 @@ import SymorvaRuntime
 /// expected but the machine did not ask for, fails the step. A move to a state equal to the
 /// current one is not a stay: the runtime cancels the state timeout on a move and keeps it on a
 /// stay, so each is asserted with its own method. Ignored events are
-/// asserted explicitly with ``assertIgnored(_:fileID:line:)``, so a pair that silently stops
+/// asserted explicitly with ``assertIgnored(_:fileID:line:)-(Machine.Event,_,_)``, so a pair that silently stops
 /// doing anything is caught too. There is no host, clock or I/O: a store step is one call to
-/// ``StateMachine/transition(from:on:)``.
+/// ``/SymorvaRuntime/StateMachine/transition(from:on:)``.
 ///
 /// ```swift
 /// let store = MachineTestStore(AppFlowMachine(), initial: .launching)

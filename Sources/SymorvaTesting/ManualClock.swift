@@ -1,7 +1,7 @@
 import SymorvaRuntime
 import Synchronization
 
-/// A ``RuntimeClock`` whose time moves only when a test calls ``advance(by:)``.
+/// A ``/SymorvaRuntime/RuntimeClock`` whose time moves only when a test calls ``advance(by:)``.
 ///
 /// Sleepers wait until the clock has been advanced past their deadline and then resume in
 /// deadline order (ties in the order they went to sleep). A sleeping task that is cancelled

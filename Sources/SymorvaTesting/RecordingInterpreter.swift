@@ -1,7 +1,7 @@
 import SymorvaRuntime
 import Synchronization
 
-/// An ``EffectInterpreter`` for host-level tests: records every effect it is asked to perform
+/// An ``/SymorvaRuntime/EffectInterpreter`` for host-level tests: records every effect it is asked to perform
 /// and answers with events from a script.
 ///
 /// The script is a closure from effect to result event (or `nil`), and may suspend — on a

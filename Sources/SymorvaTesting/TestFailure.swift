@@ -135,7 +135,7 @@ extension ObservableValue where Value: Equatable {
     }
 }
 
-/// A trace sink whose records can be awaited: tests attach it to a ``Tracer`` and wait for the
+/// A trace sink whose records can be awaited: tests attach it to a ``/SymorvaRuntime/Tracer`` and wait for the
 /// record that proves what they assert (a `.stale` drop, an ignored event).
 public final class ObservableTraceRecorder: TraceSink {
     private let publisher = ObservableValue<[TraceRecord]>.Publisher([])

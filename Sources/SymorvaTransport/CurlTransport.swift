@@ -20,7 +20,7 @@ import Synchronization
 /// - Connections are reused across requests (and multiplexed over HTTP/2 when the server
 ///   offers it through ALPN).
 /// - Cancelling the calling task really aborts the transfer: the easy handle leaves the multi
-///   handle, its connection closes, and the call throws ``TransportError/cancelled`` — once,
+///   handle, its connection closes, and the call throws ``/SymorvaHTTP/TransportError/cancelled`` — once,
 ///   and never after a response has been delivered to the caller.
 /// - TLS peer and host verification is always on. Only tests may add a CA file.
 /// - The response body is limited in size while it is received.
@@ -31,7 +31,7 @@ public final class CurlTransport: HTTPTransport {
     public struct Configuration: Sendable {
         /// The time allowed to establish a connection (TCP and TLS).
         public var connectTimeout: Duration
-        /// The total time allowed for a request that sets no ``HTTPRequest/timeout``.
+        /// The total time allowed for a request that sets no ``/SymorvaHTTP/HTTPRequest/timeout``.
         public var requestTimeout: Duration
         /// The largest response body accepted when a request sets no limit, in bytes.
         public var maximumResponseBytes: Int
@@ -116,7 +116,7 @@ public final class CurlTransport: HTTPTransport {
             connectionsReused: counters.connectionsReused.load(ordering: .relaxed))
     }
 
-    /// Sends `request`; see ``HTTPTransport/send(_:)``.
+    /// Sends `request`; see ``/SymorvaHTTP/HTTPTransport/send(_:)``.
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         guard !Task.isCancelled else { throw .cancelled }
         let transfer = try CurlTransfer(

@@ -21,13 +21,13 @@ import SymorvaStore
 /// }
 /// ```
 ///
-/// Each transfer runs in its own ``MachineHost`` of ``TransferMachine`` in the account's scope,
-/// with a ``TransferInterpreter``. A confirmation whose outcome is unknown is queried with
+/// Each transfer runs in its own ``/SymorvaRuntime/MachineHost`` of ``/SymorvaMachines/TransferMachine`` in the
+/// account's scope, with a `TransferInterpreter`. A confirmation whose outcome is unknown is queried with
 /// backoff until it resolves, and shows in ``pendingCommands`` meanwhile. After a restart, call
 /// ``resumePendingCommands()`` once the account is signed in: every command left in the store is
 /// queried the same way. Ending the scope (sign-out, switch) stops every transfer host; a late
 /// answer is dropped, the command stays in the store for the next sign-in, and the client, its
-/// drafts and its pending transfers answer ``TransferError/accountEnded``.
+/// drafts and its pending transfers answer ``/SymorvaMachines/TransferError/accountEnded``.
 public final class AccountWallet: Sendable {
     /// The signed-in member.
     public let member: UserID
@@ -63,7 +63,7 @@ public final class AccountWallet: Sendable {
     ///   - configuration: the community's assets and the device's verifiers.
     ///   - clock: the clock of timers (draft expiry, query backoff).
     ///   - tracer: where transfer transitions are traced.
-    /// - Throws: ``TransferError/store(reason:)`` when the database cannot be migrated.
+    /// - Throws: ``/SymorvaMachines/TransferError/store(reason:)`` when the database cannot be migrated.
     public init(
         member: UserID, services: CommunityServicesClient, database: SQLiteDatabase, scope: AccountScope,
         configuration: WalletConfiguration = WalletConfiguration(), clock: any RuntimeClock = SystemClock(),
@@ -120,11 +120,11 @@ public final class AccountWallet: Sendable {
     ///   - recipient: the member who receives the money.
     ///   - asset: what is sent; one of ``WalletConfiguration/assets`` when that list is set.
     ///   - amount: what the recipient receives; brought to the asset's precision first.
-    /// - Throws: ``TransferError/amount(_:)`` when the amount has more decimals than the asset;
-    ///   ``TransferError/failure(_:)`` when the service refuses (insufficient funds, unknown
+    /// - Throws: ``/SymorvaMachines/TransferError/amount(_:)`` when the amount has more decimals than the asset;
+    ///   ``/SymorvaMachines/TransferError/failure(_:)`` when the service refuses (insufficient funds, unknown
     ///   recipient, locked wallet, still rate limited after the services client waited the hint…)
-    ///   or cannot be reached; ``TransferError/cancelled`` when the
-    ///   calling task is cancelled; ``TransferError/accountEnded`` when the account's scope has
+    ///   or cannot be reached; ``/SymorvaMachines/TransferError/cancelled`` when the
+    ///   calling task is cancelled; ``/SymorvaMachines/TransferError/accountEnded`` when the account's scope has
     ///   ended.
     public func prepareTransfer(to recipient: UserID, asset: Asset, amount: Amount) async throws(TransferError)
         -> TransferDraft
@@ -164,8 +164,8 @@ public final class AccountWallet: Sendable {
     /// know yet.
     ///
     /// - Returns: the commands it started to resolve.
-    /// - Throws: ``TransferError/store(reason:)`` when the store cannot be read;
-    ///   ``TransferError/accountEnded`` when the account's scope has ended.
+    /// - Throws: ``/SymorvaMachines/TransferError/store(reason:)`` when the store cannot be read;
+    ///   ``/SymorvaMachines/TransferError/accountEnded`` when the account's scope has ended.
     @discardableResult
     public func resumePendingCommands() async throws(TransferError) -> [PendingTransfer] {
         let stored: [PendingCommand]
@@ -190,10 +190,11 @@ public final class AccountWallet: Sendable {
     /// Both PINs are sealed on the device to the service's public key, bound to the member, and
     /// never stored or logged.
     ///
-    /// - Throws: ``TransferError/failure(_:)`` with ``TransferFailure/verification(_:)``
-    ///   (``VerificationError/malformedPIN``) for a PIN that is not 4–12 digits,
-    ///   ``TransferFailure/lockedOut``, or ``TransferFailure/rejected(code:)`` with the service's
-    ///   code (`SY_WRONG_PIN`, `SY_PIN_ALREADY_SET`, …).
+    /// - Throws: ``/SymorvaMachines/TransferError/failure(_:)`` with
+    ///   ``/SymorvaMachines/TransferFailure/verification(_:)``
+    ///   (``/SymorvaMachines/VerificationError/malformedPIN``) for a PIN that is not 4–12 digits,
+    ///   ``/SymorvaMachines/TransferFailure/lockedOut``, or ``/SymorvaMachines/TransferFailure/rejected(code:)`` with
+    ///   the service's code (`SY_WRONG_PIN`, `SY_PIN_ALREADY_SET`, …).
     public func setPIN(_ pin: Secret<String>, replacing oldPIN: Secret<String>? = nil) async throws(TransferError) {
         try ensureCurrent()
         guard SealingContext.isWellFormed(pin: pin), oldPIN.map(SealingContext.isWellFormed(pin:)) ?? true else {

@@ -9,9 +9,9 @@ import Synchronization
 /// It always shows the **active** account: ``balances`` and ``pendingCommands`` switch to the
 /// new account's values when the member switches accounts and are empty while nobody is signed
 /// in. Operations act for the account that is active when they are called and throw
-/// ``TransferError/notSignedIn`` when there is none. Drafts and pending transfers belong to the
+/// ``/SymorvaMachines/TransferError/notSignedIn`` when there is none. Drafts and pending transfers belong to the
 /// account that made them, for good: once it is switched away from or signed out they throw
-/// ``TransferError/accountEnded`` instead of acting for the account that is active now (its
+/// ``/SymorvaMachines/TransferError/accountEnded`` instead of acting for the account that is active now (its
 /// unknown commands are queried again at its next sign-in). Money waits for the service:
 /// nothing here is optimistic.
 ///
@@ -83,8 +83,8 @@ public final class WalletClient: Sendable {
 
     /// Fetches the active member's balances, publishes them to ``balances`` and returns them.
     ///
-    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
-    ///   ``TransferError/accountEnded`` when the account was switched away from before the
+    /// - Throws: ``/SymorvaMachines/TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``/SymorvaMachines/TransferError/accountEnded`` when the account was switched away from before the
     ///   answer; the service's failure.
     @discardableResult
     public func refreshBalances() async throws(TransferError) -> [Balance] {
@@ -93,8 +93,8 @@ public final class WalletClient: Sendable {
 
     /// The active member's most recent transfers and credits, newest first.
     ///
-    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
-    ///   ``TransferError/accountEnded`` when the account was switched away from before the
+    /// - Throws: ``/SymorvaMachines/TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``/SymorvaMachines/TransferError/accountEnded`` when the account was switched away from before the
     ///   answer; the service's failure.
     public func history(limit: Int = 50) async throws(TransferError) -> [LedgerEntry] {
         try await withActive { wallet async throws(TransferError) -> [LedgerEntry] in
@@ -105,10 +105,11 @@ public final class WalletClient: Sendable {
     /// Asks the service to price a transfer from the active member and returns the draft,
     /// bound to that member. See ``AccountWallet/prepareTransfer(to:asset:amount:)``.
     ///
-    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
-    ///   ``TransferError/accountEnded`` when the account was switched away from before the
-    ///   draft was ready; ``TransferError/amount(_:)``, ``TransferError/failure(_:)``,
-    ///   ``TransferError/cancelled`` as ``AccountWallet`` throws them.
+    /// - Throws: ``/SymorvaMachines/TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``/SymorvaMachines/TransferError/accountEnded`` when the account was switched away from before the
+    ///   draft was ready; ``/SymorvaMachines/TransferError/amount(_:)``,
+    ///   ``/SymorvaMachines/TransferError/failure(_:)``,
+    ///   ``/SymorvaMachines/TransferError/cancelled`` as ``AccountWallet`` throws them.
     public func prepareTransfer(to recipient: UserID, asset: Asset, amount: Amount) async throws(TransferError)
         -> TransferDraft
     {
@@ -121,8 +122,8 @@ public final class WalletClient: Sendable {
     /// community already does this at every sign-in; calling it again only adds commands it
     /// does not know yet.
     ///
-    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
-    ///   ``TransferError/store(reason:)`` when the store cannot be read.
+    /// - Throws: ``/SymorvaMachines/TransferError/notSignedIn`` when nobody is signed in;
+    ///   ``/SymorvaMachines/TransferError/store(reason:)`` when the store cannot be read.
     @discardableResult
     public func resumePendingCommands() async throws(TransferError) -> [PendingTransfer] {
         try await withActive { wallet async throws(TransferError) -> [PendingTransfer] in
@@ -133,7 +134,7 @@ public final class WalletClient: Sendable {
     /// Sets the active member's wallet PIN (`replacing` is `nil` for the first one) or
     /// changes it. See ``AccountWallet/setPIN(_:replacing:)``.
     ///
-    /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in; the service's failure.
+    /// - Throws: ``/SymorvaMachines/TransferError/notSignedIn`` when nobody is signed in; the service's failure.
     public func setPIN(_ pin: Secret<String>, replacing oldPIN: Secret<String>? = nil) async throws(TransferError) {
         try await activeWallet().setPIN(pin, replacing: oldPIN)
     }

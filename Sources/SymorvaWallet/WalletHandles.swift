@@ -14,7 +14,7 @@ import Synchronization
 /// figures do not match the request or do not add up. ``confirm(with:)`` sends one confirmation
 /// under a fresh command ID; after a wrong PIN or a rate limit the draft stays confirmable and
 /// a new call uses a new command ID. The draft expires at ``expiresAt`` (the host's clock); after that a
-/// confirmation fails with ``TransferFailure/draftExpired``.
+/// confirmation fails with ``/SymorvaMachines/TransferFailure/draftExpired``.
 ///
 /// Each draft runs in its own machine host in the account's scope; ``states`` shows it. A draft
 /// belongs to the account that prepared it, for good.
@@ -77,18 +77,18 @@ public final class TransferDraft: Sendable {
     /// The PIN is sealed on the device to the service's key; the command ID is written to the
     /// account's store before the request leaves. The answer is one of:
     /// - `.settled(transfer)`: the money moved;
-    /// - `.failed(reason)`: it did not happen. For ``TransferFailure/wrongPIN(attemptsLeft:)``,
-    ///   ``TransferFailure/rateLimited(retryAfter:)`` (the service turned the confirmation away
+    /// - `.failed(reason)`: it did not happen. For ``/SymorvaMachines/TransferFailure/wrongPIN(attemptsLeft:)``,
+    ///   ``/SymorvaMachines/TransferFailure/rateLimited(retryAfter:)`` (the service turned the confirmation away
     ///   unread; confirm again after the wait) and the device's own refusals (a malformed PIN,
     ///   a method not offered) the draft stays confirmable; otherwise it is final.
-    ///   ``TransferFailure/draftExpired`` when the draft expired first;
+    ///   ``/SymorvaMachines/TransferFailure/draftExpired`` when the draft expired first;
     /// - `.unknown(pending)`: no definitive answer arrived; the SDK queries it with backoff.
     ///
-    /// - Throws: ``TransferError/invalidTransition(state:event:)`` when the draft is not
+    /// - Throws: ``/SymorvaMachines/TransferError/invalidTransition(state:event:)`` when the draft is not
     ///   confirmable (another confirmation is running, or it settled, failed or was cancelled);
-    ///   ``TransferError/cancelled`` when the calling task is cancelled before an answer (a
+    ///   ``/SymorvaMachines/TransferError/cancelled`` when the calling task is cancelled before an answer (a
     ///   confirmation already sent goes on; if it ends unknown it shows in
-    ///   ``WalletClient/pendingCommands``); ``TransferError/accountEnded`` when the draft's
+    ///   ``WalletClient/pendingCommands``); ``/SymorvaMachines/TransferError/accountEnded`` when the draft's
     ///   account was switched away from or signed out: a draft never confirms for another account.
     public func confirm(with verification: Verification) async throws(TransferError) -> TransferOutcome {
         let started = isConfirming.withLock { running -> Bool in
@@ -154,11 +154,11 @@ public final class PendingTransfer: Sendable, Identifiable {
     public var states: ObservableValue<TransferMachine.State> { host.states }
 
     /// Queries the command now (or joins the query in flight) and returns what the service
-    /// said: `.settled`, `.failed` (``TransferFailure/notReceived`` when the service never got
+    /// said: `.settled`, `.failed` (``/SymorvaMachines/TransferFailure/notReceived`` when the service never got
     /// it; prepare the transfer again), or `.unknown(self)` when it still cannot tell.
     ///
-    /// - Throws: ``TransferError/cancelled`` when the calling task is cancelled first;
-    ///   ``TransferError/accountEnded`` when its account was switched away from or signed out
+    /// - Throws: ``/SymorvaMachines/TransferError/cancelled`` when the calling task is cancelled first;
+    ///   ``/SymorvaMachines/TransferError/accountEnded`` when its account was switched away from or signed out
     ///   (the next sign-in of that account resumes the command).
     public func query() async throws(TransferError) -> TransferOutcome {
         guard !registry.isClosed else { throw .accountEnded }

@@ -39,7 +39,7 @@ public struct Balance: Sendable, Hashable {
 
 /// One entry of the member's wallet history: a transfer sent or received, or a credit.
 ///
-/// The history is richer than ``Transfer`` (which is what a confirmation settles as): it also
+/// The history is richer than ``/SymorvaMachines/Transfer`` (which is what a confirmation settles as): it also
 /// holds what others sent the member, and credits, which have no command or draft.
 public struct LedgerEntry: Sendable, Hashable {
     /// What kind of entry this is.

@@ -2,7 +2,7 @@
 // byte range of the response document and only the fields the store indexes decoded.
 
 /// Why a `/sync` response could not be read at all. A single bad event is not an error: it is
-/// skipped and counted (``SyncResponseBody/malformedEvents``).
+/// skipped and counted (`SyncResponseBody.malformedEvents`).
 public enum SyncDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The document is not well-formed JSON: the byte offset where reading stopped.
     case syntax(offset: Int)

@@ -13,10 +13,10 @@ extension AccountModuleFactory {
     /// the manifest enables it).
     public static var standard: [AccountModuleFactory] { [chat, wallet] }
 
-    /// Chat: the account's ``AccountChat`` (what `community.chat` shows while the account is
+    /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the account is
     /// active), started (sync from the stored since-token, send queues
     /// resumed) as soon as the account's session is restored. Its schema is the database's main
-    /// migration list (``AccountMigrations/main``), applied when the database opens.
+    /// migration list (``/SymorvaFeatureKit/AccountMigrations/main``), applied when the database opens.
     ///
     /// The sync loop and the send queues wait when a request is refused for its token even
     /// after the requester's own refresh (or while the session is soft logged out): they ask the
@@ -35,7 +35,7 @@ extension AccountModuleFactory {
         return chat
     }
 
-    /// The wallet, when the manifest enables it: the account's ``AccountWallet`` (what
+    /// The wallet, when the manifest enables it: the account's ``/SymorvaWallet/AccountWallet`` (what
     /// `community.wallet` shows while the account is active) with the
     /// manifest's assets; commands left unknown by an earlier run are queried again at once.
     /// The wallet versions its own tables (feature `wallet`).

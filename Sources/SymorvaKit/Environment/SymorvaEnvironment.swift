@@ -35,8 +35,8 @@ public struct SymorvaEnvironment: Sendable {
     ///
     /// - Parameters:
     ///   - dataDirectory: defaults to ``defaultDataDirectory(environment:)``.
-    ///   - transport: defaults to a ``CurlTransport`` logging to `logCenter`.
-    ///   - keyProvider: defaults to a ``FileKeyProvider`` in `<dataDirectory>/keys` (key files
+    ///   - transport: defaults to a ``/SymorvaTransport/CurlTransport`` logging to `logCenter`.
+    ///   - keyProvider: defaults to a ``/SymorvaCrypto/FileKeyProvider`` in `<dataDirectory>/keys` (key files
     ///     with mode 0600). Apple apps pass a Keychain-backed provider.
     public init(
         dataDirectory: String? = nil,

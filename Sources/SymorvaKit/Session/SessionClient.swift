@@ -6,7 +6,7 @@ import Synchronization
 /// between them, and re-authentication after a soft logout.
 ///
 /// Views observe ``state`` and ``accounts``; the methods wait until the change they asked for
-/// is visible in ``state`` (or failed) and report failures as a typed ``SessionError``.
+/// is visible in ``state`` (or failed) and report failures as a typed ``/SymorvaMachines/SessionError``.
 /// Operations run one at a time, in call order.
 ///
 /// ```swift
@@ -63,15 +63,16 @@ public final class SessionClient: Sendable {
     ///
     /// An account that is already on this device is not signed in a second time (that would make
     /// it a second device): when it is the active account and soft logged out, this is
-    /// ``reauthenticate(password:)``; otherwise it throws ``SessionError/alreadySignedIn(_:)``
+    /// ``reauthenticate(password:)``; otherwise it throws ``/SymorvaMachines/SessionError/alreadySignedIn(_:)``
     /// and the app switches to it with ``switchAccount(to:)``. The check knows the name the way
     /// the member typed it (a localpart on the manifest's server, or a full user ID); a login
     /// name the server maps to the account otherwise (another case, a third-party ID) is not
     /// recognised before the server answers.
     ///
-    /// - Throws: ``SessionError/invalidCredentials`` for a wrong password,
-    ///   ``SessionError/unreachable(_:)`` when the homeserver cannot be reached,
-    ///   ``SessionError/alreadySignedIn(_:)``, and the other cases of ``SessionError``.
+    /// - Throws: ``/SymorvaMachines/SessionError/invalidCredentials`` for a wrong password,
+    ///   ``/SymorvaMachines/SessionError/unreachable(_:)`` when the homeserver cannot be reached,
+    ///   ``/SymorvaMachines/SessionError/alreadySignedIn(_:)``, and the other cases of
+    ///   ``/SymorvaMachines/SessionError``.
     @discardableResult
     public func signIn(username: String, password: Secret<String>) async throws(SessionError) -> Account {
         try await serialized { () async throws(SessionError) -> Account in
@@ -99,8 +100,8 @@ public final class SessionClient: Sendable {
     /// Creates an account (user-interactive registration with the `m.login.dummy` stage), signs
     /// it in and makes it the active one.
     ///
-    /// - Throws: ``SessionError/userInUse`` when the name is taken,
-    ///   ``SessionError/invalidUsername``, ``SessionError/registrationDisabled``, …
+    /// - Throws: ``/SymorvaMachines/SessionError/userInUse`` when the name is taken,
+    ///   ``/SymorvaMachines/SessionError/invalidUsername``, ``/SymorvaMachines/SessionError/registrationDisabled``, …
     @discardableResult
     public func register(username: String, password: Secret<String>) async throws(SessionError) -> Account {
         try await serialized { () async throws(SessionError) -> Account in
@@ -111,7 +112,7 @@ public final class SessionClient: Sendable {
     /// Signs the active account out: `/logout` on the server (its tokens stop working), then
     /// its local data is wiped. The next account on the device, if any, becomes active.
     ///
-    /// - Throws: ``SessionError/notSignedIn`` when no account is active.
+    /// - Throws: ``/SymorvaMachines/SessionError/notSignedIn`` when no account is active.
     public func signOut() async throws(SessionError) {
         try await serialized { () async throws(SessionError) in
             try await self.settle()
@@ -124,7 +125,7 @@ public final class SessionClient: Sendable {
     /// Makes another account of the device the active one. The previous account's session
     /// stops: its in-flight requests are cancelled and their late results dropped.
     ///
-    /// - Throws: ``SessionError/notSignedIn`` when the account is not on this device.
+    /// - Throws: ``/SymorvaMachines/SessionError/notSignedIn`` when the account is not on this device.
     @discardableResult
     public func switchAccount(to account: Account) async throws(SessionError) -> Account {
         try await serialized { () async throws(SessionError) -> Account in
@@ -154,8 +155,8 @@ public final class SessionClient: Sendable {
     /// Signs the soft-logged-out active account in again with its password, on the same
     /// device, keeping its local data.
     ///
-    /// - Throws: ``SessionError/notSignedIn`` unless the active account is soft logged out;
-    ///   ``SessionError/invalidCredentials`` for a wrong password.
+    /// - Throws: ``/SymorvaMachines/SessionError/notSignedIn`` unless the active account is soft logged out;
+    ///   ``/SymorvaMachines/SessionError/invalidCredentials`` for a wrong password.
     @discardableResult
     public func reauthenticate(password: Secret<String>) async throws(SessionError) -> Account {
         try await serialized { () async throws(SessionError) -> Account in

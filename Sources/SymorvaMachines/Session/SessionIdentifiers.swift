@@ -2,7 +2,7 @@ import SymorvaRuntime
 
 /// A Matrix user ID, `@localpart:server.name`, checked against the spec's grammar.
 ///
-/// Matrix IDs are not secrets: they appear in traces and logs (``LogSafe``), which is what
+/// Matrix IDs are not secrets: they appear in traces and logs (``/SymorvaRuntime/LogSafe``), which is what
 /// makes a trace readable. The check accepts historical localparts (any printable ASCII but
 /// `:`), because servers still host such accounts.
 ///

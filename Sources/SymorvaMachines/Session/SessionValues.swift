@@ -2,7 +2,7 @@ import SymorvaRuntime
 
 /// The tokens that authorise one device's requests.
 ///
-/// Both tokens are ``Secret``s: no description, trace or log ever shows them. They are saved
+/// Both tokens are ``/SymorvaRuntime/Secret``s: no description, trace or log ever shows them. They are saved
 /// (encrypted) before they are used, so that a crash can never leave the device holding a
 /// token the store does not know about.
 public struct SessionTokens: Sendable, Equatable, CustomStringConvertible {
@@ -337,7 +337,7 @@ public struct Attempt: Sendable, Hashable {
 
 /// A sign-in under way.
 public struct LoginAttempt: Sendable, Equatable {
-    /// What the user submitted; kept (as ``Secret``s) to resend after a rate limit.
+    /// What the user submitted; kept (as ``/SymorvaRuntime/Secret``s) to resend after a rate limit.
     public var credentials: Credentials
     /// The soft-logged-out session being resumed, if any: the login reuses its device and must
     /// sign in the same user.

@@ -30,7 +30,7 @@ public struct Amount: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Parses a decimal written the way a member types it, keeping the precision written:
     /// `Amount("25.00")` has precision 2, `Amount("7")` precision 0.
     ///
-    /// Use ``Asset/amount(_:)`` or ``init(_:precision:)`` to bring it to an asset's precision.
+    /// Use ``Asset/amount(_:)-(Amount)`` or ``init(_:precision:)`` to bring it to an asset's precision.
     /// - Throws: the same errors as ``init(_:precision:)``.
     public init(_ text: String) throws(AmountError) {
         let digits = try Self.split(text)

@@ -12,7 +12,7 @@ public enum VerificationMethod: String, Sendable, Hashable, CaseIterable {
 
 /// The member's confirmation, as the product layer hands it to the machine.
 ///
-/// A PIN is held in a ``Secret`` from the keypad to the sealing effect and nowhere else: the
+/// A PIN is held in a ``/SymorvaRuntime/Secret`` from the keypad to the sealing effect and nowhere else: the
 /// machine never keeps it in a state and never persists it.
 public enum Verification: Sendable, Equatable {
     /// The PIN the member typed.
@@ -73,7 +73,7 @@ public struct SealingContext: Sendable, Hashable {
     /// the version, the command ID, the draft ID, the PIN.
     ///
     /// Binding the command and the draft means that sealed bytes observed in transit cannot
-    /// confirm anything else. The result stays a ``Secret``; the interpreter seals it and drops it.
+    /// confirm anything else. The result stays a ``/SymorvaRuntime/Secret``; the interpreter seals it and drops it.
     public func pinPayload(_ pin: Secret<String>) -> Secret<[UInt8]> {
         pin.map { pin in
             Array([Self.payloadVersion, commandID.rawValue, draftID.rawValue, pin].joined(separator: "\n").utf8)

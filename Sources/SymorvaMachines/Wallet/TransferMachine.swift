@@ -194,7 +194,7 @@ public struct TransferMachine: StateMachine {
             }
         }
 
-        /// The case name only: events may carry a PIN (in a ``Secret``) and money figures.
+        /// The case name only: events may carry a PIN (in a ``/SymorvaRuntime/Secret``) and money figures.
         public var description: String { caseName }
     }
 
@@ -263,7 +263,7 @@ public struct TransferMachine: StateMachine {
             }
         }
 
-        /// The case name only: effects may carry a PIN (in a ``Secret``) and money figures.
+        /// The case name only: effects may carry a PIN (in a ``/SymorvaRuntime/Secret``) and money figures.
         public var description: String { caseName }
     }
 

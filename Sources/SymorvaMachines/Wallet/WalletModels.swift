@@ -69,7 +69,7 @@ public struct TransferRequest: Sendable, Hashable {
     /// How much the recipient receives, at the asset's precision.
     public let amount: Amount
 
-    /// Creates a request. Bring `amount` to the asset's precision first (``Asset/amount(_:)``);
+    /// Creates a request. Bring `amount` to the asset's precision first (``Asset/amount(_:)-(Amount)``);
     /// the machine refuses a draft whose figures do not match the request.
     public init(recipient: UserID, asset: Asset, amount: Amount) {
         self.recipient = recipient

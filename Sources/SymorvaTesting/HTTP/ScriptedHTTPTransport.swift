@@ -2,7 +2,7 @@ import Foundation
 import SymorvaHTTP
 import Synchronization
 
-/// An ``HTTPTransport`` that answers from a script keyed by `METHOD path` and records what was
+/// An ``/SymorvaHTTP/HTTPTransport`` that answers from a script keyed by `METHOD path` and records what was
 /// sent: the HTTP double of unit tests and benchmarks (the package has no other).
 ///
 /// It stands in for the wire so that an interpreter's or a client's *mapping* of answers can be
