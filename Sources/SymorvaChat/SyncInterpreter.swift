@@ -68,6 +68,8 @@ protocol SyncInterpreterDelegate: Sendable {
 ///   asks to store it. A document that cannot be decoded is treated like no answer at all
 ///   (`.network`): the loop backs off and asks again, and never stops for it. Single bad events
 ///   are skipped by the decoder and kept in `malformed_events`.
+/// - After each committed response (and the conversation list it updates) the account
+///   database's WAL is checkpointed: the account database does not checkpoint by itself.
 /// - `M_UNKNOWN_TOKEN` (after the requester's own refresh) becomes ``SyncMachine/Event/tokenRejected``:
 ///   the session's problem, reported through the delegate.
 final class SyncInterpreter: EffectInterpreter {
@@ -177,6 +179,10 @@ final class SyncInterpreter: EffectInterpreter {
             return .persisted(.failure(.storeFailed))
         }
         await delegate.withLock { $0 }?.syncCommitted(SyncChanges(body))
+        // The account database does not checkpoint by itself (`Configuration.account`): copy the
+        // WAL now that the list is published, before the next long poll, rather than inside the
+        // next ingest. A failed checkpoint loses nothing (the WAL stays); the next one retries.
+        do { try await store.checkpoint() } catch { logger.info("checkpoint after sync failed: \(error)") }
         return .persisted(.success(nextBatch))
     }
 }

@@ -36,7 +36,10 @@ package struct ChatStore: Sendable {
         self.database = database
     }
 
-    /// Opens (creating or migrating) the chat database at `path`.
+    /// Opens (creating or migrating) a database at `path` with the chat schema only, and the
+    /// account settings (``SymorvaStore/SQLiteDatabase/Configuration/account``: 8 KB pages,
+    /// 16 MB cache, no automatic checkpoint). For tests and tools: an account's chat store
+    /// wraps the account's database, opened by `AccountDatabase.openFile`.
     ///
     /// - Throws: `.store` when the file cannot be opened or migrated.
     package static func open(
@@ -44,40 +47,22 @@ package struct ChatStore: Sendable {
     ) async throws(ChatStoreError) -> ChatStore {
         do {
             let database = try await SQLiteDatabase.open(
-                path: path, migrations: ChatSchema.migrations,
-                configuration: SQLiteDatabase.Configuration(pageSize: pageSize), executor: executor, logger: logger)
-            try await database.executeScript(connectionSettings)
+                path: path, migrations: ChatSchema.migrations, configuration: .account, executor: executor,
+                logger: logger)
             return ChatStore(database: database)
         } catch {
             throw .store(error)
         }
     }
 
-    /// The page size of a new chat database: 8 KB instead of SQLite's 4 KB. Events are stored
-    /// with their raw content (hundreds of bytes each), so larger pages mean half as many page
-    /// splits and WAL frames for the same rows: an initial sync of 1,000 rooms ingests about
-    /// 10% faster and checkpoints about 25% faster (`docs/benchmarks.md`). Existing files keep
-    /// the page size they were created with.
-    static let pageSize = 8192
-
-    /// Per-connection settings.
-    ///
-    /// - A 16 MB page cache: an initial sync writes tens of megabytes in one transaction, and
-    ///   with SQLite's default 2 MB the index pages are spilled to the WAL and read back again.
-    /// - No automatic checkpoint: SQLite would otherwise copy the whole WAL into the database
-    ///   inside the `COMMIT` of a large sync, on the path between the response and the updated
-    ///   conversation list. ``checkpoint()`` does it instead, when the caller is idle, and every
-    ///   ingest starts with one, so the WAL stays bounded even if the caller never calls it.
-    static let connectionSettings = "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 0;"
-
     /// Copies the write-ahead log into the database file (a passive checkpoint: it never
-    /// waits for readers). Call it when idle after a sync; ingest also runs one first.
+    /// waits for readers). The account database checkpoints only when asked
+    /// (``SymorvaStore/SQLiteDatabase/Configuration/account``): the sync loop calls this after
+    /// each committed response, once the conversation list is published, and every ingest
+    /// starts with one, so the WAL stays bounded while the copy of a large WAL is off the path
+    /// from response to conversation list.
     package func checkpoint() async throws(ChatStoreError) {
-        try await read { db throws(StoreError) in try Self.checkpoint(db: db) }
-    }
-
-    static func checkpoint(db: isolated SQLiteDatabase) throws(StoreError) {
-        _ = try db.queryOne("PRAGMA wal_checkpoint(PASSIVE)") { $0.int(0) }
+        try await read { db throws(StoreError) in try db.checkpoint() }
     }
 
     /// Runs `body` on the database's thread, mapping its failure.

@@ -51,12 +51,7 @@ enum IngestBenchmark: StaticBenchmark {
             var cpu: [Double] = []
             for run in 0..<runs {
                 let database = folder + "/chat-\(overlaps)-\(run).sqlite"
-                let store: ChatStore
-                do {
-                    store = try await ChatStore.open(path: database)
-                } catch {
-                    throw ChatBench.Failure(message: "cannot open the store: \(error)")
-                }
+                let store = try await ColdStartBenchmark.open(database)
                 let ingestor = SyncIngestor(
                     store: store, options: SyncIngestor.Options(overlapsDecoding: overlaps, roomBatchSize: batch))
                 let startCPU = ChatBench.cpuTime()

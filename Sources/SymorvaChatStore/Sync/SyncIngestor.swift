@@ -75,7 +75,7 @@ package struct SyncIngestor: Sendable {
             }
             return try await ingest(body)
         }
-        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
+        try await store.checkpoint()
         let channel = RoomBatchChannel()
         let batchSize = options.roomBatchSize
         Task.detached {
@@ -112,7 +112,7 @@ package struct SyncIngestor: Sendable {
     ///
     /// - Throws: `.store` when writing fails; nothing was written and the token did not move.
     package func ingest(_ response: SyncResponseBody) async throws(ChatStoreError) -> SyncIngestReport {
-        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
+        try await store.checkpoint()
         return try await store.write { db throws(StoreError) in
             var writer = try SyncWriter(db: db)
             try writer.write(response.rooms, document: response.document, db: db)
