@@ -189,10 +189,10 @@ final class SyncInterpreter: EffectInterpreter {
 
 /// The sync filter's ID: uploaded once per definition, kept in the account's database.
 ///
-/// It lives in `account_data` under room number -1 (a row `/sync` never writes: global account
-/// data is room 0), as `{"filter_id": …, "definition": …}`.
+/// It lives in the chat store's local data (``ChatStore/localData(type:)``), as
+/// `{"filter_id": …, "definition": …}`.
 final class FilterCache: Sendable {
-    static let accountDataType = "symorva.sync_filter"
+    static let localDataType = "symorva.sync_filter"
 
     let requester: any MatrixRequester
     let store: ChatStore
@@ -220,11 +220,7 @@ final class FilterCache: Sendable {
 
     private func stored() async -> FilterID? {
         let definition = self.definition
-        let row = try? await store.database.run { db throws(StoreError) in
-            try db.queryOne(
-                "SELECT content FROM account_data WHERE room_nid = -1 AND type = ?", [.text(Self.accountDataType)]
-            ) { $0.blob(0) }
-        }
+        let row = try? await store.localData(type: Self.localDataType)
         guard let row, RawJSON.string("definition", in: row) == definition,
             let id = RawJSON.string("filter_id", in: row)
         else { return nil }
@@ -241,11 +237,7 @@ final class FilterCache: Sendable {
         row.string("filter_id", id)
         row.string("definition", definition)
         let content = row.bytes
-        _ = try? await store.database.run { db throws(StoreError) in
-            try db.execute(
-                "INSERT INTO account_data(room_nid, type, content) VALUES (-1, ?, ?) ON CONFLICT DO UPDATE SET content = excluded.content",
-                [.text(Self.accountDataType), .blob(content)])
-        }
+        _ = try? await store.setLocalData(type: Self.localDataType, content: content)
         return FilterID(id)
     }
 }

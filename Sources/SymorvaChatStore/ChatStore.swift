@@ -1,3 +1,4 @@
+import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 
@@ -28,8 +29,13 @@ public enum ChatStoreError: Error, Sendable, Hashable, CustomStringConvertible, 
 /// go through ``SyncIngestor``, which commits each response in one transaction with its
 /// `next_batch`.
 package struct ChatStore: Sendable {
-    /// The database, for ingest and for tests.
-    package let database: SQLiteDatabase
+    /// The database. Only the chat store runs chat SQL: other modules ask it through its
+    /// methods, tests through ``databaseForTesting``.
+    private let database: SQLiteDatabase
+
+    /// The database, for tests that count rows or plant failures. Product code adds a
+    /// ``ChatStore`` method instead.
+    package var databaseForTesting: SQLiteDatabase { database }
 
     /// Wraps a database that already has the chat schema.
     package init(database: SQLiteDatabase) {
@@ -100,6 +106,35 @@ package struct ChatStore: Sendable {
     package func malformedEventCount() async throws(ChatStoreError) -> Int {
         try await read { db throws(StoreError) in
             try db.queryOne("SELECT COUNT(*) FROM malformed_events") { $0.int(0) } ?? 0
+        }
+    }
+
+    // MARK: Rooms and local data
+
+    /// Whether the store knows the room (joined, invited, knocked or left, once synced).
+    package func hasRoom(_ roomID: RoomID) async throws(ChatStoreError) -> Bool {
+        try await read { db throws(StoreError) in
+            try db.queryOne("SELECT 1 FROM rooms WHERE room_id = ?", [.text(roomID.rawValue)]) { _ in true } ?? false
+        }
+    }
+
+    /// Raw content this device keeps for itself under `type` (the sync filter, for example), or
+    /// `nil`. Kept in `account_data` under room number -1, a row `/sync` never writes (global
+    /// account data is room 0), so no sync can replace it.
+    package func localData(type: String) async throws(ChatStoreError) -> [UInt8]? {
+        try await read { db throws(StoreError) in
+            try db.queryOne("SELECT content FROM account_data WHERE room_nid = -1 AND type = ?", [.text(type)]) {
+                $0.blob(0)
+            }
+        }
+    }
+
+    /// Stores `content` as this device's local data under `type` (see ``localData(type:)``).
+    package func setLocalData(type: String, content: [UInt8]) async throws(ChatStoreError) {
+        try await write { db throws(StoreError) in
+            try db.execute(
+                "INSERT INTO account_data(room_nid, type, content) VALUES (-1, ?, ?) ON CONFLICT DO UPDATE SET content = excluded.content",
+                [.text(type), .blob(content)])
         }
     }
 

@@ -9,7 +9,7 @@ func makeChatStore() async throws -> ChatStore {
 
 /// Counts the rows of `table`.
 func count(_ table: String, in store: ChatStore, where condition: String = "1") async throws -> Int {
-    try await store.database.queryOne("SELECT COUNT(*) FROM \(table) WHERE \(condition)") { $0.int(0) } ?? 0
+    try await store.databaseForTesting.queryOne("SELECT COUNT(*) FROM \(table) WHERE \(condition)") { $0.int(0) } ?? 0
 }
 
 @Suite("Sync ingest")
@@ -62,7 +62,7 @@ struct SyncIngestorTests {
         let store = try await makeChatStore()
         _ = try await SyncIngestor(store: store).ingest(
             SyncSamples.response(nextBatch: "first", events: [SyncSamples.message("$a")]))
-        try await store.database.executeScript(
+        try await store.databaseForTesting.executeScript(
             "CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.event_id = '$poison' BEGIN SELECT RAISE(ABORT, 'injected'); END;"
         )
         let rooms = (0..<40).map { index in
@@ -104,7 +104,7 @@ struct SyncIngestorTests {
             SyncSamples.response(nextBatch: "n", events: [SyncSamples.message("$a"), bad]))
         #expect(report.malformedEvents == 1 && report.timelineEvents == 1)
         #expect(try await store.malformedEventCount() == 1)
-        let raw = try await store.database.queryOne("SELECT raw, reason FROM malformed_events") {
+        let raw = try await store.databaseForTesting.queryOne("SELECT raw, reason FROM malformed_events") {
             (String(decoding: $0.blob(0), as: UTF8.self), $0.string(1))
         }
         #expect(raw?.0 == bad && raw?.1 == "missing event_id")
@@ -129,7 +129,7 @@ struct SyncIngestorTests {
             return
         }
         #expect(token == "gap-token")
-        let chunkOrder = try await store.database.queryAll(
+        let chunkOrder = try await store.databaseForTesting.queryAll(
             "SELECT chunk_id, prev_chunk_id, next_chunk_id FROM timeline_chunks ORDER BY chunk_id"
         ) {
             [$0.optionalInt64(0), $0.optionalInt64(1), $0.optionalInt64(2)]

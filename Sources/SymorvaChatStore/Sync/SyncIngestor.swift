@@ -87,7 +87,7 @@ package struct SyncIngestor: Sendable {
             }
         }
         do {
-            return try await store.database.transaction { db throws(StoreError) in
+            return try await store.write { db throws(StoreError) in
                 var writer = try SyncWriter(db: db)
                 while true {
                     switch channel.receive() {
@@ -104,7 +104,7 @@ package struct SyncIngestor: Sendable {
             }
         } catch {
             if let failure = channel.decodingFailure { throw .malformedResponse(failure) }
-            throw .store(error)
+            throw error
         }
     }
 
