@@ -37,13 +37,43 @@ package enum SyncResponseDecoder {
         do {
             return try outcome.get()
         } catch {
-            switch error.reason {
-            case .tooDeep: throw .tooDeep(offset: error.offset)
-            case .unexpectedStructure: throw .unexpectedStructure(offset: error.offset)
-            case .missingMember: throw .missingNextBatch
-            case .unexpectedEnd, .unexpectedByte, .invalidEscape, .invalidNumber, .controlCharacter:
-                throw .syntax(offset: error.offset)
-            }
+            throw SyncDecodingError(error, missingMember: .missingNextBatch)
+        }
+    }
+
+    /// Decodes a `/messages` page (`{"chunk": […], "state": […], "start": …, "end": …}`): its
+    /// events are read exactly as a `/sync` timeline's (relations, redactions, transaction
+    /// IDs), its `state` as state events; an unusable event is skipped and recorded
+    /// (``MessagesPage/malformedEvents``, section `chunk` or `state`).
+    ///
+    /// - Throws: ``SyncDecodingError`` when the document is not JSON (`.syntax`, `.tooDeep`),
+    ///   when the top level is not an object or `chunk` is not an array
+    ///   (`.unexpectedStructure`), or when it has no `chunk` (`.missingChunk`).
+    package static func decodeMessages(_ document: [UInt8]) throws(SyncDecodingError) -> MessagesPage {
+        let outcome = document.withUnsafeBytes { buffer in
+            var reader = Reader(scanner: JSONScanner(buffer), batchSize: .max, deliver: { _ in })
+            return Result { () throws(JSONScanError) in try reader.readMessagesDocument() }
+        }
+        do {
+            var page = try outcome.get()
+            page.document = document
+            return page
+        } catch {
+            throw SyncDecodingError(error, missingMember: .missingChunk)
+        }
+    }
+}
+
+extension SyncDecodingError {
+    /// The decoding error for a scanner error; `missingMember` names what a missing required
+    /// member means for the document being read.
+    fileprivate init(_ error: JSONScanError, missingMember: SyncDecodingError) {
+        switch error.reason {
+        case .tooDeep: self = .tooDeep(offset: error.offset)
+        case .unexpectedStructure: self = .unexpectedStructure(offset: error.offset)
+        case .missingMember: self = missingMember
+        case .unexpectedEnd, .unexpectedByte, .invalidEscape, .invalidNumber, .controlCharacter:
+            self = .syntax(offset: error.offset)
         }
     }
 }
@@ -112,6 +142,35 @@ private struct Reader {
 
     /// A section that must be an object is not.
     func structureError() -> JSONScanError { scanner.error(.unexpectedStructure) }
+
+    /// The top level of a `/messages` page. `chunk` is required and must be an array; `state`
+    /// is read when it is an array; `start` and `end` when they are strings.
+    mutating func readMessagesDocument() throws(JSONScanError) -> MessagesPage {
+        var page = MessagesPage()
+        var hasChunk = false
+        guard let first = scanner.peek() else { throw scanner.error(.unexpectedEnd) }
+        guard first == UInt8(ascii: "{") else { throw structureError() }
+        var cursor = try scanner.beginObject()
+        while let key = try scanner.nextKey(&cursor) {
+            if scanner.key(key, is: "chunk") {
+                guard scanner.peek() == UInt8(ascii: "[") else { throw structureError() }
+                try readEvents(.timeline, section: "chunk", roomID: nil, into: &page.chunk)
+                hasChunk = true
+            } else if scanner.key(key, is: "state") {
+                try readEvents(.state, section: "state", roomID: nil, into: &page.state)
+            } else if scanner.key(key, is: "start") {
+                page.start = try scanner.readStringOrSkip()
+            } else if scanner.key(key, is: "end") {
+                page.end = try scanner.readStringOrSkip()
+            } else {
+                try scanner.skipValue()
+            }
+        }
+        guard scanner.isAtEnd() else { throw scanner.error(.unexpectedByte) }
+        guard hasChunk else { throw scanner.error(.missingMember) }
+        page.malformedEvents = head.malformedEvents
+        return page
+    }
 
     // MARK: Rooms
 
