@@ -16,23 +16,21 @@ func count(_ table: String, in store: ChatStore, where condition: String = "1") 
 struct SyncIngestorTests {
     @Test("A response is stored whole: rooms, state, timeline, receipts, account data, device data, token")
     func writesEverything() async throws {
-        for overlaps in [true, false] {
-            let store = try await makeChatStore()
-            let ingestor = SyncIngestor(store: store, options: .init(overlapsDecoding: overlaps, roomBatchSize: 1))
-            let report = try await ingestor.ingest(SyncSamples.specBytes)
-            #expect(report.rooms == 2 && report.timelineEvents == 8 && report.stateEvents == 5)
-            #expect(report.redactionsApplied == 1 && report.gapsCreated == 1 && report.nextBatch == "s72595_4483_1934")
-            #expect(try await store.sinceToken() == "s72595_4483_1934")
-            #expect(try await count("rooms", in: store) == 2)
-            #expect(try await count("room_state", in: store) == 5)
-            #expect(try await count("events", in: store) == 8)
-            #expect(try await count("receipts", in: store) == 2)
-            #expect(try await count("receipts", in: store, where: "thread_id = 'main'") == 1)
-            #expect(try await count("account_data", in: store) == 2)
-            #expect(try await count("to_device_events", in: store) == 1)
-            #expect(try await count("device_list_changes", in: store) == 2)
-            #expect(try await store.oneTimeKeyCounts() == ["signed_curve25519": 20])
-        }
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store)
+        let report = try await ingestor.ingest(SyncSamples.specBytes)
+        #expect(report.rooms == 2 && report.timelineEvents == 8 && report.stateEvents == 5)
+        #expect(report.redactionsApplied == 1 && report.gapsCreated == 1 && report.nextBatch == "s72595_4483_1934")
+        #expect(try await store.sinceToken() == "s72595_4483_1934")
+        #expect(try await count("rooms", in: store) == 2)
+        #expect(try await count("room_state", in: store) == 5)
+        #expect(try await count("events", in: store) == 8)
+        #expect(try await count("receipts", in: store) == 2)
+        #expect(try await count("receipts", in: store, where: "thread_id = 'main'") == 1)
+        #expect(try await count("account_data", in: store) == 2)
+        #expect(try await count("to_device_events", in: store) == 1)
+        #expect(try await count("device_list_changes", in: store) == 2)
+        #expect(try await store.oneTimeKeyCounts() == ["signed_curve25519": 20])
     }
 
     @Test("The conversation list carries the summary: heroes, counts, tags, encryption, preview")
@@ -71,29 +69,25 @@ struct SyncIngestorTests {
         let poisoned = #""!z:x":{"timeline":{"events":[\#(SyncSamples.message("$poison"))]}}"#
         let document = Array(
             #"{"next_batch":"second","rooms":{"join":{\#((rooms + [poisoned]).joined(separator: ","))}}}"#.utf8)
-        for overlaps in [true, false] {
-            let ingestor = SyncIngestor(store: store, options: .init(overlapsDecoding: overlaps, roomBatchSize: 4))
-            await #expect(throws: ChatStoreError.self) { try await ingestor.ingest(document) }
-            #expect(try await store.sinceToken() == "first")
-            #expect(try await count("rooms", in: store) == 1)
-            #expect(try await count("events", in: store) == 1)
-        }
+        let ingestor = SyncIngestor(store: store)
+        await #expect(throws: ChatStoreError.self) { try await ingestor.ingest(document) }
+        #expect(try await store.sinceToken() == "first")
+        #expect(try await count("rooms", in: store) == 1)
+        #expect(try await count("events", in: store) == 1)
     }
 
-    @Test("A document malformed after its rooms rolls back the rooms already written")
+    @Test("A document malformed after its rooms writes none of them")
     func malformedTail() async throws {
         let store = try await makeChatStore()
         var document = SyncResponseGenerator(.init(rooms: 30, eventsPerRoom: 5, membersPerRoom: 3)).generate()
         document.removeLast(2)
-        for overlaps in [true, false] {
-            let ingestor = SyncIngestor(store: store, options: .init(overlapsDecoding: overlaps, roomBatchSize: 2))
-            await #expect(throws: ChatStoreError.malformedResponse(.syntax(offset: document.count))) {
-                try await ingestor.ingest(document)
-            }
-            #expect(try await store.sinceToken() == nil)
-            #expect(try await count("rooms", in: store) == 0)
-            #expect(try await count("events", in: store) == 0)
+        let ingestor = SyncIngestor(store: store)
+        await #expect(throws: ChatStoreError.malformedResponse(.syntax(offset: document.count))) {
+            try await ingestor.ingest(document)
         }
+        #expect(try await store.sinceToken() == nil)
+        #expect(try await count("rooms", in: store) == 0)
+        #expect(try await count("events", in: store) == 0)
     }
 
     @Test("Malformed events are kept for diagnosis and counted, never fatal")

@@ -6,32 +6,19 @@
 /// state key, transaction ID, relation, redaction target) and keeps each event and its content
 /// as a byte range of the document, which is what the store writes.
 ///
-/// Rooms can be handed over in batches while the rest is still being read
-/// (``decode(_:roomBatchSize:rooms:)``), so the store can write one batch while the next is
-/// decoded. An unusable event is skipped and recorded (``SyncResponseHead/malformedEvents``);
-/// only a document that is not JSON, or not a `/sync` response, is an error.
+/// An unusable event is skipped and recorded (``SyncResponseHead/malformedEvents``); only a
+/// document that is not JSON, or not a `/sync` response, is an error. `/messages` pages are
+/// read by the same event decoding (``decodeMessages(_:)``).
 package enum SyncResponseDecoder {
     /// Decodes a whole response.
     ///
     /// - Throws: ``SyncDecodingError`` when the document is not a well-formed response.
     package static func decode(_ document: [UInt8]) throws(SyncDecodingError) -> SyncResponseBody {
-        var rooms: [SyncRoomUpdate] = []
-        let head = try decode(document, roomBatchSize: .max) { rooms.append(contentsOf: $0) }
-        return SyncResponseBody(document: document, head: head, rooms: rooms)
-    }
-
-    /// Decodes a response, calling `rooms` with every `roomBatchSize` rooms as soon as they
-    /// are read (and once more with the rest), then returns the top level.
-    ///
-    /// - Throws: ``SyncDecodingError`` when the document is not a well-formed response; batches
-    ///   already handed over must then be discarded by the caller.
-    package static func decode(
-        _ document: [UInt8], roomBatchSize: Int, rooms: ([SyncRoomUpdate]) -> Void
-    ) throws(SyncDecodingError) -> SyncResponseHead {
-        let outcome = withoutActuallyEscaping(rooms) { deliver in
-            document.withUnsafeBytes { buffer in
-                var reader = Reader(scanner: JSONScanner(buffer), batchSize: max(1, roomBatchSize), deliver: deliver)
-                return Result { () throws(JSONScanError) in try reader.readDocument() }
+        let outcome = document.withUnsafeBytes { buffer in
+            var reader = Reader(scanner: JSONScanner(buffer))
+            return Result { () throws(JSONScanError) in
+                let head = try reader.readDocument()
+                return SyncResponseBody(document: document, head: head, rooms: reader.rooms)
             }
         }
         do {
@@ -51,7 +38,7 @@ package enum SyncResponseDecoder {
     ///   (`.unexpectedStructure`), or when it has no `chunk` (`.missingChunk`).
     package static func decodeMessages(_ document: [UInt8]) throws(SyncDecodingError) -> MessagesPage {
         let outcome = document.withUnsafeBytes { buffer in
-            var reader = Reader(scanner: JSONScanner(buffer), batchSize: .max, deliver: { _ in })
+            var reader = Reader(scanner: JSONScanner(buffer))
             return Result { () throws(JSONScanError) in try reader.readMessagesDocument() }
         }
         do {
@@ -96,15 +83,11 @@ private enum EventKind {
 /// with the offset where reading stopped; the caller maps it to ``SyncDecodingError``.
 private struct Reader {
     var scanner: JSONScanner
-    let batchSize: Int
-    let deliver: ([SyncRoomUpdate]) -> Void
     var head = SyncResponseHead()
-    var batch: [SyncRoomUpdate] = []
+    var rooms: [SyncRoomUpdate] = []
 
-    init(scanner: JSONScanner, batchSize: Int, deliver: @escaping ([SyncRoomUpdate]) -> Void) {
+    init(scanner: JSONScanner) {
         self.scanner = scanner
-        self.batchSize = batchSize
-        self.deliver = deliver
     }
 
     mutating func readDocument() throws(JSONScanError) -> SyncResponseHead {
@@ -134,7 +117,6 @@ private struct Reader {
             }
         }
         guard scanner.isAtEnd() else { throw scanner.error(.unexpectedByte) }
-        if !batch.isEmpty { deliver(batch) }
         guard let nextBatch else { throw scanner.error(.missingMember) }
         head.nextBatch = nextBatch
         return head
@@ -197,11 +179,7 @@ private struct Reader {
                 var room = SyncRoomUpdate(roomID: scanner.string(of: roomKey), membership: membership)
                 guard scanner.peek() == UInt8(ascii: "{") else { throw structureError() }
                 try readRoom(&room)
-                batch.append(room)
-                if batch.count >= batchSize {
-                    deliver(batch)
-                    batch.removeAll(keepingCapacity: true)
-                }
+                self.rooms.append(room)
             }
         }
     }
