@@ -184,3 +184,29 @@ public enum AccountStorageError: Error, Sendable, Hashable, CustomStringConverti
     /// Same as ``description``: no case carries a path or user data.
     public var logDescription: String { description }
 }
+
+extension AccountStorageError {
+    /// The machines' view of the failure (``SymorvaMachines/StoreFailure``).
+    package var storeFailure: StoreFailure {
+        switch self {
+        case .store(let error): error.storeFailure
+        case .secrets: .secrets
+        case .fileSystem: .fileSystem
+        case .unreadableRegistry: .unreadable
+        case .unknownAccount: .unknownAccount
+        }
+    }
+}
+
+extension StoreError {
+    /// The machines' view of the failure (``SymorvaMachines/StoreFailure``).
+    package var storeFailure: StoreFailure {
+        switch self {
+        case .full: .full
+        case .busy: .busy
+        case .corrupt: .corrupt
+        case .newerSchema: .newerSchema
+        case .open, .prepare, .bind, .step, .constraint, .migration, .invalidMigrations, .aborted: .database
+        }
+    }
+}

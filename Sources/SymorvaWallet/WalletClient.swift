@@ -122,7 +122,7 @@ public final class WalletClient: Sendable {
     /// does not know yet.
     ///
     /// - Throws: ``TransferError/notSignedIn`` when nobody is signed in;
-    ///   ``TransferError/store(reason:)`` when the store cannot be read.
+    ///   ``TransferError/store(_:)`` when the store cannot be read.
     @discardableResult
     public func resumePendingCommands() async throws(TransferError) -> [PendingTransfer] {
         try await withActive { wallet async throws(TransferError) -> [PendingTransfer] in
@@ -142,7 +142,7 @@ public final class WalletClient: Sendable {
     private func activeWallet() throws(TransferError) -> AccountWallet {
         switch active.withLock({ $0 }) {
         case .none: throw .notSignedIn
-        case .unavailable: throw .store(reason: "the wallet could not be opened for this account")
+        case .unavailable: throw .store(.database)  // the wallet could not be opened for this account
         case .wallet(let wallet): return wallet
         }
     }

@@ -12,7 +12,7 @@ import SymorvaRuntime
 /// Errors are mapped at this boundary: transport failures become
 /// ``SessionError/unreachable(_:)`` (cancellation ``SessionError/cancelled``), Matrix error
 /// bodies go through ``AuthAPI/sessionError(for:status:errcode:softLogout:retryAfter:)``, store
-/// failures become ``SessionError/store(reason:)``. Nothing here logs a token, a password or a
+/// failures become ``SessionError/store(_:)``. Nothing here logs a token, a password or a
 /// response body.
 struct SessionInterpreter: EffectInterpreter {
     typealias Machine = SessionMachine
@@ -67,7 +67,7 @@ struct SessionInterpreter: EffectInterpreter {
     // MARK: - Store
 
     private func loadStoredSession(_ account: AccountID) async -> SessionMachine.Event {
-        guard let userID = UserID(account.userID) else { return .storeFailed(.store(reason: "invalid account ID")) }
+        guard let userID = UserID(account.userID) else { return .storeFailed(.store(.unreadable)) }
         do {
             let store = try await storage.sessionStore(for: userID)
             return .restored(try await store.load())

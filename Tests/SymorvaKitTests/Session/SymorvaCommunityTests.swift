@@ -76,7 +76,7 @@ struct SymorvaCommunityTests {
         await community.launch()
         #expect(
             community.session.state.value
-                == .unavailable(AccountID(SessionSamples.alice), .store(reason: "secrets(decryptionFailed)")))
+                == .unavailable(AccountID(SessionSamples.alice), .store(.secrets)))
         try await community.session.signOut()
         #expect(community.session.state.value == .signedOut)
         #expect(community.session.accounts.value.isEmpty)

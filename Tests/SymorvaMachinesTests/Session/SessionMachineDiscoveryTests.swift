@@ -137,8 +137,8 @@ struct SessionMachineDiscoveryTests {
     @Test("A store failure during restore is a typed store error")
     func restoreStoreFailure() {
         expectMove(
-            from: .restoring(SessionFixture.account), on: .storeFailed(.store(reason: "database is locked")),
-            to: .failed(from: .restore, error: .store(reason: "database is locked"), server: nil))
+            from: .restoring(SessionFixture.account), on: .storeFailed(.store(.busy)),
+            to: .failed(from: .restore, error: .store(.busy), server: nil))
     }
 
     @Test("Dismissing an error with a known homeserver returns to the credentials form")

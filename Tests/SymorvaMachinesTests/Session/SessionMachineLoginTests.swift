@@ -129,7 +129,7 @@ struct SessionMachineLoginTests {
 
     @Test("A store failure while saving login tokens fails without using them")
     func persistFailure() {
-        let error = SessionError.store(reason: "disk full")
+        let error = SessionError.store(.full)
         expectMove(
             from: .persisting(SessionFixture.session(), origin: .login, waiting: 0), on: .storeFailed(error),
             to: .failed(from: .login, error: error, server: SessionFixture.server))

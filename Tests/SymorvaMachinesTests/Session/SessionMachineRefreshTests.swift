@@ -192,7 +192,7 @@ struct SessionMachineRefreshTests {
 
     @Test("A store failure after a refresh soft-logs out and never uses the new tokens")
     func refreshPersistFailure() {
-        let error = SessionError.store(reason: "disk full")
+        let error = SessionError.store(.full)
         expectMove(
             from: .persisting(refreshed, origin: .refresh, waiting: 2), on: .storeFailed(error),
             to: .softLoggedOut(refreshed, lastError: error),

@@ -73,8 +73,8 @@ struct SessionMachineSignOutTests {
     @Test("A failed wipe is a typed store error")
     func wipeFailure() {
         expectMove(
-            from: .wipingLocalData(SessionFixture.account), on: .storeFailed(.store(reason: "permission denied")),
-            to: .failed(from: .signOut, error: .store(reason: "permission denied"), server: nil))
+            from: .wipingLocalData(SessionFixture.account), on: .storeFailed(.store(.fileSystem)),
+            to: .failed(from: .signOut, error: .store(.fileSystem), server: nil))
     }
 
     @Test("A second sign-out request while signing out is ignored")
