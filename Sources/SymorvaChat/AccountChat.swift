@@ -202,11 +202,9 @@ public final class AccountChat: Sendable {
         if let existing = handles.withLock({ $0[id] }) { return existing }
         let known: Bool
         do {
-            known = try await store.database.run { db throws(StoreError) in
-                try db.queryOne("SELECT 1 FROM rooms WHERE room_id = ?", [.text(id.rawValue)]) { _ in true } ?? false
-            }
+            known = try await store.hasRoom(id)
         } catch {
-            throw .store(.store(error))
+            throw .store(error)
         }
         guard known else { throw .unknownConversation(id) }
         return try await conversation(loading: id)

@@ -68,6 +68,8 @@ protocol SyncInterpreterDelegate: Sendable {
 ///   asks to store it. A document that cannot be decoded is treated like no answer at all
 ///   (`.network`): the loop backs off and asks again, and never stops for it. Single bad events
 ///   are skipped by the decoder and kept in `malformed_events`.
+/// - After each committed response (and the conversation list it updates) the account
+///   database's WAL is checkpointed: the account database does not checkpoint by itself.
 /// - `M_UNKNOWN_TOKEN` (after the requester's own refresh) becomes ``SyncMachine/Event/tokenRejected``:
 ///   the session's problem, reported through the delegate.
 final class SyncInterpreter: EffectInterpreter {
@@ -177,16 +179,20 @@ final class SyncInterpreter: EffectInterpreter {
             return .persisted(.failure(.storeFailed))
         }
         await delegate.withLock { $0 }?.syncCommitted(SyncChanges(body))
+        // The account database does not checkpoint by itself (`Configuration.account`): copy the
+        // WAL now that the list is published, before the next long poll, rather than inside the
+        // next ingest. A failed checkpoint loses nothing (the WAL stays); the next one retries.
+        do { try await store.checkpoint() } catch { logger.info("checkpoint after sync failed: \(error)") }
         return .persisted(.success(nextBatch))
     }
 }
 
 /// The sync filter's ID: uploaded once per definition, kept in the account's database.
 ///
-/// It lives in `account_data` under room number -1 (a row `/sync` never writes: global account
-/// data is room 0), as `{"filter_id": …, "definition": …}`.
+/// It lives in the chat store's local data (``ChatStore/localData(type:)``), as
+/// `{"filter_id": …, "definition": …}`.
 final class FilterCache: Sendable {
-    static let accountDataType = "symorva.sync_filter"
+    static let localDataType = "symorva.sync_filter"
 
     let requester: any MatrixRequester
     let store: ChatStore
@@ -214,11 +220,7 @@ final class FilterCache: Sendable {
 
     private func stored() async -> FilterID? {
         let definition = self.definition
-        let row = try? await store.database.run { db throws(StoreError) in
-            try db.queryOne(
-                "SELECT content FROM account_data WHERE room_nid = -1 AND type = ?", [.text(Self.accountDataType)]
-            ) { $0.blob(0) }
-        }
+        let row = try? await store.localData(type: Self.localDataType)
         guard let row, RawJSON.string("definition", in: row) == definition,
             let id = RawJSON.string("filter_id", in: row)
         else { return nil }
@@ -235,11 +237,7 @@ final class FilterCache: Sendable {
         row.string("filter_id", id)
         row.string("definition", definition)
         let content = row.bytes
-        _ = try? await store.database.run { db throws(StoreError) in
-            try db.execute(
-                "INSERT INTO account_data(room_nid, type, content) VALUES (-1, ?, ?) ON CONFLICT DO UPDATE SET content = excluded.content",
-                [.text(Self.accountDataType), .blob(content)])
-        }
+        _ = try? await store.setLocalData(type: Self.localDataType, content: content)
         return FilterID(id)
     }
 }

@@ -87,14 +87,15 @@ extension ChatStore {
 
     /// Writes a `/messages?dir=b` page into the gap whose token is `token`: the events the store
     /// does not have yet fill the gap's chunk, oldest first. If the page reaches stored events
-    /// the gap is closed; if the server has older events, a new gap with `end` precedes the
-    /// page; without `end` the page reaches the room's start. One transaction.
+    /// the gap is closed; if the server has older events, a new gap with the page's `end`
+    /// precedes the page; without `end` the page reaches the room's start. One transaction.
     ///
     /// Returns `nil` when no gap with `token` exists (already filled).
     package func backfill(
-        roomID: RoomID, token: PaginationToken, page: SyncRoomUpdate, end: String?, document: [UInt8]
+        roomID: RoomID, token: PaginationToken, page: MessagesPage
     ) async throws(ChatStoreError) -> BackfillResult? {
         try await write { db throws(StoreError) in
+            let (document, end) = (page.document, page.end)
             guard let nid = try Self.roomNID(roomID, db: db),
                 let gap = try db.queryOne(
                     "SELECT g.chunk_id, c.prev_chunk_id FROM timeline_gaps g JOIN timeline_chunks c ON c.chunk_id = g.chunk_id WHERE c.room_nid = ? AND g.prev_batch = ?",
@@ -102,7 +103,7 @@ extension ChatStore {
             else { return nil }
             var fresh: [SyncEvent] = []
             var reachedStored = false
-            for event in page.timeline {
+            for event in page.chunk {
                 guard let eventID = event.eventID, event.sender != nil else { continue }
                 let stored = try db.queryOne("SELECT 1 FROM events WHERE event_id = ?", [.text(eventID)]) { _ in true }
                 if stored != nil {

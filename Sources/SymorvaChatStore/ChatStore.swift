@@ -1,3 +1,4 @@
+import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 
@@ -28,15 +29,23 @@ public enum ChatStoreError: Error, Sendable, Hashable, CustomStringConvertible, 
 /// go through ``SyncIngestor``, which commits each response in one transaction with its
 /// `next_batch`.
 package struct ChatStore: Sendable {
-    /// The database, for ingest and for tests.
-    package let database: SQLiteDatabase
+    /// The database. Only the chat store runs chat SQL: other modules ask it through its
+    /// methods, tests through ``databaseForTesting``.
+    private let database: SQLiteDatabase
+
+    /// The database, for tests that count rows or plant failures. Product code adds a
+    /// ``ChatStore`` method instead.
+    package var databaseForTesting: SQLiteDatabase { database }
 
     /// Wraps a database that already has the chat schema.
     package init(database: SQLiteDatabase) {
         self.database = database
     }
 
-    /// Opens (creating or migrating) the chat database at `path`.
+    /// Opens (creating or migrating) a database at `path` with the chat schema only, and the
+    /// account settings (``SymorvaStore/SQLiteDatabase/Configuration/account``: 8 KB pages,
+    /// 16 MB cache, no automatic checkpoint). For tests and tools: an account's chat store
+    /// wraps the account's database, opened by `AccountDatabase.openFile`.
     ///
     /// - Throws: `.store` when the file cannot be opened or migrated.
     package static func open(
@@ -44,40 +53,22 @@ package struct ChatStore: Sendable {
     ) async throws(ChatStoreError) -> ChatStore {
         do {
             let database = try await SQLiteDatabase.open(
-                path: path, migrations: ChatSchema.migrations,
-                configuration: SQLiteDatabase.Configuration(pageSize: pageSize), executor: executor, logger: logger)
-            try await database.executeScript(connectionSettings)
+                path: path, migrations: ChatSchema.migrations, configuration: .account, executor: executor,
+                logger: logger)
             return ChatStore(database: database)
         } catch {
             throw .store(error)
         }
     }
 
-    /// The page size of a new chat database: 8 KB instead of SQLite's 4 KB. Events are stored
-    /// with their raw content (hundreds of bytes each), so larger pages mean half as many page
-    /// splits and WAL frames for the same rows: an initial sync of 1,000 rooms ingests about
-    /// 10% faster and checkpoints about 25% faster (`docs/benchmarks.md`). Existing files keep
-    /// the page size they were created with.
-    static let pageSize = 8192
-
-    /// Per-connection settings.
-    ///
-    /// - A 16 MB page cache: an initial sync writes tens of megabytes in one transaction, and
-    ///   with SQLite's default 2 MB the index pages are spilled to the WAL and read back again.
-    /// - No automatic checkpoint: SQLite would otherwise copy the whole WAL into the database
-    ///   inside the `COMMIT` of a large sync, on the path between the response and the updated
-    ///   conversation list. ``checkpoint()`` does it instead, when the caller is idle, and every
-    ///   ingest starts with one, so the WAL stays bounded even if the caller never calls it.
-    static let connectionSettings = "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 0;"
-
     /// Copies the write-ahead log into the database file (a passive checkpoint: it never
-    /// waits for readers). Call it when idle after a sync; ingest also runs one first.
+    /// waits for readers). The account database checkpoints only when asked
+    /// (``SymorvaStore/SQLiteDatabase/Configuration/account``): the sync loop calls this after
+    /// each committed response, once the conversation list is published, and every ingest
+    /// starts with one, so the WAL stays bounded while the copy of a large WAL is off the path
+    /// from response to conversation list.
     package func checkpoint() async throws(ChatStoreError) {
-        try await read { db throws(StoreError) in try Self.checkpoint(db: db) }
-    }
-
-    static func checkpoint(db: isolated SQLiteDatabase) throws(StoreError) {
-        _ = try db.queryOne("PRAGMA wal_checkpoint(PASSIVE)") { $0.int(0) }
+        try await read { db throws(StoreError) in try db.checkpoint() }
     }
 
     /// Runs `body` on the database's thread, mapping its failure.
@@ -115,6 +106,35 @@ package struct ChatStore: Sendable {
     package func malformedEventCount() async throws(ChatStoreError) -> Int {
         try await read { db throws(StoreError) in
             try db.queryOne("SELECT COUNT(*) FROM malformed_events") { $0.int(0) } ?? 0
+        }
+    }
+
+    // MARK: Rooms and local data
+
+    /// Whether the store knows the room (joined, invited, knocked or left, once synced).
+    package func hasRoom(_ roomID: RoomID) async throws(ChatStoreError) -> Bool {
+        try await read { db throws(StoreError) in
+            try db.queryOne("SELECT 1 FROM rooms WHERE room_id = ?", [.text(roomID.rawValue)]) { _ in true } ?? false
+        }
+    }
+
+    /// Raw content this device keeps for itself under `type` (the sync filter, for example), or
+    /// `nil`. Kept in `account_data` under room number -1, a row `/sync` never writes (global
+    /// account data is room 0), so no sync can replace it.
+    package func localData(type: String) async throws(ChatStoreError) -> [UInt8]? {
+        try await read { db throws(StoreError) in
+            try db.queryOne("SELECT content FROM account_data WHERE room_nid = -1 AND type = ?", [.text(type)]) {
+                $0.blob(0)
+            }
+        }
+    }
+
+    /// Stores `content` as this device's local data under `type` (see ``localData(type:)``).
+    package func setLocalData(type: String, content: [UInt8]) async throws(ChatStoreError) {
+        try await write { db throws(StoreError) in
+            try db.execute(
+                "INSERT INTO account_data(room_nid, type, content) VALUES (-1, ?, ?) ON CONFLICT DO UPDATE SET content = excluded.content",
+                [.text(type), .blob(content)])
         }
     }
 

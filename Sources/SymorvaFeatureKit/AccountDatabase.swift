@@ -95,6 +95,11 @@ public final class AccountDatabase: Sendable {
 
     /// Opens (creating the folder and file if needed) the database of `userID` under
     /// `dataDirectory` and applies `migrations`.
+    ///
+    /// The file is opened by `openFile(path:migrations:executor:logger:)`, with the account
+    /// settings (``/SymorvaStore/SQLiteDatabase/Configuration/account``): 8 KB pages for a new
+    /// file, a 16 MB page cache and no automatic checkpoint (the chat sync loop checkpoints
+    /// after each committed response).
     public static func open(
         userID: UserID, dataDirectory: String, migrations: AccountMigrations,
         logger: Logger = Logger(category: "store")
@@ -102,13 +107,25 @@ public final class AccountDatabase: Sendable {
         let directory = Self.directory(for: userID, in: dataDirectory)
         try AccountFiles.makeDirectory(directory)
         do {
-            let database = try await SQLiteDatabase.open(
-                path: directory + "/" + fileName, migrations: migrations.main, logger: logger)
-            try await migrations.apply(to: database)
+            let database = try await openFile(path: directory + "/" + fileName, migrations: migrations, logger: logger)
             return AccountDatabase(userID: userID, directory: directory, database: database)
         } catch {
             throw .store(error)
         }
+    }
+
+    /// The one way an account database file is opened: with the account settings
+    /// (``SymorvaStore/SQLiteDatabase/Configuration/account``), the main migration list, then
+    /// every registered feature's. ``open(userID:dataDirectory:migrations:logger:)`` uses it,
+    /// and so do the benchmarks, so that what they measure is what an account gets.
+    package static func openFile(
+        path: String, migrations: AccountMigrations, executor: StoreExecutor = StoreExecutor(),
+        logger: Logger = Logger(category: "store")
+    ) async throws(StoreError) -> SQLiteDatabase {
+        let database = try await SQLiteDatabase.open(
+            path: path, migrations: migrations.main, configuration: .account, executor: executor, logger: logger)
+        try await migrations.apply(to: database)
+        return database
     }
 
     /// `<dataDirectory>/accounts/<folder name>`.
@@ -166,4 +183,30 @@ public enum AccountStorageError: Error, Sendable, Hashable, CustomStringConverti
 
     /// Same as ``description``: no case carries a path or user data.
     public var logDescription: String { description }
+}
+
+extension AccountStorageError {
+    /// The machines' view of the failure (``SymorvaMachines/StoreFailure``).
+    package var storeFailure: StoreFailure {
+        switch self {
+        case .store(let error): error.storeFailure
+        case .secrets: .secrets
+        case .fileSystem: .fileSystem
+        case .unreadableRegistry: .unreadable
+        case .unknownAccount: .unknownAccount
+        }
+    }
+}
+
+extension StoreError {
+    /// The machines' view of the failure (``SymorvaMachines/StoreFailure``).
+    package var storeFailure: StoreFailure {
+        switch self {
+        case .full: .full
+        case .busy: .busy
+        case .corrupt: .corrupt
+        case .newerSchema: .newerSchema
+        case .open, .prepare, .bind, .step, .constraint, .migration, .invalidMigrations, .aborted: .database
+        }
+    }
 }

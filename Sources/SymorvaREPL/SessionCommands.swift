@@ -235,7 +235,7 @@ public enum SessionCommands {
                 + "'switch \(userID.localpart)' makes it the active one)"
         case .invalidResponse: return "the homeserver sent an answer the SDK cannot read"
         case .serverError(let status, let errcode): return "the homeserver failed (\(status) \(errcode ?? ""))"
-        case .store(let reason): return "the local store failed: \(reason)"
+        case .store(let failure): return "the local store failed: \(failure)"
         case .cancelled: return "cancelled"
         }
     }

@@ -193,7 +193,7 @@ public enum WalletCommands {
         case .amount(let error): "invalid amount: \(error)"
         case .failure(let failure): message(for: failure)
         case .transport(let problem): "the wallet service could not be reached (\(caseLabel(of: problem)))"
-        case .store(let reason): "the account's store failed: \(reason)"
+        case .store(let failure): "the account's store failed: \(failure)"
         case .invalidTransition(let state, let event): "cannot \(event) while \(state)"
         case .cancelled: "cancelled"
         case .notSignedIn: "not signed in"

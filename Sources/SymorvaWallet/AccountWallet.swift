@@ -1,4 +1,5 @@
 import SymorvaCrypto
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaServices
@@ -63,7 +64,7 @@ public final class AccountWallet: Sendable {
     ///   - configuration: the community's assets and the device's verifiers.
     ///   - clock: the clock of timers (draft expiry, query backoff).
     ///   - tracer: where transfer transitions are traced.
-    /// - Throws: ``/SymorvaMachines/TransferError/store(reason:)`` when the database cannot be migrated.
+    /// - Throws: ``/SymorvaMachines/TransferError/store(_:)`` when the database cannot be migrated.
     public init(
         member: UserID, services: CommunityServicesClient, database: SQLiteDatabase, scope: AccountScope,
         configuration: WalletConfiguration = WalletConfiguration(), clock: any RuntimeClock = SystemClock(),
@@ -72,7 +73,7 @@ public final class AccountWallet: Sendable {
         do throws(StoreError) {
             store = try await WalletStore.open(on: database)
         } catch {
-            throw .store(reason: error.description)
+            throw .store(error.storeFailure)
         }
         self.member = member
         self.configuration = configuration
@@ -164,13 +165,13 @@ public final class AccountWallet: Sendable {
     /// know yet.
     ///
     /// - Returns: the commands it started to resolve.
-    /// - Throws: ``/SymorvaMachines/TransferError/store(reason:)`` when the store cannot be read;
+    /// - Throws: ``/SymorvaMachines/TransferError/store(_:)`` when the store cannot be read;
     ///   ``/SymorvaMachines/TransferError/accountEnded`` when the account's scope has ended.
     @discardableResult
     public func resumePendingCommands() async throws(TransferError) -> [PendingTransfer] {
         let stored: [PendingCommand]
         do throws(StoreError) { stored = try await store.pendingCommands() } catch {
-            throw .store(reason: error.description)
+            throw .store(error.storeFailure)
         }
         var resumed: [PendingTransfer] = []
         for pending in stored where registry.claim(pending.commandID) {

@@ -123,7 +123,7 @@ public final class WalletClient: Sendable {
     /// does not know yet.
     ///
     /// - Throws: ``/SymorvaMachines/TransferError/notSignedIn`` when nobody is signed in;
-    ///   ``/SymorvaMachines/TransferError/store(reason:)`` when the store cannot be read.
+    ///   ``/SymorvaMachines/TransferError/store(_:)`` when the store cannot be read.
     @discardableResult
     public func resumePendingCommands() async throws(TransferError) -> [PendingTransfer] {
         try await withActive { wallet async throws(TransferError) -> [PendingTransfer] in
@@ -143,7 +143,7 @@ public final class WalletClient: Sendable {
     private func activeWallet() throws(TransferError) -> AccountWallet {
         switch active.withLock({ $0 }) {
         case .none: throw .notSignedIn
-        case .unavailable: throw .store(reason: "the wallet could not be opened for this account")
+        case .unavailable: throw .store(.database)  // the wallet could not be opened for this account
         case .wallet(let wallet): return wallet
         }
     }

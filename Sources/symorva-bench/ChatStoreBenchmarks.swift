@@ -1,4 +1,5 @@
 import SymorvaChatStore
+import SymorvaFeatureKit
 import SymorvaKit
 import SymorvaTesting
 
@@ -112,9 +113,11 @@ enum ColdStartBenchmark: StaticBenchmark {
         }
     }
 
+    /// Opens the chat store of an account database at `path` the way a signed-in account
+    /// does: `AccountDatabase.openFile` (the account settings) with the standard migrations.
     static func open(_ path: String) async throws(ChatBench.Failure) -> ChatStore {
         do {
-            return try await ChatStore.open(path: path)
+            return ChatStore(database: try await AccountDatabase.openFile(path: path, migrations: .standard))
         } catch {
             throw ChatBench.Failure(message: "cannot open the store: \(error)")
         }

@@ -2,15 +2,17 @@ import Foundation
 import SymorvaChatStore
 import SymorvaKit
 
-/// `symorva-bench ingest FILE [--runs N] [--mode overlap|sequential|both] [--batch N]`
+/// `symorva-bench ingest FILE [--runs N] [--no-json]`
 ///
-/// Ingests any `/sync` JSON file into a fresh chat store and prints the time from bytes in
-/// memory to committed rows and a computed conversation list, the peak memory (`VmHWM`) and
+/// Ingests any `/sync` JSON file into a fresh account database (opened as an account's is, by
+/// `AccountDatabase.openFile`) the way the sync loop does — decode, then write in one
+/// transaction — and prints the time from bytes in memory to committed rows and a computed
+/// conversation list, the peak memory (`VmHWM`) and
 /// the RSS growth, and beside them the time and peak memory of `JSONSerialization` parsing the
 /// same file (measured last, after resetting the peak, so it does not inflate ours).
 enum IngestBenchmark: StaticBenchmark {
     static let name = "ingest"
-    static let argumentsSynopsis = "FILE [--runs N] [--mode overlap|sequential|both] [--batch N] [--no-json]"
+    static let argumentsSynopsis = "FILE [--runs N] [--no-json]"
     static let summary = "/sync file → committed rows → conversation list; peak memory; JSONSerialization beside"
 
     static func run(arguments: [String]) async -> Int32 {
@@ -24,17 +26,9 @@ enum IngestBenchmark: StaticBenchmark {
 
     private static func measure(_ arguments: [String]) async throws(ChatBench.Failure) -> Int32 {
         let (positional, values) = try ChatBench.options(
-            arguments, known: ["runs", "mode", "batch"], flags: ["no-json"])
+            arguments, known: ["runs"], flags: ["no-json"])
         guard let path = positional.first else { throw ChatBench.Failure(message: "missing FILE") }
         let runs = try ChatBench.integer(values, "runs", 3)
-        let batch = try ChatBench.integer(values, "batch", 32)
-        let modes: [Bool] =
-            switch values["mode"] ?? "both" {
-            case "overlap": [true]
-            case "sequential": [false]
-            case "both": [true, false]
-            default: throw ChatBench.Failure(message: "--mode is overlap, sequential or both")
-            }
         let baseline = ChatBench.processStatus("VmRSS")
         let document = try ChatBench.readFile(path)
         let folder = try ChatBench.temporaryDirectory()
@@ -43,48 +37,39 @@ enum IngestBenchmark: StaticBenchmark {
 
         let beforeIngest = ChatBench.processStatus("VmRSS")
         ChatBench.resetPeakMemory()
-        for overlaps in modes {
-            var times: [Double] = []
-            var report = SyncIngestReport()
-            var conversations = 0
-            var checkpoints: [Double] = []
-            var cpu: [Double] = []
-            for run in 0..<runs {
-                let database = folder + "/chat-\(overlaps)-\(run).sqlite"
-                let store: ChatStore
-                do {
-                    store = try await ChatStore.open(path: database)
-                } catch {
-                    throw ChatBench.Failure(message: "cannot open the store: \(error)")
-                }
-                let ingestor = SyncIngestor(
-                    store: store, options: SyncIngestor.Options(overlapsDecoding: overlaps, roomBatchSize: batch))
-                let startCPU = ChatBench.cpuTime()
-                let start = ChatBench.now()
-                do {
-                    report = try await ingestor.ingest(document)
-                    conversations = try await store.loadConversationList().count
-                } catch {
-                    throw ChatBench.Failure(message: "ingest failed: \(error)")
-                }
-                times.append(ChatBench.now() - start)
-                cpu.append(ChatBench.cpuTime() - startCPU)
-                let checkpointStart = ChatBench.now()
-                try? await store.checkpoint()
-                checkpoints.append(ChatBench.now() - checkpointStart)
-                ChatBench.removeDatabase(database)
+        var times: [Double] = []
+        var report = SyncIngestReport()
+        var conversations = 0
+        var checkpoints: [Double] = []
+        var cpu: [Double] = []
+        for run in 0..<runs {
+            let database = folder + "/chat-\(run).sqlite"
+            let store = try await ColdStartBenchmark.open(database)
+            let ingestor = SyncIngestor(store: store)
+            let startCPU = ChatBench.cpuTime()
+            let start = ChatBench.now()
+            do {
+                report = try await ingestor.ingest(document)
+                conversations = try await store.loadConversationList().count
+            } catch {
+                throw ChatBench.Failure(message: "ingest failed: \(error)")
             }
-            let label = overlaps ? "ingest, decode overlapped with writes" : "ingest, decode then write"
-            print(
-                "\(label): median \(ChatBench.format(ChatBench.median(times))) s wall, "
-                    + "\(ChatBench.format(ChatBench.median(cpu))) s CPU (all threads)  "
-                    + "(runs: \(times.map { ChatBench.format($0) }.joined(separator: ", ")))")
-            print(
-                "  wrote \(report.rooms) rooms, \(report.timelineEvents) timeline events, \(report.stateEvents) state "
-                    + "events, \(report.gapsCreated) gaps, \(report.redactionsApplied) redactions; "
-                    + "conversation list: \(conversations) rooms; WAL checkpoint afterwards (off the path): median "
-                    + "\(ChatBench.format(ChatBench.median(checkpoints))) s")
+            times.append(ChatBench.now() - start)
+            cpu.append(ChatBench.cpuTime() - startCPU)
+            let checkpointStart = ChatBench.now()
+            try? await store.checkpoint()
+            checkpoints.append(ChatBench.now() - checkpointStart)
+            ChatBench.removeDatabase(database)
         }
+        print(
+            "ingest, decode then write: median \(ChatBench.format(ChatBench.median(times))) s wall, "
+                + "\(ChatBench.format(ChatBench.median(cpu))) s CPU (all threads)  "
+                + "(runs: \(times.map { ChatBench.format($0) }.joined(separator: ", ")))")
+        print(
+            "  wrote \(report.rooms) rooms, \(report.timelineEvents) timeline events, \(report.stateEvents) state "
+                + "events, \(report.gapsCreated) gaps, \(report.redactionsApplied) redactions; "
+                + "conversation list: \(conversations) rooms; WAL checkpoint afterwards (off the path): median "
+                + "\(ChatBench.format(ChatBench.median(checkpoints))) s")
         let peak = ChatBench.processStatus("VmHWM")
         let afterIngest = ChatBench.processStatus("VmRSS")
         print(

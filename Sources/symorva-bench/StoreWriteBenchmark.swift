@@ -1,6 +1,7 @@
 import CSQLite
 import SymorvaChatStore
 import SymorvaKit
+import SymorvaStore
 import SymorvaTesting
 
 /// `symorva-bench store [--rooms 1000] [--events 50] [--members 20] [--runs 3]`
@@ -96,8 +97,8 @@ private struct PlainLoop {
         defer { sqlite3_close(connection) }
         sqlite3_exec(
             connection, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", nil, nil, nil)
-        // The chat store's own connection settings (ChatStore.connectionSettings), for a fair race.
-        sqlite3_exec(connection, "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 0;", nil, nil, nil)
+        // The account database's own connection settings, for a fair race.
+        sqlite3_exec(connection, SQLiteDatabase.Configuration.account.connectionPragmas, nil, nil, nil)
         func prepare(_ sql: String) -> OpaquePointer? {
             var statement: OpaquePointer?
             sqlite3_prepare_v2(connection, sql, -1, &statement, nil)

@@ -8,8 +8,8 @@ struct ChatSchemaTests {
     @Test("A fresh database gets every table at the current version")
     func fresh() async throws {
         let store = try await makeChatStore()
-        #expect(try await store.database.schemaVersion() == ChatSchema.currentVersion)
-        let tables = try await store.database.queryAll(
+        #expect(try await store.databaseForTesting.schemaVersion() == ChatSchema.currentVersion)
+        let tables = try await store.databaseForTesting.queryAll(
             "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
         ) { $0.string(0) }
         #expect(
@@ -18,7 +18,7 @@ struct ChatSchemaTests {
                 "room_state", "rooms", "send_queue", "sync_state", "timeline_chunks", "timeline_gaps",
                 "to_device_events",
             ])
-        let indexes = try await store.database.queryAll(
+        let indexes = try await store.databaseForTesting.queryAll(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name"
         ) {
             $0.string(0)

@@ -9,30 +9,28 @@ func makeChatStore() async throws -> ChatStore {
 
 /// Counts the rows of `table`.
 func count(_ table: String, in store: ChatStore, where condition: String = "1") async throws -> Int {
-    try await store.database.queryOne("SELECT COUNT(*) FROM \(table) WHERE \(condition)") { $0.int(0) } ?? 0
+    try await store.databaseForTesting.queryOne("SELECT COUNT(*) FROM \(table) WHERE \(condition)") { $0.int(0) } ?? 0
 }
 
 @Suite("Sync ingest")
 struct SyncIngestorTests {
     @Test("A response is stored whole: rooms, state, timeline, receipts, account data, device data, token")
     func writesEverything() async throws {
-        for overlaps in [true, false] {
-            let store = try await makeChatStore()
-            let ingestor = SyncIngestor(store: store, options: .init(overlapsDecoding: overlaps, roomBatchSize: 1))
-            let report = try await ingestor.ingest(SyncSamples.specBytes)
-            #expect(report.rooms == 2 && report.timelineEvents == 8 && report.stateEvents == 5)
-            #expect(report.redactionsApplied == 1 && report.gapsCreated == 1 && report.nextBatch == "s72595_4483_1934")
-            #expect(try await store.sinceToken() == "s72595_4483_1934")
-            #expect(try await count("rooms", in: store) == 2)
-            #expect(try await count("room_state", in: store) == 5)
-            #expect(try await count("events", in: store) == 8)
-            #expect(try await count("receipts", in: store) == 2)
-            #expect(try await count("receipts", in: store, where: "thread_id = 'main'") == 1)
-            #expect(try await count("account_data", in: store) == 2)
-            #expect(try await count("to_device_events", in: store) == 1)
-            #expect(try await count("device_list_changes", in: store) == 2)
-            #expect(try await store.oneTimeKeyCounts() == ["signed_curve25519": 20])
-        }
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store)
+        let report = try await ingestor.ingest(SyncSamples.specBytes)
+        #expect(report.rooms == 2 && report.timelineEvents == 8 && report.stateEvents == 5)
+        #expect(report.redactionsApplied == 1 && report.gapsCreated == 1 && report.nextBatch == "s72595_4483_1934")
+        #expect(try await store.sinceToken() == "s72595_4483_1934")
+        #expect(try await count("rooms", in: store) == 2)
+        #expect(try await count("room_state", in: store) == 5)
+        #expect(try await count("events", in: store) == 8)
+        #expect(try await count("receipts", in: store) == 2)
+        #expect(try await count("receipts", in: store, where: "thread_id = 'main'") == 1)
+        #expect(try await count("account_data", in: store) == 2)
+        #expect(try await count("to_device_events", in: store) == 1)
+        #expect(try await count("device_list_changes", in: store) == 2)
+        #expect(try await store.oneTimeKeyCounts() == ["signed_curve25519": 20])
     }
 
     @Test("The conversation list carries the summary: heroes, counts, tags, encryption, preview")
@@ -62,7 +60,7 @@ struct SyncIngestorTests {
         let store = try await makeChatStore()
         _ = try await SyncIngestor(store: store).ingest(
             SyncSamples.response(nextBatch: "first", events: [SyncSamples.message("$a")]))
-        try await store.database.executeScript(
+        try await store.databaseForTesting.executeScript(
             "CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.event_id = '$poison' BEGIN SELECT RAISE(ABORT, 'injected'); END;"
         )
         let rooms = (0..<40).map { index in
@@ -71,29 +69,25 @@ struct SyncIngestorTests {
         let poisoned = #""!z:x":{"timeline":{"events":[\#(SyncSamples.message("$poison"))]}}"#
         let document = Array(
             #"{"next_batch":"second","rooms":{"join":{\#((rooms + [poisoned]).joined(separator: ","))}}}"#.utf8)
-        for overlaps in [true, false] {
-            let ingestor = SyncIngestor(store: store, options: .init(overlapsDecoding: overlaps, roomBatchSize: 4))
-            await #expect(throws: ChatStoreError.self) { try await ingestor.ingest(document) }
-            #expect(try await store.sinceToken() == "first")
-            #expect(try await count("rooms", in: store) == 1)
-            #expect(try await count("events", in: store) == 1)
-        }
+        let ingestor = SyncIngestor(store: store)
+        await #expect(throws: ChatStoreError.self) { try await ingestor.ingest(document) }
+        #expect(try await store.sinceToken() == "first")
+        #expect(try await count("rooms", in: store) == 1)
+        #expect(try await count("events", in: store) == 1)
     }
 
-    @Test("A document malformed after its rooms rolls back the rooms already written")
+    @Test("A document malformed after its rooms writes none of them")
     func malformedTail() async throws {
         let store = try await makeChatStore()
         var document = SyncResponseGenerator(.init(rooms: 30, eventsPerRoom: 5, membersPerRoom: 3)).generate()
         document.removeLast(2)
-        for overlaps in [true, false] {
-            let ingestor = SyncIngestor(store: store, options: .init(overlapsDecoding: overlaps, roomBatchSize: 2))
-            await #expect(throws: ChatStoreError.malformedResponse(.syntax(offset: document.count))) {
-                try await ingestor.ingest(document)
-            }
-            #expect(try await store.sinceToken() == nil)
-            #expect(try await count("rooms", in: store) == 0)
-            #expect(try await count("events", in: store) == 0)
+        let ingestor = SyncIngestor(store: store)
+        await #expect(throws: ChatStoreError.malformedResponse(.syntax(offset: document.count))) {
+            try await ingestor.ingest(document)
         }
+        #expect(try await store.sinceToken() == nil)
+        #expect(try await count("rooms", in: store) == 0)
+        #expect(try await count("events", in: store) == 0)
     }
 
     @Test("Malformed events are kept for diagnosis and counted, never fatal")
@@ -104,7 +98,7 @@ struct SyncIngestorTests {
             SyncSamples.response(nextBatch: "n", events: [SyncSamples.message("$a"), bad]))
         #expect(report.malformedEvents == 1 && report.timelineEvents == 1)
         #expect(try await store.malformedEventCount() == 1)
-        let raw = try await store.database.queryOne("SELECT raw, reason FROM malformed_events") {
+        let raw = try await store.databaseForTesting.queryOne("SELECT raw, reason FROM malformed_events") {
             (String(decoding: $0.blob(0), as: UTF8.self), $0.string(1))
         }
         #expect(raw?.0 == bad && raw?.1 == "missing event_id")
@@ -129,7 +123,7 @@ struct SyncIngestorTests {
             return
         }
         #expect(token == "gap-token")
-        let chunkOrder = try await store.database.queryAll(
+        let chunkOrder = try await store.databaseForTesting.queryAll(
             "SELECT chunk_id, prev_chunk_id, next_chunk_id FROM timeline_chunks ORDER BY chunk_id"
         ) {
             [$0.optionalInt64(0), $0.optionalInt64(1), $0.optionalInt64(2)]

@@ -121,20 +121,6 @@ struct SyncResponseDecoderTests {
         }
     }
 
-    @Test("Rooms are handed over in batches of the requested size, in document order")
-    func batches() throws {
-        let bytes = SyncResponseGenerator(.init(rooms: 23, eventsPerRoom: 3, membersPerRoom: 3)).generate()
-        var sizes: [Int] = []
-        var roomIDs: [String] = []
-        let head = try SyncResponseDecoder.decode(bytes, roomBatchSize: 5) { batch in
-            sizes.append(batch.count)
-            roomIDs += batch.map(\.roomID)
-        }
-        #expect(sizes == [5, 5, 5, 5, 3])
-        #expect(roomIDs == (0..<23).map { SyncResponseGenerator.roomID($0) })
-        #expect(head.nextBatch == "s72595_4483_1934")
-    }
-
     @Test("Large and fractional timestamps read as integers")
     func numbers() throws {
         let events = [

@@ -99,7 +99,7 @@ struct ConversationReactionTests {
             homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: Self.me, accessToken: Secret("token"),
             transport: homeserver.transport)
         let chat = AccountChat(
-            requester: requester, database: store.database, scope: AccountScope(label: Self.me.rawValue),
+            requester: requester, database: store.databaseForTesting, scope: AccountScope(label: Self.me.rawValue),
             clock: ManualClock(), tracer: Tracer())
         let conversation = try await chat.conversation(id: Self.roomID)
         let stop = conversation.timeline.subscribe { _ in }

@@ -94,7 +94,7 @@ struct TimelineLiveUpdateTests {
         let tracer = Tracer()
         tracer.addSink(trace)
         let chat = AccountChat(
-            requester: requester, database: store.database, scope: AccountScope(label: Room.me.rawValue),
+            requester: requester, database: store.databaseForTesting, scope: AccountScope(label: Room.me.rawValue),
             clock: ManualClock(), tracer: tracer)
         var held: HeldEffectsInterpreter<TimelineMachine>?
         let conversation = Conversation(roomID: Room.roomID, client: chat) { interpreter in

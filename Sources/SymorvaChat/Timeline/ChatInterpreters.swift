@@ -69,40 +69,22 @@ struct TimelineInterpreter: EffectInterpreter {
         } catch {
             throw RequestFailure.timelineError(error)
         }
-        let (document, end) = syncShapedDocument(roomID: roomID, messages: response.body)
-        let update: SyncRoomUpdate
+        let page: MessagesPage
         do {
-            guard let room = try SyncResponseDecoder.decode(document).rooms.first else { throw TimelineError.network }
-            update = room
+            page = try SyncResponseDecoder.decodeMessages(response.body)
         } catch {
-            client.logger.warning("messages page unreadable")
+            client.logger.warning("messages page unreadable: \(LogLabel(error.description))")
             throw .server(status: response.status, errorCode: "malformed")
         }
         let result: BackfillResult?
         do {
-            result = try await client.store.backfill(
-                roomID: roomID, token: token, page: update, end: end, document: document)
+            result = try await client.store.backfill(roomID: roomID, token: token, page: page)
         } catch {
             client.logger.error("messages page write failed: \(error)")
             throw .storeFailed
         }
         guard let result else { throw .storeFailed }
         return TimelinePage(eventIDs: result.eventIDs, before: result.boundary)
-    }
-
-    /// Wraps a `/messages` answer's `chunk` and `state` in the shape of a one-room `/sync`
-    /// response, so that the `/sync` decoder reads its events (relations, redactions,
-    /// transaction IDs) exactly as it reads synced ones.
-    static func syncShapedDocument(roomID: RoomID, messages body: [UInt8]) -> (document: [UInt8], end: String?) {
-        body.withUnsafeBytes { bytes in
-            let chunk = RawJSON.value("chunk", in: bytes).map { Array(bytes[$0]) } ?? Array("[]".utf8)
-            let state = RawJSON.value("state", in: bytes).map { Array(bytes[$0]) } ?? Array("[]".utf8)
-            var document = Array(#"{"next_batch":"messages","rooms":{"join":{"#.utf8)
-            JSONObjectWriter.appendQuoted(roomID.rawValue, to: &document)
-            document += Array(#":{"timeline":{"events":"#.utf8) + chunk
-            document += Array(#"},"state":{"events":"#.utf8) + state + Array("}}}}}".utf8)
-            return (document, RawJSON.string("end", in: bytes))
-        }
     }
 }
 

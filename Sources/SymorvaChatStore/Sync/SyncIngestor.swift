@@ -1,6 +1,4 @@
-import Dispatch
 import SymorvaStore
-import Synchronization
 
 /// What one ingested `/sync` response changed.
 package struct SyncIngestReport: Sendable, Hashable {
@@ -31,34 +29,17 @@ package struct SyncIngestReport: Sendable, Hashable {
 /// the old token in place — the next sync then repeats the same response. Data is never
 /// skipped and never half-applied.
 ///
-/// By default decoding overlaps writing: a decoder task hands rooms over in batches through a
-/// channel, and the transaction, running on the store's thread, writes each batch while the
-/// next is decoded. If the document turns out to be malformed at the end, the transaction is
-/// rolled back.
+/// The response is decoded whole before the transaction starts: the sync loop decodes it when
+/// it arrives (the sync machine needs its summary before asking to store it). Decoding while
+/// writing was measured and removed: on the shipped configuration it was no faster
+/// (`docs/benchmarks.md`, "One opening path").
 package struct SyncIngestor: Sendable {
-    /// How an ingest runs.
-    package struct Options: Sendable, Hashable {
-        /// Decode the next rooms while the store writes the previous ones (on by default).
-        package var overlapsDecoding: Bool
-        /// Rooms per batch handed from the decoder to the writer.
-        package var roomBatchSize: Int
-
-        /// Creates options.
-        package init(overlapsDecoding: Bool = true, roomBatchSize: Int = 32) {
-            self.overlapsDecoding = overlapsDecoding
-            self.roomBatchSize = roomBatchSize
-        }
-    }
-
     /// The store written to.
     package let store: ChatStore
-    /// How ingests run.
-    package var options: Options
 
     /// Creates an ingestor for `store`.
-    package init(store: ChatStore, options: Options = Options()) {
+    package init(store: ChatStore) {
         self.store = store
-        self.options = options
     }
 
     /// Decodes `document` (a `/sync` response body) and stores it with its `next_batch`.
@@ -66,53 +47,20 @@ package struct SyncIngestor: Sendable {
     /// - Throws: `.malformedResponse` when the document is not a `/sync` response, `.store`
     ///   when writing fails. Either way nothing was written and the token did not move.
     package func ingest(_ document: [UInt8]) async throws(ChatStoreError) -> SyncIngestReport {
-        guard options.overlapsDecoding else {
-            let body: SyncResponseBody
-            do {
-                body = try SyncResponseDecoder.decode(document)
-            } catch {
-                throw .malformedResponse(error)
-            }
-            return try await ingest(body)
-        }
-        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
-        let channel = RoomBatchChannel()
-        let batchSize = options.roomBatchSize
-        Task.detached {
-            do throws(SyncDecodingError) {
-                let head = try SyncResponseDecoder.decode(document, roomBatchSize: batchSize) { channel.send($0) }
-                channel.finish(.success(head))
-            } catch {
-                channel.finish(.failure(error))
-            }
-        }
+        let body: SyncResponseBody
         do {
-            return try await store.database.transaction { db throws(StoreError) in
-                var writer = try SyncWriter(db: db)
-                while true {
-                    switch channel.receive() {
-                    case .rooms(let rooms):
-                        try writer.write(rooms, document: document, db: db)
-                        channel.recycle(rooms)
-                    case .finished(.success(let head)):
-                        try writer.finish(head, document: document, db: db)
-                        return writer.report
-                    case .finished(.failure):
-                        throw StoreError.aborted
-                    }
-                }
-            }
+            body = try SyncResponseDecoder.decode(document)
         } catch {
-            if let failure = channel.decodingFailure { throw .malformedResponse(failure) }
-            throw .store(error)
+            throw .malformedResponse(error)
         }
+        return try await ingest(body)
     }
 
     /// Stores an already decoded response with its `next_batch`, in one transaction.
     ///
     /// - Throws: `.store` when writing fails; nothing was written and the token did not move.
     package func ingest(_ response: SyncResponseBody) async throws(ChatStoreError) -> SyncIngestReport {
-        try await store.read { db throws(StoreError) in try ChatStore.checkpoint(db: db) }
+        try await store.checkpoint()
         return try await store.write { db throws(StoreError) in
             var writer = try SyncWriter(db: db)
             try writer.write(response.rooms, document: response.document, db: db)
@@ -120,68 +68,6 @@ package struct SyncIngestor: Sendable {
             return writer.report
         }
     }
-}
-
-/// Hands room batches from the decoder task to the transaction on the store's thread, and
-/// written batches back to the decoder to be freed there.
-///
-/// The receiving side blocks its thread: it is the store's own executor thread, inside a
-/// transaction that nothing else may interleave with anyway, so no shared thread is held.
-final class RoomBatchChannel: Sendable {
-    enum Message: Sendable {
-        case rooms([SyncRoomUpdate])
-        case finished(Result<SyncResponseHead, SyncDecodingError>)
-    }
-
-    private struct Queue {
-        var messages: [Message] = []
-        var next = 0
-        var failure: SyncDecodingError?
-        /// Batches the writer is done with, freed by the decoder's next ``send(_:)``.
-        var spent: [[SyncRoomUpdate]] = []
-    }
-
-    private let queue = Mutex(Queue())
-    private let available = DispatchSemaphore(value: 0)
-
-    func send(_ rooms: [SyncRoomUpdate]) {
-        var spent: [[SyncRoomUpdate]] = []
-        queue.withLock { queue in
-            queue.messages.append(.rooms(rooms))
-            swap(&spent, &queue.spent)
-        }
-        available.signal()
-        // Freeing a batch (tens of thousands of strings and arrays) is done here, on the decoder's
-        // thread, which has time to spare, rather than on the store's thread, which has none.
-        spent.removeAll()
-    }
-
-    /// Gives a written batch back, so that the decoder's thread frees it.
-    func recycle(_ rooms: [SyncRoomUpdate]) {
-        queue.withLock { $0.spent.append(rooms) }
-    }
-
-    func finish(_ result: Result<SyncResponseHead, SyncDecodingError>) {
-        queue.withLock { queue in
-            queue.messages.append(.finished(result))
-            if case .failure(let error) = result { queue.failure = error }
-        }
-        available.signal()
-    }
-
-    /// The next message, waiting for it if needed.
-    func receive() -> Message {
-        available.wait()
-        return queue.withLock { queue in
-            let message = queue.messages[queue.next]
-            queue.messages[queue.next] = .rooms([])  // let the batch go
-            queue.next += 1
-            return message
-        }
-    }
-
-    /// The decoder's error, once it has failed.
-    var decodingFailure: SyncDecodingError? { queue.withLock { $0.failure } }
 }
 
 /// Writes decoded rooms and the response's top level inside one transaction.

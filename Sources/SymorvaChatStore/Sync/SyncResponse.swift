@@ -12,6 +12,8 @@ public enum SyncDecodingError: Error, Sendable, Hashable, CustomStringConvertibl
     case unexpectedStructure(offset: Int)
     /// The response has no `next_batch` string, so it cannot advance the sync position.
     case missingNextBatch
+    /// A `/messages` page has no `chunk`, so it cannot fill a gap.
+    case missingChunk
 
     /// The case and its offset; no part of the document is included.
     public var description: String {
@@ -20,6 +22,7 @@ public enum SyncDecodingError: Error, Sendable, Hashable, CustomStringConvertibl
         case .tooDeep(let offset): "tooDeep(offset: \(offset))"
         case .unexpectedStructure(let offset): "unexpectedStructure(offset: \(offset))"
         case .missingNextBatch: "missingNextBatch"
+        case .missingChunk: "missingChunk"
         }
     }
 }
@@ -164,6 +167,31 @@ package struct SyncResponseBody: Sendable {
     package var malformedEvents: [MalformedSyncEvent] { head.malformedEvents }
     /// `next_batch`.
     package var nextBatch: String { head.nextBatch }
+
+    /// The bytes of `range` in the document, as a string (for tests and diagnostics).
+    package func text(_ range: Range<Int>) -> String {
+        String(decoding: document[range], as: UTF8.self)
+    }
+}
+
+/// A decoded `/messages` page (``SyncResponseDecoder/decodeMessages(_:)``): its events as byte
+/// ranges of the page's document, decoded like a `/sync` timeline's.
+package struct MessagesPage: Sendable {
+    /// The page's bytes; every ``SyncEvent`` range points into them.
+    package var document: [UInt8] = []
+    /// `chunk`, in the order the server sent it (newest first for `dir=b`).
+    package var chunk: [SyncEvent] = []
+    /// `state`: state events (members, with lazy loading) that the chunk's events need.
+    package var state: [SyncEvent] = []
+    /// `start`: the token the page was read from.
+    package var start: String?
+    /// `end`: where the next page continues; `nil` when there is nothing further.
+    package var end: String?
+    /// Events skipped because they were unusable.
+    package var malformedEvents: [MalformedSyncEvent] = []
+
+    /// An empty page.
+    package init() {}
 
     /// The bytes of `range` in the document, as a string (for tests and diagnostics).
     package func text(_ range: Range<Int>) -> String {

@@ -6,44 +6,61 @@
 /// state key, transaction ID, relation, redaction target) and keeps each event and its content
 /// as a byte range of the document, which is what the store writes.
 ///
-/// Rooms can be handed over in batches while the rest is still being read
-/// (``decode(_:roomBatchSize:rooms:)``), so the store can write one batch while the next is
-/// decoded. An unusable event is skipped and recorded (``SyncResponseHead/malformedEvents``);
-/// only a document that is not JSON, or not a `/sync` response, is an error.
+/// An unusable event is skipped and recorded (``SyncResponseHead/malformedEvents``); only a
+/// document that is not JSON, or not a `/sync` response, is an error. `/messages` pages are
+/// read by the same event decoding (``decodeMessages(_:)``).
 package enum SyncResponseDecoder {
     /// Decodes a whole response.
     ///
     /// - Throws: ``SyncDecodingError`` when the document is not a well-formed response.
     package static func decode(_ document: [UInt8]) throws(SyncDecodingError) -> SyncResponseBody {
-        var rooms: [SyncRoomUpdate] = []
-        let head = try decode(document, roomBatchSize: .max) { rooms.append(contentsOf: $0) }
-        return SyncResponseBody(document: document, head: head, rooms: rooms)
-    }
-
-    /// Decodes a response, calling `rooms` with every `roomBatchSize` rooms as soon as they
-    /// are read (and once more with the rest), then returns the top level.
-    ///
-    /// - Throws: ``SyncDecodingError`` when the document is not a well-formed response; batches
-    ///   already handed over must then be discarded by the caller.
-    package static func decode(
-        _ document: [UInt8], roomBatchSize: Int, rooms: ([SyncRoomUpdate]) -> Void
-    ) throws(SyncDecodingError) -> SyncResponseHead {
-        let outcome = withoutActuallyEscaping(rooms) { deliver in
-            document.withUnsafeBytes { buffer in
-                var reader = Reader(scanner: JSONScanner(buffer), batchSize: max(1, roomBatchSize), deliver: deliver)
-                return Result { () throws(JSONScanError) in try reader.readDocument() }
+        let outcome = document.withUnsafeBytes { buffer in
+            var reader = Reader(scanner: JSONScanner(buffer))
+            return Result { () throws(JSONScanError) in
+                let head = try reader.readDocument()
+                return SyncResponseBody(document: document, head: head, rooms: reader.rooms)
             }
         }
         do {
             return try outcome.get()
         } catch {
-            switch error.reason {
-            case .tooDeep: throw .tooDeep(offset: error.offset)
-            case .unexpectedStructure: throw .unexpectedStructure(offset: error.offset)
-            case .missingMember: throw .missingNextBatch
-            case .unexpectedEnd, .unexpectedByte, .invalidEscape, .invalidNumber, .controlCharacter:
-                throw .syntax(offset: error.offset)
-            }
+            throw SyncDecodingError(error, missingMember: .missingNextBatch)
+        }
+    }
+
+    /// Decodes a `/messages` page (`{"chunk": […], "state": […], "start": …, "end": …}`): its
+    /// events are read exactly as a `/sync` timeline's (relations, redactions, transaction
+    /// IDs), its `state` as state events; an unusable event is skipped and recorded
+    /// (``MessagesPage/malformedEvents``, section `chunk` or `state`).
+    ///
+    /// - Throws: ``SyncDecodingError`` when the document is not JSON (`.syntax`, `.tooDeep`),
+    ///   when the top level is not an object or `chunk` is not an array
+    ///   (`.unexpectedStructure`), or when it has no `chunk` (`.missingChunk`).
+    package static func decodeMessages(_ document: [UInt8]) throws(SyncDecodingError) -> MessagesPage {
+        let outcome = document.withUnsafeBytes { buffer in
+            var reader = Reader(scanner: JSONScanner(buffer))
+            return Result { () throws(JSONScanError) in try reader.readMessagesDocument() }
+        }
+        do {
+            var page = try outcome.get()
+            page.document = document
+            return page
+        } catch {
+            throw SyncDecodingError(error, missingMember: .missingChunk)
+        }
+    }
+}
+
+extension SyncDecodingError {
+    /// The decoding error for a scanner error; `missingMember` names what a missing required
+    /// member means for the document being read.
+    fileprivate init(_ error: JSONScanError, missingMember: SyncDecodingError) {
+        switch error.reason {
+        case .tooDeep: self = .tooDeep(offset: error.offset)
+        case .unexpectedStructure: self = .unexpectedStructure(offset: error.offset)
+        case .missingMember: self = missingMember
+        case .unexpectedEnd, .unexpectedByte, .invalidEscape, .invalidNumber, .controlCharacter:
+            self = .syntax(offset: error.offset)
         }
     }
 }
@@ -66,15 +83,11 @@ private enum EventKind {
 /// with the offset where reading stopped; the caller maps it to ``SyncDecodingError``.
 private struct Reader {
     var scanner: JSONScanner
-    let batchSize: Int
-    let deliver: ([SyncRoomUpdate]) -> Void
     var head = SyncResponseHead()
-    var batch: [SyncRoomUpdate] = []
+    var rooms: [SyncRoomUpdate] = []
 
-    init(scanner: JSONScanner, batchSize: Int, deliver: @escaping ([SyncRoomUpdate]) -> Void) {
+    init(scanner: JSONScanner) {
         self.scanner = scanner
-        self.batchSize = batchSize
-        self.deliver = deliver
     }
 
     mutating func readDocument() throws(JSONScanError) -> SyncResponseHead {
@@ -104,7 +117,6 @@ private struct Reader {
             }
         }
         guard scanner.isAtEnd() else { throw scanner.error(.unexpectedByte) }
-        if !batch.isEmpty { deliver(batch) }
         guard let nextBatch else { throw scanner.error(.missingMember) }
         head.nextBatch = nextBatch
         return head
@@ -112,6 +124,35 @@ private struct Reader {
 
     /// A section that must be an object is not.
     func structureError() -> JSONScanError { scanner.error(.unexpectedStructure) }
+
+    /// The top level of a `/messages` page. `chunk` is required and must be an array; `state`
+    /// is read when it is an array; `start` and `end` when they are strings.
+    mutating func readMessagesDocument() throws(JSONScanError) -> MessagesPage {
+        var page = MessagesPage()
+        var hasChunk = false
+        guard let first = scanner.peek() else { throw scanner.error(.unexpectedEnd) }
+        guard first == UInt8(ascii: "{") else { throw structureError() }
+        var cursor = try scanner.beginObject()
+        while let key = try scanner.nextKey(&cursor) {
+            if scanner.key(key, is: "chunk") {
+                guard scanner.peek() == UInt8(ascii: "[") else { throw structureError() }
+                try readEvents(.timeline, section: "chunk", roomID: nil, into: &page.chunk)
+                hasChunk = true
+            } else if scanner.key(key, is: "state") {
+                try readEvents(.state, section: "state", roomID: nil, into: &page.state)
+            } else if scanner.key(key, is: "start") {
+                page.start = try scanner.readStringOrSkip()
+            } else if scanner.key(key, is: "end") {
+                page.end = try scanner.readStringOrSkip()
+            } else {
+                try scanner.skipValue()
+            }
+        }
+        guard scanner.isAtEnd() else { throw scanner.error(.unexpectedByte) }
+        guard hasChunk else { throw scanner.error(.missingMember) }
+        page.malformedEvents = head.malformedEvents
+        return page
+    }
 
     // MARK: Rooms
 
@@ -138,11 +179,7 @@ private struct Reader {
                 var room = SyncRoomUpdate(roomID: scanner.string(of: roomKey), membership: membership)
                 guard scanner.peek() == UInt8(ascii: "{") else { throw structureError() }
                 try readRoom(&room)
-                batch.append(room)
-                if batch.count >= batchSize {
-                    deliver(batch)
-                    batch.removeAll(keepingCapacity: true)
-                }
+                self.rooms.append(room)
             }
         }
     }

@@ -79,5 +79,5 @@ extension AccountMigrations {
 
 extension AccountStorageError {
     /// The session feature's view of the failure.
-    var sessionError: SessionError { .store(reason: description) }
+    var sessionError: SessionError { .store(storeFailure) }
 }

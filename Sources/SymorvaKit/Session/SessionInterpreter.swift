@@ -12,7 +12,7 @@ import SymorvaRuntime
 /// Errors are mapped at this boundary: transport failures become
 /// ``SessionError/unreachable(_:)`` (cancellation ``SessionError/cancelled``), Matrix error
 /// bodies go through ``AuthAPI/sessionError(for:status:errcode:softLogout:retryAfter:)``, store
-/// failures become ``SessionError/store(reason:)``. Nothing here logs a token, a password or a
+/// failures become ``SessionError/store(_:)``. Nothing here logs a token, a password or a
 /// response body.
 struct SessionInterpreter: EffectInterpreter {
     typealias Machine = SessionMachine

@@ -50,7 +50,7 @@ public enum SessionError: Error, Sendable, Hashable, LogSafe, CustomStringConver
     /// The server answered with an error not listed above: HTTP status and Matrix `errcode`.
     case serverError(status: Int, errcode: String?)
     /// The local store failed to load, save or wipe the session.
-    case store(reason: String)
+    case store(StoreFailure)
     /// The operation was cancelled before it finished.
     case cancelled
 
@@ -85,7 +85,7 @@ public enum SessionError: Error, Sendable, Hashable, LogSafe, CustomStringConver
         case .alreadySignedIn(let userID): "alreadySignedIn(\(userID))"
         case .invalidResponse(let reason): "invalidResponse(\(reason))"
         case .serverError(let status, let errcode): "serverError(\(status), \(errcode ?? "nil"))"
-        case .store(let reason): "store(\(reason))"
+        case .store(let failure): "store(\(failure))"
         case .cancelled: "cancelled"
         }
     }

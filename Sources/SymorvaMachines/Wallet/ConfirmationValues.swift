@@ -169,7 +169,7 @@ public enum TransferError: Error, Sendable, Hashable {
     /// A request to the service failed in transport.
     case transport(TransportProblem)
     /// The account's store failed.
-    case store(reason: String)
+    case store(StoreFailure)
     /// An action that has no meaning in the transfer's current state.
     case invalidTransition(state: String, event: String)
     /// The caller stopped waiting (its task was cancelled, or the account's scope ended). A

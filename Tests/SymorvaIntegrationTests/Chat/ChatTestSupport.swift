@@ -38,7 +38,7 @@ struct ChatTestAccount: Sendable {
             homeserverURL: homeserverURL ?? self.homeserverURL, userID: userID, accessToken: account.accessToken,
             transport: transport)
         let client = AccountChat(
-            requester: requester, database: store.database, scope: AccountScope(label: userID.rawValue),
+            requester: requester, database: store.databaseForTesting, scope: AccountScope(label: userID.rawValue),
             options: options)
         run.atEnd { await client.stop() }
         return client

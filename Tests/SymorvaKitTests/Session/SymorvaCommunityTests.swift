@@ -71,7 +71,7 @@ struct SymorvaCommunityTests {
         await community.launch()
         #expect(
             community.session.state.value
-                == .unavailable(SessionSamples.alice, .store(reason: "secrets(decryptionFailed)")))
+                == .unavailable(SessionSamples.alice, .store(.secrets)))
         try await community.session.signOut()
         #expect(community.session.state.value == .signedOut)
         #expect(community.session.accounts.value.isEmpty)

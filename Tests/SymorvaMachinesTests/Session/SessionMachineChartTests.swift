@@ -181,7 +181,7 @@ enum SessionSamples {
         .restored(StoredSession(session: session)),
         .restored(StoredSession(session: session, isSoftLoggedOut: true)),
         .tokensPersisted,
-        .storeFailed(.store(reason: "disk full")),
+        .storeFailed(.store(.full)),
         .accessTokenRejected(softLogout: true),
         .accessTokenRejected(softLogout: false),
         .refreshNeeded,

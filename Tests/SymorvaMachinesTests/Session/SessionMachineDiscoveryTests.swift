@@ -151,8 +151,8 @@ struct SessionMachineDiscoveryTests {
     func restoreStoreFailure() throws {
         let store = MachineTestStore(SessionFixture.machine, initial: .restoring(SessionFixture.account))
         try store.send(
-            .storeFailed(.store(reason: "database is locked")),
-            expecting: .failed(from: .restore, error: .store(reason: "database is locked"), server: nil))
+            .storeFailed(.store(.busy)),
+            expecting: .failed(from: .restore, error: .store(.busy), server: nil))
     }
 
     @Test("Dismissing an error with a known homeserver returns to the credentials form")

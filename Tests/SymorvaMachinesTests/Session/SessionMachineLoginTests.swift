@@ -136,7 +136,7 @@ struct SessionMachineLoginTests {
 
     @Test("A store failure while saving login tokens fails without using them")
     func persistFailure() throws {
-        let error = SessionError.store(reason: "disk full")
+        let error = SessionError.store(.full)
         let store = MachineTestStore(
             SessionFixture.machine, initial: .persisting(SessionFixture.session(), origin: .login, waiting: 0))
         try store.send(

@@ -194,7 +194,7 @@ struct SessionMachineRefreshTests {
 
     @Test("A store failure after a refresh soft-logs out and never uses the new tokens")
     func refreshPersistFailure() throws {
-        let error = SessionError.store(reason: "disk full")
+        let error = SessionError.store(.full)
         let store = MachineTestStore(
             SessionFixture.machine, initial: .persisting(refreshed, origin: .refresh, waiting: 2))
         try store.send(

@@ -84,8 +84,8 @@ struct SessionMachineSignOutTests {
     func wipeFailure() throws {
         let store = MachineTestStore(SessionFixture.machine, initial: .wipingLocalData(SessionFixture.account))
         try store.send(
-            .storeFailed(.store(reason: "permission denied")),
-            expecting: .failed(from: .signOut, error: .store(reason: "permission denied"), server: nil))
+            .storeFailed(.store(.fileSystem)),
+            expecting: .failed(from: .signOut, error: .store(.fileSystem), server: nil))
     }
 
     @Test("A second sign-out request while signing out is ignored")

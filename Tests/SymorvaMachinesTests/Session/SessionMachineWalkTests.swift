@@ -119,7 +119,7 @@ struct SessionSimulatedWorld {
     mutating func answer(_ effect: SessionEffect) -> SessionEvent? {
         switch effect {
         case .loadStoredSession:
-            return random.chance(10) ? .storeFailed(.store(reason: "locked")) : .restored(stored)
+            return random.chance(10) ? .storeFailed(.store(.busy)) : .restored(stored)
         case .fetchWellKnown:
             return .wellKnownResponse(
                 random.chance(80)
@@ -161,7 +161,7 @@ struct SessionSimulatedWorld {
                                 userID: SessionFixture.alice, deviceID: SessionFixture.device, tokens: freshTokens()))))
             }
         case .persistSession(let session):
-            guard random.chance(90) else { return .storeFailed(.store(reason: "disk full")) }
+            guard random.chance(90) else { return .storeFailed(.store(.full)) }
             stored = StoredSession(session: session)
             savedTokens.insert(session.tokens.accessToken.exposedValue)
             if let refresh = session.tokens.refreshToken { savedTokens.insert(refresh.exposedValue) }
@@ -177,7 +177,7 @@ struct SessionSimulatedWorld {
         case .sendLogout:
             return .logoutResponse(random.chance(70) ? nil : .unreachable(.timedOut))
         case .wipeLocalData:
-            guard random.chance(95) else { return .storeFailed(.store(reason: "permission denied")) }
+            guard random.chance(95) else { return .storeFailed(.store(.fileSystem)) }
             stored = nil
             return .localDataWiped
         case .keepLocalData:
