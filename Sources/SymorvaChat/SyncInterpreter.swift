@@ -105,13 +105,11 @@ final class SyncInterpreter: EffectInterpreter {
             return await sync(since: since, timeout: timeout, filterID: filterID)
         case .storeSyncResponse(let nextBatch):
             return await commit(nextBatch)
-        case .scheduleRetry(let after):
-            do { try await context.sleep(for: after) } catch { return nil }
-            return .timerFired(.retry)
         case .requestTokenRefresh:
             delegate.withLock { $0 }?.syncTokenRejected()
             return nil
-        case .cancel:
+        case .scheduleRetry, .cancel:
+            // The retry timer and cancellations are performed by the host (their directives).
             return nil
         }
     }

@@ -139,9 +139,6 @@ struct SendQueueInterpreter: EffectInterpreter {
             return .encrypted(transactionID, .failure(.permanent(.encryptionFailed)))
         case .sendEvent(let transactionID, let content):
             return await send(transactionID, content)
-        case .scheduleRetry(let after):
-            do { try await context.sleep(for: after) } catch { return nil }
-            return .timerFired(.retry)
         case .requestTokenRefresh:
             client.sendQueueTokenRejected()
             return nil
@@ -162,7 +159,8 @@ struct SendQueueInterpreter: EffectInterpreter {
         case .discard(let transactionID):
             _ = try? await store.removeQueuedMessage(transactionID: transactionID.rawValue)
             return .discarded(transactionID)
-        case .cancel:
+        case .scheduleRetry, .cancel:
+            // The retry timer and cancellations are performed by the host (their directives).
             return nil
         }
     }

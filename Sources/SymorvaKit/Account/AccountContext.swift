@@ -47,7 +47,7 @@ final class AccountContext: Sendable {
             logger: environment.logger("session"))
         let host = MachineHost(
             machine: machine, initial: .signedOut, interpreter: interpreter, instance: userID.rawValue, scope: scope,
-            clock: environment.clock, tracer: environment.tracer)
+            clock: environment.clock, wallClock: environment.wallClock, tracer: environment.tracer)
         await host.send(.restoreRequested(AccountID(userID)))
         let restored = await host.states.first(scope: scope, ended: .some(.none), cancelled: nil) {
             state -> SessionMachine.State?? in

@@ -104,7 +104,7 @@ actor CommunitySessions: SessionDriver {
     private func makeHost(instance: String) -> MachineHost<SessionMachine> {
         MachineHost(
             machine: machine, initial: .signedOut, interpreter: interpreter, instance: instance,
-            clock: environment.clock, tracer: environment.tracer)
+            clock: environment.clock, wallClock: environment.wallClock, tracer: environment.tracer)
     }
 
     // MARK: - SessionDriver

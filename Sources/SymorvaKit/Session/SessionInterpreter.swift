@@ -6,8 +6,8 @@ import SymorvaMatrix
 import SymorvaRuntime
 
 /// Performs ``SessionMachine``'s effects: Matrix requests over the transport (``AuthAPI``
-/// builders and decoders), the account's store (tokens sealed at rest), the wall clock for expiry
-/// and timers on the host's clock.
+/// builders and decoders), the account's store (tokens sealed at rest) and the wall clock for
+/// expiry. Its timers are performed by the host.
 ///
 /// Errors are mapped at this boundary: transport failures become
 /// ``SessionError/unreachable(_:)`` (cancellation ``SessionError/cancelled``), Matrix error
@@ -43,13 +43,6 @@ struct SessionInterpreter: EffectInterpreter {
             // next (see SessionRequester), so there is nothing to hand over here.
             logger.debug("session active account=\(session.userID) device=\(session.deviceID)")
             return nil
-        case .scheduleRefresh(let instant):
-            let delay = instant.duration(since: wallClock.now)
-            do { try await context.sleep(for: max(delay, .zero)) } catch { return nil }
-            return .refreshTimerFired
-        case .scheduleRetry(let delay):
-            do { try await context.sleep(for: delay) } catch { return nil }
-            return .retryTimerFired
         case .sendRefresh(let request):
             return .refreshResponse(await refresh(request))
         case .sendLogout(let request):
@@ -59,7 +52,8 @@ struct SessionInterpreter: EffectInterpreter {
         case .keepLocalData(let account):
             await keep(account)
             return nil
-        case .cancel:
+        case .scheduleRefresh, .scheduleRetry, .cancel:
+            // Timers and cancellations are performed by the host (their directives).
             return nil
         }
     }

@@ -1,6 +1,17 @@
 import SymorvaRuntime
 
 extension TransferMachine {
+    /// The events of the draft-expiry and query timers, which the host performs.
+    public func event(firing timer: Effect) -> Event? {
+        switch timer {
+        case .scheduleDraftExpiry: .draftExpired
+        case .scheduleQuery: .timerFired(.query)
+        case .sendPrepare, .sealVerification, .persistPendingCommand, .sendConfirm, .sendQuery, .clearPendingCommand,
+            .cancel:
+            nil
+        }
+    }
+
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle: inIdle(on: event)

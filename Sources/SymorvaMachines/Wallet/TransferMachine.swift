@@ -237,7 +237,8 @@ public struct TransferMachine: StateMachine {
             case .sendPrepare: .keyed(Keys.prepare)
             case .sealVerification: .keyed(Keys.verification)
             case .sendQuery: .keyed(Keys.query)
-            case .scheduleDraftExpiry, .scheduleQuery: .stateTimeout
+            case .scheduleDraftExpiry(let deadline): .timer(.stateTimeout, .at(deadline))
+            case .scheduleQuery(let delay): .timer(.stateTimeout, .after(delay))
             case .persistPendingCommand, .sendConfirm, .clearPendingCommand: .perform
             case .cancel(let key): .cancel(key)
             }

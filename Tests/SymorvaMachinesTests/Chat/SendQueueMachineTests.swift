@@ -452,7 +452,9 @@ struct SendQueueMachineTests {
     func directives() {
         #expect(SendQueueMachine.Effect.sendEvent(F.t1, F.hello).directive == .keyed("sendQueue.request"))
         #expect(SendQueueMachine.Effect.encrypt(F.t1, F.hello).directive == .keyed("sendQueue.request"))
-        #expect(SendQueueMachine.Effect.scheduleRetry(after: .seconds(1)).directive == .keyed("sendQueue.retry"))
+        #expect(
+            SendQueueMachine.Effect.scheduleRetry(after: .seconds(1)).directive
+                == .timer("sendQueue.retry", .after(.seconds(1))))
         #expect(SendQueueMachine.Effect.persist(F.item(F.t1, F.hello)).directive == .perform)
         #expect(SendQueueMachine.Effect.cancel("x").directive == .cancel("x"))
     }
