@@ -336,53 +336,6 @@ final class SerialRunner: Sendable {
     }
 }
 
-/// A lock that suspends instead of blocking: keeps one caller's multi-step work (persisting the
-/// parts of a split message, then queueing them) from interleaving with another's.
-actor AsyncLock {
-    private var isLocked = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    func lock() async {
-        guard isLocked else {
-            isLocked = true
-            return
-        }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-
-    func unlock() {
-        if waiters.isEmpty {
-            isLocked = false
-        } else {
-            waiters.removeFirst().resume()
-        }
-    }
-
-    /// Runs `body` holding the lock.
-    nonisolated func withLock<T: Sendable, Failure: Error>(
-        _ body: () async throws(Failure) -> T
-    ) async throws(Failure) -> T {
-        await lock()
-        do {
-            let value = try await body()
-            await unlock()
-            return value
-        } catch {
-            await unlock()
-            throw error
-        }
-    }
-}
-
-extension ObservableValue {
-    /// The first value, current or later, that satisfies `predicate`; `nil` when the task is
-    /// cancelled first. Counts as an observer while it waits.
-    func first(where predicate: @escaping @Sendable (Value) -> Bool) async -> Value? {
-        for await value in values where predicate(value) { return value }
-        return nil
-    }
-}
-
 /// Milliseconds since 1970 now: the store's `created_at`.
 func currentUnixMilliseconds() -> Int64 {
     Int64((Date().timeIntervalSince1970 * 1000).rounded())

@@ -85,7 +85,9 @@ extension AccountChat {
             }
         }
         guard syncIsRunning() else { return }
-        _ = await conversations.first { list in list[roomID]?.membership == membership || !syncIsRunning() }
+        _ = await conversations.first { list in
+            list[roomID]?.membership == membership || !syncIsRunning() ? () : nil
+        }
     }
 
     /// Throws `.insufficientPowerLevel` when the member may not perform `action` (on `target`),

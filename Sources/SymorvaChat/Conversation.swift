@@ -202,10 +202,10 @@ public final class Conversation: Sendable {
     /// while nobody observes ``timeline``.
     @discardableResult
     public func paginateBackwards(_ count: Int) async -> TimelinePagination {
-        await timelineHost.send(.paginateRequested(count: max(0, count)))
-        let settled = await timelineHost.states.first { state in
-            if case .paginatingBackwards = state { return false }
-            return true
+        let settled = await timelineHost.send(.paginateRequested(count: max(0, count))) {
+            state -> TimelineMachine.State? in
+            if case .paginatingBackwards = state { return nil }
+            return state
         }
         return TimelinePagination(settled ?? .idle)
     }

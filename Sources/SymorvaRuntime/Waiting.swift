@@ -42,12 +42,13 @@ enum StateWait {
     }
 }
 
-/// Resumes one waiter with the first outcome offered, from whichever thread offers it, and then
-/// runs its clean-ups (unsubscribing, unregistering) once.
-@usableFromInline
-final class OneShot<Outcome: Sendable>: Sendable {
+/// Resumes its waiters with the first outcome offered, from whichever thread offers it, and then
+/// runs its clean-ups (unsubscribing, unregistering) once. The package's one
+/// mutex-with-continuations: waits (``StateWait``) and one-off results (a sign-in's outcome)
+/// use it.
+package final class OneShot<Outcome: Sendable>: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<Outcome, Never>?
+        var continuations: [CheckedContinuation<Outcome, Never>] = []
         var outcome: Outcome?
         var isResolved = false
         var cleanups: [@Sendable () -> Void] = []
@@ -55,15 +56,16 @@ final class OneShot<Outcome: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    @usableFromInline init() {}
+    /// A one-shot with no outcome yet.
+    package init() {}
 
     /// The outcome, once one is offered.
-    var value: Outcome {
+    package var value: Outcome {
         get async {
             await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
                 let ready = state.withLock { state -> Outcome? in
                     if state.isResolved { return state.outcome }
-                    state.continuation = continuation
+                    state.continuations.append(continuation)
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
@@ -72,29 +74,74 @@ final class OneShot<Outcome: Sendable>: Sendable {
     }
 
     /// Offers an outcome; only the first one counts.
-    func resolve(_ outcome: Outcome) {
-        let resolved = state.withLock { state -> (CheckedContinuation<Outcome, Never>?, [@Sendable () -> Void])? in
+    package func resolve(_ outcome: Outcome) {
+        let resolved = state.withLock {
+            state -> ([CheckedContinuation<Outcome, Never>], [@Sendable () -> Void])? in
             guard !state.isResolved else { return nil }
             state.isResolved = true
             state.outcome = outcome
             defer {
-                state.continuation = nil
+                state.continuations = []
                 state.cleanups = []
             }
-            return (state.continuation, state.cleanups)
+            return (state.continuations, state.cleanups)
         }
-        guard let (continuation, cleanups) = resolved else { return }
+        guard let (continuations, cleanups) = resolved else { return }
         for cleanup in cleanups { cleanup() }
-        continuation?.resume(returning: outcome)
+        for continuation in continuations { continuation.resume(returning: outcome) }
     }
 
     /// Adds a clean-up; runs it at once when the outcome is already known.
-    func addCleanup(_ cleanup: @escaping @Sendable () -> Void) {
+    package func addCleanup(_ cleanup: @escaping @Sendable () -> Void) {
         let runNow = state.withLock { state -> Bool in
             guard !state.isResolved else { return true }
             state.cleanups.append(cleanup)
             return false
         }
         if runNow { cleanup() }
+    }
+}
+
+/// A lock that suspends instead of blocking: callers run their critical sections one at a time,
+/// in the order they asked. The package's one async lock (a chat's multi-step sends, the session
+/// client's operations).
+package actor AsyncLock {
+    private var isLocked = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    /// An unlocked lock.
+    package init() {}
+
+    /// Takes the lock, waiting for earlier holders and waiters.
+    package func lock() async {
+        guard isLocked else {
+            isLocked = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    /// Releases the lock to the longest waiter, if any.
+    package func unlock() {
+        if waiters.isEmpty {
+            isLocked = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+
+    /// Runs `body` holding the lock.
+    package nonisolated func withLock<T: Sendable, Failure: Error>(
+        _ body: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        await lock()
+        do {
+            let value = try await body()
+            await unlock()
+            return value
+        } catch {
+            await unlock()
+            throw error
+        }
     }
 }

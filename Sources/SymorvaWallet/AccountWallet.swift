@@ -135,14 +135,10 @@ public final class AccountWallet: Sendable {
             throw .failure(.assetUnknown)
         }
         let host = try makeHost()
-        await host.send(.prepareRequested(TransferRequest(recipient: recipient, asset: asset, amount: scaled)))
-        let state = await withTaskCancellationHandler {
-            await host.waitForState { state in
-                if case .preparing = state { return false }
-                return true
-            }
-        } onCancel: {
-            host.post(.cancelled)
+        let request = TransferRequest(recipient: recipient, asset: asset, amount: scaled)
+        let state = await host.send(.prepareRequested(request)) { state -> TransferMachine.State? in
+            if case .preparing = state { return nil }
+            return state
         }
         switch state {
         case .drafted(let drafted):
@@ -151,6 +147,11 @@ public final class AccountWallet: Sendable {
                 registry: registry)
         case .failed(let failure, _):
             throw .failure(failure)
+        case nil:
+            // The calling task was cancelled (or the account ended) while the service priced it:
+            // abandon the draft.
+            host.post(.cancelled)
+            throw registry.isClosed ? .accountEnded : .cancelled
         default:
             throw .cancelled
         }

@@ -162,16 +162,3 @@ extension TransferMachine.State {
         }
     }
 }
-
-extension MachineHost where Machine == TransferMachine {
-    /// Waits until the host's state satisfies `isSettled`, and returns that state; returns the
-    /// current state, whatever it is, when the calling task is cancelled.
-    nonisolated func waitForState(
-        where isSettled: @Sendable (TransferMachine.State) -> Bool
-    ) async -> TransferMachine.State {
-        for await state in states.values where isSettled(state) {
-            return state
-        }
-        return await currentState
-    }
-}

@@ -48,11 +48,10 @@ final class AccountContext: Sendable {
         let host = MachineHost(
             machine: machine, initial: .signedOut, interpreter: interpreter, instance: userID.rawValue, scope: scope,
             clock: environment.clock, wallClock: environment.wallClock, tracer: environment.tracer)
-        await host.send(.restoreRequested(AccountID(userID)))
-        let restored = await host.states.first(scope: scope, ended: .some(.none), cancelled: nil) {
-            state -> SessionMachine.State?? in
+        let restored = await host.send(.restoreRequested(AccountID(userID))) {
+            state -> SessionMachine.State? in
             if case .restoring = state { return nil }
-            return .some(state)
+            return state
         }
         var homeserverURL = configuration.homeserver.url
         switch restored {
@@ -60,7 +59,7 @@ final class AccountContext: Sendable {
         default: break
         }
         let requester = SessionRequester(
-            userID: userID, homeserverURL: homeserverURL, transport: environment.transport, host: host, scope: scope,
+            userID: userID, homeserverURL: homeserverURL, transport: environment.transport, host: host,
             wallClock: environment.wallClock, logger: environment.logger("requester"))
         let services = CommunityServicesClient(
             baseURL: configuration.services.url, transport: environment.transport,
