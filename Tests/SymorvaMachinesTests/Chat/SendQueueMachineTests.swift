@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaRuntime
 import Testing
 
 /// Shorthands shared by the send-queue tests.
