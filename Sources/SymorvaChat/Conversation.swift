@@ -262,7 +262,7 @@ public final class Conversation: Sendable {
     }
 
     private func enqueue(_ contents: [MessageContent]) async throws(ChatError) -> SendReceipt {
-        let transactionIDs = contents.map { _ in makeTransactionID() }
+        let transactionIDs = contents.map { _ in client.makeTransactionID() }
         let receipt = SendReceipt(roomID: id, transactionIDs: transactionIDs)
         client.receipts.register(receipt)
         let store = client.store
@@ -274,7 +274,7 @@ public final class Conversation: Sendable {
                 do throws(ChatStoreError) {
                     _ = try await store.enqueueMessage(
                         roomID: roomID.rawValue, transactionID: transactionID.rawValue, eventType: content.eventType,
-                        content: Array(content.json.utf8), createdAt: currentUnixMilliseconds())
+                        content: Array(content.json.utf8), createdAt: client.currentUnixMilliseconds())
                 } catch {
                     throw .store(error)
                 }

@@ -77,6 +77,8 @@ final class SyncInterpreter: EffectInterpreter {
     let store: ChatStore
     let timelineLimit: Int
     let longPollTimeout: Duration
+    /// Reads `Retry-After` dates.
+    let wallClock: any WallClock
     let logger: Logger
     private let pending = Mutex<[String: SyncResponseBody]>([:])
     private let filter: FilterCache
@@ -84,9 +86,10 @@ final class SyncInterpreter: EffectInterpreter {
 
     init(
         requester: any MatrixRequester, store: ChatStore, timelineLimit: Int, longPollTimeout: Duration,
-        logger: Logger
+        wallClock: any WallClock, logger: Logger
     ) {
         self.requester = requester
+        self.wallClock = wallClock
         self.store = store
         self.timelineLimit = timelineLimit
         self.longPollTimeout = longPollTimeout
@@ -155,7 +158,7 @@ final class SyncInterpreter: EffectInterpreter {
     }
 
     private func failure(_ error: MatrixRequestError) -> SyncMachine.Event {
-        guard let syncError = RequestFailure.syncError(error) else { return .tokenRejected }
+        guard let syncError = RequestFailure.syncError(error, now: wallClock.now) else { return .tokenRejected }
         logger.info("sync request failed: \(error)")
         return .syncResponse(.failure(syncError))
     }

@@ -62,15 +62,16 @@ public final class AccountWallet: Sendable {
     ///   - scope: the account's scope; every transfer host runs in it.
     ///   - configuration: the community's assets and the device's verifiers.
     ///   - clock: the clock of timers (draft expiry, query backoff).
+    ///   - wallClock: the clock that stamps stored commands.
     ///   - tracer: where transfer transitions are traced.
     /// - Throws: ``TransferError/store(reason:)`` when the database cannot be migrated.
     public init(
         member: MemberID, services: CommunityServicesClient, database: SQLiteDatabase, scope: AccountScope,
         configuration: WalletConfiguration = WalletConfiguration(), clock: any RuntimeClock = SystemClock(),
-        tracer: Tracer = .shared
+        wallClock: any WallClock = SystemWallClock(), tracer: Tracer = .shared
     ) async throws(TransferError) {
         do throws(StoreError) {
-            store = try await WalletStore.open(on: database)
+            store = try await WalletStore.open(on: database, wallClock: wallClock)
         } catch {
             throw .store(reason: error.description)
         }

@@ -126,7 +126,7 @@ struct SendQueueInterpreter: EffectInterpreter {
                 _ = try await store.enqueueMessage(
                     roomID: roomID.rawValue, transactionID: item.transactionID.rawValue,
                     eventType: item.content.eventType, content: Array(item.content.json.utf8),
-                    createdAt: currentUnixMilliseconds())
+                    createdAt: client.currentUnixMilliseconds())
             } catch .store(.constraint) {
                 // Already stored under this transaction ID.
             } catch {
@@ -175,7 +175,7 @@ struct SendQueueInterpreter: EffectInterpreter {
             return .sendResponse(transactionID, .success(EventID(eventID)))
         } catch {
             if Task.isCancelled { return nil }
-            let failure = RequestFailure.sendError(error)
+            let failure = RequestFailure.sendError(error, now: client.wallClock.now)
             client.logger.info("send failed: \(error)")
             return .sendResponse(transactionID, .failure(failure))
         }

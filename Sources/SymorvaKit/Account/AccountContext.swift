@@ -63,7 +63,8 @@ final class AccountContext: Sendable {
             wallClock: environment.wallClock, logger: environment.logger("requester"))
         let services = CommunityServicesClient(
             baseURL: configuration.services.url, transport: environment.transport,
-            tokenSource: SessionOpenIDSource(requester: requester), clock: environment.clock)
+            tokenSource: SessionOpenIDSource(requester: requester), clock: environment.clock,
+            wallClock: environment.wallClock)
         var modules: [String: any AccountModule] = [:]
         if case .failed = restored {
             // The stored session is unreadable: no module can work for this account.

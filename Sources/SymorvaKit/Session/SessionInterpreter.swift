@@ -118,7 +118,7 @@ struct SessionInterpreter: EffectInterpreter {
             do { return .success(try ClientWellKnown.homeserverURL(from: response.body)) } catch {
                 return .failure(error)
             }
-        case .success(let response): return .failure(Self.error(in: response, for: .wellKnown))
+        case .success(let response): return .failure(error(in: response, for: .wellKnown))
         }
     }
 
@@ -148,7 +148,7 @@ struct SessionInterpreter: EffectInterpreter {
         {
             return .success(.authenticationRequired(challenge.challenge))
         }
-        guard response.isSuccess else { return .failure(Self.error(in: response, for: .register)) }
+        guard response.isSuccess else { return .failure(error(in: response, for: .register)) }
         do {
             let answer = try AuthAPI.decode(RegisterResponse.self, from: response.body)
             return .success(.registered(try answer.grant(receivedAt: wallClock.now)))
@@ -164,7 +164,7 @@ struct SessionInterpreter: EffectInterpreter {
         case .failure(let error): return .failure(error)
         case .success(let answer): response = answer
         }
-        guard response.isSuccess else { return .failure(Self.error(in: response, for: .refresh)) }
+        guard response.isSuccess else { return .failure(error(in: response, for: .refresh)) }
         do {
             return .success(
                 try AuthAPI.decode(RefreshResponse.self, from: response.body).tokens(receivedAt: wallClock.now))
@@ -178,7 +178,7 @@ struct SessionInterpreter: EffectInterpreter {
             AuthAPI.logout(), on: request.homeserverURL, token: request.accessToken, operation: .logout)
         switch result {
         case .success(let response) where response.isSuccess: return nil
-        case .success(let response): return Self.error(in: response, for: .logout)
+        case .success(let response): return error(in: response, for: .logout)
         case .failure(let error): return error
         }
     }
@@ -217,17 +217,17 @@ struct SessionInterpreter: EffectInterpreter {
             do { return .success(convert(try AuthAPI.decode(Answer.self, from: response.body))) } catch {
                 return .failure(error)
             }
-        case .success(let response): return .failure(Self.error(in: response, for: operation))
+        case .success(let response): return .failure(error(in: response, for: operation))
         }
     }
 
     /// The session error a non-2xx response carries.
-    static func error(in response: HTTPResponse, for operation: AuthAPI.Operation) -> SessionError {
+    func error(in response: HTTPResponse, for operation: AuthAPI.Operation) -> SessionError {
         let matrix = MatrixError.decode(from: response)
         let errcode = matrix.flatMap { $0.code == .malformedBody ? nil : $0.code.errcode }
         return AuthAPI.sessionError(
             for: operation, status: response.status, errcode: errcode, softLogout: matrix?.isSoftLogout ?? false,
-            retryAfter: matrix?.retryAfter?.delay(from: Date()))
+            retryAfter: matrix?.retryAfter?.delay(from: wallClock.now))
     }
 
     /// The session error for a failed exchange.
