@@ -457,6 +457,8 @@ struct SendQueueMachineTests {
             SendQueueMachine.Effect.scheduleRetry(after: .seconds(1)).directive
                 == .timer("sendQueue.retry", .after(.seconds(1))))
         #expect(SendQueueMachine.Effect.persist(F.item(F.t1, F.hello)).directive == .perform)
+        #expect(SendQueueMachine().event(firing: .scheduleRetry(after: .seconds(1))) == .timerFired(.retry))
+        #expect(SendQueueMachine().event(firing: .requestTokenRefresh) == nil)
         #expect(SendQueueMachine.Effect.cancel("x").directive == .cancel("x"))
     }
 

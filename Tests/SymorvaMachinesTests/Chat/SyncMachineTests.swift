@@ -300,6 +300,8 @@ struct SyncMachineTests {
             SyncMachine.Effect.scheduleRetry(after: .seconds(1)).directive == .timer(.stateTimeout, .after(.seconds(1)))
         )
         #expect(SyncMachine.Effect.requestTokenRefresh.directive == .perform)
+        #expect(SyncMachine().event(firing: .scheduleRetry(after: .seconds(1))) == .timerFired(.retry))
+        #expect(SyncMachine().event(firing: .requestTokenRefresh) == nil)
         #expect(SyncMachine.Effect.cancel("sync.request").directive == .cancel("sync.request"))
     }
 

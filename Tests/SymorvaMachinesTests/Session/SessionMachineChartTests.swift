@@ -101,6 +101,10 @@ struct SessionMachineChartTests {
             SessionEffect.scheduleRetry(after: .seconds(1)).directive
                 == .timer(SessionKeys.retryTimer, .after(.seconds(1))))
         #expect(SessionEffect.cancel(SessionKeys.login).directive == .cancel(SessionKeys.login))
+        // The host fires the timers with the machine's own events; nothing else is a timer.
+        #expect(SessionMachine().event(firing: .scheduleRefresh(at: SessionFixture.issuedAt)) == .refreshTimerFired)
+        #expect(SessionMachine().event(firing: .scheduleRetry(after: .seconds(1))) == .retryTimerFired)
+        #expect(SessionMachine().event(firing: .cancel(SessionKeys.login)) == nil)
         #expect(SessionEffect.wipeLocalData(SessionFixture.account).directive == .perform)
         #expect(SessionEffect.cancel(SessionKeys.login).description == "Session.Effect.cancel(session.login)")
     }
