@@ -433,7 +433,8 @@ public final actor MachineHost<Machine: StateMachine> {
         let taken = !isStopped && apply(event)
         endTurn()
         if !taken, !isStopped, let ignored { return ignored(state) }
-        return await wait(until: answer)
+        // Registered on this actor, before any later turn can move the state on.
+        return await StateWait.first(of: states, stopped: stopPublisher.observable, scope: scope, until: answer)
     }
 
     /// Waits for the first state, the current one or a later one, that `answer` maps to an

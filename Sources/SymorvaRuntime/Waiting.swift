@@ -20,11 +20,12 @@ enum StateWait {
     /// The first answer for `values`, or `nil` once `stopped` is `true`, `scope` moves on or the
     /// task is cancelled. Everything is registered before the first suspension, and a
     /// subscription sees the current value at once: a value that is already there is never
-    /// missed (no lost wake-up).
+    /// missed (no lost wake-up). It runs on the caller's actor until it suspends, so a host
+    /// that calls it right after a turn registers before any later turn can run.
     @usableFromInline
     static func first<Value: Sendable, Answer: Sendable>(
         of values: ObservableValue<Value>, stopped: ObservableValue<Bool>?, scope: AccountScope?,
-        until answer: @escaping @Sendable (Value) -> Answer?
+        isolation: isolated (any Actor)? = #isolation, until answer: @escaping @Sendable (Value) -> Answer?
     ) async -> Answer? {
         let shot = OneShot<Answer?>()
         if let stopped {
