@@ -67,6 +67,7 @@ public final class AccountChat: Sendable {
     let store: ChatStore
     let scope: AccountScope
     let clock: any RuntimeClock
+    let wallClock: any WallClock
     let tracer: Tracer
     let options: ChatOptions
     let logger = Logger(category: "chat")
@@ -95,9 +96,12 @@ public final class AccountChat: Sendable {
     ///   - requester: sends requests as the account (attaches and refreshes its token).
     ///   - database: the account's database, opened with `ChatSchema.migrations`.
     ///   - scope: the account's scope; ending it stops all chat work.
+    ///   - clock: the clock of timers (retries).
+    ///   - wallClock: the clock that stamps queued messages and reads `Retry-After` dates.
     public init(
         requester: any MatrixRequester, database: SQLiteDatabase, scope: AccountScope,
-        clock: any RuntimeClock = SystemClock(), tracer: Tracer = .shared, options: ChatOptions = ChatOptions()
+        clock: any RuntimeClock = SystemClock(), wallClock: any WallClock = SystemWallClock(), tracer: Tracer = .shared,
+        options: ChatOptions = ChatOptions()
     ) {
         self.userID = requester.userID
         self.listPublisher = .init(ConversationList(status: .loading, userID: requester.userID))
@@ -105,11 +109,12 @@ public final class AccountChat: Sendable {
         self.store = ChatStore(database: database)
         self.scope = scope
         self.clock = clock
+        self.wallClock = wallClock
         self.tracer = tracer
         self.options = options
         let interpreter = SyncInterpreter(
             requester: requester, store: store, timelineLimit: options.syncTimelineLimit,
-            longPollTimeout: options.longPollTimeout, logger: logger)
+            longPollTimeout: options.longPollTimeout, wallClock: wallClock, logger: logger)
         self.syncInterpreter = interpreter
         self.syncHost = MachineHost(
             machine: SyncMachine(longPollTimeout: options.longPollTimeout, backoff: options.syncBackoff),
@@ -334,61 +339,14 @@ final class SerialRunner: Sendable {
     }
 }
 
-/// A lock that suspends instead of blocking: keeps one caller's multi-step work (persisting the
-/// parts of a split message, then queueing them) from interleaving with another's.
-actor AsyncLock {
-    private var isLocked = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+extension AccountChat {
+    /// Milliseconds since 1970 now, by the injected wall clock: the store's `created_at`.
+    func currentUnixMilliseconds() -> Int64 { wallClock.now.millisecondsSince1970 }
 
-    func lock() async {
-        guard isLocked else {
-            isLocked = true
-            return
-        }
-        await withCheckedContinuation { waiters.append($0) }
+    /// A fresh transaction ID: unique per device and never reused for another event.
+    func makeTransactionID() -> TransactionID {
+        TransactionID(
+            "sk" + String(currentUnixMilliseconds(), radix: 36) + "."
+                + String(UInt64.random(in: 0...UInt64.max), radix: 36))
     }
-
-    func unlock() {
-        if waiters.isEmpty {
-            isLocked = false
-        } else {
-            waiters.removeFirst().resume()
-        }
-    }
-
-    /// Runs `body` holding the lock.
-    nonisolated func withLock<T: Sendable, Failure: Error>(
-        _ body: () async throws(Failure) -> T
-    ) async throws(Failure) -> T {
-        await lock()
-        do {
-            let value = try await body()
-            await unlock()
-            return value
-        } catch {
-            await unlock()
-            throw error
-        }
-    }
-}
-
-extension ObservableValue {
-    /// The first value, current or later, that satisfies `predicate`; `nil` when the task is
-    /// cancelled first. Counts as an observer while it waits.
-    func first(where predicate: @escaping @Sendable (Value) -> Bool) async -> Value? {
-        for await value in values where predicate(value) { return value }
-        return nil
-    }
-}
-
-/// Milliseconds since 1970 now: the store's `created_at`.
-func currentUnixMilliseconds() -> Int64 {
-    Int64((Date().timeIntervalSince1970 * 1000).rounded())
-}
-
-/// A fresh transaction ID: unique per device and never reused for another event.
-func makeTransactionID() -> TransactionID {
-    TransactionID(
-        "sk" + String(currentUnixMilliseconds(), radix: 36) + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-    )
 }

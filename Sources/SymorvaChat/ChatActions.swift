@@ -70,7 +70,7 @@ extension AccountChat {
             return try await requester.send(endpoint)
         } catch {
             if RequestFailure.isTokenProblem(error) { sendQueueTokenRejected() }
-            throw ChatError(error)
+            throw ChatError(error, now: wallClock.now)
         }
     }
 
@@ -85,7 +85,9 @@ extension AccountChat {
             }
         }
         guard syncIsRunning() else { return }
-        _ = await conversations.first { list in list[roomID]?.membership == membership || !syncIsRunning() }
+        _ = await conversations.first { list in
+            list[roomID]?.membership == membership || !syncIsRunning() ? () : nil
+        }
     }
 
     /// Throws `.insufficientPowerLevel` when the member may not perform `action` (on `target`),
@@ -158,10 +160,10 @@ extension Conversation {
             let response: HTTPResponse
             do throws(MatrixRequestError) {
                 response = try await client.requester.send(
-                    ChatAPI.send(roomID: id, transactionID: makeTransactionID(), content: message))
+                    ChatAPI.send(roomID: id, transactionID: client.makeTransactionID(), content: message))
             } catch {
                 rollBackPending(change, to: previous)
-                throw ChatError(error)
+                throw ChatError(error, now: client.wallClock.now)
             }
             // The pending reaction stays until sync stores the real one (no flicker); its event
             // is what an unreact before then redacts.
@@ -181,10 +183,10 @@ extension Conversation {
             let previous = applyPending(change)
             do throws(MatrixRequestError) {
                 _ = try await client.requester.send(
-                    ChatAPI.redact(roomID: id, eventID: reaction, transactionID: makeTransactionID()))
+                    ChatAPI.redact(roomID: id, eventID: reaction, transactionID: client.makeTransactionID()))
             } catch {
                 rollBackPending(change, to: previous)
-                throw ChatError(error)
+                throw ChatError(error, now: client.wallClock.now)
             }
         }
     }
@@ -210,9 +212,9 @@ extension Conversation {
         try client.ensureCurrent()
         do {
             _ = try await client.requester.send(
-                ChatAPI.redact(roomID: id, eventID: eventID, transactionID: makeTransactionID()))
+                ChatAPI.redact(roomID: id, eventID: eventID, transactionID: client.makeTransactionID()))
         } catch {
-            throw ChatError(error)
+            throw ChatError(error, now: client.wallClock.now)
         }
     }
 
@@ -225,7 +227,7 @@ extension Conversation {
         do {
             _ = try await client.requester.send(ChatAPI.readReceipt(roomID: id, eventID: target))
         } catch {
-            throw ChatError(error)
+            throw ChatError(error, now: client.wallClock.now)
         }
     }
 
@@ -276,7 +278,7 @@ extension AccountChat {
             } else {
                 setOverride(flag, nil, roomID: roomID)
                 logger.info("personal flag rolled back: \(error)")
-                throw ChatError(error)
+                throw ChatError(error, now: wallClock.now)
             }
         }
         // Mirror the confirmed value until sync brings the same, then drop the overlay.

@@ -58,8 +58,8 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
     /// Same as ``description``.
     public var logDescription: String { description }
 
-    /// Maps a requester failure.
-    init(_ error: MatrixRequestError) {
+    /// Maps a requester failure; a `Retry-After` date is read against `now`.
+    init(_ error: MatrixRequestError, now: Timestamp) {
         switch error {
         case .transport: self = .network
         case .notSignedIn: self = .notSignedIn
@@ -67,7 +67,7 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
         case .matrix(let matrix):
             switch matrix.code {
             case .unknownToken, .missingToken: self = .tokenRejected
-            case .limitExceeded: self = .rateLimited(retryAfter: matrix.retryAfter?.delay(from: Date()))
+            case .limitExceeded: self = .rateLimited(retryAfter: matrix.retryAfter?.delay(from: now))
             default: self = .server(status: matrix.status, errorCode: matrix.code.errcode)
             }
         }
@@ -78,7 +78,7 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
 /// transient, what is the session's business and what is final.
 enum RequestFailure {
     /// What a failed `/sync` means for the sync machine. `nil`: the token was rejected.
-    static func syncError(_ error: MatrixRequestError) -> SyncError? {
+    static func syncError(_ error: MatrixRequestError, now: Timestamp) -> SyncError? {
         switch error {
         case .transport: return .network
         case .notSignedIn: return nil
@@ -86,7 +86,7 @@ enum RequestFailure {
         case .matrix(let matrix):
             switch matrix.code {
             case .unknownToken, .missingToken: return nil
-            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.delay(from: Date()))
+            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.delay(from: now))
             default:
                 if matrix.status >= 500 || matrix.status == 408 { return .server(status: matrix.status) }
                 return .rejected(status: matrix.status, errorCode: matrix.code.errcode)
@@ -95,7 +95,7 @@ enum RequestFailure {
     }
 
     /// What a failed PUT means for the send queue.
-    static func sendError(_ error: MatrixRequestError) -> SendError {
+    static func sendError(_ error: MatrixRequestError, now: Timestamp) -> SendError {
         switch error {
         case .transport: return .network
         case .notSignedIn: return .unknownToken
@@ -103,7 +103,7 @@ enum RequestFailure {
         case .matrix(let matrix):
             switch matrix.code {
             case .unknownToken, .missingToken: return .unknownToken
-            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.delay(from: Date()))
+            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.delay(from: now))
             case .forbidden: return .permanent(.forbidden)
             case .tooLarge: return .permanent(.tooLarge)
             default:

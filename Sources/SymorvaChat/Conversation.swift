@@ -202,10 +202,10 @@ public final class Conversation: Sendable {
     /// while nobody observes ``timeline``.
     @discardableResult
     public func paginateBackwards(_ count: Int) async -> TimelinePagination {
-        await timelineHost.send(.paginateRequested(count: max(0, count)))
-        let settled = await timelineHost.states.first { state in
-            if case .paginatingBackwards = state { return false }
-            return true
+        let settled = await timelineHost.send(.paginateRequested(count: max(0, count))) {
+            state -> TimelineMachine.State? in
+            if case .paginatingBackwards = state { return nil }
+            return state
         }
         return TimelinePagination(settled ?? .idle)
     }
@@ -262,7 +262,7 @@ public final class Conversation: Sendable {
     }
 
     private func enqueue(_ contents: [MessageContent]) async throws(ChatError) -> SendReceipt {
-        let transactionIDs = contents.map { _ in makeTransactionID() }
+        let transactionIDs = contents.map { _ in client.makeTransactionID() }
         let receipt = SendReceipt(roomID: id, transactionIDs: transactionIDs)
         client.receipts.register(receipt)
         let store = client.store
@@ -274,7 +274,7 @@ public final class Conversation: Sendable {
                 do throws(ChatStoreError) {
                     _ = try await store.enqueueMessage(
                         roomID: roomID.rawValue, transactionID: transactionID.rawValue, eventType: content.eventType,
-                        content: Array(content.json.utf8), createdAt: currentUnixMilliseconds())
+                        content: Array(content.json.utf8), createdAt: client.currentUnixMilliseconds())
                 } catch {
                     throw .store(error)
                 }

@@ -79,6 +79,8 @@ final class SyncInterpreter: EffectInterpreter {
     let store: ChatStore
     let timelineLimit: Int
     let longPollTimeout: Duration
+    /// Reads `Retry-After` dates.
+    let wallClock: any WallClock
     let logger: Logger
     private let pending = Mutex<[String: SyncResponseBody]>([:])
     private let filter: FilterCache
@@ -86,9 +88,10 @@ final class SyncInterpreter: EffectInterpreter {
 
     init(
         requester: any MatrixRequester, store: ChatStore, timelineLimit: Int, longPollTimeout: Duration,
-        logger: Logger
+        wallClock: any WallClock, logger: Logger
     ) {
         self.requester = requester
+        self.wallClock = wallClock
         self.store = store
         self.timelineLimit = timelineLimit
         self.longPollTimeout = longPollTimeout
@@ -107,13 +110,11 @@ final class SyncInterpreter: EffectInterpreter {
             return await sync(since: since, timeout: timeout, filterID: filterID)
         case .storeSyncResponse(let nextBatch):
             return await commit(nextBatch)
-        case .scheduleRetry(let after):
-            do { try await context.sleep(for: after) } catch { return nil }
-            return .timerFired(.retry)
         case .requestTokenRefresh:
             delegate.withLock { $0 }?.syncTokenRejected()
             return nil
-        case .cancel:
+        case .scheduleRetry, .cancel:
+            // The retry timer and cancellations are performed by the host (their directives).
             return nil
         }
     }
@@ -159,7 +160,7 @@ final class SyncInterpreter: EffectInterpreter {
     }
 
     private func failure(_ error: MatrixRequestError) -> SyncMachine.Event {
-        guard let syncError = RequestFailure.syncError(error) else { return .tokenRejected }
+        guard let syncError = RequestFailure.syncError(error, now: wallClock.now) else { return .tokenRejected }
         logger.info("sync request failed: \(error)")
         return .syncResponse(.failure(syncError))
     }

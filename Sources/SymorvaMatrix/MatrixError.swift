@@ -192,6 +192,11 @@ public enum RetryAfter: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The time to wait from `now`, an instant of the injected ``/SymorvaRuntime/WallClock``; never negative.
+    public func delay(from now: Timestamp) -> Duration {
+        delay(from: Date(timeIntervalSince1970: Double(now.millisecondsSince1970) / 1_000))
+    }
+
     /// The time to wait from `now`; never negative.
     public func delay(from now: Date) -> Duration {
         switch self {

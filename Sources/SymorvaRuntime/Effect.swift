@@ -1,8 +1,8 @@
 /// An effect a machine asks for, and how the runtime should treat it.
 ///
 /// Most effects are simply performed by the machine's ``EffectInterpreter``. Some are keyed so
-/// that a later effect can cancel them, some are the machine's state timeout, and `cancel` is
-/// itself an effect that the host performs without bothering the interpreter.
+/// that a later effect can cancel them, some are the machine's state timeout, and timers and
+/// `cancel` are effects that the host performs itself without bothering the interpreter.
 public protocol MachineEffect: Sendable, CaseNamed {
     /// How the host schedules this effect. Defaults to ``EffectDirective/perform``.
     var directive: EffectDirective { get }
@@ -37,4 +37,31 @@ public enum EffectDirective: Sendable, Hashable {
     case stateTimeout
     /// Cancel the effect running under this key. The interpreter never sees this effect.
     case cancel(EffectKey)
+    /// A timer that the host performs itself, under a key, on its ``RuntimeClock``: when the
+    /// deadline is reached the machine receives ``StateMachine/event(firing:)`` for the effect.
+    /// Like a keyed effect, a later effect under the same key (or `.cancel(key)`) replaces it,
+    /// and an event of a cancelled timer, a stopped host or an ended scope epoch is dropped and
+    /// traced, never applied. Under ``EffectKey/stateTimeout`` it is the state timeout and the
+    /// host cancels it when the machine moves. The interpreter never sees this effect.
+    case timer(EffectKey, TimerDeadline)
+
+    /// The key the effect runs under (`nil` for ``perform`` and ``cancel(_:)``).
+    public var runningKey: EffectKey? {
+        switch self {
+        case .perform, .cancel: nil
+        case .keyed(let key), .timer(let key, _): key
+        case .stateTimeout: .stateTimeout
+        }
+    }
+}
+
+/// When a timer fires.
+public enum TimerDeadline: Sendable, Hashable {
+    /// This long after the host starts it (at once for zero or less).
+    case after(Duration)
+    /// At this instant of the host's ``RuntimeClock`` (at once if it has passed).
+    case at(Duration)
+    /// At this instant of the host's ``WallClock`` (at once if it has passed). The host turns it
+    /// into a delay when it starts the timer.
+    case atWallTime(Timestamp)
 }

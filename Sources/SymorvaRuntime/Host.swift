@@ -42,7 +42,10 @@ public final actor MachineHost<Machine: StateMachine> {
     @usableFromInline let interpreter: any EffectInterpreter<Machine>
     @usableFromInline let scope: AccountScope?
     @usableFromInline let clock: any RuntimeClock
+    @usableFromInline let wallClock: any WallClock
     @usableFromInline let tracer: Tracer
+    /// Publishes `true` once the host has stopped: waits (``wait(until:)``) end with it.
+    @usableFromInline nonisolated let stopPublisher = ObservableValue<Bool>.Publisher(false)
 
     // Dynamic exclusivity checks are off for the state the hot path touches: they cost about
     // 40 instructions per access (a thread-local lookup and an access-set insert), several
@@ -103,6 +106,9 @@ public final actor MachineHost<Machine: StateMachine> {
     /// - Parameters:
     ///   - scope: the account scope the host belongs to; its end cancels the host's effects and
     ///     makes their late results stale. `nil` for hosts above accounts (the app flow).
+    ///   - clock: the clock effects and timers run on.
+    ///   - wallClock: the clock that turns wall-clock timers (``TimerDeadline/atWallTime(_:)``)
+    ///     into delays.
     public init(
         machine: Machine,
         initial: Machine.State,
@@ -110,6 +116,7 @@ public final actor MachineHost<Machine: StateMachine> {
         instance: String = "",
         scope: AccountScope? = nil,
         clock: any RuntimeClock = SystemClock(),
+        wallClock: any WallClock = SystemWallClock(),
         tracer: Tracer = .shared
     ) {
         self.machine = machine
@@ -119,6 +126,7 @@ public final actor MachineHost<Machine: StateMachine> {
         self.interpreter = interpreter
         self.scope = scope
         self.clock = clock
+        self.wallClock = wallClock
         self.tracer = tracer
         let traceBatch = TraceBatch(machine: Machine.name, instance: instance)
         self.traceBatch = traceBatch
@@ -245,13 +253,15 @@ public final actor MachineHost<Machine: StateMachine> {
         }
     }
 
-    @inlinable
-    func apply(_ event: Machine.Event) {
+    /// Applies `event`; returns whether the machine took it (moved or stayed) rather than ignoring it.
+    @inlinable @discardableResult
+    func apply(_ event: Machine.Event) -> Bool {
         // Switching on the call itself consumes the transition: its payload is moved out, not
         // copied and destroyed.
         switch machine.transition(from: state, on: event) {
         case .ignored:
             if tracer.isEnabled { trace(.ignored, from: state, event: event, to: state, effects: []) }
+            return false
         case .stay(let effects):
             if tracer.isEnabled { trace(.transition, from: state, event: event, to: state, effects: effects) }
             if !effects.isEmpty {
@@ -259,6 +269,7 @@ public final actor MachineHost<Machine: StateMachine> {
                 flushTrace()
                 launch(effects)
             }
+            return true
         case .move(let next, let effects):
             if tracer.isEnabled { trace(.transition, from: state, event: event, to: next, effects: effects) }
             state = next
@@ -269,6 +280,7 @@ public final actor MachineHost<Machine: StateMachine> {
                 flushTrace()
                 launch(effects)
             }
+            return true
         }
     }
 
@@ -298,6 +310,8 @@ public final actor MachineHost<Machine: StateMachine> {
                 startKeyed(effect, key: key)
             case .stateTimeout:
                 startKeyed(effect, key: .stateTimeout)
+            case .timer(let key, let deadline):
+                startTimer(effect, key: key, deadline: deadline)
             }
         }
         registerWithScopeIfNeeded()
@@ -308,6 +322,37 @@ public final actor MachineHost<Machine: StateMachine> {
         keyed.removeValue(forKey: key)?.task.cancel()
         let token = makeToken()
         keyed[key] = Running(token: token, task: start(effect, token: token, key: key))
+    }
+
+    /// Starts a timer under `key`: a task that sleeps on the host's clock and then delivers the
+    /// machine's event for `effect` through the mailbox, as a result under the key, so that a
+    /// replaced, cancelled or stale timer is dropped like any other result.
+    @usableFromInline
+    func startTimer(_ effect: Machine.Effect, key: EffectKey, deadline: TimerDeadline) {
+        keyed.removeValue(forKey: key)?.task.cancel()
+        let token = makeToken()
+        let delay: Duration =
+            switch deadline {
+            case .after(let delay): delay
+            case .at(let instant): instant - clock.now
+            case .atWallTime(let instant): instant.duration(since: wallClock.now)
+            }
+        let event = machine.event(firing: effect)
+        let epoch = scope?.epoch ?? Epoch(0)
+        let clock = self.clock
+        let task = Task { [weak self] in
+            // A cancelled sleep ends the timer quietly. A sleep that ends anyway (a cancellation
+            // that came too late) delivers, and the mailbox drops the event as it drops any
+            // unwanted result: its token is no longer current or its epoch has ended.
+            if delay > .zero {
+                do { try await clock.sleep(for: delay) } catch { return }
+            }
+            guard let self else { return }
+            if self.enqueue(.result(event, token: token, key: key, epoch: epoch, isFinal: true)) {
+                await self.drainScheduledInbox()
+            }
+        }
+        keyed[key] = Running(token: token, task: task)
     }
 
     @inlinable
@@ -361,6 +406,44 @@ public final actor MachineHost<Machine: StateMachine> {
         cancelAllEffects()
         unregisterFromScope?()
         unregisterFromScope = nil
+        stopPublisher.publish(true)
+    }
+
+    // MARK: - Waiting
+
+    /// Sends `event`, then waits for the first state that `answer` maps to an answer, and
+    /// returns that answer.
+    ///
+    /// The state this send settles on is checked first (so an answer reached in the same turn
+    /// is never missed), then every state the host publishes after it. Returns `nil` when the
+    /// host stops, when its scope moves on (ends or advances) or when the calling task is
+    /// cancelled before an answer. This is how a caller learns the outcome of its event: it
+    /// never reads the state first and decides for the machine.
+    ///
+    /// - Parameters:
+    ///   - ignored: when given, the answer if the machine ignores `event` (called with the
+    ///     unchanged state) instead of waiting; `nil` waits as for an event that was taken.
+    ///   - answer: maps a state to the caller's answer, `nil` to keep waiting. Runs on the
+    ///     thread that publishes; it must be quick and must not block.
+    public func send<Answer: Sendable>(
+        _ event: Machine.Event, ignored: (@Sendable (Machine.State) -> Answer?)? = nil,
+        until answer: @escaping @Sendable (Machine.State) -> Answer?
+    ) async -> Answer? {
+        drainInbox()
+        let taken = !isStopped && apply(event)
+        endTurn()
+        if !taken, !isStopped, let ignored { return ignored(state) }
+        // Registered on this actor, before any later turn can move the state on.
+        return await StateWait.first(of: states, stopped: stopPublisher.observable, scope: scope, until: answer)
+    }
+
+    /// Waits for the first state, the current one or a later one, that `answer` maps to an
+    /// answer; `nil` when the host stops, its scope moves on or the calling task is cancelled
+    /// first. ``send(_:ignored:until:)`` without an event.
+    public nonisolated func wait<Answer: Sendable>(
+        until answer: @escaping @Sendable (Machine.State) -> Answer?
+    ) async -> Answer? {
+        await StateWait.first(of: states, stopped: stopPublisher.observable, scope: scope, until: answer)
     }
 
     // MARK: - Tracing

@@ -15,7 +15,7 @@ public protocol EffectInterpreter<Machine>: Sendable {
 public struct EffectContext<Event: Sendable>: Sendable {
     /// The scope epoch the effect was launched in.
     public let epoch: Epoch
-    /// The host's clock; timers sleep on it.
+    /// The host's clock (timers are the host's own: see ``EffectDirective/timer(_:_:)``).
     public let clock: any RuntimeClock
     let emitter: @Sendable (Event) -> Void
 
@@ -29,11 +29,6 @@ public struct EffectContext<Event: Sendable>: Sendable {
     /// Sends an extra event before the effect finishes (progress, a stream of updates). Like the
     /// returned event, it is dropped if the effect has been cancelled or its epoch has ended.
     public func emit(_ event: Event) { emitter(event) }
-
-    /// Sleeps on the host's clock; throws when the effect is cancelled.
-    public func sleep(for duration: Duration) async throws(CancellationError) {
-        do { try await clock.sleep(for: duration) } catch { throw CancellationError() }
-    }
 }
 
 /// An interpreter made of a closure: handy for tests, benchmarks and small hosts.

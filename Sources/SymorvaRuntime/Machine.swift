@@ -17,6 +17,15 @@ public protocol StateMachine: Sendable {
 
     /// Decides the outcome of `event` in `state`. Synchronous, pure and total.
     func transition(from state: State, on event: Event) -> Transition<State, Effect>
+
+    /// The event a timer effect (one whose directive is ``EffectDirective/timer(_:_:)``)
+    /// delivers when it fires. The default, `nil`, fires nothing: a machine that declares timers
+    /// implements it.
+    func event(firing timer: Effect) -> Event?
+}
+
+extension StateMachine {
+    public func event(firing timer: Effect) -> Event? { nil }
 }
 
 /// The outcome of one event in one state.

@@ -30,20 +30,24 @@ public actor CommunityServicesClient {
     private let transport: any HTTPTransport
     private let tokenSource: any OpenIDTokenSource
     private let clock: any RuntimeClock
+    private let wallClock: any WallClock
     private let logger = Logger(category: "services")
     private var token: (value: Secret<String>, expiresAt: Duration)?
     private var exchange: Task<Result<(Secret<String>, Duration), ServicesError>, Never>?
     private(set) var exchangeCount = 0
 
-    /// Creates a client for the services at `baseURL`. It waits for rate limits on `clock`.
+    /// Creates a client for the services at `baseURL`. It waits for rate limits on `clock` and
+    /// reads `Retry-After` dates against `wallClock`.
     public init(
         baseURL: URL, transport: any HTTPTransport, tokenSource: any OpenIDTokenSource,
-        clock: any RuntimeClock = SystemClock(), rateLimitPolicy: RateLimitPolicy = .standard
+        clock: any RuntimeClock = SystemClock(), wallClock: any WallClock = SystemWallClock(),
+        rateLimitPolicy: RateLimitPolicy = .standard
     ) {
         self.baseURL = baseURL
         self.transport = transport
         self.tokenSource = tokenSource
         self.clock = clock
+        self.wallClock = wallClock
         self.rateLimitPolicy = rateLimitPolicy
     }
 
@@ -88,7 +92,7 @@ public actor CommunityServicesClient {
                 throw .transport(error)
             }
             if response.isSuccess { return response.body }
-            let failure = Self.decodeError(response)
+            let failure = Self.decodeError(response, now: wallClock.now)
             if case .unauthorized = failure, !retried {
                 logger.info("services token rejected; exchanging a new one")
                 if let current = token, current.value == bearer { token = nil }
@@ -117,7 +121,7 @@ public actor CommunityServicesClient {
         let request = HTTPRequest(method: method, url: try makeURL(path, query: []))
         let response: HTTPResponse
         do { response = try await transport.send(request) } catch { throw .transport(error) }
-        guard response.isSuccess else { throw Self.decodeError(response) }
+        guard response.isSuccess else { throw Self.decodeError(response, now: wallClock.now) }
         return response.body
     }
 
@@ -144,12 +148,14 @@ public actor CommunityServicesClient {
             let tokenSource = tokenSource
             let url = try makeURL("/_symorva/v1/auth/openid", query: [])
             let clock = clock
+            let wallClock = wallClock
             let policy = rateLimitPolicy
             task = Task {
                 do throws(ServicesError) {
                     return .success(
                         try await Self.exchangeOpenID(
-                            transport: transport, source: tokenSource, url: url, clock: clock, policy: policy))
+                            transport: transport, source: tokenSource, url: url, clock: clock, wallClock: wallClock,
+                            policy: policy))
                 } catch {
                     return .failure(error)
                 }
@@ -168,7 +174,7 @@ public actor CommunityServicesClient {
     /// the hint as `policy` allows.
     private static func exchangeOpenID(
         transport: any HTTPTransport, source: any OpenIDTokenSource, url: URL, clock: any RuntimeClock,
-        policy: RateLimitPolicy
+        wallClock: any WallClock, policy: RateLimitPolicy
     ) async throws(ServicesError) -> (Secret<String>, Duration) {
         let openID = try await source.requestOpenIDToken()
         let payload = ExchangeRequest(
@@ -184,7 +190,7 @@ public actor CommunityServicesClient {
                 throw .transport(error)
             }
             if response.isSuccess { return try token(from: response, now: now) }
-            let failure = decodeError(response)
+            let failure = decodeError(response, now: wallClock.now)
             guard case .rateLimited(let hint) = failure,
                 let wait = policy.delay(retryAfter: hint, retriesSoFar: retries)
             else { throw failure }
@@ -208,13 +214,14 @@ public actor CommunityServicesClient {
     /// Reads the services' error format: `{"errcode", "error", "retry_after_ms"}`.
     ///
     /// A 429 is ``ServicesError/rateLimited(retryAfter:)`` whatever its body: the hint is
-    /// `retry_after_ms` (exact), else the `Retry-After` header (whole seconds or a date).
-    static func decodeError(_ response: HTTPResponse) -> ServicesError {
+    /// `retry_after_ms` (exact), else the `Retry-After` header (whole seconds, or a date read
+    /// against `now`).
+    static func decodeError(_ response: HTTPResponse, now: Timestamp) -> ServicesError {
         let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
         if response.status == 429 {
             let exact = body?.retryAfterMilliseconds.map { Duration.milliseconds(max(0, $0)) }
             let header = response.headers["Retry-After"].flatMap(RetryAfter.init(headerValue:))
-            return .rateLimited(retryAfter: exact ?? header?.delay(from: Date()))
+            return .rateLimited(retryAfter: exact ?? header?.delay(from: now))
         }
         guard let body else { return .malformedResponse(status: response.status) }
         if response.status == 401 { return .unauthorized(code: body.errcode) }

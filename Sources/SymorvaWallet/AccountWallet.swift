@@ -63,15 +63,16 @@ public final class AccountWallet: Sendable {
     ///   - scope: the account's scope; every transfer host runs in it.
     ///   - configuration: the community's assets and the device's verifiers.
     ///   - clock: the clock of timers (draft expiry, query backoff).
+    ///   - wallClock: the clock that stamps stored commands.
     ///   - tracer: where transfer transitions are traced.
     /// - Throws: ``/SymorvaMachines/TransferError/store(_:)`` when the database cannot be migrated.
     public init(
         member: UserID, services: CommunityServicesClient, database: SQLiteDatabase, scope: AccountScope,
         configuration: WalletConfiguration = WalletConfiguration(), clock: any RuntimeClock = SystemClock(),
-        tracer: Tracer = .shared
+        wallClock: any WallClock = SystemWallClock(), tracer: Tracer = .shared
     ) async throws(TransferError) {
         do throws(StoreError) {
-            store = try await WalletStore.open(on: database)
+            store = try await WalletStore.open(on: database, wallClock: wallClock)
         } catch {
             throw .store(error.storeFailure)
         }
@@ -136,14 +137,10 @@ public final class AccountWallet: Sendable {
             throw .failure(.assetUnknown)
         }
         let host = try makeHost()
-        await host.send(.prepareRequested(TransferRequest(recipient: recipient, asset: asset, amount: scaled)))
-        let state = await withTaskCancellationHandler {
-            await host.waitForState { state in
-                if case .preparing = state { return false }
-                return true
-            }
-        } onCancel: {
-            host.post(.cancelled)
+        let request = TransferRequest(recipient: recipient, asset: asset, amount: scaled)
+        let state = await host.send(.prepareRequested(request)) { state -> TransferMachine.State? in
+            if case .preparing = state { return nil }
+            return state
         }
         switch state {
         case .drafted(let drafted):
@@ -152,6 +149,11 @@ public final class AccountWallet: Sendable {
                 registry: registry)
         case .failed(let failure, _):
             throw .failure(failure)
+        case nil:
+            // The calling task was cancelled (or the account ended) while the service priced it:
+            // abandon the draft.
+            host.post(.cancelled)
+            throw registry.isClosed ? .accountEnded : .cancelled
         default:
             throw .cancelled
         }

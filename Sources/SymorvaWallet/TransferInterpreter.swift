@@ -5,22 +5,22 @@ import SymorvaServices
 import SymorvaStore
 
 /// Performs ``TransferMachine``'s effects: the wallet service over ``CommunityServicesClient``,
-/// the account's ``WalletStore``, libsodium sealing and the host's clock.
+/// the account's ``WalletStore`` and libsodium sealing; its timers are performed by the host.
 ///
 /// | effect | performed as | answers |
 /// | --- | --- | --- |
 /// | `sendPrepare` | `POST …/transfers/prepare` | `prepareResponse` (4xx → `failed`, other failures → `transportError`) |
-/// | `scheduleDraftExpiry(at:)` | sleep on the host clock until `at` | `draftExpired` |
+/// | `scheduleDraftExpiry(at:)` | a timer the host performs (state timeout) | `draftExpired` |
 /// | `sealVerification` | `crypto_box_seal(pinPayload, draft key)` | `verificationSealed` |
 /// | `persistPendingCommand` | insert into `wallet_pending_commands` | `commandPersisted` / `persistenceFailed` |
 /// | `sendConfirm` | `POST …/transfers/confirm`, once, never retried | `confirmResponse` (see ``WalletService``) |
 /// | `sendQuery` | `GET …/commands/{id}` | `queryResponse` (any failure → `transportError`) |
-/// | `scheduleQuery(after:)` | sleep on the host clock | `timerFired(.query)` |
+/// | `scheduleQuery(after:)` | a timer the host performs (state timeout) | `timerFired(.query)` |
 /// | `clearPendingCommand` | delete the row | nothing |
 ///
-/// The host runs each effect in its own task. Cancelling a timer or a keyed request (the machine
-/// left the state, or the member cancelled) makes the sleep or the transfer end early, and the
-/// host drops whatever comes back. `sendConfirm` and the store effects are never cancelled by the
+/// The host runs each effect in its own task. Cancelling a keyed request (the machine left the
+/// state, or the member cancelled) makes the transfer end early, and the host drops whatever
+/// comes back. `sendConfirm` and the store effects are never cancelled by the
 /// machine; only the end of the account scope stops them, and then their results are stale.
 package struct TransferInterpreter: EffectInterpreter {
     /// The machine whose effects this interpreter performs.
@@ -53,8 +53,6 @@ package struct TransferInterpreter: EffectInterpreter {
         switch effect {
         case .sendPrepare(let request):
             return .prepareResponse(await service.prepare(request, now: context.clock.now))
-        case .scheduleDraftExpiry(let deadline):
-            return await sleep(until: deadline, context: context) ? .draftExpired : nil
         case .sealVerification(let verification, let sealingContext):
             return .verificationSealed(Self.seal(verification, for: sealingContext))
         case .persistPendingCommand(let pending):
@@ -65,8 +63,6 @@ package struct TransferInterpreter: EffectInterpreter {
             return .confirmResponse(result)
         case .sendQuery(let commandID):
             return .queryResponse(await service.query(commandID))
-        case .scheduleQuery(let delay):
-            return await sleep(until: context.clock.now + delay, context: context) ? .timerFired(.query) : nil
         case .clearPendingCommand(let commandID):
             do throws(StoreError) {
                 try await store.remove(commandID)
@@ -75,8 +71,8 @@ package struct TransferInterpreter: EffectInterpreter {
                 logger.error("could not clear a resolved wallet command error=\(error)")
             }
             return nil
-        case .cancel:
-            // The host performs cancellations itself; the interpreter never sees them.
+        case .scheduleDraftExpiry, .scheduleQuery, .cancel:
+            // The host performs timers and cancellations itself; the interpreter never sees them.
             return nil
         }
     }
@@ -113,20 +109,6 @@ package struct TransferInterpreter: EffectInterpreter {
         } catch {
             logger.error("could not record a wallet command before confirming error=\(error)")
             return .persistenceFailed
-        }
-    }
-
-    // MARK: Timers
-
-    /// Sleeps on the host's clock until `deadline`; `false` when the effect was cancelled first.
-    private func sleep(until deadline: Duration, context: EffectContext<TransferMachine.Event>) async -> Bool {
-        let delay = deadline - context.clock.now
-        guard delay > .zero else { return !Task.isCancelled }
-        do {
-            try await context.sleep(for: delay)
-            return true
-        } catch {
-            return false
         }
     }
 

@@ -100,22 +100,35 @@ public final class TransferDraft: Sendable {
         guard started else { throw .invalidTransition(state: "confirming", event: "confirmRequested") }
         defer { isConfirming.withLock { $0 = false } }
 
-        switch await host.currentState {
-        case .drafted:
-            break
-        case .expired:
-            return .failed(.draftExpired)
-        case let state:
-            throw .invalidTransition(state: state.caseName, event: "confirmRequested")
-        }
         let commandID = CommandID.random()
         // Claimed before anything is stored, so that a concurrent restore never queries (and
-        // thereby fences) a command this process is about to send.
+        // thereby fences) a command this process is about to send. A command the machine
+        // refuses is never stored, so its claim fences nothing.
         registry.claim(commandID)
-        await host.send(.confirmRequested(verification, commandID: commandID))
-        let state = await host.waitForState { !$0.isConfirming }
-        if state.isConfirming { throw .cancelled }
-        return try registry.outcome(of: state, host: host, event: "confirmRequested")
+        // The machine decides whether the draft is confirmable: an ignored confirmation answers
+        // with the state that refused it.
+        let answer = await host.send(
+            .confirmRequested(verification, commandID: commandID),
+            ignored: { state in Answer.refused(state) },
+            until: { state in state.isConfirming ? nil : Answer.answered(state) })
+        switch answer {
+        case .answered(let state):
+            return try registry.outcome(of: state, host: host, event: "confirmRequested")
+        case .refused(.expired):
+            return .failed(.draftExpired)
+        case .refused(let state):
+            throw .invalidTransition(state: state.caseName, event: "confirmRequested")
+        case nil:
+            throw registry.isClosed ? .accountEnded : .cancelled
+        }
+    }
+
+    /// How a confirmation ended for the handle.
+    private enum Answer: Sendable {
+        /// The machine took the confirmation and settled here.
+        case answered(TransferMachine.State)
+        /// The machine ignored the confirmation in this state.
+        case refused(TransferMachine.State)
     }
 
     /// Abandons the draft. Does nothing once a confirmation is on its way: a sent confirmation
@@ -162,10 +175,10 @@ public final class PendingTransfer: Sendable, Identifiable {
     ///   (the next sign-in of that account resumes the command).
     public func query() async throws(TransferError) -> TransferOutcome {
         guard !registry.isClosed else { throw .accountEnded }
-        let state = await host.currentState
-        if case .unknown = state { await host.send(.queryRequested) }
-        let answered = await host.waitForState { !$0.isQuerying }
-        if answered.isQuerying { throw .cancelled }
+        // An unknown command queries now; one already querying ignores the request and the
+        // wait joins its query; a resolved one answers at once.
+        let answered = await host.send(.queryRequested) { state in state.isQuerying ? nil : state }
+        guard let answered else { throw registry.isClosed ? .accountEnded : .cancelled }
         return try registry.outcome(of: answered, host: host, event: "queryRequested")
     }
 }

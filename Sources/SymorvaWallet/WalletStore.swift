@@ -68,25 +68,30 @@ package struct WalletStore: Sendable {
 
     /// The account's database.
     package let database: SQLiteDatabase
+    /// The clock that stamps `created_at_ms`.
+    private let wallClock: any WallClock
     private let logger = Logger(category: "wallet.store")
 
-    private init(database: SQLiteDatabase) {
+    private init(database: SQLiteDatabase, wallClock: any WallClock) {
         self.database = database
+        self.wallClock = wallClock
     }
 
     /// Brings the wallet's tables in `database` up to date and returns the store.
     ///
     /// - Throws: what ``SymorvaStore/SQLiteDatabase/migrate(feature:_:)`` throws.
-    package static func open(on database: SQLiteDatabase) async throws(StoreError) -> WalletStore {
+    package static func open(
+        on database: SQLiteDatabase, wallClock: any WallClock = SystemWallClock()
+    ) async throws(StoreError) -> WalletStore {
         try await database.migrate(feature: feature, migrations)
-        return WalletStore(database: database)
+        return WalletStore(database: database, wallClock: wallClock)
     }
 
     /// Records `pending` as `confirming`. A command ID that is already stored is refused with a
     /// constraint error: a command ID names one confirmation, ever.
     package func insert(_ pending: PendingCommand, createdAtMilliseconds: Int64? = nil) async throws(StoreError) {
         let summary = pending.summary
-        let created = createdAtMilliseconds ?? Self.nowMilliseconds()
+        let created = createdAtMilliseconds ?? wallClock.now.millisecondsSince1970
         try await database.execute(
             """
             INSERT INTO wallet_pending_commands(command_id, draft_id, recipient, asset, asset_precision,
@@ -151,9 +156,5 @@ package struct WalletStore: Sendable {
         return StoredCommand(
             pending: PendingCommand(commandID: commandID, summary: summary), createdAtMilliseconds: row.int64(8),
             state: state)
-    }
-
-    static func nowMilliseconds() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded())
     }
 }

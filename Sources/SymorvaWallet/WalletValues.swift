@@ -113,7 +113,7 @@ public struct WalletConfiguration: Sendable {
     /// is offered only when it is and the service advertises it for the draft.
     public var biometricVerifierPresent: Bool
     /// How long to wait between queries of an unknown command.
-    public var queryBackoff: QueryBackoff
+    public var queryBackoff: RetryBackoff
     /// The total time allowed for each request to the service.
     public var requestTimeout: Duration
     /// A draft lifetime to ask the service for, or `nil` for the service's own. The reference
@@ -122,7 +122,7 @@ public struct WalletConfiguration: Sendable {
 
     /// Creates a configuration.
     public init(
-        assets: [Asset] = [], biometricVerifierPresent: Bool = false, queryBackoff: QueryBackoff = QueryBackoff(),
+        assets: [Asset] = [], biometricVerifierPresent: Bool = false, queryBackoff: RetryBackoff = .transferQuery,
         requestTimeout: Duration = .seconds(30), draftLifetime: Duration? = nil
     ) {
         self.assets = assets
@@ -160,18 +160,5 @@ extension TransferMachine.State {
         case .querying, .idle: true
         default: false
         }
-    }
-}
-
-extension MachineHost where Machine == TransferMachine {
-    /// Waits until the host's state satisfies `isSettled`, and returns that state; returns the
-    /// current state, whatever it is, when the calling task is cancelled.
-    nonisolated func waitForState(
-        where isSettled: @Sendable (TransferMachine.State) -> Bool
-    ) async -> TransferMachine.State {
-        for await state in states.values where isSettled(state) {
-            return state
-        }
-        return await currentState
     }
 }

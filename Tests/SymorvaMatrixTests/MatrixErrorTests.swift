@@ -1,6 +1,7 @@
 import Foundation
 import SymorvaHTTP
 import SymorvaMatrix
+import SymorvaRuntime
 import Testing
 
 @Suite("Matrix error decoding")
@@ -78,6 +79,14 @@ struct MatrixErrorTests {
         let now = Date(timeIntervalSince1970: 1_445_412_470)
         #expect(error.retryAfter?.delay(from: now) == .seconds(10))
         #expect(error.retryAfter?.delay(from: now.addingTimeInterval(3600)) == .zero)
+    }
+
+    @Test("A Retry-After date is read against an injected wall-clock instant")
+    func retryAfterFromWallClock() {
+        let retryAfter = RetryAfter.date(Date(timeIntervalSince1970: 1_445_412_480))
+        #expect(retryAfter.delay(from: Timestamp(millisecondsSince1970: 1_445_412_470_000)) == .seconds(10))
+        #expect(retryAfter.delay(from: Timestamp(millisecondsSince1970: 1_445_412_479_500)) == .milliseconds(500))
+        #expect(retryAfter.delay(from: Timestamp(millisecondsSince1970: 1_445_416_080_000)) == .zero)
     }
 
     @Test("Unparseable Retry-After values are ignored")

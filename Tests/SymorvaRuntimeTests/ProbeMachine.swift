@@ -124,10 +124,10 @@ final class ProbeWorld: Sendable {
                 }
                 return .finished(text)
             case .timeout(let duration):
-                do { try await context.sleep(for: duration) } catch { noteCancelled("timeout") }
+                do { try await context.clock.sleep(for: duration) } catch { noteCancelled("timeout") }
                 return .timedOut
             case .timer(let duration):
-                do { try await context.sleep(for: duration) } catch { noteCancelled("timer") }
+                do { try await context.clock.sleep(for: duration) } catch { noteCancelled("timer") }
                 return .timerFired
             case .cancelWork, .cancelTimer:
                 return nil

@@ -252,20 +252,21 @@ struct TransferInterpreterLocalTests {
         #expect(try await harness.store.pendingCommands().isEmpty)
     }
 
-    @Test("Timers sleep on the host clock: the query timer after its delay, the expiry at its instant")
+    @Test("Timers are the host's: the query timer after its delay, the expiry at its instant")
     func timers() async throws {
         let harness = try await InterpreterHarness()
-        async let query = harness.perform(.scheduleQuery(after: .seconds(2)))
-        try await harness.clock.waitForSleepers(count: 1)
-        await harness.clock.advance(by: .seconds(2))
-        #expect(await query == .timerFired(.query))
-
-        async let expiry = harness.perform(.scheduleDraftExpiry(at: .seconds(110)))
-        try await harness.clock.waitForSleepers(count: 1)
-        #expect(harness.clock.pendingDeadlines == [.seconds(110)])
-        await harness.clock.advance(to: .seconds(110))
-        #expect(await expiry == .draftExpired)
-        // An instant already past fires at once.
-        #expect(await harness.perform(.scheduleDraftExpiry(at: .seconds(1))) == .draftExpired)
+        // The interpreter does nothing for a timer (and never sleeps): the host performs it.
+        #expect(await harness.perform(.scheduleQuery(after: .seconds(2))) == nil)
+        #expect(await harness.perform(.scheduleDraftExpiry(at: .seconds(110))) == nil)
+        #expect(harness.clock.sleeperCount == 0)
+        #expect(
+            TransferMachine.Effect.scheduleQuery(after: .seconds(2)).directive
+                == .timer(.stateTimeout, .after(.seconds(2))))
+        #expect(
+            TransferMachine.Effect.scheduleDraftExpiry(at: .seconds(110)).directive
+                == .timer(.stateTimeout, .at(.seconds(110))))
+        let machine = TransferMachine(configuration: .init())
+        #expect(machine.event(firing: .scheduleQuery(after: .seconds(2))) == .timerFired(.query))
+        #expect(machine.event(firing: .scheduleDraftExpiry(at: .seconds(110))) == .draftExpired)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaRuntime
 import SymorvaStore
 import SymorvaWallet
 import Testing
@@ -40,6 +41,17 @@ struct WalletStoreTests {
         try await store.remove(WalletFixtures.commandID)
         try await store.remove(WalletFixtures.commandID)
         #expect(try await store.pendingCommands().isEmpty)
+    }
+
+    @Test("A command is stamped with the injected wall clock")
+    func stampedByWallClock() async throws {
+        struct FrozenWallClock: WallClock { let now = Timestamp(millisecondsSince1970: 1_234_567_890_123) }
+        let path = Self.temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try await WalletStore.open(
+            on: try await SQLiteDatabase.open(path: path), wallClock: FrozenWallClock())
+        try await store.insert(WalletFixtures.pending)
+        #expect(try await store.storedCommands().first?.createdAtMilliseconds == 1_234_567_890_123)
     }
 
     @Test("A file whose wallet tables were written by a newer SDK is refused")

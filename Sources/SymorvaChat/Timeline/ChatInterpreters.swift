@@ -108,7 +108,7 @@ struct SendQueueInterpreter: EffectInterpreter {
                 _ = try await store.enqueueMessage(
                     roomID: roomID.rawValue, transactionID: item.transactionID.rawValue,
                     eventType: item.content.eventType, content: Array(item.content.json.utf8),
-                    createdAt: currentUnixMilliseconds())
+                    createdAt: client.currentUnixMilliseconds())
             } catch .store(.constraint) {
                 // Already stored under this transaction ID.
             } catch {
@@ -121,9 +121,6 @@ struct SendQueueInterpreter: EffectInterpreter {
             return .encrypted(transactionID, .failure(.permanent(.encryptionFailed)))
         case .sendEvent(let transactionID, let content):
             return await send(transactionID, content)
-        case .scheduleRetry(let after):
-            do { try await context.sleep(for: after) } catch { return nil }
-            return .timerFired(.retry)
         case .requestTokenRefresh:
             client.sendQueueTokenRejected()
             return nil
@@ -144,7 +141,8 @@ struct SendQueueInterpreter: EffectInterpreter {
         case .discard(let transactionID):
             _ = try? await store.removeQueuedMessage(transactionID: transactionID.rawValue)
             return .discarded(transactionID)
-        case .cancel:
+        case .scheduleRetry, .cancel:
+            // The retry timer and cancellations are performed by the host (their directives).
             return nil
         }
     }
@@ -159,7 +157,7 @@ struct SendQueueInterpreter: EffectInterpreter {
             return .sendResponse(transactionID, .success(EventID(eventID)))
         } catch {
             if Task.isCancelled { return nil }
-            let failure = RequestFailure.sendError(error)
+            let failure = RequestFailure.sendError(error, now: client.wallClock.now)
             client.logger.info("send failed: \(error)")
             return .sendResponse(transactionID, .failure(failure))
         }

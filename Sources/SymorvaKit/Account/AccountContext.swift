@@ -44,12 +44,11 @@ final class AccountContext: Sendable {
             logger: environment.logger("session"))
         let host = MachineHost(
             machine: machine, initial: .signedOut, interpreter: interpreter, instance: userID.rawValue, scope: scope,
-            clock: environment.clock, tracer: environment.tracer)
-        await host.send(.restoreRequested(userID))
-        let restored = await host.states.first(scope: scope, ended: .some(.none), cancelled: nil) {
-            state -> SessionMachine.State?? in
+            clock: environment.clock, wallClock: environment.wallClock, tracer: environment.tracer)
+        let restored = await host.send(.restoreRequested(userID)) {
+            state -> SessionMachine.State? in
             if case .restoring = state { return nil }
-            return .some(state)
+            return state
         }
         var homeserverURL = configuration.homeserver.url
         switch restored {
@@ -57,11 +56,12 @@ final class AccountContext: Sendable {
         default: break
         }
         let requester = SessionRequester(
-            userID: userID, homeserverURL: homeserverURL, transport: environment.transport, host: host, scope: scope,
+            userID: userID, homeserverURL: homeserverURL, transport: environment.transport, host: host,
             wallClock: environment.wallClock, logger: environment.logger("requester"))
         let services = CommunityServicesClient(
             baseURL: configuration.services.url, transport: environment.transport,
-            tokenSource: SessionOpenIDSource(requester: requester), clock: environment.clock)
+            tokenSource: SessionOpenIDSource(requester: requester), clock: environment.clock,
+            wallClock: environment.wallClock)
         var modules: [String: any AccountModule] = [:]
         if case .failed = restored {
             // The stored session is unreadable: no module can work for this account.

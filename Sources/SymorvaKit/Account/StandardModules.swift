@@ -26,7 +26,7 @@ extension AccountModuleFactory {
         let logger = Logger(category: "chat", center: context.logCenter)
         let chat = AccountChat(
             requester: context.requester, database: context.database.database, scope: context.scope,
-            clock: context.clock, tracer: context.tracer)
+            clock: context.clock, wallClock: context.wallClock, tracer: context.tracer)
         chat.onTokenRejected { context.requestTokenRefresh() }
         chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })
         do { try await chat.start() } catch {
@@ -48,7 +48,7 @@ extension AccountModuleFactory {
                 member: context.userID, services: context.services,
                 database: context.database.database, scope: context.scope,
                 configuration: WalletConfiguration(manifest: module),
-                clock: context.clock, tracer: context.tracer)
+                clock: context.clock, wallClock: context.wallClock, tracer: context.tracer)
             Task {
                 do { try await wallet.resumePendingCommands() } catch {
                     logger.info("pending wallet commands not resumed account=\(context.userID) error=\(error)")

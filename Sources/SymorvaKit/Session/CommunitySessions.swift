@@ -44,7 +44,7 @@ final class SignInRequest: Sendable {
 
     /// How the sign-in ended.
     func outcome() async -> Result<UserID, SessionError> {
-        await withCheckedContinuation { result.install($0) }
+        await result.value
     }
 }
 
@@ -104,7 +104,7 @@ actor CommunitySessions: SessionDriver {
     private func makeHost(instance: String) -> MachineHost<SessionMachine> {
         MachineHost(
             machine: machine, initial: .signedOut, interpreter: interpreter, instance: instance,
-            clock: environment.clock, tracer: environment.tracer)
+            clock: environment.clock, wallClock: environment.wallClock, tracer: environment.tracer)
     }
 
     // MARK: - SessionDriver
@@ -177,8 +177,7 @@ actor CommunitySessions: SessionDriver {
     private func runSignIn(_ request: SignInRequest) async -> Result<UserID, SessionError> {
         let host = makeHost(instance: "sign-in")
         defer { Task { await host.stop() } }
-        await host.send(.discoveryRequested(configuration.homeserver.address))
-        let discovered = await host.states.first(cancelled: Result<Void, SessionError>.failure(.cancelled)) {
+        let discovered = await host.send(.discoveryRequested(configuration.homeserver.address)) {
             state -> Result<Void, SessionError>? in
             switch state {
             case .awaitingCredentials: .success(())
@@ -187,13 +186,17 @@ actor CommunitySessions: SessionDriver {
             default: nil
             }
         }
-        if case .failure(let error) = discovered { return .failure(error) }
-        switch request.kind {
-        case .signIn: await host.send(.passwordSubmitted(username: request.username, password: request.password))
-        case .register:
-            await host.send(.registrationRequested(username: request.username, password: request.password))
+        switch discovered {
+        case .success: break
+        case .failure(let error): return .failure(error)
+        case nil: return .failure(.cancelled)
         }
-        return await host.states.first(cancelled: .failure(.cancelled)) { state -> Result<UserID, SessionError>? in
+        let credentials: SessionMachine.Event =
+            switch request.kind {
+            case .signIn: .passwordSubmitted(username: request.username, password: request.password)
+            case .register: .registrationRequested(username: request.username, password: request.password)
+            }
+        let signedIn = await host.send(credentials) { state -> Result<UserID, SessionError>? in
             switch state {
             case .signedIn(let session): .success(session.userID)
             case .failed(_, let error, _): .failure(error)
@@ -201,21 +204,20 @@ actor CommunitySessions: SessionDriver {
             default: nil
             }
         }
+        return signedIn ?? .failure(.cancelled)
     }
 
     /// Signs a stored account out: restores its session in a host of its own, sends `/logout`
     /// when it has live tokens, and wipes its data. An unreadable store is wiped directly.
     private func signOutStored(_ userID: UserID) async {
         let host = makeHost(instance: userID.rawValue)
-        await host.send(.restoreRequested(userID))
-        let restored = await host.states.first(cancelled: SessionMachine.State.signedOut) { state in
+        let restored = await host.send(.restoreRequested(userID)) { state -> SessionMachine.State? in
             if case .restoring = state { return nil }
             return state
         }
         switch restored {
         case .signedIn, .softLoggedOut:
-            await host.send(.signOutRequested)
-            _ = await host.states.first(cancelled: ()) { state in
+            _ = await host.send(.signOutRequested) { state -> Void? in
                 switch state {
                 case .signedOut, .failed: ()
                 default: nil

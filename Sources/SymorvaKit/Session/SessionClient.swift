@@ -21,7 +21,7 @@ public final class SessionClient: Sendable {
 
     private let coordinator: AppFlowCoordinator
     private let sessions: CommunitySessions
-    private let operations = OperationQueue()
+    private let operations = AsyncLock()
     private let statePublisher = ObservableValue<SessionState>.Publisher(.launching)
     private let accountsPublisher = ObservableValue<[Account]>.Publisher([])
     private let combiner: Mutex<Combiner>
@@ -169,9 +169,9 @@ public final class SessionClient: Sendable {
         guard case .running(let context) = sessions.active.value,
             case .softLoggedOut(let session, _) = context.sessionHost.states.value
         else { throw .notSignedIn }
-        await context.sessionHost.send(.passwordSubmitted(username: session.userID.rawValue, password: password))
-        let outcome = await context.sessionHost.states.first(cancelled: .failure(.cancelled)) {
-            state -> Result<Account, SessionError>? in
+        let outcome = await context.sessionHost.send(
+            .passwordSubmitted(username: session.userID.rawValue, password: password)
+        ) { state -> Result<Account, SessionError>? in
             switch state {
             case .signedIn(let session): .success(Account(session))
             case .softLoggedOut(_, let error): .failure(error ?? .softLoggedOut)
@@ -179,7 +179,7 @@ public final class SessionClient: Sendable {
             default: nil
             }
         }
-        return try outcome.get()
+        return try (outcome ?? .failure(.cancelled)).get()
     }
 
     // MARK: - Launch
@@ -187,7 +187,7 @@ public final class SessionClient: Sendable {
     /// Reads the stored accounts and restores the last active one (no network needed); returns
     /// once ``state`` says where the member is.
     func launch() async {
-        await operations.run {
+        await operations.withLock {
             if case .launching = self.coordinator.state.value { await self.coordinator.launch() }
             await self.waitForSettledState()
         }
@@ -198,7 +198,7 @@ public final class SessionClient: Sendable {
     private func serialized<T: Sendable>(_ body: @escaping @Sendable () async throws(SessionError) -> T)
         async throws(SessionError) -> T
     {
-        let result = await operations.run { () async -> Result<T, SessionError> in
+        let result = await operations.withLock { () async -> Result<T, SessionError> in
             do throws(SessionError) { return .success(try await body()) } catch { return .failure(error) }
         }
         return try result.get()
@@ -211,7 +211,7 @@ public final class SessionClient: Sendable {
     }
 
     private func waitForSettledState() async {
-        _ = await state.first(cancelled: ()) { state -> Void? in
+        _ = await state.first { state -> Void? in
             switch state {
             case .launching, .signingIn, .restoring, .switching, .signingOut: nil
             case .signedOut, .signedIn, .softLoggedOut, .unavailable: ()
@@ -241,7 +241,7 @@ public final class SessionClient: Sendable {
 
     /// Waits until `account` is the active account and its session is restored.
     private func waitForActive(_ account: UserID) async throws(SessionError) -> Account {
-        let outcome = await state.first(cancelled: .failure(.cancelled)) { state -> Result<Account, SessionError>? in
+        let outcome = await state.first { state -> Result<Account, SessionError>? in
             switch state {
             case .signedIn(let active) where active.id == account: .success(active)
             case .softLoggedOut(let active) where active.id == account: .failure(.softLoggedOut)
@@ -250,7 +250,7 @@ public final class SessionClient: Sendable {
             default: nil
             }
         }
-        return try outcome.get()
+        return try (outcome ?? .failure(.cancelled)).get()
     }
 
     /// A running session ended by itself (the server revoked the device and the local data is
@@ -294,28 +294,6 @@ public final class SessionClient: Sendable {
             let next = SessionState.combining(flow: combiner.flow, active: combiner.active, session: combiner.session)
             if next != statePublisher.value { statePublisher.publish(next) }
         }
-    }
-}
-
-/// Runs operations one at a time, in the order they arrive.
-actor OperationQueue {
-    private var isBusy = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    /// Runs `body` once every earlier operation has finished.
-    func run<T: Sendable>(_ body: @Sendable () async -> T) async -> T {
-        if isBusy {
-            await withCheckedContinuation { waiters.append($0) }
-        } else {
-            isBusy = true
-        }
-        let result = await body()
-        if waiters.isEmpty {
-            isBusy = false
-        } else {
-            waiters.removeFirst().resume()
-        }
-        return result
     }
 }
 

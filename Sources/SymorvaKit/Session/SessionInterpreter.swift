@@ -6,8 +6,8 @@ import SymorvaMatrix
 import SymorvaRuntime
 
 /// Performs ``SessionMachine``'s effects: Matrix requests over the transport (``AuthAPI``
-/// builders and decoders), the account's store (tokens sealed at rest), the wall clock for expiry
-/// and timers on the host's clock.
+/// builders and decoders), the account's store (tokens sealed at rest) and the wall clock for
+/// expiry. Its timers are performed by the host.
 ///
 /// Errors are mapped at this boundary: transport failures become
 /// ``SessionError/unreachable(_:)`` (cancellation ``SessionError/cancelled``), Matrix error
@@ -43,13 +43,6 @@ struct SessionInterpreter: EffectInterpreter {
             // next (see SessionRequester), so there is nothing to hand over here.
             logger.debug("session active account=\(session.userID) device=\(session.deviceID)")
             return nil
-        case .scheduleRefresh(let instant):
-            let delay = instant.duration(since: wallClock.now)
-            do { try await context.sleep(for: max(delay, .zero)) } catch { return nil }
-            return .refreshTimerFired
-        case .scheduleRetry(let delay):
-            do { try await context.sleep(for: delay) } catch { return nil }
-            return .retryTimerFired
         case .sendRefresh(let request):
             return .refreshResponse(await refresh(request))
         case .sendLogout(let request):
@@ -59,7 +52,8 @@ struct SessionInterpreter: EffectInterpreter {
         case .keepLocalData(let account):
             await keep(account)
             return nil
-        case .cancel:
+        case .scheduleRefresh, .scheduleRetry, .cancel:
+            // Timers and cancellations are performed by the host (their directives).
             return nil
         }
     }
@@ -124,7 +118,7 @@ struct SessionInterpreter: EffectInterpreter {
             do { return .success(try ClientWellKnown.homeserverURL(from: response.body)) } catch {
                 return .failure(error)
             }
-        case .success(let response): return .failure(Self.error(in: response, for: .wellKnown))
+        case .success(let response): return .failure(error(in: response, for: .wellKnown))
         }
     }
 
@@ -154,7 +148,7 @@ struct SessionInterpreter: EffectInterpreter {
         {
             return .success(.authenticationRequired(challenge.challenge))
         }
-        guard response.isSuccess else { return .failure(Self.error(in: response, for: .register)) }
+        guard response.isSuccess else { return .failure(error(in: response, for: .register)) }
         do {
             let answer = try AuthAPI.decode(RegisterResponse.self, from: response.body)
             return .success(.registered(try answer.grant(receivedAt: wallClock.now)))
@@ -170,7 +164,7 @@ struct SessionInterpreter: EffectInterpreter {
         case .failure(let error): return .failure(error)
         case .success(let answer): response = answer
         }
-        guard response.isSuccess else { return .failure(Self.error(in: response, for: .refresh)) }
+        guard response.isSuccess else { return .failure(error(in: response, for: .refresh)) }
         do {
             return .success(
                 try AuthAPI.decode(RefreshResponse.self, from: response.body).tokens(receivedAt: wallClock.now))
@@ -184,7 +178,7 @@ struct SessionInterpreter: EffectInterpreter {
             AuthAPI.logout(), on: request.homeserverURL, token: request.accessToken, operation: .logout)
         switch result {
         case .success(let response) where response.isSuccess: return nil
-        case .success(let response): return Self.error(in: response, for: .logout)
+        case .success(let response): return error(in: response, for: .logout)
         case .failure(let error): return error
         }
     }
@@ -223,17 +217,17 @@ struct SessionInterpreter: EffectInterpreter {
             do { return .success(convert(try AuthAPI.decode(Answer.self, from: response.body))) } catch {
                 return .failure(error)
             }
-        case .success(let response): return .failure(Self.error(in: response, for: operation))
+        case .success(let response): return .failure(error(in: response, for: operation))
         }
     }
 
     /// The session error a non-2xx response carries.
-    static func error(in response: HTTPResponse, for operation: AuthAPI.Operation) -> SessionError {
+    func error(in response: HTTPResponse, for operation: AuthAPI.Operation) -> SessionError {
         let matrix = MatrixError.decode(from: response)
         let errcode = matrix.flatMap { $0.code == .malformedBody ? nil : $0.code.errcode }
         return AuthAPI.sessionError(
             for: operation, status: response.status, errcode: errcode, softLogout: matrix?.isSoftLogout ?? false,
-            retryAfter: matrix?.retryAfter?.delay(from: Date()))
+            retryAfter: matrix?.retryAfter?.delay(from: wallClock.now))
     }
 
     /// The session error for a failed exchange.

@@ -25,20 +25,18 @@ final class SessionRequester: MatrixRequester {
     let userID: UserID
     private let transport: any HTTPTransport
     private let host: MachineHost<SessionMachine>
-    private let scope: AccountScope
     private let wallClock: any WallClock
     private let logger: Logger
 
-    /// A requester for the account whose session `host` runs in `scope`.
+    /// A requester for the account whose session `host` runs (in the account's scope).
     init(
         userID: UserID, homeserverURL: HomeserverURL, transport: any HTTPTransport, host: MachineHost<SessionMachine>,
-        scope: AccountScope, wallClock: any WallClock, logger: Logger
+        wallClock: any WallClock, logger: Logger
     ) {
         self.userID = userID
         self.homeserverURL = homeserverURL
         self.transport = transport
         self.host = host
-        self.scope = scope
         self.wallClock = wallClock
         self.logger = logger
     }
@@ -85,10 +83,8 @@ final class SessionRequester: MatrixRequester {
             rejected = session.tokens.accessToken
         }
         let excluded = rejected
-        let outcome = await host.states.first(
-            scope: scope, ended: Result<Secret<String>, MatrixRequestError>.failure(.notSignedIn),
-            cancelled: .failure(.transport(.cancelled))
-        ) { state -> Result<Secret<String>, MatrixRequestError>? in
+        // The host's scope moving on (or the host stopping) ends the wait: not signed in.
+        let outcome = await host.wait { state -> Result<Secret<String>, MatrixRequestError>? in
             switch state {
             case .signedIn(let session):
                 return session.tokens.accessToken == excluded ? nil : .success(session.tokens.accessToken)
@@ -99,6 +95,7 @@ final class SessionRequester: MatrixRequester {
                 return .failure(.notSignedIn)
             }
         }
+        guard let outcome else { throw Task.isCancelled ? .transport(.cancelled) : .notSignedIn }
         return try outcome.get()
     }
 }
@@ -124,81 +121,5 @@ struct SessionOpenIDSource: OpenIDTokenSource {
         } catch {
             throw .malformedResponse(status: response.status)
         }
-    }
-}
-
-// MARK: - Waiting for a value
-
-extension ObservableValue {
-    /// Waits for the first value, current or later, that `decide` maps to an outcome.
-    ///
-    /// - Parameters:
-    ///   - scope: when given, its end (or advance) resolves the wait with `ended`.
-    ///   - cancelled: the outcome when the waiting task is cancelled.
-    func first<Outcome: Sendable>(
-        scope: AccountScope? = nil, ended: Outcome? = nil, cancelled: Outcome,
-        _ decide: @escaping @Sendable (Value) -> Outcome?
-    ) async -> Outcome {
-        let shot = OneShot<Outcome>()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
-                shot.install(continuation)
-                shot.addCleanup(subscribe { value in if let outcome = decide(value) { shot.resolve(outcome) } })
-                if let scope, let ended {
-                    shot.addCleanup(scope.onAdvance { _ in shot.resolve(ended) })
-                }
-            }
-        } onCancel: {
-            shot.resolve(cancelled)
-        }
-    }
-}
-
-/// Resumes one continuation with the first outcome offered, from whichever thread offers it,
-/// and then runs its clean-ups (unsubscribing, unregistering) once.
-final class OneShot<Outcome: Sendable>: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<Outcome, Never>?
-        var outcome: Outcome?
-        var cleanups: [@Sendable () -> Void] = []
-    }
-
-    private let state = Mutex(State())
-
-    /// Hands over the continuation; resumes it at once if an outcome came first.
-    func install(_ continuation: CheckedContinuation<Outcome, Never>) {
-        let ready = state.withLock { state -> Outcome? in
-            if let outcome = state.outcome { return outcome }
-            state.continuation = continuation
-            return nil
-        }
-        if let ready { continuation.resume(returning: ready) }
-    }
-
-    /// Offers an outcome; only the first one counts.
-    func resolve(_ outcome: Outcome) {
-        let (continuation, cleanups, isFirst) = state.withLock {
-            state -> (CheckedContinuation<Outcome, Never>?, [@Sendable () -> Void], Bool) in
-            guard state.outcome == nil else { return (nil, [], false) }
-            state.outcome = outcome
-            defer {
-                state.continuation = nil
-                state.cleanups = []
-            }
-            return (state.continuation, state.cleanups, true)
-        }
-        guard isFirst else { return }
-        for cleanup in cleanups { cleanup() }
-        continuation?.resume(returning: outcome)
-    }
-
-    /// Adds a clean-up; runs it at once when the outcome is already known.
-    func addCleanup(_ cleanup: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            guard state.outcome == nil else { return true }
-            state.cleanups.append(cleanup)
-            return false
-        }
-        if runNow { cleanup() }
     }
 }

@@ -170,7 +170,7 @@ public struct SendQueueMachine: ChartedMachine {
         public var directive: EffectDirective {
             switch self {
             case .encrypt, .sendEvent: .keyed(SendQueueMachine.requestKey)
-            case .scheduleRetry: .keyed(SendQueueMachine.retryKey)
+            case .scheduleRetry(let after): .timer(SendQueueMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
             case .persist, .requestTokenRefresh, .recordFailure, .clearFailure, .recordSent, .discard: .perform
             }
@@ -182,6 +182,12 @@ public struct SendQueueMachine: ChartedMachine {
 
     /// Every ``Event`` case name: the event names of `StateCharts/SendQueue.scxml`.
     public static var eventCaseNames: [String] { Event.allCaseNames }
+
+    /// The event of the retry timer, which the host performs.
+    public func event(firing timer: Effect) -> Event? {
+        if case .scheduleRetry = timer { return .timerFired(.retry) }
+        return nil
+    }
 
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         var next = state

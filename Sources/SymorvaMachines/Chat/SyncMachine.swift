@@ -134,7 +134,7 @@ public struct SyncMachine: ChartedMachine {
             switch self {
             case .sendSync: .keyed(SyncMachine.requestKey)
             case .storeSyncResponse: .keyed(SyncMachine.storeKey)
-            case .scheduleRetry: .stateTimeout
+            case .scheduleRetry(let after): .timer(.stateTimeout, .after(after))
             case .requestTokenRefresh: .perform
             case .cancel(let key): .cancel(key)
             }
@@ -146,6 +146,12 @@ public struct SyncMachine: ChartedMachine {
 
     /// Every ``Event`` case name: the event names of `StateCharts/Sync.scxml`.
     public static var eventCaseNames: [String] { Event.allCaseNames }
+
+    /// The event of the retry timer, which the host performs.
+    public func event(firing timer: Effect) -> Event? {
+        if case .scheduleRetry = timer { return .timerFired(.retry) }
+        return nil
+    }
 
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {

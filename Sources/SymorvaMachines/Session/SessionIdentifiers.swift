@@ -199,39 +199,3 @@ public enum ServerAddress: Sendable, Hashable, Codable {
         }
     }
 }
-
-/// A wall-clock instant in milliseconds since 1970, the unit Matrix uses.
-///
-/// Machines never read a clock: the interpreter stamps token expiry when a response arrives,
-/// and timers scheduled for an instant are turned into delays by the interpreter.
-public struct Timestamp: Sendable, Hashable, Comparable, Codable, LogSafe, CustomStringConvertible {
-    /// Milliseconds since 1970-01-01T00:00:00Z.
-    public let millisecondsSince1970: Int64
-    /// An instant.
-    public init(millisecondsSince1970: Int64) { self.millisecondsSince1970 = millisecondsSince1970 }
-
-    /// The instant `duration` later (earlier when negative), to the millisecond.
-    public func advanced(by duration: Duration) -> Timestamp {
-        Timestamp(millisecondsSince1970: millisecondsSince1970 + duration.wholeMilliseconds)
-    }
-
-    /// The time from `other` to `self`.
-    public func duration(since other: Timestamp) -> Duration {
-        .milliseconds(millisecondsSince1970 - other.millisecondsSince1970)
-    }
-
-    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
-        lhs.millisecondsSince1970 < rhs.millisecondsSince1970
-    }
-
-    public var description: String { "\(millisecondsSince1970)ms" }
-    public var logDescription: String { description }
-}
-
-extension Duration {
-    /// The duration in whole milliseconds, rounded towards zero.
-    public var wholeMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
-    }
-}

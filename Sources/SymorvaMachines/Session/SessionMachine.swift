@@ -176,6 +176,17 @@ public struct SessionMachine: ChartedMachine {
         public static let persist: EffectKey = "session.persist"
     }
 
+    /// The events of the machine's two timers, which the host performs.
+    public func event(firing timer: Effect) -> Event? {
+        switch timer {
+        case .scheduleRefresh: .refreshTimerFired
+        case .scheduleRetry: .retryTimerFired
+        case .loadStoredSession, .fetchWellKnown, .fetchVersions, .sendLogin, .sendRegister, .persistSession, .activate,
+            .sendRefresh, .sendLogout, .wipeLocalData, .keepLocalData, .cancel:
+            nil
+        }
+    }
+
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .signedOut: signedOut(on: event)
@@ -358,7 +369,8 @@ extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomD
     }
 
     /// Requests and timers are keyed so that a newer one replaces an older one and a state
-    /// change can cancel them; the rest are plain performs.
+    /// change can cancel them; timers are performed by the host (see
+    /// ``SessionMachine/event(firing:)``); the rest are plain performs.
     public var directive: EffectDirective {
         typealias Keys = SessionMachine.Keys
         switch self {
@@ -366,8 +378,8 @@ extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomD
         case .sendLogin: return .keyed(Keys.login)
         case .sendRegister: return .keyed(Keys.register)
         case .persistSession: return .keyed(Keys.persist)
-        case .scheduleRefresh: return .keyed(Keys.refreshTimer)
-        case .scheduleRetry: return .keyed(Keys.retryTimer)
+        case .scheduleRefresh(let instant): return .timer(Keys.refreshTimer, .atWallTime(instant))
+        case .scheduleRetry(let delay): return .timer(Keys.retryTimer, .after(delay))
         case .sendRefresh: return .keyed(Keys.refresh)
         case .sendLogout: return .keyed(Keys.logout)
         case .cancel(let key): return .cancel(key)

@@ -1,6 +1,17 @@
 import SymorvaRuntime
 
 extension TransferMachine {
+    /// The events of the draft-expiry and query timers, which the host performs.
+    public func event(firing timer: Effect) -> Event? {
+        switch timer {
+        case .scheduleDraftExpiry: .draftExpired
+        case .scheduleQuery: .timerFired(.query)
+        case .sendPrepare, .sealVerification, .persistPendingCommand, .sendConfirm, .sendQuery, .clearPendingCommand,
+            .cancel:
+            nil
+        }
+    }
+
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle: inIdle(on: event)
@@ -132,7 +143,7 @@ extension TransferMachine {
         case .confirmResponse(.failed(let failure)):
             return refused(attempt, failure)
         case .confirmResponse(.pending), .confirmResponse(.transportError):
-            let backoff = configuration.queryBackoff.delay(afterAttempt: 0)
+            let backoff = configuration.queryDelay(afterAttempt: 0)
             return .move(to: .unknown(attempt.pendingCommand, attempt: 0), effects: [.scheduleQuery(after: backoff)])
         case .prepareRequested, .prepareResponse, .confirmRequested, .verificationSealed, .commandPersisted,
             .persistenceFailed, .queryRequested, .queryResponse, .timerFired, .draftExpired, .restored, .cancelled:
@@ -179,11 +190,11 @@ extension TransferMachine {
         case .queryResponse(.unknownCommand):
             return .move(to: .failed(.notReceived, pending.summary), effects: [clear])
         case .queryResponse(.pending), .queryResponse(.transportError):
-            let backoff = configuration.queryBackoff.delay(afterAttempt: attempt)
+            let backoff = configuration.queryDelay(afterAttempt: attempt)
             return .move(to: .unknown(pending, attempt: attempt), effects: [.scheduleQuery(after: backoff)])
         case .queryResponse(.rateLimited(let retryAfter)):
             // Still unknown; the next query waits for the backoff and at least the service's hint.
-            let backoff = max(configuration.queryBackoff.delay(afterAttempt: attempt), retryAfter ?? .zero)
+            let backoff = max(configuration.queryDelay(afterAttempt: attempt), retryAfter ?? .zero)
             return .move(to: .unknown(pending, attempt: attempt), effects: [.scheduleQuery(after: backoff)])
         case .prepareRequested, .prepareResponse, .confirmRequested, .verificationSealed, .commandPersisted,
             .persistenceFailed, .confirmResponse, .queryRequested, .timerFired, .draftExpired, .restored, .cancelled:

@@ -27,11 +27,13 @@ public struct TransferMachine: StateMachine {
     public struct Configuration: Sendable, Hashable {
         /// Whether a `BiometricVerifier` adapter is present on this platform (never on Linux).
         public var biometricVerifierPresent: Bool
-        /// How long to wait between queries of an unknown command.
-        public var queryBackoff: QueryBackoff
+        /// How long to wait between queries of an unknown command. The machine draws no jitter:
+        /// give it a backoff without (``/SymorvaMachines/SymorvaRuntime/RetryBackoff/transferQuery``'s `jitterRatio` is 0); with
+        /// one, it waits the shortest delay.
+        public var queryBackoff: RetryBackoff
 
         /// Creates a configuration.
-        public init(biometricVerifierPresent: Bool = false, queryBackoff: QueryBackoff = QueryBackoff()) {
+        public init(biometricVerifierPresent: Bool = false, queryBackoff: RetryBackoff = .transferQuery) {
             self.biometricVerifierPresent = biometricVerifierPresent
             self.queryBackoff = queryBackoff
         }
@@ -237,7 +239,8 @@ public struct TransferMachine: StateMachine {
             case .sendPrepare: .keyed(Keys.prepare)
             case .sealVerification: .keyed(Keys.verification)
             case .sendQuery: .keyed(Keys.query)
-            case .scheduleDraftExpiry, .scheduleQuery: .stateTimeout
+            case .scheduleDraftExpiry(let deadline): .timer(.stateTimeout, .at(deadline))
+            case .scheduleQuery(let delay): .timer(.stateTimeout, .after(delay))
             case .persistPendingCommand, .sendConfirm, .clearPendingCommand: .perform
             case .cancel(let key): .cancel(key)
             }
@@ -326,29 +329,17 @@ public struct ConfirmAttempt: Sendable, Equatable {
     }
 }
 
-/// Capped exponential backoff between queries of an unknown command.
-///
-/// No jitter: machines have no randomness. Interpreters may add jitter when they schedule the
-/// timer; the machine's delays are upper bounds on how long an unknown stays unqueried.
-public struct QueryBackoff: Sendable, Hashable {
-    /// The delay before the first query after an ambiguous confirm.
-    public var initial: Duration
-    /// The longest delay between two queries.
-    public var maximum: Duration
+extension RetryBackoff {
+    /// Queries of an unknown wallet command: 1 s doubling to 60 s, without jitter (the delays
+    /// are upper bounds on how long an unknown stays unqueried).
+    public static let transferQuery = RetryBackoff(
+        initialDelay: .seconds(1), maximumDelay: .seconds(60), jitterRatio: 0)
+}
 
-    /// Creates a backoff: `initial`, doubling per unanswered query, never above `maximum`.
-    public init(initial: Duration = .seconds(1), maximum: Duration = .seconds(60)) {
-        self.initial = initial
-        self.maximum = maximum
-    }
-
-    /// The delay after `attempt` queries went unresolved: `initial × 2^attempt`, capped.
-    public func delay(afterAttempt attempt: Int) -> Duration {
-        var delay = initial
-        for _ in 0..<max(0, attempt) {
-            if delay >= maximum || delay <= .zero { break }
-            delay *= 2
-        }
-        return min(delay, maximum)
+extension TransferMachine.Configuration {
+    /// The delay after `attempt` queries went unresolved: the backoff's delay before retry
+    /// `attempt + 1` (`initial × 2^attempt`, capped), without jitter.
+    func queryDelay(afterAttempt attempt: Int) -> Duration {
+        queryBackoff.delay(attempt: attempt == .max ? .max : max(0, attempt) + 1, jitter: 0)
     }
 }

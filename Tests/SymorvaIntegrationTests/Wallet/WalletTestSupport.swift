@@ -83,7 +83,8 @@ final class WalletMember: Sendable {
     /// The dev community's configuration, with quick query backoff so tests resolve fast.
     static func configuration(draftLifetime: Duration? = nil) -> WalletConfiguration {
         WalletConfiguration(
-            assets: [orb], queryBackoff: QueryBackoff(initial: .milliseconds(200), maximum: .seconds(1)),
+            assets: [orb],
+            queryBackoff: RetryBackoff(initialDelay: .milliseconds(200), maximumDelay: .seconds(1), jitterRatio: 0),
             requestTimeout: .seconds(20), draftLifetime: draftLifetime)
     }
 

@@ -165,7 +165,7 @@ struct SessionRequesterTests {
         try await gate.waitForWaiters(count: 1)
         // A refresh completes while the request is on the wire; the old token is dead now.
         await context.sessionHost.send(.refreshTimerFired)
-        _ = await context.sessionHost.states.first(cancelled: ()) { state in
+        _ = await context.sessionHost.wait { state -> Void? in
             if case .signedIn(let session) = state, session.tokens.accessToken.exposedValue == "access-1" { return () }
             return nil
         }

@@ -1,5 +1,6 @@
 import Foundation
 import SymorvaMachines
+import SymorvaRuntime
 import SymorvaTesting
 import Testing
 

@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaRuntime
 import SymorvaTesting
 import Testing
 
@@ -485,8 +486,12 @@ struct SendQueueMachineTests {
     func directives() {
         #expect(SendQueueMachine.Effect.sendEvent(F.t1, F.hello).directive == .keyed("sendQueue.request"))
         #expect(SendQueueMachine.Effect.encrypt(F.t1, F.hello).directive == .keyed("sendQueue.request"))
-        #expect(SendQueueMachine.Effect.scheduleRetry(after: .seconds(1)).directive == .keyed("sendQueue.retry"))
+        #expect(
+            SendQueueMachine.Effect.scheduleRetry(after: .seconds(1)).directive
+                == .timer("sendQueue.retry", .after(.seconds(1))))
         #expect(SendQueueMachine.Effect.persist(F.item(F.t1, F.hello)).directive == .perform)
+        #expect(SendQueueMachine().event(firing: .scheduleRetry(after: .seconds(1))) == .timerFired(.retry))
+        #expect(SendQueueMachine().event(firing: .requestTokenRefresh) == nil)
         #expect(SendQueueMachine.Effect.cancel("x").directive == .cancel("x"))
     }
 

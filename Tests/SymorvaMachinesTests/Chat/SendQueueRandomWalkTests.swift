@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaRuntime
 import SymorvaTesting
 import Testing
 

@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaRuntime
 import SymorvaTesting
 import Testing
 
@@ -292,8 +293,12 @@ struct SyncMachineTests {
         #expect(
             SyncMachine.Effect.sendSync(since: nil, timeout: .zero, filterID: nil).directive == .keyed("sync.request"))
         #expect(SyncMachine.Effect.storeSyncResponse(nextBatch: next).directive == .keyed("sync.store"))
-        #expect(SyncMachine.Effect.scheduleRetry(after: .seconds(1)).directive == .stateTimeout)
+        #expect(
+            SyncMachine.Effect.scheduleRetry(after: .seconds(1)).directive == .timer(.stateTimeout, .after(.seconds(1)))
+        )
         #expect(SyncMachine.Effect.requestTokenRefresh.directive == .perform)
+        #expect(SyncMachine().event(firing: .scheduleRetry(after: .seconds(1))) == .timerFired(.retry))
+        #expect(SyncMachine().event(firing: .requestTokenRefresh) == nil)
         #expect(SyncMachine.Effect.cancel("sync.request").directive == .cancel("sync.request"))
     }
 

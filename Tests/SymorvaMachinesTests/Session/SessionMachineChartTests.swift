@@ -95,9 +95,16 @@ struct SessionMachineChartTests {
     func effectDirectives() {
         #expect(SessionEffect.sendRefresh(SessionFixture.refreshRequest()).directive == .keyed(SessionKeys.refresh))
         #expect(
-            SessionEffect.scheduleRefresh(at: SessionFixture.issuedAt).directive == .keyed(SessionKeys.refreshTimer))
-        #expect(SessionEffect.scheduleRetry(after: .seconds(1)).directive == .keyed(SessionKeys.retryTimer))
+            SessionEffect.scheduleRefresh(at: SessionFixture.issuedAt).directive
+                == .timer(SessionKeys.refreshTimer, .atWallTime(SessionFixture.issuedAt)))
+        #expect(
+            SessionEffect.scheduleRetry(after: .seconds(1)).directive
+                == .timer(SessionKeys.retryTimer, .after(.seconds(1))))
         #expect(SessionEffect.cancel(SessionKeys.login).directive == .cancel(SessionKeys.login))
+        // The host fires the timers with the machine's own events; nothing else is a timer.
+        #expect(SessionMachine().event(firing: .scheduleRefresh(at: SessionFixture.issuedAt)) == .refreshTimerFired)
+        #expect(SessionMachine().event(firing: .scheduleRetry(after: .seconds(1))) == .retryTimerFired)
+        #expect(SessionMachine().event(firing: .cancel(SessionKeys.login)) == nil)
         #expect(SessionEffect.wipeLocalData(SessionFixture.account).directive == .perform)
         #expect(SessionEffect.cancel(SessionKeys.login).description == "Session.Effect.cancel(session.login)")
     }

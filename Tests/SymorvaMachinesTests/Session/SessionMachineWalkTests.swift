@@ -218,6 +218,7 @@ struct SessionSimulatedWorld {
         case .cancel(let key): pendingKeyed[key] = nil
         case .keyed(let key): pendingKeyed[key] = effect
         case .stateTimeout: pendingKeyed[.stateTimeout] = effect
+        case .timer(let key, _): pendingKeyed[key] = effect
         case .perform:
             if case .activate = effect { return }
             pendingStore.append(effect)

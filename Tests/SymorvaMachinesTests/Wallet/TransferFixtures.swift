@@ -9,7 +9,7 @@ enum Fixture {
     static let serverKey = [UInt8](repeating: 7, count: 32)
     static let draftID = DraftID("draft-1")
     static let expiry = Duration.seconds(300)
-    static let backoff = QueryBackoff(initial: .seconds(1), maximum: .seconds(60))
+    static let backoff = RetryBackoff(initialDelay: .seconds(1), maximumDelay: .seconds(60), jitterRatio: 0)
 
     static let machine = TransferMachine(configuration: .init(biometricVerifierPresent: false, queryBackoff: backoff))
     static let biometricMachine = TransferMachine(

@@ -157,7 +157,7 @@ struct SimulatedHost {
             launch(effects)
         case .move(let next, let effects):
             state = next
-            outstanding.removeAll { $0.directive == .stateTimeout }
+            outstanding.removeAll { $0.directive.runningKey == .stateTimeout }
             launch(effects)
         }
     }
@@ -166,11 +166,11 @@ struct SimulatedHost {
         for effect in effects {
             switch effect.directive {
             case .cancel(let key):
-                outstanding.removeAll { $0.directive == .keyed(key) }
+                outstanding.removeAll { $0.directive.runningKey == key }
             case .perform:
                 outstanding.append(effect)
-            case .keyed, .stateTimeout:
-                outstanding.removeAll { $0.directive == effect.directive }
+            case .keyed, .stateTimeout, .timer:
+                outstanding.removeAll { $0.directive.runningKey == effect.directive.runningKey }
                 outstanding.append(effect)
             }
         }

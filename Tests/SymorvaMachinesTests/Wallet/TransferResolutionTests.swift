@@ -197,10 +197,15 @@ struct TransferResolutionTests {
 
     @Test("Backoff doubles from the initial delay and stops at the cap")
     func backoff() {
-        let delays = (0...8).map { Fixture.backoff.delay(afterAttempt: $0) }
+        // The delay after `n` unresolved queries is the backoff's delay before retry `n + 1`.
+        let delays = (0...8).map { Fixture.backoff.delay(attempt: $0 + 1, jitter: 0.9) }
         #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
-        #expect(Fixture.backoff.delay(afterAttempt: Int.max) == .seconds(60))
-        #expect(QueryBackoff(initial: .zero, maximum: .seconds(5)).delay(afterAttempt: Int.max) == .zero)
+        #expect(Fixture.backoff.delay(attempt: Int.max, jitter: 0.9) == .seconds(60))
+        #expect(
+            RetryBackoff(initialDelay: .zero, maximumDelay: .seconds(5), jitterRatio: 0).delay(
+                attempt: Int.max, jitter: 0)
+                == .zero)
+        #expect(Fixture.backoff == .transferQuery)
     }
 
     // MARK: Restart

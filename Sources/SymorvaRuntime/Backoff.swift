@@ -1,9 +1,11 @@
-// Exponential backoff with jitter, as pure values.
+// Exponential backoff with jitter, as pure values: the runtime's one backoff, for every machine
+// that retries or polls (sync, send queue, wallet queries).
 //
 // Machines may not draw random numbers, yet retries from many clients must not march in
 // lockstep. The jitter therefore comes in from outside as a seed (in the event that starts the
 // machine or in its initial state) and is advanced deterministically by ``JitterSource``: the
-// same seed replays the same delays, which is what tests and trace replays need.
+// same seed replays the same delays, which is what tests and trace replays need. A backoff
+// without jitter (`jitterRatio: 0`) needs no seed: any jitter value gives the same delay.
 
 /// How long to wait before retry number `attempt`: exponential, capped, with jitter.
 ///
@@ -11,6 +13,8 @@
 /// `base = min(maximumDelay, initialDelay × multiplier^(attempt − 1))` and `jitter` in `0..<1`
 /// ("equal jitter": never less than `base × (1 − jitterRatio)`, never more than `base`).
 /// Arithmetic is in whole milliseconds so that every platform computes the same delay.
+///
+/// The feature presets (`.sync`, `.sendQueue`, `.transferQuery`) live with their machines.
 public struct RetryBackoff: Sendable, Hashable {
     /// The base delay before the first retry.
     public var initialDelay: Duration
@@ -29,17 +33,12 @@ public struct RetryBackoff: Sendable, Hashable {
         self.jitterRatio = min(1, max(0, jitterRatio))
     }
 
-    /// `/sync`: 1 s doubling to 60 s.
-    public static let sync = RetryBackoff(initialDelay: .seconds(1), maximumDelay: .seconds(60))
-    /// The send queue: 2 s doubling to 5 min.
-    public static let sendQueue = RetryBackoff(initialDelay: .seconds(2), maximumDelay: .seconds(300))
-
     /// The delay before retry `attempt` (1 is the first retry), given a jitter value in `0..<1`.
     public func delay(attempt: Int, jitter: Double) -> Duration {
         let cap = Self.milliseconds(maximumDelay)
         var base = Self.milliseconds(initialDelay)
         var step = 1
-        while step < attempt && base < cap {
+        while step < attempt && base > 0 && base < cap {
             let (grown, overflow) = base.multipliedReportingOverflow(by: Int64(multiplier))
             base = overflow ? cap : grown
             step += 1
