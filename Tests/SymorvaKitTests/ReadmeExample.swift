@@ -1,8 +1,5 @@
 import Foundation
-import SymorvaChat
 import SymorvaKit
-import SymorvaMachines
-import SymorvaRuntime
 
 // README.md's embedding example against the public API only (no `@testable`) and with the
 // README's imports only (`import SymorvaKit` is enough): the two halves below are the
