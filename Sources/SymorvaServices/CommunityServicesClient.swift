@@ -215,19 +215,18 @@ public actor CommunityServicesClient {
     ///
     /// A 429 is ``ServicesError/rateLimited(retryAfter:)`` whatever its body: the hint is
     /// `retry_after_ms` (exact), else the `Retry-After` header (whole seconds, or a date read
-    /// against `now`).
+    /// against `now`). Every hint is clamped by ``/SymorvaRuntime/ServerWait``; a negative or
+    /// unreadable one counts as none.
     static func decodeError(_ response: HTTPResponse, now: Timestamp) -> ServicesError {
         let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+        let exact = ServerWait.clamp(milliseconds: body?.retryAfterMilliseconds)
         if response.status == 429 {
-            let exact = body?.retryAfterMilliseconds.map { Duration.milliseconds(max(0, $0)) }
             let header = response.headers["Retry-After"].flatMap(RetryAfter.init(headerValue:))
-            return .rateLimited(retryAfter: exact ?? header?.delay(from: now))
+            return .rateLimited(retryAfter: exact ?? header?.wait(from: now))
         }
         guard let body else { return .malformedResponse(status: response.status) }
         if response.status == 401 { return .unauthorized(code: body.errcode) }
-        return .server(
-            code: body.errcode, status: response.status, message: body.error ?? "",
-            retryAfter: body.retryAfterMilliseconds.map { .milliseconds($0) })
+        return .server(code: body.errcode, status: response.status, message: body.error ?? "", retryAfter: exact)
     }
 
     private struct ExchangeRequest: Encodable {
@@ -255,10 +254,18 @@ public actor CommunityServicesClient {
     private struct ErrorBody: Decodable {
         var errcode: String
         var error: String?
-        var retryAfterMilliseconds: Int?
+        var retryAfterMilliseconds: Double?
         enum CodingKeys: String, CodingKey {
             case errcode, error
             case retryAfterMilliseconds = "retry_after_ms"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            errcode = try container.decode(String.self, forKey: .errcode)
+            error = try container.decodeIfPresent(String.self, forKey: .error)
+            // A garbage hint (a string, a huge number) counts as none; it never loses the errcode.
+            retryAfterMilliseconds = try? container.decodeIfPresent(Double.self, forKey: .retryAfterMilliseconds)
         }
     }
 }
