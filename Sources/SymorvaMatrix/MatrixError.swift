@@ -203,7 +203,7 @@ public enum RetryAfter: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// How long the SDK waits from `now` (an instant of the injected
-    /// ``/SymorvaRuntime/WallClock``): ``delay(from:)-(Timestamp)`` clamped by
+    /// ``/SymorvaRuntime/WallClock``): `delay(from:)` clamped by
     /// ``/SymorvaRuntime/ServerWait`` (a date already past waits the floor, a far one the ceiling).
     public func wait(from now: Timestamp) -> Duration {
         ServerWait.clamp(delay(from: now)) ?? ServerWait.floor

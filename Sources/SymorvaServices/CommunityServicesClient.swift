@@ -12,6 +12,17 @@ import SymorvaRuntime
 public protocol OpenIDTokenSource: Sendable {
     /// Asks the homeserver for a fresh OpenID token for the signed-in member.
     func requestOpenIDToken() async throws(ServicesError) -> OpenIDToken
+
+    /// The Matrix device ID the member is signed in with, or `nil` when unknown. The client
+    /// sends it with the exchange (`device_id`), so that the services token is bound to that
+    /// device and ``CommunityServicesClient/logOut(allDevices:timeout:)`` revokes every token the device
+    /// was issued.
+    func deviceID() async -> String?
+}
+
+extension OpenIDTokenSource {
+    /// No device: the services token is bound to the member only.
+    public func deviceID() async -> String? { nil }
 }
 
 /// Talks to the community services (`/_symorva/v1/…`) as one signed-in member.
@@ -53,6 +64,31 @@ public actor CommunityServicesClient {
 
     /// How many OpenID exchanges this client has made (tests check single-flight with it).
     public var exchanges: Int { exchangeCount }
+
+    /// Signs out of the services (`POST /_symorva/v1/auth/logout`): the token in use and every
+    /// services token issued for the same Matrix device stop working at once; with
+    /// `allDevices`, every services token of the member. The client forgets its token whatever
+    /// the outcome. Call it before the Matrix logout, while the session can still answer an
+    /// OpenID request should the client need a token to present.
+    ///
+    /// - Returns: how many services tokens the services revoked.
+    /// - Throws: the typed ``ServicesError`` of the request; the token is forgotten anyway.
+    @discardableResult
+    public func logOut(allDevices: Bool = false, timeout: Duration? = nil) async throws(ServicesError) -> Int {
+        let body = allDevices ? Array(#"{"all_devices": true}"#.utf8) : Array("{}".utf8)
+        let answer: [UInt8]
+        do {
+            answer = try await send(.post, "/_symorva/v1/auth/logout", json: body, timeout: timeout)
+        } catch {
+            invalidate()
+            throw error
+        }
+        invalidate()
+        guard let decoded = try? JSONDecoder().decode(LogoutResponse.self, from: Data(answer)) else {
+            throw .malformedResponse(status: 200)
+        }
+        return decoded.revoked
+    }
 
     /// Forgets the services token (sign-out, account switch).
     public func invalidate() {
@@ -179,7 +215,7 @@ public actor CommunityServicesClient {
         let openID = try await source.requestOpenIDToken()
         let payload = ExchangeRequest(
             accessToken: openID.accessToken.exposedValue, matrixServerName: openID.matrixServerName,
-            expiresIn: openID.expiresIn)
+            expiresIn: openID.expiresIn, deviceID: await source.deviceID())
         let body: [UInt8]
         do { body = Array(try JSONEncoder().encode(payload)) } catch { throw .malformedResponse(status: 0) }
         var response: HTTPResponse
@@ -234,7 +270,10 @@ public actor CommunityServicesClient {
         var matrixServerName: String
         var expiresIn: Int
         var tokenType = "Bearer"
+        /// Binds the services token to this Matrix device; left out when unknown.
+        var deviceID: String?
         enum CodingKeys: String, CodingKey {
+            case deviceID = "device_id"
             case accessToken = "access_token"
             case matrixServerName = "matrix_server_name"
             case expiresIn = "expires_in"
@@ -249,6 +288,10 @@ public actor CommunityServicesClient {
             case accessToken = "access_token"
             case expiresInMilliseconds = "expires_in_ms"
         }
+    }
+
+    private struct LogoutResponse: Decodable {
+        var revoked: Int
     }
 
     private struct ErrorBody: Decodable {
