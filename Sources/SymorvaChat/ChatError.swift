@@ -67,7 +67,7 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
         case .matrix(let matrix):
             switch matrix.code {
             case .unknownToken, .missingToken: self = .tokenRejected
-            case .limitExceeded: self = .rateLimited(retryAfter: matrix.retryAfter?.delay(from: now))
+            case .limitExceeded: self = .rateLimited(retryAfter: matrix.retryAfter?.wait(from: now))
             default: self = .server(status: matrix.status, errorCode: matrix.code.errcode)
             }
         }
@@ -86,7 +86,7 @@ enum RequestFailure {
         case .matrix(let matrix):
             switch matrix.code {
             case .unknownToken, .missingToken: return nil
-            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.delay(from: now))
+            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.wait(from: now))
             default:
                 if matrix.status >= 500 || matrix.status == 408 { return .server(status: matrix.status) }
                 return .rejected(status: matrix.status, errorCode: matrix.code.errcode)
@@ -103,7 +103,7 @@ enum RequestFailure {
         case .matrix(let matrix):
             switch matrix.code {
             case .unknownToken, .missingToken: return .unknownToken
-            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.delay(from: now))
+            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.wait(from: now))
             case .forbidden: return .permanent(.forbidden)
             case .tooLarge: return .permanent(.tooLarge)
             default:

@@ -20,6 +20,10 @@ package struct ClientWellKnown: Decodable, Sendable, Hashable {
         case identityServer = "m.identity_server"
     }
 
+    /// The discovery failure of a `.well-known` that points at a plain-http, non-loopback base URL.
+    package static let plainHTTPReason =
+        "m.homeserver.base_url uses plain http to a host that is not loopback (no downgrade from https)"
+
     /// Reads a `.well-known` body into a validated base URL, failing discovery as the spec says
     /// (`FAIL_PROMPT` for a missing or unreadable `m.homeserver`, `FAIL_ERROR` for a bad URL).
     package static func homeserverURL(from body: [UInt8]) throws(SessionError) -> HomeserverURL {
@@ -29,10 +33,15 @@ package struct ClientWellKnown: Decodable, Sendable, Hashable {
         } catch {
             throw .discoveryFailed(reason: "m.homeserver is missing or unreadable")
         }
-        guard let url = HomeserverURL(wellKnown.homeserver.baseURL) else {
+        // Discovery always reads `.well-known` over https; a plain-http base URL (loopback
+        // excepted) would downgrade every later request, credentials included.
+        switch HomeserverURL.validate(wellKnown.homeserver.baseURL) {
+        case .success(let url): return url
+        case .failure(.notAbsoluteHTTPURL):
             throw .discoveryFailed(reason: "m.homeserver.base_url is not an absolute http(s) URL")
+        case .failure(.plainHTTP):
+            throw .discoveryFailed(reason: Self.plainHTTPReason)
         }
-        return url
     }
 }
 

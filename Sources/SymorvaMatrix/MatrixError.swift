@@ -135,7 +135,8 @@ public struct MatrixError: Error, Sendable, Hashable {
         else {
             return MatrixError(status: response.status, code: .malformedBody, retryAfter: header)
         }
-        let bodyDelay = body.retryAfterMilliseconds.map { RetryAfter.delay(.milliseconds(max(0, $0))) }
+        // A negative hint means nothing: it counts as none (``ServerWait``).
+        let bodyDelay = ServerWait.clamp(milliseconds: body.retryAfterMilliseconds).map(RetryAfter.delay)
         return MatrixError(
             status: response.status, code: Code(errcode), message: body.error,
             isSoftLogout: body.softLogout ?? false, retryAfter: header ?? bodyDelay)
@@ -145,12 +146,21 @@ public struct MatrixError: Error, Sendable, Hashable {
         var errcode: String?
         var error: String?
         var softLogout: Bool?
-        var retryAfterMilliseconds: Int64?
+        var retryAfterMilliseconds: Double?
 
         enum CodingKeys: String, CodingKey {
             case errcode, error
             case softLogout = "soft_logout"
             case retryAfterMilliseconds = "retry_after_ms"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            errcode = try container.decodeIfPresent(String.self, forKey: .errcode)
+            error = try container.decodeIfPresent(String.self, forKey: .error)
+            softLogout = try container.decodeIfPresent(Bool.self, forKey: .softLogout)
+            // A garbage hint (a string, a huge number) counts as none; it never loses the errcode.
+            retryAfterMilliseconds = try? container.decodeIfPresent(Double.self, forKey: .retryAfterMilliseconds)
         }
     }
 }
@@ -192,7 +202,15 @@ public enum RetryAfter: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The time to wait from `now`, an instant of the injected ``/SymorvaRuntime/WallClock``; never negative.
+    /// How long the SDK waits from `now` (an instant of the injected
+    /// ``/SymorvaRuntime/WallClock``): `delay(from:)` clamped by
+    /// ``/SymorvaRuntime/ServerWait`` (a date already past waits the floor, a far one the ceiling).
+    public func wait(from now: Timestamp) -> Duration {
+        ServerWait.clamp(delay(from: now)) ?? ServerWait.floor
+    }
+
+    /// The time to wait from `now`, an instant of the injected ``/SymorvaRuntime/WallClock``;
+    /// never negative. As the server said, not clamped: wait ``wait(from:)`` instead.
     public func delay(from now: Timestamp) -> Duration {
         delay(from: Date(timeIntervalSince1970: Double(now.millisecondsSince1970) / 1_000))
     }

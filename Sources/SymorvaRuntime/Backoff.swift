@@ -52,9 +52,10 @@ public struct RetryBackoff: Sendable, Hashable {
     }
 
     /// The delay before retry `attempt`, honouring a server's `Retry-After` (or `retry_after_ms`)
-    /// when there is one: the server's value is used as is, without jitter or cap.
+    /// when there is one: the server's value, without jitter, clamped by ``ServerWait`` (a
+    /// negative value counts as none).
     public func delay(attempt: Int, jitter: Double, retryAfter: Duration?) -> Duration {
-        if let retryAfter { return max(retryAfter, .zero) }
+        if let wait = ServerWait.clamp(retryAfter) { return wait }
         return delay(attempt: attempt, jitter: jitter)
     }
 

@@ -12,6 +12,17 @@ import SymorvaRuntime
 public protocol OpenIDTokenSource: Sendable {
     /// Asks the homeserver for a fresh OpenID token for the signed-in member.
     func requestOpenIDToken() async throws(ServicesError) -> OpenIDToken
+
+    /// The Matrix device ID the member is signed in with, or `nil` when unknown. The client
+    /// sends it with the exchange (`device_id`), so that the services token is bound to that
+    /// device and ``CommunityServicesClient/logOut(allDevices:timeout:)`` revokes every token the device
+    /// was issued.
+    func deviceID() async -> String?
+}
+
+extension OpenIDTokenSource {
+    /// No device: the services token is bound to the member only.
+    public func deviceID() async -> String? { nil }
 }
 
 /// Talks to the community services (`/_symorva/v1/…`) as one signed-in member.
@@ -53,6 +64,31 @@ public actor CommunityServicesClient {
 
     /// How many OpenID exchanges this client has made (tests check single-flight with it).
     public var exchanges: Int { exchangeCount }
+
+    /// Signs out of the services (`POST /_symorva/v1/auth/logout`): the token in use and every
+    /// services token issued for the same Matrix device stop working at once; with
+    /// `allDevices`, every services token of the member. The client forgets its token whatever
+    /// the outcome. Call it before the Matrix logout, while the session can still answer an
+    /// OpenID request should the client need a token to present.
+    ///
+    /// - Returns: how many services tokens the services revoked.
+    /// - Throws: the typed ``ServicesError`` of the request; the token is forgotten anyway.
+    @discardableResult
+    public func logOut(allDevices: Bool = false, timeout: Duration? = nil) async throws(ServicesError) -> Int {
+        let body = allDevices ? Array(#"{"all_devices": true}"#.utf8) : Array("{}".utf8)
+        let answer: [UInt8]
+        do {
+            answer = try await send(.post, "/_symorva/v1/auth/logout", json: body, timeout: timeout)
+        } catch {
+            invalidate()
+            throw error
+        }
+        invalidate()
+        guard let decoded = try? JSONDecoder().decode(LogoutResponse.self, from: Data(answer)) else {
+            throw .malformedResponse(status: 200)
+        }
+        return decoded.revoked
+    }
 
     /// Forgets the services token (sign-out, account switch).
     public func invalidate() {
@@ -179,7 +215,7 @@ public actor CommunityServicesClient {
         let openID = try await source.requestOpenIDToken()
         let payload = ExchangeRequest(
             accessToken: openID.accessToken.exposedValue, matrixServerName: openID.matrixServerName,
-            expiresIn: openID.expiresIn)
+            expiresIn: openID.expiresIn, deviceID: await source.deviceID())
         let body: [UInt8]
         do { body = Array(try JSONEncoder().encode(payload)) } catch { throw .malformedResponse(status: 0) }
         var response: HTTPResponse
@@ -215,19 +251,18 @@ public actor CommunityServicesClient {
     ///
     /// A 429 is ``ServicesError/rateLimited(retryAfter:)`` whatever its body: the hint is
     /// `retry_after_ms` (exact), else the `Retry-After` header (whole seconds, or a date read
-    /// against `now`).
+    /// against `now`). Every hint is clamped by ``/SymorvaRuntime/ServerWait``; a negative or
+    /// unreadable one counts as none.
     static func decodeError(_ response: HTTPResponse, now: Timestamp) -> ServicesError {
         let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+        let exact = ServerWait.clamp(milliseconds: body?.retryAfterMilliseconds)
         if response.status == 429 {
-            let exact = body?.retryAfterMilliseconds.map { Duration.milliseconds(max(0, $0)) }
             let header = response.headers["Retry-After"].flatMap(RetryAfter.init(headerValue:))
-            return .rateLimited(retryAfter: exact ?? header?.delay(from: now))
+            return .rateLimited(retryAfter: exact ?? header?.wait(from: now))
         }
         guard let body else { return .malformedResponse(status: response.status) }
         if response.status == 401 { return .unauthorized(code: body.errcode) }
-        return .server(
-            code: body.errcode, status: response.status, message: body.error ?? "",
-            retryAfter: body.retryAfterMilliseconds.map { .milliseconds($0) })
+        return .server(code: body.errcode, status: response.status, message: body.error ?? "", retryAfter: exact)
     }
 
     private struct ExchangeRequest: Encodable {
@@ -235,7 +270,10 @@ public actor CommunityServicesClient {
         var matrixServerName: String
         var expiresIn: Int
         var tokenType = "Bearer"
+        /// Binds the services token to this Matrix device; left out when unknown.
+        var deviceID: String?
         enum CodingKeys: String, CodingKey {
+            case deviceID = "device_id"
             case accessToken = "access_token"
             case matrixServerName = "matrix_server_name"
             case expiresIn = "expires_in"
@@ -252,13 +290,25 @@ public actor CommunityServicesClient {
         }
     }
 
+    private struct LogoutResponse: Decodable {
+        var revoked: Int
+    }
+
     private struct ErrorBody: Decodable {
         var errcode: String
         var error: String?
-        var retryAfterMilliseconds: Int?
+        var retryAfterMilliseconds: Double?
         enum CodingKeys: String, CodingKey {
             case errcode, error
             case retryAfterMilliseconds = "retry_after_ms"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            errcode = try container.decode(String.self, forKey: .errcode)
+            error = try container.decodeIfPresent(String.self, forKey: .error)
+            // A garbage hint (a string, a huge number) counts as none; it never loses the errcode.
+            retryAfterMilliseconds = try? container.decodeIfPresent(Double.self, forKey: .retryAfterMilliseconds)
         }
     }
 }

@@ -1,3 +1,5 @@
+import SymorvaRuntime
+
 /// How the community services client answers a rate-limited request (429 `SY_LIMIT_EXCEEDED`).
 ///
 /// The services refuse a rate-limited request before handling it, so sending it again cannot
@@ -6,7 +8,9 @@
 /// `deliversAtMostOnce` (a wallet confirmation): whether a command goes out again is its
 /// machine's decision, so that request gets ``ServicesError/rateLimited(retryAfter:)`` at once.
 /// A hint longer than ``longestWait`` is not waited for either: the caller gets the error and
-/// can tell the member how long to wait.
+/// can tell the member how long to wait. Every wait is clamped by ``/SymorvaRuntime/ServerWait``:
+/// never shorter than its floor (1 s, also without a hint), never longer than its ceiling, a
+/// negative hint counting as none.
 public struct RateLimitPolicy: Sendable, Hashable {
     /// How many times one request is sent again after a 429; `0` never.
     public var retries: Int
@@ -33,7 +37,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// `retriesSoFar` retries, or `nil` to give up and report the 429.
     public func delay(retryAfter: Duration?, retriesSoFar: Int) -> Duration? {
         guard retriesSoFar < retries else { return nil }
-        let wait = max(.zero, retryAfter ?? waitWithoutHint)
+        let wait = ServerWait.clamp(retryAfter) ?? max(ServerWait.floor, waitWithoutHint)
         return wait <= longestWait ? wait : nil
     }
 }

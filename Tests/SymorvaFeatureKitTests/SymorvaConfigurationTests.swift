@@ -133,6 +133,31 @@ struct SymorvaConfigurationTests {
         }
     }
 
+    @Test("A plain-http homeserver.url to a non-loopback host is refused, naming the field")
+    func plainHTTPHomeserverURL() throws {
+        try Self.expectError(.insecureURL("homeserver.url")) {
+            $0["homeserver"] = ["url": "http://matrix.example.org", "serverName": "example.org"]
+        }
+    }
+
+    @Test("A plain-http services.url to a non-loopback host is refused, naming the field")
+    func plainHTTPServicesURL() throws {
+        try Self.expectError(.insecureURL("services.url")) { $0["services"] = ["url": "http://services.example.org"] }
+    }
+
+    @Test("Plain http stays allowed for loopback hosts (127.0.0.0/8, ::1, localhost)")
+    func plainHTTPLoopbackAllowed() throws {
+        for url in ["http://127.0.0.1:8008", "http://127.1.2.3", "http://[::1]:8008", "http://localhost:8008"] {
+            let data = try Self.manifest {
+                $0["homeserver"] = ["url": url, "serverName": "localhost"]
+                $0["services"] = ["url": url]
+            }
+            let configuration = try SymorvaConfiguration(jsonData: data)
+            #expect(configuration.homeserver.url.rawValue == url)
+            #expect(configuration.services.url == URL(string: url))
+        }
+    }
+
     @Test("A bad serverName is invalid")
     func badServerName() throws {
         try Self.expectError(.invalidField("homeserver.serverName", reason: "not a Matrix server name")) {

@@ -33,6 +33,21 @@ struct AuthResponsesTests {
         }
     }
 
+    @Test(".well-known reached over https may not send the client to a plain-http base URL")
+    func wellKnownPlainHTTPDowngrade() {
+        #expect(throws: SessionError.discoveryFailed(reason: ClientWellKnown.plainHTTPReason)) {
+            try ClientWellKnown.homeserverURL(
+                from: self.bytes(#"{"m.homeserver": {"base_url": "http://matrix.example.com"}}"#))
+        }
+        #expect(ClientWellKnown.plainHTTPReason.contains("m.homeserver.base_url"))
+    }
+
+    @Test(".well-known may name a loopback plain-http base URL (the dev environment)")
+    func wellKnownLoopbackHTTP() throws {
+        let body = bytes(#"{"m.homeserver": {"base_url": "http://127.0.0.1:8008"}}"#)
+        #expect(try ClientWellKnown.homeserverURL(from: body) == HomeserverURL("http://127.0.0.1:8008"))
+    }
+
     @Test("Synapse's /versions answer: versions and unstable features")
     func versions() throws {
         let body = bytes(

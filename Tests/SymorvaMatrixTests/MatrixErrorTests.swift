@@ -96,6 +96,34 @@ struct MatrixErrorTests {
         }
     }
 
+    @Test(
+        "M_LIMIT_EXCEEDED's retry_after_ms is clamped: huge waits the ceiling, 0 the floor, negative or garbage is none",
+        arguments: [
+            ("999999999", RetryAfter?.some(.delay(.seconds(300)))), ("0", .delay(.seconds(1))), ("-5", nil),
+            ("1e30", .delay(.seconds(300))), (#""soon""#, nil), ("2500", .delay(.milliseconds(2_500))),
+        ])
+    func retryAfterMillisecondsClamped(value: String, expected: RetryAfter?) throws {
+        let body = #"{"errcode":"M_LIMIT_EXCEEDED","retry_after_ms":\#(value)}"#
+        let error = try #require(MatrixError.decode(from: response(429, body)))
+        #expect(error.code == .limitExceeded)
+        #expect(error.retryAfter == expected)
+    }
+
+    @Test("A Retry-After header is waited clamped: huge seconds, a far date and a past date")
+    func retryAfterHeaderClamped() throws {
+        let now = Timestamp(millisecondsSince1970: 1_445_412_470_000)
+        let huge = try #require(
+            MatrixError.decode(
+                from: response(429, #"{"errcode":"M_LIMIT_EXCEEDED"}"#, headers: ["Retry-After": "999999999"])))
+        #expect(huge.retryAfter?.wait(from: now) == .seconds(300))
+        #expect(RetryAfter.date(Date(timeIntervalSince1970: 1_545_412_470)).wait(from: now) == .seconds(300))
+        #expect(RetryAfter.date(Date(timeIntervalSince1970: 1_445_412_400)).wait(from: now) == .seconds(1))
+        #expect(RetryAfter.delay(.zero).wait(from: now) == .seconds(1))
+        let negative = try #require(
+            MatrixError.decode(from: response(429, #"{"errcode":"M_LIMIT_EXCEEDED"}"#, headers: ["Retry-After": "-5"])))
+        #expect(negative.retryAfter == nil)
+    }
+
     @Test("Malformed bodies yield malformedBody, never a crash")
     func malformedBodies() throws {
         let bodies = [

@@ -22,8 +22,8 @@ struct WalletRateLimitTests {
     func query() async throws {
         let harness = try await InterpreterHarness()
         #expect(
-            await harness.query { _ in .rateLimited(milliseconds: 800) }
-                == .queryResponse(.rateLimited(retryAfter: .milliseconds(800))))
+            await harness.query { _ in .rateLimited(milliseconds: 1_800) }
+                == .queryResponse(.rateLimited(retryAfter: .milliseconds(1_800))))
         #expect(
             await harness.query { _ in .rateLimited(milliseconds: nil) }
                 == .queryResponse(.rateLimited(retryAfter: nil)))
@@ -42,12 +42,12 @@ struct WalletRateLimitTests {
         let harness = try await InterpreterHarness(rateLimitPolicy: .standard)
         harness.transport.on(
             "POST", "/_symorva/v1/wallet/transfers/prepare",
-            ScriptedHTTPTransport.sequence([.rateLimited(milliseconds: 300), .json(200, WalletFixtures.draftJSON)]))
+            ScriptedHTTPTransport.sequence([.rateLimited(milliseconds: 1_300), .json(200, WalletFixtures.draftJSON)]))
         let request = TransferRequest(
             recipient: WalletFixtures.bob, asset: WalletFixtures.orb, amount: WalletFixtures.amount("25.00"))
         async let event = harness.perform(.sendPrepare(request))
         try await harness.clock.waitForSleepers(count: 1)
-        await harness.clock.advance(by: .milliseconds(300))
+        await harness.clock.advance(by: .milliseconds(1_300))
         guard case .prepareResponse(.drafted(let draft)) = await event else {
             Issue.record("expected a draft")
             return

@@ -16,6 +16,10 @@ public enum ConfigurationError: Error, Sendable, Hashable, LogSafe, CustomString
     case missingField(String)
     /// A field is present but its value is unusable.
     case invalidField(String, reason: String)
+    /// A URL field (`homeserver.url`, `services.url`) uses plain `http` to a host that is not
+    /// loopback: passwords and tokens would travel in clear. Use `https`; `http` is accepted
+    /// only for `127.0.0.0/8`, `::1` and `localhost`.
+    case insecureURL(String)
 
     public var description: String {
         switch self {
@@ -24,6 +28,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, LogSafe, CustomString
         case .unsupportedVersion(let version): "unsupported manifest version \(version) (this SDK reads version 1)"
         case .missingField(let path): "missing field \(path)"
         case .invalidField(let path, let reason): "invalid field \(path): \(reason)"
+        case .insecureURL(let path):
+            "invalid field \(path): plain http is only allowed for loopback hosts (127.0.0.0/8, ::1, localhost); use https"
         }
     }
 

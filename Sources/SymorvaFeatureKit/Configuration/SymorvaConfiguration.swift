@@ -196,9 +196,7 @@ public struct SymorvaConfiguration: Sendable, Hashable {
 
         let homeserver = try reader.object(at: ["homeserver"], in: root)
         let homeserverText = try reader.string(at: ["homeserver", "url"], in: homeserver)
-        guard let homeserverURL = HomeserverURL(homeserverText) else {
-            throw .invalidField("homeserver.url", reason: "not an absolute http(s) URL")
-        }
+        let homeserverURL = try Self.checkedURL(homeserverText, field: "homeserver.url")
         let serverName = try reader.string(at: ["homeserver", "serverName"], in: homeserver)
         guard MatrixServerName.isValid(serverName) else {
             throw .invalidField("homeserver.serverName", reason: "not a Matrix server name")
@@ -207,7 +205,8 @@ public struct SymorvaConfiguration: Sendable, Hashable {
 
         let services = try reader.object(at: ["services"], in: root)
         let servicesText = try reader.string(at: ["services", "url"], in: services)
-        guard HomeserverURL(servicesText) != nil, let servicesURL = URL(string: servicesText) else {
+        _ = try Self.checkedURL(servicesText, field: "services.url")
+        guard let servicesURL = URL(string: servicesText) else {
             throw .invalidField("services.url", reason: "not an absolute http(s) URL")
         }
         self.services = Services(url: servicesURL)
@@ -223,5 +222,14 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         let encryption = try reader.optionalObject(at: ["encryption"], in: root) ?? [:]
         let enabled = try reader.optionalBool(at: ["encryption", "defaultEnabled"], in: encryption) ?? false
         self.encryption = Encryption(isEnabledByDefault: enabled)
+    }
+
+    /// Validates the URL of `field`: absolute `http(s)`, plain `http` only for a loopback host.
+    private static func checkedURL(_ text: String, field: String) throws(ConfigurationError) -> HomeserverURL {
+        switch HomeserverURL.validate(text) {
+        case .success(let url): return url
+        case .failure(.plainHTTP): throw .insecureURL(field)
+        case .failure(.notAbsoluteHTTPURL): throw .invalidField(field, reason: "not an absolute http(s) URL")
+        }
     }
 }

@@ -156,11 +156,11 @@ actor CommunitySessions: SessionDriver {
     }
 
     func endSession(for account: UserID, reason: AccountScope.Reason) async {
-        await close(account)
+        await close(account, signingOut: reason == .signedOut)
     }
 
     func forgetAccount(_ account: UserID) async -> [UserID] {
-        await close(account)
+        await close(account, signingOut: true)
         if case .unavailable(let unavailable, _) = active.value, unavailable == account {
             activePublisher.publish(.none)
         }
@@ -247,7 +247,9 @@ actor CommunitySessions: SessionDriver {
     }
 
     /// Stops the account's running context once, whoever asks first.
-    private func close(_ account: UserID) async {
+    /// Stops the account's running context; when `signingOut`, it first signs out of the
+    /// services (best effort), so that this happens before `signOutStored` sends the Matrix logout.
+    private func close(_ account: UserID, signingOut: Bool = false) async {
         if let task = closing[account] {
             await task.value
             return
@@ -255,7 +257,11 @@ actor CommunitySessions: SessionDriver {
         guard let context = contexts.removeValue(forKey: account) else { return }
         watchers.removeValue(forKey: account)?()
         if case .running(let running) = active.value, running === context { activePublisher.publish(.none) }
-        let task = Task { await context.stop() }
+        let logger = logger
+        let task = Task {
+            if signingOut { await context.signOutOfServices(logger: logger) }
+            await context.stop()
+        }
         closing[account] = task
         await task.value
         closing[account] = nil

@@ -227,7 +227,7 @@ struct SessionInterpreter: EffectInterpreter {
         let errcode = matrix.flatMap { $0.code == .malformedBody ? nil : $0.code.errcode }
         return AuthAPI.sessionError(
             for: operation, status: response.status, errcode: errcode, softLogout: matrix?.isSoftLogout ?? false,
-            retryAfter: matrix?.retryAfter?.delay(from: wallClock.now))
+            retryAfter: matrix?.retryAfter?.wait(from: wallClock.now))
     }
 
     /// The session error for a failed exchange.

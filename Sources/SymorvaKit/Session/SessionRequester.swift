@@ -103,6 +103,20 @@ final class SessionRequester: MatrixRequester {
 /// OpenID tokens for the community services, from the account's Matrix session.
 struct SessionOpenIDSource: OpenIDTokenSource {
     let requester: any MatrixRequester
+    /// The account's session, whose device the services token is bound to.
+    let session: MachineHost<SessionMachine>?
+
+    init(requester: any MatrixRequester, session: MachineHost<SessionMachine>? = nil) {
+        self.requester = requester
+        self.session = session
+    }
+
+    func deviceID() async -> String? {
+        switch session?.states.value {
+        case .signedIn(let session), .softLoggedOut(let session, _): session.deviceID.rawValue
+        default: nil
+        }
+    }
 
     func requestOpenIDToken() async throws(ServicesError) -> OpenIDToken {
         let response: HTTPResponse

@@ -134,30 +134,71 @@ public struct DeviceID: Sendable, Hashable, Codable, LogSafe, CustomStringConver
 /// trailing slash, so that paths can be appended as they are.
 ///
 /// Checked without Foundation (machines stay Foundation-free): an `http` or `https` scheme,
-/// a non-empty host, an optional port and path, no query or fragment.
+/// a non-empty host, an optional port and path, no query or fragment. Plain `http` is accepted
+/// only for a loopback host (`127.0.0.0/8`, `::1`, `localhost`): anywhere else passwords and
+/// tokens would travel in clear, so ``validate(_:)`` answers ``Rejection/plainHTTP``.
 public struct HomeserverURL: Sendable, Hashable, Codable, LogSafe, CustomStringConvertible {
+    /// Why a text is not a homeserver URL.
+    public enum Rejection: Error, Sendable, Hashable {
+        /// Not an absolute `http(s)` URL with a valid host and no query or fragment.
+        case notAbsoluteHTTPURL
+        /// Plain `http` to a host that is not loopback: credentials would travel in clear.
+        case plainHTTP
+    }
+
     /// The URL text, without a trailing slash.
     public let rawValue: String
 
-    /// Validates `text`; `nil` when it is not an absolute http(s) URL.
+    /// Validates `text`; `nil` when it is not an absolute http(s) URL or uses plain `http` to a
+    /// host that is not loopback (``validate(_:)`` says which).
     public init?(_ text: String) {
+        guard case .success(let url) = Self.validate(text) else { return nil }
+        self = url
+    }
+
+    private init(checked rawValue: String) { self.rawValue = rawValue }
+
+    /// Validates `text` and says why it is refused.
+    public static func validate(_ text: String) -> Result<HomeserverURL, Rejection> {
         let lowercased = text.lowercased()
         let schemeLength: Int
+        let isPlain: Bool
         if lowercased.hasPrefix("https://") {
-            schemeLength = 8
+            (schemeLength, isPlain) = (8, false)
         } else if lowercased.hasPrefix("http://") {
-            schemeLength = 7
+            (schemeLength, isPlain) = (7, true)
         } else {
-            return nil
+            return .failure(.notAbsoluteHTTPURL)
         }
         let rest = text.dropFirst(schemeLength)
         let authority = rest.prefix { $0 != "/" }
         guard !text.contains("?"), !text.contains("#"), !text.contains(" "), !authority.contains("@"),
             MatrixServerName.isValid(authority)
-        else { return nil }
+        else { return .failure(.notAbsoluteHTTPURL) }
+        if isPlain && !isLoopback(authority: authority.lowercased()) { return .failure(.plainHTTP) }
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
-        rawValue = trimmed
+        return .success(HomeserverURL(checked: trimmed))
+    }
+
+    /// Whether the host of `authority` (`host[:port]`, `[v6][:port]`, lower-cased) is loopback:
+    /// `localhost`, `::1` or an IPv4 address in `127.0.0.0/8`.
+    package static func isLoopback(authority: some StringProtocol) -> Bool {
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = Substring(authority[authority.index(after: authority.startIndex)..<close])
+        } else {
+            host = Substring(authority.prefix { $0 != ":" })
+        }
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4,
+            octets.allSatisfy({
+                !$0.isEmpty && $0.count <= 3 && $0.allSatisfy({ $0.isASCII && $0.isNumber }) && UInt8($0) != nil
+            })
+        else { return false }
+        return octets[0] == "127"
     }
 
     /// The conventional base URL of a server name: `https://<serverName>`.

@@ -92,7 +92,7 @@ extension SessionMachine {
         case .rateLimited(let retryAfter):
             return .move(
                 to: .refreshing(session, waiting: waiting, attempt: attempt.waiting),
-                effects: [.scheduleRetry(after: retryAfter ?? backoff(attempt: attempt.number))])
+                effects: [.scheduleRetry(after: ServerWait.clamp(retryAfter) ?? backoff(attempt: attempt.number))])
         default:
             guard error.isTransient else { return enterSoftLogout(session, error: error, extra: cancelRetry) }
             return .move(

@@ -71,7 +71,10 @@ extension SessionMachine {
                 waiting.attempt = registration.attempt.waiting
                 return .move(
                     to: .registering(server: server, attempt: waiting),
-                    effects: [.scheduleRetry(after: retryAfter ?? backoff(attempt: registration.attempt.number))])
+                    effects: [
+                        .scheduleRetry(
+                            after: ServerWait.clamp(retryAfter) ?? backoff(attempt: registration.attempt.number))
+                    ])
             }
             return .move(to: .failed(from: .registration, error: error, server: server), effects: cancelRetry)
         case .retryTimerFired:

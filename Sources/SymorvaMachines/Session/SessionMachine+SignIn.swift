@@ -163,7 +163,9 @@ extension SessionMachine {
                 waiting.attempt = login.attempt.waiting
                 return .move(
                     to: .authenticating(server: server, attempt: waiting),
-                    effects: [.scheduleRetry(after: retryAfter ?? backoff(attempt: login.attempt.number))])
+                    effects: [
+                        .scheduleRetry(after: ServerWait.clamp(retryAfter) ?? backoff(attempt: login.attempt.number))
+                    ])
             }
             if let resumed = login.resuming {
                 return .move(to: .softLoggedOut(resumed, lastError: error), effects: cancelRetry)

@@ -193,8 +193,9 @@ extension TransferMachine {
             let backoff = configuration.queryDelay(afterAttempt: attempt)
             return .move(to: .unknown(pending, attempt: attempt), effects: [.scheduleQuery(after: backoff)])
         case .queryResponse(.rateLimited(let retryAfter)):
-            // Still unknown; the next query waits for the backoff and at least the service's hint.
-            let backoff = max(configuration.queryDelay(afterAttempt: attempt), retryAfter ?? .zero)
+            // Still unknown; the next query waits for the backoff and at least the service's hint
+            // (clamped by `ServerWait`: a huge hint must not freeze the query).
+            let backoff = max(configuration.queryDelay(afterAttempt: attempt), ServerWait.clamp(retryAfter) ?? .zero)
             return .move(to: .unknown(pending, attempt: attempt), effects: [.scheduleQuery(after: backoff)])
         case .prepareRequested, .prepareResponse, .confirmRequested, .verificationSealed, .commandPersisted,
             .persistenceFailed, .confirmResponse, .queryRequested, .timerFired, .draftExpired, .restored, .cancelled:

@@ -175,6 +175,17 @@ struct SendQueueMachineTests {
             effects: [.scheduleRetry(after: .seconds(12))])
     }
 
+    @Test("A rate limit's huge Retry-After is clamped to the server-wait ceiling")
+    func rateLimitHugeRetryAfter() throws {
+        let (jitter, _) = F.draw(attempt: 1)
+        let start = F.state([F.item(F.t1, F.hello, .sending)], .sending)
+        let store = MachineTestStore(machine, initial: start)
+        try store.send(
+            .sendResponse(F.t1, .failure(.rateLimited(retryAfter: .milliseconds(999_999_999)))),
+            expecting: F.state([F.item(F.t1, F.hello, attempts: 1)], .waitingRetry(attempt: 1), jitter: jitter),
+            effects: [.scheduleRetry(after: .seconds(300))])
+    }
+
     @Test("The retry resends the same transaction ID and content")
     func retryReusesTransactionID() throws {
         let start = F.state([F.item(F.t1, F.hello, attempts: 1), F.item(F.t2, F.world)], .waitingRetry(attempt: 1))

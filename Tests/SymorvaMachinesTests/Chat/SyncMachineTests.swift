@@ -172,6 +172,30 @@ struct SyncMachineTests {
             effects: [.scheduleRetry(after: .seconds(7))])
     }
 
+    @Test(
+        "Rate limiting clamps the server's hint: huge waits the ceiling, 0 the floor",
+        arguments: [(Duration.milliseconds(999_999_999), Duration.seconds(300)), (.zero, .seconds(1))])
+    func rateLimitedClampsRetryAfter(hint: Duration, wait: Duration) throws {
+        let (jitter, _) = backoff(attempt: 1)
+        var expected = progress(since: since, failures: 1)
+        expected.jitter = jitter
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(
+            .syncResponse(.failure(.rateLimited(retryAfter: hint))),
+            expecting: .backingOff(expected, attempt: 1, after: wait), effects: [.scheduleRetry(after: wait)])
+    }
+
+    @Test("Rate limiting with a negative Retry-After uses the backoff, as if there were none")
+    func rateLimitedNegativeRetryAfter() throws {
+        let (jitter, delay) = backoff(attempt: 1)
+        var expected = progress(since: since, failures: 1)
+        expected.jitter = jitter
+        let store = MachineTestStore(machine, initial: .live(progress(since: since)))
+        try store.send(
+            .syncResponse(.failure(.rateLimited(retryAfter: .milliseconds(-5)))),
+            expecting: .backingOff(expected, attempt: 1, after: delay), effects: [.scheduleRetry(after: delay)])
+    }
+
     @Test("Rate limiting without Retry-After uses the backoff")
     func rateLimitedWithoutRetryAfter() throws {
         let (jitter, delay) = backoff(attempt: 1)
@@ -348,9 +372,10 @@ struct RetryBackoffTests {
         #expect(backoff.delay(attempt: 3, jitter: 0.999_999) < .seconds(4))
     }
 
-    @Test("Retry-After wins over the backoff, without jitter or cap")
+    @Test("Retry-After wins over the backoff, without jitter, clamped to the server-wait ceiling")
     func retryAfter() {
-        #expect(RetryBackoff.sync.delay(attempt: 9, jitter: 0.3, retryAfter: .seconds(600)) == .seconds(600))
+        #expect(RetryBackoff.sync.delay(attempt: 9, jitter: 0.3, retryAfter: .seconds(200)) == .seconds(200))
+        #expect(RetryBackoff.sync.delay(attempt: 9, jitter: 0.3, retryAfter: .seconds(600)) == ServerWait.ceiling)
     }
 
     @Test("The jitter stream is deterministic per seed and stays in 0..<1")

@@ -60,6 +60,15 @@ struct SessionMachineDiscoveryTests {
             .wellKnownResponse(.failure(error)), expecting: .failed(from: .discovery, error: error, server: nil))
     }
 
+    @Test("A .well-known pointing at a plain-http, non-loopback base URL fails discovery, naming the field")
+    func wellKnownDowngradeFails() throws {
+        let error = SessionError.discoveryFailed(
+            reason: "m.homeserver.base_url uses plain http to a host that is not loopback (no downgrade from https)")
+        let store = MachineTestStore(SessionFixture.machine, initial: wellKnownStep)
+        try store.send(
+            .wellKnownResponse(.failure(error)), expecting: .failed(from: .discovery, error: error, server: nil))
+    }
+
     @Test("An unreachable homeserver fails discovery as unreachable")
     func versionsUnreachable() throws {
         let error = SessionError.unreachable(.cannotConnect)

@@ -95,6 +95,20 @@ struct SessionMachineLoginTests {
             effects: [.sendLogin(SessionFixture.loginRequest())])
     }
 
+    @Test("Rate limited with a huge retry_after waits the server-wait ceiling, with 0 the floor")
+    func rateLimitedClampsRetryAfter() throws {
+        let waiting = SessionState.authenticating(
+            server: SessionFixture.server,
+            attempt: LoginAttempt(
+                credentials: SessionFixture.passwordCredentials, attempt: Attempt(number: 1, isWaitingToRetry: true)))
+        for (hint, wait) in [(Duration.milliseconds(999_999_999), Duration.seconds(300)), (.zero, .seconds(1))] {
+            let store = MachineTestStore(SessionFixture.machine, initial: authenticating)
+            try store.send(
+                .loginResponse(.failure(.rateLimited(retryAfter: hint))), expecting: waiting,
+                effects: [.scheduleRetry(after: wait)])
+        }
+    }
+
     @Test("Rate limited without retry_after backs off by the policy")
     func rateLimitedWithoutRetryAfter() throws {
         let second = SessionState.authenticating(

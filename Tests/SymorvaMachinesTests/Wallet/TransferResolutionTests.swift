@@ -180,6 +180,7 @@ struct TransferResolutionTests {
         arguments: [
             (Duration?.none, 1, Duration.seconds(2)), (.milliseconds(500), 1, .seconds(2)),
             (.seconds(90), 1, .seconds(90)), (.seconds(30), 9, .seconds(60)),
+            (.milliseconds(999_999_999), 1, .seconds(300)), (.milliseconds(-5), 1, .seconds(2)),
         ])
     func queryRateLimited(retryAfter: Duration?, attempt: Int, delay: Duration) throws {
         let store = MachineTestStore(machine, initial: .querying(Fixture.pending(), attempt: attempt))

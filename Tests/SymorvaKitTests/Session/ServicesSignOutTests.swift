@@ -1,0 +1,75 @@
+import Foundation
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaTesting
+import Synchronization
+import Testing
+
+@testable import SymorvaKit
+@testable import SymorvaWallet
+
+/// What the OpenID exchanges sent.
+final class ExchangeLog: Sendable {
+    private let bodies = Mutex<[[UInt8]]>([])
+    func append(_ body: [UInt8]) { bodies.withLock { $0.append(body) } }
+    var first: [UInt8]? { bodies.withLock { $0.first } }
+}
+
+/// Signing out of an account signs it out of the community services first, best effort.
+@Suite("Sign-out revokes the services token before the Matrix logout")
+struct ServicesSignOutTests {
+    let clients = CommunityClientsTests()
+    /// The bodies of the OpenID exchanges (the script leaves them out of its requests).
+    let exchanges = ExchangeLog()
+    static let servicesLogout = "/_symorva/v1/auth/logout"
+    static let matrixLogout = "/_matrix/client/v3/logout"
+
+    /// The services (wallet balances, logout) and the homeserver (OpenID, logout) of alice.
+    func transport(servicesLogout: @escaping ScriptedHTTPTransport.Answer) -> ScriptedHTTPTransport {
+        let transport = ScriptedHTTPTransport.communityServicesWithOpenID()
+        let exchanges = exchanges
+        transport.on("POST", ScriptedHTTPTransport.servicesOpenIDPath) { request in
+            exchanges.append(request.body)
+            return .json(200, #"{"access_token": "services-token", "expires_in_ms": 3600000}"#)
+        }
+        transport.on("GET", "/_symorva/v1/wallet/balances") { _ in .json(200, #"{"balances": []}"#) }
+        transport.on("POST", Self.servicesLogout, servicesLogout)
+        transport.on("POST", Self.matrixLogout) { _ in .json(200, "{}") }
+        return transport
+    }
+
+    func paths(_ transport: ScriptedHTTPTransport) -> [String] {
+        transport.requests.map(\.url.path).filter { $0 == Self.servicesLogout || $0 == Self.matrixLogout }
+    }
+
+    @Test("The exchange binds the services token to the session's device; sign-out logs it out, then Matrix")
+    func servicesLogoutFirst() async throws {
+        let transport = transport { _ in .json(200, #"{"revoked": 1}"#) }
+        let community = try await clients.signedInCommunity(wallet: true, transport: transport)
+        _ = try await #require(community.wallet).refreshBalances()
+        let exchange = try #require(exchanges.first)
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(exchange)) as? [String: Any])
+        #expect(body["device_id"] as? String == "DEVICE")
+
+        try await community.session.signOut()
+        #expect(paths(transport) == [Self.servicesLogout, Self.matrixLogout])
+        let logout = try #require(transport.requests("POST", Self.servicesLogout).first)
+        #expect(logout.bearerToken?.exposedValue == "services-token")
+        #expect(community.session.state.value.account?.userID == SessionSamples.bob)
+        await community.shutdown()
+    }
+
+    @Test("A failing services logout never blocks the sign-out: Matrix is logged out and the account wiped")
+    func servicesLogoutFailureIsBestEffort() async throws {
+        let transport = transport { _ in .failure(.connectFailed) }
+        let community = try await clients.signedInCommunity(wallet: true, transport: transport)
+        _ = try await #require(community.wallet).refreshBalances()
+
+        try await community.session.signOut()
+        #expect(paths(transport) == [Self.servicesLogout, Self.matrixLogout])
+        #expect(community.session.state.value.account?.userID == SessionSamples.bob)
+        #expect(!community.session.accounts.value.contains { $0.userID == SessionSamples.alice })
+        await community.shutdown()
+    }
+}
