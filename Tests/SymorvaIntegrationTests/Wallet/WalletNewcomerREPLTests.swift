@@ -56,8 +56,27 @@ extension WalletIntegrationTests {
 
         // The PIN's mistakes print as sentences, and a changed PIN is the one that sends.
         let second = try REPLProcess(environment: processEnvironment)
+        // A member without a PIN is told to set one, whether sending or changing.
+        let carolName = DevEnvironment.uniqueUsername("carol")
+        second.send("register \(carolName) --password-stdin")
+        second.send(testPassword.exposedValue)
+        try await second.waitForLine { $0.hasPrefix("registered and signed in as @\(carolName):") }
+        let noPIN = "error: the wallet has no PIN yet; set one with 'wallet pin'"
+        for (line, secrets) in [
+            ("wallet send \(aliceID) 1.00 ORB", []), ("wallet pin --change", ["2468", "1357", "1357"]),
+        ] {
+            let before = second.transcript.value.errors.filter { $0.hasSuffix(noPIN) }.count
+            second.send(line)
+            for secret in secrets { second.send(secret) }
+            try await second.transcript.wait(timeout: .seconds(60)) { transcript in
+                transcript.errors.filter { $0.hasSuffix(noPIN) }.count > before || transcript.hasExited
+            }
+        }
         second.send("switch \(bobName)")
-        try await second.waitForLine { $0.hasPrefix("switched to \(bobID)") }
+        // (waitForLine stops at the first error line; from here on errors are expected.)
+        try await second.transcript.wait(timeout: .seconds(60)) { transcript in
+            transcript.output.contains { $0.hasPrefix("switched to \(bobID)") } || transcript.hasExited
+        }
         for (line, secrets, answer) in [
             ("wallet pin", ["1111", "2222"], "error: the two PINs differ; the PIN was not changed"),
             (
@@ -86,7 +105,7 @@ extension WalletIntegrationTests {
         second.send("quit")
         #expect(try await second.finish() == 1)  // piped mode: some commands failed, as expected
         let errors = second.transcript.value.errors.filter { $0.contains("error: ") }
-        #expect(errors.count == 4, "\(errors)")
+        #expect(errors.count == 6, "\(errors)")
         #expect(second.output.contains("wallet PIN changed"))
         #expect(second.output.contains { $0.hasPrefix("settled: 1.00 ORB to \(aliceID)") })
         // No PIN ever reached the program's output.
