@@ -76,7 +76,7 @@ public enum WalletCommands {
             do throws(TransferError) {
                 try await wallet.setPIN(new, replacing: current)
             } catch {
-                throw .commandFailed(pinMessage(for: error, changing: changing))
+                throw .commandFailed(pinMessage(for: error))
             }
             context.output.print(changing ? "wallet PIN changed" : "wallet PIN set")
         })
@@ -220,7 +220,7 @@ public enum WalletCommands {
     }
 
     /// A member-facing sentence for a failed `wallet pin`. Never contains a PIN: errors carry none.
-    static func pinMessage(for error: TransferError, changing: Bool) -> String {
+    static func pinMessage(for error: TransferError) -> String {
         switch error {
         case .failure(.verification(.malformedPIN)): "a PIN is 4 to 12 digits; the PIN was not changed"
         case .failure(.rejected(code: "SY_INVALID_PIN")): "a PIN is 4 to 12 digits; the PIN was not changed"

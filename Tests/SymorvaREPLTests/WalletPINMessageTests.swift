@@ -20,7 +20,7 @@ struct WalletPINMessageTests {
             (.notSignedIn, "not signed in"),
         ]
         for (error, sentence) in cases {
-            #expect(WalletCommands.pinMessage(for: error, changing: true) == sentence)
+            #expect(WalletCommands.pinMessage(for: error) == sentence)
         }
     }
 
