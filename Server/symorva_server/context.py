@@ -57,7 +57,7 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
 
     wallet_enabled, wallet_options = modules.module_options(manifest, wallet_module.MODULE_ID)
     wallet = (wallet_module.create_state(wallet_options, db=db, clock=clock, sealing_key=sealing_key,
-                                         settings=settings)
+                                         settings=settings, development=development(manifest, settings))
               if wallet_enabled else None)
 
     return ServerContext(

@@ -62,3 +62,7 @@ def test_the_dev_manifest_is_development_with_the_synapse_admin(tmp_path):
     assert m["services"] == {"url": "http://127.0.0.1:8010", "development": True, "admins": ["@admin:localhost"]}
     assert write_manifest.main(args + ["--admin", "@a:localhost", "--admin", "@b:localhost"]) == 0
     assert load_manifest(str(path))["services"]["admins"] == ["@a:localhost", "@b:localhost"]
+    # No starting balance unless asked (Scripts/dev-server asks outside test mode).
+    assert "startingBalances" not in load_manifest(str(path))["modules"]["wallet"]
+    assert write_manifest.main(args + ["--starting-balance", "ORB=100.00"]) == 0
+    assert load_manifest(str(path))["modules"]["wallet"]["startingBalances"] == {"ORB": "100.00"}

@@ -57,11 +57,16 @@ def free_port() -> int:
 
 class Server:
     def __init__(self, tmp: Path, homeserver_url: str, test_mode: bool, log_level: str = "warning",
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), manifest_args: tuple[str, ...] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         manifest = tmp / "symorva.config.json"
-        manifest.write_text(json.dumps(default_manifest(homeserver_url, "localhost", self.url)))
+        if manifest_args is None:
+            manifest.write_text(json.dumps(default_manifest(homeserver_url, "localhost", self.url)))
+        else:  # the dev environment's manifest, as Scripts/dev-server writes it
+            from symorva_server import write_manifest
+            write_manifest.main([str(manifest), "--homeserver", homeserver_url, "--server-name", "localhost",
+                                 "--services", self.url, *manifest_args])
         args = [sys.executable, "-m", "symorva_server", "--host", "127.0.0.1",
                 "--port", str(self.port), "--db", str(tmp / "services.db"),
                 "--manifest", str(manifest), "--homeserver", homeserver_url,

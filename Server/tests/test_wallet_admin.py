@@ -182,3 +182,65 @@ def test_production_mode_never_credits(make_client, verifier, development):
     assert "development" in body["error"]
     assert_error(bob.post(CREDIT, {"user_id": BOB, "asset": "ORB", "amount": "5.00"}), 403, "SY_NOT_IN_DEVELOPMENT")
     assert bob.balances() == {"ORB": "0.00"} and transfer_count(c) == 0
+
+
+# ----------------------------------------------------------------------------- a newcomer's wallet
+
+
+def wallet_of(c, user_id):
+    return c.app.state.ctx.db.query("SELECT * FROM wallet_members WHERE user_id = ?", (user_id,))
+
+
+def history_kinds(member):
+    return [(t["kind"], t["direction"], t["amount"]) for t in member.get(f"{W}/transfers").json()["transfers"]]
+
+
+def test_in_development_mode_a_new_wallet_starts_with_the_starting_balance(make_client, verifier):
+    c, alice, bob, admin = community(make_client, verifier, development=True, startingBalances={"ORB": "100.00"})
+    newcomer = Member(c, verifier, CAROL)
+    assert newcomer.balances() == {"ORB": "100.00"}
+    assert history_kinds(newcomer) == [("credit", "in", "100.00")]
+    # Only once: the wallet exists now.
+    assert newcomer.balances() == {"ORB": "100.00"}
+    assert history_kinds(newcomer) == [("credit", "in", "100.00")]
+    # The first transfer needs nothing but a PIN.
+    assert newcomer.set_pin("2468").status_code == 200
+    assert newcomer.confirm(newcomer.draft(ALICE, "5.00"), "2468").json()["status"] == "settled"
+    assert newcomer.balances() == {"ORB": "95.00"}
+
+
+def test_in_development_mode_a_transfer_creates_the_recipients_wallet(make_client, verifier):
+    c, alice, bob, admin = community(make_client, verifier, development=True, startingBalances={"ORB": "100.00"})
+    assert wallet_of(c, DAVE) == []
+    assert alice.confirm(alice.draft(DAVE, "5.00"), PIN).json()["status"] == "settled"
+    dave = Member(c, verifier, DAVE)
+    # Created by the transfer, with the starting balance, then the transfer.
+    assert dave.balances() == {"ORB": "105.00"}
+    assert history_kinds(dave) == [("transfer", "in", "5.00"), ("credit", "in", "100.00")]
+
+
+def test_test_mode_creates_the_recipients_wallet_without_a_starting_balance(make_client, verifier):
+    c, alice, bob, admin = community(make_client, verifier, test_mode=True)
+    assert alice.confirm(alice.draft(DAVE, "5.00"), PIN).json()["status"] == "settled"
+    assert Member(c, verifier, DAVE).balances() == {"ORB": "5.00"}
+
+
+@pytest.mark.parametrize("development", [None, False])
+def test_production_mode_has_no_starting_balance_and_needs_the_recipients_wallet(make_client, verifier, development):
+    c, alice, bob, admin = community(make_client, verifier, development=development,
+                                     startingBalances={"ORB": "100.00"})
+    assert bob.balances() == {"ORB": "0.00"}
+    assert Member(c, verifier, CAROL).balances() == {"ORB": "0.00"}
+    assert_error(alice.prepare(DAVE, "5.00"), 404, "SY_RECIPIENT_UNKNOWN")
+    assert wallet_of(c, DAVE) == []
+    assert transfer_count(c) == 0
+    credits = c.app.state.ctx.db.query("SELECT recipient FROM wallet_transfers WHERE kind = 'credit'")
+    assert [r["recipient"] for r in credits] == [ALICE]  # the fixture's credit only
+
+
+@pytest.mark.parametrize("starting, message", [
+    ({"XYZ": "1.00"}, "not an asset"), ({"ORB": 100}, "decimal string"), ({"ORB": "1.234"}, "precision"),
+    (["ORB"], "must be an object")])
+def test_starting_balances_are_checked(make_client, verifier, starting, message):
+    with pytest.raises(ManifestError, match=message):
+        community(make_client, verifier, development=True, startingBalances=starting)

@@ -28,16 +28,16 @@ public enum REPLWalletKey: REPLStateKey {
     public typealias Value = REPLWalletAccess
 }
 
-/// The `wallet` command group: balances, send, pending, query, history.
+/// The `wallet` command group: balances, pin, send, pending, query, history.
 public enum WalletCommands {
     /// The commands to register: the `wallet` group.
     public static var commands: [REPLCommand] { [wallet] }
 
-    /// `wallet balances|send|pending|query|history`.
+    /// `wallet balances|pin|send|pending|query|history`.
     public static let wallet = REPLCommand.group(
         "wallet", summary: "the signed-in member's wallet",
         details: "Needs a signed-in community whose manifest enables the wallet module.",
-        subcommands: [balances, send, pending, query, history])
+        subcommands: [balances, pin, send, pending, query, history])
 
     /// `wallet balances`: fetches and prints the member's balances.
     public static let balances = REPLCommand(
@@ -47,6 +47,38 @@ public enum WalletCommands {
             let balances = try await perform { () async throws(TransferError) in try await wallet.refreshBalances() }
             if balances.isEmpty { context.output.print("no balances") }
             context.output.printColumns(balances.map { ($0.asset.code, $0.amount.formatted) })
+        })
+
+    /// `wallet pin [--change]`: sets the member's first wallet PIN, or changes it.
+    ///
+    /// Every PIN is read without echo; the new one is asked twice and must match. The PINs go
+    /// only to ``/SymorvaWallet/WalletClient/setPIN(_:replacing:)``, which seals them to the
+    /// service: they never reach the output, the log or a trace.
+    public static let pin = REPLCommand(
+        "pin", usage: "wallet pin [--change]", summary: "set the wallet PIN, or change it (--change)",
+        details: """
+            Asks for the new PIN twice (4 to 12 digits, never echoed or logged); with --change it first
+            asks for the current PIN. A wallet needs a PIN before it can send.
+            """,
+        parse: { arguments throws(REPLError) in
+            guard let flag = arguments.optional() else { return false }
+            guard flag == "--change" else { throw arguments.usageError }
+            return true
+        },
+        run: { changing, context async throws(REPLError) in
+            let wallet = try walletClient(in: context)
+            let current = changing ? try await context.readSecret(prompt: "Current PIN: ") : nil
+            let new = try await context.readSecret(prompt: "New PIN: ")
+            let repeated = try await context.readSecret(prompt: "New PIN again: ")
+            guard new.exposedValue == repeated.exposedValue else {
+                throw .commandFailed("the two PINs differ; the PIN was not changed")
+            }
+            do throws(TransferError) {
+                try await wallet.setPIN(new, replacing: current)
+            } catch {
+                throw .commandFailed(pinMessage(for: error))
+            }
+            context.output.print(changing ? "wallet PIN changed" : "wallet PIN set")
         })
 
     /// `wallet send <member> <amount> <asset>`: prepares, shows the draft, reads the PIN, confirms.
@@ -187,6 +219,20 @@ public enum WalletCommands {
         }
     }
 
+    /// A member-facing sentence for a failed `wallet pin`. Never contains a PIN: errors carry none.
+    static func pinMessage(for error: TransferError) -> String {
+        switch error {
+        case .failure(.verification(.malformedPIN)): "a PIN is 4 to 12 digits; the PIN was not changed"
+        case .failure(.rejected(code: "SY_INVALID_PIN")): "a PIN is 4 to 12 digits; the PIN was not changed"
+        case .failure(.rejected(code: "SY_PIN_ALREADY_SET")):
+            "the wallet already has a PIN; change it with 'wallet pin --change'"
+        case .failure(.rejected(code: "SY_PIN_NOT_SET")): "the wallet has no PIN yet; set one with 'wallet pin'"
+        case .failure(.rejected(code: "SY_WRONG_PIN")): "wrong current PIN; the PIN was not changed"
+        case .failure(.lockedOut): "the wallet is locked after too many wrong PINs"
+        default: message(for: error)
+        }
+    }
+
     /// A member-facing sentence for an error. Never contains a PIN: errors carry none.
     static func message(for error: TransferError) -> String {
         switch error {
@@ -219,6 +265,7 @@ public enum WalletCommands {
         case .serviceUnreachable(let problem): "the wallet service could not be reached (\(caseLabel(of: problem)))"
         case .rateLimited(let retryAfter):
             "too many requests; nothing was done, try again\(retryAfter.map { " in \(secondsText($0))" } ?? " later")"
+        case .rejected(code: "SY_PIN_NOT_SET"): "the wallet has no PIN yet; set one with 'wallet pin'"
         case .rejected(let code): "refused by the service (\(code))"
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import SymorvaHTTP
 import SymorvaRuntime
+import Testing
 
 /// The running dev servers, as `Scripts/dev-server` describes them in its env file.
 ///
@@ -28,6 +29,10 @@ struct DevEnvironment: Sendable {
     }()
 
     static var isAvailable: Bool { current != nil }
+
+    /// Whether a missing server or binary fails the integration tests instead of skipping them
+    /// (`SYMORVA_REQUIRE_SERVERS=1`, which the full `Scripts/test` run sets).
+    static let serversRequired = ProcessInfo.processInfo.environment["SYMORVA_REQUIRE_SERVERS"] == "1"
 
     /// Whether the services run with the `low` rate limit profile (what the rate limit tests need).
     static var hasLowServicesRateLimits: Bool { current?.servicesRateLimit == "low" }
@@ -78,6 +83,22 @@ struct RegisteredAccount: Sendable {
         guard second.isSuccess else { throw IntegrationFailure("register answered \(second.status)") }
         let registered = try JSONDecoder().decode(Registered.self, from: Data(second.body))
         return RegisteredAccount(userID: registered.user_id, accessToken: Secret(registered.access_token))
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs a test or suite only when `requirement` holds. When it does not, the test is skipped
+    /// (a plain `swift test` runs the unit tiers), or, with `SYMORVA_REQUIRE_SERVERS=1`, fails
+    /// with a message that names what is missing: a full `Scripts/test` run never passes with
+    /// integration tests that did not run.
+    static func requires(_ requirement: @autoclosure @escaping @Sendable () -> Bool, _ missing: String) -> Self {
+        .enabled(Comment(rawValue: missing)) {
+            if requirement() { return true }
+            if DevEnvironment.serversRequired {
+                throw IntegrationFailure("SYMORVA_REQUIRE_SERVERS=1 but this test \(missing)")
+            }
+            return false
+        }
     }
 }
 

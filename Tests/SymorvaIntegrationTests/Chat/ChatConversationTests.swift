@@ -5,7 +5,7 @@ import SymorvaMachines
 import SymorvaTransport
 import Testing
 
-@Suite("Chat against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite("Chat against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct ChatConversationTests {
     let transport = CurlTransport()
 

@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 
 @Suite(
-    "Chat delivery through outages and restarts", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+    "Chat delivery through outages and restarts", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct ChatDeliveryTests {
     let transport = CurlTransport()
 

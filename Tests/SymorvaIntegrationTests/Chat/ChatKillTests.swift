@@ -9,8 +9,8 @@ import Testing
 /// while it sends, then started again on the same data folder.
 @Suite(
     "Chat survives the client process being killed",
-    .enabled(if: DevEnvironment.isAvailable && DevEnvironment.current?.manifestPath != nil, "needs Scripts/dev-server"),
-    .enabled(if: REPLProcess.binary != nil, "needs the symorva binary (swift build)"))
+    .requires(DevEnvironment.isAvailable && DevEnvironment.current?.manifestPath != nil, "needs Scripts/dev-server"),
+    .requires(REPLProcess.binary != nil, "needs the symorva binary (swift build)"))
 struct ChatKillTests {
     let transport = CurlTransport()
 

@@ -8,7 +8,7 @@ import Testing
 /// Message bodies, room names and topics, display names and reaction keys are user content:
 /// a real two-account chat with every log at `.trace` and every trace record logged must not
 /// show one of them anywhere.
-@Suite("Chat log canary against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite("Chat log canary against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct ChatLogCanaryTests {
     /// One canary per kind of user content, unique to the run.
     struct Canaries {

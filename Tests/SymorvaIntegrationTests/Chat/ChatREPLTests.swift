@@ -16,7 +16,7 @@ final class ObservableREPLOutput: REPLOutput {
     }
 }
 
-@Suite("REPL chat commands against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite("REPL chat commands against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct ChatREPLTests {
     let transport = CurlTransport()
 

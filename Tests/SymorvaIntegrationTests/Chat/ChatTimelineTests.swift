@@ -5,7 +5,7 @@ import SymorvaMachines
 import SymorvaTransport
 import Testing
 
-@Suite("Chat timelines against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite("Chat timelines against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct ChatTimelineTests {
     let transport = CurlTransport()
 

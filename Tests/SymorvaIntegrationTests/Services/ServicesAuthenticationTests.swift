@@ -47,7 +47,7 @@ struct ForgedOpenIDSource: OpenIDTokenSource {
     }
 }
 
-@Suite("Community services sign-in over OpenID", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+@Suite("Community services sign-in over OpenID", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"))
 struct ServicesAuthenticationTests {
     let environment = DevEnvironment.current!
     let transport = CurlTransport()

@@ -45,8 +45,8 @@ func burstUntilRateLimited(
 /// shared servers never meet the buckets these tests empty.
 @Suite(
     "Community services rate limits against the reference server", .serialized,
-    .enabled(
-        if: DevEnvironment.hasLowServicesRateLimits,
+    .requires(
+        DevEnvironment.hasLowServicesRateLimits,
         "needs the services with SYMORVA_SERVICES_RATE_LIMIT=low (what Scripts/test starts)"))
 struct ServicesRateLimitIntegrationTests {
     let environment = DevEnvironment.current!

@@ -69,7 +69,7 @@ final class ProbeModule: AccountModule {
 }
 
 @Suite(
-    "Several accounts against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    "Several accounts against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
     .shutsDownCommunities)
 struct AccountSwitchTests {
     @Test("Two accounts side by side, each with its own store; switching makes the other active")

@@ -9,7 +9,7 @@ import Testing
 @testable import SymorvaMatrix
 
 @Suite(
-    "Session against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    "Session against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
     .shutsDownCommunities)
 struct SessionLifecycleTests {
     @Test("Registering signs the new account in and makes it active")
@@ -143,7 +143,7 @@ struct SessionLifecycleTests {
 }
 
 @Suite(
-    "Session log canary", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"), .shutsDownCommunities)
+    "Session log canary", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"), .shutsDownCommunities)
 struct SessionLogCanaryTests {
     @Test("Passwords and tokens never reach the log or the trace during register, sign-in and sign-out")
     func canary() async throws {

@@ -17,7 +17,7 @@ import Testing
 /// - Hard: the server admin deletes the device (`DELETE /_synapse/admin/v2/users/…/devices/…`);
 ///   the next request gets `M_UNKNOWN_TOKEN` without `soft_logout`, and the local data is wiped.
 @Suite(
-    "Soft and hard logout against Synapse", .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    "Soft and hard logout against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
     .shutsDownCommunities)
 struct SessionLogoutTests {
     @Test(

@@ -15,8 +15,7 @@ import Testing
 /// themselves otherwise.
 @Suite(
     "Token refresh against Synapse",
-    .enabled(
-        if: DevEnvironment.isAvailable && DevEnvironment.shortTokenLifetime != nil, "needs a short token lifetime"),
+    .requires(DevEnvironment.isAvailable && DevEnvironment.shortTokenLifetime != nil, "needs a short token lifetime"),
     .shutsDownCommunities
 )
 struct SessionRefreshTests {

@@ -13,7 +13,7 @@ import Testing
 /// another test's confirm.
 @Suite(
     "Wallet against the reference server", .serialized,
-    .enabled(if: DevEnvironment.isAvailable, "needs Scripts/dev-server start --test"))
+    .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server start --test"))
 struct WalletIntegrationTests {
     let environment = DevEnvironment.current!
     let transport = CurlTransport()

@@ -11,15 +11,14 @@ import Testing
 extension WalletIntegrationTests {
     @Test(
         "Killed (SIGKILL) after sending confirm, before the answer: the restarted process resolves it by query, once",
-        .enabled(if: DevEnvironment.current?.manifestPath != nil, "needs the dev servers' manifest"),
-        .enabled(if: REPLProcess.binary != nil, "needs the symorva binary (swift build)"))
+        .requires(DevEnvironment.current?.manifestPath != nil, "needs the dev servers' manifest"),
+        .requires(REPLProcess.binary != nil, "needs the symorva binary (swift build)"))
     func killAfterSendingConfirm() async throws {
         let (alice, bob) = try await pair()
         defer { for member in [alice, bob] { member.removeFiles() } }
         let data = TemporaryDataDirectory("wallet-kill")
         // Counts the confirm requests that reach the service (a delay of 0 changes nothing else).
-        let counter = #"{"path_prefix": "/_symorva/v1/wallet/transfers/confirm", "mode": "delay", "count": null}"#
-        _ = try await alice.services.send(.post, "/_symorva/v1/test/faults", json: Array(counter.utf8))
+        try await alice.countConfirms()
         do {
             try await killAndRestart(alice, bob, data: data)
         } catch {
@@ -44,7 +43,7 @@ extension WalletIntegrationTests {
         try await first.waitForLine { $0.hasPrefix("draft ") }
         try await alice.holdNextConfirm(milliseconds: 5000)
         first.send("4711")
-        try await waitForConfirms(1, alice)
+        try await alice.waitForConfirms(1)
         try await first.kill()
         #expect(!first.output.contains { $0.hasPrefix("settled") || $0.hasPrefix("unknown") })
 
@@ -74,27 +73,7 @@ extension WalletIntegrationTests {
         #expect(try await bob.entries(of: commandID).count == 1)
         #expect(try await alice.orbBalance() == "88.00")
         #expect(try await bob.orbBalance() == "12.00")
-        #expect(try await confirmCount(alice) == 1)
-    }
-
-    /// The `hits` of the counting fault: confirm requests that reached the service.
-    private func confirmCount(_ member: WalletMember) async throws -> Int {
-        let response = try await member.services.send(.get, "/_symorva/v1/test/faults")
-        let list = try #require(try JSONSerialization.jsonObject(with: Data(response)) as? [String: Any])
-        let faults = list["faults"] as? [[String: Any]] ?? []
-        let fault = try #require(
-            faults.first { $0["path_prefix"] as? String == "/_symorva/v1/wallet/transfers/confirm" })
-        return try #require(fault["hits"] as? Int)
-    }
-
-    /// Waits until `count` confirm requests have reached the service.
-    private func waitForConfirms(_ count: Int, _ member: WalletMember) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            if try await confirmCount(member) >= count { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw IntegrationFailure("the confirm never reached the service")
+        #expect(try await alice.confirmCount() == 1)
     }
 
     /// Waits until the account database at `path` holds no pending wallet command.

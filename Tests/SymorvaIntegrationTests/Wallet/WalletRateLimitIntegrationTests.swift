@@ -11,8 +11,8 @@ import Testing
 /// confirmable, never unknown. Fresh members, so no other test meets the emptied bucket.
 @Suite(
     "Wallet rate limits against the reference server", .serialized,
-    .enabled(
-        if: DevEnvironment.hasLowServicesRateLimits,
+    .requires(
+        DevEnvironment.hasLowServicesRateLimits,
         "needs the services with SYMORVA_SERVICES_RATE_LIMIT=low (what Scripts/test starts)"))
 struct WalletRateLimitIntegrationTests {
     let environment = DevEnvironment.current!

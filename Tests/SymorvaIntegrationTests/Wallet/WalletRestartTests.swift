@@ -15,12 +15,15 @@ extension WalletIntegrationTests {
         // The service records the command as pending and executes it only after 2 s, so the
         // first client is gone long before any answer.
         try await alice.holdNextConfirm(milliseconds: 2000)
+        try await alice.countConfirms()
         let confirming = Task { try? await draft.confirm(with: .pin(Secret("4711"))) }
-        try await draft.states.wait {
-            if case .confirming = $0 { return true }
-            return false
+        do {
+            try await alice.waitForConfirms(1)  // the request is at the service, held
+        } catch {
+            await alice.clearFaults()
+            throw error
         }
-        try await Task.sleep(for: .milliseconds(300))  // the request is at the service, held
+        await alice.clearFaults()
         let stored = try await alice.storedCommands()
         #expect(stored.count == 1)
         let commandID = try #require(stored.first?.pending.commandID)

@@ -116,6 +116,33 @@ final class WalletMember: Sendable {
         _ = try await services.send(.post, "/_symorva/v1/test/wallet/hold", json: Array(body.utf8))
     }
 
+    /// Arms a counting fault on the confirm endpoint: a delay of 0 for every request, which
+    /// changes nothing but counts, in its `hits`, the confirm requests that reached the service.
+    func countConfirms() async throws {
+        let counter = #"{"path_prefix": "/_symorva/v1/wallet/transfers/confirm", "mode": "delay", "count": null}"#
+        _ = try await services.send(.post, "/_symorva/v1/test/faults", json: Array(counter.utf8))
+    }
+
+    /// The `hits` of the counting fault (``countConfirms()``): confirm requests that reached the service.
+    func confirmCount() async throws -> Int {
+        let response = try await services.send(.get, "/_symorva/v1/test/faults")
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(response)) as? [String: Any])
+        let faults = list["faults"] as? [[String: Any]] ?? []
+        let fault = try #require(
+            faults.first { $0["path_prefix"] as? String == "/_symorva/v1/wallet/transfers/confirm" })
+        return try #require(fault["hits"] as? Int)
+    }
+
+    /// Waits until `count` confirm requests have reached the service (``countConfirms()`` armed).
+    func waitForConfirms(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if try await confirmCount() >= count { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw IntegrationFailure("the confirm never reached the service")
+    }
+
     /// Disarms every fault (a failed test must not leave one for the next).
     func clearFaults() async {
         _ = try? await services.send(.delete, "/_symorva/v1/test/faults")

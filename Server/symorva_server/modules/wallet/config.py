@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import ManifestError
@@ -82,6 +82,9 @@ class WalletConfig:
     # `biometric: true` in the manifest but not honoured (not in test mode).
     biometric_refused: bool = False
     pin_lock_ms: int = DEFAULT_PIN_LOCK_S * 1000
+    # Development mode only (Wallet.development): what a member's wallet is credited with when
+    # it is created, asset code -> minor units. Parsed in every mode, ignored in production.
+    starting_balances: dict[str, int] = field(default_factory=dict)
 
     @property
     def verification_methods(self) -> list[str]:
@@ -112,5 +115,19 @@ def parse_config(options: dict[str, Any], *, test_mode: bool = False) -> WalletC
     lock = options.get("pinLockSeconds", DEFAULT_PIN_LOCK_S)
     if not isinstance(lock, int) or isinstance(lock, bool) or not 1 <= lock <= MAX_PIN_LOCK_S:
         raise ManifestError(f"{where}.pinLockSeconds: must be an integer 1..{MAX_PIN_LOCK_S}")
+    starting = options.get("startingBalances", {})
+    if not isinstance(starting, dict):
+        raise ManifestError(f"{where}.startingBalances: must be an object of asset code -> amount")
+    starting_balances: dict[str, int] = {}
+    for code, text in starting.items():
+        if code not in assets:
+            raise ManifestError(f"{where}.startingBalances.{code}: not an asset of this wallet")
+        if not isinstance(text, str):
+            raise ManifestError(f"{where}.startingBalances.{code}: must be a decimal string like \"100.00\"")
+        try:
+            starting_balances[code] = parse_amount(text, assets[code].precision)
+        except AmountError as e:
+            raise ManifestError(f"{where}.startingBalances.{code}: {text!r} {e}") from None
     return WalletConfig(assets=assets, biometric=biometric and test_mode, draft_ttl_ms=ttl * 1000,
-                        biometric_refused=biometric and not test_mode, pin_lock_ms=lock * 1000)
+                        biometric_refused=biometric and not test_mode, pin_lock_ms=lock * 1000,
+                        starting_balances={c: m for c, m in starting_balances.items() if m > 0})

@@ -105,13 +105,18 @@ class Wallet:
     """The wallet module's run-time state and operations (ServerContext.wallet)."""
 
     def __init__(self, config: WalletConfig, *, db: Database, clock: Callable[[], float],
-                 sealing_key: SealingKey, server_name: str, test_mode: bool) -> None:
+                 sealing_key: SealingKey, server_name: str, test_mode: bool,
+                 development: bool = False) -> None:
         self.config = config
         self.db = db
         self.clock = clock
         self.sealing_key = sealing_key
         self.server_name = server_name
         self.test_mode = test_mode
+        # Development mode (manifest services.development, or --test): new wallets get the
+        # manifest's startingBalances, and a transfer may go to a member without a wallet yet
+        # (it creates the recipient's wallet). Never in production.
+        self.development = development
         self._holds_lock = threading.Lock()
         self._holds: list[int] = []  # test mode: delays of the next held confirms
 
@@ -146,8 +151,14 @@ class Wallet:
                                f"(server '{self.server_name}')")
 
     def ensure_member(self, conn: sqlite3.Connection, user_id: str, now: int) -> sqlite3.Row:
-        """The member's row (created if new), with an expired wrong-PIN lock lifted."""
-        conn.execute("INSERT OR IGNORE INTO wallet_members(user_id, created_at_ms) VALUES (?, ?)", (user_id, now))
+        """The member's row (created if new), with an expired wrong-PIN lock lifted. In
+        development mode a new wallet is credited with the manifest's startingBalances."""
+        created = conn.execute("INSERT OR IGNORE INTO wallet_members(user_id, created_at_ms) VALUES (?, ?)",
+                               (user_id, now)).rowcount == 1
+        if created and self.development:
+            for code, minor in self.config.starting_balances.items():
+                self.add_balance(conn, user_id, code, minor)
+                self.record_credit(conn, user_id, code, minor, now)
         member = conn.execute("SELECT * FROM wallet_members WHERE user_id = ?", (user_id,)).fetchone()
         return release_expired_lock(conn, member, now, self.config.pin_lock_ms)
 
@@ -167,6 +178,17 @@ class Wallet:
             (user_id, asset, new),
         )
         return new
+
+    def record_credit(self, conn: sqlite3.Connection, user_id: str, asset: str, amount: int, now: int) -> str:
+        """Writes a credit to the ledger (the balance is the caller's); returns its transfer ID."""
+        transfer_id = "t_" + secrets.token_urlsafe(16)
+        conn.execute(
+            "INSERT INTO wallet_transfers(transfer_id, kind, sender, recipient, asset, amount_minor, fee_minor,"
+            " total_minor, draft_id, command_id, created_at_ms) VALUES (?, 'credit', NULL, ?, ?, ?, 0, ?,"
+            " NULL, NULL, ?)",
+            (transfer_id, user_id, asset, amount, amount, now),
+        )
+        return transfer_id
 
     def transfer_by_id(self, conn: sqlite3.Connection, transfer_id: str) -> dict[str, Any]:
         row = conn.execute("SELECT * FROM wallet_transfers WHERE transfer_id = ?", (transfer_id,)).fetchone()
@@ -304,6 +326,10 @@ class Wallet:
         with self.db.transaction() as conn:
             now = self.now_ms()
             member = self.ensure_member(conn, user_id, now)
+            if self.development:
+                # Development mode: any member of this server can receive; the first transfer
+                # to a member who never used the wallet creates their wallet.
+                self.ensure_member(conn, body.recipient, now)
             if conn.execute("SELECT 1 FROM wallet_members WHERE user_id = ?", (body.recipient,)).fetchone() is None:
                 raise SymorvaError(404, ErrorCode.RECIPIENT_UNKNOWN,
                                    f"{body.recipient} has no wallet in this community yet")
@@ -411,18 +437,11 @@ class Wallet:
         asset = self.asset(body.asset)
         amount = self.amount(body.amount, asset)
         self.check_member_id(body.user_id, "User")
-        transfer_id = "t_" + secrets.token_urlsafe(16)
         with self.db.transaction() as conn:
             now = self.now_ms()
             self.ensure_member(conn, body.user_id, now)
             balance = self.add_balance(conn, body.user_id, asset.code, amount)
-            conn.execute(
-                "INSERT INTO wallet_transfers(transfer_id, kind, sender, recipient, asset, amount_minor, fee_minor,"
-                " total_minor, draft_id, command_id, created_at_ms) VALUES (?, 'credit', NULL, ?, ?, ?, 0, ?,"
-                " NULL, NULL, ?)",
-                (transfer_id, body.user_id, asset.code, amount, amount, now),
-            )
-            transfer = self.transfer_by_id(conn, transfer_id)
+            transfer = self.transfer_by_id(conn, self.record_credit(conn, body.user_id, asset.code, amount, now))
         return {"transfer": transfer, "balance": asset.fmt(balance)}
 
     def unlock(self, body: UnlockRequest, *, actor: str | None = None) -> dict[str, Any]:
@@ -552,12 +571,14 @@ class Wallet:
 
 
 def create_state(options: dict[str, Any], *, db: Database, clock: Callable[[], float],
-                 sealing_key: SealingKey, settings: Settings) -> Wallet:
+                 sealing_key: SealingKey, settings: Settings, development: bool = False) -> Wallet:
     """The module's state, from its manifest options (raises ManifestError); the
     migrations have been applied."""
     config = parse_config(options, test_mode=settings.test_mode)
     if config.biometric_refused:
         log.warning("wallet: manifest biometric=true ignored outside test mode (no biometric verifier); "
                     "only the PIN is offered")
+    if config.starting_balances and not development:
+        log.warning("wallet: manifest startingBalances ignored outside development mode")
     return Wallet(config, db=db, clock=clock, sealing_key=sealing_key,
-                  server_name=settings.server_name, test_mode=settings.test_mode)
+                  server_name=settings.server_name, test_mode=settings.test_mode, development=development)
