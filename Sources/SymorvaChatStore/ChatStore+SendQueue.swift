@@ -90,7 +90,7 @@ extension ChatStore {
     /// Persists new outgoing events at the end of their room's queue, in order, in one durable
     /// transaction: all of them or, when it throws, none (the parts of a split message are
     /// queued whole). The rows are on stable storage when this returns
-    /// (``SymorvaStore/SQLiteDatabase/Durability/full``), before any attempt to send them, so a
+    /// (``/SymorvaStore/SQLiteDatabase/Durability/full``), before any attempt to send them, so a
     /// power loss cannot forget a message that may have left.
     ///
     /// - Throws: `.store(.constraint…)` if a transaction ID is already queued, `.store(.full)`

@@ -21,7 +21,7 @@ import Synchronization
 /// ``Durability/full`` (``transaction(durability:_:)``).
 ///
 /// Statements are prepared once and cached by SQL text. For bulk writes use
-/// ``withStatement(_:_:)`` inside ``transaction(_:)``: bind, step, reset per row, with no
+/// ``withStatement(_:_:)`` inside ``transaction(durability:_:)``: bind, step, reset per row, with no
 /// per-row allocation beyond the values themselves.
 ///
 /// Code that needs several statements to run together takes the database `isolated`:

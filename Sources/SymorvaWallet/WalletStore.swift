@@ -90,7 +90,7 @@ package struct WalletStore: Sendable {
     /// Records `pending` as `confirming`. A command ID that is already stored is refused with a
     /// constraint error: a command ID names one confirmation, ever.
     ///
-    /// The row is written durably (``SymorvaStore/SQLiteDatabase/Durability/full``): it is on
+    /// The row is written durably (``/SymorvaStore/SQLiteDatabase/Durability/full``): it is on
     /// stable storage before the confirm request can leave, so not even a power loss makes the
     /// device forget a command the service may have executed.
     package func insert(_ pending: PendingCommand, createdAtMilliseconds: Int64? = nil) async throws(StoreError) {
