@@ -269,15 +269,22 @@ public final class Conversation: Sendable {
         let roomID = id
         let queue = sendQueue
         try await sendLock.withLock { () async throws(ChatError) in
+            // All parts (a long text is split) are written in call order, in one durable
+            // transaction, before the queue sees any: a restart keeps the order, a power loss
+            // keeps them, and a failed write (a full disk) queues none, so no part goes out alone.
+            let drafts = zip(transactionIDs, contents).map { transactionID, content in
+                QueuedMessageDraft(
+                    transactionID: transactionID.rawValue, eventType: content.eventType,
+                    content: Array(content.json.utf8))
+            }
+            do throws(ChatStoreError) {
+                _ = try await store.enqueueMessages(
+                    roomID: roomID.rawValue, drafts, createdAt: client.currentUnixMilliseconds())
+            } catch {
+                client.receipts.forget(receipt)
+                throw .store(error)
+            }
             for (transactionID, content) in zip(transactionIDs, contents) {
-                // Written in call order before the queue sees it, so a restart keeps the order.
-                do throws(ChatStoreError) {
-                    _ = try await store.enqueueMessage(
-                        roomID: roomID.rawValue, transactionID: transactionID.rawValue, eventType: content.eventType,
-                        content: Array(content.json.utf8), createdAt: client.currentUnixMilliseconds())
-                } catch {
-                    throw .store(error)
-                }
                 await queue.send(.enqueued(transactionID, content))
             }
         }
@@ -464,6 +471,13 @@ final class SendReceiptRegistry: Sendable {
     func register(_ receipt: SendReceipt) {
         receipts.withLock { receipts in
             for id in receipt.transactionIDs { receipts[id] = receipt }
+        }
+    }
+
+    /// Drops a receipt whose messages were never queued (the caller got the error instead).
+    func forget(_ receipt: SendReceipt) {
+        receipts.withLock { receipts in
+            for id in receipt.transactionIDs { receipts[id] = nil }
         }
     }
 

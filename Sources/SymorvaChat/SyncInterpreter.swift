@@ -1,4 +1,5 @@
 import SymorvaChatStore
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
@@ -165,6 +166,17 @@ final class SyncInterpreter: EffectInterpreter {
         return .syncResponse(.failure(syncError))
     }
 
+    /// A full or busy store can recover (the machine backs off and asks for the batch again);
+    /// anything else is permanent.
+    static func syncError(_ error: ChatStoreError) -> SyncError {
+        guard case .store(let storeError) = error else { return .storeFailed }
+        switch storeError.storeFailure {
+        case .full: return .storeUnavailable(.full)
+        case .busy: return .storeUnavailable(.busy)
+        default: return .storeFailed
+        }
+    }
+
     private func commit(_ nextBatch: SyncToken) async -> SyncMachine.Event? {
         guard let body = pending.withLock({ $0.removeValue(forKey: nextBatch.rawValue) }) else {
             logger.error("sync batch to store is missing")
@@ -177,7 +189,7 @@ final class SyncInterpreter: EffectInterpreter {
             }
         } catch {
             logger.error("sync commit failed: \(error)")
-            return .persisted(.failure(.storeFailed))
+            return .persisted(.failure(Self.syncError(error)))
         }
         await delegate.withLock { $0 }?.syncCommitted(SyncChanges(body))
         // The account database does not checkpoint by itself (`Configuration.account`): copy the

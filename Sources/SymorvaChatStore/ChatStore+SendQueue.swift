@@ -51,6 +51,30 @@ package struct QueuedMessage: Sendable, Hashable, CustomStringConvertible, Custo
     }
 }
 
+/// One outgoing event to queue (``ChatStore/enqueueMessages(roomID:_:createdAt:)``).
+///
+/// Its content is user content: every textual form of this value names the transaction only.
+package struct QueuedMessageDraft: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The transaction ID, chosen once and reused on every attempt.
+    package var transactionID: String
+    /// The event type.
+    package var eventType: String
+    /// The content, raw JSON.
+    package var content: [UInt8]
+
+    /// Creates a message to queue.
+    package init(transactionID: String, eventType: String, content: [UInt8]) {
+        self.transactionID = transactionID
+        self.eventType = eventType
+        self.content = content
+    }
+
+    /// The transaction only.
+    package var description: String { "QueuedMessageDraft(\(transactionID))" }
+    /// No content in reflection.
+    package var customMirror: Mirror { Mirror(self, children: ["transactionID": transactionID], displayStyle: .struct) }
+}
+
 extension ChatStore {
     /// Persists a new outgoing event at the end of its room's queue, before any attempt to send
     /// it, and returns the stored row.
@@ -59,22 +83,41 @@ extension ChatStore {
     package func enqueueMessage(
         roomID: String, transactionID: String, eventType: String, content: [UInt8], createdAt: Int64
     ) async throws(ChatStoreError) -> QueuedMessage {
-        try await write { db throws(StoreError) in
-            let position =
+        let message = QueuedMessageDraft(transactionID: transactionID, eventType: eventType, content: content)
+        return try await enqueueMessages(roomID: roomID, [message], createdAt: createdAt)[0]
+    }
+
+    /// Persists new outgoing events at the end of their room's queue, in order, in one durable
+    /// transaction: all of them or, when it throws, none (the parts of a split message are
+    /// queued whole). The rows are on stable storage when this returns
+    /// (``/SymorvaStore/SQLiteDatabase/Durability/full``), before any attempt to send them, so a
+    /// power loss cannot forget a message that may have left.
+    ///
+    /// - Throws: `.store(.constraint…)` if a transaction ID is already queued, `.store(.full)`
+    ///   when the disk is full; nothing was queued.
+    package func enqueueMessages(
+        roomID: String, _ messages: [QueuedMessageDraft], createdAt: Int64
+    ) async throws(ChatStoreError) -> [QueuedMessage] {
+        try await write(durability: .full) { db throws(StoreError) in
+            let first =
                 try db.queryOne("SELECT MAX(position) + 1 FROM send_queue WHERE room_id = ?", [.text(roomID)]) {
                     $0.optionalInt64(0)
                 } ?? nil
-            let message = QueuedMessage(
-                roomID: roomID, transactionID: transactionID, position: position ?? 0, eventType: eventType,
-                content: content, encryptedContent: nil, state: .queued, failureReason: nil, sentEventID: nil,
-                attempts: 0, createdAt: createdAt)
-            try db.execute(
-                "INSERT INTO send_queue(room_id, txn_id, position, event_type, content, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 'queued', 0, ?)",
-                [
-                    .text(roomID), .text(transactionID), .integer(message.position), .text(eventType), .blob(content),
-                    .integer(createdAt),
-                ])
-            return message
+            var queued: [QueuedMessage] = []
+            for (offset, outgoing) in messages.enumerated() {
+                let message = QueuedMessage(
+                    roomID: roomID, transactionID: outgoing.transactionID, position: (first ?? 0) + Int64(offset),
+                    eventType: outgoing.eventType, content: outgoing.content, encryptedContent: nil, state: .queued,
+                    failureReason: nil, sentEventID: nil, attempts: 0, createdAt: createdAt)
+                try db.execute(
+                    "INSERT INTO send_queue(room_id, txn_id, position, event_type, content, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 'queued', 0, ?)",
+                    [
+                        .text(roomID), .text(message.transactionID), .integer(message.position),
+                        .text(message.eventType), .blob(message.content), .integer(createdAt),
+                    ])
+                queued.append(message)
+            }
+            return queued
         }
     }
 

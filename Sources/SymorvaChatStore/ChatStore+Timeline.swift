@@ -164,12 +164,14 @@ extension ChatStore {
         }
     }
 
-    /// Applies the stored edits, reactions and late redactions that point at `item`.
+    /// Applies the stored edits, reactions and late redactions that point at `item` from its own
+    /// room: a relation sent in another room naming the same event ID is never applied.
     static func applyRelations(to item: inout StoredTimelineItem, db: isolated SQLiteDatabase) throws(StoreError) {
         let sql = """
             SELECT rel_type, relation_key, event_id, sender, origin_server_ts, content
-            FROM events WHERE relates_to_event_id = ? AND redacted_by IS NULL
+            FROM events WHERE relates_to_event_id = ?1 AND redacted_by IS NULL
                 AND rel_type IN ('m.replace', 'm.annotation', 'm.room.redaction')
+                AND room_nid = (SELECT room_nid FROM events WHERE event_id = ?1)
             ORDER BY origin_server_ts, event_nid
             """
         var latestEdit: (id: String, content: [UInt8])?

@@ -36,11 +36,12 @@ extension ChatStore {
             let sql = """
                 SELECT event_id, chunk_id, position, type, sender, origin_server_ts, state_key, txn_id, content,
                     redacted_by, rel_type, relates_to_event_id, in_reply_to
-                FROM events WHERE event_id = ?
+                FROM events WHERE event_id = ? AND room_nid = ?
                 """
+            guard let nid = try Self.roomNID(roomID, db: db) else { return snapshot }
             var byID: [String: StoredTimelineItem] = [:]
             for eventID in eventIDs {
-                try db.query(sql, [.text(eventID.rawValue)]) { row in
+                try db.query(sql, [.text(eventID.rawValue), .integer(nid)]) { row in
                     let relationType = row.optionalString(10)
                     byID[row.string(0)] = StoredTimelineItem(
                         eventID: row.string(0),
@@ -63,7 +64,6 @@ extension ChatStore {
                 }
                 if isStored != nil { snapshot.storedReactionEventIDs.insert(eventID.rawValue) }
             }
-            guard let nid = try Self.roomNID(roomID, db: db) else { return snapshot }
             for sender in Set(snapshot.items.map(\.sender)) {
                 let profile = try db.queryOne(
                     "SELECT content FROM room_state WHERE room_nid = ? AND type = 'm.room.member' AND state_key = ?",
@@ -165,8 +165,8 @@ extension ChatStore {
         }
         for (redaction, target) in redactions {
             let stored = try db.queryOne(
-                "SELECT event_nid, type, content FROM events WHERE event_id = ? AND redacted_by IS NULL",
-                [.text(target)]
+                "SELECT event_nid, type, content FROM events WHERE event_id = ? AND room_nid = ? AND redacted_by IS NULL",
+                [.text(target), .integer(nid)]
             ) { row in
                 (
                     nid: row.int64(0),
@@ -226,8 +226,8 @@ extension ChatStore {
     {
         try await read { db throws(StoreError) in
             try db.queryOne(
-                "SELECT event_id FROM events WHERE relates_to_event_id = ? AND rel_type = 'm.annotation' AND relation_key = ? AND sender = ? AND redacted_by IS NULL ORDER BY event_nid DESC LIMIT 1",
-                [.text(target.rawValue), .text(key), .text(sender)]
+                "SELECT event_id FROM events WHERE relates_to_event_id = ? AND rel_type = 'm.annotation' AND relation_key = ? AND sender = ? AND redacted_by IS NULL AND room_nid = (SELECT room_nid FROM rooms WHERE room_id = ?) ORDER BY event_nid DESC LIMIT 1",
+                [.text(target.rawValue), .text(key), .text(sender), .text(roomID.rawValue)]
             ) { EventID($0.string(0)) }
         }
     }

@@ -84,10 +84,11 @@ package struct ChatStore: Sendable {
 
     /// Runs `body` in one transaction on the database's thread, mapping its failure.
     func write<T: Sendable>(
+        durability: SQLiteDatabase.Durability = .normal,
         _ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T
     ) async throws(ChatStoreError) -> T {
         do {
-            return try await database.transaction(body)
+            return try await database.transaction(durability: durability, body)
         } catch {
             throw .store(error)
         }

@@ -15,11 +15,13 @@ import Synchronization
 ///
 /// The connection is opened with `SQLITE_OPEN_NOMUTEX`: the actor serialises access, so SQLite
 /// needs no locks of its own, and no method ever runs on the caller's thread. The file is in
-/// WAL mode with `synchronous=NORMAL` (durable at checkpoints, never corrupt), foreign keys on,
-/// and a busy timeout.
+/// WAL mode with `synchronous=NORMAL` (a commit survives a killed process at once and a power
+/// loss from the next checkpoint on; never corrupt), foreign keys on, and a busy timeout. A
+/// transaction whose rows must be on stable storage when it returns asks for
+/// ``Durability/full`` (``transaction(durability:_:)``).
 ///
 /// Statements are prepared once and cached by SQL text. For bulk writes use
-/// ``withStatement(_:_:)`` inside ``transaction(_:)``: bind, step, reset per row, with no
+/// ``withStatement(_:_:)`` inside ``transaction(durability:_:)``: bind, step, reset per row, with no
 /// per-row allocation beyond the values themselves.
 ///
 /// Code that needs several statements to run together takes the database `isolated`:
@@ -110,6 +112,9 @@ public actor SQLiteDatabase {
     private let handles = SQLiteHandles()
     private var connection: OpaquePointer? { handles.connection }
     private var transactionDepth = 0
+    /// Whether the connection runs `synchronous=FULL` now (inside a durable transaction).
+    private var isFullySynchronous = false
+    private var commitProbe: (@Sendable (isolated SQLiteDatabase, Int) -> Void)?
     private var statistics = Statistics(statementsPrepared: 0, statementCacheHits: 0)
 
     private init(path: String, configuration: Configuration, executor: StoreExecutor, logger: Logger) {
@@ -260,14 +265,53 @@ public actor SQLiteDatabase {
 
     // MARK: Transactions
 
+    /// When a committed transaction is on stable storage.
+    public enum Durability: Sendable, Hashable {
+        /// The connection's `synchronous=NORMAL`: the commit survives a killed process (it is in
+        /// the write-ahead log), but a power loss or an operating-system crash before the next
+        /// checkpoint can roll it back. The right cost for data that can be fetched again (a
+        /// `/sync` batch and its token, which move together).
+        case normal
+        /// `synchronous=FULL` for this transaction: the write-ahead log is synced to the disk
+        /// before `COMMIT` returns, so the rows survive a power loss. For rows that must exist
+        /// before a request leaves the device (a wallet command, a queued message).
+        case full
+    }
+
     /// Runs `body` in a transaction: `BEGIN IMMEDIATE` … `COMMIT`, or `ROLLBACK` when it throws.
     ///
     /// The body is synchronous on purpose: nothing else can run on the database between its
     /// statements. Nested calls become savepoints, so helpers may open their own transaction.
+    ///
+    /// `durability` applies to the outermost transaction: SQLite's `PRAGMA synchronous` is a
+    /// setting of the connection that cannot change inside a transaction, so the database
+    /// switches it to `FULL` before `BEGIN` and back after the commit (or rollback), on its own
+    /// thread, where no other statement can run in between. A nested call inherits the
+    /// durability of the transaction it is part of.
     public func transaction<T>(
+        durability: Durability = .normal,
         _ body: @Sendable (isolated SQLiteDatabase) throws(StoreError) -> T
     ) throws(StoreError) -> T {
         let depth = transactionDepth
+        if depth > 0 && durability == .full && !isFullySynchronous {
+            logger.error("a durable transaction nested in a normal one commits with the outer one's durability")
+        }
+        let switchesSynchronous = depth == 0 && durability == .full
+        if switchesSynchronous {
+            try executeScript("PRAGMA synchronous=FULL")
+            isFullySynchronous = true
+        }
+        defer {
+            if switchesSynchronous {
+                // Cannot fail outside a transaction; a failure would only leave FULL (safe) on.
+                do {
+                    try executeScript("PRAGMA synchronous=NORMAL")
+                    isFullySynchronous = false
+                } catch {
+                    logger.error("restoring synchronous=NORMAL failed error=\(error)")
+                }
+            }
+        }
         let savepoint = "symorva_\(depth)"
         try execute(depth == 0 ? "BEGIN IMMEDIATE" : "SAVEPOINT \(savepoint)")
         transactionDepth += 1
@@ -275,6 +319,10 @@ public actor SQLiteDatabase {
         let result: T
         do {
             result = try body(self)
+            if depth == 0, let commitProbe {
+                let level = try queryOne("PRAGMA synchronous") { $0.int(0) } ?? -1
+                commitProbe(self, level)
+            }
         } catch {
             rollback(savepoint: depth == 0 ? nil : savepoint)
             throw error
@@ -286,6 +334,13 @@ public actor SQLiteDatabase {
             throw error
         }
         return result
+    }
+
+    /// Installs (or with `nil` removes) a probe called inside every outermost transaction just
+    /// before its `COMMIT`, with the connection's `PRAGMA synchronous` as read in that
+    /// transaction (1 `NORMAL`, 2 `FULL`): tests prove with it that a row was committed durably.
+    package func setCommitProbe(_ probe: (@Sendable (isolated SQLiteDatabase, _ synchronous: Int) -> Void)?) {
+        commitProbe = probe
     }
 
     private func rollback(savepoint: String?) {

@@ -89,20 +89,27 @@ package struct WalletStore: Sendable {
 
     /// Records `pending` as `confirming`. A command ID that is already stored is refused with a
     /// constraint error: a command ID names one confirmation, ever.
+    ///
+    /// The row is written durably (``/SymorvaStore/SQLiteDatabase/Durability/full``): it is on
+    /// stable storage before the confirm request can leave, so not even a power loss makes the
+    /// device forget a command the service may have executed.
     package func insert(_ pending: PendingCommand, createdAtMilliseconds: Int64? = nil) async throws(StoreError) {
         let summary = pending.summary
         let created = createdAtMilliseconds ?? wallClock.now.millisecondsSince1970
-        try await database.execute(
-            """
-            INSERT INTO wallet_pending_commands(command_id, draft_id, recipient, asset, asset_precision,
-                amount_minor, fee_minor, total_minor, created_at_ms, state)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'confirming')
-            """,
-            [
-                .text(pending.commandID.rawValue), .text(summary.draftID.rawValue), .text(summary.recipient.rawValue),
-                .text(summary.asset.code), .int(summary.asset.precision), .integer(summary.amount.minorUnits),
-                .integer(summary.fee.minorUnits), .integer(summary.total.minorUnits), .integer(created),
-            ])
+        try await database.transaction(durability: .full) { db throws(StoreError) in
+            try db.execute(
+                """
+                INSERT INTO wallet_pending_commands(command_id, draft_id, recipient, asset, asset_precision,
+                    amount_minor, fee_minor, total_minor, created_at_ms, state)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'confirming')
+                """,
+                [
+                    .text(pending.commandID.rawValue), .text(summary.draftID.rawValue),
+                    .text(summary.recipient.rawValue),
+                    .text(summary.asset.code), .int(summary.asset.precision), .integer(summary.amount.minorUnits),
+                    .integer(summary.fee.minorUnits), .integer(summary.total.minorUnits), .integer(created),
+                ])
+        }
     }
 
     /// Notes that the command's confirm request had no definitive answer. Does nothing when the

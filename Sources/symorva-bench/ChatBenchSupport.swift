@@ -11,6 +11,10 @@
 #endif
 
 enum ChatBench {
+    /// Whether `SYMORVA_BENCH_SYNCHRONOUS=FULL` asks for every commit to be durable
+    /// (`synchronous=FULL` on the whole connection), to compare with the shipped `NORMAL`.
+    static let synchronousFull = getenv("SYMORVA_BENCH_SYNCHRONOUS").map { String(cString: $0) == "FULL" } ?? false
+
     /// A failure that ends a benchmark mode with a message.
     struct Failure: Error {
         var message: String

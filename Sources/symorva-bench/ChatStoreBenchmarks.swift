@@ -115,9 +115,14 @@ enum ColdStartBenchmark: StaticBenchmark {
 
     /// Opens the chat store of an account database at `path` the way a signed-in account
     /// does: `AccountDatabase.openFile` (the account settings) with the standard migrations.
+    ///
+    /// `SYMORVA_BENCH_SYNCHRONOUS=FULL` runs the whole connection with `synchronous=FULL`, to
+    /// measure what making every commit durable would cost (`docs/benchmarks.md`).
     static func open(_ path: String) async throws(ChatBench.Failure) -> ChatStore {
         do {
-            return ChatStore(database: try await AccountDatabase.openFile(path: path, migrations: .standard))
+            let database = try await AccountDatabase.openFile(path: path, migrations: .standard)
+            if ChatBench.synchronousFull { try await database.executeScript("PRAGMA synchronous=FULL") }
+            return ChatStore(database: database)
         } catch {
             throw ChatBench.Failure(message: "cannot open the store: \(error)")
         }

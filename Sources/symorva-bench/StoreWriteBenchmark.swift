@@ -96,7 +96,9 @@ private struct PlainLoop {
         }
         defer { sqlite3_close(connection) }
         sqlite3_exec(
-            connection, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", nil, nil, nil)
+            connection,
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=\(ChatBench.synchronousFull ? "FULL" : "NORMAL"); PRAGMA foreign_keys=ON;",
+            nil, nil, nil)
         // The account database's own connection settings, for a fair race.
         sqlite3_exec(connection, SQLiteDatabase.Configuration.account.connectionPragmas, nil, nil, nil)
         func prepare(_ sql: String) -> OpaquePointer? {

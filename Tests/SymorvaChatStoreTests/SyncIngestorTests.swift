@@ -1,5 +1,6 @@
 import SymorvaChatStore
 import SymorvaTesting
+import Synchronization
 import Testing
 
 /// Opens an empty in-memory chat store.
@@ -192,6 +193,25 @@ struct SyncIngestorTests {
         #expect(try await store.queuedMessages().count == 1)
         _ = try await SyncIngestor(store: store).ingest(SyncSamples.specBytes)
         #expect(try await store.queuedMessages().isEmpty)
+    }
+
+    @Test("A queued message is committed with synchronous=FULL, all parts in one transaction; sync stays NORMAL")
+    func durableSendQueue() async throws {
+        let store = try await makeChatStore()
+        let commits = Mutex<[[Int]]>([])
+        await store.databaseForTesting.setCommitProbe { db, synchronous in
+            let rows = (try? db.queryOne("SELECT COUNT(*) FROM send_queue") { $0.int(0) }) ?? nil
+            commits.withLock { $0.append([synchronous, rows ?? -1]) }
+        }
+        let parts = (1...3).map {
+            QueuedMessageDraft(transactionID: "txn-\($0)", eventType: "m.room.message", content: [])
+        }
+        _ = try await store.enqueueMessages(roomID: SyncSamples.roomID, parts, createdAt: 1)
+        _ = try await store.enqueueMessage(
+            roomID: SyncSamples.roomID, transactionID: "txn-4", eventType: "m.room.message", content: [], createdAt: 2)
+        _ = try await SyncIngestor(store: store).ingest(SyncSamples.response(nextBatch: "n", events: []))
+        #expect(commits.withLock { $0 } == [[2, 3], [2, 4], [1, 4]])
+        #expect(try await store.queuedMessages().map(\.position) == [0, 1, 2, 3])
     }
 
     @Test("The preview follows the last message, its edits by its sender, and its redaction")

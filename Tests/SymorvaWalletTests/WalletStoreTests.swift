@@ -2,6 +2,7 @@ import Foundation
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaWallet
+import Synchronization
 import Testing
 
 @Suite("Wallet store")
@@ -41,6 +42,22 @@ struct WalletStoreTests {
         try await store.remove(WalletFixtures.commandID)
         try await store.remove(WalletFixtures.commandID)
         #expect(try await store.pendingCommands().isEmpty)
+    }
+
+    @Test("A pending command is committed with synchronous=FULL: on stable storage before the confirm leaves")
+    func durableInsert() async throws {
+        let path = Self.temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let database = try await SQLiteDatabase.open(path: path)
+        let store = try await WalletStore.open(on: database)
+        let commits = Mutex<[[Int]]>([])
+        await database.setCommitProbe { db, synchronous in
+            let rows = (try? db.queryOne("SELECT COUNT(*) FROM wallet_pending_commands") { $0.int(0) }) ?? nil
+            commits.withLock { $0.append([synchronous, rows ?? -1]) }
+        }
+        try await store.insert(WalletFixtures.pending)
+        #expect(commits.withLock { $0 } == [[2, 1]], "the command row was not committed with synchronous=FULL")
+        #expect(try await database.queryOne("PRAGMA synchronous") { $0.int(0) } == 1)
     }
 
     @Test("A command is stamped with the injected wall clock")

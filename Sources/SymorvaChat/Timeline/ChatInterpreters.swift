@@ -1,4 +1,5 @@
 import SymorvaChatStore
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
@@ -112,8 +113,17 @@ struct SendQueueInterpreter: EffectInterpreter {
             } catch .store(.constraint) {
                 // Already stored under this transaction ID.
             } catch {
+                // Never stored, so never sent: the queue drops it and goes on, and whoever holds
+                // the receipt sees why.
                 client.logger.error("send queue write failed: \(error)")
-                return nil
+                let failure: StoreFailure
+                if case .store(let storeError) = error {
+                    failure = storeError.storeFailure
+                } else {
+                    failure = .database
+                }
+                client.receipts.update(item.transactionID, .failed(.notStored(failure)))
+                return .persistFailed(item.transactionID, failure)
             }
             return .persisted(item.transactionID)
         case .encrypt(let transactionID, _):

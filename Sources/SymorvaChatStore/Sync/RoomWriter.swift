@@ -14,6 +14,9 @@ struct RoomWriter {
     private(set) var timelineEvents = 0
     private(set) var stateEvents = 0
     private(set) var redactionsApplied = 0
+    /// Redactions, edits, reactions and receipts whose target is an event of another room:
+    /// stored as this room's events (nothing is lost) but never applied to the other room.
+    private(set) var crossRoomRelationsIgnored = 0
     private(set) var gapCreated = false
 
     private var summary = SummaryChange()
@@ -131,6 +134,7 @@ struct RoomWriter {
         row.liveChunk = chunk
         summary.liveChunk = chunk
         var redactions: [(redaction: String, target: String)] = []
+        var relationTargets: [String] = []
         let stateSQL =
             "INSERT INTO room_state(room_nid, type, state_key, event_id, sender, origin_server_ts, content) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender, origin_server_ts = excluded.origin_server_ts, content = excluded.content"
         try db.withStatement(Self.insertEventSQL) { insert throws(StoreError) in
@@ -174,12 +178,33 @@ struct RoomWriter {
                 }
                 if let target = relatesTo, relationType == "m.room.redaction" {
                     redactions.append((eventID, target))
+                } else if let target = relatesTo, relationType == "m.replace" || relationType == "m.annotation" {
+                    relationTargets.append(target)
                 }
             }
         }
         for (redaction, target) in redactions {
-            if try applyRedaction(of: target, by: redaction, room: row.nid, db: db) { redactionsApplied += 1 }
+            if try applyRedaction(of: target, by: redaction, room: row.nid, db: db) {
+                redactionsApplied += 1
+            } else if try Self.isEvent(target, ofAnotherRoomThan: row.nid, db: db) {
+                crossRoomRelationsIgnored += 1
+            }
         }
+        // Edits and reactions are applied when the timeline is read, to targets of their own
+        // room only; one naming another room's event is counted here.
+        for target in relationTargets where try Self.isEvent(target, ofAnotherRoomThan: row.nid, db: db) {
+            crossRoomRelationsIgnored += 1
+        }
+    }
+
+    /// Whether `eventID` is stored as an event of a room other than `nid`. Event IDs are
+    /// unique across rooms, so a relation naming one is a misbehaving server's, not ours to
+    /// apply.
+    static func isEvent(_ eventID: String, ofAnotherRoomThan nid: Int64, db: isolated SQLiteDatabase)
+        throws(StoreError) -> Bool
+    {
+        try db.queryOne("SELECT room_nid FROM events WHERE event_id = ?", [.text(eventID)]) { $0.int64(0) != nid }
+            ?? false
     }
 
     /// Appends an empty chunk after `previous` (the room's newest chunk) and returns its ID.
@@ -198,14 +223,15 @@ struct RoomWriter {
     }
 
     /// Marks `target` redacted and strips its content (and its state row's) per the redaction
-    /// rules. Returns `false` when the target is not stored yet: the redaction stays indexed by
-    /// its target and is applied when the timeline is read.
+    /// rules. Returns `false` when the target is not stored yet (the redaction stays indexed by
+    /// its target and is applied when the timeline is read) or is an event of another room
+    /// (never applied).
     private func applyRedaction(
         of target: String, by redaction: String, room nid: Int64, db: isolated SQLiteDatabase
     ) throws(StoreError) -> Bool {
         let stored = try db.queryOne(
-            "SELECT event_nid, type, content, state_key FROM events WHERE event_id = ? AND redacted_by IS NULL",
-            [.text(target)]
+            "SELECT event_nid, type, content, state_key FROM events WHERE event_id = ? AND room_nid = ? AND redacted_by IS NULL",
+            [.text(target), .integer(nid)]
         ) { row in
             (
                 nid: row.int64(0), type: row.string(1),
@@ -230,7 +256,7 @@ struct RoomWriter {
 
     // MARK: Receipts and account data
 
-    private func writeReceipts(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError) {
+    private mutating func writeReceipts(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError) {
         for event in room.ephemeral where event.type == "m.receipt" {
             let content = slice(event.content)
             var receipts: [(type: String, thread: String, user: String, event: String, ts: Int64)] = []
@@ -247,6 +273,10 @@ struct RoomWriter {
                 }
             }
             for receipt in receipts {
+                if try Self.isEvent(receipt.event, ofAnotherRoomThan: nid, db: db) {
+                    crossRoomRelationsIgnored += 1
+                    continue
+                }
                 try db.execute(
                     "INSERT INTO receipts(room_nid, receipt_type, thread_id, user_id, event_id, ts) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, ts = excluded.ts",
                     [

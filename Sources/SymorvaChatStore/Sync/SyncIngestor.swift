@@ -10,6 +10,10 @@ package struct SyncIngestReport: Sendable, Hashable {
     package var stateEvents = 0
     /// Redactions applied to stored events.
     package var redactionsApplied = 0
+    /// Redactions, edits, reactions and receipts ignored because they name an event of another
+    /// room (a misbehaving or federated server can send anything): their events are stored in
+    /// their own room, and the other room's event is left as it was.
+    package var crossRoomRelationsIgnored = 0
     /// Gaps created by limited timelines.
     package var gapsCreated = 0
     /// Events skipped as unusable (kept in `malformed_events`).
@@ -94,6 +98,7 @@ struct SyncWriter {
                     report.timelineEvents += writer.timelineEvents
                     report.stateEvents += writer.stateEvents
                     report.redactionsApplied += writer.redactionsApplied
+                    report.crossRoomRelationsIgnored += writer.crossRoomRelationsIgnored
                     report.gapsCreated += writer.gapCreated ? 1 : 0
                 }
             }

@@ -100,6 +100,9 @@ public enum SendFailureReason: Sendable, Hashable {
     case rejected(status: Int, errorCode: String)
     /// The event could not be encrypted for the room.
     case encryptionFailed
+    /// The event could not be written to the store (the disk is full, …), so it was never
+    /// sent; sending it again once the store recovers is safe.
+    case notStored(StoreFailure)
 
     /// The stable text the store keeps for this reason.
     public var storageCode: String {
@@ -108,6 +111,7 @@ public enum SendFailureReason: Sendable, Hashable {
         case .tooLarge: "too_large"
         case .rejected(let status, let errorCode): "rejected:\(status):\(errorCode)"
         case .encryptionFailed: "encryption_failed"
+        case .notStored(let failure): "not_stored:\(failure)"
         }
     }
 
@@ -117,6 +121,8 @@ public enum SendFailureReason: Sendable, Hashable {
         case "forbidden": self = .forbidden
         case "too_large": self = .tooLarge
         case "encryption_failed": self = .encryptionFailed
+        case "not_stored:full": self = .notStored(.full)
+        case "not_stored:busy": self = .notStored(.busy)
         default:
             let fields = storageCode.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count == 3, fields[0] == "rejected", let status = Int(fields[1]) else { return nil }

@@ -35,6 +35,14 @@ extension SendQueueMachine {
         return advance(&state)
     }
 
+    /// An item the store never held is dropped: nothing of it was sent (only persisted items
+    /// are), so the queue goes on with the next one instead of waiting for it.
+    func persistFailed(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
+        guard let index = state.index(of: transactionID), !state.items[index].isPersisted else { return [] }
+        state.items.remove(at: index)
+        return advance(&state)
+    }
+
     func encrypted(
         _ transactionID: TransactionID, _ result: Result<MessageContent, SendError>, in state: inout State
     ) -> [Effect]? {

@@ -79,6 +79,10 @@ public struct SendQueueMachine: ChartedMachine {
         case enqueued(TransactionID, MessageContent)
         /// The store wrote the item.
         case persisted(TransactionID)
+        /// The store could not write an item it did not hold yet (the disk is full, …): the
+        /// item is dropped, never sent, and its receipt fails with
+        /// ``SendFailureReason/notStored(_:)``.
+        case persistFailed(TransactionID, StoreFailure)
         /// The head was encrypted (or could not be).
         case encrypted(TransactionID, Result<MessageContent, SendError>)
         /// The head's PUT finished.
@@ -101,7 +105,8 @@ public struct SendQueueMachine: ChartedMachine {
         case encryptionEnabled
 
         public static let allCaseNames = [
-            "restored", "enqueued", "persisted", "encrypted", "sendResponse", "remoteEchoReceived", "timerFired",
+            "restored", "enqueued", "persisted", "persistFailed", "encrypted", "sendResponse", "remoteEchoReceived",
+            "timerFired",
             "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
             "encryptionEnabled",
         ]
@@ -112,6 +117,7 @@ public struct SendQueueMachine: ChartedMachine {
             case .restored: "restored"
             case .enqueued: "enqueued"
             case .persisted: "persisted"
+            case .persistFailed: "persistFailed"
             case .encrypted: "encrypted"
             case .sendResponse: "sendResponse"
             case .remoteEchoReceived: "remoteEchoReceived"
@@ -196,6 +202,7 @@ public struct SendQueueMachine: ChartedMachine {
         case .restored(let items): effects = restore(items, in: &next)
         case .enqueued(let transactionID, let content): effects = enqueue(transactionID, content, in: &next)
         case .persisted(let transactionID): effects = persisted(transactionID, in: &next)
+        case .persistFailed(let transactionID, _): effects = persistFailed(transactionID, in: &next)
         case .encrypted(let transactionID, let result): effects = encrypted(transactionID, result, in: &next)
         case .sendResponse(let transactionID, let result): effects = responded(transactionID, result, in: &next)
         case .remoteEchoReceived(let transactionID, let eventID): effects = echoed(transactionID, eventID, in: &next)

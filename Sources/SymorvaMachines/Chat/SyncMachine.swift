@@ -264,11 +264,16 @@ public enum SyncError: Error, Sendable, Hashable, CaseNamed {
     case rejected(status: Int, errorCode: String)
     /// The store could not commit a batch. Not retried: the store is broken.
     case storeFailed
+    /// The store could not commit a batch for a reason that passes: the disk is full or the
+    /// database stayed locked (``StoreFailure/full``, ``StoreFailure/busy``). Nothing of the
+    /// batch was written and the since-token did not move; the loop backs off and asks for the
+    /// same batch again.
+    case storeUnavailable(StoreFailure)
 
     /// Whether retrying later can succeed.
     public var isRetryable: Bool {
         switch self {
-        case .network, .server, .rateLimited: true
+        case .network, .server, .rateLimited, .storeUnavailable: true
         case .rejected, .storeFailed: false
         }
     }
@@ -362,7 +367,11 @@ extension SyncMachine {
             return .move(to: .awaitingToken(next))
         case .persisted(.failure(let error)):
             guard progress.pendingBatch != nil else { return .stay }
-            return .move(to: .failed(error))
+            guard error.isRetryable else { return .move(to: .failed(error)) }
+            // The batch was dropped: the request after the refresh asks for it again.
+            var next = progress
+            next.pendingBatch = nil
+            return .move(to: .awaitingToken(next))
         case .tokenRefreshed:
             return resume(progress)
         }
@@ -392,7 +401,11 @@ extension SyncMachine {
             return .move(to: .live(next), effects: [request(next, timeout: longPollTimeout)])
         case .failure(let error):
             guard progress.pendingBatch != nil else { return .stay }
-            return .move(to: .failed(error))
+            // A store that is full or busy can recover: the batch was not written and the
+            // since-token did not move, so back off and ask for the same batch again.
+            var next = progress
+            next.pendingBatch = nil
+            return fail(next, error)
         }
     }
 

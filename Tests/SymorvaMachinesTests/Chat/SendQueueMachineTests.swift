@@ -71,6 +71,23 @@ struct SendQueueMachineTests {
             effects: [.sendEvent(F.t1, F.hello)])
     }
 
+    @Test("An item the store could not write is dropped, and the persisted item behind it starts")
+    func persistFailureDropsItem() throws {
+        let store = MachineTestStore(
+            machine,
+            initial: F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.world)], .idle))
+        try store.send(
+            .persistFailed(F.t1, .full), expecting: F.state([F.item(F.t2, F.world, .sending)], .sending),
+            effects: [.sendEvent(F.t2, F.world)])
+    }
+
+    @Test("A persist failure for a stored or unknown item changes nothing")
+    func persistFailureOfStoredItem() throws {
+        let store = MachineTestStore(machine, initial: F.state([F.item(F.t1, F.hello, .sending)], .sending))
+        try store.send(.persistFailed(F.t1, .full), stayingWith: [])
+        try store.send(.persistFailed(F.t2, .busy), stayingWith: [])
+    }
+
     @Test("A later item persisted first waits for the head")
     func laterPersistedWaits() throws {
         let start = F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.world, persisted: false)], .idle)

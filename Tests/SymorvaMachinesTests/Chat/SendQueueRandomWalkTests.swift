@@ -236,6 +236,7 @@ struct SendQueueRandomWalkTests {
             F.state([F.item(F.t1, F.hello)], .waitingToken),
             F.state([F.item(F.t1, F.hello, .cancelled)], .waitingToken),
             F.state([F.item(F.t1, F.hello, .failed(.forbidden))], .blocked(F.t1)),
+            F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.hello)], .idle),
         ]
         let ids = (1...8).map { TransactionID("t\($0)") }
         var events: [SendQueueMachine.Event] = [
@@ -253,7 +254,7 @@ struct SendQueueRandomWalkTests {
         ]
         for id in ids {
             events += [
-                .enqueued(id, SendQueueFixture.hello), .persisted(id),
+                .enqueued(id, SendQueueFixture.hello), .persisted(id), .persistFailed(id, .full),
                 .encrypted(id, .success(SendQueueFixture.cipher)), .encrypted(id, .failure(.network)),
                 .encrypted(id, .failure(.unknownToken)), .encrypted(id, .failure(.permanent(.encryptionFailed))),
                 .sendResponse(id, .success(EventID("$x"))), .sendResponse(id, .failure(.server(status: 500))),

@@ -127,6 +127,44 @@ struct SyncMachineTests {
         try store.send(.persisted(.failure(.storeFailed)), expecting: .failed(.storeFailed))
     }
 
+    @Test("A commit that fails because the store is full backs off, then asks for the same batch again")
+    func commitStoreFullBacksOff() throws {
+        let (jitter, delay) = backoff(attempt: 1)
+        var expected = progress(since: since, failures: 1)
+        expected.jitter = jitter
+        let store = MachineTestStore(machine, initial: .live(progress(since: since, pending: next)))
+        try store.send(
+            .persisted(.failure(.storeUnavailable(.full))),
+            expecting: .backingOff(expected, attempt: 1, after: delay), effects: [.scheduleRetry(after: delay)])
+        try store.send(
+            .timerFired(.retry), expecting: .catchingUp(expected),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("A busy store during the initial sync backs off and starts the initial sync again")
+    func initialCommitStoreBusyBacksOff() throws {
+        let (jitter, delay) = backoff(attempt: 1)
+        var expected = progress(since: nil, failures: 1)
+        expected.jitter = jitter
+        let store = MachineTestStore(machine, initial: .initialSync(progress(since: nil, pending: next)))
+        try store.send(
+            .persisted(.failure(.storeUnavailable(.busy))),
+            expecting: .backingOff(expected, attempt: 1, after: delay), effects: [.scheduleRetry(after: delay)])
+        try store.send(
+            .timerFired(.retry), expecting: .initialSync(expected),
+            effects: [.sendSync(since: nil, timeout: .zero, filterID: filter)])
+    }
+
+    @Test("A full store while the token is refreshed drops the batch; the refresh asks for it again")
+    func commitStoreFullWhileAwaitingToken() throws {
+        let store = MachineTestStore(machine, initial: .awaitingToken(progress(since: since, pending: next)))
+        try store.send(
+            .persisted(.failure(.storeUnavailable(.full))), expecting: .awaitingToken(progress(since: since)))
+        try store.send(
+            .tokenRefreshed, expecting: .catchingUp(progress(since: since)),
+            effects: [.sendSync(since: since, timeout: .zero, filterID: filter)])
+    }
+
     // MARK: Failures and backoff
 
     @Test("A network failure backs off with jitter from the seeded stream")
@@ -346,7 +384,8 @@ struct SyncMachineTests {
             .syncResponse(.failure(.network)), .syncResponse(.failure(.rateLimited(retryAfter: .seconds(2)))),
             .syncResponse(.failure(.rejected(status: 403, errorCode: "M_FORBIDDEN"))),
             .persisted(.success(next)), .persisted(.success(SyncToken("other"))), .persisted(.failure(.storeFailed)),
-            .timerFired(.retry), .networkChanged, .tokenRejected, .tokenRefreshed,
+            .persisted(.failure(.storeUnavailable(.full))), .timerFired(.retry), .networkChanged, .tokenRejected,
+            .tokenRefreshed,
         ]
         try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .stopped)
     }
