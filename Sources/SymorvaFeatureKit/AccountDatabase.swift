@@ -94,7 +94,8 @@ public final class AccountDatabase: Sendable {
     public static let fileName = "store.sqlite"
 
     /// Opens (creating the folder and file if needed) the database of `userID` under
-    /// `dataDirectory` and applies `migrations`.
+    /// `dataDirectory` and applies `migrations`. The account's folder is 0700 and its files
+    /// 0600; a folder that other users can read or enter is refused (`.insecureFolder`).
     ///
     /// The file is opened by `openFile(path:migrations:executor:logger:)`, with the account
     /// settings (``/SymorvaStore/SQLiteDatabase/Configuration/account``): 8 KB pages for a new
@@ -106,8 +107,17 @@ public final class AccountDatabase: Sendable {
     ) async throws(AccountStorageError) -> AccountDatabase {
         let directory = Self.directory(for: userID, in: dataDirectory)
         try AccountFiles.makeDirectory(directory)
+        try AccountFiles.requirePrivate(AccountFiles.parent(of: directory))
+        try AccountFiles.requirePrivate(directory)
+        let path = directory + "/" + fileName
+        // SQLite would create the file (and give its -wal and -shm files the same mode) under the
+        // umask, 0644 on most systems: the file is made, or tightened, for the user alone first.
+        try AccountFiles.makePrivateFile(path)
+        for companion in ["-wal", "-shm"] where AccountFiles.exists(path + companion) {
+            try AccountFiles.makePrivateFile(path + companion)
+        }
         do {
-            let database = try await openFile(path: directory + "/" + fileName, migrations: migrations, logger: logger)
+            let database = try await openFile(path: path, migrations: migrations, logger: logger)
             return AccountDatabase(userID: userID, directory: directory, database: database)
         } catch {
             throw .store(error)
@@ -165,6 +175,10 @@ public enum AccountStorageError: Error, Sendable, Hashable, CustomStringConverti
     case secrets(SecretsError)
     /// A file-system call on the data folder failed (`errno`).
     case fileSystem(operation: String, errno: Int32)
+    /// An account's folder (or the `accounts` folder) lets other users read or enter it (its
+    /// mode): the SDK creates them 0700 and refuses to keep an account's data where others can
+    /// read it.
+    case insecureFolder(mode: UInt32)
     /// `accounts.json` exists but cannot be read as an account list.
     case unreadableRegistry(reason: String)
     /// The account is not known on this device.
@@ -176,6 +190,7 @@ public enum AccountStorageError: Error, Sendable, Hashable, CustomStringConverti
         case .store(let error): "store(\(error))"
         case .secrets(let error): "secrets(\(error))"
         case .fileSystem(let operation, let errno): "fileSystem(\(operation), errno: \(errno))"
+        case .insecureFolder(let mode): "insecureFolder(mode: \(String(mode, radix: 8)))"
         case .unreadableRegistry(let reason): "unreadableRegistry(\(reason))"
         case .unknownAccount: "unknownAccount"
         }
@@ -191,7 +206,7 @@ extension AccountStorageError {
         switch self {
         case .store(let error): error.storeFailure
         case .secrets: .secrets
-        case .fileSystem: .fileSystem
+        case .fileSystem, .insecureFolder: .fileSystem
         case .unreadableRegistry: .unreadable
         case .unknownAccount: .unknownAccount
         }

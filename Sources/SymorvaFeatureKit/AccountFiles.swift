@@ -21,6 +21,24 @@ package enum AccountFiles {
         }
     }
 
+    /// Refuses `path` when group or others have any permission on it: an account's data is its
+    /// user's alone.
+    static func requirePrivate(_ path: String) throws(AccountStorageError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw .fileSystem(operation: "stat", errno: errno) }
+        let mode = UInt32(info.st_mode) & 0o777
+        guard mode & 0o077 == 0 else { throw .insecureFolder(mode: mode) }
+    }
+
+    /// Creates `path` as an empty file for the user alone (0600), or takes every permission of
+    /// group and others away from the file that is there.
+    static func makePrivateFile(_ path: String) throws(AccountStorageError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .fileSystem(operation: "create", errno: errno) }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else { throw .fileSystem(operation: "chmod", errno: errno) }
+    }
+
     /// Writes `bytes` to `path` through a synced temporary file renamed into place.
     package static func writeAtomically(_ bytes: [UInt8], to path: String) throws(AccountStorageError) {
         let directory = parent(of: path)
