@@ -102,6 +102,25 @@ func describe(_ event: SyncEvent, count: Int, _ text: (Range<Int>) -> String) ->
         fuzzOne(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
         return 0
     }
+
+    /// libFuzzer's driver (`FuzzerInterface.h`), called from the entry SwiftPM links as `main`.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runFuzzerDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
+
+    /// The program's entry: SwiftPM links an executable's `main` to `<module>_main`, which
+    /// replaces libFuzzer's own `main`, so this one starts libFuzzer's driver.
+    @_cdecl("fuzz_sync_decoder_main")
+    public func fuzzerMain(
+        _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+    ) -> CInt {
+        var count = argc
+        var arguments = argv
+        return runFuzzerDriver(&count, &arguments, fuzzerTestOneInput)
+    }
 #else
     /// Without libFuzzer: replays every file of the corpus (`Fuzz/Corpus/sync-decoder`, or the directories
     /// and files given as arguments) through the same function, as a smoke check.
