@@ -90,6 +90,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // MARK: Fuzz targets (libFuzzer with -DSYMORVA_FUZZING, else a corpus replay; Scripts/fuzz)
+        .executableTarget(name: "fuzz-sync-decoder", dependencies: ["SymorvaChatStore"], swiftSettings: swiftSettings),
+        .executableTarget(name: "fuzz-redaction", dependencies: ["SymorvaChatStore"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-matrix-error", dependencies: ["SymorvaMatrix", "SymorvaHTTP"], swiftSettings: swiftSettings),
+        .executableTarget(name: "fuzz-manifest", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .executableTarget(name: "fuzz-scxml", dependencies: ["SymorvaTesting"], swiftSettings: swiftSettings),
+
         // MARK: Tests
         .testTarget(
             name: "SymorvaRuntimeTests", dependencies: ["SymorvaRuntime", "SymorvaTesting"],

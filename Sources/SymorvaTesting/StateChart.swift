@@ -85,6 +85,11 @@ public struct StateChart: Sendable, Equatable {
 
     /// Parses and validates a chart document; `source` names it in errors.
     public init(data: Data, source: String = "chart") throws(ChartError) {
+        // Charts are UTF-8. FoundationXML on Linux traps on a comment that is not valid UTF-8
+        // (found by `Scripts/fuzz scxml`), so such a file is rejected before it is parsed.
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw .malformedXML("\(source): not valid UTF-8")
+        }
         let reader = SCXMLReader(source: source)
         let parser = XMLParser(data: data)
         parser.delegate = reader

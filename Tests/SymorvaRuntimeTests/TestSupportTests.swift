@@ -208,6 +208,17 @@ struct ChartCheckerTests {
         #expect(throws: ChartError.self) { try StateChart(data: Data("<scxml name=".utf8)) }
     }
 
+    @Test("A chart that is not valid UTF-8 is rejected, not a crash (Fuzz/Crashes/scxml, a comment)")
+    func invalidUTF8() {
+        // FoundationXML traps on a comment that is not UTF-8; the loader must refuse it first.
+        let chart =
+            Data("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!--\n ".utf8) + Data([0xE0, 0xAB, 0x97, 0x9A])
+            + Data(" -->\n".utf8) + Data(doorChart.utf8)
+        #expect(throws: ChartError.malformedXML("Door: not valid UTF-8")) {
+            try StateChart(data: chart, source: "Door")
+        }
+    }
+
     @Test("The locator finds the package root from a test file")
     func locator() throws {
         let root = try ChartLocator.packageRoot()

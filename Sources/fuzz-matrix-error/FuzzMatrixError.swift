@@ -1,0 +1,91 @@
+// Fuzz target: the Matrix error decoder (`MatrixError.decode`). The first two bytes pick the
+// status, the next line is a `Retry-After` header (when the input has one), the rest is the
+// body. Besides not crashing: an error exists exactly for statuses of 400 and more, keeps the
+// status, carries the body's `errcode` when the body is an error object, and never a negative
+// delay.
+import Foundation
+import SymorvaHTTP
+import SymorvaMatrix
+
+/// Checks one input; traps on a broken invariant.
+func fuzzOne(_ bytes: [UInt8]) {
+    guard bytes.count >= 2 else { return }
+    let status = 100 + (Int(bytes[0]) << 8 | Int(bytes[1])) % 500
+    var rest = Array(bytes.dropFirst(2))
+    var headers = HTTPHeaders()
+    if let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
+        headers = HTTPHeaders([("Retry-After", String(decoding: rest[..<newline], as: UTF8.self))])
+        rest = Array(rest[(newline + 1)...])
+    }
+    let error = MatrixError.decode(from: HTTPResponse(status: status, headers: headers, body: rest))
+    guard status >= 400 else {
+        precondition(error == nil, "an error for status \(status)")
+        return
+    }
+    guard let error else { fatalError("no error for status \(status)") }
+    precondition(error.status == status, "status \(status) became \(error.status)")
+    if case .delay(let delay) = error.retryAfter { precondition(delay >= .zero, "negative delay \(delay)") }
+    _ = error.description
+    let object = try? JSONSerialization.jsonObject(with: Data(rest)) as? [String: Any]
+    if let errcode = object?["errcode"] as? String, error.code != .malformedBody {
+        precondition(error.code.errcode == errcode, "errcode \(errcode) became \(error.code.errcode)")
+    }
+}
+
+#if SYMORVA_FUZZING
+    /// libFuzzer's entry: one input per call.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+        fuzzOne(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        return 0
+    }
+
+    /// libFuzzer's driver (`FuzzerInterface.h`), called from the entry SwiftPM links as `main`.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runFuzzerDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
+
+    /// The program's entry: SwiftPM links an executable's `main` to `<module>_main`, which
+    /// replaces libFuzzer's own `main`, so this one starts libFuzzer's driver.
+    @_cdecl("fuzz_matrix_error_main")
+    public func fuzzerMain(
+        _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+    ) -> CInt {
+        var count = argc
+        var arguments = argv
+        return runFuzzerDriver(&count, &arguments, fuzzerTestOneInput)
+    }
+#else
+    /// Without libFuzzer: replays every file of the corpus (`Fuzz/Corpus/matrix-error`, or the directories
+    /// and files given as arguments) through the same function, as a smoke check.
+    @main
+    enum CorpusReplay {
+        static func main() {
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            let roots = arguments.isEmpty ? ["Fuzz/Corpus/matrix-error"] : arguments
+            var count = 0
+            for root in roots {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else {
+                    FileHandle.standardError.write(Data("fuzz-matrix-error: no such corpus: \(root)\n".utf8))
+                    exit(2)
+                }
+                let files =
+                    isDirectory.boolValue
+                    ? ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().map {
+                        root + "/" + $0
+                    }
+                    : [root]
+                for file in files {
+                    guard let data = FileManager.default.contents(atPath: file) else { continue }
+                    fuzzOne(Array(data))
+                    count += 1
+                }
+            }
+            print("fuzz-matrix-error: replayed \(count) inputs")
+        }
+    }
+#endif
