@@ -91,12 +91,19 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: Fuzz targets (libFuzzer with -DSYMORVA_FUZZING, else a corpus replay; Scripts/fuzz)
-        .executableTarget(name: "fuzz-sync-decoder", dependencies: ["SymorvaChatStore"], swiftSettings: swiftSettings),
-        .executableTarget(name: "fuzz-redaction", dependencies: ["SymorvaChatStore"], swiftSettings: swiftSettings),
+        .target(name: "SymorvaFuzzing", swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-matrix-error", dependencies: ["SymorvaMatrix", "SymorvaHTTP"], swiftSettings: swiftSettings),
-        .executableTarget(name: "fuzz-manifest", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
-        .executableTarget(name: "fuzz-scxml", dependencies: ["SymorvaTesting"], swiftSettings: swiftSettings),
+            name: "fuzz-sync-decoder", dependencies: ["SymorvaFuzzing", "SymorvaChatStore"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-redaction", dependencies: ["SymorvaFuzzing", "SymorvaChatStore"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-matrix-error", dependencies: ["SymorvaFuzzing", "SymorvaMatrix", "SymorvaHTTP"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-manifest", dependencies: ["SymorvaFuzzing", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-scxml", dependencies: ["SymorvaFuzzing", "SymorvaTesting"], swiftSettings: swiftSettings),
 
         // MARK: Tests
         .testTarget(

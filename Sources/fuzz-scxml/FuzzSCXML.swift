@@ -2,6 +2,7 @@
 // crashing: a chart that loads is valid (unique state ids, a known initial state, known
 // targets, no duplicate arrow), and written back as SCXML it loads to an equal chart.
 import Foundation
+import SymorvaFuzzing
 import SymorvaTesting
 
 /// Checks one input; traps on a broken invariant.
@@ -61,56 +62,19 @@ func escape(_ value: String) -> String {
     /// libFuzzer's entry: one input per call.
     @_cdecl("LLVMFuzzerTestOneInput")
     public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-        fuzzOne(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        fuzzOne(FuzzDriver.bytes(data, size))
         return 0
     }
 
-    /// libFuzzer's driver (`FuzzerInterface.h`), called from the entry SwiftPM links as `main`.
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runFuzzerDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
-    /// The program's entry: SwiftPM links an executable's `main` to `<module>_main`, which
-    /// replaces libFuzzer's own `main`, so this one starts libFuzzer's driver.
+    /// The program's entry (SwiftPM links `main` to `<module>_main`): libFuzzer's driver.
     @_cdecl("fuzz_scxml_main")
-    public func fuzzerMain(
-        _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    ) -> CInt {
-        var count = argc
-        var arguments = argv
-        return runFuzzerDriver(&count, &arguments, fuzzerTestOneInput)
+    public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        FuzzDriver.run(argc, argv, fuzzerTestOneInput)
     }
 #else
-    /// Without libFuzzer: replays every file of the corpus (`Fuzz/Corpus/scxml`, or the directories
-    /// and files given as arguments) through the same function, as a smoke check.
+    /// Without libFuzzer: the corpus replayed through the same function, as a smoke check.
     @main
     enum CorpusReplay {
-        static func main() {
-            let arguments = Array(CommandLine.arguments.dropFirst())
-            let roots = arguments.isEmpty ? ["Fuzz/Corpus/scxml"] : arguments
-            var count = 0
-            for root in roots {
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else {
-                    FileHandle.standardError.write(Data("fuzz-scxml: no such corpus: \(root)\n".utf8))
-                    exit(2)
-                }
-                let files =
-                    isDirectory.boolValue
-                    ? ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().map {
-                        root + "/" + $0
-                    }
-                    : [root]
-                for file in files {
-                    guard let data = FileManager.default.contents(atPath: file) else { continue }
-                    fuzzOne(Array(data))
-                    count += 1
-                }
-            }
-            print("fuzz-scxml: replayed \(count) inputs")
-        }
+        static func main() { FuzzDriver.replayCorpus(of: "scxml", fuzzOne) }
     }
 #endif

@@ -4,6 +4,7 @@
 // range must lie inside the document, and an error's offset must lie inside the input.
 import Foundation
 import SymorvaChatStore
+import SymorvaFuzzing
 
 /// Checks one input; traps on a broken invariant.
 func fuzzOne(_ bytes: [UInt8]) {
@@ -99,56 +100,19 @@ func describe(_ event: SyncEvent, count: Int, _ text: (Range<Int>) -> String) ->
     /// libFuzzer's entry: one input per call.
     @_cdecl("LLVMFuzzerTestOneInput")
     public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-        fuzzOne(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        fuzzOne(FuzzDriver.bytes(data, size))
         return 0
     }
 
-    /// libFuzzer's driver (`FuzzerInterface.h`), called from the entry SwiftPM links as `main`.
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runFuzzerDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
-    /// The program's entry: SwiftPM links an executable's `main` to `<module>_main`, which
-    /// replaces libFuzzer's own `main`, so this one starts libFuzzer's driver.
+    /// The program's entry (SwiftPM links `main` to `<module>_main`): libFuzzer's driver.
     @_cdecl("fuzz_sync_decoder_main")
-    public func fuzzerMain(
-        _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    ) -> CInt {
-        var count = argc
-        var arguments = argv
-        return runFuzzerDriver(&count, &arguments, fuzzerTestOneInput)
+    public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        FuzzDriver.run(argc, argv, fuzzerTestOneInput)
     }
 #else
-    /// Without libFuzzer: replays every file of the corpus (`Fuzz/Corpus/sync-decoder`, or the directories
-    /// and files given as arguments) through the same function, as a smoke check.
+    /// Without libFuzzer: the corpus replayed through the same function, as a smoke check.
     @main
     enum CorpusReplay {
-        static func main() {
-            let arguments = Array(CommandLine.arguments.dropFirst())
-            let roots = arguments.isEmpty ? ["Fuzz/Corpus/sync-decoder"] : arguments
-            var count = 0
-            for root in roots {
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else {
-                    FileHandle.standardError.write(Data("fuzz-sync-decoder: no such corpus: \(root)\n".utf8))
-                    exit(2)
-                }
-                let files =
-                    isDirectory.boolValue
-                    ? ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().map {
-                        root + "/" + $0
-                    }
-                    : [root]
-                for file in files {
-                    guard let data = FileManager.default.contents(atPath: file) else { continue }
-                    fuzzOne(Array(data))
-                    count += 1
-                }
-            }
-            print("fuzz-sync-decoder: replayed \(count) inputs")
-        }
+        static func main() { FuzzDriver.replayCorpus(of: "sync-decoder", fuzzOne) }
     }
 #endif
