@@ -58,6 +58,7 @@ package struct TransferInterpreter: EffectInterpreter {
         case .persistPendingCommand(let pending):
             return await persist(pending)
         case .sendConfirm(let commandID, let draftID, let verification):
+            FaultPoint.walletCommandPersisted.reach()
             let result = await service.confirm(commandID: commandID, draftID: draftID, verification: verification)
             logger.info("wallet confirm answered outcome=\(LogLabel(Self.label(result)))")
             return .confirmResponse(result)

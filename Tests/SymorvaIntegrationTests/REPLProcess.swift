@@ -111,6 +111,22 @@ final class REPLProcess: Sendable {
         try await transcript.wait(timeout: .seconds(30)) { $0.hasExited }
     }
 
+    /// Waits until the program killed itself at the fault point armed by its environment
+    /// (`SYMORVA_FAULT_POINT`, see `FaultPoint`): it printed that it reached `point` and died
+    /// of `SIGKILL`. Fails when it exits any other way or prints nothing of the kind in time.
+    func waitForFaultPoint(_ point: FaultPoint, timeout: Duration = .seconds(120)) async throws {
+        let mark = "symorva: fault point \(point.rawValue) reached"
+        let transcript = try await transcript.wait(timeout: timeout) { $0.hasExited }
+        // Standard error is read on a thread of its own: the line may trail the exit a little.
+        let marked = try? await self.transcript.wait(timeout: .seconds(5)) { $0.errors.contains(mark) }
+        let (reason, status) = process.withLock { ($0?.terminationReason, $0?.terminationStatus) }
+        guard marked != nil, reason == .uncaughtSignal, status == SIGKILL else {
+            throw IntegrationFailure(
+                "symorva did not die at \(point.rawValue) (status \(status.map(String.init) ?? "?")):\n"
+                    + (transcript.output + transcript.errors).joined(separator: "\n"))
+        }
+    }
+
     /// Closes the input (the program quits at its end) and waits for the exit status.
     func finish() async throws -> Int32 {
         try? input.close()

@@ -158,6 +158,7 @@ struct SendQueueInterpreter: EffectInterpreter {
     }
 
     private func send(_ transactionID: TransactionID, _ content: MessageContent) async -> SendQueueMachine.Event? {
+        FaultPoint.messagePersisted.reach()
         do {
             let response = try await client.requester.send(
                 ChatAPI.send(roomID: roomID, transactionID: transactionID, content: content))

@@ -1,3 +1,4 @@
+import SymorvaRuntime
 import SymorvaStore
 
 /// What one ingested `/sync` response changed.
@@ -68,6 +69,7 @@ package struct SyncIngestor: Sendable {
         return try await store.write { db throws(StoreError) in
             var writer = try SyncWriter(db: db)
             try writer.write(response.rooms, document: response.document, db: db)
+            if writer.report.rooms > 0 { FaultPoint.syncIngest.reach() }
             try writer.finish(response.head, document: response.document, db: db)
             return writer.report
         }

@@ -243,6 +243,7 @@ actor AccountStorage {
         databases[userID] = nil
         opening[userID]?.cancel()
         try AccountFiles.removeTree(AccountDatabase.directory(for: userID, in: dataDirectory))
+        FaultPoint.accountWipe.reach()
         do { try keyProvider.removeKey(for: userID.rawValue) } catch { throw .secrets(error) }
         try updateRegistry { $0.remove(userID) }
         logger.info("account data wiped account=\(userID)")

@@ -77,7 +77,7 @@ extension WalletIntegrationTests {
     }
 
     /// Waits until the account database at `path` holds no pending wallet command.
-    private func waitForEmptyStore(at path: String) async throws {
+    func waitForEmptyStore(at path: String) async throws {
         let store = try await Self.openStore(at: path)
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
