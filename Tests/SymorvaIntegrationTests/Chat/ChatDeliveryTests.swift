@@ -16,14 +16,14 @@ struct ChatDeliveryTests {
         let bob: AccountChat
         let aliceAccount: ChatTestAccount
         let roomID: RoomID
-        let proxy: LoopbackProxy
+        let proxy: FaultProxy
     }
 
     /// Alice talks to Synapse through a proxy the test can close; Bob talks to it directly. The
     /// clients are stopped and the proxy closed when `run` ends.
     func makeSetup(_ run: ChatTestRun) async throws -> Setup {
         let environment = DevEnvironment.current!
-        let proxy = try LoopbackProxy(targetPort: UInt16(environment.homeserverURL.port!))
+        let proxy = try FaultProxy(inFrontOf: environment.homeserverURL)
         run.atEnd { proxy.close() }
         let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
         let bobAccount = try await ChatTestAccount.register("bob", transport: transport)

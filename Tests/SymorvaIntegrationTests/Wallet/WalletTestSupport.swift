@@ -38,16 +38,17 @@ final class WalletMember: Sendable {
         self.environment = environment
     }
 
-    /// Registers a new member and opens their wallet.
+    /// Registers a new member and opens their wallet; `servicesURL` (a ``FaultProxy``'s, say)
+    /// replaces the dev services' URL for everything the member sends to the services.
     static func register(
         _ prefix: String, in environment: DevEnvironment, transport: any HTTPTransport,
         configuration: WalletConfiguration = WalletMember.configuration(), clock: any RuntimeClock = SystemClock(),
-        tracer: Tracer = Tracer()
+        tracer: Tracer = Tracer(), servicesURL: URL? = nil
     ) async throws -> WalletMember {
         let account = try await RegisteredAccount.register(
             DevEnvironment.uniqueUsername(prefix), in: environment, transport: transport)
         let services = CommunityServicesClient(
-            baseURL: environment.servicesURL, transport: transport,
+            baseURL: servicesURL ?? environment.servicesURL, transport: transport,
             tokenSource: HomeserverOpenIDSource(account: account, environment: environment, transport: transport))
         let path = FileManager.default.temporaryDirectory
             .appendingPathComponent("symorva-wallet-\(UUID().uuidString).sqlite").path
