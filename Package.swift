@@ -48,8 +48,9 @@ let package = Package(
             name: "SymorvaTransport", dependencies: ["SymorvaHTTP", "CCurl", "CCurlShim"],
             swiftSettings: swiftSettings),
         .target(name: "SymorvaStore", dependencies: ["SymorvaRuntime", "CSQLite"], swiftSettings: swiftSettings),
+        .target(name: "SymorvaCryptoDriver", dependencies: ["SymorvaRuntime"], swiftSettings: swiftSettings),
         .target(
-            name: "SymorvaCrypto", dependencies: ["SymorvaRuntime", "COlm", "CSodium"],
+            name: "SymorvaCrypto", dependencies: ["SymorvaRuntime", "SymorvaCryptoDriver", "COlm", "CSodium"],
             swiftSettings: swiftSettings),
 
         // MARK: Wire layers (no C library)
@@ -117,7 +118,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaAdapterTests",
-            dependencies: ["SymorvaTransport", "SymorvaStore", "SymorvaCrypto", "SymorvaTesting"],
+            dependencies: ["SymorvaTransport", "SymorvaStore", "SymorvaCryptoDriver", "SymorvaCrypto", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaMatrixTests", dependencies: ["SymorvaMatrix", "SymorvaTesting"], swiftSettings: swiftSettings),
