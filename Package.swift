@@ -118,7 +118,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaAdapterTests",
-            dependencies: ["SymorvaTransport", "SymorvaStore", "SymorvaCryptoDriver", "SymorvaCrypto", "SymorvaTesting"],
+            dependencies: [
+                "SymorvaTransport", "SymorvaStore", "SymorvaCryptoDriver", "SymorvaCrypto", "SymorvaTesting",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaMatrixTests", dependencies: ["SymorvaMatrix", "SymorvaTesting"], swiftSettings: swiftSettings),

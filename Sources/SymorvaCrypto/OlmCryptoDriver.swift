@@ -302,7 +302,9 @@ final class OlmOutboundGroupObject: OutboundGroupSession {
     deinit { _ = olm_clear_outbound_group_session(pointer) }
 
     func check(_ result: Int, unpickling: Bool = false) throws(CryptoDriverError) {
-        if result == olm_error() { throw OlmError.map(olm_outbound_group_session_last_error_code(pointer), unpickling: unpickling) }
+        if result == olm_error() {
+            throw OlmError.map(olm_outbound_group_session_last_error_code(pointer), unpickling: unpickling)
+        }
     }
 
     var sessionID: String {
@@ -355,7 +357,9 @@ final class OlmInboundGroupObject: InboundGroupSession {
     deinit { _ = olm_clear_inbound_group_session(pointer) }
 
     func check(_ result: Int, unpickling: Bool = false) throws(CryptoDriverError) {
-        if result == olm_error() { throw OlmError.map(olm_inbound_group_session_last_error_code(pointer), unpickling: unpickling) }
+        if result == olm_error() {
+            throw OlmError.map(olm_inbound_group_session_last_error_code(pointer), unpickling: unpickling)
+        }
     }
 
     var sessionID: String {
