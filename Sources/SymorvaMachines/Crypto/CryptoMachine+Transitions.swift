@@ -1,0 +1,250 @@
+import SymorvaRuntime
+
+extension CryptoMachine {
+    /// The fallback key algorithm of `device_unused_fallback_key_types`.
+    static let fallbackAlgorithm = "signed_curve25519"
+
+    /// Every key the machine's effects run under.
+    static let effectKeys = [uploadKey, queryKey, toDeviceKey, retryKey]
+
+    // MARK: idle, failed
+
+    func idle(on event: Event) -> Transition<State, Effect> {
+        switch event {
+        case .started(let start):
+            return .move(to: .loading(start), effects: [.loadAccount])
+        case .stopped:
+            return .move(to: .idle)
+        case .accountLoaded, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
+            .timerFired:
+            return .ignored
+        }
+    }
+
+    // MARK: loading
+
+    func loading(_ start: CryptoStart, on event: Event) -> Transition<State, Effect> {
+        switch event {
+        case .accountLoaded(.success(let status)):
+            var work = CryptoWork(
+                maxOneTimeKeys: status.maxOneTimeKeys, serverOneTimeKeyCount: status.serverOneTimeKeyCount,
+                outdated: Set(status.outdatedUsers), toDevicePending: status.hasPendingToDevice,
+                jitter: JitterSource(seed: start.jitterSeed))
+            guard status.deviceKeysPublished else {
+                // A new account, or one whose first upload never got an answer: (re)send the
+                // device keys with the keys stored for them. Nothing else leaves first.
+                let plan = KeyUploadPlan(
+                    deviceKeys: true, newOneTimeKeys: status.maxOneTimeKeys / 2, rotateFallbackKey: true)
+                work.upload = plan
+                work.isUploading = true
+                return .move(to: .publishing(work), effects: [.uploadKeys(plan)])
+            }
+            let topUp = work.oneTimeKeysToTopUp
+            if topUp > 0 { work.upload = KeyUploadPlan(newOneTimeKeys: topUp) }
+            let effects = startPending(&work)
+            return .move(to: .ready(work), effects: effects)
+        case .accountLoaded(.failure(let error)):
+            return .move(to: .failed(error))
+        case .stopped:
+            return .move(to: .idle)
+        case .started, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed, .timerFired:
+            // What a sync or a membership change brought is in the store: the load reads it.
+            return .ignored
+        }
+    }
+
+    // MARK: publishing
+
+    func publishing(_ work: CryptoWork, on event: Event) -> Transition<State, Effect> {
+        switch event {
+        case .syncCommitted(let summary):
+            var next = work
+            absorb(summary, into: &next, startingUploads: false)
+            return next == work ? .stay : .move(to: .publishing(next))
+        case .usersTracked(let users):
+            var next = work
+            next.outdated.formUnion(users)
+            return next == work ? .stay : .move(to: .publishing(next))
+        case .keysUploaded(.success(let count)):
+            var next = work
+            next.upload = nil
+            next.isUploading = false
+            next.serverOneTimeKeyCount = count
+            next.failures = 0
+            let effects = startPending(&next)
+            return .move(to: .ready(next), effects: effects)
+        case .keysUploaded(.failure(let error)):
+            var next = work
+            next.isUploading = false
+            return failed(next, error)
+        case .stopped:
+            return stop()
+        case .started, .accountLoaded, .keysQueried, .toDeviceProcessed, .timerFired:
+            return .ignored
+        }
+    }
+
+    // MARK: ready
+
+    func ready(_ work: CryptoWork, on event: Event) -> Transition<State, Effect> {
+        var next = work
+        switch event {
+        case .syncCommitted(let summary):
+            absorb(summary, into: &next, startingUploads: true)
+        case .usersTracked(let users):
+            next.outdated.formUnion(users)
+        case .keysUploaded(let result):
+            guard work.isUploading else { return .stay }  // stale
+            next.isUploading = false
+            if case .failure(let error) = result { return failed(next, error) }
+            if case .success(let count) = result { next.serverOneTimeKeyCount = count }
+            next.upload = nil
+            next.failures = 0
+        case .keysQueried(let result):
+            guard let querying = work.querying else { return .stay }  // stale
+            next.querying = nil
+            if case .failure(let error) = result {
+                guard error.isRetryable else {
+                    // Refused for good: these users stay outdated in the store (queried again at
+                    // the next start), not in a loop now.
+                    next.outdated.subtract(querying)
+                    return .move(to: .ready(next), effects: startPending(&next))
+                }
+                next.outdated.formUnion(querying)
+                return failed(next, error)
+            }
+            next.failures = 0
+        case .toDeviceProcessed(let result):
+            guard work.isProcessingToDevice else { return .stay }  // stale
+            next.isProcessingToDevice = false
+            if case .failure(let error) = result {
+                next.toDevicePending = true
+                return failedProcessing(next, error)
+            }
+        case .stopped:
+            return stop()
+        case .started, .accountLoaded, .timerFired:
+            return .ignored
+        }
+        let effects = startPending(&next)
+        return next == work ? .stay : .move(to: .ready(next), effects: effects)
+    }
+
+    // MARK: backingOff
+
+    func backingOff(_ work: CryptoWork, on event: Event) -> Transition<State, Effect> {
+        var next = work
+        switch event {
+        case .timerFired(.retry):
+            if next.upload?.deviceKeys == true {
+                next.isUploading = true
+                return .move(to: .publishing(next), effects: [.uploadKeys(next.upload!)])
+            }
+            let effects = startPending(&next)
+            return .move(to: .ready(next), effects: effects)
+        case .syncCommitted(let summary):
+            absorb(summary, into: &next, startingUploads: !work.isUploading && work.upload?.deviceKeys != true)
+        case .usersTracked(let users):
+            next.outdated.formUnion(users)
+        case .keysUploaded(let result):
+            guard work.isUploading else { return .stay }  // stale
+            next.isUploading = false
+            if case .success(let count) = result {
+                next.serverOneTimeKeyCount = count
+                next.upload = nil
+            }
+        case .keysQueried(let result):
+            guard let querying = work.querying else { return .stay }  // stale
+            next.querying = nil
+            if case .failure(let error) = result, error.isRetryable { next.outdated.formUnion(querying) }
+        case .toDeviceProcessed(let result):
+            guard work.isProcessingToDevice else { return .stay }  // stale
+            next.isProcessingToDevice = false
+            if case .failure(let error) = result {
+                guard Self.isTransient(error) else { return .move(to: .failed(error), effects: stopEffects) }
+                next.toDevicePending = true
+            }
+        case .stopped:
+            return stop()
+        case .started, .accountLoaded:
+            return .ignored
+        }
+        // The retry timer runs under its own key: moving within backingOff keeps it.
+        return next == work ? .stay : .move(to: .backingOff(next))
+    }
+
+    // MARK: Helpers
+
+    /// Takes in what a committed sync says: the server's key counts (a top-up or a new fallback
+    /// key when needed), changed users, waiting to-device messages.
+    private func absorb(_ summary: CryptoSyncSummary, into work: inout CryptoWork, startingUploads: Bool) {
+        if let count = summary.oneTimeKeyCount { work.serverOneTimeKeyCount = count }
+        work.outdated.formUnion(summary.changedUsers)
+        if summary.toDeviceEvents > 0 { work.toDevicePending = true }
+        guard startingUploads, !work.isUploading else { return }
+        let fallbackUsed = summary.unusedFallbackKeyTypes.map { !$0.contains(Self.fallbackAlgorithm) } ?? false
+        let plan = KeyUploadPlan(newOneTimeKeys: work.oneTimeKeysToTopUp, rotateFallbackKey: fallbackUsed)
+        guard !plan.isEmpty else { return }
+        work.upload = work.upload.map { $0.merged(with: plan) } ?? plan
+    }
+
+    /// Starts what waits and can run now: the upload, a query of the outdated users, the
+    /// to-device processing. One of each at a time.
+    private func startPending(_ work: inout CryptoWork) -> [Effect] {
+        var effects: [Effect] = []
+        if let plan = work.upload, !work.isUploading {
+            work.isUploading = true
+            effects.append(.uploadKeys(plan))
+        }
+        if work.querying == nil, !work.outdated.isEmpty {
+            let users = work.outdated.sorted()
+            work.querying = users
+            work.outdated = []
+            effects.append(.queryKeys(users))
+        }
+        if work.toDevicePending, !work.isProcessingToDevice {
+            work.toDevicePending = false
+            work.isProcessingToDevice = true
+            effects.append(.processToDevice)
+        }
+        return effects
+    }
+
+    /// A request failed: back off when it can pass, else fail for good.
+    private func failed(_ work: CryptoWork, _ error: CryptoRequestError) -> Transition<State, Effect> {
+        guard error.isRetryable else {
+            let failure: CryptoError =
+                switch error {
+                case .rejected(let status, let errorCode): .keysRejected(status: status, errorCode: errorCode)
+                case .local(let error): error
+                default: .driver("unexpected")
+                }
+            return .move(to: .failed(failure), effects: stopEffects)
+        }
+        return backOff(work, retryAfter: error.retryAfter)
+    }
+
+    /// To-device processing failed: a full or busy store passes, anything else does not.
+    private func failedProcessing(_ work: CryptoWork, _ error: CryptoError) -> Transition<State, Effect> {
+        guard Self.isTransient(error) else { return .move(to: .failed(error), effects: stopEffects) }
+        return backOff(work, retryAfter: nil)
+    }
+
+    private func backOff(_ work: CryptoWork, retryAfter: Duration?) -> Transition<State, Effect> {
+        var next = work
+        next.failures += 1
+        let delay = next.jitter.delay(attempt: next.failures, backoff: backoff, retryAfter: retryAfter)
+        return .move(to: .backingOff(next), effects: [.scheduleRetry(after: delay)])
+    }
+
+    static func isTransient(_ error: CryptoError) -> Bool {
+        if case .store(let failure) = error { return failure == .full || failure == .busy }
+        return false
+    }
+
+    private var stopEffects: [Effect] { Self.effectKeys.map { .cancel($0) } }
+
+    private func stop() -> Transition<State, Effect> {
+        .move(to: .idle, effects: stopEffects)
+    }
+}

@@ -1,0 +1,393 @@
+import SymorvaRuntime
+
+/// The account-level end-to-end encryption work of one account, in the style of
+/// matrix-rust-sdk's `OlmMachine`: publishing the device's keys, keeping one-time keys and the
+/// fallback key topped up, tracking the devices of the users the account shares encrypted
+/// rooms with, and processing the to-device messages that sync delivers.
+///
+/// The machine holds no key material and does no cryptography: it decides which requests
+/// leave and when, and the interpreter (with the crypto driver and the crypto store) performs
+/// them. Every input it reacts to is already durable when it arrives — the sync ingest commits
+/// to-device events, device-list changes and key counts with the sync token, and the
+/// interpreter persists the account (with any keys it generates) **before** a `keys/upload`
+/// leaves — so a crash between any two steps loses nothing: the next start reloads the same
+/// state and sends the same request again.
+public struct CryptoMachine: ChartedMachine {
+    public static let name = "Crypto"
+
+    /// The key of the running `keys/upload`.
+    public static let uploadKey: EffectKey = "crypto.upload"
+    /// The key of the running `keys/query`.
+    public static let queryKey: EffectKey = "crypto.query"
+    /// The key of the running to-device processing.
+    public static let toDeviceKey: EffectKey = "crypto.toDevice"
+    /// The key of the retry timer (not the state timeout: results arriving while backing off
+    /// move the machine without re-arming it).
+    public static let retryKey: EffectKey = "crypto.retry"
+
+    /// Delays between failed attempts.
+    public var backoff: RetryBackoff
+
+    /// The machine.
+    public init(backoff: RetryBackoff = .crypto) {
+        self.backoff = backoff
+    }
+
+    /// Where the account's crypto work is.
+    public enum State: Sendable, Equatable, CaseNameListing {
+        /// Not running (signed out, or not started yet).
+        case idle
+        /// Reading (or creating) the account and the tracking state from the store.
+        case loading(CryptoStart)
+        /// The device keys have never been accepted by the server: the first `keys/upload`
+        /// (device keys, one-time keys, fallback key) is in flight. Nothing else leaves first.
+        case publishing(CryptoWork)
+        /// Published; topping up keys, querying devices and processing to-device messages as needed.
+        case ready(CryptoWork)
+        /// A request failed transiently (``CryptoWork/failures`` in a row); what it was doing is
+        /// redone when the retry timer fires. Results of requests still in flight are applied.
+        case backingOff(CryptoWork)
+        /// A permanent failure (the store cannot hold the account, the server refuses the keys):
+        /// nothing is sent until the machine is started again.
+        case failed(CryptoError)
+
+        public static let allCaseNames = ["idle", "loading", "publishing", "ready", "backingOff", "failed"]
+
+        public var caseNameLiteral: StaticString? {
+            switch self {
+            case .idle: "idle"
+            case .loading: "loading"
+            case .publishing: "publishing"
+            case .ready: "ready"
+            case .backingOff: "backingOff"
+            case .failed: "failed"
+            }
+        }
+
+        /// The work in progress, when there is any.
+        public var work: CryptoWork? {
+            switch self {
+            case .publishing(let work), .ready(let work), .backingOff(let work): work
+            case .idle, .loading, .failed: nil
+            }
+        }
+    }
+
+    /// What happened.
+    public enum Event: Sendable, Equatable, CaseNameListing {
+        /// The session is signed in: load the account and start.
+        case started(CryptoStart)
+        /// The store answered ``Effect/loadAccount``.
+        case accountLoaded(Result<CryptoAccountStatus, CryptoError>)
+        /// A sync response was committed (with its to-device events, device lists and key counts).
+        case syncCommitted(CryptoSyncSummary)
+        /// Users newly sharing an encrypted room with the account (persisted as outdated): their
+        /// devices must be queried.
+        case usersTracked([UserID])
+        /// `keys/upload` answered: the server's one-time key count, or why not.
+        case keysUploaded(Result<Int, CryptoRequestError>)
+        /// `keys/query` answered for the users of ``Effect/queryKeys(_:)`` (their devices stored,
+        /// no longer outdated), or why not.
+        case keysQueried(Result<KeyQueryReport, CryptoRequestError>)
+        /// The stored to-device messages were processed (decrypted, room keys stored, removed).
+        case toDeviceProcessed(Result<Int, CryptoError>)
+        /// A timer of this machine fired.
+        case timerFired(CryptoTimer)
+        /// Stop (sign-out, account switch).
+        case stopped
+
+        public static let allCaseNames = [
+            "started", "accountLoaded", "syncCommitted", "usersTracked", "keysUploaded", "keysQueried",
+            "toDeviceProcessed", "timerFired", "stopped",
+        ]
+
+        public var caseNameLiteral: StaticString? {
+            switch self {
+            case .started: "started"
+            case .accountLoaded: "accountLoaded"
+            case .syncCommitted: "syncCommitted"
+            case .usersTracked: "usersTracked"
+            case .keysUploaded: "keysUploaded"
+            case .keysQueried: "keysQueried"
+            case .toDeviceProcessed: "toDeviceProcessed"
+            case .timerFired: "timerFired"
+            case .stopped: "stopped"
+            }
+        }
+    }
+
+    /// What the interpreter must do.
+    public enum Effect: MachineEffect, Equatable {
+        /// Read the account (create and store one when there is none) and the tracking state;
+        /// answer ``Event/accountLoaded(_:)``.
+        case loadAccount
+        /// Generate what `plan` asks for, store the account with it, then `POST keys/upload`;
+        /// mark the keys published and store the account again when it answers. Keyed by
+        /// ``CryptoMachine/uploadKey``.
+        case uploadKeys(KeyUploadPlan)
+        /// `POST keys/query` for these users (sorted), store their verified devices and clear their
+        /// outdated marks in one transaction. Keyed by ``CryptoMachine/queryKey``.
+        case queryKeys([UserID])
+        /// Decrypt and apply the stored to-device messages in arrival order, each removed in
+        /// the transaction that applies it. Keyed by ``CryptoMachine/toDeviceKey``.
+        case processToDevice
+        /// Fire ``Event/timerFired(_:)`` with ``CryptoTimer/retry`` after the delay.
+        case scheduleRetry(after: Duration)
+        /// Cancel the effect running under this key.
+        case cancel(EffectKey)
+
+        public var caseNameLiteral: StaticString? {
+            switch self {
+            case .loadAccount: "loadAccount"
+            case .uploadKeys: "uploadKeys"
+            case .queryKeys: "queryKeys"
+            case .processToDevice: "processToDevice"
+            case .scheduleRetry: "scheduleRetry"
+            case .cancel: "cancel"
+            }
+        }
+
+        public var directive: EffectDirective {
+            switch self {
+            case .loadAccount: .perform
+            case .uploadKeys: .keyed(CryptoMachine.uploadKey)
+            case .queryKeys: .keyed(CryptoMachine.queryKey)
+            case .processToDevice: .keyed(CryptoMachine.toDeviceKey)
+            case .scheduleRetry(let after): .timer(CryptoMachine.retryKey, .after(after))
+            case .cancel(let key): .cancel(key)
+            }
+        }
+    }
+
+    public static var stateCaseNames: [String] { State.allCaseNames }
+    public static var eventCaseNames: [String] { Event.allCaseNames }
+
+    /// The event of the retry timer, which the host performs.
+    public func event(firing timer: Effect) -> Event? {
+        if case .scheduleRetry = timer { return .timerFired(.retry) }
+        return nil
+    }
+
+    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+        switch state {
+        case .idle, .failed:
+            return idle(on: event)
+        case .loading(let start):
+            return loading(start, on: event)
+        case .publishing(let work):
+            return publishing(work, on: event)
+        case .ready(let work):
+            return ready(work, on: event)
+        case .backingOff(let work):
+            return backingOff(work, on: event)
+        }
+    }
+}
+
+// MARK: - Values
+
+extension RetryBackoff {
+    /// End-to-end encryption requests: 2 s doubling to 5 min.
+    public static let crypto = RetryBackoff(initialDelay: .seconds(2), maximumDelay: .seconds(300))
+}
+
+/// What the machine starts from.
+public struct CryptoStart: Sendable, Equatable {
+    /// Randomness for retry jitter, drawn by the caller (machines draw none).
+    public var jitterSeed: UInt64
+
+    /// A start.
+    public init(jitterSeed: UInt64) { self.jitterSeed = jitterSeed }
+}
+
+/// What the store knows when the account is loaded.
+public struct CryptoAccountStatus: Sendable, Equatable {
+    /// Whether the server has accepted this device's keys (a `keys/upload` answered 200).
+    public var deviceKeysPublished: Bool
+    /// How many one-time keys the account can hold (libolm: 100).
+    public var maxOneTimeKeys: Int
+    /// The server's last reported `signed_curve25519` one-time key count, if known.
+    public var serverOneTimeKeyCount: Int?
+    /// Tracked users whose device lists are outdated (persisted), to query.
+    public var outdatedUsers: [UserID]
+    /// Whether to-device messages wait in the store.
+    public var hasPendingToDevice: Bool
+
+    /// A status.
+    public init(
+        deviceKeysPublished: Bool, maxOneTimeKeys: Int = 100, serverOneTimeKeyCount: Int? = nil,
+        outdatedUsers: [UserID] = [], hasPendingToDevice: Bool = false
+    ) {
+        self.deviceKeysPublished = deviceKeysPublished
+        self.maxOneTimeKeys = maxOneTimeKeys
+        self.serverOneTimeKeyCount = serverOneTimeKeyCount
+        self.outdatedUsers = outdatedUsers
+        self.hasPendingToDevice = hasPendingToDevice
+    }
+}
+
+/// What the machine learns from a committed sync response.
+public struct CryptoSyncSummary: Sendable, Equatable {
+    /// `device_one_time_keys_count.signed_curve25519`, when the response has it.
+    public var oneTimeKeyCount: Int?
+    /// `device_unused_fallback_key_types`, when the response has it.
+    public var unusedFallbackKeyTypes: [String]?
+    /// Tracked users in `device_lists.changed` (persisted as outdated by the ingest).
+    public var changedUsers: [UserID]
+    /// How many to-device events the response carried.
+    public var toDeviceEvents: Int
+
+    /// A summary.
+    public init(
+        oneTimeKeyCount: Int? = nil, unusedFallbackKeyTypes: [String]? = nil, changedUsers: [UserID] = [],
+        toDeviceEvents: Int = 0
+    ) {
+        self.oneTimeKeyCount = oneTimeKeyCount
+        self.unusedFallbackKeyTypes = unusedFallbackKeyTypes
+        self.changedUsers = changedUsers
+        self.toDeviceEvents = toDeviceEvents
+    }
+}
+
+/// What one `keys/upload` carries.
+public struct KeyUploadPlan: Sendable, Hashable {
+    /// The device keys (signed): only until the server has accepted them once.
+    public var deviceKeys: Bool
+    /// How many unpublished one-time keys the upload carries: the interpreter generates only
+    /// what the account lacks of this number, so a plan redone after a crash re-sends the keys
+    /// generated (and stored) before it, instead of making more.
+    public var newOneTimeKeys: Int
+    /// Upload a new fallback key (generated unless an unpublished one is already stored): the
+    /// first one, or a replacement for one the server has handed out.
+    public var rotateFallbackKey: Bool
+
+    /// A plan.
+    public init(deviceKeys: Bool = false, newOneTimeKeys: Int = 0, rotateFallbackKey: Bool = false) {
+        self.deviceKeys = deviceKeys
+        self.newOneTimeKeys = newOneTimeKeys
+        self.rotateFallbackKey = rotateFallbackKey
+    }
+
+    /// Whether there is anything to upload.
+    public var isEmpty: Bool { !deviceKeys && newOneTimeKeys == 0 && !rotateFallbackKey }
+
+    /// Both plans' content in one upload.
+    public func merged(with other: KeyUploadPlan) -> KeyUploadPlan {
+        KeyUploadPlan(
+            deviceKeys: deviceKeys || other.deviceKeys, newOneTimeKeys: max(newOneTimeKeys, other.newOneTimeKeys),
+            rotateFallbackKey: rotateFallbackKey || other.rotateFallbackKey)
+    }
+}
+
+/// What a `keys/query` found.
+public struct KeyQueryReport: Sendable, Equatable {
+    /// Users whose devices are now up to date.
+    public var users: [UserID]
+    /// Devices refused: a bad self-signature, or a known device whose keys changed (flagged).
+    public var refusedDevices: Int
+
+    /// A report.
+    public init(users: [UserID], refusedDevices: Int = 0) {
+        self.users = users
+        self.refusedDevices = refusedDevices
+    }
+}
+
+/// Everything in progress.
+public struct CryptoWork: Sendable, Equatable {
+    /// How many one-time keys the account can hold.
+    public var maxOneTimeKeys: Int
+    /// The server's last reported one-time key count.
+    public var serverOneTimeKeyCount: Int?
+    /// The `keys/upload` in flight, or the one to redo after a backoff.
+    public var upload: KeyUploadPlan?
+    /// Whether ``upload`` is in flight now (not waiting for a retry).
+    public var isUploading: Bool
+    /// The users of the `keys/query` in flight.
+    public var querying: [UserID]?
+    /// Users to query next (changed while a query ran, or after a failed one).
+    public var outdated: Set<UserID>
+    /// Whether to-device processing is in flight.
+    public var isProcessingToDevice: Bool
+    /// Whether to-device messages arrived (or a processing failed) and wait to be processed.
+    public var toDevicePending: Bool
+    /// Transient failures since the last success: the attempt number of the next retry.
+    public var failures: Int
+    /// The jitter stream of retry delays.
+    public var jitter: JitterSource
+
+    /// Work.
+    public init(
+        maxOneTimeKeys: Int, serverOneTimeKeyCount: Int? = nil, upload: KeyUploadPlan? = nil, isUploading: Bool = false,
+        querying: [UserID]? = nil, outdated: Set<UserID> = [], isProcessingToDevice: Bool = false,
+        toDevicePending: Bool = false, failures: Int = 0, jitter: JitterSource
+    ) {
+        self.maxOneTimeKeys = maxOneTimeKeys
+        self.serverOneTimeKeyCount = serverOneTimeKeyCount
+        self.upload = upload
+        self.isUploading = isUploading
+        self.querying = querying
+        self.outdated = outdated
+        self.isProcessingToDevice = isProcessingToDevice
+        self.toDevicePending = toDevicePending
+        self.failures = failures
+        self.jitter = jitter
+    }
+
+    /// The one-time keys to add so that the server holds half of what the account can hold.
+    public var oneTimeKeysToTopUp: Int {
+        guard let count = serverOneTimeKeyCount else { return 0 }
+        let target = maxOneTimeKeys / 2
+        return count < target ? target - count : 0
+    }
+}
+
+/// The crypto machine's timers.
+public enum CryptoTimer: Sendable, Equatable, CaseNamed {
+    /// The backoff delay is over.
+    case retry
+}
+
+/// Why a crypto request failed.
+public enum CryptoRequestError: Error, Sendable, Hashable, CaseNamed {
+    /// No usable answer (offline, reset, timeout). Retried.
+    case network
+    /// A 5xx answer. Retried.
+    case server(status: Int)
+    /// 429; the next attempt waits at least `retryAfter` (clamped).
+    case rateLimited(retryAfter: Duration?)
+    /// The access token was refused: retried after the backoff (the session refreshes it).
+    case unauthorized
+    /// Another 4xx. Not retried.
+    case rejected(status: Int, errorCode: String)
+    /// The store could not record what the request needs before it leaves, for a reason that
+    /// passes (full, busy). Retried.
+    case storeUnavailable(StoreFailure)
+    /// The store or the crypto driver failed for good.
+    case local(CryptoError)
+
+    /// Whether retrying later can succeed.
+    public var isRetryable: Bool {
+        switch self {
+        case .network, .server, .rateLimited, .unauthorized, .storeUnavailable: true
+        case .rejected, .local: false
+        }
+    }
+
+    var retryAfter: Duration? {
+        if case .rateLimited(let retryAfter) = self { return retryAfter }
+        return nil
+    }
+}
+
+/// A permanent failure of the crypto work.
+public enum CryptoError: Error, Sendable, Hashable, CaseNamed {
+    /// The store failed (a transient failure retried by the caller did not pass).
+    case store(StoreFailure)
+    /// The account's pickle could not be read with its key (the key is lost or the data corrupt).
+    case accountUnreadable
+    /// The crypto driver failed.
+    case driver(String)
+    /// The server refused the device's keys for good.
+    case keysRejected(status: Int, errorCode: String)
+}
