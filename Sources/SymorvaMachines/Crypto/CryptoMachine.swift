@@ -159,7 +159,10 @@ public struct CryptoMachine: ChartedMachine {
         }
     }
 
+    /// Every ``State`` case name: the state ids of `StateCharts/Crypto.scxml`.
     public static var stateCaseNames: [String] { State.allCaseNames }
+
+    /// Every ``Event`` case name: the event names of `StateCharts/Crypto.scxml`.
     public static var eventCaseNames: [String] { Event.allCaseNames }
 
     /// The event of the retry timer, which the host performs.
