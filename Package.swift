@@ -71,8 +71,15 @@ let package = Package(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(
+            name: "SymorvaE2EE",
+            dependencies: ["SymorvaFeatureKit", "SymorvaChatStore", "SymorvaCryptoDriver", "SymorvaCrypto"],
+            swiftSettings: swiftSettings),
+        .target(
             name: "SymorvaKit",
-            dependencies: ["SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto"],
+            dependencies: [
+                "SymorvaChat", "SymorvaWallet", "SymorvaE2EE", "SymorvaTransport", "SymorvaCrypto",
+                "SymorvaCryptoDriver",
+            ],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaHTTP"],
@@ -138,6 +145,8 @@ let package = Package(
         .testTarget(
             name: "SymorvaWalletTests", dependencies: ["SymorvaWallet", "SymorvaTesting"],
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaE2EETests", dependencies: ["SymorvaE2EE", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(

@@ -81,6 +81,7 @@ public final class AccountChat: Sendable {
     private let handles = Mutex<[RoomID: Conversation]>([:])
     private let handleCoalescer = RequestCoalescer<RoomID, Conversation, ChatError>()
     private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let deviceChangesHandler = Mutex<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
     private let stopActions = Mutex<[@Sendable () -> Void]>([])
 
     private struct ListState {
@@ -182,6 +183,12 @@ public final class AccountChat: Sendable {
         tokenHandler.withLock { $0 = handler }
     }
 
+    /// Sets what to call after each committed sync with what it said about devices and keys
+    /// (the crypto module's input), before the conversation list is updated.
+    package func onDeviceChanges(_ handler: @escaping @Sendable (SyncDeviceChanges) async -> Void) {
+        deviceChangesHandler.withLock { $0 = handler }
+    }
+
     /// Runs `action` when the client stops (ending what was set up for it, such as following
     /// the session's tokens).
     package func onStop(_ action: @escaping @Sendable () -> Void) {
@@ -239,6 +246,7 @@ public final class AccountChat: Sendable {
     // MARK: Sync routing
 
     func syncCommitted(_ changes: SyncChanges) async {
+        if let handler = deviceChangesHandler.withLock({ $0 }) { await handler(changes.devices) }
         try? await reloadList()
         for room in changes.rooms {
             guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }

@@ -29,9 +29,18 @@ struct SyncChanges: Sendable {
     }
 
     var rooms: [Room] = []
+    /// What the response says about devices and keys, for the crypto module.
+    var devices = SyncDeviceChanges()
 
     /// Every room update of `body`.
     init(_ body: SyncResponseBody) {
+        let head = body.head
+        devices = SyncDeviceChanges(
+            oneTimeKeyCount: head.oneTimeKeyCounts["signed_curve25519"].map { Int($0) },
+            unusedFallbackKeyTypes: head.unusedFallbackKeyTypes,
+            hasDeviceListChanges: !head.deviceListsChanged.isEmpty || !head.deviceListsLeft.isEmpty,
+            toDeviceEvents: head.toDevice.count,
+            roomsChanged: body.rooms.contains { !$0.state.isEmpty || $0.timeline.contains { $0.stateKey != nil } })
         for update in body.rooms {
             var room = Room(roomID: RoomID(update.roomID), membership: update.membership)
             for event in update.timeline {

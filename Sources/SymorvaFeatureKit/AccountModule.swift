@@ -1,3 +1,4 @@
+import SymorvaCrypto
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
@@ -41,13 +42,21 @@ public struct AccountModuleContext: Sendable {
     public let logCenter: LogCenter
     /// The account's session, for ``onTokenRefreshed(_:)`` and ``requestTokenRefresh()``.
     package let session: MachineHost<SessionMachine>
+    /// The provider of the account's secrets-at-rest key (for modules that seal their own secrets).
+    package let keyProvider: any KeyProvider
+    /// The modules built for this account so far, in factory order: a module may attach to one
+    /// built before it (the crypto module to chat's sync).
+    package let built: BuiltModules
 
     /// A context; built by the community for each account's modules (and by tests).
     package init(
         userID: UserID, scope: AccountScope, database: AccountDatabase, requester: any MatrixRequester,
         services: CommunityServicesClient, configuration: SymorvaConfiguration, clock: any RuntimeClock,
-        wallClock: any WallClock, tracer: Tracer, logCenter: LogCenter, session: MachineHost<SessionMachine>
+        wallClock: any WallClock, tracer: Tracer, logCenter: LogCenter, session: MachineHost<SessionMachine>,
+        keyProvider: any KeyProvider, built: BuiltModules = BuiltModules()
     ) {
+        self.keyProvider = keyProvider
+        self.built = built
         self.userID = userID
         self.scope = scope
         self.database = database
@@ -110,6 +119,21 @@ public struct AccountModuleFactory: Sendable {
         self.name = name
         self.migrations = migrations
         self.make = make
+    }
+}
+
+/// The modules built so far for one account, while its factories run.
+package final class BuiltModules: Sendable {
+    private let modules = Mutex<[any AccountModule]>([])
+
+    package init() {}
+
+    /// Records a module that was just built.
+    package func add(_ module: any AccountModule) { modules.withLock { $0.append(module) } }
+
+    /// The built module of type `type`, if any.
+    package func module<Module: AccountModule>(_ type: Module.Type) -> Module? {
+        modules.withLock { $0.lazy.compactMap { $0 as? Module }.first }
     }
 }
 

@@ -7,6 +7,8 @@
 @_exported import SymorvaChat
 @_exported import SymorvaChatStore
 @_exported import SymorvaCrypto
+@_exported import SymorvaCryptoDriver
+@_exported import SymorvaE2EE
 @_exported import SymorvaFeatureKit
 @_exported import SymorvaHTTP
 @_exported import SymorvaMachines

@@ -28,6 +28,9 @@ package enum FaultPoint: String, CaseIterable, Sendable {
     /// An account wipe has marked the account pending and deleted its folder, but kept its key
     /// and its registry entry.
     case accountWipe = "account.wipe"
+    /// A `keys/upload` was answered by the server, and the device has not yet recorded its keys
+    /// as published.
+    case keysUploadAnswered = "keys.upload"
 
     /// The variable that arms a point.
     package static let environmentVariable = "SYMORVA_FAULT_POINT"

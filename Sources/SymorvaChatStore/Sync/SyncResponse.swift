@@ -150,6 +150,8 @@ package struct SyncResponseHead: Sendable, Hashable {
     package var deviceListsLeft: [String] = []
     /// `device_one_time_keys_count`, by algorithm.
     package var oneTimeKeyCounts: [String: Int64] = [:]
+    /// `device_unused_fallback_key_types` (or its unstable MSC2732 name), when present.
+    package var unusedFallbackKeyTypes: [String]?
     /// Events skipped because they were unusable, across the whole document.
     package var malformedEvents: [MalformedSyncEvent] = []
 }

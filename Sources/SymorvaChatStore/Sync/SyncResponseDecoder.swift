@@ -112,6 +112,10 @@ private struct Reader {
                 try readDeviceLists()
             } else if scanner.key(key, is: "device_one_time_keys_count") {
                 try readKeyCounts()
+            } else if scanner.key(key, is: "device_unused_fallback_key_types")
+                || scanner.key(key, is: "org.matrix.msc2732.device_unused_fallback_key_types")
+            {
+                head.unusedFallbackKeyTypes = try readStringArray()
             } else {
                 try scanner.skipValue()
             }

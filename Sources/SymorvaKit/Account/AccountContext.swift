@@ -69,9 +69,13 @@ final class AccountContext: Sendable {
             let context = AccountModuleContext(
                 userID: userID, scope: scope, database: database, requester: requester, services: services,
                 configuration: configuration, clock: environment.clock, wallClock: environment.wallClock,
-                tracer: environment.tracer, logCenter: environment.logCenter, session: host)
+                tracer: environment.tracer, logCenter: environment.logCenter, session: host,
+                keyProvider: environment.keyProvider)
             for factory in factories {
-                if let module = await factory.make(context) { modules[factory.name] = module }
+                if let module = await factory.make(context) {
+                    modules[factory.name] = module
+                    context.built.add(module)
+                }
             }
         }
         return AccountContext(

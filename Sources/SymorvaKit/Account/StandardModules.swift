@@ -1,5 +1,6 @@
 import SymorvaChat
 import SymorvaChatStore
+import SymorvaE2EE
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
@@ -9,9 +10,36 @@ import SymorvaWallet
 // that third-party modules use (`AccountModuleFactory`).
 
 extension AccountModuleFactory {
-    /// The modules a community gets unless told otherwise: chat (always) and the wallet (when
-    /// the manifest enables it).
-    public static var standard: [AccountModuleFactory] { [chat, wallet] }
+    /// The modules a community gets unless told otherwise: end-to-end encryption and chat
+    /// (always) and the wallet (when the manifest enables it).
+    public static var standard: [AccountModuleFactory] { [crypto, chat, wallet] }
+
+    /// End-to-end encryption: the account's ``/SymorvaE2EE/AccountCrypto`` (its Olm account, device
+    /// keys, tracked devices and room keys), started as soon as the session is restored. Chat's
+    /// sync hands it each committed batch's device changes. Its tables are versioned as feature
+    /// `e2ee`; its pickle key is sealed with the account's secrets-at-rest key.
+    public static let crypto = AccountModuleFactory(name: "crypto") { context in
+        let logger = Logger(category: "crypto", center: context.logCenter)
+        let deviceID: DeviceID
+        switch context.session.states.value {
+        case .signedIn(let session), .softLoggedOut(let session, _): deviceID = session.deviceID
+        default:
+            logger.error("crypto not started: no session account=\(context.userID)")
+            return nil
+        }
+        do {
+            let key = try context.keyProvider.key(for: context.userID.rawValue)
+            let crypto = try await AccountCrypto(
+                userID: context.userID, deviceID: deviceID, database: context.database.database, secretsKey: key,
+                requester: context.requester, scope: context.scope, clock: context.clock,
+                wallClock: context.wallClock, tracer: context.tracer, logCenter: context.logCenter)
+            await crypto.start()
+            return crypto
+        } catch {
+            logger.error("crypto did not open account=\(context.userID) error=\(error)")
+            return nil
+        }
+    }
 
     /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the account is
     /// active), started (sync from the stored since-token, send queues
@@ -28,6 +56,9 @@ extension AccountModuleFactory {
             requester: context.requester, database: context.database.database, scope: context.scope,
             clock: context.clock, wallClock: context.wallClock, tracer: context.tracer)
         chat.onTokenRejected { context.requestTokenRefresh() }
+        if let crypto = context.built.module(AccountCrypto.self) {
+            chat.onDeviceChanges { changes in await crypto.syncCommitted(changes) }
+        }
         chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })
         do { try await chat.start() } catch {
             logger.error("chat did not start account=\(context.userID) error=\(error)")
@@ -63,6 +94,8 @@ extension AccountModuleFactory {
 }
 
 extension AccountChat: AccountModule {}
+
+extension AccountCrypto: AccountModule {}
 
 extension AccountWallet: AccountModule {
     /// Nothing to release: every transfer host runs in the account's scope and stops with it,

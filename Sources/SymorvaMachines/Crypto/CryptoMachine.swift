@@ -394,3 +394,31 @@ public enum CryptoError: Error, Sendable, Hashable, CaseNamed {
     /// The server refused the device's keys for good.
     case keysRejected(status: Int, errorCode: String)
 }
+
+/// What a committed sync response says about devices and keys, as chat's sync loop hands it to
+/// the crypto module (which turns it into a ``CryptoSyncSummary`` after applying the stored
+/// device-list changes).
+public struct SyncDeviceChanges: Sendable, Equatable {
+    /// `device_one_time_keys_count.signed_curve25519`, when present.
+    public var oneTimeKeyCount: Int?
+    /// `device_unused_fallback_key_types`, when present.
+    public var unusedFallbackKeyTypes: [String]?
+    /// Whether `device_lists.changed` or `.left` named anyone (stored for the crypto module).
+    public var hasDeviceListChanges: Bool
+    /// How many to-device events were stored.
+    public var toDeviceEvents: Int
+    /// Whether any room's state changed (members to track may have joined or left).
+    public var roomsChanged: Bool
+
+    /// Changes.
+    public init(
+        oneTimeKeyCount: Int? = nil, unusedFallbackKeyTypes: [String]? = nil, hasDeviceListChanges: Bool = false,
+        toDeviceEvents: Int = 0, roomsChanged: Bool = false
+    ) {
+        self.oneTimeKeyCount = oneTimeKeyCount
+        self.unusedFallbackKeyTypes = unusedFallbackKeyTypes
+        self.hasDeviceListChanges = hasDeviceListChanges
+        self.toDeviceEvents = toDeviceEvents
+        self.roomsChanged = roomsChanged
+    }
+}

@@ -1,0 +1,129 @@
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaFeatureKit
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import Synchronization
+
+/// End-to-end encryption for one signed-in account: its Olm account and device keys, the
+/// devices of the users it shares encrypted rooms with, and the room keys other devices send
+/// it. The work is the ``/SymorvaMachines/CryptoMachine``'s, hosted in the account's scope.
+///
+/// Built by the crypto module when the account's session starts; ``start()`` loads (or
+/// creates) the account and publishes its keys. Chat's sync hands it what each committed batch
+/// says about devices and keys.
+public final class AccountCrypto: Sendable {
+    /// The account.
+    public let userID: UserID
+    /// This device.
+    public let deviceID: DeviceID
+    let engine: CryptoEngine
+    let store: CryptoStore
+    let host: MachineHost<CryptoMachine>
+    let logger: Logger
+    private let seed: UInt64
+
+    /// The crypto machine's state: `ready` once this device's keys are published.
+    public var state: ObservableValue<CryptoMachine.State> { host.states }
+
+    package init(
+        userID: UserID, deviceID: DeviceID, database: SQLiteDatabase, secretsKey: Secret<[UInt8]>,
+        requester: any MatrixRequester, scope: AccountScope, clock: any RuntimeClock, wallClock: any WallClock,
+        tracer: Tracer, logCenter: LogCenter, driver: any CryptoDriver = OlmCryptoDriver(),
+        jitterSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
+    ) async throws(CryptoStoreError) {
+        self.userID = userID
+        self.deviceID = deviceID
+        let logger = Logger(category: "crypto", center: logCenter)
+        self.logger = logger
+        let store = try await CryptoStore.open(on: database, userID: userID, key: secretsKey)
+        self.store = store
+        let engine = CryptoEngine(driver: driver, store: store, userID: userID, deviceID: deviceID.rawValue)
+        self.engine = engine
+        self.seed = jitterSeed
+        host = MachineHost(
+            machine: CryptoMachine(), initial: .idle,
+            interpreter: CryptoInterpreter(engine: engine, requester: requester, wallClock: wallClock, logger: logger),
+            instance: userID.rawValue, scope: scope, clock: clock, wallClock: wallClock, tracer: tracer)
+    }
+
+    /// Loads (or creates) the account and starts publishing and tracking.
+    public func start() async {
+        await host.send(.started(CryptoStart(jitterSeed: seed)))
+    }
+
+    /// This device's identity keys, once the account is loaded.
+    public var identityKeys: IdentityKeys? {
+        get async { await engine.identityKeys }
+    }
+
+    /// The account's own devices as last queried from the server (this one included once its
+    /// keys are published).
+    public func ownDevices() async throws(CryptoError) -> [CryptoDevice] {
+        try await devices(of: userID)
+    }
+
+    /// The verified devices of `user` as last queried (only users sharing an encrypted room
+    /// with the account, and the account itself, are tracked).
+    public func devices(of user: UserID) async throws(CryptoError) -> [CryptoDevice] {
+        do throws(CryptoStoreError) {
+            return try await store.devices(of: user).map(CryptoDevice.init)
+        } catch {
+            throw CryptoInterpreter.cryptoError(error)
+        }
+    }
+
+    /// Takes in a committed sync response: applies its device-list changes to the tracked
+    /// users (durably, before the machine hears of them), starts tracking new members of
+    /// encrypted rooms, and hands the machine what it needs.
+    package func syncCommitted(_ changes: SyncDeviceChanges) async {
+        var changed: [UserID] = []
+        do throws(CryptoStoreError) {
+            if changes.hasDeviceListChanges { changed = try await store.applyDeviceListChanges() }
+            if changes.roomsChanged {
+                let tracked = try await store.track(try await store.membersOfEncryptedRooms())
+                if !tracked.isEmpty { await host.send(.usersTracked(tracked)) }
+            }
+        } catch {
+            logger.error("device tracking not updated error=\(error)")
+        }
+        await host.send(
+            .syncCommitted(
+                CryptoSyncSummary(
+                    oneTimeKeyCount: changes.oneTimeKeyCount, unusedFallbackKeyTypes: changes.unusedFallbackKeyTypes,
+                    changedUsers: changed, toDeviceEvents: changes.toDeviceEvents)))
+    }
+
+    /// Stops the machine.
+    public func stop() async {
+        await host.send(.stopped)
+    }
+}
+
+/// A device of a Matrix user, as verified from its self-signed keys.
+public struct CryptoDevice: Sendable, Hashable {
+    /// The user.
+    public var userID: UserID
+    /// The device ID.
+    public var deviceID: String
+    /// Its Curve25519 identity key.
+    public var curve25519: String
+    /// Its Ed25519 signing key.
+    public var ed25519: String
+    /// The display name the owner gave it.
+    public var displayName: String?
+    /// The server once showed other keys for this known device: they were refused, and the
+    /// device is not trusted until a human looks (a compromised server or a re-used device ID).
+    public var keysChanged: Bool
+
+    init(_ device: CryptoStore.Device) {
+        userID = device.userID
+        deviceID = device.deviceID
+        curve25519 = device.curve25519
+        ed25519 = device.ed25519
+        displayName = device.displayName
+        keysChanged = device.keyChanged
+    }
+}

@@ -1,0 +1,245 @@
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+
+/// The account's Olm account and what is done with it, behind one actor: libolm objects are
+/// not thread-safe, and every use of the account (signing, generating keys, pickling) is
+/// serialized here. The crypto machine's interpreter calls it; nothing else holds the account.
+package actor CryptoEngine {
+    /// The algorithms this device supports.
+    static let algorithms = ["m.olm.v1.curve25519-aes-sha2", "m.megolm.v1.aes-sha2"]
+
+    let driver: any CryptoDriver
+    let store: CryptoStore
+    let userID: UserID
+    let deviceID: String
+    private var account: (any CryptoAccount)?
+    private var pickleKey: Secret<[UInt8]>?
+    private var published = false
+
+    package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
+        self.driver = driver
+        self.store = store
+        self.userID = userID
+        self.deviceID = deviceID
+    }
+
+    /// The device's identity keys, once the account is loaded.
+    package var identityKeys: IdentityKeys? { account?.identityKeys }
+
+    /// Loads the stored account, or creates and stores one; reports what the machine needs.
+    package func load() async throws(CryptoStoreError) -> CryptoAccountStatus {
+        if let stored = try await store.loadAccount() {
+            do { account = try driver.account(pickle: stored.pickle, key: stored.pickleKey) } catch {
+                throw .driver(error)
+            }
+            pickleKey = stored.pickleKey
+            published = stored.published
+        } else {
+            let key: Secret<[UInt8]>
+            let created: any CryptoAccount
+            let pickle: [UInt8]
+            do { key = try SecretBox.generateKey() } catch { throw .secrets(error) }
+            do {
+                created = try driver.newAccount()
+                pickle = try created.pickle(key: key)
+            } catch {
+                throw .driver(error)
+            }
+            try await store.createAccount(pickle: pickle, pickleKey: key, deviceID: deviceID)
+            account = created
+            pickleKey = key
+            published = false
+        }
+        // The account's own devices are tracked like everyone else's.
+        _ = try await store.track([userID])
+        return CryptoAccountStatus(
+            deviceKeysPublished: published, maxOneTimeKeys: account?.maxOneTimeKeys ?? 100,
+            serverOneTimeKeyCount: try await store.serverOneTimeKeyCount(),
+            outdatedUsers: try await store.outdatedUsers(), hasPendingToDevice: try await store.hasPendingToDevice())
+    }
+
+    /// The `keys/upload` for `plan`, after generating what the account lacks and storing the
+    /// account with it (so that a crash before the answer re-sends the same keys).
+    package func prepareUpload(_ plan: KeyUploadPlan) async throws(CryptoStoreError) -> MatrixEndpoint {
+        guard let account, let pickleKey else { throw .driver(.library("account not loaded")) }
+        do {
+            var oneTimeKeys = try account.unpublishedOneTimeKeys()
+            let wanted = min(plan.newOneTimeKeys, account.maxOneTimeKeys)
+            if oneTimeKeys.count < wanted {
+                try account.generateOneTimeKeys(wanted - oneTimeKeys.count)
+                oneTimeKeys = try account.unpublishedOneTimeKeys()
+            }
+            var fallback = try account.unpublishedFallbackKey()
+            if plan.rotateFallbackKey && fallback.isEmpty {
+                try account.generateFallbackKey()
+                fallback = try account.unpublishedFallbackKey()
+            }
+            try await store.saveAccount(pickle: try account.pickle(key: pickleKey), published: published)
+            let deviceKeys = plan.deviceKeys ? try signed(deviceKeysObject(account.identityKeys), by: account) : nil
+            let signedOneTimeKeys = try oneTimeKeys.reduce(into: [String: JSONValue]()) { result, entry in
+                result["signed_curve25519:\(entry.key)"] = try signed(
+                    .object(["key": .string(entry.value)]), by: account)
+            }
+            let signedFallback = try fallback.reduce(into: [String: JSONValue]()) { result, entry in
+                result["signed_curve25519:\(entry.key)"] = try signed(
+                    .object(["key": .string(entry.value), "fallback": .bool(true)]), by: account)
+            }
+            return try E2EEAPI.upload(
+                deviceKeys: deviceKeys, oneTimeKeys: signedOneTimeKeys, fallbackKeys: signedFallback)
+        } catch let error as CryptoStoreError {
+            throw error
+        } catch let error as CryptoDriverError {
+            throw .driver(error)
+        } catch {
+            throw .driver(.library("canonical JSON"))
+        }
+    }
+
+    /// The server accepted the upload: the keys are published (and the device keys with them).
+    package func uploadAnswered(includedDeviceKeys: Bool) async throws(CryptoStoreError) {
+        guard let account, let pickleKey else { return }
+        account.markKeysAsPublished()
+        if includedDeviceKeys { published = true }
+        let pickle: [UInt8]
+        do { pickle = try account.pickle(key: pickleKey) } catch { throw .driver(error) }
+        try await store.saveAccount(pickle: pickle, published: published)
+    }
+
+    /// This device's keys object (unsigned).
+    func deviceKeysObject(_ keys: IdentityKeys) -> JSONValue {
+        .object([
+            "algorithms": .array(Self.algorithms.map { .string($0) }),
+            "device_id": .string(deviceID),
+            "keys": .object([
+                "curve25519:\(deviceID)": .string(keys.curve25519), "ed25519:\(deviceID)": .string(keys.ed25519),
+            ]),
+            "user_id": .string(userID.rawValue),
+        ])
+    }
+
+    /// `object` with this device's signature over its canonical JSON added under `signatures`.
+    func signed(_ object: JSONValue, by account: any CryptoAccount) throws -> JSONValue {
+        guard case .object(var members) = object else { return object }
+        members["signatures"] = nil
+        members["unsigned"] = nil
+        let signature = account.sign(try JSONValue.object(members).canonicalEncoding())
+        if case .object(let original) = object { members = original }
+        members["signatures"] = .object([userID.rawValue: .object(["ed25519:\(deviceID)": .string(signature)])])
+        return .object(members)
+    }
+}
+
+// MARK: - To-device messages
+
+extension CryptoEngine {
+    static let olmAlgorithm = "m.olm.v1.curve25519-aes-sha2"
+    static let megolmAlgorithm = "m.megolm.v1.aes-sha2"
+
+    /// Processes the stored to-device events in arrival order, each removed in the transaction
+    /// that stores what it brought (an Olm session, a room key). Returns how many were processed.
+    package func processToDevice(nowMilliseconds: Int64) async throws(CryptoStoreError) -> Int {
+        var processed = 0
+        while true {
+            let rows = try await store.toDeviceBatch(limit: 50)
+            if rows.isEmpty { return processed }
+            for row in rows {
+                let outcome = try await handle(row)
+                try await store.apply(outcome, nowMilliseconds: nowMilliseconds)
+                processed += 1
+            }
+        }
+    }
+
+    /// What one event brings; an event that cannot be used brings nothing (and is removed).
+    private func handle(_ row: CryptoStore.ToDeviceRow) async throws(CryptoStoreError) -> CryptoStore.ToDeviceOutcome {
+        var outcome = CryptoStore.ToDeviceOutcome(rowID: row.id)
+        guard row.type == "m.room.encrypted", let account, let pickleKey,
+            case .object(let event)? = try? JSONValue(parsing: row.raw),
+            case .object(let content)? = event["content"],
+            content["algorithm"] == .string(Self.olmAlgorithm),
+            case .string(let senderKey)? = content["sender_key"],
+            case .object(let ciphertexts)? = content["ciphertext"],
+            case .object(let mine)? = ciphertexts[account.identityKeys.curve25519],
+            let typeNumber = mine["type"]?.integerValue, let kind = OlmMessage.Kind(rawValue: typeNumber),
+            case .string(let body)? = mine["body"]
+        else { return outcome }
+        let message = OlmMessage(kind: kind, body: body)
+        guard let (session, plaintext, isNew) = try await decrypt(message, from: senderKey, account: account) else {
+            return outcome
+        }
+        do {
+            outcome.olmSession = (senderKey, session.sessionID, try session.pickle(key: pickleKey))
+            if isNew { outcome.accountPickle = try account.pickle(key: pickleKey) }
+        } catch {
+            throw .driver(error)
+        }
+        outcome.inboundSession = try await roomKey(in: plaintext, sender: row.sender, senderKey: senderKey)
+        return outcome
+    }
+
+    /// Decrypts with a stored session of `senderKey`, or starts one from a pre-key message.
+    private func decrypt(_ message: OlmMessage, from senderKey: String, account: any CryptoAccount)
+        async throws(CryptoStoreError) -> (any CryptoSession, Secret<[UInt8]>, Bool)?
+    {
+        guard let pickleKey else { return nil }
+        for stored in try await store.olmSessions(senderKey: senderKey) {
+            guard let session = try? driver.session(pickle: stored.pickle, key: pickleKey) else { continue }
+            if message.kind == .preKey && !session.matches(preKeyMessage: message.body, from: senderKey) { continue }
+            if let plaintext = try? session.decrypt(message) { return (session, plaintext, false) }
+        }
+        guard message.kind == .preKey,
+            let session = try? account.inboundSession(identityKey: senderKey, preKeyMessage: message.body),
+            let plaintext = try? session.decrypt(message)
+        else { return nil }
+        return (session, plaintext, true)
+    }
+
+    /// The inbound session an Olm plaintext carries (`m.room_key`; `m.forwarded_room_key` only
+    /// from this account's own devices), after checking who it is for and who it is from.
+    private func roomKey(in plaintext: Secret<[UInt8]>, sender: String, senderKey: String)
+        async throws(CryptoStoreError) -> CryptoStore.InboundSessionRow?
+    {
+        guard let account, let pickleKey,
+            case .object(let payload)? = try? JSONValue(parsing: plaintext.exposedValue),
+            payload["sender"] == .string(sender), payload["recipient"] == .string(userID.rawValue),
+            case .object(let recipientKeys)? = payload["recipient_keys"],
+            recipientKeys["ed25519"] == .string(account.identityKeys.ed25519),
+            case .object(let senderKeys)? = payload["keys"],
+            case .string(let claimedSigningKey)? = senderKeys["ed25519"],
+            case .string(let type)? = payload["type"], case .object(let content)? = payload["content"],
+            content["algorithm"] == .string(Self.megolmAlgorithm),
+            case .string(let roomID)? = content["room_id"], case .string(let sessionID)? = content["session_id"],
+            let senderUser = UserID(sender)
+        else { return nil }
+        // A known device must be the one that holds both keys.
+        let known = try await store.devices(of: senderUser).first { $0.curve25519 == senderKey }
+        if let known, known.ed25519 != claimedSigningKey || known.keyChanged { return nil }
+        let session: any InboundGroupSession
+        let forwarded: Bool
+        switch type {
+        case "m.room_key":
+            guard case .string(let key)? = content["session_key"],
+                let created = try? driver.inboundGroupSession(sessionKey: Secret(key))
+            else { return nil }
+            session = created
+            forwarded = false
+        case "m.forwarded_room_key":
+            guard senderUser == userID, known != nil, case .string(let key)? = content["session_key"],
+                let imported = try? driver.inboundGroupSession(exportedKey: Secret(key))
+            else { return nil }
+            session = imported
+            forwarded = true
+        default:
+            return nil
+        }
+        guard session.sessionID == sessionID else { return nil }
+        let pickle: [UInt8]
+        do { pickle = try session.pickle(key: pickleKey) } catch { throw .driver(error) }
+        return CryptoStore.InboundSessionRow(
+            roomID: roomID, sessionID: sessionID, senderKey: senderKey, signingKey: claimedSigningKey,
+            forwarded: forwarded, pickle: pickle)
+    }
+}

@@ -1,0 +1,141 @@
+import SymorvaCryptoDriver
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+
+/// Performs the crypto machine's effects: the store and the driver through the
+/// ``CryptoEngine``, the requests through the account's requester.
+struct CryptoInterpreter: EffectInterpreter {
+    typealias Machine = CryptoMachine
+
+    let engine: CryptoEngine
+    let requester: any MatrixRequester
+    let wallClock: any WallClock
+    let logger: Logger
+
+    func perform(_ effect: CryptoMachine.Effect, context: EffectContext<CryptoMachine.Event>) async
+        -> CryptoMachine.Event?
+    {
+        switch effect {
+        case .loadAccount:
+            do throws(CryptoStoreError) {
+                return .accountLoaded(.success(try await engine.load()))
+            } catch {
+                logger.error("crypto account not loaded error=\(error)")
+                return .accountLoaded(.failure(Self.cryptoError(error)))
+            }
+        case .uploadKeys(let plan):
+            return .keysUploaded(await upload(plan))
+        case .queryKeys(let users):
+            return .keysQueried(await query(users))
+        case .processToDevice:
+            do throws(CryptoStoreError) {
+                return .toDeviceProcessed(
+                    .success(try await engine.processToDevice(nowMilliseconds: wallClock.now.millisecondsSince1970)))
+            } catch {
+                logger.error("to-device processing failed error=\(error)")
+                return .toDeviceProcessed(.failure(Self.cryptoError(error)))
+            }
+        case .scheduleRetry, .cancel:
+            // Timers and cancellations are performed by the host.
+            return nil
+        }
+    }
+
+    private func upload(_ plan: KeyUploadPlan) async -> Result<Int, CryptoRequestError> {
+        let endpoint: MatrixEndpoint
+        do throws(CryptoStoreError) {
+            endpoint = try await engine.prepareUpload(plan)
+        } catch {
+            logger.error("keys not prepared for upload error=\(error)")
+            return .failure(Self.requestError(error))
+        }
+        let response: HTTPResponse
+        do throws(MatrixRequestError) {
+            response = try await requester.send(endpoint)
+        } catch {
+            logger.info("keys upload failed error=\(error)")
+            return .failure(Self.requestError(error, now: wallClock.now))
+        }
+        // The server has the keys; this process has not recorded that yet.
+        FaultPoint.keysUploadAnswered.reach()
+        let count = Self.oneTimeKeyCount(in: response.body)
+        do throws(CryptoStoreError) {
+            try await engine.uploadAnswered(includedDeviceKeys: plan.deviceKeys)
+        } catch {
+            // The keys stay unpublished in the store: the next upload sends the same ones again.
+            logger.error("keys upload not recorded error=\(error)")
+            return .failure(Self.requestError(error))
+        }
+        logger.info(
+            "keys uploaded device_keys=\(plan.deviceKeys) one_time_keys_on_server=\(count.map(String.init) ?? "?")")
+        return .success(count ?? 0)
+    }
+
+    private func query(_ users: [UserID]) async -> Result<KeyQueryReport, CryptoRequestError> {
+        let response: HTTPResponse
+        do throws(MatrixRequestError) {
+            let endpoint: MatrixEndpoint
+            do { endpoint = try E2EEAPI.query(users: users) } catch {
+                return .failure(.local(.driver("canonical JSON")))
+            }
+            response = try await requester.send(endpoint)
+        } catch {
+            logger.info("keys query failed error=\(error)")
+            return .failure(Self.requestError(error, now: wallClock.now))
+        }
+        guard let answer = try? JSONValue(parsing: response.body) else { return .failure(.server(status: 502)) }
+        let (devices, invalid) = DeviceKeys.verifiedDevices(in: answer, driver: engine.driver)
+        do throws(CryptoStoreError) {
+            let changed = try await engine.store.storeQueried(devices, users: users)
+            if invalid + changed > 0 {
+                logger.warning("devices refused bad_signature=\(invalid) keys_changed=\(changed)")
+            }
+            return .success(KeyQueryReport(users: users, refusedDevices: invalid + changed))
+        } catch {
+            return .failure(Self.requestError(error))
+        }
+    }
+
+    // MARK: Mapping
+
+    static func oneTimeKeyCount(in body: [UInt8]) -> Int? {
+        guard case .object(let top)? = try? JSONValue(parsing: body),
+            case .object(let counts)? = top["one_time_key_counts"]
+        else { return nil }
+        return counts["signed_curve25519"]?.integerValue ?? 0
+    }
+
+    static func requestError(_ error: MatrixRequestError, now: Timestamp) -> CryptoRequestError {
+        switch error {
+        case .transport: return .network
+        case .notSignedIn: return .unauthorized
+        case .invalidRequest: return .rejected(status: 0, errorCode: "invalid_request")
+        case .matrix(let matrix):
+            switch matrix.code {
+            case .unknownToken, .missingToken: return .unauthorized
+            case .limitExceeded: return .rateLimited(retryAfter: matrix.retryAfter?.wait(from: now))
+            default:
+                if matrix.status >= 500 || matrix.status == 408 { return .server(status: matrix.status) }
+                return .rejected(status: matrix.status, errorCode: matrix.code.errcode)
+            }
+        }
+    }
+
+    static func requestError(_ error: CryptoStoreError) -> CryptoRequestError {
+        let failure = cryptoError(error)
+        if case .store(let store) = failure, store == .full || store == .busy { return .storeUnavailable(store) }
+        return .local(failure)
+    }
+
+    static func cryptoError(_ error: CryptoStoreError) -> CryptoError {
+        switch error {
+        case .store(let store): .store(store.storeFailure)
+        case .secrets: .accountUnreadable
+        case .driver(.badPickle): .accountUnreadable
+        case .driver(let driver): .driver(driver.description)
+        }
+    }
+}

@@ -1,0 +1,497 @@
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaStore
+
+/// The end-to-end encryption tables of one account's database (feature `e2ee`, versioned with
+/// ``SymorvaStore/SQLiteDatabase/migrate(feature:_:)``): the pickled Olm account, the tracked
+/// users and their verified devices, Olm sessions and inbound Megolm sessions.
+///
+/// Pickles are encrypted by the driver with the account's pickle key: 32 random bytes kept in
+/// `e2ee_account` only **sealed** with the account's secrets-at-rest key (``/SymorvaCrypto/SecretBox``,
+/// the key from the ``/SymorvaCrypto/KeyProvider``), never in the clear. Rows that must exist before
+/// a request leaves (the account with the keys a `keys/upload` carries) are written with
+/// `synchronous=FULL`.
+package struct CryptoStore: Sendable {
+    /// The feature name under which the schema version is kept.
+    package static let feature = "e2ee"
+
+    /// The migrations, in order.
+    package static let migrations: [Migration] = [
+        Migration(
+            version: 1, name: "e2ee_account_devices_sessions",
+            sql: """
+                CREATE TABLE e2ee_account (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    device_id TEXT NOT NULL,
+                    sealed_pickle_key BLOB NOT NULL,         -- SecretBox(account key), never clear
+                    pickle BLOB NOT NULL,                    -- the Olm account, encrypted with the pickle key
+                    published INTEGER NOT NULL DEFAULT 0     -- the server accepted the device keys
+                ) STRICT;
+                CREATE TABLE e2ee_tracked_users (
+                    user_id TEXT PRIMARY KEY,
+                    outdated INTEGER NOT NULL                -- 1: the device list must be queried
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE e2ee_devices (
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    curve25519 TEXT NOT NULL,
+                    ed25519 TEXT NOT NULL,
+                    display_name TEXT,
+                    key_changed INTEGER NOT NULL DEFAULT 0,  -- the server showed other keys: refused, flagged
+                    PRIMARY KEY (user_id, device_id)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE e2ee_olm_sessions (
+                    sender_key TEXT NOT NULL,                -- the other device's Curve25519 key
+                    session_id TEXT NOT NULL,
+                    pickle BLOB NOT NULL,
+                    last_used_ms INTEGER NOT NULL,
+                    PRIMARY KEY (sender_key, session_id)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE e2ee_inbound_group_sessions (
+                    room_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL,
+                    sender_key TEXT NOT NULL,                -- Curve25519 key of the device that shared it
+                    signing_key TEXT NOT NULL,               -- its claimed Ed25519 key
+                    forwarded INTEGER NOT NULL,
+                    pickle BLOB NOT NULL,
+                    PRIMARY KEY (room_id, session_id)
+                ) STRICT, WITHOUT ROWID;
+                """)
+    ]
+
+    /// A device of a tracked user, as verified from its self-signed keys.
+    package struct Device: Sendable, Hashable {
+        package var userID: UserID
+        package var deviceID: String
+        package var curve25519: String
+        package var ed25519: String
+        package var displayName: String?
+        /// The server once showed other keys for this device: its new keys are refused.
+        package var keyChanged: Bool
+    }
+
+    /// The stored account: its pickle, its (opened) pickle key, whether its device keys are published.
+    package struct StoredAccount: Sendable {
+        package var pickle: [UInt8]
+        package var pickleKey: Secret<[UInt8]>
+        package var published: Bool
+    }
+
+    let database: SQLiteDatabase
+    let secrets: SecretBox
+    let userID: UserID
+
+    /// The store on `database`, migrated; `key` is the account's secrets-at-rest key.
+    package static func open(on database: SQLiteDatabase, userID: UserID, key: Secret<[UInt8]>)
+        async throws(CryptoStoreError) -> CryptoStore
+    {
+        do {
+            try await database.migrate(feature: feature, migrations)
+        } catch {
+            throw .store(error)
+        }
+        do {
+            return CryptoStore(database: database, secrets: try SecretBox(key: key), userID: userID)
+        } catch {
+            throw .secrets(error)
+        }
+    }
+
+    private var associatedData: [UInt8] {
+        SecretBox.associatedData(account: userID.rawValue, field: "e2ee.pickle_key")
+    }
+
+    // MARK: Account
+
+    /// The stored account, or `nil` when there is none yet.
+    package func loadAccount() async throws(CryptoStoreError) -> StoredAccount? {
+        let row: (sealed: [UInt8], pickle: [UInt8], published: Bool)?
+        do {
+            row = try await database.run { db throws(StoreError) in
+                try db.queryOne("SELECT sealed_pickle_key, pickle, published FROM e2ee_account WHERE id = 1") {
+                    ($0.blob(0), $0.blob(1), $0.int(2) != 0)
+                }
+            }
+        } catch {
+            throw .store(error)
+        }
+        guard let row else { return nil }
+        do {
+            let pickleKey = try secrets.open(row.sealed, associatedData: associatedData)
+            return StoredAccount(pickle: row.pickle, pickleKey: pickleKey, published: row.published)
+        } catch {
+            throw .secrets(error)
+        }
+    }
+
+    /// Stores a new account: its pickle and its pickle key (sealed), durably.
+    package func createAccount(pickle: [UInt8], pickleKey: Secret<[UInt8]>, deviceID: String)
+        async throws(CryptoStoreError)
+    {
+        let sealed: [UInt8]
+        do { sealed = try secrets.seal(pickleKey, associatedData: associatedData) } catch { throw .secrets(error) }
+        do {
+            try await database.transaction(durability: .full) { db throws(StoreError) in
+                try db.execute(
+                    "INSERT INTO e2ee_account(id, device_id, sealed_pickle_key, pickle, published) VALUES (1, ?, ?, ?, 0)",
+                    [.text(deviceID), .blob(sealed), .blob(pickle)])
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Stores the account's current pickle (and whether its device keys are published), durably:
+    /// called before a `keys/upload` leaves with keys it generated, and after it is answered.
+    package func saveAccount(pickle: [UInt8], published: Bool) async throws(CryptoStoreError) {
+        do {
+            try await database.transaction(durability: .full) { db throws(StoreError) in
+                try db.execute(
+                    "UPDATE e2ee_account SET pickle = ?, published = ? WHERE id = 1",
+                    [.blob(pickle), .integer(published ? 1 : 0)])
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    // MARK: Tracking
+
+    /// Starts tracking `users` (outdated, so they are queried); returns those that were new.
+    package func track(_ users: [UserID]) async throws(CryptoStoreError) -> [UserID] {
+        let raw = users.map(\.rawValue)
+        do {
+            let added = try await database.transaction { db throws(StoreError) -> [String] in
+                var added: [String] = []
+                for user in raw {
+                    try db.execute(
+                        "INSERT OR IGNORE INTO e2ee_tracked_users(user_id, outdated) VALUES (?, 1)", [.text(user)])
+                    if db.changes > 0 { added.append(user) }
+                }
+                return added
+            }
+            return added.compactMap(UserID.init)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Marks tracked users among `users` outdated; returns those that are tracked.
+    package func markOutdated(_ users: [UserID]) async throws(CryptoStoreError) -> [UserID] {
+        let raw = users.map(\.rawValue)
+        do {
+            let marked = try await database.transaction { db throws(StoreError) -> [String] in
+                var marked: [String] = []
+                for user in raw {
+                    try db.execute("UPDATE e2ee_tracked_users SET outdated = 1 WHERE user_id = ?", [.text(user)])
+                    if db.changes > 0 { marked.append(user) }
+                }
+                return marked
+            }
+            return marked.compactMap(UserID.init)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Tracked users whose device lists are outdated.
+    package func outdatedUsers() async throws(CryptoStoreError) -> [UserID] {
+        do {
+            let raw = try await database.run { db throws(StoreError) in
+                try db.queryAll("SELECT user_id FROM e2ee_tracked_users WHERE outdated = 1 ORDER BY user_id") {
+                    $0.string(0)
+                }
+            }
+            return raw.compactMap(UserID.init)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Replaces the devices of the users a `keys/query` answered for and clears their outdated
+    /// marks, in one transaction. A device whose stored keys differ from the new ones keeps its
+    /// old keys and is flagged (``Device/keyChanged``).
+    ///
+    /// - Returns: how many devices were refused for changed keys.
+    package func storeQueried(_ devices: [UserID: [Device]], users: [UserID]) async throws(CryptoStoreError) -> Int {
+        let raw = users.map(\.rawValue)
+        let rows = devices.values.flatMap { $0 }
+        do {
+            return try await database.transaction { db throws(StoreError) -> Int in
+                var refused = 0
+                for user in raw {
+                    let known = try db.queryAll(
+                        "SELECT device_id, curve25519, ed25519 FROM e2ee_devices WHERE user_id = ?", [.text(user)]
+                    ) { ($0.string(0), $0.string(1), $0.string(2)) }
+                    let knownByID = Dictionary(uniqueKeysWithValues: known.map { ($0.0, ($0.1, $0.2)) })
+                    let current = Set(rows.filter { $0.userID.rawValue == user }.map(\.deviceID))
+                    // Devices gone from the server are forgotten.
+                    for (deviceID, _) in knownByID where !current.contains(deviceID) {
+                        try db.execute(
+                            "DELETE FROM e2ee_devices WHERE user_id = ? AND device_id = ?",
+                            [.text(user), .text(deviceID)])
+                    }
+                    for device in rows where device.userID.rawValue == user {
+                        if let old = knownByID[device.deviceID], old != (device.curve25519, device.ed25519) {
+                            refused += 1
+                            try db.execute(
+                                "UPDATE e2ee_devices SET key_changed = 1 WHERE user_id = ? AND device_id = ?",
+                                [.text(user), .text(device.deviceID)])
+                            continue
+                        }
+                        try db.execute(
+                            """
+                            INSERT INTO e2ee_devices(user_id, device_id, curve25519, ed25519, display_name)
+                            VALUES (?, ?, ?, ?, ?)
+                            ON CONFLICT(user_id, device_id) DO UPDATE SET display_name = excluded.display_name
+                            """,
+                            [
+                                .text(user), .text(device.deviceID), .text(device.curve25519), .text(device.ed25519),
+                                device.displayName.map { .text($0) } ?? .null,
+                            ])
+                    }
+                    try db.execute("UPDATE e2ee_tracked_users SET outdated = 0 WHERE user_id = ?", [.text(user)])
+                }
+                return refused
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// The stored devices of `user`.
+    package func devices(of user: UserID) async throws(CryptoStoreError) -> [Device] {
+        let raw = user.rawValue
+        do {
+            let rows = try await database.run { db throws(StoreError) in
+                try db.queryAll(
+                    "SELECT device_id, curve25519, ed25519, display_name, key_changed FROM e2ee_devices WHERE user_id = ? ORDER BY device_id",
+                    [.text(raw)]
+                ) { row in
+                    (row.string(0), row.string(1), row.string(2), row.isNull(3) ? nil : row.string(3), row.int(4) != 0)
+                }
+            }
+            return rows.map {
+                Device(
+                    userID: user, deviceID: $0.0, curve25519: $0.1, ed25519: $0.2, displayName: $0.3, keyChanged: $0.4)
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    // MARK: To-device messages
+
+    /// A to-device event as the sync ingest stored it (chat's `to_device_events`).
+    package struct ToDeviceRow: Sendable {
+        package var id: Int64
+        package var type: String
+        package var sender: String
+        package var raw: [UInt8]
+    }
+
+    /// What processing one to-device event changes, written in one transaction with the
+    /// event's removal.
+    package struct ToDeviceOutcome: Sendable {
+        package var rowID: Int64
+        /// An Olm session created or advanced: (sender key, session ID, pickle).
+        package var olmSession: (senderKey: String, sessionID: String, pickle: [UInt8])?
+        /// The account's new pickle (a one-time key was spent).
+        package var accountPickle: [UInt8]?
+        /// An inbound Megolm session to keep.
+        package var inboundSession: InboundSessionRow?
+    }
+
+    /// An inbound Megolm session row.
+    package struct InboundSessionRow: Sendable {
+        package var roomID: String
+        package var sessionID: String
+        package var senderKey: String
+        package var signingKey: String
+        package var forwarded: Bool
+        package var pickle: [UInt8]
+    }
+
+    /// The oldest stored to-device events.
+    package func toDeviceBatch(limit: Int) async throws(CryptoStoreError) -> [ToDeviceRow] {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryAll(
+                    "SELECT id, type, sender, raw FROM to_device_events ORDER BY id LIMIT ?", [.integer(Int64(limit))]
+                ) {
+                    ToDeviceRow(id: $0.int64(0), type: $0.string(1), sender: $0.string(2), raw: $0.blob(3))
+                }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// The pickled Olm sessions with the device whose Curve25519 key is `senderKey`, most
+    /// recently used first.
+    package func olmSessions(senderKey: String) async throws(CryptoStoreError) -> [(sessionID: String, pickle: [UInt8])]
+    {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryAll(
+                    "SELECT session_id, pickle FROM e2ee_olm_sessions WHERE sender_key = ? ORDER BY last_used_ms DESC",
+                    [.text(senderKey)]
+                ) { ($0.string(0), $0.blob(1)) }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Applies the outcome of one to-device event and removes the event, in one transaction.
+    /// An inbound session already known under the same room and ID is kept (the first key
+    /// received wins; a later one cannot replace it).
+    package func apply(_ outcome: ToDeviceOutcome, nowMilliseconds: Int64) async throws(CryptoStoreError) {
+        do {
+            try await database.transaction { db throws(StoreError) in
+                if let session = outcome.olmSession {
+                    try db.execute(
+                        """
+                        INSERT INTO e2ee_olm_sessions(sender_key, session_id, pickle, last_used_ms) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(sender_key, session_id) DO UPDATE SET pickle = excluded.pickle, last_used_ms = excluded.last_used_ms
+                        """,
+                        [
+                            .text(session.senderKey), .text(session.sessionID), .blob(session.pickle),
+                            .integer(nowMilliseconds),
+                        ])
+                }
+                if let pickle = outcome.accountPickle {
+                    try db.execute("UPDATE e2ee_account SET pickle = ? WHERE id = 1", [.blob(pickle)])
+                }
+                if let inbound = outcome.inboundSession {
+                    try db.execute(
+                        """
+                        INSERT OR IGNORE INTO e2ee_inbound_group_sessions(room_id, session_id, sender_key, signing_key, forwarded, pickle)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """,
+                        [
+                            .text(inbound.roomID), .text(inbound.sessionID), .text(inbound.senderKey),
+                            .text(inbound.signingKey),
+                            .integer(inbound.forwarded ? 1 : 0), .blob(inbound.pickle),
+                        ])
+                }
+                try db.execute("DELETE FROM to_device_events WHERE id = ?", [.integer(outcome.rowID)])
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// The stored inbound Megolm session `sessionID` of `roomID`: its row, if any.
+    package func inboundSession(roomID: String, sessionID: String) async throws(CryptoStoreError) -> InboundSessionRow?
+    {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryOne(
+                    "SELECT sender_key, signing_key, forwarded, pickle FROM e2ee_inbound_group_sessions WHERE room_id = ? AND session_id = ?",
+                    [.text(roomID), .text(sessionID)]
+                ) {
+                    InboundSessionRow(
+                        roomID: roomID, sessionID: sessionID, senderKey: $0.string(0), signingKey: $0.string(1),
+                        forwarded: $0.int(2) != 0, pickle: $0.blob(3))
+                }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Applies chat's stored `device_list_changes` to the tracked users and removes them, in one
+    /// transaction: a changed tracked user becomes outdated, a user who left every shared
+    /// encrypted room is no longer tracked (their devices are forgotten).
+    ///
+    /// - Returns: the tracked users now outdated because they changed.
+    package func applyDeviceListChanges() async throws(CryptoStoreError) -> [UserID] {
+        do {
+            let changed = try await database.transaction { db throws(StoreError) -> [String] in
+                let rows = try db.queryAll("SELECT user_id, change FROM device_list_changes") {
+                    ($0.string(0), $0.int(1))
+                }
+                var changed: [String] = []
+                for (user, change) in rows {
+                    if change == 2 {
+                        try db.execute("DELETE FROM e2ee_tracked_users WHERE user_id = ?", [.text(user)])
+                        try db.execute("DELETE FROM e2ee_devices WHERE user_id = ?", [.text(user)])
+                    } else {
+                        try db.execute("UPDATE e2ee_tracked_users SET outdated = 1 WHERE user_id = ?", [.text(user)])
+                        if db.changes > 0 { changed.append(user) }
+                    }
+                }
+                try db.execute("DELETE FROM device_list_changes")
+                return changed
+            }
+            return changed.compactMap(UserID.init)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// The joined and invited members of the account's encrypted rooms (chat's tables).
+    package func membersOfEncryptedRooms() async throws(CryptoStoreError) -> [UserID] {
+        do {
+            let raw = try await database.run { db throws(StoreError) in
+                try db.queryAll(
+                    """
+                    SELECT DISTINCT m.state_key FROM room_state m JOIN rooms r ON r.room_nid = m.room_nid
+                    WHERE r.is_encrypted = 1 AND r.membership = 0 AND m.type = 'm.room.member'
+                      AND json_extract(CAST(m.content AS TEXT), '$.membership') IN ('join', 'invite')
+                    """
+                ) { $0.string(0) }
+            }
+            return raw.compactMap(UserID.init)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    // MARK: Sync data
+
+    /// The server's last `signed_curve25519` count, committed with a sync token (chat's table).
+    package func serverOneTimeKeyCount() async throws(CryptoStoreError) -> Int? {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryOne("SELECT count FROM one_time_key_counts WHERE algorithm = 'signed_curve25519'") {
+                    Int($0.int(0))
+                }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Whether to-device events wait in chat's `to_device_events`.
+    package func hasPendingToDevice() async throws(CryptoStoreError) -> Bool {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryOne("SELECT EXISTS (SELECT 1 FROM to_device_events)") { $0.int(0) != 0 } ?? false
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+}
+
+/// Why the crypto store failed.
+package enum CryptoStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The database failed.
+    case store(StoreError)
+    /// The pickle key could not be sealed or opened.
+    case secrets(SecretsError)
+    /// The driver could not pickle or unpickle.
+    case driver(CryptoDriverError)
+
+    package var description: String {
+        switch self {
+        case .store(let error): "store: \(error)"
+        case .secrets(let error): "secrets: \(error)"
+        case .driver(let error): "driver: \(error)"
+        }
+    }
+}

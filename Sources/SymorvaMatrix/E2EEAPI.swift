@@ -1,0 +1,59 @@
+import SymorvaMachines
+
+/// The Matrix client-server endpoints of end-to-end encryption (spec v1.11, "End-to-End
+/// Encryption"), as pure request builders. Bodies are built as ``JSONValue`` and sent in
+/// canonical JSON, so that what is signed and what is sent are the same bytes.
+package enum E2EEAPI {
+    static let prefix = AuthAPI.clientPrefix
+
+    /// `POST /keys/upload` with any of device keys, one-time keys and fallback keys (each
+    /// `nil` to leave out). The answer holds `one_time_key_counts`.
+    package static func upload(
+        deviceKeys: JSONValue?, oneTimeKeys: [String: JSONValue], fallbackKeys: [String: JSONValue]
+    ) throws(JSONValue.CanonicalJSONError) -> MatrixEndpoint {
+        var body: [String: JSONValue] = [:]
+        if let deviceKeys { body["device_keys"] = deviceKeys }
+        if !oneTimeKeys.isEmpty { body["one_time_keys"] = .object(oneTimeKeys) }
+        if !fallbackKeys.isEmpty { body["fallback_keys"] = .object(fallbackKeys) }
+        return MatrixEndpoint(
+            method: .post, path: "\(prefix)/keys/upload", body: try JSONValue.object(body).canonicalEncoding(),
+            requiresAuth: true)
+    }
+
+    /// `POST /keys/query` for every device of `users`.
+    package static func query(users: [UserID]) throws(JSONValue.CanonicalJSONError) -> MatrixEndpoint {
+        let devices = Dictionary(uniqueKeysWithValues: users.map { ($0.rawValue, JSONValue.array([])) })
+        return MatrixEndpoint(
+            method: .post, path: "\(prefix)/keys/query",
+            body: try JSONValue.object(["device_keys": .object(devices), "timeout": .number(10_000)])
+                .canonicalEncoding(),
+            requiresAuth: true)
+    }
+
+    /// `POST /keys/claim`: one `signed_curve25519` key for each (user, device).
+    package static func claim(_ devices: [UserID: [String]]) throws(JSONValue.CanonicalJSONError) -> MatrixEndpoint {
+        var keys: [String: JSONValue] = [:]
+        for (user, deviceIDs) in devices {
+            keys[user.rawValue] = .object(
+                Dictionary(uniqueKeysWithValues: deviceIDs.map { ($0, JSONValue.string("signed_curve25519")) }))
+        }
+        return MatrixEndpoint(
+            method: .post, path: "\(prefix)/keys/claim",
+            body: try JSONValue.object(["one_time_keys": .object(keys), "timeout": .number(10_000)])
+                .canonicalEncoding(),
+            requiresAuth: true)
+    }
+
+    /// `PUT /sendToDevice/{eventType}/{txnId}` with `messages` (user → device → content):
+    /// idempotent for one transaction ID.
+    package static func sendToDevice(
+        eventType: String, transactionID: TransactionID, messages: [String: [String: JSONValue]]
+    ) throws(JSONValue.CanonicalJSONError) -> MatrixEndpoint {
+        let body = JSONValue.object(["messages": .object(messages.mapValues { .object($0) })])
+        return MatrixEndpoint(
+            method: .put,
+            path:
+                "\(prefix)/sendToDevice/\(percentEncoded(eventType))/\(percentEncoded(transactionID.rawValue))",
+            body: try body.canonicalEncoding(), requiresAuth: true)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import SymorvaChatStore
+import SymorvaCrypto
+import SymorvaE2EE
+import SymorvaKit
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import SymorvaTransport
+import Testing
+
+/// The `symorva` program dies (`SIGKILL`) after Synapse answered the first `keys/upload` and
+/// before the device recorded its keys as published (`SYMORVA_FAULT_POINT=keys.upload`).
+@Suite(
+    "End-to-end encryption keys survive the client process being killed",
+    .requires(DevEnvironment.isAvailable && DevEnvironment.current?.manifestPath != nil, "needs Scripts/dev-server"),
+    .requires(REPLProcess.binary != nil, "needs the symorva binary (swift build)"))
+struct CryptoKillTests {
+    let transport = CurlTransport()
+
+    @Test(
+        "Killed before the keys-upload answer is recorded: the restart uploads the same keys again and is ready, no error loop"
+    )
+    func killBeforeUploadRecorded() async throws {
+        let environment = DevEnvironment.current!
+        let data = TemporaryDataDirectory("crypto-kill")
+        let processEnvironment = ["SYMORVA_DATA_DIR": data.path, "SYMORVA_MANIFEST": environment.manifestPath!]
+        var armed = processEnvironment
+        armed[FaultPoint.environmentVariable] = FaultPoint.keysUploadAnswered.rawValue
+
+        let first = try REPLProcess(environment: armed)
+        first.send("register \(DevEnvironment.uniqueUsername("kill")) --password-stdin")
+        first.send(testPassword.exposedValue)
+        let registered = try await first.waitForLine { $0.hasPrefix("registered and signed in as ") }
+        let userID = UserID(String(registered.dropFirst("registered and signed in as ".count).prefix { $0 != " " }))!
+        try await first.waitForFaultPoint(.keysUploadAnswered)
+        let storePath = try WalletIntegrationTests.accountStorePath(in: data.path)
+        #expect(try await Self.published(at: storePath) == false)
+
+        // What the server holds now: the device keys the killed process uploaded.
+        let bobAccount = try await RegisteredAccount.register(
+            DevEnvironment.uniqueUsername("bob"), in: environment, transport: transport)
+        let bob = FixedTokenMatrixRequester(
+            homeserverURL: HomeserverURL(environment.homeserverURL.absoluteString)!, userID: UserID(bobAccount.userID)!,
+            accessToken: bobAccount.accessToken, transport: transport)
+        let before = try await Self.devices(of: userID, bob: bob)
+        #expect(before.count == 1)
+
+        // Process 2 re-sends the stored keys (the same ones: Synapse accepts them) and is ready.
+        let second = try REPLProcess(environment: processEnvironment)
+        second.send("trace on")
+        second.send("whoami")
+        try await second.waitForLine {
+            $0.hasPrefix("trace: Crypto[") && $0.contains("event=keysUploaded") && $0.contains("to=ready")
+        }
+        second.send("quit")
+        #expect(try await second.finish() == 0)
+        #expect(!second.output.contains { $0.hasPrefix("trace: Crypto[") && $0.contains("to=failed") })
+        #expect(try await Self.published(at: storePath) == true)
+        let after = try await Self.devices(of: userID, bob: bob)
+        #expect(after == before, "the same device keys")
+    }
+
+    /// Whether the account database at `path` records the device keys as published.
+    static func published(at path: String) async throws -> Bool? {
+        let database = try await SQLiteDatabase.open(path: path, migrations: ChatSchema.migrations)
+        return try await database.run { db throws(StoreError) in
+            try db.queryOne("SELECT published FROM e2ee_account WHERE id = 1") { $0.int(0) != 0 }
+        }
+    }
+
+    /// `user`'s verified devices as another account sees them.
+    static func devices(of user: UserID, bob: FixedTokenMatrixRequester) async throws -> [CryptoStore.Device] {
+        let answer = try JSONValue(parsing: try await bob.send(try E2EEAPI.query(users: [user])).body)
+        let (devices, refused) = DeviceKeys.verifiedDevices(in: answer, driver: OlmCryptoDriver())
+        #expect(refused == 0)
+        return devices[user] ?? []
+    }
+}
