@@ -96,6 +96,16 @@ public final class AccountCrypto: Sendable {
                     changedUsers: changed, toDeviceEvents: changes.toDeviceEvents)))
     }
 
+    /// The sender key and claimed signing key of the stored inbound Megolm session `sessionID`
+    /// of `roomID`, if the account has received it.
+    package func roomKey(roomID: RoomID, sessionID: String) async throws(CryptoStoreError)
+        -> (senderKey: String, signingKey: String, forwarded: Bool)?
+    {
+        try await store.inboundSession(roomID: roomID.rawValue, sessionID: sessionID).map {
+            ($0.senderKey, $0.signingKey, $0.forwarded)
+        }
+    }
+
     /// Stops the machine.
     public func stop() async {
         await host.send(.stopped)

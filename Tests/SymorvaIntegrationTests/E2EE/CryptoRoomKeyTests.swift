@@ -1,0 +1,104 @@
+import Foundation
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaE2EE
+import SymorvaKit
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaTransport
+import Testing
+
+/// Room keys sent to the account's device as Olm-encrypted to-device messages, through the real
+/// Synapse: the sync stores them, the crypto machine processes them.
+@Suite(
+    "Room keys over to-device messages against Synapse",
+    .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    .shutsDownCommunities)
+struct CryptoRoomKeyTests {
+    let transport = CurlTransport()
+    let driver = OlmCryptoDriver()
+
+    @Test("An m.room_key from another device becomes an inbound session; one addressed to another key is dropped")
+    func roomKeyArrives() async throws {
+        let fixture = CommunityFixture()
+        let alice = try await fixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let crypto = try #require(fixture.community.module(AccountCrypto.self))
+        try await crypto.state.wait(timeout: .seconds(60)) { state in
+            if case .ready(let work) = state { return !work.isUploading }
+            return false
+        }
+        let aliceKeys = try #require(await crypto.identityKeys)
+
+        // Bob: a Matrix account with an Olm account of his own (an independent sender).
+        let bobAccount = try await RegisteredAccount.register(
+            DevEnvironment.uniqueUsername("bob"), in: fixture.environment, transport: transport)
+        let bob = FixedTokenMatrixRequester(
+            homeserverURL: HomeserverURL(fixture.environment.homeserverURL.absoluteString)!,
+            userID: UserID(bobAccount.userID)!, accessToken: bobAccount.accessToken, transport: transport)
+        let bobOlm = try driver.newAccount()
+        let device = crypto.deviceID.rawValue
+
+        func claimKey() async throws -> String {
+            let answer = try JSONValue(parsing: try await bob.send(try E2EEAPI.claim([alice.userID: [device]])).body)
+            guard case .object(let top) = answer, case .object(let users)? = top["one_time_keys"],
+                case .object(let devices)? = users[alice.userID.rawValue],
+                case .object(let keys)? = devices[device], case .object(let key)? = keys.values.first,
+                case .string(let value)? = key["key"]
+            else { throw IntegrationFailure("no one-time key: \(answer)") }
+            return value
+        }
+
+        func sendRoomKey(recipientEd25519: String, roomID: String, transactionID: String) async throws -> String {
+            let session = try bobOlm.outboundSession(
+                identityKey: aliceKeys.curve25519, oneTimeKey: try await claimKey())
+            let megolm = try driver.newOutboundGroupSession()
+            let plaintext = JSONValue.object([
+                "type": .string("m.room_key"),
+                "content": .object([
+                    "algorithm": .string("m.megolm.v1.aes-sha2"), "room_id": .string(roomID),
+                    "session_id": .string(megolm.sessionID),
+                    "session_key": .string(try megolm.sessionKey().exposedValue),
+                ]),
+                "sender": .string(bobAccount.userID), "sender_device": .string("BOBDEVICE"),
+                "recipient": .string(alice.userID.rawValue),
+                "recipient_keys": .object(["ed25519": .string(recipientEd25519)]),
+                "keys": .object(["ed25519": .string(bobOlm.identityKeys.ed25519)]),
+            ])
+            let message = try session.encrypt(Secret(try plaintext.canonicalEncoding()))
+            let content = JSONValue.object([
+                "algorithm": .string("m.olm.v1.curve25519-aes-sha2"),
+                "sender_key": .string(bobOlm.identityKeys.curve25519),
+                "ciphertext": .object([
+                    aliceKeys.curve25519: .object([
+                        "type": .number(Double(message.kind.rawValue)), "body": .string(message.body),
+                    ])
+                ]),
+            ])
+            _ = try await bob.send(
+                try E2EEAPI.sendToDevice(
+                    eventType: "m.room.encrypted", transactionID: TransactionID(transactionID),
+                    messages: [alice.userID.rawValue: [device: content]]))
+            return megolm.sessionID
+        }
+
+        // First a key addressed to another device's signing key: dropped. Then a good one.
+        let stray = try await sendRoomKey(
+            recipientEd25519: bobOlm.identityKeys.ed25519, roomID: "!stray:localhost", transactionID: "k1")
+        let good = try await sendRoomKey(
+            recipientEd25519: aliceKeys.ed25519, roomID: "!room:localhost", transactionID: "k2")
+        let deadline = ContinuousClock.now + .seconds(60)
+        var stored: (senderKey: String, signingKey: String, forwarded: Bool)?
+        while ContinuousClock.now < deadline {
+            stored = try await crypto.roomKey(roomID: RoomID("!room:localhost"), sessionID: good)
+            if stored != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let key = try #require(stored, "the room key never arrived")
+        #expect(key.senderKey == bobOlm.identityKeys.curve25519)
+        #expect(key.signingKey == bobOlm.identityKeys.ed25519)
+        #expect(!key.forwarded)
+        #expect(try await crypto.roomKey(roomID: RoomID("!stray:localhost"), sessionID: stray) == nil)
+    }
+}
