@@ -82,6 +82,7 @@ public final class AccountChat: Sendable {
     private let handleCoalescer = RequestCoalescer<RoomID, Conversation, ChatError>()
     private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
     private let deviceChangesHandler = Mutex<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
+    private let encryptorSlot = Mutex<(any RoomEncryptor)?>(nil)
     private let stopActions = Mutex<[@Sendable () -> Void]>([])
 
     private struct ListState {
@@ -188,6 +189,15 @@ public final class AccountChat: Sendable {
     package func onDeviceChanges(_ handler: @escaping @Sendable (SyncDeviceChanges) async -> Void) {
         deviceChangesHandler.withLock { $0 = handler }
     }
+
+    /// Sets what encrypts events for encrypted rooms (the crypto module). Without one, a send to
+    /// an encrypted room fails with `encryptionFailed`: never plaintext.
+    package func setEncryptor(_ encryptor: any RoomEncryptor) {
+        encryptorSlot.withLock { $0 = encryptor }
+    }
+
+    /// The encryptor for encrypted rooms, if one is set.
+    var encryptor: (any RoomEncryptor)? { encryptorSlot.withLock { $0 } }
 
     /// Runs `action` when the client stops (ending what was set up for it, such as following
     /// the session's tokens).
@@ -357,4 +367,13 @@ extension AccountChat {
             "sk" + String(currentUnixMilliseconds(), radix: 36) + "."
                 + String(UInt64.random(in: 0...UInt64.max), radix: 36))
     }
+}
+
+/// Encrypts events for encrypted rooms: what the crypto module gives chat's send queues.
+package protocol RoomEncryptor: Sendable {
+    /// The `m.room.encrypted` content for `content` (an event of `eventType`) in `roomID`.
+    ///
+    /// - Throws: ``/SymorvaMachines/SendError`` `.network` (or `.server`, `.rateLimited`) when
+    ///   encrypting needed a request that can be retried, `.permanent(.encryptionFailed)` otherwise.
+    func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent
 }

@@ -22,6 +22,11 @@ public final class AccountCrypto: Sendable {
     let engine: CryptoEngine
     let store: CryptoStore
     let host: MachineHost<CryptoMachine>
+    let interpreter: CryptoInterpreter
+    let requester: any MatrixRequester
+    let wallClock: any WallClock
+    /// When an outbound Megolm session is replaced.
+    let rotation = CryptoEngine.RotationPolicy()
     let logger: Logger
     private let seed: UInt64
 
@@ -43,9 +48,13 @@ public final class AccountCrypto: Sendable {
         let engine = CryptoEngine(driver: driver, store: store, userID: userID, deviceID: deviceID.rawValue)
         self.engine = engine
         self.seed = jitterSeed
+        self.requester = requester
+        self.wallClock = wallClock
+        let interpreter = CryptoInterpreter(engine: engine, requester: requester, wallClock: wallClock, logger: logger)
+        self.interpreter = interpreter
         host = MachineHost(
             machine: CryptoMachine(), initial: .idle,
-            interpreter: CryptoInterpreter(engine: engine, requester: requester, wallClock: wallClock, logger: logger),
+            interpreter: interpreter,
             instance: userID.rawValue, scope: scope, clock: clock, wallClock: wallClock, tracer: tracer)
     }
 

@@ -243,3 +243,197 @@ extension CryptoEngine {
             forwarded: forwarded, pickle: pickle)
     }
 }
+
+// MARK: - Sending
+
+extension CryptoEngine {
+    /// How long an outbound session lives and how many messages it carries (the defaults of
+    /// `m.room.encryption`: one week, 100 messages).
+    package struct RotationPolicy: Sendable {
+        package var messages = 100
+        package var milliseconds: Int64 = 7 * 24 * 3600 * 1000
+        package init() {}
+    }
+
+    /// A device a room key goes to.
+    static func line(_ device: CryptoStore.Device) -> String {
+        "\(device.userID.rawValue) \(device.deviceID) \(device.curve25519)"
+    }
+
+    /// The room's outbound session ready to encrypt with: the current one, or a new one when
+    /// the current one is too old or used too often, or a device it was shared with is gone
+    /// (a member left, a device was removed). Returns its ID and key and the devices that do
+    /// not have it yet. A new session is stored before anyone gets its key.
+    package func prepareOutbound(
+        roomID: String, for devices: [CryptoStore.Device], nowMilliseconds: Int64, policy: RotationPolicy
+    ) async throws(CryptoStoreError) -> (sessionID: String, key: Secret<String>, missing: [CryptoStore.Device]) {
+        guard let pickleKey else { throw .driver(.library("account not loaded")) }
+        let wanted = Set(devices.map(Self.line))
+        var row = try await store.outboundSession(roomID: roomID)
+        if let current = row {
+            let expired =
+                current.messageCount >= policy.messages
+                || nowMilliseconds - current.createdMilliseconds >= policy.milliseconds
+            let someoneLeft = !current.sharedWith.isSubset(of: wanted)
+            if expired || someoneLeft { row = nil }
+        }
+        do {
+            if let row {
+                let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
+                let missing = devices.filter { !row.sharedWith.contains(Self.line($0)) }
+                return (row.sessionID, try session.sessionKey(), missing)
+            }
+            let session = try driver.newOutboundGroupSession()
+            let created = CryptoStore.OutboundSessionRow(
+                sessionID: session.sessionID, pickle: try session.pickle(key: pickleKey),
+                createdMilliseconds: nowMilliseconds, messageCount: 0, sharedWith: [])
+            try await store.saveOutboundSession(created, roomID: roomID)
+            return (session.sessionID, try session.sessionKey(), devices)
+        } catch let error as CryptoStoreError {
+            throw error
+        } catch let error as CryptoDriverError {
+            throw .driver(error)
+        } catch {
+            throw .driver(.library("outbound session"))
+        }
+    }
+
+    /// Devices among `devices` with no Olm session yet (by their Curve25519 key).
+    package func devicesWithoutSession(_ devices: [CryptoStore.Device]) async throws(CryptoStoreError)
+        -> [CryptoStore.Device]
+    {
+        var missing: [CryptoStore.Device] = []
+        for device in devices {
+            if try await store.olmSessions(senderKey: device.curve25519).isEmpty { missing.append(device) }
+        }
+        return missing
+    }
+
+    /// Creates and stores Olm sessions from claimed one-time keys whose signature by the
+    /// device's Ed25519 key verifies; returns how many were created.
+    package func createSessions(_ claimed: [(CryptoStore.Device, JSONValue)], nowMilliseconds: Int64)
+        async throws(CryptoStoreError) -> Int
+    {
+        guard let account, let pickleKey else { return 0 }
+        var created: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
+        for (device, signedKey) in claimed {
+            guard case .object(var members) = signedKey, case .string(let key)? = members["key"],
+                case .object(let signatures)? = members["signatures"],
+                case .object(let byUser)? = signatures[device.userID.rawValue],
+                case .string(let signature)? = byUser["ed25519:\(device.deviceID)"]
+            else { continue }
+            members["signatures"] = nil
+            members["unsigned"] = nil
+            guard let canonical = try? JSONValue.object(members).canonicalEncoding(),
+                (try? driver.verifyEd25519(signature: signature, of: canonical, key: device.ed25519)) != nil,
+                let session = try? account.outboundSession(identityKey: device.curve25519, oneTimeKey: key),
+                let pickle = try? session.pickle(key: pickleKey)
+            else { continue }
+            created.append((device.curve25519, session.sessionID, pickle))
+        }
+        try await store.saveOlmSessions(created, nowMilliseconds: nowMilliseconds)
+        return created.count
+    }
+
+    /// The `m.room_key` for each device that has an Olm session, Olm-encrypted for it, as
+    /// `sendToDevice` messages (user → device → content); the sessions are stored advanced.
+    package func roomKeyMessages(
+        roomID: String, sessionID: String, key: Secret<String>, for devices: [CryptoStore.Device],
+        nowMilliseconds: Int64
+    ) async throws(CryptoStoreError) -> (messages: [String: [String: JSONValue]], sent: [CryptoStore.Device]) {
+        guard let account, let pickleKey else { return ([:], []) }
+        let own = account.identityKeys
+        var messages: [String: [String: JSONValue]] = [:]
+        var sent: [CryptoStore.Device] = []
+        var advanced: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
+        for device in devices {
+            guard let stored = try await store.olmSessions(senderKey: device.curve25519).first,
+                let session = try? driver.session(pickle: stored.pickle, key: pickleKey)
+            else { continue }
+            let payload = JSONValue.object([
+                "type": .string("m.room_key"),
+                "content": .object([
+                    "algorithm": .string(Self.megolmAlgorithm), "room_id": .string(roomID),
+                    "session_id": .string(sessionID), "session_key": .string(key.exposedValue),
+                ]),
+                "sender": .string(userID.rawValue), "sender_device": .string(deviceID),
+                "recipient": .string(device.userID.rawValue),
+                "recipient_keys": .object(["ed25519": .string(device.ed25519)]),
+                "keys": .object(["ed25519": .string(own.ed25519)]),
+            ])
+            guard let plaintext = try? payload.canonicalEncoding(),
+                let message = try? session.encrypt(Secret(plaintext)),
+                let pickle = try? session.pickle(key: pickleKey)
+            else { continue }
+            advanced.append((device.curve25519, stored.sessionID, pickle))
+            messages[device.userID.rawValue, default: [:]][device.deviceID] = .object([
+                "algorithm": .string(Self.olmAlgorithm), "sender_key": .string(own.curve25519),
+                "ciphertext": .object([
+                    device.curve25519: .object([
+                        "type": .number(Double(message.kind.rawValue)), "body": .string(message.body),
+                    ])
+                ]),
+            ])
+            sent.append(device)
+        }
+        try await store.saveOlmSessions(advanced, nowMilliseconds: nowMilliseconds)
+        return (messages, sent)
+    }
+
+    /// Records that `devices` have the room's current session.
+    package func markShared(roomID: String, sessionID: String, with devices: [CryptoStore.Device])
+        async throws(CryptoStoreError)
+    {
+        guard var row = try await store.outboundSession(roomID: roomID), row.sessionID == sessionID else { return }
+        row.sharedWith.formUnion(devices.map(Self.line))
+        try await store.saveOutboundSession(row, roomID: roomID)
+    }
+
+    /// Encrypts an event with the room's outbound session: the `m.room.encrypted` content. The
+    /// session is stored advanced before the content is returned.
+    package func megolmEncrypt(roomID: String, eventType: String, content: [UInt8]) async throws(CryptoStoreError)
+        -> [UInt8]
+    {
+        guard let account, let pickleKey, var row = try await store.outboundSession(roomID: roomID) else {
+            throw .driver(.library("no outbound session"))
+        }
+        do {
+            let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
+            guard let parsed = try? JSONValue(parsing: content),
+                let plaintext = try? JSONValue.object([
+                    "type": .string(eventType), "content": parsed, "room_id": .string(roomID),
+                ]).canonicalEncoding()
+            else { throw CryptoDriverError.badMessage }
+            let ciphertext = try session.encrypt(Secret(plaintext))
+            row.pickle = try session.pickle(key: pickleKey)
+            row.messageCount += 1
+            try await store.saveOutboundSession(row, roomID: roomID)
+            let encrypted = JSONValue.object([
+                "algorithm": .string(Self.megolmAlgorithm), "ciphertext": .string(ciphertext),
+                "device_id": .string(deviceID), "sender_key": .string(account.identityKeys.curve25519),
+                "session_id": .string(row.sessionID),
+            ])
+            guard let bytes = try? encrypted.canonicalEncoding() else { throw CryptoDriverError.badMessage }
+            return bytes
+        } catch let error as CryptoStoreError {
+            throw error
+        } catch let error as CryptoDriverError {
+            throw .driver(error)
+        } catch {
+            throw .driver(.library("megolm"))
+        }
+    }
+
+    /// Decrypts a `m.megolm.v1.aes-sha2` event content with a stored inbound session: the
+    /// plaintext event JSON (`{type, content, room_id}`), or `nil` without the session's key.
+    package func megolmDecrypt(roomID: String, content: JSONValue) async throws(CryptoStoreError) -> Secret<[UInt8]>? {
+        guard let pickleKey, case .object(let members) = content,
+            members["algorithm"] == .string(Self.megolmAlgorithm),
+            case .string(let sessionID)? = members["session_id"], case .string(let ciphertext)? = members["ciphertext"],
+            let row = try await store.inboundSession(roomID: roomID, sessionID: sessionID),
+            let session = try? driver.inboundGroupSession(pickle: row.pickle, key: pickleKey),
+            let decrypted = try? session.decrypt(ciphertext)
+        else { return nil }
+        return decrypted.plaintext
+    }
+}

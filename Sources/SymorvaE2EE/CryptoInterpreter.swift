@@ -74,7 +74,8 @@ struct CryptoInterpreter: EffectInterpreter {
         return .success(count ?? 0)
     }
 
-    private func query(_ users: [UserID]) async -> Result<KeyQueryReport, CryptoRequestError> {
+    /// `keys/query` for `users`, their verified devices stored and their outdated marks cleared.
+    func query(_ users: [UserID]) async -> Result<KeyQueryReport, CryptoRequestError> {
         let response: HTTPResponse
         do throws(MatrixRequestError) {
             let endpoint: MatrixEndpoint

@@ -58,7 +58,19 @@ package struct CryptoStore: Sendable {
                     pickle BLOB NOT NULL,
                     PRIMARY KEY (room_id, session_id)
                 ) STRICT, WITHOUT ROWID;
-                """)
+                """),
+        Migration(
+            version: 2, name: "e2ee_outbound_group_sessions",
+            sql: """
+                CREATE TABLE e2ee_outbound_group_sessions (
+                    room_id TEXT PRIMARY KEY,
+                    session_id TEXT NOT NULL,
+                    pickle BLOB NOT NULL,
+                    created_ms INTEGER NOT NULL,             -- wall clock
+                    message_count INTEGER NOT NULL,          -- messages encrypted with it
+                    shared_with TEXT NOT NULL                -- one "user_id device_id curve25519" per line
+                ) STRICT;
+                """),
     ]
 
     /// A device of a tracked user, as verified from its self-signed keys.
@@ -443,6 +455,104 @@ package struct CryptoStore: Sendable {
                     WHERE r.is_encrypted = 1 AND r.membership = 0 AND m.type = 'm.room.member'
                       AND json_extract(CAST(m.content AS TEXT), '$.membership') IN ('join', 'invite')
                     """
+                ) { $0.string(0) }
+            }
+            return raw.compactMap(UserID.init)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    // MARK: Sending
+
+    /// The room's current outbound Megolm session.
+    package struct OutboundSessionRow: Sendable {
+        package var sessionID: String
+        package var pickle: [UInt8]
+        package var createdMilliseconds: Int64
+        package var messageCount: Int
+        /// The devices it was shared with, as "user device curve25519" lines.
+        package var sharedWith: Set<String>
+    }
+
+    /// The room's outbound session, if any.
+    package func outboundSession(roomID: String) async throws(CryptoStoreError) -> OutboundSessionRow? {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryOne(
+                    "SELECT session_id, pickle, created_ms, message_count, shared_with FROM e2ee_outbound_group_sessions WHERE room_id = ?",
+                    [.text(roomID)]
+                ) {
+                    OutboundSessionRow(
+                        sessionID: $0.string(0), pickle: $0.blob(1), createdMilliseconds: $0.int64(2),
+                        messageCount: $0.int(3),
+                        sharedWith: Set($0.string(4).split(separator: "\n").map(String.init)))
+                }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Stores the room's outbound session (replacing a rotated one), durably: a message is
+    /// encrypted with it only after it is stored, so a restart never reuses a message index.
+    package func saveOutboundSession(_ row: OutboundSessionRow, roomID: String) async throws(CryptoStoreError) {
+        do {
+            try await database.transaction(durability: .full) { db throws(StoreError) in
+                try db.execute(
+                    """
+                    INSERT INTO e2ee_outbound_group_sessions(room_id, session_id, pickle, created_ms, message_count, shared_with)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(room_id) DO UPDATE SET session_id = excluded.session_id, pickle = excluded.pickle,
+                        created_ms = excluded.created_ms, message_count = excluded.message_count, shared_with = excluded.shared_with
+                    """,
+                    [
+                        .text(roomID), .text(row.sessionID), .blob(row.pickle), .integer(row.createdMilliseconds),
+                        .integer(Int64(row.messageCount)), .text(row.sharedWith.sorted().joined(separator: "\n")),
+                    ])
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Stores Olm sessions created for sending (one per device), in one transaction.
+    package func saveOlmSessions(
+        _ sessions: [(senderKey: String, sessionID: String, pickle: [UInt8])], nowMilliseconds: Int64
+    )
+        async throws(CryptoStoreError)
+    {
+        guard !sessions.isEmpty else { return }
+        do {
+            try await database.transaction { db throws(StoreError) in
+                for session in sessions {
+                    try db.execute(
+                        """
+                        INSERT INTO e2ee_olm_sessions(sender_key, session_id, pickle, last_used_ms) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(sender_key, session_id) DO UPDATE SET pickle = excluded.pickle, last_used_ms = excluded.last_used_ms
+                        """,
+                        [
+                            .text(session.senderKey), .text(session.sessionID), .blob(session.pickle),
+                            .integer(nowMilliseconds),
+                        ])
+                }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// The joined and invited members of one room (chat's state table).
+    package func members(roomID: String) async throws(CryptoStoreError) -> [UserID] {
+        do {
+            let raw = try await database.run { db throws(StoreError) in
+                try db.queryAll(
+                    """
+                    SELECT m.state_key FROM room_state m JOIN rooms r ON r.room_nid = m.room_nid
+                    WHERE r.room_id = ? AND m.type = 'm.room.member'
+                      AND json_extract(CAST(m.content AS TEXT), '$.membership') IN ('join', 'invite')
+                    ORDER BY m.state_key
+                    """, [.text(roomID)]
                 ) { $0.string(0) }
             }
             return raw.compactMap(UserID.init)

@@ -126,9 +126,8 @@ struct SendQueueInterpreter: EffectInterpreter {
                 return .persistFailed(item.transactionID, failure)
             }
             return .persisted(item.transactionID)
-        case .encrypt(let transactionID, _):
-            // End-to-end encryption is not wired yet: refuse rather than send plaintext.
-            return .encrypted(transactionID, .failure(.permanent(.encryptionFailed)))
+        case .encrypt(let transactionID, let content):
+            return .encrypted(transactionID, await encrypt(transactionID, content))
         case .sendEvent(let transactionID, let content):
             return await send(transactionID, content)
         case .requestTokenRefresh:
@@ -155,6 +154,30 @@ struct SendQueueInterpreter: EffectInterpreter {
             // The retry timer and cancellations are performed by the host (their directives).
             return nil
         }
+    }
+
+    /// Encrypts the head for the room and stores the ciphertext with it (durably) before the
+    /// machine sends it: a restart re-sends the same ciphertext under the same transaction ID.
+    /// Without an encryptor the send fails: never plaintext in an encrypted room.
+    private func encrypt(_ transactionID: TransactionID, _ content: MessageContent) async
+        -> Result<MessageContent, SendError>
+    {
+        guard let encryptor = client.encryptor else { return .failure(.permanent(.encryptionFailed)) }
+        let encrypted: MessageContent
+        do throws(SendError) {
+            encrypted = try await encryptor.encrypt(content, in: roomID)
+        } catch {
+            client.logger.info("encryption failed error=\(error)")
+            return .failure(error)
+        }
+        do {
+            _ = try await client.store.updateQueuedMessage(
+                transactionID: transactionID.rawValue, state: .queued, encryptedContent: Array(encrypted.json.utf8))
+        } catch {
+            client.logger.error("encrypted content not stored error=\(error)")
+            return .failure(.network)
+        }
+        return .success(encrypted)
     }
 
     private func send(_ transactionID: TransactionID, _ content: MessageContent) async -> SendQueueMachine.Event? {

@@ -58,6 +58,7 @@ extension AccountModuleFactory {
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
             chat.onDeviceChanges { changes in await crypto.syncCommitted(changes) }
+            chat.setEncryptor(CryptoRoomEncryptor(crypto: crypto))
         }
         chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })
         do { try await chat.start() } catch {
@@ -113,4 +114,25 @@ extension AccountMigrations {
 extension AccountStorageError {
     /// The session feature's view of the failure.
     var sessionError: SessionError { .store(storeFailure) }
+}
+
+/// Chat's send queues encrypt through the account's crypto module.
+struct CryptoRoomEncryptor: RoomEncryptor {
+    let crypto: AccountCrypto
+
+    func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent {
+        do throws(RoomEncryptionError) {
+            let encrypted = try await crypto.encryptEvent(
+                roomID: roomID, eventType: content.eventType, content: Array(content.json.utf8))
+            return MessageContent(eventType: "m.room.encrypted", json: String(decoding: encrypted, as: UTF8.self))
+        } catch {
+            switch error {
+            case .transient(.server(let status)): throw .server(status: status)
+            case .transient(.rateLimited(let retryAfter)): throw .rateLimited(retryAfter: retryAfter)
+            case .transient(.unauthorized): throw .unknownToken
+            case .transient: throw .network
+            case .failed: throw .permanent(.encryptionFailed)
+            }
+        }
+    }
 }

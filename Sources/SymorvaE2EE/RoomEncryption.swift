@@ -1,0 +1,149 @@
+import SymorvaCryptoDriver
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+
+/// Why an event could not be encrypted for its room.
+package enum RoomEncryptionError: Error, Sendable, Hashable {
+    /// A request failed for a reason that passes (network, 5xx, 429, token, a busy store).
+    case transient(CryptoRequestError)
+    /// The account is not ready, or the store or the driver failed for good.
+    case failed(String)
+}
+
+extension AccountCrypto {
+    /// How many to-device messages one `sendToDevice` request carries at most.
+    static let toDeviceBatchSize = 250
+
+    /// Encrypts an event for `roomID` (`m.megolm.v1.aes-sha2`): makes sure every device of every
+    /// joined or invited member has the room's current Megolm session — querying outdated device
+    /// lists, claiming one-time keys in one request for the devices without an Olm session,
+    /// sending the `m.room_key` Olm-encrypted in batched `sendToDevice` requests — and returns the
+    /// `m.room.encrypted` content. The session rotates after 100 messages or a week, and when a
+    /// device it was shared with is gone; a restart never rotates it.
+    package func encryptEvent(roomID: RoomID, eventType: String, content: [UInt8]) async throws(RoomEncryptionError)
+        -> [UInt8]
+    {
+        switch host.states.value {
+        case .ready: break
+        case .idle, .failed: throw .failed("crypto not running")
+        case .loading, .publishing, .backingOff:
+            // The device's keys are on their way: the send queue retries with its backoff.
+            throw .transient(.network)
+        }
+        let now = wallClock.now.millisecondsSince1970
+        do {
+            let members = try await store.members(roomID: roomID.rawValue)
+            _ = try await store.track(members)
+            let outdated = Set(try await store.outdatedUsers()).intersection(members)
+            if !outdated.isEmpty, case .failure(let error) = await interpreter.query(outdated.sorted()),
+                error.isRetryable
+            {
+                throw RoomEncryptionError.transient(error)
+            }
+            var devices: [CryptoStore.Device] = []
+            for member in members {
+                devices += try await store.devices(of: member).filter {
+                    !$0.keyChanged && !($0.userID == userID && $0.deviceID == deviceID.rawValue)
+                }
+            }
+            let (sessionID, key, missing) = try await engine.prepareOutbound(
+                roomID: roomID.rawValue, for: devices, nowMilliseconds: now, policy: rotation)
+            if !missing.isEmpty {
+                try await share(roomID: roomID, sessionID: sessionID, key: key, with: missing, now: now)
+            }
+            return try await engine.megolmEncrypt(roomID: roomID.rawValue, eventType: eventType, content: content)
+        } catch let error as RoomEncryptionError {
+            throw error
+        } catch let error as CryptoStoreError {
+            let failure = CryptoInterpreter.requestError(error)
+            if failure.isRetryable { throw .transient(failure) }
+            throw .failed(error.description)
+        } catch {
+            throw .failed("unexpected")
+        }
+    }
+
+    /// Shares the session with `devices`: Olm sessions first (one `keys/claim` for all that lack
+    /// one), then the key in batched `sendToDevice` requests, then records who has it.
+    private func share(
+        roomID: RoomID, sessionID: String, key: Secret<String>, with devices: [CryptoStore.Device], now: Int64
+    ) async throws {
+        let withoutSession = try await engine.devicesWithoutSession(devices)
+        if !withoutSession.isEmpty {
+            let wanted = Dictionary(grouping: withoutSession, by: \.userID).mapValues { $0.map(\.deviceID) }
+            let endpoint: MatrixEndpoint
+            do { endpoint = try E2EEAPI.claim(wanted) } catch { throw RoomEncryptionError.failed("canonical JSON") }
+            let response: HTTPResponse
+            do throws(MatrixRequestError) {
+                response = try await requester.send(endpoint)
+            } catch {
+                throw RoomEncryptionError.transient(CryptoInterpreter.requestError(error, now: wallClock.now))
+            }
+            let claimed = Self.claimedKeys(in: response.body, for: withoutSession)
+            let created = try await engine.createSessions(claimed, nowMilliseconds: now)
+            if created < withoutSession.count {
+                logger.notice("devices without a usable one-time key count=\(withoutSession.count - created)")
+            }
+        }
+        let (messages, sent) = try await engine.roomKeyMessages(
+            roomID: roomID.rawValue, sessionID: sessionID, key: key, for: devices, nowMilliseconds: now)
+        // Batches of whole users' devices, up to the batch size each (a user larger than that
+        // goes alone). The transaction ID is the batch's content key: a retry reuses it.
+        var batch: [String: [String: JSONValue]] = [:]
+        var count = 0
+        var batches: [[String: [String: JSONValue]]] = []
+        for user in messages.keys.sorted() {
+            let userMessages = messages[user]!
+            if count > 0 && count + userMessages.count > Self.toDeviceBatchSize {
+                batches.append(batch)
+                batch = [:]
+                count = 0
+            }
+            batch[user] = userMessages
+            count += userMessages.count
+        }
+        if count > 0 { batches.append(batch) }
+        for (index, messages) in batches.enumerated() {
+            let devicesInBatch = messages.flatMap { user, devices in devices.keys.map { "\(user)|\($0)" } }.sorted()
+            let transactionID = TransactionID(
+                "rk-\(engine.driver.sha256(Array((sessionID + devicesInBatch.joined(separator: ",") + "#\(index)").utf8)).prefix(24))"
+            )
+            let endpoint: MatrixEndpoint
+            do {
+                endpoint = try E2EEAPI.sendToDevice(
+                    eventType: "m.room.encrypted", transactionID: transactionID, messages: messages)
+            } catch {
+                throw RoomEncryptionError.failed("canonical JSON")
+            }
+            do throws(MatrixRequestError) {
+                _ = try await requester.send(endpoint)
+            } catch {
+                throw RoomEncryptionError.transient(CryptoInterpreter.requestError(error, now: wallClock.now))
+            }
+        }
+        try await engine.markShared(roomID: roomID.rawValue, sessionID: sessionID, with: sent)
+        logger.info("room key shared devices=\(sent.count) requests=\(batches.count)")
+    }
+
+    /// The signed one-time key claimed for each device, from a `keys/claim` answer.
+    static func claimedKeys(in body: [UInt8], for devices: [CryptoStore.Device]) -> [(CryptoStore.Device, JSONValue)] {
+        guard case .object(let top)? = try? JSONValue(parsing: body), case .object(let users)? = top["one_time_keys"]
+        else { return [] }
+        return devices.compactMap { device in
+            guard case .object(let byDevice)? = users[device.userID.rawValue],
+                case .object(let keys)? = byDevice[device.deviceID],
+                let signed = keys.first(where: { $0.key.hasPrefix("signed_curve25519:") })?.value
+            else { return nil }
+            return (device, signed)
+        }
+    }
+
+    /// Decrypts a Megolm event content of `roomID` with a stored room key: the plaintext event
+    /// JSON (`{type, content, room_id}`), or `nil` when the key has not arrived.
+    package func decryptEvent(roomID: RoomID, content: [UInt8]) async throws(CryptoStoreError) -> Secret<[UInt8]>? {
+        guard let value = try? JSONValue(parsing: content) else { return nil }
+        return try await engine.megolmDecrypt(roomID: roomID.rawValue, content: value)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import SymorvaChat
+import SymorvaE2EE
+import SymorvaKit
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import Testing
+
+/// Two SymorvaKit accounts in an encrypted room on the real Synapse.
+@Suite(
+    "Encrypted rooms against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    .shutsDownCommunities)
+struct EncryptedRoomTests {
+    func ready(_ fixture: CommunityFixture) async throws -> AccountCrypto {
+        let crypto = try #require(fixture.community.module(AccountCrypto.self))
+        try await crypto.state.wait(timeout: .seconds(60)) { state in
+            if case .ready(let work) = state { return !work.isUploading }
+            return false
+        }
+        return crypto
+    }
+
+    @Test(
+        "A message sent to an encrypted room leaves as m.room.encrypted; the member's device gets the key and reads it")
+    func sendEncrypted() async throws {
+        let aliceFixture = CommunityFixture()
+        let bobFixture = CommunityFixture()
+        _ = try await aliceFixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let bob = try await bobFixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
+        let aliceCrypto = try await ready(aliceFixture)
+        let bobCrypto = try await ready(bobFixture)
+
+        let roomID = try await aliceFixture.community.chat.createRoom(
+            name: "Sealed", invitees: [bob.userID], isEncrypted: true)
+        try await bobFixture.community.chat.waitForConversation(roomID, .invited)
+        _ = try await bobFixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
+        try await aliceFixture.community.chat.waitForConversation(roomID)
+        // Alice's device tracks Bob (a member of an encrypted room) and knows his device.
+        let alice = aliceFixture.community.chat
+        let deadlineForDevices = ContinuousClock.now + .seconds(60)
+        while try await aliceCrypto.devices(of: bob.userID).isEmpty, ContinuousClock.now < deadlineForDevices {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await aliceCrypto.devices(of: bob.userID).map(\.deviceID) == [bobCrypto.deviceID.rawValue])
+
+        let receipt = try await alice.conversation(id: roomID).send(.text("top secret"))
+        try await receipt.waitUntilSent()
+        guard case .sent(let eventID) = receipt.state.value else {
+            Issue.record("not sent: \(receipt.state.value)")
+            return
+        }
+
+        // On the server the event is ciphertext only.
+        let raw = try await bobFixture.community.requester!.send(
+            ChatAPI.event(roomID: roomID, eventID: eventID)
+        ).body
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any])
+        #expect(event["type"] as? String == "m.room.encrypted")
+        #expect(!String(decoding: raw, as: UTF8.self).contains("top secret"))
+        let content = try JSONSerialization.data(withJSONObject: try #require(event["content"]))
+
+        // Bob's device received the room key over Olm and decrypts the event.
+        let deadline = ContinuousClock.now + .seconds(60)
+        var plaintext: Secret<[UInt8]>?
+        while ContinuousClock.now < deadline {
+            plaintext = try await bobCrypto.decryptEvent(roomID: roomID, content: Array(content))
+            if plaintext != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let decrypted = try #require(plaintext, "Bob never got the room key")
+        let payload = try #require(
+            try JSONSerialization.jsonObject(with: Data(decrypted.exposedValue)) as? [String: Any])
+        #expect(payload["type"] as? String == "m.room.message")
+        #expect(payload["room_id"] as? String == roomID.rawValue)
+        #expect((payload["content"] as? [String: Any])?["body"] as? String == "top secret")
+    }
+}
