@@ -83,6 +83,7 @@ public final class AccountChat: Sendable {
     private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
     private let deviceChangesHandler = Mutex<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
     private let encryptorSlot = Mutex<(any RoomEncryptor)?>(nil)
+    private let decryptorSlot = Mutex<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
     private let stopActions = Mutex<[@Sendable () -> Void]>([])
 
     private struct ListState {
@@ -196,6 +197,64 @@ public final class AccountChat: Sendable {
         encryptorSlot.withLock { $0 = encryptor }
     }
 
+    /// Sets what decrypts the events of encrypted rooms (the crypto module). Undecrypted events
+    /// are tried after every committed sync and whenever ``roomKeysArrived()`` says new keys
+    /// are stored; a decrypted event replaces its row in place.
+    package func setDecryptor(_ decryptor: any RoomDecryptor) {
+        let runner = SerialRunner { [weak self] in await self?.decryptPending() }
+        decryptorSlot.withLock { $0 = (decryptor, runner) }
+        runner.request()
+    }
+
+    /// New room keys are stored: try the undecrypted events again.
+    package func roomKeysArrived() {
+        decryptorSlot.withLock { $0 }?.runner.request()
+    }
+
+    /// Decrypts what can be decrypted of the stored encrypted events and shows it in place.
+    func decryptPending() async {
+        guard let decryptor = decryptorSlot.withLock({ $0 })?.decryptor else { return }
+        let events: [UndecryptedEvent]
+        do { events = try await store.undecryptedEvents(limit: 500) } catch {
+            logger.error("undecrypted events not read error=\(error)")
+            return
+        }
+        var outcomes: [(event: UndecryptedEvent, outcome: DecryptionOutcome)] = []
+        for event in events {
+            if let outcome = await decryptor.decrypt(
+                event.content, in: RoomID(event.roomID), eventID: EventID(event.eventID),
+                sender: UserID(stored: event.sender))
+            {
+                outcomes.append((event, outcome))
+            }
+        }
+        guard !outcomes.isEmpty else { return }
+        do { try await store.storeDecryption(outcomes) } catch {
+            logger.error("decrypted events not stored error=\(error)")
+            return
+        }
+        try? await reloadList()
+        for roomID in Set(outcomes.map(\.event.roomID)) {
+            let room = RoomID(roomID)
+            handles.withLock({ $0[room] })?.requestRebuild()
+        }
+    }
+
+    /// Opens the sealed plaintexts of decrypted items (they are stored sealed, never in the
+    /// clear); an item that cannot be opened shows as unable to decrypt.
+    func openDecrypted(_ items: inout [StoredTimelineItem]) {
+        let decryptor = decryptorSlot.withLock { $0 }?.decryptor
+        for index in items.indices {
+            guard let encryption = items[index].encryption, encryption.failure == nil else { continue }
+            if let opened = decryptor?.open(items[index].content, eventID: EventID(items[index].eventID)) {
+                items[index].content = opened
+            } else {
+                items[index].type = "m.room.encrypted"
+                items[index].encryption?.failure = "missingKey"
+            }
+        }
+    }
+
     /// The encryptor for encrypted rooms, if one is set.
     var encryptor: (any RoomEncryptor)? { encryptorSlot.withLock { $0 } }
 
@@ -257,6 +316,7 @@ public final class AccountChat: Sendable {
 
     func syncCommitted(_ changes: SyncChanges) async {
         if let handler = deviceChangesHandler.withLock({ $0 }) { await handler(changes.devices) }
+        decryptorSlot.withLock { $0 }?.runner.request()
         try? await reloadList()
         for room in changes.rooms {
             guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }
@@ -376,4 +436,15 @@ package protocol RoomEncryptor: Sendable {
     /// - Throws: ``/SymorvaMachines/SendError`` `.network` (or `.server`, `.rateLimited`) when
     ///   encrypting needed a request that can be retried, `.permanent(.encryptionFailed)` otherwise.
     func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent
+}
+
+/// Decrypts the events of encrypted rooms: what the crypto module gives chat's timelines.
+package protocol RoomDecryptor: Sendable {
+    /// The plaintext type and **sealed** content of an `m.room.encrypted` event (the store keeps
+    /// nothing of an encrypted room's messages in the clear), a permanent failure, or `nil`
+    /// while its room key has not arrived.
+    func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async -> DecryptionOutcome?
+    /// The plaintext content of a decrypted event as ``decrypt(_:in:eventID:sender:)`` sealed it
+    /// for the store (`nil` when it cannot be opened).
+    func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]?
 }

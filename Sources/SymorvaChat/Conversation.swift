@@ -175,7 +175,7 @@ public final class Conversation: Sendable {
         guard let window = state.window else { return }
         let queue = await sendQueue.currentState.items
         let reactionEventIDs = pendingReactions.withLock { $0.reactionEventIDs }
-        let snapshot: WindowSnapshot
+        var snapshot: WindowSnapshot
         do {
             snapshot = try await client.store.windowSnapshot(
                 roomID: id, eventIDs: window.eventIDs, reactionEventIDs: reactionEventIDs)
@@ -183,6 +183,7 @@ public final class Conversation: Sendable {
             client.logger.error("timeline read failed: \(error)")
             return
         }
+        client.openDecrypted(&snapshot.items)
         let own = client.userID
         // Pending reactions the store now reflects are settled. A change made since the read
         // above is not in `storedReactionEventIDs` and stays pending until the next rebuild.

@@ -29,15 +29,14 @@ import SymorvaStore
 /// (rooms, state, timeline) may be rebuilt by clearing `sync_state`, which makes the next
 /// sync an initial one.
 ///
-/// **Reserved: end-to-end encryption.** Version 4 is reserved for the crypto store of the
-/// E2EE work: `crypto_account` (the pickled Olm account, one row), `crypto_olm_sessions`
-/// (pickled Olm sessions by sender key), `crypto_megolm_inbound` (pickled inbound group
-/// sessions by room, sender key and session ID), `crypto_megolm_outbound` (the current
-/// outbound session per room, with its creation time and message count) and
-/// `crypto_devices` (tracked users' device keys). Pickles are encrypted with the account's
-/// pickle key, which lives in the key file, never in this database. Until then, to-device
-/// events, device-list changes and one-time-key counts are stored raw by version 3, committed
-/// with the sync token, so none is lost before the crypto machine consumes them.
+/// **End-to-end encryption.** The crypto module keeps its own tables (feature `e2ee`,
+/// `SymorvaE2EE.CryptoStore`). Version 3 stores to-device events, device-list changes and
+/// one-time-key counts raw, committed with the sync token, so none is lost before the crypto
+/// module consumes them. Version 4 holds what this device decrypted: `decrypted_events` (the
+/// plaintext type and the content, sealed by the crypto module, of an `m.room.encrypted`
+/// event, with who sent it from which device) and `undecryptable_events` (why one cannot be decrypted, when it is not just a key
+/// that has not arrived). Timeline reads show the decrypted type and content in place of the
+/// ciphertext.
 package enum ChatSchema {
     /// The schema version the current migrations produce.
     package static var currentVersion: Int { migrations.count }
@@ -47,6 +46,7 @@ package enum ChatSchema {
         Migration(version: 1, name: "rooms_and_timeline", sql: roomsAndTimeline),
         Migration(version: 2, name: "send_queue", sql: sendQueue),
         Migration(version: 3, name: "device_sync", sql: deviceSync),
+        Migration(version: 4, name: "decrypted_events", sql: decryptedEvents),
     ]
 
     /// Version 1: rooms, state, linked-chunk timeline, receipts, account data, sync position.
@@ -200,6 +200,23 @@ package enum ChatSchema {
         CREATE TABLE one_time_key_counts (
             algorithm TEXT PRIMARY KEY,
             count INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """
+
+    /// Version 4: what this device decrypted, and why some events cannot be.
+    static let decryptedEvents = """
+        CREATE TABLE decrypted_events (
+            event_id TEXT PRIMARY KEY,
+            type TEXT NOT NULL,                     -- the plaintext event's type
+            content BLOB NOT NULL,                  -- the plaintext content, sealed (never in the clear)
+            sender_key TEXT NOT NULL,               -- Curve25519 key of the sending device
+            sender_device TEXT,                     -- its device ID, when known
+            device_known INTEGER NOT NULL           -- the device is known and its keys unchanged
+        ) WITHOUT ROWID;
+
+        CREATE TABLE undecryptable_events (
+            event_id TEXT PRIMARY KEY,
+            reason TEXT NOT NULL                    -- replayed, unsupportedAlgorithm, mismatched
         ) WITHOUT ROWID;
         """
 }

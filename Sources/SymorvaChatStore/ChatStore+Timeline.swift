@@ -72,6 +72,9 @@ package struct StoredTimelineItem: Sendable, Hashable, CustomStringConvertible, 
     package var inReplyTo: String?
     /// The thread root, for an event in a thread (`m.thread`).
     package var threadRootID: String?
+    /// For an `m.room.encrypted` event: how it was decrypted (``type`` and ``content`` are the
+    /// plaintext's then), or why it could not be.
+    package var encryption: StoredEncryption? = nil
 
     /// The event ID and type only.
     package var description: String { "StoredTimelineItem(\(eventID), \(type))" }
@@ -136,7 +139,10 @@ extension ChatStore {
             chunk = previousID
             start = .max
         }
-        for index in newestFirst.indices { try applyRelations(to: &newestFirst[index], db: db) }
+        for index in newestFirst.indices {
+            try applyDecryption(to: &newestFirst[index], db: db)
+            try applyRelations(to: &newestFirst[index], db: db)
+        }
         return StoredTimelinePage(items: newestFirst.reversed(), boundary: boundary)
     }
 
@@ -162,6 +168,36 @@ extension ChatStore {
                     inReplyTo: row.optionalString(11),
                     threadRootID: relationType == "m.thread" ? row.optionalString(10) : nil))
         }
+    }
+
+    /// Shows the plaintext of a decrypted `m.room.encrypted` item in place of its ciphertext,
+    /// or records why it cannot be decrypted.
+    static func applyDecryption(to item: inout StoredTimelineItem, db: isolated SQLiteDatabase) throws(StoreError) {
+        guard item.type == "m.room.encrypted", item.redactedBy == nil else { return }
+        if let decrypted = try db.queryOne(
+            "SELECT type, content, sender_key, sender_device, device_known FROM decrypted_events WHERE event_id = ?",
+            [.text(item.eventID)],
+            {
+                (
+                    $0.string(0), $0.blob(1),
+                    StoredEncryption(
+                        senderKey: $0.string(2), senderDevice: $0.optionalString(3), deviceKnown: $0.int(4) != 0,
+                        failure: nil)
+                )
+            })
+        {
+            item.type = decrypted.0
+            item.content = decrypted.1
+            item.encryption = decrypted.2
+            return
+        }
+        let reason = try db.queryOne(
+            "SELECT reason FROM undecryptable_events WHERE event_id = ?", [.text(item.eventID)]
+        ) {
+            $0.string(0)
+        }
+        item.encryption = StoredEncryption(
+            senderKey: "", senderDevice: nil, deviceKnown: false, failure: reason ?? "missingKey")
     }
 
     /// Applies the stored edits, reactions and late redactions that point at `item` from its own
@@ -207,5 +243,81 @@ extension ChatStore {
             item.replacedBy = latestEdit.id
         }
         item.reactions = item.redactedBy == nil ? reactions : []
+    }
+}
+
+/// How an encrypted event was decrypted on this device, or why it was not.
+package struct StoredEncryption: Sendable, Hashable {
+    /// The sending device's Curve25519 key (empty when not decrypted).
+    package var senderKey: String
+    /// The sending device's ID, when known.
+    package var senderDevice: String?
+    /// Whether the sending device is known and its keys unchanged.
+    package var deviceKnown: Bool
+    /// Why it is not decrypted (`missingKey`, `replayed`, `unsupportedAlgorithm`), or `nil`.
+    package var failure: String?
+}
+
+/// An `m.room.encrypted` event not decrypted yet.
+package struct UndecryptedEvent: Sendable {
+    package var eventID: String
+    package var roomID: String
+    package var sender: String
+    package var content: [UInt8]
+}
+
+/// What decrypting an event gave.
+package enum DecryptionOutcome: Sendable {
+    /// The plaintext type, the content sealed by the decryptor, and who sent it.
+    case decrypted(type: String, content: [UInt8], senderKey: String, senderDevice: String?, deviceKnown: Bool)
+    /// It cannot ever be decrypted, for this reason.
+    case undecryptable(reason: String)
+}
+
+extension ChatStore {
+    /// Encrypted events that have neither a plaintext nor a permanent failure yet, newest first.
+    package func undecryptedEvents(limit: Int) async throws(ChatStoreError) -> [UndecryptedEvent] {
+        try await read { db throws(StoreError) in
+            try db.queryAll(
+                """
+                SELECT e.event_id, r.room_id, e.sender, e.content
+                FROM events e JOIN rooms r ON r.room_nid = e.room_nid
+                WHERE e.type = 'm.room.encrypted' AND e.redacted_by IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM decrypted_events d WHERE d.event_id = e.event_id)
+                  AND NOT EXISTS (SELECT 1 FROM undecryptable_events u WHERE u.event_id = e.event_id)
+                ORDER BY e.event_nid DESC LIMIT ?
+                """, [.int(limit)]
+            ) {
+                UndecryptedEvent(
+                    eventID: $0.string(0), roomID: $0.string(1), sender: $0.string(2), content: $0.blob(3))
+            }
+        }
+    }
+
+    /// Stores decryption outcomes (the content as the decryptor sealed it).
+    package func storeDecryption(_ outcomes: [(event: UndecryptedEvent, outcome: DecryptionOutcome)])
+        async throws(ChatStoreError)
+    {
+        guard !outcomes.isEmpty else { return }
+        try await write { db throws(StoreError) in
+            for (event, outcome) in outcomes {
+                switch outcome {
+                case .decrypted(let type, let content, let senderKey, let senderDevice, let deviceKnown):
+                    try db.execute(
+                        """
+                        INSERT OR REPLACE INTO decrypted_events(event_id, type, content, sender_key, sender_device, device_known)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """,
+                        [
+                            .text(event.eventID), .text(type), .blob(content), .text(senderKey),
+                            senderDevice.map { .text($0) } ?? .null, .integer(deviceKnown ? 1 : 0),
+                        ])
+                case .undecryptable(let reason):
+                    try db.execute(
+                        "INSERT OR REPLACE INTO undecryptable_events(event_id, reason) VALUES (?, ?)",
+                        [.text(event.eventID), .text(reason)])
+                }
+            }
+        }
     }
 }

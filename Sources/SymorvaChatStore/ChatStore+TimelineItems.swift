@@ -55,6 +55,7 @@ extension ChatStore {
             }
             for eventID in eventIDs {
                 guard var item = byID[eventID.rawValue] else { continue }
+                try Self.applyDecryption(to: &item, db: db)
                 try Self.applyRelations(to: &item, db: db)
                 snapshot.items.append(item)
             }

@@ -3,6 +3,7 @@ import SymorvaCryptoDriver
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
+import Synchronization
 
 /// The account's Olm account and what is done with it, behind one actor: libolm objects are
 /// not thread-safe, and every use of the account (signing, generating keys, pickling) is
@@ -18,6 +19,8 @@ package actor CryptoEngine {
     private var account: (any CryptoAccount)?
     private var pickleKey: Secret<[UInt8]>?
     private var published = false
+    /// Told whenever a room key is stored (chat tries its undecrypted events again).
+    package let roomKeysStored = Notifier()
 
     package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
         self.driver = driver
@@ -149,6 +152,7 @@ extension CryptoEngine {
                 let outcome = try await handle(row)
                 try await store.apply(outcome, nowMilliseconds: nowMilliseconds)
                 processed += 1
+                if outcome.inboundSession != nil { roomKeysStored.notify() }
             }
         }
     }
@@ -288,7 +292,17 @@ extension CryptoEngine {
                 sessionID: session.sessionID, pickle: try session.pickle(key: pickleKey),
                 createdMilliseconds: nowMilliseconds, messageCount: 0, sharedWith: [])
             try await store.saveOutboundSession(created, roomID: roomID)
-            return (session.sessionID, try session.sessionKey(), devices)
+            // This device reads its own messages with the same session.
+            let key = try session.sessionKey()
+            if let account {
+                let own = try driver.inboundGroupSession(sessionKey: key)
+                try await store.saveInboundSession(
+                    CryptoStore.InboundSessionRow(
+                        roomID: roomID, sessionID: session.sessionID, senderKey: account.identityKeys.curve25519,
+                        signingKey: account.identityKeys.ed25519, forwarded: false,
+                        pickle: try own.pickle(key: pickleKey)))
+            }
+            return (session.sessionID, key, devices)
         } catch let error as CryptoStoreError {
             throw error
         } catch let error as CryptoDriverError {
@@ -435,5 +449,66 @@ extension CryptoEngine {
             let decrypted = try? session.decrypt(ciphertext)
         else { return nil }
         return decrypted.plaintext
+    }
+}
+
+/// A callback slot, called from the crypto work when something happened.
+package final class Notifier: Sendable {
+    private let handler = Mutex<(@Sendable () -> Void)?>(nil)
+
+    package init() {}
+
+    /// Sets what to call.
+    package func set(_ action: @escaping @Sendable () -> Void) { handler.withLock { $0 = action } }
+
+    /// Calls it, if set.
+    package func notify() { handler.withLock { $0 }?() }
+}
+
+// MARK: - Decrypting
+
+extension CryptoEngine {
+    /// A decrypted Megolm event: the plaintext and who sent it.
+    package struct DecryptedEvent: Sendable {
+        package var type: String
+        package var content: [UInt8]
+        package var senderKey: String
+        package var signingKey: String
+    }
+
+    /// Why a Megolm event is refused for good.
+    package enum DecryptionRefusal: String, Error, Sendable {
+        case replayed, unsupportedAlgorithm, mismatched
+    }
+
+    /// Decrypts an event of `roomID`: `nil` while the key is missing. The message index is
+    /// recorded with the event: the same index for another event of the session is a replay.
+    package func decryptRoomEvent(roomID: String, eventID: String, content: [UInt8]) async throws(CryptoStoreError)
+        -> Result<DecryptedEvent, DecryptionRefusal>?
+    {
+        guard let pickleKey, case .object(let members)? = try? JSONValue(parsing: content) else {
+            return .failure(.unsupportedAlgorithm)
+        }
+        guard members["algorithm"] == .string(Self.megolmAlgorithm) else { return .failure(.unsupportedAlgorithm) }
+        guard case .string(let sessionID)? = members["session_id"],
+            case .string(let ciphertext)? = members["ciphertext"]
+        else { return .failure(.mismatched) }
+        guard let row = try await store.inboundSession(roomID: roomID, sessionID: sessionID),
+            let session = try? driver.inboundGroupSession(pickle: row.pickle, key: pickleKey)
+        else { return nil }
+        let decrypted: MegolmPlaintext
+        do { decrypted = try session.decrypt(ciphertext) } catch {
+            // A later index than the session starts at cannot fail like this; an earlier one is
+            // a key we do not have (a later forwarded key may bring it).
+            return error == .unknownMessageIndex ? nil : .failure(.mismatched)
+        }
+        guard try await store.recordMessageIndex(sessionID: sessionID, index: decrypted.messageIndex, eventID: eventID)
+        else { return .failure(.replayed) }
+        guard case .object(let payload)? = try? JSONValue(parsing: decrypted.plaintext.exposedValue),
+            payload["room_id"] == .string(roomID), case .string(let type)? = payload["type"],
+            let inner = payload["content"], let innerBytes = try? inner.canonicalEncoding()
+        else { return .failure(.mismatched) }
+        return .success(
+            DecryptedEvent(type: type, content: innerBytes, senderKey: row.senderKey, signingKey: row.signingKey))
     }
 }

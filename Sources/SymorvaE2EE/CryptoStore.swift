@@ -71,6 +71,16 @@ package struct CryptoStore: Sendable {
                     shared_with TEXT NOT NULL                -- one "user_id device_id curve25519" per line
                 ) STRICT;
                 """),
+        Migration(
+            version: 3, name: "e2ee_megolm_indexes",
+            sql: """
+                CREATE TABLE e2ee_megolm_indexes (
+                    session_id TEXT NOT NULL,
+                    message_index INTEGER NOT NULL,
+                    event_id TEXT NOT NULL,                  -- the one event this index decrypted
+                    PRIMARY KEY (session_id, message_index)
+                ) STRICT, WITHOUT ROWID;
+                """),
     ]
 
     /// A device of a tracked user, as verified from its self-signed keys.
@@ -556,6 +566,47 @@ package struct CryptoStore: Sendable {
                 ) { $0.string(0) }
             }
             return raw.compactMap(UserID.init)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Keeps an inbound session (the first one stored under its room and ID wins).
+    package func saveInboundSession(_ inbound: InboundSessionRow) async throws(CryptoStoreError) {
+        do {
+            try await database.transaction { db throws(StoreError) in
+                try db.execute(
+                    """
+                    INSERT OR IGNORE INTO e2ee_inbound_group_sessions(room_id, session_id, sender_key, signing_key, forwarded, pickle)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        .text(inbound.roomID), .text(inbound.sessionID), .text(inbound.senderKey),
+                        .text(inbound.signingKey),
+                        .integer(inbound.forwarded ? 1 : 0), .blob(inbound.pickle),
+                    ])
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Records that `index` of `sessionID` decrypted `eventID`; `false` when it already
+    /// decrypted another event (a replay).
+    package func recordMessageIndex(sessionID: String, index: Int, eventID: String) async throws(CryptoStoreError)
+        -> Bool
+    {
+        do {
+            return try await database.transaction { db throws(StoreError) -> Bool in
+                try db.execute(
+                    "INSERT OR IGNORE INTO e2ee_megolm_indexes(session_id, message_index, event_id) VALUES (?, ?, ?)",
+                    [.text(sessionID), .integer(Int64(index)), .text(eventID)])
+                let stored = try db.queryOne(
+                    "SELECT event_id FROM e2ee_megolm_indexes WHERE session_id = ? AND message_index = ?",
+                    [.text(sessionID), .integer(Int64(index))]
+                ) { $0.string(0) }
+                return stored == eventID
+            }
         } catch {
             throw .store(error)
         }

@@ -1,3 +1,4 @@
+import SymorvaCrypto
 import SymorvaCryptoDriver
 import SymorvaHTTP
 import SymorvaMachines
@@ -145,5 +146,57 @@ extension AccountCrypto {
     package func decryptEvent(roomID: RoomID, content: [UInt8]) async throws(CryptoStoreError) -> Secret<[UInt8]>? {
         guard let value = try? JSONValue(parsing: content) else { return nil }
         return try await engine.megolmDecrypt(roomID: roomID.rawValue, content: value)
+    }
+}
+
+extension AccountCrypto {
+    /// Calls `action` whenever a room key is stored.
+    package func onRoomKeysStored(_ action: @escaping @Sendable () -> Void) {
+        engine.roomKeysStored.set(action)
+    }
+
+    /// Decrypts an `m.room.encrypted` event of `roomID` sent by `sender`: the plaintext type
+    /// and content with the sending device (known when `sender` has a verified device with the
+    /// session's keys), a refusal (`replayed`, `unsupportedAlgorithm`, `mismatched`), or `nil`
+    /// while its room key has not arrived.
+    package func decrypt(content: [UInt8], roomID: RoomID, eventID: EventID, sender: UserID) async
+        -> Result<
+            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+        >?
+    {
+        do throws(CryptoStoreError) {
+            guard
+                let result = try await engine.decryptRoomEvent(
+                    roomID: roomID.rawValue, eventID: eventID.rawValue, content: content)
+            else { return nil }
+            switch result {
+            case .failure(let refusal): return .failure(refusal)
+            case .success(let event):
+                let device = try await store.devices(of: sender).first {
+                    $0.curve25519 == event.senderKey && $0.ed25519 == event.signingKey
+                }
+                return .success((event, device?.deviceID, device.map { !$0.keyChanged } ?? false))
+            }
+        } catch {
+            logger.error("decryption failed error=\(error)")
+            return nil
+        }
+    }
+}
+
+extension AccountCrypto {
+    private func associatedData(_ eventID: EventID) -> [UInt8] {
+        SecretBox.associatedData(account: userID.rawValue, field: "e2ee.decrypted:\(eventID.rawValue)")
+    }
+
+    /// Seals a decrypted content for the store with the account's secrets-at-rest key, bound
+    /// to its event.
+    package func sealDecrypted(_ content: [UInt8], eventID: EventID) -> [UInt8]? {
+        try? store.secrets.seal(Secret(content), associatedData: associatedData(eventID))
+    }
+
+    /// Opens what ``sealDecrypted(_:eventID:)`` sealed.
+    package func openDecrypted(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
+        (try? store.secrets.open(sealed, associatedData: associatedData(eventID)))?.exposedValue
     }
 }

@@ -110,8 +110,11 @@ final class TimelinePrinter: Sendable {
             text = "— \(userID) \(membership?.rawValue ?? "changed membership")"
         case .stateChange(let type, _): text = "— \(who) changed \(type)"
         case .redacted: text = "\(who): (redacted)"
-        case .encrypted: text = "\(who): (encrypted)"
+        case .unableToDecrypt(let reason): text = "\(who): (unable to decrypt: \(reason.rawValue))"
         case .unsupported(let type): text = "\(who): (\(type))"
+        }
+        if let encryption = item.encryption {
+            text += encryption.isDeviceKnown ? "  [encrypted]" : "  [encrypted, unknown device]"
         }
         if item.isEdited { text += " (edited)" }
         if !item.reactions.isEmpty {

@@ -14,9 +14,9 @@ struct ChatSchemaTests {
         ) { $0.string(0) }
         #expect(
             tables == [
-                "account_data", "device_list_changes", "events", "malformed_events", "one_time_key_counts", "receipts",
-                "room_state", "rooms", "send_queue", "sync_state", "timeline_chunks", "timeline_gaps",
-                "to_device_events",
+                "account_data", "decrypted_events", "device_list_changes", "events", "malformed_events",
+                "one_time_key_counts", "receipts", "room_state", "rooms", "send_queue", "sync_state", "timeline_chunks",
+                "timeline_gaps", "to_device_events", "undecryptable_events",
             ])
         let indexes = try await store.databaseForTesting.queryAll(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name"

@@ -44,6 +44,10 @@ public struct TimelineItem: Sendable, Hashable, Identifiable, CustomStringConver
     public var readBy: [UserID]
     /// For our own messages on their way: sending, sent or failed. `nil` for synced events.
     public var sendState: SendState?
+    /// For an event that was end-to-end encrypted and decrypted on this device: which device
+    /// sent it and whether that device is known. `nil` for plaintext events and for events that
+    /// could not be decrypted (``TimelineItemContent/unableToDecrypt(_:)``).
+    public var encryption: EncryptionInfo? = nil
 
     /// The IDs only.
     public var description: String { "TimelineItem(\(id))" }
@@ -63,8 +67,9 @@ public enum TimelineItemContent: Sendable, Hashable {
     case stateChange(type: String, stateKey: String)
     /// Redacted: the content is gone.
     case redacted
-    /// End-to-end encrypted; not decrypted on this device.
-    case encrypted
+    /// End-to-end encrypted and not decrypted on this device, for this reason. A missing key
+    /// that arrives later turns the row into its message in place.
+    case unableToDecrypt(UnableToDecryptReason)
     /// A type this SDK does not show.
     case unsupported(type: String)
 }
@@ -168,7 +173,7 @@ extension TimelineItemContent {
             default: self = .message(.text, body: body)
             }
         case "m.room.encrypted":
-            self = .encrypted
+            self = .unableToDecrypt(.missingKey)
         case "m.room.member":
             self = .membership(
                 userID: UserID(stored: stateKey ?? ""),
@@ -216,14 +221,16 @@ enum TimelineAssembler {
                     senderProfile: snapshot.profiles[stored.sender] ?? SenderProfile(),
                     isOwn: stored.sender == ownUserID.rawValue,
                     timestamp: MatrixTimestamp(milliseconds: stored.originServerTS),
-                    content: TimelineItemContent(
-                        type: stored.type, stateKey: stored.stateKey, content: stored.content,
-                        isRedacted: stored.redactedBy != nil),
+                    content: stored.type == "m.room.encrypted" && stored.redactedBy == nil
+                        ? .unableToDecrypt(UnableToDecryptReason(stored: stored.encryption?.failure))
+                        : TimelineItemContent(
+                            type: stored.type, stateKey: stored.stateKey, content: stored.content,
+                            isRedacted: stored.redactedBy != nil),
                     isEdited: stored.replacedBy != nil, reactions: reactions,
                     inReplyTo: stored.inReplyTo.map(EventID.init(rawValue:)),
                     readBy: (snapshot.readers[stored.eventID] ?? []).filter { $0 != ownUserID.rawValue }.map(
                         UserID.init(stored:)),
-                    sendState: nil))
+                    sendState: nil, encryption: EncryptionInfo(stored: stored.encryption)))
         }
         for item in queue {
             guard !echoedTransactions.contains(item.transactionID.rawValue), let state = sendState(item.status) else {
@@ -273,5 +280,39 @@ enum TimelineAssembler {
             reactions[index].includesOwn = false
             if reactions[index].senders.isEmpty { reactions.remove(at: index) }
         }
+    }
+}
+
+/// Why an encrypted event is not shown decrypted.
+public enum UnableToDecryptReason: String, Sendable, Hashable {
+    /// The room key has not reached this device (yet): the row is decrypted in place when it does.
+    case missingKey
+    /// The message index was already used by another event of the same session: a replay.
+    case replayed
+    /// Not `m.megolm.v1.aes-sha2`.
+    case unsupportedAlgorithm
+    /// The ciphertext does not belong where it was sent (another room's plaintext, a corrupt
+    /// message): refused.
+    case mismatched
+
+    init(stored: String?) {
+        self = stored.flatMap(UnableToDecryptReason.init(rawValue:)) ?? .missingKey
+    }
+}
+
+/// How an end-to-end encrypted event was decrypted on this device.
+public struct EncryptionInfo: Sendable, Hashable {
+    /// The sending device's Curve25519 key.
+    public var senderKey: String
+    /// The sending device's ID, when it is known.
+    public var senderDeviceID: String?
+    /// Whether the sending device is one this account has verified keys for, unchanged.
+    public var isDeviceKnown: Bool
+
+    init?(stored: StoredEncryption?) {
+        guard let stored, stored.failure == nil else { return nil }
+        senderKey = stored.senderKey
+        senderDeviceID = stored.senderDevice
+        isDeviceKnown = stored.deviceKnown
     }
 }

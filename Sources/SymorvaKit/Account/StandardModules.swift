@@ -59,6 +59,8 @@ extension AccountModuleFactory {
         if let crypto = context.built.module(AccountCrypto.self) {
             chat.onDeviceChanges { changes in await crypto.syncCommitted(changes) }
             chat.setEncryptor(CryptoRoomEncryptor(crypto: crypto))
+            chat.setDecryptor(CryptoRoomDecryptor(crypto: crypto))
+            crypto.onRoomKeysStored { [weak chat] in chat?.roomKeysArrived() }
         }
         chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })
         do { try await chat.start() } catch {
@@ -134,5 +136,26 @@ struct CryptoRoomEncryptor: RoomEncryptor {
             case .failed: throw .permanent(.encryptionFailed)
             }
         }
+    }
+}
+
+/// Chat's timelines decrypt through the account's crypto module.
+struct CryptoRoomDecryptor: RoomDecryptor {
+    let crypto: AccountCrypto
+
+    func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async -> DecryptionOutcome? {
+        switch await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: sender) {
+        case nil: return nil
+        case .failure(let refusal): return .undecryptable(reason: refusal.rawValue)
+        case .success(let decrypted):
+            guard let sealed = crypto.sealDecrypted(decrypted.event.content, eventID: eventID) else { return nil }
+            return .decrypted(
+                type: decrypted.event.type, content: sealed, senderKey: decrypted.event.senderKey,
+                senderDevice: decrypted.deviceID, deviceKnown: decrypted.isKnown)
+        }
+    }
+
+    func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
+        crypto.openDecrypted(sealed, eventID: eventID)
     }
 }

@@ -19,7 +19,9 @@ struct CryptoRoomKeyTests {
     let transport = CurlTransport()
     let driver = OlmCryptoDriver()
 
-    @Test("An m.room_key from another device becomes an inbound session; one addressed to another key is dropped")
+    @Test(
+        "An m.room_key from another device becomes an inbound session; a misaddressed one is dropped; a late key decrypts in place"
+    )
     func roomKeyArrives() async throws {
         let fixture = CommunityFixture()
         let alice = try await fixture.community.session.register(
@@ -50,16 +52,19 @@ struct CryptoRoomKeyTests {
             return value
         }
 
-        func sendRoomKey(recipientEd25519: String, roomID: String, transactionID: String) async throws -> String {
+        func sendRoomKey(
+            recipientEd25519: String, roomID: String, transactionID: String,
+            key given: (sessionID: String, key: Secret<String>)? = nil
+        ) async throws -> String {
             let session = try bobOlm.outboundSession(
                 identityKey: aliceKeys.curve25519, oneTimeKey: try await claimKey())
-            let megolm = try driver.newOutboundGroupSession()
+            let fresh = try driver.newOutboundGroupSession()
+            let (sessionID, sessionKey) = try given ?? (fresh.sessionID, fresh.sessionKey())
             let plaintext = JSONValue.object([
                 "type": .string("m.room_key"),
                 "content": .object([
                     "algorithm": .string("m.megolm.v1.aes-sha2"), "room_id": .string(roomID),
-                    "session_id": .string(megolm.sessionID),
-                    "session_key": .string(try megolm.sessionKey().exposedValue),
+                    "session_id": .string(sessionID), "session_key": .string(sessionKey.exposedValue),
                 ]),
                 "sender": .string(bobAccount.userID), "sender_device": .string("BOBDEVICE"),
                 "recipient": .string(alice.userID.rawValue),
@@ -80,7 +85,7 @@ struct CryptoRoomKeyTests {
                 try E2EEAPI.sendToDevice(
                     eventType: "m.room.encrypted", transactionID: TransactionID(transactionID),
                     messages: [alice.userID.rawValue: [device: content]]))
-            return megolm.sessionID
+            return sessionID
         }
 
         // First a key addressed to another device's signing key: dropped. Then a good one.
@@ -100,5 +105,42 @@ struct CryptoRoomKeyTests {
         #expect(key.signingKey == bobOlm.identityKeys.ed25519)
         #expect(!key.forwarded)
         #expect(try await crypto.roomKey(roomID: RoomID("!stray:localhost"), sessionID: stray) == nil)
+
+        // A message whose key arrives late: unable to decrypt first, then the message, in place.
+        let roomID = try await fixture.community.chat.createRoom(
+            name: "Late", invitees: [UserID(bobAccount.userID)!], isEncrypted: true)
+        _ = try await bob.send(ChatAPI.join(roomID.rawValue))
+        let megolm = try driver.newOutboundGroupSession()
+        // The key is exported at index 0, before the message is encrypted with it.
+        let firstKey = (sessionID: megolm.sessionID, key: try megolm.sessionKey())
+        let plaintext = JSONValue.object([
+            "type": .string("m.room.message"), "room_id": .string(roomID.rawValue),
+            "content": .object(["msgtype": .string("m.text"), "body": .string("late key")]),
+        ])
+        let ciphertext = try megolm.encrypt(Secret(try plaintext.canonicalEncoding()))
+        let encrypted = JSONValue.object([
+            "algorithm": .string("m.megolm.v1.aes-sha2"), "ciphertext": .string(ciphertext),
+            "device_id": .string("BOBDEVICE"), "sender_key": .string(bobOlm.identityKeys.curve25519),
+            "session_id": .string(megolm.sessionID),
+        ])
+        _ = try await bob.send(
+            ChatAPI.send(
+                roomID: roomID, transactionID: TransactionID("late-1"),
+                content: MessageContent(
+                    eventType: "m.room.encrypted",
+                    json: String(decoding: try encrypted.canonicalEncoding(), as: UTF8.self))))
+        let room = try await fixture.community.chat.conversation(id: roomID)
+        let stopObserving = room.observe()
+        defer { stopObserving() }
+        let before = try await room.waitForTimeline { items in
+            items.contains { $0.content == .unableToDecrypt(.missingKey) }
+        }
+        let undecrypted = try #require(before.first { $0.content == .unableToDecrypt(.missingKey) })
+        _ = try await sendRoomKey(
+            recipientEd25519: aliceKeys.ed25519, roomID: roomID.rawValue, transactionID: "k3", key: firstKey)
+        let after = try await room.waitForTimeline { $0.texts.contains("late key") }
+        let decrypted = try #require(after.first { $0.text == "late key" })
+        #expect(decrypted.id == undecrypted.id, "the same row, decrypted in place")
+        #expect(decrypted.encryption?.isDeviceKnown == false, "Bob's device never published keys")
     }
 }

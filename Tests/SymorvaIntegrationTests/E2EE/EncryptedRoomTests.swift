@@ -76,5 +76,47 @@ struct EncryptedRoomTests {
         #expect(payload["type"] as? String == "m.room.message")
         #expect(payload["room_id"] as? String == roomID.rawValue)
         #expect((payload["content"] as? [String: Any])?["body"] as? String == "top secret")
+
+        // Both timelines show the message decrypted, with the sending device known.
+        let bobRoom = try await bobFixture.community.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        let bobItems = try await bobRoom.waitForTimeline { $0.texts.contains("top secret") }
+        let bobItem = try #require(bobItems.first { $0.text == "top secret" })
+        #expect(bobItem.encryption?.isDeviceKnown == true)
+        #expect(bobItem.encryption?.senderDeviceID == aliceCrypto.deviceID.rawValue)
+        let aliceRoom = try await alice.conversation(id: roomID)
+        let stopAlice = aliceRoom.observe()
+        defer { stopAlice() }
+        let aliceItems = try await aliceRoom.waitForTimeline { items in
+            items.contains { $0.text == "top secret" && $0.sendState == nil && $0.encryption != nil }
+        }
+        #expect(aliceItems.filter { $0.text == "top secret" }.count == 1)
+
+        // Bob answers; Alice reads it.
+        try await bobRoom.send(.text("received")).waitUntilSent()
+        let reply = try await aliceRoom.waitForTimeline { $0.texts.contains("received") }
+        #expect(reply.first { $0.text == "received" }?.encryption?.senderDeviceID == bobCrypto.deviceID.rawValue)
+
+        // Canary: the plaintexts reach neither a log nor a trace, and the receiving account's
+        // database files hold none of them (decrypted contents are stored sealed). The sender's
+        // send queue still stores its outgoing plaintext: docs/e2ee.md, "Not built yet".
+        for (fixture, checksFiles) in [(aliceFixture, false), (bobFixture, true)] {
+            let logs = fixture.logs.text
+            let traces = fixture.trace.records.map(\.description).joined(separator: "\n")
+            #expect(logs.contains("Crypto["), "the crypto work was logged")
+            for canary in ["top secret", "received"] {
+                #expect(!logs.contains(canary))
+                #expect(!traces.contains(canary))
+            }
+            guard checksFiles else { continue }
+            let accounts = fixture.data.path + "/accounts"
+            for folder in try FileManager.default.contentsOfDirectory(atPath: accounts) {
+                for file in try FileManager.default.contentsOfDirectory(atPath: accounts + "/" + folder) {
+                    let bytes = try Data(contentsOf: URL(fileURLWithPath: accounts + "/" + folder + "/" + file))
+                    #expect(bytes.range(of: Data("top secret".utf8)) == nil, "plaintext in \(file)")
+                }
+            }
+        }
     }
 }
