@@ -69,9 +69,10 @@ let package = Package(
         .target(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
+        .target(name: "SymorvaMeetings", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaKit",
-            dependencies: ["SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto"],
+            dependencies: ["SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto", "SymorvaMeetings"],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaHTTP"],
@@ -134,6 +135,9 @@ let package = Package(
             name: "SymorvaChatTests", dependencies: ["SymorvaChat", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaWalletTests", dependencies: ["SymorvaWallet", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaMeetingsTests", dependencies: ["SymorvaMeetings", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),

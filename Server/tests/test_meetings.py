@@ -267,3 +267,19 @@ def test_room_state_power_levels_and_creators():
     assert s.is_member("@h:x") and not s.is_member("@l:x")
     old = RoomState.from_events([{"type": "m.room.create", "sender": "@c:x", "content": {"room_version": "10"}}])
     assert old.power_level("@c:x") == 100
+
+
+def test_served_playlists_carry_program_dates(tmp_path):
+    import os
+
+    from symorva_server.modules.meetings.routes import with_program_dates
+
+    (tmp_path / "seg00001.ts").write_bytes(b"\x47")
+    os.utime(tmp_path / "seg00001.ts", (1_800_000_001.5, 1_800_000_001.5))
+    (tmp_path / "live.m3u8").write_text("#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:1\n#EXT-X-TARGETDURATION:1\n"
+                                        "#EXTINF:1.0,\nseg00001.ts\n#EXTINF:1.0,\nseg00002.ts\n")
+    text = with_program_dates(str(tmp_path / "live.m3u8")).decode()
+    assert text.splitlines() == [
+        "#EXTM3U", "#EXT-X-MEDIA-SEQUENCE:1", "#EXT-X-TARGETDURATION:1",
+        "#EXT-X-PROGRAM-DATE-TIME:2027-01-15T08:00:00.500Z", "#EXTINF:1.0,", "seg00001.ts",
+        "#EXTINF:1.0,", "seg00002.ts"]  # a segment not written yet gets no date

@@ -54,7 +54,7 @@ def test_stage_listener_hand_promotion_demotion_and_end_over_janus(http):
                 text = r.text
                 break
             time.sleep(0.3)
-        assert "#EXTM3U" in text, text
+        assert "#EXTM3U" in text and "#EXT-X-PROGRAM-DATE-TIME:" in text, text
         segment = [line for line in text.splitlines() if line.endswith(".ts")][-1]
         seg = http.get(f"{SVC}{M}/{mid}/playback/{segment}", headers=carol["headers"])
         assert seg.status_code == 200 and seg.content[:1] == b"\x47"  # MPEG-TS sync byte

@@ -2,6 +2,7 @@ import SymorvaChat
 import SymorvaChatStore
 import SymorvaFeatureKit
 import SymorvaMachines
+import SymorvaMeetings
 import SymorvaRuntime
 import SymorvaWallet
 
@@ -11,7 +12,7 @@ import SymorvaWallet
 extension AccountModuleFactory {
     /// The modules a community gets unless told otherwise: chat (always) and the wallet (when
     /// the manifest enables it).
-    public static var standard: [AccountModuleFactory] { [chat, wallet] }
+    public static var standard: [AccountModuleFactory] { [chat, wallet, meetings] }
 
     /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the account is
     /// active), started (sync from the stored since-token, send queues
@@ -60,6 +61,21 @@ extension AccountModuleFactory {
             return nil
         }
     }
+
+    /// Meetings, when the manifest enables them: the account's ``/SymorvaMeetings/AccountMeetings``
+    /// (what `community.meetings` joins with while the account is active). No tables: meetings
+    /// live on the services.
+    public static let meetings = AccountModuleFactory(name: "meetings") { context in
+        guard context.configuration.modules.meetings.isEnabled else { return nil }
+        return AccountMeetings(
+            member: context.userID, services: context.services, scope: context.scope, clock: context.clock,
+            wallClock: context.wallClock, tracer: context.tracer)
+    }
+}
+
+extension AccountMeetings: AccountModule {
+    /// Nothing more to release: the scope's end already left every meeting.
+    public func stop() async {}
 }
 
 extension AccountChat: AccountModule {}

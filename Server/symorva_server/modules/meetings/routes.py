@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from datetime import datetime, timezone
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, Response
 
 from ...auth import AUTH_ERRORS, AuthenticatedUser, require_user
 from ...errors import ErrorBody
@@ -124,5 +126,41 @@ async def meetings_playback(request: Request, meeting_id: str = _ID,
                             name: str = Path(max_length=32, pattern=r"^[a-z0-9]+\.(m3u8|ts)$"),
                             user: AuthenticatedUser = Depends(require_user)) -> Any:
     path = await _meetings(request).playback_file(meeting_id, user.user_id, name)
-    media_type = "application/vnd.apple.mpegurl" if name.endswith(".m3u8") else "video/mp2t"
-    return FileResponse(path, media_type=media_type, headers={"Cache-Control": "no-store"})
+    if name.endswith(".m3u8"):
+        return Response(with_program_dates(path), media_type="application/vnd.apple.mpegurl",
+                        headers={"Cache-Control": "no-store"})
+    return FileResponse(path, media_type="video/mp2t", headers={"Cache-Control": "no-store"})
+
+
+def with_program_dates(playlist_path: str) -> bytes:
+    """The packager's playlist with `#EXT-X-PROGRAM-DATE-TIME` before each segment: when its
+    first sample was captured (the segment file was finished at its last one, so its end is the
+    file's modification time), which is how a listener measures its live latency."""
+    folder = os.path.dirname(playlist_path)
+    with open(playlist_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    out: list[str] = []
+    duration = 0.0
+    pending: str | None = None
+    for line in lines:
+        if line.startswith("#EXTINF:"):
+            try:
+                duration = float(line[len("#EXTINF:"):].split(",", 1)[0])
+            except ValueError:
+                duration = 0.0
+            pending = line
+            continue
+        if line and not line.startswith("#") and "/" not in line:
+            try:
+                end = os.stat(os.path.join(folder, line)).st_mtime
+            except OSError:
+                end = None
+            if end is not None:
+                start = datetime.fromtimestamp(end - duration, tz=timezone.utc)
+                out.append("#EXT-X-PROGRAM-DATE-TIME:" + start.strftime("%Y-%m-%dT%H:%M:%S.") +
+                           f"{start.microsecond // 1000:03d}Z")
+        if pending is not None:
+            out.append(pending)
+            pending = None
+        out.append(line)
+    return ("\n".join(out) + "\n").encode()
