@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// While playing it fetches the meeting's live playlist (through the account's community
 /// services client: only the meeting's participants may read it), fetches each segment it has
-/// not fetched yet, and polls again after half the target duration. Fetched segments wait in a
+/// not fetched yet, and polls again after the target duration. Fetched segments wait in a
 /// bounded buffer (``maximumBuffered``; the oldest go first) for the platform's player
 /// (``nextSegment()``). ``liveLatency`` is the age of the newest segment when it was fetched:
 /// the wall clock's now minus the end of the segment (its `#EXT-X-PROGRAM-DATE-TIME` plus its
@@ -141,6 +141,6 @@ public final class HLSPlaybackStream: PlaybackStream {
             stop()
             return .seconds(3600)
         }
-        return playlist.targetDuration / 2
+        return playlist.targetDuration
     }
 }
