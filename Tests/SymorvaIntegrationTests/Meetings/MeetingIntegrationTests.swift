@@ -1,7 +1,6 @@
 import Foundation
 import SymorvaKit
 import SymorvaMachines
-import SymorvaMeetings
 import SymorvaRuntime
 import SymorvaTesting
 import SymorvaTransport

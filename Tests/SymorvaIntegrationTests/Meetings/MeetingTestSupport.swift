@@ -2,7 +2,6 @@ import Foundation
 import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
-import SymorvaMeetings
 import SymorvaRuntime
 import SymorvaServices
 import Testing
@@ -40,10 +39,11 @@ final class MeetingMember: Sendable {
     /// dev environment's for this member's services client.
     static func register(
         _ prefix: String, in environment: DevEnvironment, transport: any HTTPTransport, servicesURL: URL? = nil,
-        tracer: Tracer = Tracer()
+        username: String? = nil, tracer: Tracer = Tracer()
     ) async throws -> MeetingMember {
         let account = try await RegisteredAccount.register(
-            DevEnvironment.uniqueUsername(prefix), in: environment, transport: transport)
+            username ?? DevEnvironment.uniqueUsername(prefix), password: testPassword.exposedValue, in: environment,
+            transport: transport)
         let services = CommunityServicesClient(
             baseURL: servicesURL ?? environment.servicesURL, transport: transport,
             tokenSource: HomeserverOpenIDSource(account: account, environment: environment, transport: transport))
