@@ -231,7 +231,7 @@ public enum MeetingCommands {
     }
 
     /// A meeting failure as the member reads it.
-    static func message(for error: MeetingError) -> String {
+    public static func message(for error: MeetingError) -> String {
         switch error {
         case .notRoomMember: "you are not a member of that room"
         case .notHost: "only hosts can do that"
