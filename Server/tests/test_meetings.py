@@ -283,3 +283,19 @@ def test_served_playlists_carry_program_dates(tmp_path):
         "#EXTM3U", "#EXT-X-MEDIA-SEQUENCE:1", "#EXT-X-TARGETDURATION:1",
         "#EXT-X-PROGRAM-DATE-TIME:2027-01-15T08:00:00.500Z", "#EXTINF:1.0,", "seg00001.ts",
         "#EXTINF:1.0,", "seg00002.ts"]  # a segment not written yet gets no date
+
+
+def test_a_participant_whose_client_vanished_times_out(svc, clock, media):
+    client, h = svc()
+    a = join(client, h[HOST])
+    join(client, h[BOB])
+    mid = a["meeting"]["meeting_id"]
+    clock.advance(60)
+    client.get(f"{M}/{mid}/changes", headers=h[HOST], params={"since": 0})  # the host's client polls
+    assert len(client.get(f"{M}/{mid}", headers=h[HOST]).json()["participants"]) == 2
+    clock.advance(45)  # Bob's client last spoke 105 s ago, the host's 45 s ago
+    view = client.get(f"{M}/{mid}", headers=h[HOST]).json()
+    assert [p["user_id"] for p in view["participants"]] == [HOST]
+    assert BOB in media.kicked
+    feed = client.get(f"{M}/{mid}/changes", headers=h[HOST], params={"since": view["cursor"] - 1}).json()
+    assert [(c["kind"], c["user_id"]) for c in feed["changes"]] == [("left", BOB)]

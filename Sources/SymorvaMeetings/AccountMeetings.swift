@@ -9,8 +9,9 @@ import Synchronization
 /// Apps use ``MeetingsClient`` (`community.meetings`), which follows the active account and
 /// delegates here. Each joined meeting runs a ``/SymorvaMachines/MeetingMachine`` host in the
 /// account's scope. When the scope ends (sign-out, switch) every meeting is left: the services
-/// are told (best effort, while the account's services session still answers), the feeds and
-/// media stop, and the rooms answer ``/SymorvaMachines/MeetingError/accountEnded``.
+/// are told (best effort, while the account's services session still answers; otherwise their
+/// presence timeout takes the member out once the feed stops polling), the feeds and media stop,
+/// and the rooms answer ``/SymorvaMachines/MeetingError/accountEnded``.
 public final class AccountMeetings: Sendable {
     /// The signed-in member.
     public let member: UserID

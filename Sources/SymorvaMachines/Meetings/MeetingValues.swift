@@ -262,7 +262,7 @@ public enum MeetingError: Error, Sendable, Hashable {
 public enum LeaveOutcome: Sendable, Hashable {
     /// The services took the member out (or no longer had them).
     case left
-    /// The services could not be told: the member may still be listed there (until they join and
-    /// leave again, leave the Matrix room, or a host ends the meeting).
+    /// The services could not be told: the member may still be listed there until the services'
+    /// presence timeout takes them out (their client no longer polls).
     case failed(MeetingError)
 }

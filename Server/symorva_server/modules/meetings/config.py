@@ -10,6 +10,8 @@ from ...config import ManifestError
 DEFAULT_STAGE_CAPACITY = 3
 DEFAULT_HOST_POWER_LEVEL = 50
 DEFAULT_MEDIA_TOKEN_TTL_S = 3600
+# A participant whose client sent nothing (feed polls included) for this long is taken out.
+DEFAULT_PRESENCE_TIMEOUT_S = 90
 MAX_FEED_TIMEOUT_MS = 30_000
 
 
@@ -21,6 +23,8 @@ class MeetingsConfig:
     host_power_level: int = DEFAULT_HOST_POWER_LEVEL
     # Lifetime of a stage member's AudioBridge token (the media-session descriptor's expiry).
     media_token_ttl_ms: int = DEFAULT_MEDIA_TOKEN_TTL_S * 1000
+    # Longer than the feed's longest poll (MAX_FEED_TIMEOUT_MS), so a polling client stays in.
+    presence_timeout_ms: int = DEFAULT_PRESENCE_TIMEOUT_S * 1000
 
 
 def _int(options: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -36,4 +40,5 @@ def parse_config(options: dict[str, Any]) -> MeetingsConfig:
         stage_capacity=_int(options, "stageCapacity", DEFAULT_STAGE_CAPACITY, 1, 100),
         host_power_level=_int(options, "hostPowerLevel", DEFAULT_HOST_POWER_LEVEL, 0, 100),
         media_token_ttl_ms=_int(options, "mediaTokenTtlSeconds", DEFAULT_MEDIA_TOKEN_TTL_S, 10, 86400) * 1000,
+        presence_timeout_ms=_int(options, "presenceTimeoutSeconds", DEFAULT_PRESENCE_TIMEOUT_S, 45, 86400) * 1000,
     )

@@ -241,8 +241,9 @@ class Meetings:
             stage_open = self._stage_count(mid) < meeting["stage_capacity"]
             role = STAGE if stage_open and (meeting["mode"] == "open" or is_host) else LISTENER
             with self.db.transaction() as conn:
-                conn.execute("INSERT INTO meeting_participants(meeting_id, user_id, role, hand_raised, joined_at_ms)"
-                             " VALUES (?, ?, ?, 0, ?)", (mid, user_id, role, self.now_ms()))
+                conn.execute("INSERT INTO meeting_participants(meeting_id, user_id, role, hand_raised, joined_at_ms,"
+                             " last_seen_ms) VALUES (?, ?, ?, 0, ?, ?)",
+                             (mid, user_id, role, self.now_ms(), self.now_ms()))
                 self._append(conn, mid, "joined", user_id, role, False)
         out = {**self.snapshot(self._meeting(mid)), "role": role, "media": None, "playback": None}
         try:
@@ -295,6 +296,9 @@ class Meetings:
 
     async def _caller(self, meeting_id: str, user_id: str, *, host: bool = False) -> tuple[Any, RoomState]:
         meeting = self._active(meeting_id)
+        self.touch(meeting_id, user_id)
+        await self.sweep_absent(meeting_id)
+        meeting = self._active(meeting_id)
         state = await self._room_state(meeting["room_id"])
         if not state.is_member(user_id):
             if self._participant(meeting_id, user_id) is not None:
@@ -304,6 +308,24 @@ class Meetings:
             raise _err(403, MeetingsErrorCode.NOT_HOST,
                        f"Only hosts (power level >= {self.config.host_power_level}) may do this")
         return meeting, state
+
+    def touch(self, meeting_id: str, user_id: str) -> None:
+        """The member's client was heard from (any request of theirs for the meeting)."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE meeting_participants SET last_seen_ms = ? WHERE meeting_id = ? AND user_id = ?",
+                         (self.now_ms(), meeting_id, user_id))
+
+    async def sweep_absent(self, meeting_id: str) -> None:
+        """Takes out the participants whose client was not heard from for `presenceTimeoutSeconds`
+        (a client that vanished without leaving: crashed, offline, signed out without a leave),
+        revoking and kicking stage members. Runs on every request for the meeting."""
+        cutoff = self.now_ms() - self.config.presence_timeout_ms
+        for row in self.db.query("SELECT user_id FROM meeting_participants WHERE meeting_id = ? AND last_seen_ms < ?",
+                                 (meeting_id, cutoff)):
+            if self._meeting(meeting_id)["status"] != "active":
+                return
+            log.info("a meeting participant timed out")
+            await self._remove(meeting_id, row["user_id"], "left")
 
     def _require_participant(self, meeting_id: str, user_id: str) -> Any:
         row = self._participant(meeting_id, user_id)
@@ -380,6 +402,8 @@ class Meetings:
             return await self._issue_descriptor(meeting_id, user_id)
 
     async def _remove(self, meeting_id: str, user_id: str, kind: str) -> None:
+        if self._participant(meeting_id, user_id) is None:
+            return  # already out (two requests found them gone at once)
         await self._revoke_media(meeting_id, user_id)
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM meeting_participants WHERE meeting_id = ? AND user_id = ?",
@@ -421,6 +445,13 @@ class Meetings:
         else:
             await self._member(meeting["room_id"], user_id)
         deadline = time.monotonic() + min(timeout_ms, MAX_FEED_TIMEOUT_MS) / 1000
+        try:
+            return await self._wait_for_changes(meeting_id, since, deadline)
+        finally:
+            if self._meeting(meeting_id)["status"] == "active":
+                self.touch(meeting_id, user_id)
+
+    async def _wait_for_changes(self, meeting_id: str, since: int, deadline: float) -> dict[str, Any]:
         while True:
             rows = self.db.query("SELECT * FROM meeting_changes WHERE meeting_id = ? AND seq > ? ORDER BY seq LIMIT 500",
                                  (meeting_id, since))

@@ -42,4 +42,8 @@ MIGRATIONS = [
         PRIMARY KEY (meeting_id, seq)
     )
     """,
+    # When each participant's client was last heard from (domain.Meetings.sweep_absent).
+    """
+    ALTER TABLE meeting_participants ADD COLUMN last_seen_ms INTEGER NOT NULL DEFAULT 0
+    """,
 ]
