@@ -3,6 +3,9 @@ and Janus (AudioBridge tokens, kicks, the RTP-forwarded HLS playback stream)."""
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 import time
 
 import httpx
@@ -141,3 +144,22 @@ def test_a_non_member_of_the_room_cannot_join(http):
     room = create_room(http, owner)
     r = http.post(f"{SVC}{M}/join", headers=stranger["headers"], json={"room_id": room})
     assert r.status_code == 403 and r.json()["errcode"] == "SY_NOT_ROOM_MEMBER"
+
+
+@pytest.mark.skipif(not os.environ.get("SYMORVA_STATE_DIR"), reason="SYMORVA_STATE_DIR not set")
+def test_the_janus_admin_key_is_private_and_never_logged(http):
+    state = os.environ["SYMORVA_STATE_DIR"]
+    key_file = os.path.join(state, "janus", "admin_key")
+    key = open(key_file, encoding="utf-8").read().strip()
+    assert len(key) >= 24 and stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    # A meeting was opened (room created with the key, RTP forwarder added) before the logs are read.
+    owner = account(http)
+    room = create_room(http, owner)
+    j = http.post(f"{SVC}{M}/join", headers=owner["headers"], json={"room_id": room}).json()
+    http.post(f"{SVC}{M}/{j['meeting']['meeting_id']}/end", headers=owner["headers"])
+    logs = os.path.join(state, "logs")
+    for name in os.listdir(logs):
+        with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as f:
+            assert key not in f.read(), name
+    caps = http.get(f"{SVC}/_symorva/v1/capabilities", headers=owner["headers"]).text
+    assert key not in caps and key not in json.dumps(j)
