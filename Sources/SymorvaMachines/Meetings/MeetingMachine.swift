@@ -21,7 +21,7 @@ import SymorvaRuntime
 ///   from the same cursor after a backoff (``FeedStatus/reconnecting(attempt:)``), so nothing
 ///   is missed; a feed that says the meeting ended, or no longer lists the member, ends the
 ///   member's part.
-/// - A stage member's token is renewed before it expires (``MeetingTimer/mediaRenewal``).
+/// - A stage member's token is renewed before it expires (``MeetingTimer/mediaRequest``).
 public struct MeetingMachine: StateMachine {
     public static let name = "Meeting"
 
