@@ -94,6 +94,8 @@ class SynapseRoomDirectory:
         self.timeout_s = timeout_s
         self._token: str | None = None
         self._login_lock = asyncio.Lock()
+        # One client, so that the room state queries of every request reuse a connection.
+        self._client: httpx.AsyncClient | None = None
 
     def _credentials(self) -> tuple[str, str]:
         try:
@@ -116,13 +118,16 @@ class SynapseRoomDirectory:
 
     async def room_state(self, room_id: str) -> RoomState:
         url = f"{self.homeserver_url}/_synapse/admin/v1/rooms/{quote(room_id, safe='')}/state"
+        if self._client is None:
+            # trust_env=False: never send the admin's token through a proxy from the environment.
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, trust_env=False)
+        client = self._client
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
-                token = self._token or await self._login(client)
+            token = self._token or await self._login(client)
+            resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
+            if resp.status_code == 401:
+                token = await self._login(client)
                 resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
-                if resp.status_code == 401:
-                    token = await self._login(client)
-                    resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
         except httpx.HTTPError as e:
             raise RoomLookupError(f"homeserver not reachable ({type(e).__name__})") from None
         if resp.status_code in (400, 404):
