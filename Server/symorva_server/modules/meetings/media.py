@@ -81,6 +81,11 @@ class JanusMedia:
         self._handle: int | None = None
         self._lock = asyncio.Lock()
         self._keepalive: asyncio.Task | None = None
+        # The control session's events, read by one long poll: asynchronous answers (joins) go to
+        # their waiter by transaction, everything else (participant notifications to the relay
+        # handles) is dropped, so Janus's queue for the session never grows.
+        self._events: asyncio.Task | None = None
+        self._waiters: dict[str, asyncio.Future] = {}
         self._packagers: dict[int, asyncio.subprocess.Process] = {}
         self._client = httpx.AsyncClient(timeout=15, trust_env=False)
 
@@ -104,9 +109,30 @@ class JanusMedia:
             if self._session is None or self._handle is None:
                 self._session = (await self._post("", {"janus": "create"}))["data"]["id"]
                 self._handle = await self._attach(self._session)
+                loop = asyncio.get_running_loop()
                 if self._keepalive is None or self._keepalive.done():
-                    self._keepalive = asyncio.get_running_loop().create_task(self._keep_alive())
+                    self._keepalive = loop.create_task(self._keep_alive())
+                if self._events is not None:
+                    self._events.cancel()
+                self._events = loop.create_task(self._read_events(self._session))
             return self._session, self._handle
+
+    async def _read_events(self, session: int) -> None:
+        while self._session == session:
+            try:
+                resp = await self._client.get(f"{self.url}/{session}", params={"maxev": 20}, timeout=40)
+                events = resp.json()
+            except (httpx.HTTPError, ValueError):
+                await asyncio.sleep(1)
+                continue
+            for event in events if isinstance(events, list) else [events]:
+                if not isinstance(event, dict):
+                    continue
+                if event.get("janus") == "error" and event.get("error", {}).get("code") == 458:
+                    return  # the session is gone; the next request makes a new one
+                waiter = self._waiters.pop(str(event.get("transaction")), None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(event)
 
     async def _attach(self, session: int) -> int:
         data = await self._post(f"/{session}", {"janus": "attach", "plugin": "janus.plugin.audiobridge"})
@@ -139,26 +165,31 @@ class JanusMedia:
         return plugin
 
     async def _async_request(self, handle: int, body: dict) -> dict:
-        """An asynchronous AudioBridge request (join): the answer comes as an event."""
+        """An asynchronous AudioBridge request (join): the answer comes as an event, which the
+        control session's event reader hands over by transaction."""
         session, _ = await self._control()
-        data = await self._post(f"/{session}/{handle}", {"janus": "message", "body": body})
-        if data.get("janus") != "ack":
-            raise MediaError(f"AudioBridge {body.get('request')}: unexpected answer {data.get('janus')}")
-        transaction = data["transaction"]
-        for _ in range(20):
+        transaction = secrets.token_hex(8)
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters[transaction] = waiter
+        try:
             try:
-                resp = await self._client.get(f"{self.url}/{session}", params={"maxev": 10}, timeout=35)
-            except httpx.HTTPError as e:
+                resp = await self._client.post(f"{self.url}/{session}/{handle}", json={
+                    "janus": "message", "body": body, "transaction": transaction})
+                data = resp.json()
+            except (httpx.HTTPError, ValueError) as e:
                 raise MediaError(f"Janus not reachable ({type(e).__name__})") from None
-            events = resp.json()
-            for event in events if isinstance(events, list) else [events]:
-                if event.get("transaction") == transaction:
-                    plugin = event.get("plugindata", {}).get("data", {})
-                    if "error_code" in plugin:
-                        raise MediaError(f"AudioBridge {body.get('request')}: {plugin.get('error_code')} "
-                                         f"{plugin.get('error')}")
-                    return plugin
-        raise MediaError(f"AudioBridge {body.get('request')}: no answer")
+            if data.get("janus") != "ack":
+                raise MediaError(f"AudioBridge {body.get('request')}: unexpected answer {data.get('janus')}")
+            try:
+                event = await asyncio.wait_for(waiter, 20)
+            except asyncio.TimeoutError:
+                raise MediaError(f"AudioBridge {body.get('request')}: no answer") from None
+        finally:
+            self._waiters.pop(transaction, None)
+        plugin = event.get("plugindata", {}).get("data", {})
+        if "error_code" in plugin:
+            raise MediaError(f"AudioBridge {body.get('request')}: {plugin.get('error_code')} {plugin.get('error')}")
+        return plugin
 
     # -- rooms
 
