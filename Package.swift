@@ -70,6 +70,7 @@ let package = Package(
         .target(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
+        .target(name: "SymorvaMeetings", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaE2EE",
             dependencies: ["SymorvaFeatureKit", "SymorvaChatStore", "SymorvaCryptoDriver", "SymorvaCrypto"],
@@ -77,7 +78,7 @@ let package = Package(
         .target(
             name: "SymorvaKit",
             dependencies: [
-                "SymorvaChat", "SymorvaWallet", "SymorvaE2EE", "SymorvaTransport", "SymorvaCrypto",
+                "SymorvaChat", "SymorvaWallet", "SymorvaE2EE", "SymorvaMeetings", "SymorvaTransport", "SymorvaCrypto",
                 "SymorvaCryptoDriver",
             ],
             swiftSettings: swiftSettings),
@@ -147,6 +148,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaE2EETests", dependencies: ["SymorvaE2EE", "SymorvaTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaMeetingsTests", dependencies: ["SymorvaMeetings", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(

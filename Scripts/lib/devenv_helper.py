@@ -60,6 +60,8 @@ def summary(state_path: str, env_path: str) -> int:
     print(f"Symorva dev environment running{mode}")
     print(f"  homeserver: {s['homeserver']['url']}  (server name {s['homeserver']['serverName']})")
     print(f"  services:   {s['services']['url']}")
+    if "janus" in s:
+        print(f"  janus:      {s['janus']['url']}")
     print(f"  admin:      {s['admin']['userId']}")
     print(f"  settings:   rate limit {s['rateLimit']} (services {s.get('servicesRateLimit', '?')}), "
           f"access token lifetime {s['accessTokenLifetime']}")
@@ -178,6 +180,7 @@ ENV_KEYS = [
     "SYMORVA_RATE_LIMIT",
     "SYMORVA_SERVICES_RATE_LIMIT",
     "SYMORVA_ACCESS_TOKEN_LIFETIME",
+    "SYMORVA_JANUS_URL",
 ]
 
 
@@ -209,6 +212,13 @@ def write_state(state_path: str, env_path: str, pairs: list[str]) -> int:
             "pid": int(v["SERVICES_PID"]),
             "db": v["SERVICES_DB"],
             "log": v["SERVICES_LOG"],
+        },
+        "janus": {
+            "url": v["SYMORVA_JANUS_URL"],
+            "port": int(v["JANUS_PORT"]),
+            "pid": int(v["JANUS_PID"]),
+            "config": v["JANUS_CONFIG"],
+            "log": v["JANUS_LOG"],
         },
         "admin": {
             "userId": v["SYMORVA_ADMIN_USER"],

@@ -35,6 +35,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rate-limit-bucket", action="append", default=[], metavar="CLASS=BURST/PER_SECOND",
                    help="Override one route class's bucket, e.g. reads=20/2 (repeatable; classes: "
                         "openid, writes, reads)")
+    p.add_argument("--janus-url", default=None, help="Meetings: the Janus HTTP API, e.g. http://127.0.0.1:8088/janus")
+    p.add_argument("--janus-admin-key-file", default=None, help="Meetings: file holding the AudioBridge admin key")
+    p.add_argument("--media-dir", default=None, help="Meetings: folder for the HLS playback streams")
+    p.add_argument("--homeserver-admin-file", default=None,
+                   help="Meetings: JSON file {userId, password} of a homeserver admin (room state queries)")
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
 
@@ -68,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         max_body_bytes=args.max_body_bytes,
         public_url=args.public_url,
         rate_limits=limits,
+        janus_url=args.janus_url,
+        janus_admin_key_file=args.janus_admin_key_file,
+        media_dir=args.media_dir,
+        homeserver_admin_file=args.homeserver_admin_file,
     )
     try:
         app = create_app(settings)

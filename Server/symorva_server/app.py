@@ -27,8 +27,11 @@ def create_app(
     verifier: OpenIdVerifier | None = None,
     clock: Callable[[], float] = time.time,
     manifest: dict[str, Any] | None = None,
+    meetings_rooms: Any = None,
+    meetings_media: Any = None,
 ) -> FastAPI:
-    """Build the app. Tests inject a fake `verifier`, a `clock` and/or a `manifest`."""
+    """Build the app. Tests inject a fake `verifier`, a `clock` and/or a `manifest` (and the
+    meetings' room directory and media server)."""
     if manifest is None:
         if settings.manifest_path:
             manifest = load_manifest(settings.manifest_path)
@@ -41,7 +44,8 @@ def create_app(
                     manifest["homeserver"]["serverName"], settings.server_name)
 
     ctx = build_context(settings, manifest,
-                        verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url), clock=clock)
+                        verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url), clock=clock,
+                        meetings_rooms=meetings_rooms, meetings_media=meetings_media)
 
     app = FastAPI(
         title="Symorva community services",

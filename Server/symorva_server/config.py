@@ -33,6 +33,12 @@ class Settings:
     manifest: dict[str, Any] = field(default_factory=dict)
     # Per route class and member (or client address): see ratelimit.py.
     rate_limits: RateLimits = field(default_factory=lambda: profile(DEFAULT_PROFILE))
+    # Meetings: the Janus HTTP API, the file with the AudioBridge admin key, where the HLS
+    # packagers write, and the homeserver admin's credentials (room membership and power levels).
+    janus_url: str | None = None
+    janus_admin_key_file: str | None = None
+    media_dir: str | None = None
+    homeserver_admin_file: str | None = None
 
 
 class ManifestError(ValueError):

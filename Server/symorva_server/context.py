@@ -18,7 +18,9 @@ from .config import Settings, admins, development
 from .db import Database
 from .faults import FaultRegistry
 from .keys import SealingKey, load_or_create_sealing_key
+from .modules import meetings as meetings_module
 from .modules import wallet as wallet_module
+from .modules.meetings import Meetings
 from .modules.wallet import Wallet
 from .ratelimit import RateLimiter
 
@@ -42,10 +44,11 @@ class ServerContext:
     # Feature module state: one typed field per module that has any, None when the module
     # is disabled in the manifest (its routes are not mounted then).
     wallet: Wallet | None
+    meetings: Meetings | None = None
 
 
 def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: OpenIdVerifier,
-                  clock: Callable[[], float]) -> ServerContext:
+                  clock: Callable[[], float], meetings_rooms: Any = None, meetings_media: Any = None) -> ServerContext:
     """Opens the database and builds everything on it. Raises ManifestError for invalid
     module options."""
     db = Database(settings.db_path)
@@ -60,6 +63,11 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
                                          settings=settings, development=development(manifest, settings))
               if wallet_enabled else None)
 
+    meetings_enabled, meetings_options = modules.module_options(manifest, meetings_module.MODULE_ID)
+    meetings = (meetings_module.create_state(meetings_options, db=db, clock=clock, settings=settings,
+                                             rooms=meetings_rooms, media=meetings_media)
+                if meetings_enabled else None)
+
     return ServerContext(
         settings=settings,
         manifest=manifest,
@@ -73,4 +81,5 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
         admins=admins(manifest),
         development=development(manifest, settings),
         wallet=wallet,
+        meetings=meetings,
     )

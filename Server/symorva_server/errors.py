@@ -47,6 +47,16 @@ class ErrorCode:
     WALLET_UNKNOWN = "SY_WALLET_UNKNOWN"  # 404: admin endpoints: the member has no wallet
     NOT_ADMIN = "SY_NOT_ADMIN"  # 403: the endpoint is for the community's admins (manifest services.admins)
     NOT_IN_DEVELOPMENT = "SY_NOT_IN_DEVELOPMENT"  # 403: development/test mode only (never in production)
+    # Meetings (modules/meetings/; docs/meetings.md "Server side")
+    NOT_ROOM_MEMBER = "SY_NOT_ROOM_MEMBER"  # 403: not joined to the meeting's Matrix room
+    NOT_HOST = "SY_NOT_HOST"  # 403: host actions need the room power level hostPowerLevel
+    MEETING_UNKNOWN = "SY_MEETING_UNKNOWN"  # 404
+    ROOM_UNKNOWN = "SY_ROOM_UNKNOWN"  # 404: the homeserver has no such room
+    MEETING_ENDED = "SY_MEETING_ENDED"  # 409
+    NOT_PARTICIPANT = "SY_NOT_PARTICIPANT"  # 409: the caller or the target is not in the meeting
+    WRONG_ROLE = "SY_WRONG_ROLE"  # 409: promote a stage member, demote a listener
+    STAGE_FULL = "SY_STAGE_FULL"  # 409: the stage is at its capacity
+    MEDIA_UNAVAILABLE = "SY_MEDIA_UNAVAILABLE"  # 503: the media server failed or is not configured
     UNKNOWN = "SY_UNKNOWN"  # 500: unexpected server error
 
 

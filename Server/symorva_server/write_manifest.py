@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--starting-balance", action="append", default=[], metavar="CODE=AMOUNT",
                    help="What every new wallet is credited with in development mode (repeatable), "
                         "e.g. ORB=100.00")
+    p.add_argument("--stage-capacity", type=int, default=2,
+                   help="The meetings' stage capacity (manifest modules.meetings.stageCapacity, default %(default)s: "
+                        "the third member of a meeting listens)")
     a = p.parse_args(argv)
     m = default_manifest(a.homeserver, a.server_name, a.services)
     if a.community_name:
@@ -42,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.starting_balance:
         starting = dict(item.partition("=")[::2] for item in a.starting_balance)
         m["modules"]["wallet"]["startingBalances"] = starting
+    m["modules"]["meetings"]["stageCapacity"] = a.stage_capacity
     validate_manifest(m)
     tmp = f"{a.path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:

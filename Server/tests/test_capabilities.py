@@ -28,7 +28,8 @@ def test_capabilities_from_manifest(client, verifier):
     assert caps["api_versions"] == ["v1"]
     mods = caps["modules"]
     assert set(mods) == {"meetings", "aiStudio", "wallet", "directory"}
-    assert mods["meetings"] == {"enabled": True, "options": {}}
+    assert mods["meetings"] == {"enabled": True, "options": {}, "stage_capacity": 3, "host_power_level": 50,
+                                "media_server": False}
     wallet = mods["wallet"]
     assert wallet["enabled"] is True
     assert wallet["options"] == {"assets": [{"code": "ORB", "precision": 2}]}

@@ -12,5 +12,6 @@
 @_exported import SymorvaFeatureKit
 @_exported import SymorvaHTTP
 @_exported import SymorvaMachines
+@_exported import SymorvaMeetings
 @_exported import SymorvaRuntime
 @_exported import SymorvaWallet

@@ -1,6 +1,7 @@
 import SymorvaChat
 import SymorvaFeatureKit
 import SymorvaMatrix
+import SymorvaMeetings
 import SymorvaServices
 import SymorvaWallet
 import Synchronization
@@ -37,6 +38,9 @@ public final class SymorvaCommunity: Sendable {
     /// The wallet, or `nil` when the manifest disables the wallet module (decided by the
     /// manifest alone, signed in or not); it shows the active account's wallet.
     public let wallet: WalletClient?
+    /// Meetings, a foundation module, always present: joins act for the active account
+    /// (``/SymorvaMachines/MeetingError/moduleDisabled`` when the manifest turns meetings off).
+    public let meetings: MeetingsClient
 
     let sessions: CommunitySessions
     let coordinator: AppFlowCoordinator
@@ -78,6 +82,8 @@ public final class SymorvaCommunity: Sendable {
             ? WalletClient(configuration: WalletConfiguration(manifest: configuration.modules.wallet)) : nil
         self.chat = chat
         self.wallet = wallet
+        let meetings = MeetingsClient(isEnabled: configuration.modules.meetings.isEnabled)
+        self.meetings = meetings
         // For the community's lifetime: the clients follow whichever account runs. Listeners of
         // two publications made on different threads may run out of order, so the listener
         // ignores its argument and, under one lock, follows the value current at that moment:
@@ -95,6 +101,7 @@ public final class SymorvaCommunity: Sendable {
                 if case .running(let context) = active.value { modules = context.modules }
                 chat.follow(modules?.module(AccountChat.self))
                 wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
+                meetings.follow(modules?.module(AccountMeetings.self))
             }
         }
         self.session = SessionClient(coordinator: coordinator, sessions: sessions)

@@ -34,6 +34,7 @@ enum BenchmarkModes {
         StaticBenchmarkMode(StoreWriteBenchmark.self),
         WalletBenchmark(),
         LoginRestoreBenchmark(),
+        MeetingsBenchmark(),
     ]
 
     /// The mode called `name`, if any.

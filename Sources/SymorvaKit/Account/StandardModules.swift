@@ -3,6 +3,7 @@ import SymorvaChatStore
 import SymorvaE2EE
 import SymorvaFeatureKit
 import SymorvaMachines
+import SymorvaMeetings
 import SymorvaRuntime
 import SymorvaWallet
 
@@ -10,9 +11,9 @@ import SymorvaWallet
 // that third-party modules use (`AccountModuleFactory`).
 
 extension AccountModuleFactory {
-    /// The modules a community gets unless told otherwise: end-to-end encryption and chat
-    /// (always) and the wallet (when the manifest enables it).
-    public static var standard: [AccountModuleFactory] { [crypto, chat, wallet] }
+    /// The modules a community gets unless told otherwise: end-to-end encryption, chat and
+    /// meetings (always) and the wallet (when the manifest enables it).
+    public static var standard: [AccountModuleFactory] { [crypto, chat, wallet, meetings] }
 
     /// End-to-end encryption: the account's ``/SymorvaE2EE/AccountCrypto`` (its Olm account, device
     /// keys, tracked devices and room keys), started as soon as the session is restored. Chat's
@@ -94,6 +95,21 @@ extension AccountModuleFactory {
             return nil
         }
     }
+
+    /// Meetings, when the manifest enables them: the account's ``/SymorvaMeetings/AccountMeetings``
+    /// (what `community.meetings` joins with while the account is active). No tables: meetings
+    /// live on the services.
+    public static let meetings = AccountModuleFactory(name: "meetings") { context in
+        guard context.configuration.modules.meetings.isEnabled else { return nil }
+        return AccountMeetings(
+            member: context.userID, services: context.services, scope: context.scope, clock: context.clock,
+            wallClock: context.wallClock, tracer: context.tracer)
+    }
+}
+
+extension AccountMeetings: AccountModule {
+    /// Nothing more to release: the scope's end already left every meeting.
+    public func stop() async {}
 }
 
 extension AccountChat: AccountModule {}

@@ -1,6 +1,0 @@
-"""Meetings module. Placeholder: its API is added by the Meetings feature issue.
-
-See modules/__init__.py for what a module file may define.
-"""
-
-MODULE_ID = "meetings"

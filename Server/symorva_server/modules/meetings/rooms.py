@@ -1,0 +1,140 @@
+"""What the homeserver says about a Matrix room: who is joined, and their power levels.
+
+The meetings module never trusts the client for either. `SynapseRoomDirectory` asks
+Synapse's admin API (`GET /_synapse/admin/v1/rooms/{roomId}/state`) with the homeserver
+admin's access token, signing in with the admin's password (from the file the dev
+environment writes, `--homeserver-admin-file`) on first use and again when the token is
+rejected. The token and password never reach a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import quote
+
+import httpx
+
+
+# Room versions whose creators have "infinite" power (MSC4289): they are never listed in
+# m.room.power_levels, so they count as above any threshold.
+PRIVILEGED_CREATOR_VERSIONS = frozenset({"12", "org.matrix.hydra.11"})
+CREATOR_POWER = 2**53
+
+
+class RoomLookupError(Exception):
+    """The homeserver could not be asked (`unknown_room=False`) or has no such room."""
+
+    def __init__(self, message: str, *, unknown_room: bool = False) -> None:
+        super().__init__(message)
+        self.unknown_room = unknown_room
+
+
+@dataclass(frozen=True)
+class RoomState:
+    """A room's membership and power levels, as the homeserver has them now."""
+
+    memberships: dict[str, str] = field(default_factory=dict)  # user ID -> membership
+    user_levels: dict[str, int] = field(default_factory=dict)
+    users_default: int = 0
+
+    def is_member(self, user_id: str) -> bool:
+        return self.memberships.get(user_id) == "join"
+
+    def power_level(self, user_id: str) -> int:
+        return self.user_levels.get(user_id, self.users_default)
+
+    @staticmethod
+    def from_events(events: list[dict]) -> RoomState:
+        memberships: dict[str, str] = {}
+        levels: dict[str, int] = {}
+        users_default = 0
+        creator: str | None = None
+        creators: set[str] = set()
+        have_power_levels = False
+        for event in events:
+            kind, content = event.get("type"), event.get("content") or {}
+            if kind == "m.room.member" and isinstance(event.get("state_key"), str):
+                membership = content.get("membership")
+                if isinstance(membership, str):
+                    memberships[event["state_key"]] = membership
+            elif kind == "m.room.power_levels":
+                have_power_levels = True
+                users = content.get("users") or {}
+                if isinstance(users, dict):
+                    levels = {u: int(v) for u, v in users.items() if isinstance(v, int) and not isinstance(v, bool)}
+                default = content.get("users_default", 0)
+                users_default = default if isinstance(default, int) and not isinstance(default, bool) else 0
+            elif kind == "m.room.create":
+                creator = event.get("sender")
+                if str(content.get("room_version")) in PRIVILEGED_CREATOR_VERSIONS:
+                    extra = content.get("additional_creators") or []
+                    creators = {creator, *[c for c in extra if isinstance(c, str)]} - {None}
+        if not have_power_levels and creator:
+            # Matrix: without a power levels event the creator has 100 and everyone else 0.
+            levels = {creator: 100}
+        # Room version 12: creators outrank every power level and are not in the event.
+        for c in creators:
+            levels[c] = CREATOR_POWER
+        return RoomState(memberships, levels, users_default)
+
+
+class RoomDirectory(Protocol):
+    async def room_state(self, room_id: str) -> RoomState:
+        """The room's current state; raises RoomLookupError."""
+        ...
+
+
+class SynapseRoomDirectory:
+    def __init__(self, homeserver_url: str, admin_file: str, timeout_s: float = 10.0) -> None:
+        self.homeserver_url = homeserver_url.rstrip("/")
+        self.admin_file = admin_file
+        self.timeout_s = timeout_s
+        self._token: str | None = None
+        self._login_lock = asyncio.Lock()
+        # One client, so that the room state queries of every request reuse a connection.
+        self._client: httpx.AsyncClient | None = None
+
+    def _credentials(self) -> tuple[str, str]:
+        try:
+            with open(self.admin_file, encoding="utf-8") as f:
+                data = json.load(f)
+            return data["userId"], data["password"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise RoomLookupError(f"homeserver admin credentials unreadable ({type(e).__name__})") from None
+
+    async def _login(self, client: httpx.AsyncClient) -> str:
+        async with self._login_lock:
+            user_id, password = self._credentials()
+            resp = await client.post(f"{self.homeserver_url}/_matrix/client/v3/login", json={
+                "type": "m.login.password", "identifier": {"type": "m.id.user", "user": user_id},
+                "password": password, "initial_device_display_name": "symorva-services meetings"})
+            if resp.status_code != 200:
+                raise RoomLookupError(f"homeserver admin login answered {resp.status_code}")
+            self._token = resp.json()["access_token"]
+            return self._token
+
+    async def room_state(self, room_id: str) -> RoomState:
+        url = f"{self.homeserver_url}/_synapse/admin/v1/rooms/{quote(room_id, safe='')}/state"
+        if self._client is None:
+            # trust_env=False: never send the admin's token through a proxy from the environment.
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, trust_env=False)
+        client = self._client
+        try:
+            token = self._token or await self._login(client)
+            resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
+            if resp.status_code == 401:
+                token = await self._login(client)
+                resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
+        except httpx.HTTPError as e:
+            raise RoomLookupError(f"homeserver not reachable ({type(e).__name__})") from None
+        if resp.status_code in (400, 404):
+            raise RoomLookupError("the homeserver has no such room", unknown_room=True)
+        if resp.status_code != 200:
+            raise RoomLookupError(f"homeserver answered {resp.status_code} to the room state query")
+        state = resp.json().get("state")
+        if not isinstance(state, list):
+            raise RoomLookupError("homeserver room state has no 'state' list")
+        return RoomState.from_events(state)

@@ -1,0 +1,120 @@
+import SymorvaMachines
+import SymorvaRuntime
+import Synchronization
+
+/// A stage member's real-time media session: the SDK page's media provider adapter.
+///
+/// The SDK hands each stage member one, carrying the media-session descriptor the services
+/// issued (the media server's URL, the AudioBridge room, the member's own token and its expiry).
+/// Apple platforms plug their WebRTC engine in through ``MediaEngine``; on Linux the GStreamer
+/// `webrtcbin` engine is the next issue, and until it lands ``connect()`` throws
+/// ``/SymorvaMachines/MeetingError/mediaUnavailable``: never a silent no-op.
+public protocol MediaSession: AnyObject, Sendable {
+    /// What the services issued for this member: renewed before its token expires.
+    var descriptor: MediaSessionDescriptor { get }
+    /// Connects to the media server with the descriptor (joins the AudioBridge room).
+    func connect() async throws(MeetingError)
+    /// Turns the member's microphone on or off once connected.
+    func setMicrophoneEnabled(_ enabled: Bool) async throws(MeetingError)
+    /// Takes a renewed descriptor (a fresh token); a connected session rejoins with it.
+    func update(_ descriptor: MediaSessionDescriptor) async
+    /// Leaves the media server. Idempotent.
+    func disconnect() async
+}
+
+/// Makes the stage members' media sessions: the platform's real-time media engine.
+public protocol MediaEngine: Sendable {
+    /// A session for `descriptor`, not connected yet.
+    func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession
+}
+
+/// The media engine of a platform that has none (Linux until the GStreamer engine lands): its
+/// sessions carry the descriptor and refuse to connect with ``/SymorvaMachines/MeetingError/mediaUnavailable``.
+public struct UnavailableMediaEngine: MediaEngine {
+    /// The engine.
+    public init() {}
+
+    public func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession {
+        UnavailableMediaSession(descriptor: descriptor)
+    }
+}
+
+/// A stage session without a media engine: it holds the descriptor, and connecting fails.
+public final class UnavailableMediaSession: MediaSession {
+    private let current: Mutex<MediaSessionDescriptor>
+
+    /// A session for `descriptor`.
+    public init(descriptor: MediaSessionDescriptor) {
+        current = Mutex(descriptor)
+    }
+
+    public var descriptor: MediaSessionDescriptor { current.withLock { $0 } }
+
+    /// Always throws ``/SymorvaMachines/MeetingError/mediaUnavailable``: this platform has no real-time media engine.
+    public func connect() async throws(MeetingError) { throw .mediaUnavailable }
+
+    /// Always throws ``/SymorvaMachines/MeetingError/mediaUnavailable``.
+    public func setMicrophoneEnabled(_ enabled: Bool) async throws(MeetingError) { throw .mediaUnavailable }
+
+    public func update(_ descriptor: MediaSessionDescriptor) async {
+        current.withLock { $0 = descriptor }
+    }
+
+    public func disconnect() async {}
+}
+
+/// Where a playback stream is.
+public enum PlaybackState: Sendable, Hashable {
+    /// Not started.
+    case idle
+    /// Playing was asked for; waiting for the first segments.
+    case buffering
+    /// Following the live playlist and fetching its segments.
+    case playing
+    /// Paused by the member: nothing is fetched, the buffer is kept.
+    case paused
+    /// The last fetch failed; fetching again after a pause.
+    case stalled(MeetingError)
+    /// Stopped for good (left the meeting, promoted to stage, account ended).
+    case stopped
+}
+
+/// A listener's playback stream (large-room mode): the SDK page's media provider adapter.
+///
+/// The SDK's own (``HLSPlaybackStream``) follows the meeting's live HLS playlist over the SDK's
+/// transport and fetches its segments; decoding them to a speaker is the platform's job (take
+/// them with ``nextSegment()``).
+public protocol PlaybackStream: AnyObject, Sendable {
+    /// Where the stream is.
+    var state: ObservableValue<PlaybackState> { get }
+    /// How much audio is fetched and not yet taken by the player.
+    var bufferedDuration: ObservableValue<Duration> { get }
+    /// The age of the newest segment when it was fetched (how far behind live the listener is),
+    /// once one was fetched.
+    var liveLatency: ObservableValue<Duration?> { get }
+    /// Starts (or resumes) following the live stream.
+    func play()
+    /// Stops fetching; the buffer is kept.
+    func pause()
+    /// Stops for good.
+    func stop()
+    /// The oldest fetched segment not taken yet, if any.
+    func nextSegment() -> PlaybackSegment?
+}
+
+/// One fetched segment of a playback stream (MPEG-TS with AAC audio from the reference services).
+public struct PlaybackSegment: Sendable, Hashable {
+    /// Its media sequence number in the playlist.
+    public let sequence: Int
+    /// How much audio it holds.
+    public let duration: Duration
+    /// Its bytes.
+    public let data: [UInt8]
+
+    /// A segment.
+    public init(sequence: Int, duration: Duration, data: [UInt8]) {
+        self.sequence = sequence
+        self.duration = duration
+        self.data = data
+    }
+}

@@ -1,0 +1,80 @@
+import SymorvaFeatureKit
+import SymorvaMachines
+import SymorvaRuntime
+import Synchronization
+
+/// The community's meetings: `community.meetings`, a foundation module, always present.
+///
+/// It acts for the **active** account: ``join(roomID:broadcast:)`` joins as the member active
+/// when it is called (``/SymorvaMachines/MeetingError/notSignedIn`` without one,
+/// ``/SymorvaMachines/MeetingError/moduleDisabled`` when the manifest turns meetings off). The
+/// ``MeetingRoom`` it returns belongs to that account for good: after a switch or sign-out it
+/// throws ``/SymorvaMachines/MeetingError/accountEnded``, and the meeting is left.
+///
+/// ```swift
+/// let room = try await community.meetings.join(roomID: roomID)
+/// switch room.role.value {
+/// case .stage(let media): try await media.setMicrophoneEnabled(true)
+/// case .listener(let playback): playback.play()
+/// }
+/// try await room.raiseHand()   // signals the host; never grants publishing by itself
+/// try await room.leave()
+/// ```
+public final class MeetingsClient: Sendable {
+    /// Whether the manifest enables meetings.
+    public let isEnabled: Bool
+
+    private enum Active {
+        case none
+        case meetings(AccountMeetings)
+    }
+
+    private let active = Mutex<Active>(.none)
+
+    /// A client that acts for nobody until the community tells it which account is active.
+    package init(isEnabled: Bool) {
+        self.isEnabled = isEnabled
+    }
+
+    /// A client that always acts for `meetings`: for tools and tests that manage one account
+    /// themselves. Apps use `community.meetings`.
+    public convenience init(following meetings: AccountMeetings) {
+        self.init(isEnabled: true)
+        follow(meetings)
+    }
+
+    /// Makes `meetings` (the new active account's) the one this client acts for.
+    package func follow(_ meetings: AccountMeetings?) {
+        active.withLock { $0 = meetings.map(Active.meetings) ?? .none }
+    }
+
+    /// The active member, or `nil` while nobody is signed in.
+    public var member: UserID? { current?.member }
+
+    /// The meetings the active member is in now.
+    public var joined: [MeetingRoom] { current?.joined ?? [] }
+
+    private var current: AccountMeetings? {
+        active.withLock { active in
+            if case .meetings(let meetings) = active { return meetings }
+            return nil
+        }
+    }
+
+    /// Joins the meeting of `roomID` as the active member. See ``AccountMeetings/join(roomID:broadcast:)``.
+    ///
+    /// - Throws: ``/SymorvaMachines/MeetingError/moduleDisabled`` when the manifest disables
+    ///   meetings; ``/SymorvaMachines/MeetingError/notSignedIn`` when nobody is signed in;
+    ///   ``/SymorvaMachines/MeetingError/accountEnded`` when the account was switched away from
+    ///   before the answer; the services' refusals.
+    public func join(roomID: RoomID, broadcast: Bool = false) async throws(MeetingError) -> MeetingRoom {
+        guard isEnabled else { throw .moduleDisabled }
+        guard let meetings = current else { throw .notSignedIn }
+        let room = try await meetings.join(roomID: roomID, broadcast: broadcast)
+        guard current === meetings else {
+            try? await room.leave()
+            throw .accountEnded
+        }
+        return room
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import SymorvaHTTP
+import SymorvaKit
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaServices
+import SymorvaTransport
+
+/// `symorva-bench meetings [--rounds N]`: the meeting control plane through the whole SDK
+/// (``AccountMeetings``, a meeting machine host per member, the services over libcurl) against the
+/// dev servers with Janus (`Scripts/dev-server start --test`; `SYMORVA_HOMESERVER_URL`,
+/// `SYMORVA_SERVICES_URL`).
+///
+/// Each round opens a meeting in a fresh room (stage capacity 2) with three fresh members, whose
+/// services sessions are made before the clock runs: the host and a first member go
+/// on stage, a third member joins as a listener and plays the stream, raises a hand, and the host
+/// demotes the first member and promotes the listener. It prints p50/p99 of:
+/// - join → admitted role (the listener's join; the host's, which opens the meeting and its Janus
+///   room and packager, apart);
+/// - hand raised → seen by the host (the host's change feed);
+/// - promotion → stage descriptor accepted by Janus (promote request, the listener's feed, its
+///   own descriptor, and a plain-RTP AudioBridge join with it that Janus answers `joined`);
+/// - listener live latency: the age of the newest segment when the playback stream fetched it.
+struct MeetingsBenchmark: BenchmarkMode {
+    /// The mode's word on the command line.
+    let name = "meetings"
+    /// The mode's arguments for the usage text.
+    let argumentsSynopsis = "[--rounds N]"
+    /// What the mode measures.
+    let summary = "join, hand, promotion and playback latency against the dev servers with Janus (SYMORVA_* env)"
+
+    /// Runs the benchmark; returns the process exit status.
+    func run(arguments: [String]) async -> Int32 {
+        var options = Options(arguments, known: ["rounds"])
+        let rounds = options.integer("rounds", default: 10)
+        guard options.problems.isEmpty else {
+            print("usage: symorva-bench \(name) \(argumentsSynopsis)  (\(options.problems.joined(separator: "; ")))")
+            return 2
+        }
+        let variables = ProcessInfo.processInfo.environment
+        guard let homeserver = variables["SYMORVA_HOMESERVER_URL"].flatMap(URL.init(string:)),
+            let services = variables["SYMORVA_SERVICES_URL"].flatMap(URL.init(string:))
+        else {
+            print("meetings: set SYMORVA_HOMESERVER_URL and SYMORVA_SERVICES_URL (source Scripts/dev-server envfile)")
+            return 2
+        }
+        do {
+            try await measure(rounds: rounds, homeserver: homeserver, services: services)
+            return 0
+        } catch {
+            print("meetings: failed: \(error)")
+            return 1
+        }
+    }
+
+    private struct Member {
+        let userID: UserID
+        let token: Secret<String>
+        let meetings: AccountMeetings
+        let services: CommunityServicesClient
+    }
+
+    private func member(_ prefix: String, homeserver: URL, services: URL, transport: CurlTransport) async throws
+        -> Member
+    {
+        let username = "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
+        let (userID, token) = try await BenchMember.register(username, homeserver: homeserver, transport: transport)
+        guard let id = UserID(userID) else { throw BenchFailure("registration gave '\(userID)'") }
+        let client = CommunityServicesClient(
+            baseURL: services, transport: transport,
+            tokenSource: BenchOpenIDSource(
+                userID: userID, accessToken: token, homeserver: homeserver, transport: transport))
+        let meetings = AccountMeetings(
+            member: id, services: client, scope: AccountScope(label: userID), feedWait: .seconds(10),
+            tracer: Tracer())
+        // The services session (OpenID exchange) is made before anything is measured.
+        _ = try await client.send(.get, "/_symorva/v1/whoami")
+        return Member(userID: id, token: token, meetings: meetings, services: client)
+    }
+
+    private func measure(rounds: Int, homeserver: URL, services: URL) async throws {
+        let transport = CurlTransport()
+        let clock = ContinuousClock()
+        var opens: [Duration] = []
+        var joins: [Duration] = []
+        var hands: [Duration] = []
+        var promotions: [Duration] = []
+        var latencies: [Duration] = []
+        for _ in 0..<rounds {
+            let host = try await member("bench-host", homeserver: homeserver, services: services, transport: transport)
+            let first = try await member("bench-a", homeserver: homeserver, services: services, transport: transport)
+            let listener = try await member("bench-b", homeserver: homeserver, services: services, transport: transport)
+            let roomID =
+                try await matrix(
+                    transport, homeserver, host.token, "/_matrix/client/v3/createRoom", ["preset": "public_chat"])[
+                    "room_id"]
+                as? String
+            guard let roomID = roomID.map({ RoomID(rawValue: $0) }) else {
+                throw BenchFailure("createRoom gave no room")
+            }
+            let escaped = roomID.rawValue.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            for joiner in [first, listener] {
+                _ = try await matrix(transport, homeserver, joiner.token, "/_matrix/client/v3/join/\(escaped)", [:])
+            }
+
+            var start = clock.now
+            let hostRoom = try await host.meetings.join(roomID: roomID)
+            opens.append(clock.now - start)
+            _ = try await first.meetings.join(roomID: roomID)
+            start = clock.now
+            let listenerRoom = try await listener.meetings.join(roomID: roomID)
+            joins.append(clock.now - start)
+            guard case .listener(let playback) = listenerRoom.role.value else {
+                throw BenchFailure("the third member was not admitted as a listener")
+            }
+            playback.play()
+
+            start = clock.now
+            try await listenerRoom.raiseHand()
+            _ = try await until(hostRoom.participants) { (people: [MeetingParticipant]) in
+                people.contains { $0.userID == listener.userID && $0.handRaised }
+            }
+            hands.append(clock.now - start)
+
+            if let latency = try? await until(
+                playback.liveLatency, timeout: .seconds(15), { (value: Duration?) in value != nil })
+            {
+                latencies.append(latency)
+            }
+
+            try await hostRoom.demote(first.userID)
+            start = clock.now
+            try await hostRoom.promote(listener.userID)
+            let role = try await until(listenerRoom.role) { (role: MeetingRole) in role.kind == ParticipantRole.stage }
+            guard case .stage(let session) = role else { throw BenchFailure("no stage session") }
+            let answer = try await JanusJoin(transport: transport).join(with: session.descriptor)
+            guard answer == "joined" else { throw BenchFailure("Janus refused the promoted descriptor: \(answer)") }
+            promotions.append(clock.now - start)
+
+            try await hostRoom.end()
+        }
+        print("meetings: \(rounds) rounds (a fresh room and meeting each, stage capacity 2)")
+        print("                                           p50        p99        max")
+        report("open (first join: Janus room, packager)", opens)
+        report("join → admitted role (listener)", joins)
+        report("hand raised → seen by the host", hands)
+        report("promotion → descriptor accepted by Janus", promotions)
+        report("listener live latency (newest segment age)", latencies)
+    }
+
+    private func report(_ label: String, _ samples: [Duration]) {
+        let sorted = samples.sorted()
+        guard !sorted.isEmpty else {
+            print("  \(label.padding(toLength: 42, withPad: " ", startingAt: 0))  no samples")
+            return
+        }
+        let columns = [0.50, 0.99, 1.0].map { WalletBenchmark.milliseconds(WalletBenchmark.percentile(sorted, $0)) }
+        print("  \(label.padding(toLength: 42, withPad: " ", startingAt: 0)) \(columns.joined(separator: " ")) ms")
+    }
+
+    private func until<Value: Sendable>(
+        _ value: ObservableValue<Value>, timeout: Duration = .seconds(20),
+        _ predicate: @escaping @Sendable (Value) -> Bool
+    ) async throws -> Value {
+        let found = await withTaskGroup(of: Value?.self) { group in
+            group.addTask { await value.first(until: { predicate($0) ? $0 : nil }) }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let found else { throw BenchFailure("timed out waiting for a value") }
+        return found
+    }
+
+    private func matrix(
+        _ transport: CurlTransport, _ homeserver: URL, _ token: Secret<String>, _ path: String, _ body: [String: Any]
+    ) async throws -> [String: Any] {
+        var components = URLComponents(url: homeserver, resolvingAgainstBaseURL: false)!
+        components.percentEncodedPath = path
+        let response = try await transport.send(
+            .json(
+                .post, url: components.url!, body: Array(try JSONSerialization.data(withJSONObject: body)),
+                bearerToken: token))
+        guard response.isSuccess else { throw BenchFailure("\(path) answered \(response.status)") }
+        return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
+    }
+}
+
+/// A plain-RTP AudioBridge join with a media-session descriptor over Janus's HTTP API: what
+/// proves that Janus accepts the descriptor's token.
+struct JanusJoin {
+    let transport: CurlTransport
+
+    /// `"joined"`, or the AudioBridge error code.
+    func join(with descriptor: MediaSessionDescriptor) async throws -> String {
+        guard let base = URL(string: descriptor.serverURL) else { throw BenchFailure("bad media server URL") }
+        let session = try id(try await post(base, ["janus": "create"]))
+        let sessionURL = base.appending(path: "\(session)")
+        let handle = try id(try await post(sessionURL, ["janus": "attach", "plugin": descriptor.plugin]))
+        let ack = try await post(
+            sessionURL.appending(path: "\(handle)"),
+            [
+                "janus": "message",
+                "body": [
+                    "request": "join", "room": descriptor.room, "token": descriptor.token.exposedValue,
+                    "id": descriptor.participantID, "display": descriptor.display,
+                    "rtp": ["ip": "127.0.0.1", "port": 9, "payload_type": 100],
+                ] as [String: Any],
+            ])
+        defer { Task { _ = try? await post(sessionURL, ["janus": "destroy"]) } }
+        for _ in 0..<10 {
+            var components = URLComponents(url: sessionURL, resolvingAgainstBaseURL: false)!
+            components.queryItems = [URLQueryItem(name: "maxev", value: "5")]
+            let response = try await transport.send(
+                HTTPRequest(method: .get, url: components.url!, timeout: .seconds(40)))
+            let parsed = try JSONSerialization.jsonObject(with: Data(response.body))
+            let events = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
+            for event in events where event["transaction"] as? String == ack["transaction"] as? String {
+                let data = ((event["plugindata"] as? [String: Any])?["data"] as? [String: Any]) ?? [:]
+                if let code = data["error_code"] as? Int { return String(code) }
+                return (data["audiobridge"] as? String) ?? "?"
+            }
+        }
+        throw BenchFailure("no answer to the AudioBridge join")
+    }
+
+    private func post(_ url: URL, _ body: [String: Any]) async throws -> [String: Any] {
+        var body = body
+        body["transaction"] = UUID().uuidString
+        let response = try await transport.send(
+            .json(.post, url: url, body: Array(try JSONSerialization.data(withJSONObject: body))))
+        guard response.isSuccess else { throw BenchFailure("Janus answered \(response.status)") }
+        return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
+    }
+
+    private func id(_ answer: [String: Any]) throws -> UInt64 {
+        guard let data = answer["data"] as? [String: Any], let id = (data["id"] as? NSNumber)?.uint64Value else {
+            throw BenchFailure("Janus gave no id")
+        }
+        return id
+    }
+}

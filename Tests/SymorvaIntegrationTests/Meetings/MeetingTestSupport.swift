@@ -1,0 +1,152 @@
+import Foundation
+import SymorvaHTTP
+import SymorvaKit
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaServices
+import Testing
+
+/// The Janus HTTP API of the dev environment (`SYMORVA_JANUS_URL`), when it runs.
+enum DevJanus {
+    static let url: URL? = ProcessInfo.processInfo.environment["SYMORVA_JANUS_URL"].flatMap(URL.init(string:))
+    static var isAvailable: Bool { url != nil && DevEnvironment.isAvailable }
+}
+
+/// A member of the dev community with a real Matrix account and their ``AccountMeetings``.
+final class MeetingMember: Sendable {
+    let account: RegisteredAccount
+    let services: CommunityServicesClient
+    let scope: AccountScope
+    let meetings: AccountMeetings
+    let environment: DevEnvironment
+    let transport: any HTTPTransport
+
+    var userID: UserID { UserID(account.userID)! }
+
+    private init(
+        account: RegisteredAccount, services: CommunityServicesClient, scope: AccountScope, meetings: AccountMeetings,
+        environment: DevEnvironment, transport: any HTTPTransport
+    ) {
+        self.account = account
+        self.services = services
+        self.scope = scope
+        self.meetings = meetings
+        self.environment = environment
+        self.transport = transport
+    }
+
+    /// Registers a new member; `servicesURL` (a relay in front of the services) replaces the
+    /// dev environment's for this member's services client.
+    static func register(
+        _ prefix: String, in environment: DevEnvironment, transport: any HTTPTransport, servicesURL: URL? = nil,
+        username: String? = nil, tracer: Tracer = Tracer()
+    ) async throws -> MeetingMember {
+        let account = try await RegisteredAccount.register(
+            username ?? DevEnvironment.uniqueUsername(prefix), password: testPassword.exposedValue, in: environment,
+            transport: transport)
+        let services = CommunityServicesClient(
+            baseURL: servicesURL ?? environment.servicesURL, transport: transport,
+            tokenSource: HomeserverOpenIDSource(account: account, environment: environment, transport: transport))
+        let scope = AccountScope(label: account.userID)
+        let meetings = AccountMeetings(
+            member: UserID(account.userID)!, services: services, scope: scope, feedWait: .seconds(5), tracer: tracer)
+        return MeetingMember(
+            account: account, services: services, scope: scope, meetings: meetings, environment: environment,
+            transport: transport)
+    }
+
+    /// Creates a public room as this member (its creator: a host).
+    func createRoom() async throws -> RoomID {
+        let answer = try await matrix(.post, "/_matrix/client/v3/createRoom", body: ["preset": "public_chat"])
+        guard let roomID = answer["room_id"] as? String else { throw IntegrationFailure("createRoom: no room_id") }
+        return RoomID(roomID)
+    }
+
+    /// Joins `roomID` on the homeserver.
+    func joinRoom(_ roomID: RoomID) async throws {
+        let escaped = roomID.rawValue.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? roomID.rawValue
+        _ = try await matrix(.post, "/_matrix/client/v3/join/\(escaped)", body: [:])
+    }
+
+    private func matrix(_ method: HTTPMethod, _ path: String, body: [String: Any]) async throws -> [String: Any] {
+        var components = URLComponents(url: environment.homeserverURL, resolvingAgainstBaseURL: false)!
+        components.percentEncodedPath = path
+        let data = try JSONSerialization.data(withJSONObject: body)
+        let response = try await transport.send(
+            .json(method, url: components.url!, body: Array(data), bearerToken: account.accessToken))
+        guard response.isSuccess else { throw IntegrationFailure("\(path) answered \(response.status)") }
+        return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
+    }
+}
+
+/// Joins an AudioBridge room with a media-session descriptor over Janus's HTTP API, as a
+/// plain-RTP participant: what a stage member's media engine does over WebRTC, without the
+/// WebRTC. The answer says whether the room accepted the descriptor's token.
+struct JanusProbe {
+    let transport: any HTTPTransport
+
+    /// `"joined"`, or the AudioBridge error code (489: the token is not in the allowed list).
+    func join(with descriptor: MediaSessionDescriptor) async throws -> String {
+        guard let base = URL(string: descriptor.serverURL) else { throw IntegrationFailure("bad server URL") }
+        let session = try await id(post(base, ["janus": "create"]))
+        defer {
+            Task { [transport] in
+                _ = try? await JanusProbe(transport: transport).post(
+                    base.appending(path: "\(session)"), ["janus": "destroy"])
+            }
+        }
+        let handle = try await id(
+            post(base.appending(path: "\(session)"), ["janus": "attach", "plugin": descriptor.plugin]))
+        let body: [String: Any] = [
+            "request": "join", "room": descriptor.room, "token": descriptor.token.exposedValue,
+            "id": descriptor.participantID, "display": descriptor.display,
+            "rtp": ["ip": "127.0.0.1", "port": Int.random(in: 40_000...60_000), "payload_type": 100],
+        ]
+        let ack = try await post(base.appending(path: "\(session)/\(handle)"), ["janus": "message", "body": body])
+        let transaction = ack["transaction"] as? String
+        for _ in 0..<10 {
+            var components = URLComponents(url: base.appending(path: "\(session)"), resolvingAgainstBaseURL: false)!
+            components.queryItems = [URLQueryItem(name: "maxev", value: "5")]
+            let response = try await transport.send(
+                HTTPRequest(method: .get, url: components.url!, timeout: .seconds(40)))
+            let parsed = try JSONSerialization.jsonObject(with: Data(response.body))
+            let events = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
+            for event in events where event["transaction"] as? String == transaction {
+                let data = ((event["plugindata"] as? [String: Any])?["data"] as? [String: Any]) ?? [:]
+                if let code = data["error_code"] as? Int { return String(code) }
+                return (data["audiobridge"] as? String) ?? "?"
+            }
+        }
+        throw IntegrationFailure("no answer to the AudioBridge join")
+    }
+
+    private func post(_ url: URL, _ body: [String: Any]) async throws -> [String: Any] {
+        var body = body
+        body["transaction"] = UUID().uuidString
+        let response = try await transport.send(
+            .json(.post, url: url, body: Array(try JSONSerialization.data(withJSONObject: body))))
+        guard response.isSuccess else { throw IntegrationFailure("Janus answered \(response.status)") }
+        return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
+    }
+
+    private func id(_ answer: [String: Any]) throws -> UInt64 {
+        guard let data = answer["data"] as? [String: Any], let id = (data["id"] as? NSNumber)?.uint64Value else {
+            throw IntegrationFailure("Janus: no id in \(answer["janus"] ?? "?")")
+        }
+        return id
+    }
+}
+
+extension MeetingRoom {
+    /// The stage session, when the member is on stage.
+    var stageSession: (any MediaSession)? {
+        if case .stage(let session) = role.value { return session }
+        return nil
+    }
+
+    /// The playback stream, when the member listens.
+    var playbackStream: (any PlaybackStream)? {
+        if case .listener(let stream) = role.value { return stream }
+        return nil
+    }
+}
