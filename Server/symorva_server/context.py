@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import faults, modules
+from . import faults, modules, push
 from .auth import OpenIdVerifier, TokenStore
 from .config import Settings, admins, development
 from .db import Database
@@ -20,6 +20,8 @@ from .faults import FaultRegistry
 from .keys import SealingKey, load_or_create_sealing_key
 from .modules import wallet as wallet_module
 from .modules.wallet import Wallet
+from .modules import directory as directory_module
+from .modules.directory import Directory
 from .ratelimit import RateLimiter
 
 
@@ -42,6 +44,7 @@ class ServerContext:
     # Feature module state: one typed field per module that has any, None when the module
     # is disabled in the manifest (its routes are not mounted then).
     wallet: Wallet | None
+    directory: Directory | None
 
 
 def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: OpenIdVerifier,
@@ -54,11 +57,16 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
     if settings.test_mode:
         db.migrate("test", faults.KV_MIGRATIONS)
     modules.migrate_modules(db)
+    db.migrate("push", push.MIGRATIONS)
 
     wallet_enabled, wallet_options = modules.module_options(manifest, wallet_module.MODULE_ID)
     wallet = (wallet_module.create_state(wallet_options, db=db, clock=clock, sealing_key=sealing_key,
                                          settings=settings, development=development(manifest, settings))
               if wallet_enabled else None)
+    directory_enabled, directory_options = modules.module_options(manifest, directory_module.MODULE_ID)
+    directory = (directory_module.create_state(directory_options, db=db, clock=clock,
+                                               homeserver_url=settings.homeserver_url)
+                 if directory_enabled else None)
 
     return ServerContext(
         settings=settings,
@@ -73,4 +81,5 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
         admins=admins(manifest),
         development=development(manifest, settings),
         wallet=wallet,
+        directory=directory,
     )
