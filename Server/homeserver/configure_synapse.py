@@ -187,8 +187,6 @@ def main() -> int:
             # outbound requests (push gateways among them) refuse private addresses by
             # default (ip_range_blacklist); the whitelist lets loopback through and nothing else.
             "ip_range_whitelist": ["127.0.0.1/32", "::1/128"],
-            # Push right away in dev and tests (Synapse's default, set for clarity).
-            "push": {"enabled": True, "include_content": True},
         }
     )
     # Drop any rate limit keys from a previous profile, then apply the new one.
