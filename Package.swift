@@ -69,9 +69,13 @@ let package = Package(
         .target(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
+        .target(name: "SymorvaDirectory", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaKit",
-            dependencies: ["SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto"],
+            dependencies: [
+                "SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto",
+                "SymorvaDirectory",
+            ],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaHTTP"],
@@ -134,6 +138,9 @@ let package = Package(
             name: "SymorvaChatTests", dependencies: ["SymorvaChat", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaWalletTests", dependencies: ["SymorvaWallet", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaDirectoryTests", dependencies: ["SymorvaDirectory", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),

@@ -178,6 +178,10 @@ def main() -> int:
             "refreshable_access_token_lifetime": args.access_token_lifetime,
             "user_directory": {"enabled": True, "search_all_users": True},
             "room_list_publication_rules": [{"action": "allow"}],
+            # The room directory is readable signed out (GET /publicRooms), and searchable as
+            # a guest (POST /publicRooms needs a token; the SDK registers a guest for it).
+            "allow_public_rooms_without_auth": True,
+            "allow_guest_access": True,
             # Simplified sliding sync (MSC4186) lives behind this flag; in this
             # Synapse version it defaults to on, set explicitly for clarity.
             "experimental_features": {"msc3575_enabled": True},

@@ -7,6 +7,7 @@
 @_exported import SymorvaChat
 @_exported import SymorvaChatStore
 @_exported import SymorvaCrypto
+@_exported import SymorvaDirectory
 @_exported import SymorvaFeatureKit
 @_exported import SymorvaHTTP
 @_exported import SymorvaMachines

@@ -1,4 +1,5 @@
 import SymorvaChat
+import SymorvaDirectory
 import SymorvaFeatureKit
 import SymorvaMatrix
 import SymorvaServices
@@ -37,6 +38,12 @@ public final class SymorvaCommunity: Sendable {
     /// The wallet, or `nil` when the manifest disables the wallet module (decided by the
     /// manifest alone, signed in or not); it shows the active account's wallet.
     public let wallet: WalletClient?
+    /// The homeserver's public room directory, always present: listed and searched signed out
+    /// too; joining and publishing act for the active account.
+    public let publicRooms: PublicRoomsClient
+    /// The member directory, or `nil` when the manifest disables the directory module; it acts
+    /// for the active account.
+    public let directory: DirectoryClient?
 
     let sessions: CommunitySessions
     let coordinator: AppFlowCoordinator
@@ -78,6 +85,11 @@ public final class SymorvaCommunity: Sendable {
             ? WalletClient(configuration: WalletConfiguration(manifest: configuration.modules.wallet)) : nil
         self.chat = chat
         self.wallet = wallet
+        let publicRooms = PublicRoomsClient(
+            homeserverURL: configuration.homeserver.url, transport: environment.transport, tracer: environment.tracer)
+        let directory = configuration.modules.directory.isEnabled ? DirectoryClient() : nil
+        self.publicRooms = publicRooms
+        self.directory = directory
         // For the community's lifetime: the clients follow whichever account runs. Listeners of
         // two publications made on different threads may run out of order, so the listener
         // ignores its argument and, under one lock, follows the value current at that moment:
@@ -95,6 +107,8 @@ public final class SymorvaCommunity: Sendable {
                 if case .running(let context) = active.value { modules = context.modules }
                 chat.follow(modules?.module(AccountChat.self))
                 wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
+                publicRooms.follow(modules?.module(AccountDirectory.self))
+                directory?.follow(modules?.module(AccountDirectory.self))
             }
         }
         self.session = SessionClient(coordinator: coordinator, sessions: sessions)

@@ -7,6 +7,7 @@ import SymorvaREPL
 let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
     environment: ProcessInfo.processInfo.environment,
-    commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all,
+    commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all
+        + DirectoryCommands.commands,
     launch: CommunitySlot.launchIfConfigured(in:))
 exit(status)

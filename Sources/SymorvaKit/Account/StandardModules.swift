@@ -1,5 +1,6 @@
 import SymorvaChat
 import SymorvaChatStore
+import SymorvaDirectory
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
@@ -11,7 +12,7 @@ import SymorvaWallet
 extension AccountModuleFactory {
     /// The modules a community gets unless told otherwise: chat (always) and the wallet (when
     /// the manifest enables it).
-    public static var standard: [AccountModuleFactory] { [chat, wallet] }
+    public static var standard: [AccountModuleFactory] { [chat, wallet, directory] }
 
     /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the account is
     /// active), started (sync from the stored since-token, send queues
@@ -59,6 +60,17 @@ extension AccountModuleFactory {
             logger.error("wallet did not open account=\(context.userID) error=\(error)")
             return nil
         }
+    }
+}
+
+extension AccountModuleFactory {
+    /// The directory: the account's ``/SymorvaDirectory/AccountDirectory``, always built (the
+    /// public room directory's joins and publishing need it); its member directory answers
+    /// only when the manifest enables the directory module. No tables.
+    public static let directory = AccountModuleFactory(name: "directory") { context in
+        AccountDirectory(
+            userID: context.userID, requester: context.requester, services: context.services, scope: context.scope,
+            isMemberDirectoryEnabled: context.configuration.modules.directory.isEnabled, tracer: context.tracer)
     }
 }
 
