@@ -84,7 +84,7 @@ public final class AccountDirectory: AccountModule {
 
     /// One member's entry.
     func member(_ member: UserID) async throws(DirectoryError) -> DirectoryMember {
-        try await memberEntry(.get, "\(Self.membersPath)/\(percentEncoded(member.rawValue))")
+        try await memberEntry(.get, "\(Self.membersPath)/\(try Self.pathSegment(member))")
     }
 
     /// The member's own entry, fetched again from their Matrix profile now.
@@ -112,7 +112,7 @@ public final class AccountDirectory: AccountModule {
         try ensureCurrent()
         guard isMemberDirectoryEnabled else { throw .moduleDisabled }
         guard Self.isValidRole(role) else { throw .invalidInput("role") }
-        let path = "/_symorva/v1/directory/admin/members/\(percentEncoded(member.rawValue))/roles/\(role)"
+        let path = "/_symorva/v1/directory/admin/members/\(try Self.pathSegment(member))/roles/\(role)"
         struct Answer: Decodable { var changed: Bool }
         let body: [UInt8]
         do throws(ServicesError) {
@@ -121,6 +121,13 @@ public final class AccountDirectory: AccountModule {
             throw DirectoryWire.error(error)
         }
         return try DirectoryWire.decode(Answer.self, from: body).changed
+    }
+
+    /// A user ID as a path segment of the services (whose client percent-encodes paths itself);
+    /// a historical user ID with a `/` cannot be one.
+    static func pathSegment(_ userID: UserID) throws(DirectoryError) -> String {
+        guard !userID.rawValue.contains("/") else { throw .invalidInput("user ID") }
+        return userID.rawValue
     }
 
     /// Roles are 1–32 characters: lower-case letters, digits, `-` and `_`, starting with a letter.

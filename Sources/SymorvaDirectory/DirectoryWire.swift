@@ -133,6 +133,28 @@ enum DirectoryWire {
         enum CodingKeys: String, CodingKey { case accessToken = "access_token" }
     }
 
+    /// The `m.room.create` event (`format=event`): who created the room, in which version.
+    struct CreateEvent: Decodable {
+        struct Content: Decodable {
+            var roomVersion: String?
+            var additionalCreators: [String]?
+            enum CodingKeys: String, CodingKey {
+                case roomVersion = "room_version"
+                case additionalCreators = "additional_creators"
+            }
+        }
+        var sender: String
+        var content: Content
+
+        /// Room versions whose creators rank above every power level (MSC4289).
+        static let creatorPowerVersions: Set<String> = ["12", "org.matrix.hydra.11"]
+
+        func isPrivilegedCreator(_ userID: UserID) -> Bool {
+            guard Self.creatorPowerVersions.contains(content.roomVersion ?? "1") else { return false }
+            return sender == userID.rawValue || (content.additionalCreators ?? []).contains(userID.rawValue)
+        }
+    }
+
     /// The parts of `m.room.power_levels` that publishing needs (Synapse's rule: the level to
     /// send `m.room.canonical_alias`).
     struct PowerLevels: Decodable {

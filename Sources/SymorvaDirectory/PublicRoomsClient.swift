@@ -129,16 +129,22 @@ public final class PublicRoomsClient: Sendable {
 
     /// Publishes `roomID` in the room directory (`true`) or takes it out (`false`), and
     /// returns once the server has done it. The room's power levels are checked first: the
-    /// member needs the level to send `m.room.canonical_alias` (what Synapse asks of a room admin).
+    /// member needs the level to send `m.room.canonical_alias` (what Synapse asks of a room
+    /// admin), or to be a creator of a room whose version ranks creators above every level (12).
     ///
     /// - Throws: ``/SymorvaMachines/DirectoryError/forbidden(needed:has:)`` with both levels
     ///   when the member's is too low (nothing is sent then); ``/SymorvaMachines/DirectoryError/notSignedIn``.
     public func setPublished(_ published: Bool, roomID: RoomID) async throws(DirectoryError) {
         let account = try signedIn()
-        let levels = try await account.access.send(DirectoryAPI.powerLevels(roomID: roomID))
-        let power = try DirectoryWire.decode(DirectoryWire.PowerLevels.self, from: levels.body)
-        let has = power.level(of: account.userID)
-        guard has >= power.publishLevel else { throw .forbidden(needed: power.publishLevel, has: has) }
+        let create = try await account.access.send(DirectoryAPI.createEvent(roomID: roomID))
+        let creation = try DirectoryWire.decode(DirectoryWire.CreateEvent.self, from: create.body)
+        // Room version 12 gives its creators a power above every level, outside `users`.
+        if !creation.isPrivilegedCreator(account.userID) {
+            let levels = try await account.access.send(DirectoryAPI.powerLevels(roomID: roomID))
+            let power = try DirectoryWire.decode(DirectoryWire.PowerLevels.self, from: levels.body)
+            let has = power.level(of: account.userID)
+            guard has >= power.publishLevel else { throw .forbidden(needed: power.publishLevel, has: has) }
+        }
         _ = try await account.access.send(DirectoryAPI.setVisibility(roomID: roomID, published: published))
         try account.ensureCurrent()
     }

@@ -66,6 +66,14 @@ package enum DirectoryAPI {
             body: Array("{}".utf8), requiresAuth: false)
     }
 
+    /// `GET /rooms/{roomId}/state/m.room.create/?format=event`: the creation event with its
+    /// sender (the creator), content and room version.
+    package static func createEvent(roomID: RoomID) -> MatrixEndpoint {
+        var endpoint = ChatAPI.state(roomID: roomID, type: "m.room.create")
+        endpoint.query = [.init(name: "format", value: "event")]
+        return endpoint
+    }
+
     /// `GET /rooms/{roomId}/state/m.room.power_levels/`.
     package static func powerLevels(roomID: RoomID) -> MatrixEndpoint {
         ChatAPI.state(roomID: roomID, type: "m.room.power_levels")

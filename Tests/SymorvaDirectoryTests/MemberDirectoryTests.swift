@@ -131,6 +131,10 @@ struct MemberDirectoryTests {
                 #"{"users": {"@alice:localhost": 10}, "events": {"m.room.canonical_alias": 50}, "state_default": 50}"#)
         }
         transport.on("PUT", "/_matrix/client/v3/directory/list/room/!r:localhost") { _ in .json(200, "{}") }
+        let create = "/_matrix/client/v3/rooms/!r:localhost/state/m.room.create"
+        transport.on("GET", pathPrefix: create) { _ in
+            .json(200, #"{"sender": "@bob:localhost", "type": "m.room.create", "content": {"room_version": "11"}}"#)
+        }
         let client = PublicRoomsClient(homeserverURL: DirectoryFixtures.homeserver, transport: transport)
         client.follow(MemberFixtures.account(transport))
         await #expect(throws: DirectoryError.forbidden(needed: 50, has: 10)) {
@@ -142,5 +146,20 @@ struct MemberDirectoryTests {
         let put = try #require(transport.requests("PUT", "/_matrix/client/v3/directory/list/room/!r:localhost").first)
         #expect(String(decoding: put.body, as: UTF8.self) == #"{"visibility":"public"}"#)
         #expect(put.bearerToken?.exposedValue == "matrix-token")
+    }
+
+    @Test("In a version 12 room its creator may publish whatever the power levels say")
+    func creatorOfVersion12() async throws {
+        let transport = ScriptedHTTPTransport()
+        transport.on("GET", pathPrefix: "/_matrix/client/v3/rooms/!r:localhost/state/m.room.create") { _ in
+            .json(200, #"{"sender": "@alice:localhost", "type": "m.room.create", "content": {"room_version": "12"}}"#)
+        }
+        transport.on("PUT", "/_matrix/client/v3/directory/list/room/!r:localhost") { _ in .json(200, "{}") }
+        let client = PublicRoomsClient(homeserverURL: DirectoryFixtures.homeserver, transport: transport)
+        client.follow(MemberFixtures.account(transport))
+        try await client.setPublished(false, roomID: RoomID("!r:localhost"))
+        #expect(transport.count("PUT", "/_matrix/client/v3/directory/list/room/!r:localhost") == 1)
+        let query = transport.requests.first?.url.query
+        #expect(query == "format=event")
     }
 }
