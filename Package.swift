@@ -70,11 +70,12 @@ let package = Package(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(name: "SymorvaDirectory", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .target(name: "SymorvaPush", dependencies: ["SymorvaChat", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaKit",
             dependencies: [
                 "SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto",
-                "SymorvaDirectory",
+                "SymorvaDirectory", "SymorvaPush",
             ],
             swiftSettings: swiftSettings),
         .target(
@@ -142,6 +143,8 @@ let package = Package(
         .testTarget(
             name: "SymorvaDirectoryTests", dependencies: ["SymorvaDirectory", "SymorvaTesting"],
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaPushTests", dependencies: ["SymorvaPush", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(

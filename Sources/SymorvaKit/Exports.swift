@@ -11,5 +11,6 @@
 @_exported import SymorvaFeatureKit
 @_exported import SymorvaHTTP
 @_exported import SymorvaMachines
+@_exported import SymorvaPush
 @_exported import SymorvaRuntime
 @_exported import SymorvaWallet

@@ -2,6 +2,7 @@ import SymorvaChat
 import SymorvaDirectory
 import SymorvaFeatureKit
 import SymorvaMatrix
+import SymorvaPush
 import SymorvaServices
 import SymorvaWallet
 import Synchronization
@@ -44,6 +45,9 @@ public final class SymorvaCommunity: Sendable {
     /// The member directory, or `nil` when the manifest disables the directory module; it acts
     /// for the active account.
     public let directory: DirectoryClient?
+    /// Push notifications, always present: pushers, push rules, counts, pushed events for the
+    /// active account; this installation's profile tag.
+    public let push: PushClient
 
     let sessions: CommunitySessions
     let coordinator: AppFlowCoordinator
@@ -90,6 +94,10 @@ public final class SymorvaCommunity: Sendable {
         let directory = configuration.modules.directory.isEnabled ? DirectoryClient() : nil
         self.publicRooms = publicRooms
         self.directory = directory
+        let push = PushClient(
+            dataDirectory: environment.dataDirectory, chat: chat,
+            servicesURL: configuration.services.url.absoluteString)
+        self.push = push
         // For the community's lifetime: the clients follow whichever account runs. Listeners of
         // two publications made on different threads may run out of order, so the listener
         // ignores its argument and, under one lock, follows the value current at that moment:
@@ -109,6 +117,7 @@ public final class SymorvaCommunity: Sendable {
                 wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
                 publicRooms.follow(modules?.module(AccountDirectory.self))
                 directory?.follow(modules?.module(AccountDirectory.self))
+                push.follow(modules?.module(AccountPush.self))
             }
         }
         self.session = SessionClient(coordinator: coordinator, sessions: sessions)

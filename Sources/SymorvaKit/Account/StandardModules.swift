@@ -3,6 +3,7 @@ import SymorvaChatStore
 import SymorvaDirectory
 import SymorvaFeatureKit
 import SymorvaMachines
+import SymorvaPush
 import SymorvaRuntime
 import SymorvaWallet
 
@@ -12,7 +13,7 @@ import SymorvaWallet
 extension AccountModuleFactory {
     /// The modules a community gets unless told otherwise: chat (always) and the wallet (when
     /// the manifest enables it).
-    public static var standard: [AccountModuleFactory] { [chat, wallet, directory] }
+    public static var standard: [AccountModuleFactory] { [chat, wallet, directory, push] }
 
     /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the account is
     /// active), started (sync from the stored since-token, send queues
@@ -92,4 +93,14 @@ extension AccountMigrations {
 extension AccountStorageError {
     /// The session feature's view of the failure.
     var sessionError: SessionError { .store(storeFailure) }
+}
+
+extension AccountModuleFactory {
+    /// Push: the account's ``/SymorvaPush/AccountPush`` (its pusher host, rules, pushed events).
+    /// No tables: the pusher lives on the homeserver, the profile tag in the data folder.
+    public static let push = AccountModuleFactory(name: "push") { context in
+        AccountPush(
+            userID: context.userID, requester: context.requester, services: context.services, scope: context.scope,
+            tracer: context.tracer)
+    }
 }
