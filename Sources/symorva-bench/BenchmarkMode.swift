@@ -34,6 +34,7 @@ enum BenchmarkModes {
         StaticBenchmarkMode(StoreWriteBenchmark.self),
         WalletBenchmark(),
         LoginRestoreBenchmark(),
+        DirectoryBenchmark(),
     ]
 
     /// The mode called `name`, if any.

@@ -164,7 +164,7 @@ struct BenchMember: Sendable {
 
     /// Registers with user-interactive auth: the first call returns the session, the second
     /// completes the dummy stage.
-    private static func register(
+    static func register(
         _ username: String, homeserver: URL, transport: CurlTransport
     ) async throws -> (String, Secret<String>) {
         let url = homeserver.appending(path: "/_matrix/client/v3/register")
