@@ -149,7 +149,7 @@ let package = Package(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
-            exclude: ["Transcripts", "SessionTranscripts"], swiftSettings: swiftSettings),
+            exclude: ["Transcripts", "SessionTranscripts", "DirectoryTranscripts"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting", "SymorvaREPL"],
             swiftSettings: swiftSettings),

@@ -56,7 +56,7 @@ public enum PushCommands {
 
     /// `pusher list`.
     static let list = REPLCommand(
-        "list", summary: "list the account's pushers",
+        "list", usage: "pusher list", summary: "list the account's pushers",
         run: { context async throws(REPLError) in
             let push = try await signedIn(context)
             let pushers = try await perform { () async throws(PushError) -> [Pusher] in try await push.pushers() }
@@ -72,7 +72,7 @@ public enum PushCommands {
 
     /// `pusher remove`.
     static let remove = REPLCommand(
-        "remove", summary: "remove this installation's pusher",
+        "remove", usage: "pusher remove", summary: "remove this installation's pusher",
         run: { context async throws(REPLError) in
             let push = try await signedIn(context)
             try await perform { () async throws(PushError) in try await push.removePusher() }
@@ -81,7 +81,7 @@ public enum PushCommands {
 
     /// `pusher tag`.
     static let tag = REPLCommand(
-        "tag", summary: "show this installation's profile tag",
+        "tag", usage: "pusher tag", summary: "show this installation's profile tag",
         run: { context async throws(REPLError) in
             let community = try await CommunitySlot.community(in: context)
             let tag = try await perform { () async throws(PushError) -> String in try community.push.profileTag() }
