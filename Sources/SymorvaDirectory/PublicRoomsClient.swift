@@ -9,7 +9,7 @@ import Synchronization
 /// or not.
 ///
 /// Signed out it lists the rooms without a token and searches them as a guest (see
-/// ``GuestAccess``); signed in, as the active account. Joining, publishing and unpublishing
+/// the module's guest access); signed in, as the active account. Joining, publishing and unpublishing
 /// need an account (``/SymorvaMachines/DirectoryError/notSignedIn`` otherwise) and wait for the
 /// server; publishing checks the room's power levels first.
 ///

@@ -9,7 +9,7 @@ import Synchronization
 /// for the active account (``/SymorvaMachines/PushError/notSignedIn`` without one).
 ///
 /// - **Pushers.** ``setPusher(pushkey:appID:appDisplayName:deviceDisplayName:language:gatewayURL:format:)``
-///   sets an HTTP pusher with this installation's ``profileTag``; ``pushers()`` lists the
+///   sets an HTTP pusher with this installation's ``profileTag()``; ``pushers()`` lists the
 ///   account's; ``removePusher()`` removes this installation's. Signing out removes it too (the
 ///   homeserver deletes the pushers of a device that logs out).
 /// - **Rules.** ``rules()``, keyword rules (``addKeyword(_:)``), ``setRuleEnabled(_:kind:ruleID:)``;
@@ -176,7 +176,7 @@ public final class PushClient: Sendable {
 
     /// The event a push names, fetched for display (what a notification service extension
     /// does with an `event_id_only` push). An encrypted event comes back with
-    /// ``/SymorvaMachines/PushedEvent/isEncrypted`` and no body until the E2EE work decrypts it.
+    /// ``PushedEvent/isEncrypted`` and no body until the E2EE work decrypts it.
     public func event(roomID: RoomID, eventID: EventID) async throws(PushError) -> PushedEvent {
         try await account().event(roomID: roomID, eventID: eventID)
     }

@@ -14,7 +14,7 @@ public enum PushFormat: String, Sendable, Hashable {
 /// `appID` is reverse DNS and says which build it is, as the Matrix iOS SDK advises:
 /// `org.example.app.ios.dev` for development builds, `….prod` for the App Store build: the
 /// gateway needs a different APNs environment for each. `profileTag` is the installation's
-/// (``/SymorvaPush/PushClient/profileTag``), set by the SDK.
+/// (`PushClient.profileTag()` in `SymorvaPush`), set by the SDK.
 public struct Pusher: Sendable, Hashable, CustomStringConvertible {
     /// The device token the gateway delivers to (APNs/FCM token; opaque).
     public var pushkey: String

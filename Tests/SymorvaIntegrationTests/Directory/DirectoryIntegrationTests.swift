@@ -19,7 +19,8 @@ struct DirectoryIntegrationTests {
         try await alice.community.publicRooms.setPublished(true, roomID: roomID)
         #expect(try await alice.community.publicRooms.isPublished(roomID))
 
-        let visitor = signedOutCommunity().community
+        let visitorFixture = signedOutCommunity()
+        let visitor = visitorFixture.community
         #expect(visitor.session.state.value.account == nil)
         let found = try await eventually("the room in a signed-out search") { () async throws -> PublicRoom? in
             try await visitor.publicRooms.page(term: name).items.first { $0.roomID == roomID }
@@ -48,6 +49,12 @@ struct DirectoryIntegrationTests {
         #expect(try await !alice.community.publicRooms.isPublished(roomID))
         _ = try await eventually("the room gone from the search") { () async throws -> Bool? in
             try await visitor.publicRooms.page(term: name).items.contains { $0.roomID == roomID } ? nil : true
+        }
+        // Canary: the search term (also the room's name) reaches no log line of either side.
+        let search = visitor.publicRooms.search()
+        _ = try await search.search(name)
+        for log in [visitorFixture.logs.text, alice.fixture.logs.text] {
+            #expect(!log.contains(name))
         }
     }
 

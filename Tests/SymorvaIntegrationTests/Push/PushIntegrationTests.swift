@@ -91,6 +91,15 @@ struct PushIntegrationTests {
         #expect(try await scene.push.pushers().isEmpty)
         let removed = try await scene.bobWrites("after removal")
         try await scene.expectNoNotification(for: removed)
+
+        // Canaries: the pushkey (a device token) and the message bodies reach no log line.
+        for fixture in [scene.alice.fixture, scene.bob.fixture] {
+            let log = fixture.logs.text
+            #expect(!log.isEmpty)
+            for canary in [scene.pushkey, "hello A", "while muted", "after removal"] {
+                #expect(!log.contains(canary), "\(canary) reached the log")
+            }
+        }
     }
 
     @Test("A pushkey the gateway rejects is removed by Synapse")
