@@ -18,6 +18,10 @@ private struct PushScene {
         let roomID = try await alice.community.chat.createRoom(name: "Push room")
         try await alice.makeJoinable(roomID)
         _ = try await bob.community.publicRooms.join(roomIDOrAlias: roomID.rawValue)
+        // The directory's join waits for the server; the conversation comes with Bob's next sync.
+        _ = await bob.community.chat.conversations.observable.first { list in
+            list[roomID]?.membership == .joined ? true : nil
+        }
         return PushScene(alice: alice, bob: bob, roomID: roomID)
     }
 
@@ -54,7 +58,7 @@ private struct PushScene {
 
 @Suite(
     "Push against Synapse and the reference gateway", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
-    .shutsDownCommunities, .serialized)
+    .shutsDownCommunities, .serialized, .timeLimit(.minutes(3)))
 struct PushIntegrationTests {
     @Test("A sets a pusher, B writes: the gateway receives it for A's pushkey; muted sends none; removed sends none")
     func pushToGateway() async throws {
@@ -100,6 +104,31 @@ struct PushIntegrationTests {
                 #expect(!log.contains(canary), "\(canary) reached the log")
             }
         }
+    }
+
+    @Test("Keyword rules highlight; rules are read, disabled and enabled on the homeserver")
+    func keywordsAndRules() async throws {
+        let scene = try await PushScene.make()
+        let keyword = "quorum\(UInt32.random(in: 1000...9999))"
+        try await scene.push.addKeyword(keyword)
+        var rules = try await scene.push.rules()
+        let rule = try #require(rules.first { $0.kind == .content && $0.ruleID == keyword })
+        #expect(rule.pattern == keyword && rule.isEnabled && !rule.isDefault && rule.notifies)
+        #expect(rules.contains { $0.ruleID == ".m.rule.master" && $0.isDefault })
+
+        _ = try await scene.bobWrites("the \(keyword) is reached")
+        let highlighted = await scene.push.counts.first(until: { counts in
+            (counts.rooms[scene.roomID]?.highlights ?? 0) > 0 ? counts : nil
+        })
+        #expect((highlighted?.highlights ?? 0) >= 1)
+
+        try await scene.push.setRuleEnabled(false, kind: .content, ruleID: keyword)
+        rules = try await scene.push.rules()
+        #expect(rules.first { $0.ruleID == keyword }?.isEnabled == false)
+        try await scene.push.setRuleEnabled(true, kind: .content, ruleID: keyword)
+        try await scene.push.removeKeyword(keyword)
+        #expect(try await scene.push.rules().contains { $0.ruleID == keyword } == false)
+        await #expect(throws: PushError.notFound) { try await scene.push.removeKeyword(keyword) }
     }
 
     @Test("A pushkey the gateway rejects is removed by Synapse")
