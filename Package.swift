@@ -71,6 +71,8 @@ let package = Package(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(name: "SymorvaMeetings", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .target(name: "SymorvaDirectory", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .target(name: "SymorvaPush", dependencies: ["SymorvaChat", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaE2EE",
             dependencies: ["SymorvaFeatureKit", "SymorvaChatStore", "SymorvaCryptoDriver", "SymorvaCrypto"],
@@ -79,7 +81,7 @@ let package = Package(
             name: "SymorvaKit",
             dependencies: [
                 "SymorvaChat", "SymorvaWallet", "SymorvaE2EE", "SymorvaMeetings", "SymorvaTransport", "SymorvaCrypto",
-                "SymorvaCryptoDriver",
+                "SymorvaCryptoDriver", "SymorvaDirectory", "SymorvaPush",
             ],
             swiftSettings: swiftSettings),
         .target(
@@ -152,10 +154,15 @@ let package = Package(
             name: "SymorvaMeetingsTests", dependencies: ["SymorvaMeetings", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "SymorvaDirectoryTests", dependencies: ["SymorvaDirectory", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaPushTests", dependencies: ["SymorvaPush", "SymorvaTesting"], swiftSettings: swiftSettings),
+        .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
-            exclude: ["Transcripts", "SessionTranscripts"], swiftSettings: swiftSettings),
+            exclude: ["Transcripts", "SessionTranscripts", "DirectoryTranscripts"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting", "SymorvaREPL"],
             swiftSettings: swiftSettings),

@@ -178,11 +178,19 @@ def main() -> int:
             "refreshable_access_token_lifetime": args.access_token_lifetime,
             "user_directory": {"enabled": True, "search_all_users": True},
             "room_list_publication_rules": [{"action": "allow"}],
+            # The room directory is readable signed out (GET /publicRooms), and searchable as
+            # a guest (POST /publicRooms needs a token; the SDK registers a guest for it).
+            "allow_public_rooms_without_auth": True,
+            "allow_guest_access": True,
             # Simplified sliding sync (MSC4186) lives behind this flag; in this
             # Synapse version it defaults to on, set explicitly for clarity.
             "experimental_features": {"msc3575_enabled": True},
             "url_preview_enabled": False,
             "presence": {"enabled": True},
+            # Pushers may reach the community services' Push Gateway on loopback: Synapse's
+            # outbound requests (push gateways among them) refuse private addresses by
+            # default (ip_range_blacklist); the whitelist lets loopback through and nothing else.
+            "ip_range_whitelist": ["127.0.0.1/32", "::1/128"],
         }
     )
     # Drop any rate limit keys from a previous profile, then apply the new one.

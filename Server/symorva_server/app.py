@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import __version__, auth, core, faults, modules
+from . import __version__, auth, core, faults, modules, push
 from .auth import AuthMiddleware, HomeserverOpenIdVerifier, OpenIdVerifier
 from .config import Settings, default_manifest, load_manifest, validate_manifest
 from .context import build_context
@@ -75,6 +75,8 @@ def create_app(
     if settings.test_mode:
         app.include_router(faults.router)
     modules.include_routers(app, ctx)
+    app.include_router(push.gateway_router)
+    app.include_router(push.router)
 
     _document_error_format(app, settings)
 

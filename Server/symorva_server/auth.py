@@ -34,6 +34,7 @@ PUBLIC_PATHS = frozenset(
         "/_symorva/v1/health",
         "/.well-known/symorva",
         "/_symorva/v1/auth/openid",
+        "/_matrix/push/v1/notify",  # the Push Gateway API: the homeserver calls it (push.py)
     }
 )
 

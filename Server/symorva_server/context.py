@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import faults, modules
+from . import faults, modules, push
 from .auth import OpenIdVerifier, TokenStore
 from .config import Settings, admins, development
 from .db import Database
@@ -22,6 +22,8 @@ from .modules import meetings as meetings_module
 from .modules import wallet as wallet_module
 from .modules.meetings import Meetings
 from .modules.wallet import Wallet
+from .modules import directory as directory_module
+from .modules.directory import Directory
 from .ratelimit import RateLimiter
 
 
@@ -44,6 +46,7 @@ class ServerContext:
     # Feature module state: one typed field per module that has any, None when the module
     # is disabled in the manifest (its routes are not mounted then).
     wallet: Wallet | None
+    directory: Directory | None
     meetings: Meetings | None = None
 
 
@@ -57,11 +60,16 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
     if settings.test_mode:
         db.migrate("test", faults.KV_MIGRATIONS)
     modules.migrate_modules(db)
+    db.migrate("push", push.MIGRATIONS)
 
     wallet_enabled, wallet_options = modules.module_options(manifest, wallet_module.MODULE_ID)
     wallet = (wallet_module.create_state(wallet_options, db=db, clock=clock, sealing_key=sealing_key,
                                          settings=settings, development=development(manifest, settings))
               if wallet_enabled else None)
+    directory_enabled, directory_options = modules.module_options(manifest, directory_module.MODULE_ID)
+    directory = (directory_module.create_state(directory_options, db=db, clock=clock,
+                                               homeserver_url=settings.homeserver_url)
+                 if directory_enabled else None)
 
     meetings_enabled, meetings_options = modules.module_options(manifest, meetings_module.MODULE_ID)
     meetings = (meetings_module.create_state(meetings_options, db=db, clock=clock, settings=settings,
@@ -82,4 +90,5 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
         development=development(manifest, settings),
         wallet=wallet,
         meetings=meetings,
+        directory=directory,
     )

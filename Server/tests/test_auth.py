@@ -132,13 +132,14 @@ def _app_operations(app) -> list[tuple[str, str]]:
 
 
 def test_no_endpoint_answers_without_token(test_client):
-    # Everything except health, discovery and the exchange itself needs a token: every route
+    # Everything except health, discovery, the exchange itself and the Push Gateway API (the
+    # homeserver calls it) needs a token: every route
     # of the app (test endpoints included), unknown paths and FastAPI's own pages.
     ops = _app_operations(test_client.app)
     assert ("POST", "/_symorva/v1/wallet/transfers/confirm") in ops and ("GET", "/_symorva/v1/test/faults") in ops
     public = [(m, p) for m, p in ops if p in PUBLIC_PATHS]
     assert sorted(public) == [("GET", "/.well-known/symorva"), ("GET", "/_symorva/v1/health"),
-                              ("POST", "/_symorva/v1/auth/openid")]
+                              ("POST", "/_matrix/push/v1/notify"), ("POST", "/_symorva/v1/auth/openid")]
     protected = [(m, p) for m, p in ops if p not in PUBLIC_PATHS]
     assert len(protected) >= 10
     for method, path in protected + [("GET", "/_symorva/v1/nope"), ("GET", "/docs"), ("GET", "/openapi.json")]:

@@ -25,6 +25,7 @@ def test_document_describes_the_error_format():
                 if status.startswith(("4", "5")):
                     ref = resp["content"]["application/json"]["schema"]["$ref"]
                     assert ref == "#/components/schemas/ErrorBody", (method, path, status)
-            public = path in ("/_symorva/v1/health", "/.well-known/symorva", "/_symorva/v1/auth/openid")
+            public = path in ("/_symorva/v1/health", "/.well-known/symorva", "/_symorva/v1/auth/openid",
+                          "/_matrix/push/v1/notify")
             assert ("security" in op) != public, (method, path)
     assert {"exchange_openid", "whoami", "capabilities", "health", "discovery", "add_fault"} <= ids

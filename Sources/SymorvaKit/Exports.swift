@@ -8,10 +8,12 @@
 @_exported import SymorvaChatStore
 @_exported import SymorvaCrypto
 @_exported import SymorvaCryptoDriver
+@_exported import SymorvaDirectory
 @_exported import SymorvaE2EE
 @_exported import SymorvaFeatureKit
 @_exported import SymorvaHTTP
 @_exported import SymorvaMachines
 @_exported import SymorvaMeetings
+@_exported import SymorvaPush
 @_exported import SymorvaRuntime
 @_exported import SymorvaWallet

@@ -1,7 +1,9 @@
 import SymorvaChat
+import SymorvaDirectory
 import SymorvaFeatureKit
 import SymorvaMatrix
 import SymorvaMeetings
+import SymorvaPush
 import SymorvaServices
 import SymorvaWallet
 import Synchronization
@@ -41,6 +43,15 @@ public final class SymorvaCommunity: Sendable {
     /// Meetings, a foundation module, always present: joins act for the active account
     /// (``/SymorvaMachines/MeetingError/moduleDisabled`` when the manifest turns meetings off).
     public let meetings: MeetingsClient
+    /// The homeserver's public room directory, always present: listed and searched signed out
+    /// too; joining and publishing act for the active account.
+    public let publicRooms: PublicRoomsClient
+    /// The member directory, or `nil` when the manifest disables the directory module; it acts
+    /// for the active account.
+    public let directory: DirectoryClient?
+    /// Push notifications, always present: pushers, push rules, counts, pushed events for the
+    /// active account; this installation's profile tag.
+    public let push: PushClient
 
     let sessions: CommunitySessions
     let coordinator: AppFlowCoordinator
@@ -84,6 +95,15 @@ public final class SymorvaCommunity: Sendable {
         self.wallet = wallet
         let meetings = MeetingsClient(isEnabled: configuration.modules.meetings.isEnabled)
         self.meetings = meetings
+        let publicRooms = PublicRoomsClient(
+            homeserverURL: configuration.homeserver.url, transport: environment.transport, tracer: environment.tracer)
+        let directory = configuration.modules.directory.isEnabled ? DirectoryClient() : nil
+        self.publicRooms = publicRooms
+        self.directory = directory
+        let push = PushClient(
+            dataDirectory: environment.dataDirectory, chat: chat,
+            servicesURL: configuration.services.url.absoluteString)
+        self.push = push
         // For the community's lifetime: the clients follow whichever account runs. Listeners of
         // two publications made on different threads may run out of order, so the listener
         // ignores its argument and, under one lock, follows the value current at that moment:
@@ -102,6 +122,9 @@ public final class SymorvaCommunity: Sendable {
                 chat.follow(modules?.module(AccountChat.self))
                 wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
                 meetings.follow(modules?.module(AccountMeetings.self))
+                publicRooms.follow(modules?.module(AccountDirectory.self))
+                directory?.follow(modules?.module(AccountDirectory.self))
+                push.follow(modules?.module(AccountPush.self))
             }
         }
         self.session = SessionClient(coordinator: coordinator, sessions: sessions)

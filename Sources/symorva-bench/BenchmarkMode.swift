@@ -35,6 +35,7 @@ enum BenchmarkModes {
         WalletBenchmark(),
         LoginRestoreBenchmark(),
         MeetingsBenchmark(),
+        DirectoryBenchmark(),
     ]
 
     /// The mode called `name`, if any.

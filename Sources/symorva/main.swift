@@ -7,6 +7,7 @@ import SymorvaREPL
 let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
     environment: ProcessInfo.processInfo.environment,
-    commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all + MeetingCommands.commands,
+    commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all + MeetingCommands.commands
+        + DirectoryCommands.commands + PushCommands.commands,
     launch: CommunitySlot.launchIfConfigured(in:))
 exit(status)

@@ -1,9 +1,11 @@
 import SymorvaChat
 import SymorvaChatStore
+import SymorvaDirectory
 import SymorvaE2EE
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaMeetings
+import SymorvaPush
 import SymorvaRuntime
 import SymorvaWallet
 
@@ -11,9 +13,9 @@ import SymorvaWallet
 // that third-party modules use (`AccountModuleFactory`).
 
 extension AccountModuleFactory {
-    /// The modules a community gets unless told otherwise: end-to-end encryption, chat and
-    /// meetings (always) and the wallet (when the manifest enables it).
-    public static var standard: [AccountModuleFactory] { [crypto, chat, wallet, meetings] }
+    /// The modules a community gets unless told otherwise: end-to-end encryption, chat, meetings
+    /// and push (always), the wallet and the directory (when the manifest enables them).
+    public static var standard: [AccountModuleFactory] { [crypto, chat, wallet, meetings, directory, push] }
 
     /// End-to-end encryption: the account's ``/SymorvaE2EE/AccountCrypto`` (its Olm account, device
     /// keys, tracked devices and room keys), started as soon as the session is restored. Chat's
@@ -112,6 +114,17 @@ extension AccountMeetings: AccountModule {
     public func stop() async {}
 }
 
+extension AccountModuleFactory {
+    /// The directory: the account's ``/SymorvaDirectory/AccountDirectory``, always built (the
+    /// public room directory's joins and publishing need it); its member directory answers
+    /// only when the manifest enables the directory module. No tables.
+    public static let directory = AccountModuleFactory(name: "directory") { context in
+        AccountDirectory(
+            userID: context.userID, requester: context.requester, services: context.services, scope: context.scope,
+            isMemberDirectoryEnabled: context.configuration.modules.directory.isEnabled, tracer: context.tracer)
+    }
+}
+
 extension AccountChat: AccountModule {}
 
 extension AccountCrypto: AccountModule {}
@@ -173,5 +186,15 @@ struct CryptoRoomDecryptor: RoomDecryptor {
 
     func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
         crypto.openDecrypted(sealed, eventID: eventID)
+    }
+}
+
+extension AccountModuleFactory {
+    /// Push: the account's ``/SymorvaPush/AccountPush`` (its pusher host, rules, pushed events).
+    /// No tables: the pusher lives on the homeserver, the profile tag in the data folder.
+    public static let push = AccountModuleFactory(name: "push") { context in
+        AccountPush(
+            userID: context.userID, requester: context.requester, services: context.services, scope: context.scope,
+            tracer: context.tracer)
     }
 }

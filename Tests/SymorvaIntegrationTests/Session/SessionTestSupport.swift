@@ -161,7 +161,7 @@ struct CommunityFixture {
     init(
         data: TemporaryDataDirectory = TemporaryDataDirectory(), transport: (any HTTPTransport)? = nil,
         clock: any RuntimeClock = SystemClock(), wallClock: any WallClock = SystemWallClock(),
-        modules: [AccountModuleFactory] = AccountModuleFactory.standard
+        modules: [AccountModuleFactory] = AccountModuleFactory.standard, configuration: SymorvaConfiguration? = nil
     ) {
         self.data = data
         let recording = RecordingTransport(transport ?? CurlTransport())
@@ -170,7 +170,7 @@ struct CommunityFixture {
         tracer.addSink(LoggingTraceSink(logger: Logger(category: "trace", center: logCenter)))
         logCenter.addSink(logs)
         community = SymorvaCommunity(
-            configuration: environment.configuration,
+            configuration: configuration ?? environment.configuration,
             environment: SymorvaEnvironment(
                 dataDirectory: data.path, transport: recording, clock: clock, wallClock: wallClock, tracer: tracer,
                 logCenter: logCenter),
