@@ -35,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rate-limit-bucket", action="append", default=[], metavar="CLASS=BURST/PER_SECOND",
                    help="Override one route class's bucket, e.g. reads=20/2 (repeatable; classes: "
                         "openid, writes, reads)")
+    p.add_argument("--homeserver-admin-file", default=None, metavar="PATH",
+                   help="JSON {userId, password} or {accessToken} of a homeserver admin: the AI studio asks the "
+                        "homeserver (Synapse admin API) whether a member is in a room")
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
 
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         max_body_bytes=args.max_body_bytes,
         public_url=args.public_url,
         rate_limits=limits,
+        homeserver_admin_file=args.homeserver_admin_file,
     )
     try:
         app = create_app(settings)

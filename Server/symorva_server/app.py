@@ -16,6 +16,7 @@ from .context import build_context
 from .errors import install_error_handlers
 from .faults import FaultMiddleware
 from .limits import BodySizeLimitMiddleware
+from .modules.ai_studio import MembershipChecker
 from .ratelimit import RateLimitMiddleware, document_rate_limits
 
 log = logging.getLogger("symorva_server")
@@ -27,8 +28,10 @@ def create_app(
     verifier: OpenIdVerifier | None = None,
     clock: Callable[[], float] = time.time,
     manifest: dict[str, Any] | None = None,
+    membership: MembershipChecker | None = None,
 ) -> FastAPI:
-    """Build the app. Tests inject a fake `verifier`, a `clock` and/or a `manifest`."""
+    """Build the app. Tests inject a fake `verifier`, a `clock`, a `manifest` and/or the studio's
+    room `membership` checker."""
     if manifest is None:
         if settings.manifest_path:
             manifest = load_manifest(settings.manifest_path)
@@ -41,7 +44,8 @@ def create_app(
                     manifest["homeserver"]["serverName"], settings.server_name)
 
     ctx = build_context(settings, manifest,
-                        verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url), clock=clock)
+                        verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url), clock=clock,
+                        membership=membership)
 
     app = FastAPI(
         title="Symorva community services",

@@ -33,6 +33,8 @@ class Settings:
     manifest: dict[str, Any] = field(default_factory=dict)
     # Per route class and member (or client address): see ratelimit.py.
     rate_limits: RateLimits = field(default_factory=lambda: profile(DEFAULT_PROFILE))
+    # A homeserver admin account for the studio's membership checks (modules/ai_studio/membership.py).
+    homeserver_admin_file: str | None = None
 
 
 class ManifestError(ValueError):

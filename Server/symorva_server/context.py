@@ -20,6 +20,8 @@ from .faults import FaultRegistry
 from .keys import SealingKey, load_or_create_sealing_key
 from .modules import wallet as wallet_module
 from .modules.wallet import Wallet
+from .modules import ai_studio as studio_module
+from .modules.ai_studio import MembershipChecker, Studio, SynapseAdminMembership, UnconfiguredMembership
 from .ratelimit import RateLimiter
 
 
@@ -42,10 +44,11 @@ class ServerContext:
     # Feature module state: one typed field per module that has any, None when the module
     # is disabled in the manifest (its routes are not mounted then).
     wallet: Wallet | None
+    ai_studio: Studio | None = None
 
 
 def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: OpenIdVerifier,
-                  clock: Callable[[], float]) -> ServerContext:
+                  clock: Callable[[], float], membership: MembershipChecker | None = None) -> ServerContext:
     """Opens the database and builds everything on it. Raises ManifestError for invalid
     module options."""
     db = Database(settings.db_path)
@@ -60,6 +63,13 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
                                          settings=settings, development=development(manifest, settings))
               if wallet_enabled else None)
 
+    studio_enabled, studio_options = modules.module_options(manifest, studio_module.MODULE_ID)
+    if membership is None:
+        membership = (SynapseAdminMembership(settings.homeserver_url, settings.homeserver_admin_file)
+                      if settings.homeserver_admin_file else UnconfiguredMembership())
+    ai_studio = (studio_module.create_state(studio_options, db=db, clock=clock, membership=membership)
+                 if studio_enabled else None)
+
     return ServerContext(
         settings=settings,
         manifest=manifest,
@@ -73,4 +83,5 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
         admins=admins(manifest),
         development=development(manifest, settings),
         wallet=wallet,
+        ai_studio=ai_studio,
     )

@@ -47,6 +47,14 @@ class ErrorCode:
     WALLET_UNKNOWN = "SY_WALLET_UNKNOWN"  # 404: admin endpoints: the member has no wallet
     NOT_ADMIN = "SY_NOT_ADMIN"  # 403: the endpoint is for the community's admins (manifest services.admins)
     NOT_IN_DEVELOPMENT = "SY_NOT_IN_DEVELOPMENT"  # 403: development/test mode only (never in production)
+    # AI studio (modules/ai_studio/; docs/ai-studio.md "Server side")
+    NOT_ROOM_MEMBER = "SY_NOT_ROOM_MEMBER"  # 403: the homeserver says the member is not joined to the room
+    GRANT_UNKNOWN = "SY_GRANT_UNKNOWN"  # 404: no such grant
+    GRANT_FORBIDDEN = "SY_GRANT_FORBIDDEN"  # 403: the grant belongs to another member
+    GRANT_REVOKED = "SY_GRANT_REVOKED"  # 409: the grant was revoked (also while the summary was made)
+    GRANT_EXPIRED = "SY_GRANT_EXPIRED"  # 409: the grant has expired
+    OUT_OF_SCOPE = "SY_OUT_OF_SCOPE"  # 400: an item outside the grant's scope, with item_index and event_id
+    SUMMARIZER_UNAVAILABLE = "SY_SUMMARIZER_UNAVAILABLE"  # 502: the summarizer backend failed
     UNKNOWN = "SY_UNKNOWN"  # 500: unexpected server error
 
 
