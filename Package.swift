@@ -70,8 +70,10 @@ let package = Package(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(
+            name: "SymorvaAIStudio", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .target(
             name: "SymorvaKit",
-            dependencies: ["SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto"],
+            dependencies: ["SymorvaChat", "SymorvaWallet", "SymorvaTransport", "SymorvaCrypto", "SymorvaAIStudio"],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaHTTP"],
@@ -134,6 +136,9 @@ let package = Package(
             name: "SymorvaChatTests", dependencies: ["SymorvaChat", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaWalletTests", dependencies: ["SymorvaWallet", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaAIStudioTests", dependencies: ["SymorvaAIStudio", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),

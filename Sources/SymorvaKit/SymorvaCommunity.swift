@@ -1,3 +1,4 @@
+import SymorvaAIStudio
 import SymorvaChat
 import SymorvaFeatureKit
 import SymorvaMatrix
@@ -37,6 +38,9 @@ public final class SymorvaCommunity: Sendable {
     /// The wallet, or `nil` when the manifest disables the wallet module (decided by the
     /// manifest alone, signed in or not); it shows the active account's wallet.
     public let wallet: WalletClient?
+    /// The AI studio, or `nil` when the manifest disables the aiStudio module; it acts for the
+    /// active account. Set its `consentPresenter` before requesting grants.
+    public let aiStudio: StudioClient?
 
     let sessions: CommunitySessions
     let coordinator: AppFlowCoordinator
@@ -78,6 +82,8 @@ public final class SymorvaCommunity: Sendable {
             ? WalletClient(configuration: WalletConfiguration(manifest: configuration.modules.wallet)) : nil
         self.chat = chat
         self.wallet = wallet
+        let aiStudio = configuration.modules.aiStudio.isEnabled ? StudioClient() : nil
+        self.aiStudio = aiStudio
         // For the community's lifetime: the clients follow whichever account runs. Listeners of
         // two publications made on different threads may run out of order, so the listener
         // ignores its argument and, under one lock, follows the value current at that moment:
@@ -95,6 +101,7 @@ public final class SymorvaCommunity: Sendable {
                 if case .running(let context) = active.value { modules = context.modules }
                 chat.follow(modules?.module(AccountChat.self))
                 wallet?.follow(modules?.module(AccountWallet.self), isSignedIn: modules != nil)
+                aiStudio?.follow(modules?.module(AccountStudio.self), isSignedIn: modules != nil)
             }
         }
         self.session = SessionClient(coordinator: coordinator, sessions: sessions)

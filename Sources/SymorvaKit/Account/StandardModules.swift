@@ -1,3 +1,4 @@
+import SymorvaAIStudio
 import SymorvaChat
 import SymorvaChatStore
 import SymorvaFeatureKit
@@ -9,9 +10,9 @@ import SymorvaWallet
 // that third-party modules use (`AccountModuleFactory`).
 
 extension AccountModuleFactory {
-    /// The modules a community gets unless told otherwise: chat (always) and the wallet (when
-    /// the manifest enables it).
-    public static var standard: [AccountModuleFactory] { [chat, wallet] }
+    /// The modules a community gets unless told otherwise: chat (always), the wallet and the AI
+    /// studio (each when the manifest enables it).
+    public static var standard: [AccountModuleFactory] { [chat, wallet, aiStudio] }
 
     /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the account is
     /// active), started (sync from the stored since-token, send queues
@@ -60,6 +61,37 @@ extension AccountModuleFactory {
             return nil
         }
     }
+}
+
+extension AccountModuleFactory {
+    /// The AI studio, when the manifest enables it: the account's ``/SymorvaAIStudio/AccountStudio`` (what
+    /// `community.aiStudio` acts for while the account is active), reading conversation content
+    /// from the homeserver as the account; grants an earlier run left live are restored. The
+    /// consent presenter is the one `community.aiStudio` holds. The studio versions its own table
+    /// (feature `studio`).
+    public static let aiStudio = AccountModuleFactory(name: "studio") { context in
+        guard context.configuration.modules.aiStudio.isEnabled else { return nil }
+        let logger = Logger(category: "studio", center: context.logCenter)
+        do {
+            let studio = try await AccountStudio(
+                member: context.userID, services: context.services,
+                content: HomeserverContentSource(requester: context.requester), database: context.database.database,
+                scope: context.scope, presenter: UnavailableConsentPresenter(), clock: context.clock,
+                wallClock: context.wallClock, tracer: context.tracer)
+            do { try await studio.restoreGrants() } catch {
+                logger.info("studio grants not restored account=\(context.userID) error=\(error)")
+            }
+            return studio
+        } catch {
+            logger.error("studio did not open account=\(context.userID) error=\(error)")
+            return nil
+        }
+    }
+}
+
+extension AccountStudio: AccountModule {
+    /// Stops every grant host (the scope's end does the same).
+    public func stop() async { await shutdown() }
 }
 
 extension AccountChat: AccountModule {}
