@@ -7,6 +7,6 @@ import SymorvaREPL
 let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
     environment: ProcessInfo.processInfo.environment,
-    commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all,
+    commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all + StudioCommands.commands,
     launch: CommunitySlot.launchIfConfigured(in:))
 exit(status)
