@@ -34,6 +34,7 @@ enum BenchmarkModes {
         StaticBenchmarkMode(StoreWriteBenchmark.self),
         WalletBenchmark(),
         LoginRestoreBenchmark(),
+        StudioBenchmark(),
     ]
 
     /// The mode called `name`, if any.
