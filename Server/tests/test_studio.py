@@ -306,3 +306,15 @@ def test_openai_backend_builds_a_request_and_rejects_invented_citations():
         s.parse(bad, items, 2)
     with pytest.raises(SummarizerError):
         s.summarize(items, 2)  # nothing listens on port 9
+
+
+def test_the_openai_backend_is_selected_by_configuration(make_studio, verifier):
+    c = make_studio(studio_options={"summarizer": {"backend": "openai", "url": "http://127.0.0.1:9/v1",
+                                                   "model": "small-model", "apiKeyEnv": "STUDIO_KEY"}})
+    a = login(c, verifier)["headers"]
+    caps = c.get("/_symorva/v1/capabilities", headers=a).json()["modules"]["aiStudio"]
+    assert caps["summarizer"] == "openai-compatible:small-model"
+    g = grant(c, a, selected(1))
+    # Nothing listens there: the summary fails typed, and nothing is stored.
+    r = c.post(f"{S}/summaries", headers=a, json={"grant_id": g["grant_id"], "items": [item(1)]})
+    assert_error(r, 502, "SY_SUMMARIZER_UNAVAILABLE")
