@@ -239,13 +239,19 @@ public final class AccountStudio: Sendable {
     /// Revokes the grant at once: no content leaves under it from this moment (a summary being
     /// sent is stopped on the device), the account's store forgets it, and the service is told.
     ///
-    /// - Throws: ``StudioError/failure(_:)`` when the service could not be told (the grant stays
+    /// - Throws: ``StudioError/store(_:)`` when the account's store could not forget the grant
+    ///   (it is revoked here and at the service all the same);
+    ///   ``StudioError/failure(_:)`` when the service could not be told (the grant stays
     ///   revoked on this device, expires on the service, and `revoke` may be called again);
     ///   ``StudioError/grantNotLive(_:)`` for a grant that expired or was never issued;
     ///   ``StudioError/accountEnded``.
     public func revoke(_ grant: ConversationGrant) async throws(StudioError) {
         try check(grant)
         revocations.revoke(grant.id)
+        // Forgotten in the store before anything else, so that a restart that follows at once
+        // never brings the grant back (the machine's own `forgetGrant` runs concurrently).
+        var storeFailure: StoreFailure?
+        do throws(StoreError) { try await store.remove(grant.id) } catch { storeFailure = error.storeFailure }
         let outcome = await grant.host.send(
             .revokeRequested,
             ignored: { state -> Result<Void, StudioError>? in
@@ -261,7 +267,8 @@ public final class AccountStudio: Sendable {
                 }
             })
         switch outcome {
-        case .success: return
+        case .success:
+            if let storeFailure { throw .store(storeFailure) }
         case .failure(let error): throw error
         case nil: throw .accountEnded
         }
