@@ -78,10 +78,12 @@ let package = Package(
             dependencies: ["SymorvaFeatureKit", "SymorvaChatStore", "SymorvaCryptoDriver", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(
+            name: "SymorvaAIStudio", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .target(
             name: "SymorvaKit",
             dependencies: [
                 "SymorvaChat", "SymorvaWallet", "SymorvaE2EE", "SymorvaMeetings", "SymorvaTransport", "SymorvaCrypto",
-                "SymorvaCryptoDriver", "SymorvaDirectory", "SymorvaPush",
+                "SymorvaCryptoDriver", "SymorvaDirectory", "SymorvaPush", "SymorvaAIStudio",
             ],
             swiftSettings: swiftSettings),
         .target(
@@ -149,6 +151,9 @@ let package = Package(
             name: "SymorvaWalletTests", dependencies: ["SymorvaWallet", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "SymorvaAIStudioTests", dependencies: ["SymorvaAIStudio", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "SymorvaE2EETests", dependencies: ["SymorvaE2EE", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaMeetingsTests", dependencies: ["SymorvaMeetings", "SymorvaTesting"],
@@ -162,7 +167,8 @@ let package = Package(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
-            exclude: ["Transcripts", "SessionTranscripts", "DirectoryTranscripts"], swiftSettings: swiftSettings),
+            exclude: ["Transcripts", "SessionTranscripts", "DirectoryTranscripts", "StudioTranscripts"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting", "SymorvaREPL"],
             swiftSettings: swiftSettings),

@@ -38,8 +38,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--janus-url", default=None, help="Meetings: the Janus HTTP API, e.g. http://127.0.0.1:8088/janus")
     p.add_argument("--janus-admin-key-file", default=None, help="Meetings: file holding the AudioBridge admin key")
     p.add_argument("--media-dir", default=None, help="Meetings: folder for the HLS playback streams")
-    p.add_argument("--homeserver-admin-file", default=None,
-                   help="Meetings: JSON file {userId, password} of a homeserver admin (room state queries)")
+    p.add_argument("--homeserver-admin-file", default=None, metavar="PATH",
+                   help="JSON {userId, password} or {accessToken} of a homeserver admin: meetings and the AI studio "
+                        "ask the homeserver (Synapse admin API) about room membership and power levels")
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
 

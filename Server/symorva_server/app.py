@@ -16,6 +16,7 @@ from .context import build_context
 from .errors import install_error_handlers
 from .faults import FaultMiddleware
 from .limits import BodySizeLimitMiddleware
+from .modules.ai_studio import MembershipChecker
 from .ratelimit import RateLimitMiddleware, document_rate_limits
 
 log = logging.getLogger("symorva_server")
@@ -29,9 +30,10 @@ def create_app(
     manifest: dict[str, Any] | None = None,
     meetings_rooms: Any = None,
     meetings_media: Any = None,
+    membership: MembershipChecker | None = None,
 ) -> FastAPI:
     """Build the app. Tests inject a fake `verifier`, a `clock` and/or a `manifest` (and the
-    meetings' room directory and media server)."""
+    meetings' room directory and media server, the studio's room `membership` checker)."""
     if manifest is None:
         if settings.manifest_path:
             manifest = load_manifest(settings.manifest_path)
@@ -45,7 +47,7 @@ def create_app(
 
     ctx = build_context(settings, manifest,
                         verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url), clock=clock,
-                        meetings_rooms=meetings_rooms, meetings_media=meetings_media)
+                        meetings_rooms=meetings_rooms, meetings_media=meetings_media, membership=membership)
 
     app = FastAPI(
         title="Symorva community services",

@@ -34,7 +34,8 @@ class Settings:
     # Per route class and member (or client address): see ratelimit.py.
     rate_limits: RateLimits = field(default_factory=lambda: profile(DEFAULT_PROFILE))
     # Meetings: the Janus HTTP API, the file with the AudioBridge admin key, where the HLS
-    # packagers write, and the homeserver admin's credentials (room membership and power levels).
+    # packagers write, and the homeserver admin's credentials (room membership and power levels; the studio's
+    # membership checks too, modules/ai_studio/membership.py).
     janus_url: str | None = None
     janus_admin_key_file: str | None = None
     media_dir: str | None = None

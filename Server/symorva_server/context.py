@@ -24,6 +24,8 @@ from .modules.meetings import Meetings
 from .modules.wallet import Wallet
 from .modules import directory as directory_module
 from .modules.directory import Directory
+from .modules import ai_studio as studio_module
+from .modules.ai_studio import MembershipChecker, Studio, SynapseAdminMembership, UnconfiguredMembership
 from .ratelimit import RateLimiter
 
 
@@ -48,10 +50,12 @@ class ServerContext:
     wallet: Wallet | None
     directory: Directory | None
     meetings: Meetings | None = None
+    ai_studio: Studio | None = None
 
 
 def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: OpenIdVerifier,
-                  clock: Callable[[], float], meetings_rooms: Any = None, meetings_media: Any = None) -> ServerContext:
+                  clock: Callable[[], float], meetings_rooms: Any = None, meetings_media: Any = None,
+                  membership: MembershipChecker | None = None) -> ServerContext:
     """Opens the database and builds everything on it. Raises ManifestError for invalid
     module options."""
     db = Database(settings.db_path)
@@ -76,6 +80,13 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
                                              rooms=meetings_rooms, media=meetings_media)
                 if meetings_enabled else None)
 
+    studio_enabled, studio_options = modules.module_options(manifest, studio_module.MODULE_ID)
+    if membership is None:
+        membership = (SynapseAdminMembership(settings.homeserver_url, settings.homeserver_admin_file)
+                      if settings.homeserver_admin_file else UnconfiguredMembership())
+    ai_studio = (studio_module.create_state(studio_options, db=db, clock=clock, membership=membership)
+                 if studio_enabled else None)
+
     return ServerContext(
         settings=settings,
         manifest=manifest,
@@ -91,4 +102,5 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
         wallet=wallet,
         meetings=meetings,
         directory=directory,
+        ai_studio=ai_studio,
     )

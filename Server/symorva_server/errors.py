@@ -57,6 +57,13 @@ class ErrorCode:
     WRONG_ROLE = "SY_WRONG_ROLE"  # 409: promote a stage member, demote a listener
     STAGE_FULL = "SY_STAGE_FULL"  # 409: the stage is at its capacity
     MEDIA_UNAVAILABLE = "SY_MEDIA_UNAVAILABLE"  # 503: the media server failed or is not configured
+    # AI studio (modules/ai_studio/; docs/ai-studio.md "Server side")
+    GRANT_UNKNOWN = "SY_GRANT_UNKNOWN"  # 404: no such grant
+    GRANT_FORBIDDEN = "SY_GRANT_FORBIDDEN"  # 403: the grant belongs to another member
+    GRANT_REVOKED = "SY_GRANT_REVOKED"  # 409: the grant was revoked (also while the summary was made)
+    GRANT_EXPIRED = "SY_GRANT_EXPIRED"  # 409: the grant has expired
+    OUT_OF_SCOPE = "SY_OUT_OF_SCOPE"  # 400: an item outside the grant's scope, with item_index and event_id
+    SUMMARIZER_UNAVAILABLE = "SY_SUMMARIZER_UNAVAILABLE"  # 502: the summarizer backend failed
     UNKNOWN = "SY_UNKNOWN"  # 500: unexpected server error
 
 

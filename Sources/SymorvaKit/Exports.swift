@@ -4,6 +4,7 @@
 // value types (`RoomID`, `MessageContent`, `TransferFailure`, …), the runtime's `Secret` and
 // `ObservableValue`, and the seams an app may plug into (`HTTPTransport`, `KeyProvider`).
 // Internals that modules share are `package`, so re-exporting shows none of them.
+@_exported import SymorvaAIStudio
 @_exported import SymorvaChat
 @_exported import SymorvaChatStore
 @_exported import SymorvaCrypto

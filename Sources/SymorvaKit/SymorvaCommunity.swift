@@ -1,3 +1,4 @@
+import SymorvaAIStudio
 import SymorvaChat
 import SymorvaDirectory
 import SymorvaFeatureKit
@@ -52,6 +53,9 @@ public final class SymorvaCommunity: Sendable {
     /// Push notifications, always present: pushers, push rules, counts, pushed events for the
     /// active account; this installation's profile tag.
     public let push: PushClient
+    /// The AI studio, or `nil` when the manifest disables the aiStudio module; it acts for the
+    /// active account. Set its `consentPresenter` before requesting grants.
+    public let aiStudio: StudioClient?
 
     let sessions: CommunitySessions
     let coordinator: AppFlowCoordinator
@@ -104,6 +108,8 @@ public final class SymorvaCommunity: Sendable {
             dataDirectory: environment.dataDirectory, chat: chat,
             servicesURL: configuration.services.url.absoluteString)
         self.push = push
+        let aiStudio = configuration.modules.aiStudio.isEnabled ? StudioClient() : nil
+        self.aiStudio = aiStudio
         // For the community's lifetime: the clients follow whichever account runs. Listeners of
         // two publications made on different threads may run out of order, so the listener
         // ignores its argument and, under one lock, follows the value current at that moment:
@@ -125,6 +131,7 @@ public final class SymorvaCommunity: Sendable {
                 publicRooms.follow(modules?.module(AccountDirectory.self))
                 directory?.follow(modules?.module(AccountDirectory.self))
                 push.follow(modules?.module(AccountPush.self))
+                aiStudio?.follow(modules?.module(AccountStudio.self), isSignedIn: modules != nil)
             }
         }
         self.session = SessionClient(coordinator: coordinator, sessions: sessions)

@@ -53,9 +53,11 @@ public enum CommunitySlot: REPLStateKey {
     public static func updateModuleSlots(in context: REPLContext) {
         guard let community = context[CommunitySlot.self], community.session.state.value.account != nil else {
             context[REPLWalletKey.self] = nil
+            context[REPLStudioKey.self] = nil
             return
         }
         context[REPLWalletKey.self] = community.wallet.map(REPLWalletAccess.available) ?? .disabled
+        context[REPLStudioKey.self] = community.aiStudio.map(REPLStudioAccess.available) ?? .disabled
     }
 }
 

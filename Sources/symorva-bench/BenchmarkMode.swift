@@ -36,6 +36,7 @@ enum BenchmarkModes {
         LoginRestoreBenchmark(),
         MeetingsBenchmark(),
         DirectoryBenchmark(),
+        StudioBenchmark(),
     ]
 
     /// The mode called `name`, if any.

@@ -1,3 +1,4 @@
+import SymorvaAIStudio
 import SymorvaChat
 import SymorvaChatStore
 import SymorvaDirectory
@@ -14,8 +15,11 @@ import SymorvaWallet
 
 extension AccountModuleFactory {
     /// The modules a community gets unless told otherwise: end-to-end encryption, chat, meetings
-    /// and push (always), the wallet and the directory (when the manifest enables them).
-    public static var standard: [AccountModuleFactory] { [crypto, chat, wallet, meetings, directory, push] }
+    /// and push (always), the wallet, the directory and the AI studio (when the manifest enables
+    /// them).
+    public static var standard: [AccountModuleFactory] {
+        [crypto, chat, wallet, meetings, directory, push, aiStudio]
+    }
 
     /// End-to-end encryption: the account's ``/SymorvaE2EE/AccountCrypto`` (its Olm account, device
     /// keys, tracked devices and room keys), started as soon as the session is restored. Chat's
@@ -123,6 +127,37 @@ extension AccountModuleFactory {
             userID: context.userID, requester: context.requester, services: context.services, scope: context.scope,
             isMemberDirectoryEnabled: context.configuration.modules.directory.isEnabled, tracer: context.tracer)
     }
+}
+
+extension AccountModuleFactory {
+    /// The AI studio, when the manifest enables it: the account's ``/SymorvaAIStudio/AccountStudio`` (what
+    /// `community.aiStudio` acts for while the account is active), reading conversation content
+    /// from the homeserver as the account; grants an earlier run left live are restored. The
+    /// consent presenter is the one `community.aiStudio` holds. The studio versions its own table
+    /// (feature `studio`).
+    public static let aiStudio = AccountModuleFactory(name: "studio") { context in
+        guard context.configuration.modules.aiStudio.isEnabled else { return nil }
+        let logger = Logger(category: "studio", center: context.logCenter)
+        do {
+            let studio = try await AccountStudio(
+                member: context.userID, services: context.services,
+                content: HomeserverContentSource(requester: context.requester), database: context.database.database,
+                scope: context.scope, presenter: UnavailableConsentPresenter(), clock: context.clock,
+                wallClock: context.wallClock, tracer: context.tracer)
+            do { try await studio.restoreGrants() } catch {
+                logger.info("studio grants not restored account=\(context.userID) error=\(error)")
+            }
+            return studio
+        } catch {
+            logger.error("studio did not open account=\(context.userID) error=\(error)")
+            return nil
+        }
+    }
+}
+
+extension AccountStudio: AccountModule {
+    /// Stops every grant host (the scope's end does the same).
+    public func stop() async { await shutdown() }
 }
 
 extension AccountChat: AccountModule {}

@@ -1,0 +1,193 @@
+import Foundation
+import SymorvaAIStudio
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaStore
+import SymorvaTesting
+import Testing
+
+/// The per-account studio with its interpreter, store and the scripted service: consent first,
+/// content only under a live grant, revoke, expiry on the runtime clock, restarts, accounts.
+@Suite("AccountStudio")
+struct AccountStudioTests {
+    struct Harness {
+        let clock = ManualClock(now: .seconds(100))
+        let world: StudioWorld
+        let database: SQLiteDatabase
+        let scope = AccountScope(label: StudioWorld.alice.rawValue)
+        let items = StudioFixtures.messages(6)
+        let answers = Locked<[ConsentAnswer]>([])
+        let sheets = Locked<[ConsentSheet]>([])
+
+        init() async throws {
+            world = StudioWorld(clock: clock, bodies: items.map(\.body))
+            database = try await SQLiteDatabase.open(path: ":memory:", configuration: .account)
+        }
+
+        func presenter(_ answer: ConsentAnswer) -> any ConsentPresenter {
+            let sheets = self.sheets
+            return ClosureConsentPresenter { sheet in
+                sheets.withLock { $0.append(sheet) }
+                return answer
+            }
+        }
+
+        func studio(
+            _ answer: ConsentAnswer = .approved, scope: AccountScope? = nil, extra: [ConversationItem] = []
+        ) async throws -> AccountStudio {
+            try await AccountStudio(
+                member: StudioWorld.alice, services: world.services(),
+                content: FixedContentSource(items: items, extra: extra), database: database,
+                scope: scope ?? self.scope, presenter: presenter(answer),
+                configuration: StudioConfiguration(grantLifetime: .seconds(600), assistantName: "Orbit assistant"),
+                clock: clock, wallClock: world.wallClock)
+        }
+    }
+
+    static let selected = GrantScope.selectedMessages([EventID("$m2"), EventID("$m4")])
+
+    @Test("A declined consent sends no request at all to the studio")
+    func declined() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio(.declined)
+        await #expect(throws: StudioError.declined) {
+            _ = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        }
+        #expect(h.world.studioRequests == 0)
+        #expect(
+            h.sheets.withLock { $0.map(\.text) } == [
+                "Share 2 selected messages of !room:localhost with Orbit assistant to summarize them, for 10 minutes."
+            ])
+    }
+
+    @Test("No presenter that can ask: consentUnavailable, and nothing is asked of the studio")
+    func noPresenter() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio(.unavailable)
+        await #expect(throws: StudioError.consentUnavailable) {
+            _ = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        }
+        #expect(h.world.studioRequests == 0)
+    }
+
+    @Test("Approved: the grant is live and the summary is of exactly the selected messages")
+    func approvedSummary() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio()
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        #expect(grant.status == .active)
+        let summary = try await studio.summarize(using: grant)
+        #expect(summary.citedEventIDs == [EventID("$m2")] && summary.itemCount == 2)
+        let sent = h.world.transport.requests("POST", StudioWorld.summariesPath)
+        let body = try JSONSerialization.jsonObject(with: Data(sent[0].body)) as? [String: Any]
+        let ids = (body?["items"] as? [[String: Any]])?.compactMap { $0["event_id"] as? String }
+        #expect(ids == ["$m2", "$m4"])
+        #expect(h.world.violations.isEmpty, "\(h.world.violations)")
+        #expect(studio.grants.value.map(\.status) == [.active])
+    }
+
+    @Test("Content that is more than the scope never leaves")
+    func outOfScopeStaysOnDevice() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio(extra: [h.items[0]])
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        await #expect(throws: StudioError.failure(.outOfScope(.outside(EventID("$m1"))))) {
+            _ = try await studio.summarize(using: grant)
+        }
+        #expect(h.world.summariesSent == 0)
+    }
+
+    @Test("A conversation grant summarizes its first message and the later ones")
+    func conversationScope() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio()
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: .conversation(since: EventID("$m3")))
+        let summary = try await studio.summarize(using: grant)
+        #expect(summary.itemCount == 4)
+        #expect(h.world.violations.isEmpty, "\(h.world.violations)")
+    }
+
+    @Test("After revoke, summarize fails typed and sends nothing")
+    func revoked() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio()
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        h.world.memberRevokes(grant.id)
+        try await studio.revoke(grant)
+        #expect(grant.status == .revoked)
+        await #expect(throws: StudioError.grantNotLive(.revoked)) { _ = try await studio.summarize(using: grant) }
+        #expect(h.world.summariesSent == 0)
+    }
+
+    @Test("Revoking while the summary request is in flight ends it as revoked")
+    func revokeInFlight() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio()
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        h.world.holdSummaries = true
+        let gate = h.world.gate.withLock { $0 }
+        let summary = Task { try await studio.summarize(using: grant) }
+        try await gate.waitForWaiters(count: 1)
+        h.world.memberRevokes(grant.id)
+        try await studio.revoke(grant)
+        gate.open()
+        await #expect(throws: StudioError.grantNotLive(.revoking)) { _ = try await summary.value }
+        #expect(grant.status == .revoked)
+    }
+
+    @Test("Expiry is a state, driven by the runtime clock")
+    func expiry() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio()
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        try await h.clock.waitForSleepers(count: 1)
+        await h.clock.advance(by: .seconds(600))
+        _ = try await studio.grants.wait(until: { $0.first?.status == .expired })
+        await #expect(throws: StudioError.grantNotLive(.expired)) { _ = try await studio.summarize(using: grant) }
+        #expect(h.world.summariesSent == 0)
+    }
+
+    @Test("A grant survives a restart with its expiry; a revoked one does not come back")
+    func restart() async throws {
+        let h = try await Harness()
+        let first = try await h.studio()
+        let kept = try await first.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        let dropped = try await first.requestGrant(for: StudioWorld.room, scope: .conversation(since: EventID("$m1")))
+        h.world.memberRevokes(dropped.id)
+        try await first.revoke(dropped)
+        await first.shutdown()
+        await #expect(throws: StudioError.accountEnded) { _ = try await first.summarize(using: kept) }
+
+        let second = try await h.studio()
+        let restored = try await second.restoreGrants()
+        #expect(restored.map(\.id) == [kept.id])
+        _ = try await second.summarize(using: restored[0])
+        await h.clock.advance(by: .seconds(600))
+        _ = try await second.grants.wait(until: { $0.first?.status == .expired })
+        #expect(h.world.violations.isEmpty, "\(h.world.violations)")
+    }
+
+    @Test("A grant of an account that ended is unusable: accountEnded, nothing sent")
+    func accountEnded() async throws {
+        let h = try await Harness()
+        let studio = try await h.studio()
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        h.scope.end(reason: .switched)
+        await #expect(throws: StudioError.accountEnded) { _ = try await studio.summarize(using: grant) }
+        let bob = try await h.studio(scope: AccountScope(label: "@bob:localhost"))
+        let client = StudioClient(following: bob)
+        await #expect(throws: StudioError.accountEnded) { _ = try await client.summarize(using: grant) }
+        await #expect(throws: StudioError.accountEnded) { try await client.revoke(grant) }
+        #expect(h.world.summariesSent == 0)
+    }
+
+    @Test("A member the service says is not in the room gets a typed failure")
+    func notMember() async throws {
+        let h = try await Harness()
+        h.world.removeMember(StudioWorld.alice.rawValue)
+        let studio = try await h.studio()
+        await #expect(throws: StudioError.failure(.notRoomMember)) {
+            _ = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        }
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import SymorvaAIStudio
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaServices
+import SymorvaStore
+import SymorvaTesting
+import Synchronization
+
+/// Hands out a fixed OpenID token.
+struct FixedOpenIDSource: OpenIDTokenSource {
+    func requestOpenIDToken() async throws(ServicesError) -> OpenIDToken {
+        OpenIDToken(accessToken: Secret("openid-token"), matrixServerName: "localhost", expiresIn: 3600)
+    }
+}
+
+/// A wall clock that moves with a ``ManualClock`` (a restart relates stored expiries to it).
+struct FollowingWallClock: WallClock {
+    let clock: ManualClock
+    static let epoch: Int64 = 1_800_000_000_000
+    var now: Timestamp { Timestamp(millisecondsSince1970: Self.epoch + clock.now.wholeMilliseconds) }
+}
+
+/// The messages of one room, as the device has them: the one content-source fake.
+struct FixedContentSource: ConversationContentSource {
+    let items: [ConversationItem]
+    /// Extra items handed out with every read: a source that returns more than the scope.
+    var extra: [ConversationItem] = []
+
+    func timestamp(of eventID: EventID, in roomID: RoomID) async throws(StudioError) -> MatrixTimestamp {
+        guard let item = items.first(where: { $0.eventID == eventID }) else { throw .contentUnavailable(eventID) }
+        return item.timestamp
+    }
+
+    func items(
+        in roomID: RoomID, scope: GrantScope, since: MatrixTimestamp?, limit: Int
+    ) async throws(StudioError) -> [ConversationItem] {
+        switch scope {
+        case .selectedMessages(let ids):
+            var out: [ConversationItem] = []
+            for id in ids {
+                guard let item = items.first(where: { $0.eventID == id }) else { throw .contentUnavailable(id) }
+                out.append(item)
+            }
+            return out + extra
+        case .conversation(let first):
+            guard let since = since ?? items.first(where: { $0.eventID == first })?.timestamp else {
+                throw .contentUnavailable(first)
+            }
+            return Array(items.filter { $0.timestamp >= since }.prefix(limit)) + extra
+        }
+    }
+}
+
+/// A scripted studio service on ``ScriptedHTTPTransport`` that checks, for every request the
+/// transport actually sends, the promise: conversation content only in a summary request, and
+/// only under a grant that is live at that moment (issued, not revoked by the member, not expired
+/// on the runtime clock) and covers every item.
+final class StudioWorld: Sendable {
+    static let room = RoomID("!room:localhost")
+    static let alice = UserID("@alice:localhost")
+    static let grantsPath = "/_symorva/v1/studio/grants"
+    static let summariesPath = "/_symorva/v1/studio/summaries"
+
+    enum Fault: Sendable { case none, serverError, rateLimited, unreachable, revokedByService }
+
+    struct IssuedGrant: Sendable {
+        var member: String
+        var eventIDs: Set<String>?
+        var since: Int64?
+        var sinceID: String?
+        var deadline: Duration
+        var revokedByMember = false
+        var revokedOnService = false
+    }
+
+    struct State: Sendable {
+        var grants: [String: IssuedGrant] = [:]
+        var next = 0
+        var fault: Fault = .none
+        var holdSummaries = false
+        var violations: [String] = []
+        var summariesSent = 0
+        var studioRequests = 0
+        var members: Set<String> = ["@alice:localhost", "@bob:localhost"]
+    }
+
+    let clock: ManualClock
+    let wallClock: FollowingWallClock
+    let transport = ScriptedHTTPTransport.communityServices()
+    let gate = Locked(TestGate())
+    let bodies: [String]
+    private let state = Locked(State())
+
+    init(clock: ManualClock, bodies: [String]) {
+        self.clock = clock
+        self.wallClock = FollowingWallClock(clock: clock)
+        self.bodies = bodies
+        transport.on("POST", Self.grantsPath) { [unowned self] request in self.grant(request) }
+        transport.on("POST", Self.summariesPath) { [unowned self] request in await self.summarize(request) }
+        transport.on("POST", pathPrefix: "/_symorva/v1/studio/grants/") { [unowned self] request in self.revoke(request)
+        }
+    }
+
+    func services() -> CommunityServicesClient {
+        CommunityServicesClient(
+            baseURL: URL(string: "http://services.test")!, transport: transport, tokenSource: FixedOpenIDSource(),
+            clock: clock, rateLimitPolicy: .never)
+    }
+
+    var fault: Fault {
+        get { state.withLock { $0.fault } }
+        set { state.withLock { $0.fault = newValue } }
+    }
+
+    var holdSummaries: Bool {
+        get { state.withLock { $0.holdSummaries } }
+        set { state.withLock { $0.holdSummaries = newValue } }
+    }
+
+    var violations: [String] { state.withLock { $0.violations } }
+    var summariesSent: Int { state.withLock { $0.summariesSent } }
+    /// Every studio request the transport sent.
+    var studioRequests: Int { state.withLock { $0.studioRequests } }
+
+    /// The test says the member revoked `id`, before asking the studio to.
+    func memberRevokes(_ id: GrantID) {
+        state.withLock { $0.grants[id.rawValue]?.revokedByMember = true }
+    }
+
+    func removeMember(_ user: String) { state.withLock { _ = $0.members.remove(user) } }
+
+    // MARK: Handlers
+
+    private static func json(_ request: HTTPRequest) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]) ?? [:]
+    }
+
+    private func noContent(_ request: HTTPRequest) {
+        let text = String(decoding: request.body, as: UTF8.self)
+        state.withLock { state in
+            state.studioRequests += 1
+            for body in bodies where text.contains(body) {
+                state.violations.append("content in \(request.method.rawValue) \(request.url.path)")
+            }
+        }
+    }
+
+    private func faultAnswer() -> Result<HTTPResponse, TransportError>? {
+        switch fault {
+        case .none, .revokedByService: nil
+        case .serverError: .json(503, #"{"errcode": "SY_UNKNOWN", "error": "down"}"#)
+        case .rateLimited: .rateLimited(milliseconds: 500)
+        case .unreachable: .failure(.connectFailed)
+        }
+    }
+
+    private func grant(_ request: HTTPRequest) -> Result<HTTPResponse, TransportError> {
+        noContent(request)
+        if let fault = faultAnswer() { return fault }
+        let body = Self.json(request)
+        let scope = body["scope"] as? [String: Any] ?? [:]
+        let lifetime = (body["expires_in_ms"] as? NSNumber)?.int64Value ?? 3_600_000
+        let now = wallClock.now.millisecondsSince1970
+        let deadline = clock.now
+        return state.withLock { state in
+            guard state.members.contains(StudioWorld.alice.rawValue) else {
+                return .json(403, #"{"errcode": "SY_NOT_ROOM_MEMBER", "error": "not joined"}"#)
+            }
+            state.next += 1
+            let id = "gr_\(state.next)"
+            state.grants[id] = IssuedGrant(
+                member: StudioWorld.alice.rawValue, eventIDs: (scope["event_ids"] as? [String]).map(Set.init),
+                since: (scope["since_ts"] as? NSNumber)?.int64Value, sinceID: scope["since_event_id"] as? String,
+                deadline: deadline + .milliseconds(lifetime))
+            let scopeJSON = String(decoding: try! JSONSerialization.data(withJSONObject: scope), as: UTF8.self)
+            return .json(
+                200,
+                #"{"grant_id": "\#(id)", "user_id": "@alice:localhost", "room_id": "\#(body["room_id"] as? String ?? "")", "purpose": "summarize", "scope": \#(scopeJSON), "state": "active", "created_at_ms": \#(now), "expires_at_ms": \#(now + lifetime), "revoked_at_ms": null}"#
+            )
+        }
+    }
+
+    private func revoke(_ request: HTTPRequest) -> Result<HTTPResponse, TransportError> {
+        noContent(request)
+        if let fault = faultAnswer() { return fault }
+        let id = request.url.path.split(separator: "/").dropLast().last.map(String.init) ?? ""
+        state.withLock { $0.grants[id]?.revokedOnService = true }
+        return .json(200, #"{"grant_id": "\#(id)", "state": "revoked"}"#)
+    }
+
+    private func summarize(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
+        // The moment the request leaves: check the promise.
+        let body = Self.json(request)
+        let grantID = body["grant_id"] as? String ?? ""
+        let items = body["items"] as? [[String: Any]] ?? []
+        let now = clock.now
+        let ids = items.compactMap { $0["event_id"] as? String }
+        let hold = state.withLock { state -> Bool in
+            state.studioRequests += 1
+            state.summariesSent += 1
+            guard let grant = state.grants[grantID] else {
+                state.violations.append("content under a grant never issued: \(grantID)")
+                return state.holdSummaries
+            }
+            if grant.revokedByMember { state.violations.append("content under revoked grant \(grantID)") }
+            if now >= grant.deadline { state.violations.append("content under expired grant \(grantID)") }
+            for (index, item) in items.enumerated() {
+                let id = item["event_id"] as? String ?? ""
+                let ts = (item["timestamp"] as? NSNumber)?.int64Value ?? -1
+                let covered =
+                    if let selected = grant.eventIDs { selected.contains(id) } else {
+                        id == grant.sinceID || ts >= (grant.since ?? .max)
+                    }
+                if !covered { state.violations.append("item \(index) (\(id)) outside grant \(grantID)") }
+            }
+            if let selected = grant.eventIDs, Set(ids) != selected {
+                state.violations.append("content is not exactly the selection of \(grantID)")
+            }
+            return state.holdSummaries
+        }
+        if hold { await gate.withLock { $0 }.wait() }
+        if let fault = faultAnswer() { return fault }
+        if fault == .revokedByService { return .json(409, #"{"errcode": "SY_GRANT_REVOKED", "error": "revoked"}"#) }
+        let first = ids.first ?? ""
+        return .json(
+            200,
+            #"{"grant_id": "\#(grantID)", "backend": "extractive-lexrank", "item_count": \#(ids.count), "points": [{"text": "point", "event_ids": ["\#(first)"]}], "cited_event_ids": ["\#(first)"]}"#
+        )
+    }
+}
+
+/// A value behind a lock that closures can share.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<T>(_ body: (inout sending Value) -> sending T) -> sending T { mutex.withLock(body) }
+}
+
+enum StudioFixtures {
+    static func messages(_ count: Int, tag: String = "canary-studio") -> [ConversationItem] {
+        (1...count).map { n in
+            ConversationItem(
+                eventID: EventID("$m\(n)"), sender: UserID("@bob:localhost"),
+                timestamp: MatrixTimestamp(milliseconds: 1_000 + Int64(n)), body: "\(tag)-\(n) about the migration")
+        }
+    }
+}
