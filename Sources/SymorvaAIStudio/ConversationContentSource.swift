@@ -1,6 +1,7 @@
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
+import SymorvaRuntime
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -29,25 +30,32 @@ public protocol ConversationContentSource: Sendable {
 /// `/context/{eventId}` and `/messages?dir=f`).
 ///
 /// Text messages (`m.room.message` with a `body`) only. An encrypted event
-/// (`m.room.encrypted`) is refused with ``StudioError/contentUnavailable(_:)``: this source does
-/// not decrypt, and ciphertext is not content the member can consent to share.
+/// (`m.room.encrypted`) is decrypted on the device by the account's crypto module when the
+/// source has a decryptor (the SDK's own source does); without one, or without its room key, it
+/// is refused with ``StudioError/contentUnavailable(_:)``: ciphertext is not content the member
+/// can consent to share.
 public struct HomeserverContentSource: ConversationContentSource {
     private let requester: any MatrixRequester
+    private let decryptor: (any StudioEventDecryptor)?
 
     /// A source reading as `requester`'s account.
     public init(requester: any MatrixRequester) {
         self.requester = requester
+        self.decryptor = nil
+    }
+
+    /// A source reading as `requester`'s account that decrypts encrypted events with `decryptor`.
+    package init(requester: any MatrixRequester, decryptor: any StudioEventDecryptor) {
+        self.requester = requester
+        self.decryptor = decryptor
     }
 
     struct RoomEvent: Decodable {
-        struct Content: Decodable {
-            var body: String?
-        }
         var type: String
         var eventID: String
         var sender: String
         var originServerTimestamp: Int64
-        var content: Content?
+        var content: JSONValue?
         enum CodingKeys: String, CodingKey {
             case type, sender, content
             case eventID = "event_id"
@@ -55,7 +63,9 @@ public struct HomeserverContentSource: ConversationContentSource {
         }
 
         var item: ConversationItem? {
-            guard type == "m.room.message", let body = content?.body else { return nil }
+            guard type == "m.room.message", case .object(let members)? = content,
+                case .string(let body)? = members["body"]
+            else { return nil }
             return ConversationItem(
                 eventID: EventID(eventID), sender: UserID(stored: sender),
                 timestamp: MatrixTimestamp(milliseconds: originServerTimestamp), body: body)
@@ -96,8 +106,25 @@ public struct HomeserverContentSource: ConversationContentSource {
     }
 
     private func event(_ eventID: EventID, in roomID: RoomID) async throws(StudioError) -> RoomEvent {
-        try await get(
-            RoomEvent.self, "\(room(roomID))/event/\(percentEncoded(eventID.rawValue))", eventID: eventID)
+        try await decrypted(
+            try await get(
+                RoomEvent.self, "\(room(roomID))/event/\(percentEncoded(eventID.rawValue))", eventID: eventID),
+            in: roomID)
+    }
+
+    /// An encrypted event as its plaintext event (decrypted on the device); any other as it is.
+    private func decrypted(_ event: RoomEvent, in roomID: RoomID) async throws(StudioError) -> RoomEvent {
+        guard event.type == "m.room.encrypted" else { return event }
+        let eventID = EventID(event.eventID)
+        guard let decryptor, let content = event.content, let bytes = try? content.canonicalEncoding(),
+            let plaintext = await decryptor.plaintext(
+                of: bytes, eventID: eventID, roomID: roomID, sender: UserID(stored: event.sender)),
+            let inner = try? JSONValue(parsing: plaintext.content.exposedValue)
+        else { throw .contentUnavailable(eventID) }
+        var shown = event
+        shown.type = plaintext.type
+        shown.content = inner
+        return shown
     }
 
     public func timestamp(of eventID: EventID, in roomID: RoomID) async throws(StudioError) -> MatrixTimestamp {
@@ -119,7 +146,9 @@ public struct HomeserverContentSource: ConversationContentSource {
             let context = try await get(
                 Context.self, "\(room(roomID))/context/\(percentEncoded(first.rawValue))",
                 query: [.init(name: "limit", value: "0")], eventID: first)
-            guard let firstItem = context.event.item else { throw .contentUnavailable(first) }
+            guard let firstItem = try await decrypted(context.event, in: roomID).item else {
+                throw .contentUnavailable(first)
+            }
             var items = [firstItem]
             var from = context.end
             while items.count < limit, let token = from {
@@ -130,14 +159,21 @@ public struct HomeserverContentSource: ConversationContentSource {
                         .init(name: "limit", value: String(min(100, limit - items.count))),
                     ], eventID: first)
                 if page.chunk.isEmpty { break }
-                if let encrypted = page.chunk.first(where: { $0.type == "m.room.encrypted" }) {
-                    throw .contentUnavailable(EventID(encrypted.eventID))
-                }
-                let later = page.chunk.compactMap(\.item).filter { item in since.map { item.timestamp >= $0 } ?? true }
+                var shown: [RoomEvent] = []
+                for event in page.chunk { shown.append(try await decrypted(event, in: roomID)) }
+                let later = shown.compactMap(\.item).filter { item in since.map { item.timestamp >= $0 } ?? true }
                 items.append(contentsOf: later.prefix(limit - items.count))
                 from = page.end == token ? nil : page.end
             }
             return items
         }
     }
+}
+
+/// Decrypts an encrypted event on the device for the studio's content source (the account's
+/// crypto module): content leaves only through a granted request, as plaintext the member saw.
+package protocol StudioEventDecryptor: Sendable {
+    /// The plaintext type and content of an `m.room.encrypted` event, or `nil` without its key.
+    func plaintext(of content: [UInt8], eventID: EventID, roomID: RoomID, sender: UserID) async
+        -> (type: String, content: Secret<[UInt8]>)?
 }

@@ -138,10 +138,17 @@ extension AccountModuleFactory {
     public static let aiStudio = AccountModuleFactory(name: "studio") { context in
         guard context.configuration.modules.aiStudio.isEnabled else { return nil }
         let logger = Logger(category: "studio", center: context.logCenter)
+        // Messages of encrypted rooms are decrypted on the device by the account's crypto module.
+        let content =
+            if let crypto = context.built.module(AccountCrypto.self) {
+                HomeserverContentSource(requester: context.requester, decryptor: CryptoStudioDecryptor(crypto: crypto))
+            } else {
+                HomeserverContentSource(requester: context.requester)
+            }
         do {
             let studio = try await AccountStudio(
                 member: context.userID, services: context.services,
-                content: HomeserverContentSource(requester: context.requester), database: context.database.database,
+                content: content, database: context.database.database,
                 scope: context.scope, presenter: UnavailableConsentPresenter(), clock: context.clock,
                 wallClock: context.wallClock, tracer: context.tracer)
             do { try await studio.restoreGrants() } catch {
@@ -231,5 +238,20 @@ extension AccountModuleFactory {
         AccountPush(
             userID: context.userID, requester: context.requester, services: context.services, scope: context.scope,
             tracer: context.tracer)
+    }
+}
+
+/// The studio's content source decrypts through the account's crypto module.
+struct CryptoStudioDecryptor: StudioEventDecryptor {
+    let crypto: AccountCrypto
+
+    func plaintext(of content: [UInt8], eventID: EventID, roomID: RoomID, sender: UserID) async
+        -> (type: String, content: Secret<[UInt8]>)?
+    {
+        guard
+            case .success(let decrypted) = await crypto.decrypt(
+                content: content, roomID: roomID, eventID: eventID, sender: sender)
+        else { return nil }
+        return (decrypted.event.type, Secret(decrypted.event.content))
     }
 }
