@@ -200,24 +200,6 @@ package struct CryptoStore: Sendable {
         }
     }
 
-    /// Marks tracked users among `users` outdated; returns those that are tracked.
-    package func markOutdated(_ users: [UserID]) async throws(CryptoStoreError) -> [UserID] {
-        let raw = users.map(\.rawValue)
-        do {
-            let marked = try await database.transaction { db throws(StoreError) -> [String] in
-                var marked: [String] = []
-                for user in raw {
-                    try db.execute("UPDATE e2ee_tracked_users SET outdated = 1 WHERE user_id = ?", [.text(user)])
-                    if db.changes > 0 { marked.append(user) }
-                }
-                return marked
-            }
-            return marked.compactMap(UserID.init)
-        } catch {
-            throw .store(error)
-        }
-    }
-
     /// Tracked users whose device lists are outdated.
     package func outdatedUsers() async throws(CryptoStoreError) -> [UserID] {
         do {

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -91,4 +93,28 @@ struct StaticBenchmarkMode<Mode: StaticBenchmark>: BenchmarkMode {
     var argumentsSynopsis: String { Mode.argumentsSynopsis }
     var summary: String { Mode.summary }
     func run(arguments: [String]) async -> Int32 { await Mode.run(arguments: arguments) }
+}
+
+/// The dev servers a benchmark measures against, from the environment that
+/// `source "$(Scripts/dev-server envfile)"` sets.
+enum DevServers {
+    /// Runs `body` with the homeserver's and the services' URLs: exit status 0 when it
+    /// succeeds, 1 when it throws, 2 when the variables are missing (each said on the output,
+    /// prefixed with the mode's name).
+    static func run(_ mode: String, _ body: (URL, URL) async throws -> Void) async -> Int32 {
+        let variables = ProcessInfo.processInfo.environment
+        guard let homeserver = variables["SYMORVA_HOMESERVER_URL"].flatMap(URL.init(string:)),
+            let services = variables["SYMORVA_SERVICES_URL"].flatMap(URL.init(string:))
+        else {
+            print("\(mode): set SYMORVA_HOMESERVER_URL and SYMORVA_SERVICES_URL (source Scripts/dev-server envfile)")
+            return 2
+        }
+        do {
+            try await body(homeserver, services)
+            return 0
+        } catch {
+            print("\(mode): failed: \(error)")
+            return 1
+        }
+    }
 }

@@ -55,25 +55,16 @@ struct DirectoryBenchmark: BenchmarkMode {
             print("usage: symorva-bench \(name) \(argumentsSynopsis)")
             return 2
         }
-        let variables = ProcessInfo.processInfo.environment
-        guard let homeserver = variables["SYMORVA_HOMESERVER_URL"].flatMap(URL.init(string:)),
-            let services = variables["SYMORVA_SERVICES_URL"].flatMap(URL.init(string:)),
-            let homeserverURL = HomeserverURL(homeserver.absoluteString)
-        else {
-            print("directory: set SYMORVA_HOMESERVER_URL and SYMORVA_SERVICES_URL (source Scripts/dev-server envfile)")
-            return 2
-        }
-        do {
+        return await DevServers.run(name) { homeserver, services in
+            guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
+                throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
+            }
             let transport = CurlTransport()
             let alice = try await Self.member("bench-dir-a", homeserver, homeserverURL, services, transport)
             try await seed(options.rooms, as: alice, transport: transport)
             try await searches(options, homeserverURL: homeserverURL, transport: transport)
             let bob = try await Self.member("bench-dir-b", homeserver, homeserverURL, services, transport)
             try await pushes(options.pushes, alice: alice, bob: bob, services: services, transport: transport)
-            return 0
-        } catch {
-            print("directory: failed: \(error)")
-            return 1
         }
     }
 

@@ -37,19 +37,8 @@ struct MeetingsBenchmark: BenchmarkMode {
             print("usage: symorva-bench \(name) \(argumentsSynopsis)  (\(options.problems.joined(separator: "; ")))")
             return 2
         }
-        let variables = ProcessInfo.processInfo.environment
-        guard let homeserver = variables["SYMORVA_HOMESERVER_URL"].flatMap(URL.init(string:)),
-            let services = variables["SYMORVA_SERVICES_URL"].flatMap(URL.init(string:))
-        else {
-            print("meetings: set SYMORVA_HOMESERVER_URL and SYMORVA_SERVICES_URL (source Scripts/dev-server envfile)")
-            return 2
-        }
-        do {
+        return await DevServers.run(name) { homeserver, services in
             try await measure(rounds: rounds, homeserver: homeserver, services: services)
-            return 0
-        } catch {
-            print("meetings: failed: \(error)")
-            return 1
         }
     }
 

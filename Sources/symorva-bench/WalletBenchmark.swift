@@ -33,19 +33,8 @@ struct WalletBenchmark: BenchmarkMode {
             print("usage: symorva-bench \(name) \(argumentsSynopsis)")
             return 2
         }
-        let variables = ProcessInfo.processInfo.environment
-        guard let homeserver = variables["SYMORVA_HOMESERVER_URL"].flatMap(URL.init(string:)),
-            let services = variables["SYMORVA_SERVICES_URL"].flatMap(URL.init(string:))
-        else {
-            print("wallet: set SYMORVA_HOMESERVER_URL and SYMORVA_SERVICES_URL (source Scripts/dev-server envfile)")
-            return 2
-        }
-        do {
+        return await DevServers.run(name) { homeserver, services in
             try await measure(options, homeserver: homeserver, services: services)
-            return 0
-        } catch {
-            print("wallet: failed: \(error)")
-            return 1
         }
     }
 
