@@ -90,6 +90,12 @@ public struct StateChart: Sendable, Equatable {
         guard String(validating: data, as: UTF8.self) != nil else {
             throw .malformedXML("\(source): not valid UTF-8")
         }
+        // FoundationXML on Linux crashes (strlen of a null pointer) on a processing instruction
+        // without data, such as `<?xml?>` (found by `Scripts/fuzz scxml`). The subset has none
+        // but the XML declaration, so any other `<?` is rejected before parsing.
+        if let problem = Self.processingInstructionProblem(in: data) {
+            throw .malformedXML("\(source): \(problem)")
+        }
         let reader = SCXMLReader(source: source)
         let parser = XMLParser(data: data)
         parser.delegate = reader
@@ -219,5 +225,31 @@ private final class SCXMLReader: NSObject, XMLParserDelegate {
     private func fail(_ chartError: ChartError, _ parser: XMLParser) {
         error = chartError
         parser.abortParsing()
+    }
+}
+
+extension StateChart {
+    /// Why the document's processing instructions are outside the subset, or `nil`: only an XML
+    /// declaration with a version, at the very start, is allowed.
+    static func processingInstructionProblem(in data: Data) -> String? {
+        let bytes = [UInt8](data)
+        let opener: [UInt8] = [UInt8(ascii: "<"), UInt8(ascii: "?")]
+        var index = 0
+        while index + 1 < bytes.count {
+            if bytes[index] == opener[0] && bytes[index + 1] == opener[1] {
+                guard index == 0 else { return "processing instructions are not part of the chart subset" }
+                guard
+                    let end = (2..<bytes.count).first(where: {
+                        $0 + 1 < bytes.count && bytes[$0] == opener[1] && bytes[$0 + 1] == UInt8(ascii: ">")
+                    }),
+                    String(decoding: bytes[2..<end], as: UTF8.self).hasPrefix("xml "),
+                    String(decoding: bytes[2..<end], as: UTF8.self).contains("version")
+                else { return "the XML declaration must name its version" }
+                index = end + 2
+                continue
+            }
+            index += 1
+        }
+        return nil
     }
 }

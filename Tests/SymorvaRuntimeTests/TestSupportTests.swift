@@ -219,6 +219,19 @@ struct ChartCheckerTests {
         }
     }
 
+    @Test(
+        "A processing instruction without data, or anywhere but the XML declaration, is rejected, not a crash (Fuzz/Crashes/scxml)"
+    )
+    func processingInstructions() throws {
+        // FoundationXML dereferences the null data of `<?xml?>`; the loader must refuse it first.
+        let body = String(doorChart.split(separator: "\n", maxSplits: 1)[1])
+        for prefix in ["<?xml?>\n", "<?xml version=\"1.0\"?>\n<?target?>\n", "<?pi data?>\n"] {
+            #expect(throws: ChartError.self) { try StateChart(data: Data((prefix + body).utf8), source: "Door") }
+        }
+        // The declaration itself is fine.
+        _ = try StateChart(data: Data(doorChart.utf8))
+    }
+
     @Test("The locator finds the package root from a test file")
     func locator() throws {
         let root = try ChartLocator.packageRoot()
