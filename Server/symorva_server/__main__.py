@@ -53,6 +53,14 @@ def rate_limits(args: argparse.Namespace) -> RateLimits:
     return limits
 
 
+
+def quiet_http_client_logs() -> None:
+    """The HTTP client's INFO lines name each request URL with its query string, and the OpenID
+    userinfo check carries the member's OpenID token there: keep those loggers at WARNING so that
+    no token reaches the services log, whatever --log-level says."""
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -62,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_http_client_logs()
     settings = Settings(
         homeserver_url=args.homeserver.rstrip("/"),
         server_name=args.server_name,
