@@ -83,6 +83,8 @@ public final class AccountChat: Sendable {
     private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
     private let deviceChangesHandler = Mutex<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
     private let encryptorSlot = Mutex<(any RoomEncryptor)?>(nil)
+    /// Rooms this client created encrypted, known before their state syncs.
+    let encryptedRooms = Mutex<Set<RoomID>>([])
     private let decryptorSlot = Mutex<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
     private let stopActions = Mutex<[@Sendable () -> Void]>([])
 
@@ -255,6 +257,12 @@ public final class AccountChat: Sendable {
         }
     }
 
+    /// Records that `roomID` is encrypted (this client created it so) and tells its send queue.
+    func markEncrypted(_ roomID: RoomID) async {
+        encryptedRooms.withLock { _ = $0.insert(roomID) }
+        if let conversation = handles.withLock({ $0[roomID] }) { await conversation.sendQueue.send(.encryptionEnabled) }
+    }
+
     /// The encryptor for encrypted rooms, if one is set.
     var encryptor: (any RoomEncryptor)? { encryptorSlot.withLock { $0 } }
 
@@ -298,6 +306,9 @@ public final class AccountChat: Sendable {
             if let existing = self.handles.withLock({ $0[id] }) { return existing }
             let conversation = Conversation(roomID: id, client: self)
             try await conversation.restoreQueue()
+            if self.encryptedRooms.withLock({ $0.contains(id) }) {
+                await conversation.sendQueue.send(.encryptionEnabled)
+            }
             self.handles.withLock { $0[id] = conversation }
             return conversation
         }

@@ -21,6 +21,9 @@ extension AccountChat {
             ChatAPI.createRoom(
                 name: name, topic: topic, invitees: invitees, isDirect: isDirect, isEncrypted: isEncrypted))
         guard let roomID = RawJSON.string("room_id", in: response.body) else { throw .unexpectedResponse }
+        // Known encrypted from now on, before its `m.room.encryption` has synced: a message sent
+        // right away must never leave in plaintext.
+        if isEncrypted { await markEncrypted(RoomID(roomID)) }
         await waitUntilListed(RoomID(roomID), as: .joined)
         return RoomID(roomID)
     }

@@ -71,21 +71,28 @@ public enum ChatCommands {
         })
 
     static let create = REPLCommand(
-        "create", usage: "create <name> [<@user> …]", summary: "create a room and invite users",
+        "create", usage: "create <name> [--encrypted] [<@user> …]",
+        summary: "create a room (end-to-end encrypted with --encrypted) and invite users",
         parse: { arguments throws(REPLError) in
             let name = try arguments.next()
-            let invitees = try arguments.rest().map { word throws(REPLError) -> UserID in
+            var isEncrypted = false
+            var invitees: [UserID] = []
+            for word in try arguments.rest() {
+                if word == "--encrypted" {
+                    isEncrypted = true
+                    continue
+                }
                 guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
-                return userID
+                invitees.append(userID)
             }
-            return (name, invitees)
+            return (name, invitees, isEncrypted)
         },
         run: { arguments, context async throws(REPLError) in
             let chat = try client(context)
             let roomID = try await failing { () async throws(ChatError) in
-                try await chat.createRoom(name: arguments.0, invitees: arguments.1)
+                try await chat.createRoom(name: arguments.0, invitees: arguments.1, isEncrypted: arguments.2)
             }
-            context.output.print("created \(roomID)")
+            context.output.print("created \(roomID)\(arguments.2 ? " (encrypted)" : "")")
         })
 
     static let join = REPLCommand(

@@ -8,6 +8,6 @@ let status = await REPLProgram.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
     environment: ProcessInfo.processInfo.environment,
     commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all + MeetingCommands.commands
-        + DirectoryCommands.commands + PushCommands.commands + StudioCommands.commands,
+        + DirectoryCommands.commands + PushCommands.commands + StudioCommands.commands + CryptoCommands.commands,
     launch: CommunitySlot.launchIfConfigured(in:))
 exit(status)
