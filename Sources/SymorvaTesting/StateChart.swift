@@ -233,23 +233,21 @@ extension StateChart {
     /// declaration with a version, at the very start, is allowed.
     static func processingInstructionProblem(in data: Data) -> String? {
         let bytes = [UInt8](data)
-        let opener: [UInt8] = [UInt8(ascii: "<"), UInt8(ascii: "?")]
-        var index = 0
-        while index + 1 < bytes.count {
-            if bytes[index] == opener[0] && bytes[index + 1] == opener[1] {
-                guard index == 0 else { return "processing instructions are not part of the chart subset" }
-                guard
-                    let end = (2..<bytes.count).first(where: {
-                        $0 + 1 < bytes.count && bytes[$0] == opener[1] && bytes[$0 + 1] == UInt8(ascii: ">")
-                    }),
-                    String(decoding: bytes[2..<end], as: UTF8.self).hasPrefix("xml "),
-                    String(decoding: bytes[2..<end], as: UTF8.self).contains("version")
-                else { return "the XML declaration must name its version" }
-                index = end + 2
-                continue
-            }
-            index += 1
+        let starts = bytes.indices.dropLast().filter {
+            bytes[$0] == UInt8(ascii: "<") && bytes[$0 + 1] == UInt8(ascii: "?")
         }
+        guard let first = starts.first else { return nil }
+        guard starts == [0] else { return "processing instructions are not part of the chart subset" }
+        // `<?xml version="…" …?>`: nothing but the declaration's own text up to its `?>`.
+        guard
+            let end = bytes.indices.dropFirst(2).dropLast().first(where: {
+                bytes[$0] == UInt8(ascii: "?") && bytes[$0 + 1] == UInt8(ascii: ">")
+            })
+        else { return "the XML declaration is not closed" }
+        let declaration = bytes[(first + 2)..<end]
+        guard declaration.starts(with: Array("xml version=".utf8)),
+            !declaration.contains(UInt8(ascii: "<")), !declaration.contains(UInt8(ascii: ">"))
+        else { return "the XML declaration must name its version" }
         return nil
     }
 }

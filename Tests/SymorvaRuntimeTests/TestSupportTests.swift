@@ -225,7 +225,9 @@ struct ChartCheckerTests {
     func processingInstructions() throws {
         // FoundationXML dereferences the null data of `<?xml?>`; the loader must refuse it first.
         let body = String(doorChart.split(separator: "\n", maxSplits: 1)[1])
-        for prefix in ["<?xml?>\n", "<?xml version=\"1.0\"?>\n<?target?>\n", "<?pi data?>\n"] {
+        for prefix in [
+            "<?xml?>\n", "<?xml version=\"1.0\"?>\n<?target?>\n", "<?pi data?>\n", "<?xml ~><?hversionb?>\n",
+        ] {
             #expect(throws: ChartError.self) { try StateChart(data: Data((prefix + body).utf8), source: "Door") }
         }
         // The declaration itself is fine.
