@@ -19,7 +19,9 @@ extension ChatDeliveryTests {
             let receipt = try await setup.alice.conversation(id: setup.roomID).send(.text("answer lost"))
             try await receipt.waitUntilSent()
             #expect(setup.proxy.injectedCount(rule) == 1)
-            #expect(setup.proxy.forwardedCount(rule) == 2, "Synapse saw the first request and its retry")
+            // Synapse stored the first request. The sync's remote echo may settle the receipt before
+            // the retry leaves; if the retry leaves, it carries the same transaction ID.
+            #expect((1...2).contains(setup.proxy.forwardedCount(rule)))
             try await bobRoom.waitForTimeline { $0.texts.contains("answer lost") }
             let followUp = try await setup.alice.conversation(id: setup.roomID).send(.text("after the loss"))
             try await followUp.waitUntilSent()
