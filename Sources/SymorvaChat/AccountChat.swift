@@ -20,12 +20,17 @@ public struct ChatOptions: Sendable, Hashable {
     public var syncTimelineLimit: Int
     /// Events the first load of an observed timeline asks for.
     public var initialPageSize: Int
+    /// Whether rooms created without saying otherwise are end-to-end encrypted (the manifest's
+    /// `encryption.defaultEnabled`).
+    public var encryptsNewRooms: Bool
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
-        sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20
+        sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
+        encryptsNewRooms: Bool = false
     ) {
+        self.encryptsNewRooms = encryptsNewRooms
         self.longPollTimeout = longPollTimeout
         self.syncBackoff = syncBackoff
         self.sendBackoff = sendBackoff
@@ -257,10 +262,29 @@ public final class AccountChat: Sendable {
         }
     }
 
-    /// Records that `roomID` is encrypted (this client created it so) and tells its send queue.
+    /// Shows the decrypted latest message of encrypted rooms in their previews: the sealed
+    /// plaintext is opened in memory only (a preview that cannot be opened stays encrypted).
+    func openPreviews(_ summaries: inout [ConversationSummary]) {
+        guard let decryptor = decryptorSlot.withLock({ $0 })?.decryptor else { return }
+        for index in summaries.indices {
+            guard let sealed = summaries[index].decryptedPreview, let preview = summaries[index].preview,
+                let content = decryptor.open(sealed.content, eventID: EventID(preview.eventID))
+            else { continue }
+            summaries[index].preview = content.withUnsafeBytes { bytes in
+                MessagePreview(
+                    eventID: preview.eventID, sender: preview.sender, type: sealed.type,
+                    originServerTS: preview.originServerTS,
+                    body: RawJSON.string("body", in: bytes).map { String($0.prefix(ChatStore.previewLength)) },
+                    messageType: RawJSON.string("msgtype", in: bytes), isRedacted: false)
+            }
+        }
+    }
+
+    /// Records that `roomID` is encrypted (this client created it so, turned it on, or the
+    /// server said so before its state synced) and tells its conversation.
     func markEncrypted(_ roomID: RoomID) async {
         encryptedRooms.withLock { _ = $0.insert(roomID) }
-        if let conversation = handles.withLock({ $0[roomID] }) { await conversation.sendQueue.send(.encryptionEnabled) }
+        if let conversation = handles.withLock({ $0[roomID] }) { await conversation.encryptionTurnedOn() }
     }
 
     /// The encryptor for encrypted rooms, if one is set.
@@ -306,9 +330,6 @@ public final class AccountChat: Sendable {
             if let existing = self.handles.withLock({ $0[id] }) { return existing }
             let conversation = Conversation(roomID: id, client: self)
             try await conversation.restoreQueue()
-            if self.encryptedRooms.withLock({ $0.contains(id) }) {
-                await conversation.sendQueue.send(.encryptionEnabled)
-            }
             self.handles.withLock { $0[id] = conversation }
             return conversation
         }
@@ -354,8 +375,9 @@ public final class AccountChat: Sendable {
             state.nextTicket += 1
             return state.nextTicket
         }
-        let summaries: [ConversationSummary]
+        var summaries: [ConversationSummary]
         do { summaries = try await store.loadConversationList() } catch { throw .store(error) }
+        openPreviews(&summaries)
         let list = listState.withLock { state -> ConversationList? in
             guard ticket > state.publishedTicket else { return nil }
             state.publishedTicket = ticket
@@ -447,6 +469,11 @@ package protocol RoomEncryptor: Sendable {
     /// - Throws: ``/SymorvaMachines/SendError`` `.network` (or `.server`, `.rateLimited`) when
     ///   encrypting needed a request that can be retried, `.permanent(.encryptionFailed)` otherwise.
     func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent
+    /// The content of a message queued for an encrypted room, sealed for the store and bound
+    /// to its transaction ID (`nil` when it cannot be sealed): it is never on disk in the clear.
+    func seal(_ content: [UInt8], transactionID: TransactionID) -> [UInt8]?
+    /// Opens what ``seal(_:transactionID:)`` sealed (`nil` when it cannot be opened).
+    func open(_ sealed: [UInt8], transactionID: TransactionID) -> [UInt8]?
 }
 
 /// Decrypts the events of encrypted rooms: what the crypto module gives chat's timelines.

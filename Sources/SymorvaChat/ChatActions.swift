@@ -12,11 +12,13 @@ extension AccountChat {
     ///
     /// - Parameters:
     ///   - isDirect: a one-to-one chat (`trusted_private_chat`, `is_direct`).
-    ///   - isEncrypted: turn on `m.room.encryption` (messages need the E2EE work to be sent).
+    ///   - isEncrypted: turn on end-to-end encryption (`m.room.encryption`, Megolm); `nil`
+    ///     follows the manifest's `encryption.defaultEnabled` (``ChatOptions/encryptsNewRooms``).
     public func createRoom(
         name: String? = nil, topic: String? = nil, invitees: [UserID] = [], isDirect: Bool = false,
-        isEncrypted: Bool = false
+        isEncrypted: Bool? = nil
     ) async throws(ChatError) -> RoomID {
+        let isEncrypted = isEncrypted ?? options.encryptsNewRooms
         let response = try await perform(
             ChatAPI.createRoom(
                 name: name, topic: topic, invitees: invitees, isDirect: isDirect, isEncrypted: isEncrypted))

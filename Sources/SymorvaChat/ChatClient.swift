@@ -91,7 +91,7 @@ public final class ChatClient: Sendable {
     /// - Throws: `.notSignedIn` when nobody is signed in; the server's refusal.
     public func createRoom(
         name: String? = nil, topic: String? = nil, invitees: [UserID] = [], isDirect: Bool = false,
-        isEncrypted: Bool = false
+        isEncrypted: Bool? = nil
     ) async throws(ChatError) -> RoomID {
         try await withActive { chat async throws(ChatError) -> RoomID in
             try await chat.createRoom(

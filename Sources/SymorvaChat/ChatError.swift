@@ -35,6 +35,9 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
     case unexpectedResponse
     /// The account's chat database failed.
     case store(ChatStoreError)
+    /// The room is end-to-end encrypted and this account has no working encryption (its crypto
+    /// module did not start): nothing is sent or stored in the clear.
+    case encryptionUnavailable
 
     /// The case and its codes.
     public var description: String {
@@ -52,6 +55,7 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
         case .invalidArgument(let name): "invalidArgument(\(name))"
         case .unexpectedResponse: "unexpectedResponse"
         case .store(let error): "store(\(error))"
+        case .encryptionUnavailable: "encryptionUnavailable"
         }
     }
 

@@ -59,6 +59,11 @@ public final class Conversation: Sendable {
     /// queued included. Empty once every message has reached the server; a `.failed` entry
     /// holds the ones after it until it is resent or cancelled.
     public var outbox: ObservableValue<[OutboxEntry]> { outboxPublisher.observable }
+    /// Whether the room's messages are end-to-end encrypted: `.unknown` until the room's state
+    /// has synced (or the server was asked), then `.notEncrypted` or `.encrypted`, which is
+    /// final (a room never goes back to plaintext). Encryption is automatic: ``send(_:replyingTo:)``
+    /// encrypts on this device in an encrypted room.
+    public var encryption: ObservableValue<RoomEncryptionState> { encryptionPublisher.observable }
 
     let client: AccountChat
     let timelineHost: MachineHost<TimelineMachine>
@@ -67,6 +72,9 @@ public final class Conversation: Sendable {
     private let timelinePublisher: ObservableValue<[TimelineItem]>.Publisher
     private let paginationPublisher = ObservableValue<TimelinePagination>.Publisher(TimelinePagination(.idle))
     private let outboxPublisher = ObservableValue<[OutboxEntry]>.Publisher([])
+    let encryptionPublisher = ObservableValue<RoomEncryptionState>.Publisher(.unknown)
+    /// One server question at a time about the room's encryption.
+    let encryptionProbe = AsyncLock()
     private let pendingReactions = Mutex(PendingReactions())
     private let sendLock = AsyncLock()
     /// Keeps one react or unreact at a time, so that an unreact finds the event of a reaction
@@ -120,14 +128,27 @@ public final class Conversation: Sendable {
     func restoreQueue() async throws(ChatError) {
         let rows: [QueuedMessage]
         do { rows = try await client.store.queuedMessages(roomID: id.rawValue) } catch { throw .store(error) }
-        let encrypted = (try? await client.store.stateContent(roomID: id, type: "m.room.encryption")) ?? nil
-        if encrypted != nil { await sendQueue.send(.encryptionEnabled) }
+        await refreshEncryption()
         guard !rows.isEmpty else { return }
-        await sendQueue.send(.restored(rows.map(Self.item(from:))))
+        let encryptor = client.encryptor
+        await sendQueue.send(.restored(rows.map { Self.item(from: $0, opening: encryptor) }))
     }
 
-    static func item(from row: QueuedMessage) -> SendQueueItem {
-        let status: SendItemStatus
+    /// The queue item for a stored row; a sealed content is opened with `encryptor`. A content
+    /// that cannot be opened leaves the item failed (`encryptionFailed`) unless its ciphertext
+    /// is stored, which can still be sent; its local echo then has no text.
+    static func item(from row: QueuedMessage, opening encryptor: (any RoomEncryptor)?) -> SendQueueItem {
+        var content = row.content
+        var unreadable = false
+        if row.contentIsSealed {
+            if let opened = encryptor?.open(row.content, transactionID: TransactionID(row.transactionID)) {
+                content = opened
+            } else {
+                content = Array("{}".utf8)
+                unreadable = row.encryptedContent == nil
+            }
+        }
+        var status: SendItemStatus
         switch row.state {
         case .queued, .encrypting, .sending: status = .queued
         case .sent: status = row.sentEventID.map { .sent(EventID($0)) } ?? .queued
@@ -135,12 +156,13 @@ public final class Conversation: Sendable {
             status = .failed(row.failureReason.flatMap(SendFailureReason.init(storageCode:)) ?? .forbidden)
         case .cancelled: status = .cancelled
         }
+        if unreadable, case .queued = status { status = .failed(.encryptionFailed) }
         let encrypted = row.encryptedContent.map {
             MessageContent(eventType: "m.room.encrypted", json: String(decoding: $0, as: UTF8.self))
         }
         return SendQueueItem(
             transactionID: TransactionID(row.transactionID),
-            content: MessageContent(eventType: row.eventType, json: String(decoding: row.content, as: UTF8.self)),
+            content: MessageContent(eventType: row.eventType, json: String(decoding: content, as: UTF8.self)),
             encryptedContent: encrypted, status: status, isPersisted: true, failedAttempts: row.attempts)
     }
 
@@ -157,7 +179,11 @@ public final class Conversation: Sendable {
         for (transactionID, eventID) in change.remoteEchoes {
             await sendQueue.send(.remoteEchoReceived(transactionID, eventID))
         }
-        if change.encryptionEnabled { await sendQueue.send(.encryptionEnabled) }
+        if change.encryptionEnabled {
+            await encryptionTurnedOn()
+        } else if encryption.value == .unknown {
+            await refreshEncryption()
+        }
         // Always routed: the timeline machine itself ignores them while nobody observes it, in
         // order with `.observed` / `.unobserved` and with the first page's store read.
         var events: [TimelineMachine.Event] = []
@@ -269,14 +295,34 @@ public final class Conversation: Sendable {
         let store = client.store
         let roomID = id
         let queue = sendQueue
+        let isEncrypted: Bool
+        do throws(ChatError) { isEncrypted = try await resolveEncryption() } catch {
+            client.receipts.forget(receipt)
+            throw error
+        }
+        let encryptor = client.encryptor
         try await sendLock.withLock { () async throws(ChatError) in
             // All parts (a long text is split) are written in call order, in one durable
             // transaction, before the queue sees any: a restart keeps the order, a power loss
             // keeps them, and a failed write (a full disk) queues none, so no part goes out alone.
-            let drafts = zip(transactionIDs, contents).map { transactionID, content in
-                QueuedMessageDraft(
-                    transactionID: transactionID.rawValue, eventType: content.eventType,
-                    content: Array(content.json.utf8))
+            // In an encrypted room what the user wrote is stored sealed, never in the clear.
+            var drafts: [QueuedMessageDraft] = []
+            for (transactionID, content) in zip(transactionIDs, contents) {
+                let plain = Array(content.json.utf8)
+                if isEncrypted {
+                    guard let sealed = encryptor?.seal(plain, transactionID: transactionID) else {
+                        client.receipts.forget(receipt)
+                        throw .encryptionUnavailable
+                    }
+                    drafts.append(
+                        QueuedMessageDraft(
+                            transactionID: transactionID.rawValue, eventType: content.eventType, content: sealed,
+                            isSealed: true))
+                } else {
+                    drafts.append(
+                        QueuedMessageDraft(
+                            transactionID: transactionID.rawValue, eventType: content.eventType, content: plain))
+                }
             }
             do throws(ChatStoreError) {
                 _ = try await store.enqueueMessages(

@@ -36,7 +36,8 @@ import SymorvaStore
 /// plaintext type and the content, sealed by the crypto module, of an `m.room.encrypted`
 /// event, with who sent it from which device) and `undecryptable_events` (why one cannot be decrypted, when it is not just a key
 /// that has not arrived). Timeline reads show the decrypted type and content in place of the
-/// ciphertext.
+/// ciphertext. Version 5 lets a queued message to an encrypted room keep its content sealed
+/// (`send_queue.content_sealed`): what the user wrote there is never in the clear on disk either.
 package enum ChatSchema {
     /// The schema version the current migrations produce.
     package static var currentVersion: Int { migrations.count }
@@ -47,6 +48,7 @@ package enum ChatSchema {
         Migration(version: 2, name: "send_queue", sql: sendQueue),
         Migration(version: 3, name: "device_sync", sql: deviceSync),
         Migration(version: 4, name: "decrypted_events", sql: decryptedEvents),
+        Migration(version: 5, name: "sealed_outgoing", sql: sealedOutgoing),
     ]
 
     /// Version 1: rooms, state, linked-chunk timeline, receipts, account data, sync position.
@@ -218,5 +220,11 @@ package enum ChatSchema {
             event_id TEXT PRIMARY KEY,
             reason TEXT NOT NULL                    -- replayed, unsupportedAlgorithm, mismatched
         ) WITHOUT ROWID;
+        """
+
+    /// Version 5: the content of a queued message to an encrypted room is stored sealed with the
+    /// account's secrets-at-rest key (by the crypto module), never in the clear.
+    static let sealedOutgoing = """
+        ALTER TABLE send_queue ADD COLUMN content_sealed INTEGER NOT NULL DEFAULT 0;
         """
 }

@@ -56,9 +56,30 @@ package struct ConversationSummary: Sendable, Hashable, CustomStringConvertible 
     package var isMuted: Bool
     /// The last message, if any is stored.
     package var preview: MessagePreview?
+    /// When the last message is an `m.room.encrypted` event this device decrypted: its plaintext
+    /// type and content, **sealed** as the crypto module stored them (chat opens them for the
+    /// preview; the store never holds them in the clear).
+    package var decryptedPreview: SealedEvent? = nil
 
     /// The room ID only: names and previews are user content.
     package var description: String { "ConversationSummary(\(roomID))" }
+}
+
+/// The plaintext type and sealed content of a decrypted event, as the store keeps them.
+package struct SealedEvent: Sendable, Hashable, CustomStringConvertible {
+    /// The plaintext event's type.
+    package var type: String
+    /// Its content, sealed.
+    package var content: [UInt8]
+
+    /// Creates one.
+    package init(type: String, content: [UInt8]) {
+        self.type = type
+        self.content = content
+    }
+
+    /// The type only.
+    package var description: String { "SealedEvent(\(type))" }
 }
 
 extension ChatStore {
@@ -82,8 +103,10 @@ extension ChatStore {
                 r.is_encrypted, r.joined_member_count, r.invited_member_count, r.notification_count,
                 r.highlight_count, r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
                 r.is_muted, r.preview_event_id, r.preview_sender, r.preview_type, r.preview_ts, r.preview_body,
-                r.preview_msgtype, r.preview_redacted
-            FROM rooms r ORDER BY r.latest_activity_ts DESC LIMIT ?
+                r.preview_msgtype, r.preview_redacted, d.type, d.content
+            FROM rooms r
+            LEFT JOIN decrypted_events d ON r.preview_type = 'm.room.encrypted' AND d.event_id = r.preview_event_id
+            ORDER BY r.latest_activity_ts DESC LIMIT ?
             """
         var rooms: [ConversationSummary] = []
         try db.query(sql, [.integer(Int64(clamping: limit))]) { row in
@@ -96,7 +119,9 @@ extension ChatStore {
                     invitedMemberCount: row.int(9), notificationCount: row.int(10), highlightCount: row.int(11),
                     latestActivityTS: row.int64(12), isFavourite: row.int(13) != 0, isLowPriority: row.int(14) != 0,
                     isPinned: row.int(15) != 0, isMuted: row.int(16) != 0,
-                    preview: row.isNull(17) ? nil : preview(row)))
+                    preview: row.isNull(17) ? nil : preview(row),
+                    decryptedPreview: row.isNull(24) || row.int(23) != 0
+                        ? nil : SealedEvent(type: row.string(24), content: row.blob(25))))
         }
         return rooms
     }
@@ -114,6 +139,28 @@ extension ChatStore {
             let parts = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
             let name = parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : nil
             return RoomHero(userID: String(parts[0]), displayName: name)
+        }
+    }
+}
+
+extension ChatStore {
+    /// What the store knows of a room's encryption: whether `m.room.encryption` was ever set
+    /// (full or stripped state: a room never goes back to plaintext), and whether its full state
+    /// has synced (its `m.room.create` event is stored), so that "not encrypted" is known rather
+    /// than not yet seen. `nil` when the room is not stored.
+    package func encryptionKnowledge(roomID: RoomID) async throws(ChatStoreError)
+        -> (isEncrypted: Bool, hasFullState: Bool)?
+    {
+        try await read { db throws(StoreError) in
+            try db.queryOne(
+                """
+                SELECT r.is_encrypted OR EXISTS (SELECT 1 FROM room_state s WHERE s.room_nid = r.room_nid
+                        AND s.type = 'm.room.encryption' AND s.state_key = ''),
+                    EXISTS (SELECT 1 FROM room_state s WHERE s.room_nid = r.room_nid AND s.type = 'm.room.create'
+                        AND s.state_key = '' AND s.event_id IS NOT NULL)
+                FROM rooms r WHERE r.room_id = ?
+                """, [.text(roomID.rawValue)]
+            ) { row in (row.int(0) != 0, row.int(1) != 0) }
         }
     }
 }

@@ -28,8 +28,11 @@ package struct QueuedMessage: Sendable, Hashable, CustomStringConvertible, Custo
     package var position: Int64
     /// The event type.
     package var eventType: String
-    /// The content as the user wrote it, raw JSON.
+    /// The content as the user wrote it, raw JSON; sealed by the crypto module when
+    /// ``contentIsSealed`` (a message to an encrypted room).
     package var content: [UInt8]
+    /// Whether ``content`` is sealed (it is never in the clear for an encrypted room).
+    package var contentIsSealed: Bool = false
     /// The `m.room.encrypted` content, once encrypted (reused on retries).
     package var encryptedContent: [UInt8]?
     /// Where it is in its life.
@@ -59,14 +62,17 @@ package struct QueuedMessageDraft: Sendable, Hashable, CustomStringConvertible, 
     package var transactionID: String
     /// The event type.
     package var eventType: String
-    /// The content, raw JSON.
+    /// The content, raw JSON, or sealed when ``isSealed``.
     package var content: [UInt8]
+    /// Whether ``content`` is sealed (a message to an encrypted room).
+    package var isSealed: Bool
 
     /// Creates a message to queue.
-    package init(transactionID: String, eventType: String, content: [UInt8]) {
+    package init(transactionID: String, eventType: String, content: [UInt8], isSealed: Bool = false) {
         self.transactionID = transactionID
         self.eventType = eventType
         self.content = content
+        self.isSealed = isSealed
     }
 
     /// The transaction only.
@@ -107,13 +113,15 @@ extension ChatStore {
             for (offset, outgoing) in messages.enumerated() {
                 let message = QueuedMessage(
                     roomID: roomID, transactionID: outgoing.transactionID, position: (first ?? 0) + Int64(offset),
-                    eventType: outgoing.eventType, content: outgoing.content, encryptedContent: nil, state: .queued,
-                    failureReason: nil, sentEventID: nil, attempts: 0, createdAt: createdAt)
+                    eventType: outgoing.eventType, content: outgoing.content, contentIsSealed: outgoing.isSealed,
+                    encryptedContent: nil, state: .queued, failureReason: nil, sentEventID: nil, attempts: 0,
+                    createdAt: createdAt)
                 try db.execute(
-                    "INSERT INTO send_queue(room_id, txn_id, position, event_type, content, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 'queued', 0, ?)",
+                    "INSERT INTO send_queue(room_id, txn_id, position, event_type, content, content_sealed, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?)",
                     [
                         .text(roomID), .text(message.transactionID), .integer(message.position),
-                        .text(message.eventType), .blob(message.content), .integer(createdAt),
+                        .text(message.eventType), .blob(message.content), .integer(outgoing.isSealed ? 1 : 0),
+                        .integer(createdAt),
                     ])
                 queued.append(message)
             }
@@ -125,7 +133,7 @@ extension ChatStore {
     package func queuedMessages(roomID: String? = nil) async throws(ChatStoreError) -> [QueuedMessage] {
         try await read { db throws(StoreError) in
             let columns =
-                "room_id, txn_id, position, event_type, content, encrypted_content, state, failure_reason, sent_event_id, attempts, created_at"
+                "room_id, txn_id, position, event_type, content, encrypted_content, state, failure_reason, sent_event_id, attempts, created_at, content_sealed"
             let sql =
                 roomID == nil
                 ? "SELECT \(columns) FROM send_queue ORDER BY room_id, position"
@@ -133,7 +141,8 @@ extension ChatStore {
             return try db.queryAll(sql, roomID.map { [.text($0)] } ?? []) { row in
                 QueuedMessage(
                     roomID: row.string(0), transactionID: row.string(1), position: row.int64(2),
-                    eventType: row.string(3), content: row.blob(4), encryptedContent: row.optionalBlob(5),
+                    eventType: row.string(3), content: row.blob(4), contentIsSealed: row.int(11) != 0,
+                    encryptedContent: row.optionalBlob(5),
                     state: QueuedMessageState(rawValue: row.string(6)) ?? .queued, failureReason: row.optionalString(7),
                     sentEventID: row.optionalString(8), attempts: row.int(9), createdAt: row.int64(10))
             }
@@ -141,22 +150,25 @@ extension ChatStore {
     }
 
     /// Records a queued event's new state (and, when given, its failure reason, sent event ID,
-    /// attempts and encrypted content). Returns whether the row exists.
+    /// attempts, encrypted content and sealed content, which replaces the content in the clear).
+    /// Returns whether the row exists.
     @discardableResult
     package func updateQueuedMessage(
         transactionID: String, state: QueuedMessageState, failureReason: String? = nil, sentEventID: String? = nil,
-        attempts: Int? = nil, encryptedContent: [UInt8]? = nil
+        attempts: Int? = nil, encryptedContent: [UInt8]? = nil, sealedContent: [UInt8]? = nil
     ) async throws(ChatStoreError) -> Bool {
-        try await write { db throws(StoreError) in
+        try await write(durability: sealedContent == nil ? .normal : .full) { db throws(StoreError) in
             try db.execute(
                 """
                 UPDATE send_queue SET state = ?, failure_reason = ?, sent_event_id = COALESCE(?, sent_event_id),
-                    attempts = COALESCE(?, attempts), encrypted_content = COALESCE(?, encrypted_content)
+                    attempts = COALESCE(?, attempts), encrypted_content = COALESCE(?, encrypted_content),
+                    content = COALESCE(?, content), content_sealed = IIF(? IS NULL, content_sealed, 1)
                 WHERE txn_id = ?
                 """,
                 [
                     .text(state.rawValue), .text(failureReason), .text(sentEventID), .integer(attempts.map(Int64.init)),
-                    encryptedContent.map { .blob($0) } ?? .null, .text(transactionID),
+                    encryptedContent.map { .blob($0) } ?? .null, sealedContent.map { .blob($0) } ?? .null,
+                    sealedContent.map { .blob($0) } ?? .null, .text(transactionID),
                 ])
             return db.changes > 0
         }

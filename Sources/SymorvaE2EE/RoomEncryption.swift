@@ -199,4 +199,19 @@ extension AccountCrypto {
     package func openDecrypted(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
         (try? store.secrets.open(sealed, associatedData: associatedData(eventID)))?.exposedValue
     }
+
+    private func queuedAssociatedData(_ transactionID: String) -> [UInt8] {
+        SecretBox.associatedData(account: userID.rawValue, field: "e2ee.queued:\(transactionID)")
+    }
+
+    /// Seals the content of a message queued for an encrypted room, bound to its transaction
+    /// ID, so that what the user wrote is not in the clear on disk while it waits to be sent.
+    package func sealQueued(_ content: [UInt8], transactionID: String) -> [UInt8]? {
+        try? store.secrets.seal(Secret(content), associatedData: queuedAssociatedData(transactionID))
+    }
+
+    /// Opens what ``sealQueued(_:transactionID:)`` sealed.
+    package func openQueued(_ sealed: [UInt8], transactionID: String) -> [UInt8]? {
+        (try? store.secrets.open(sealed, associatedData: queuedAssociatedData(transactionID)))?.exposedValue
+    }
 }

@@ -117,7 +117,7 @@ package enum ChatAPI {
         if isEncrypted {
             body.raw(
                 "initial_state",
-                #"[{"type":"m.room.encryption","state_key":"","content":{"algorithm":"m.megolm.v1.aes-sha2"}}]"#)
+                #"[{"type":"m.room.encryption","state_key":"","content":"# + encryptionContent + "}]")
         }
         return MatrixEndpoint(method: .post, path: "\(prefix)/createRoom", body: body.bytes, requiresAuth: true)
     }
@@ -151,6 +151,20 @@ package enum ChatAPI {
             method: .get, path: "\(room(roomID))/state/\(percentEncoded(type))/\(percentEncoded(stateKey))",
             requiresAuth: true)
     }
+
+    /// `PUT /rooms/{roomId}/state/{eventType}/{stateKey}` with `content` (raw JSON).
+    package static func setState(roomID: RoomID, type: String, stateKey: String = "", content: String)
+        -> MatrixEndpoint
+    {
+        MatrixEndpoint(
+            method: .put, path: "\(room(roomID))/state/\(percentEncoded(type))/\(percentEncoded(stateKey))",
+            body: Array(content.utf8), requiresAuth: true)
+    }
+
+    /// The `m.room.encryption` content this SDK turns encryption on with: Megolm, rotated after
+    /// 100 messages or a week (the spec's defaults, stated explicitly).
+    package static let encryptionContent =
+        #"{"algorithm":"m.megolm.v1.aes-sha2","rotation_period_ms":604800000,"rotation_period_msgs":100}"#
 
     /// The membership changes one member makes to another.
     package enum MembershipAction: String, Sendable, Hashable {

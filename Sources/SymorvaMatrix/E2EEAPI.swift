@@ -57,3 +57,10 @@ package enum E2EEAPI {
             body: try body.canonicalEncoding(), requiresAuth: true)
     }
 }
+
+extension E2EEAPI {
+    /// `GET /devices`: the account's devices with their display names and when each was last seen.
+    package static func devices() -> MatrixEndpoint {
+        MatrixEndpoint(method: .get, path: "\(prefix)/devices", requiresAuth: true)
+    }
+}

@@ -19,21 +19,34 @@ public enum CryptoCommands {
             guard let crypto = community.module(AccountCrypto.self) else {
                 throw .commandFailed("not signed in")
             }
+            guard let user, user != crypto.userID else {
+                // The account's own: every device the homeserver lists, with the keys verified here.
+                let own: [AccountDevice]
+                do throws(SessionError) { own = try await community.session.devices() } catch {
+                    throw .commandFailed("devices not read: \(error)")
+                }
+                for device in own {
+                    let name = device.displayName.map { " \"\(TerminalText.escaped($0))\"" } ?? ""
+                    let key = device.ed25519Key.map { " ed25519:\($0)" } ?? " (no verified keys)"
+                    let flag = device.keysChanged ? " !keys changed" : ""
+                    context.output.print("\(device.isCurrent ? "*" : " ") \(device.deviceID)\(name)\(key)\(flag)")
+                }
+                return
+            }
             let listed: [CryptoDevice]
             do throws(CryptoError) {
-                listed = try await crypto.devices(of: user ?? crypto.userID)
+                listed = try await crypto.devices(of: user)
             } catch {
                 throw .commandFailed("devices not read: \(error)")
             }
             guard !listed.isEmpty else {
-                context.output.print(user == nil ? "no devices known yet" : "no devices known for \(user!)")
+                context.output.print("no devices known for \(user)")
                 return
             }
             for device in listed {
-                let mark = device.userID == crypto.userID && device.deviceID == crypto.deviceID.rawValue ? "*" : " "
                 let flag = device.keysChanged ? " !keys changed" : ""
                 let name = device.displayName.map { " \"\(TerminalText.escaped($0))\"" } ?? ""
-                context.output.print("\(mark) \(device.deviceID)\(name) ed25519:\(device.ed25519)\(flag)")
+                context.output.print("  \(device.deviceID)\(name) ed25519:\(device.ed25519)\(flag)")
             }
         })
 }

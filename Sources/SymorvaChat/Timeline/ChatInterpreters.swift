@@ -170,9 +170,15 @@ struct SendQueueInterpreter: EffectInterpreter {
             client.logger.info("encryption failed error=\(error)")
             return .failure(error)
         }
+        // The plaintext is sealed too, should the message have been queued before the room was
+        // known encrypted: from here on nothing of it is in the clear on disk.
+        guard let sealed = encryptor.seal(Array(content.json.utf8), transactionID: transactionID) else {
+            return .failure(.permanent(.encryptionFailed))
+        }
         do {
             _ = try await client.store.updateQueuedMessage(
-                transactionID: transactionID.rawValue, state: .queued, encryptedContent: Array(encrypted.json.utf8))
+                transactionID: transactionID.rawValue, state: .queued, encryptedContent: Array(encrypted.json.utf8),
+                sealedContent: sealed)
         } catch {
             client.logger.error("encrypted content not stored error=\(error)")
             return .failure(.network)

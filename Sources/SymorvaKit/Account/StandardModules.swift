@@ -61,7 +61,8 @@ extension AccountModuleFactory {
         let logger = Logger(category: "chat", center: context.logCenter)
         let chat = AccountChat(
             requester: context.requester, database: context.database.database, scope: context.scope,
-            clock: context.clock, wallClock: context.wallClock, tracer: context.tracer)
+            clock: context.clock, wallClock: context.wallClock, tracer: context.tracer,
+            options: ChatOptions(encryptsNewRooms: context.configuration.encryption.isEnabledByDefault))
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
             chat.onDeviceChanges { changes in await crypto.syncCommitted(changes) }
@@ -207,6 +208,14 @@ struct CryptoRoomEncryptor: RoomEncryptor {
             case .failed: throw .permanent(.encryptionFailed)
             }
         }
+    }
+
+    func seal(_ content: [UInt8], transactionID: TransactionID) -> [UInt8]? {
+        crypto.sealQueued(content, transactionID: transactionID.rawValue)
+    }
+
+    func open(_ sealed: [UInt8], transactionID: TransactionID) -> [UInt8]? {
+        crypto.openQueued(sealed, transactionID: transactionID.rawValue)
     }
 }
 

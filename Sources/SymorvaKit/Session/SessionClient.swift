@@ -20,7 +20,7 @@ public final class SessionClient: Sendable {
     public var accounts: ObservableValue<[Account]> { accountsPublisher.observable }
 
     private let coordinator: AppFlowCoordinator
-    private let sessions: CommunitySessions
+    let sessions: CommunitySessions
     private let operations = AsyncLock()
     private let statePublisher = ObservableValue<SessionState>.Publisher(.launching)
     private let accountsPublisher = ObservableValue<[Account]>.Publisher([])

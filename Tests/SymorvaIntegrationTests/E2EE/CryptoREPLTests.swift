@@ -24,7 +24,7 @@ struct CryptoREPLTests {
             repl.send("devices")
             let transcript = try await repl.transcript.wait(timeout: .seconds(30)) { $0.output.count > before }
             listed = transcript.output[before]
-            if listed.hasPrefix("* ") { break }
+            if listed.hasPrefix("* ") && listed.contains(" ed25519:") { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(listed.hasPrefix("* ") && listed.contains(" ed25519:"))

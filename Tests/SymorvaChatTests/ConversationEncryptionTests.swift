@@ -1,0 +1,323 @@
+import Foundation
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaStore
+import SymorvaTesting
+import Synchronization
+import Testing
+
+@testable import SymorvaChat
+@testable import SymorvaChatStore
+@testable import SymorvaMatrix
+
+/// A stand-in for the crypto module's two sides (the real one is `SymorvaE2EE`, tested against
+/// Synapse): it "encrypts" and seals by flipping every byte, so a test can tell whether
+/// something written or sent still holds the plaintext, and recognises what it sealed.
+final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
+    let encrypted = Mutex<[RoomID]>([])
+
+    static func flipped(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 ^ 0x5A } }
+
+    func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent {
+        encrypted.withLock { $0.append(roomID) }
+        let ciphertext = Data(Self.flipped(Array(content.json.utf8))).base64EncodedString()
+        return MessageContent(
+            eventType: "m.room.encrypted",
+            json: #"{"algorithm":"m.megolm.v1.aes-sha2","ciphertext":"\#(ciphertext)"}"#)
+    }
+
+    func seal(_ content: [UInt8], transactionID: TransactionID) -> [UInt8]? {
+        Self.flipped(content) + Array("|\(transactionID.rawValue)".utf8)
+    }
+
+    func open(_ sealed: [UInt8], transactionID: TransactionID) -> [UInt8]? {
+        let suffix = Array("|\(transactionID.rawValue)".utf8)
+        guard sealed.count >= suffix.count, Array(sealed.suffix(suffix.count)) == suffix else { return nil }
+        return Self.flipped(Array(sealed.dropLast(suffix.count)))
+    }
+
+    func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async -> DecryptionOutcome? {
+        guard let ciphertext = RawJSON.string("ciphertext", in: content), let data = Data(base64Encoded: ciphertext)
+        else { return nil }
+        return .decrypted(
+            type: "m.room.message", content: data.map { $0 } + Array("|\(eventID.rawValue)".utf8),
+            senderKey: "curve", senderDevice: "ALICEDEVICE", deviceKnown: true)
+    }
+
+    func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
+        open(sealed, transactionID: TransactionID(eventID.rawValue))
+    }
+}
+
+extension SendReceipt {
+    /// Waits until the receipt says sent.
+    func sent() async throws {
+        try await state.wait(timeout: .seconds(30)) { state in
+            if case .sent = state { return true }
+            return false
+        }
+    }
+}
+
+/// How a conversation knows whether its room is encrypted, and that what the member writes
+/// there is never in the clear: not on the wire, not in the store.
+@Suite("Conversation encryption state, and sealed queued messages")
+struct ConversationEncryptionTests {
+    static let roomID = RoomID("!vault:example.org")
+    static let me = UserID("@me:example.org")
+    static let encryptionStatePath = "/_matrix/client/v3/rooms/!vault:example.org/state/m.room.encryption"
+
+    let transport = ScriptedHTTPTransport()
+    let crypto = FlippingRoomCrypto()
+
+    init() {
+        transport.on("PUT", pathPrefix: "/_matrix/client/v3/rooms/!vault:example.org/send/") { request in
+            .json(200, #"{"event_id": "$sent-\#(request.url.path.split(separator: "/").last ?? "")"}"#)
+        }
+    }
+
+    func chat(on store: ChatStore) -> AccountChat {
+        let requester = FixedTokenMatrixRequester(
+            homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: Self.me, accessToken: Secret("token"),
+            transport: transport)
+        let chat = AccountChat(
+            requester: requester, database: store.databaseForTesting, scope: AccountScope(label: Self.me.rawValue),
+            clock: ManualClock(), tracer: Tracer())
+        chat.setEncryptor(crypto)
+        chat.setDecryptor(crypto)
+        return chat
+    }
+
+    /// A store holding the room: only our membership (its state not synced, as right after a
+    /// join) or its full state, with or without `m.room.encryption`.
+    func store(fullState: Bool, encrypted: Bool = false) async throws -> ChatStore {
+        let store = try await ChatStore.open(path: ":memory:")
+        var events = [ConversationReactionTests.member(Self.me.rawValue, id: "$join-me")]
+        if fullState {
+            events.insert(
+                #"{"type": "m.room.create", "state_key": "", "event_id": "$create", "sender": "@me:example.org", "origin_server_ts": 1, "content": {"room_version": "10"}}"#,
+                at: 0)
+        }
+        if encrypted {
+            events.append(Self.encryptionEvent)
+        }
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("b1", events))
+        return store
+    }
+
+    static let encryptionEvent =
+        #"{"type": "m.room.encryption", "state_key": "", "event_id": "$encryption", "sender": "@me:example.org", "origin_server_ts": 2, "content": {"algorithm": "m.megolm.v1.aes-sha2"}}"#
+
+    static func sync(_ batch: String, _ events: [String]) -> [UInt8] {
+        Array(
+            #"""
+            {"next_batch": "\#(batch)", "rooms": {"join": {"\#(roomID.rawValue)": {
+              "timeline": {"events": [\#(events.joined(separator: ", "))], "limited": false}
+            }}}}
+            """#.utf8)
+    }
+
+    /// The event types the room's sends went out as, in order.
+    var sentTypes: [String] {
+        transport.requests.compactMap { request in
+            let path = request.url.path.split(separator: "/").map(String.init)
+            guard request.method == .put, path.count > 6, path[5] == "send" else { return nil }
+            return path[6]
+        }
+    }
+
+    var sentBodies: String {
+        transport.requests.filter { $0.method == .put }.map { String(decoding: $0.body, as: UTF8.self) }
+            .joined(separator: "\n")
+    }
+
+    @Test(
+        "A room whose state has not synced is unknown; a send asks the server, which says encrypted: it leaves encrypted"
+    )
+    func unknownThenEncryptedByTheServer() async throws {
+        transport.on("GET", Self.encryptionStatePath) { _ in .json(200, #"{"algorithm": "m.megolm.v1.aes-sha2"}"#) }
+        let chat = chat(on: try await store(fullState: false))
+        let conversation = try await chat.conversation(id: Self.roomID)
+        #expect(conversation.encryption.value == .unknown)
+
+        let receipt = try await conversation.send(.text("the vault code"))
+        try await receipt.sent()
+        #expect(conversation.encryption.value == .encrypted)
+        #expect(sentTypes == ["m.room.encrypted"])
+        #expect(!sentBodies.contains("vault code"))
+        #expect(crypto.encrypted.withLock { $0 } == [Self.roomID])
+        // Asked once; the next message needs no question.
+        try await conversation.send(.text("again")).sent()
+        #expect(transport.count("GET", Self.encryptionStatePath) == 1)
+        #expect(sentTypes == ["m.room.encrypted", "m.room.encrypted"])
+    }
+
+    @Test("Unknown, and the server has no m.room.encryption (404): plaintext, and the room is not encrypted")
+    func unknownThenPlaintext() async throws {
+        let chat = chat(on: try await store(fullState: false))
+        let conversation = try await chat.conversation(id: Self.roomID)
+        let receipt = try await conversation.send(.text("hello"))
+        try await receipt.sent()
+        #expect(conversation.encryption.value == .notEncrypted)
+        #expect(sentTypes == ["m.room.message"])
+        #expect(transport.count("GET", Self.encryptionStatePath) == 1)
+    }
+
+    @Test("Unknown, and the server cannot be asked: the send fails with a typed error, nothing is queued or sent")
+    func unknownAndUnreachable() async throws {
+        transport.on("GET", Self.encryptionStatePath) { _ in .failure(.connectFailed) }
+        let chat = chat(on: try await store(fullState: false))
+        let conversation = try await chat.conversation(id: Self.roomID)
+        await #expect(throws: ChatError.network) { _ = try await conversation.send(.text("not in the clear")) }
+        #expect(conversation.encryption.value == .unknown)
+        #expect(try await chat.store.queuedMessages().isEmpty)
+        #expect(sentTypes.isEmpty)
+    }
+
+    @Test(
+        "Full state without m.room.encryption is notEncrypted without asking; its state event arriving makes it encrypted for good"
+    )
+    func syncedStateDecides() async throws {
+        let chat = chat(on: try await store(fullState: true))
+        let conversation = try await chat.conversation(id: Self.roomID)
+        #expect(conversation.encryption.value == .notEncrypted)
+        try await conversation.send(.text("plain")).sent()
+
+        _ = try await SyncIngestor(store: chat.store).ingest(Self.sync("b2", [Self.encryptionEvent]))
+        var change = SyncChanges.Room(roomID: Self.roomID, membership: .joined)
+        change.encryptionEnabled = true
+        await conversation.apply(change)
+        #expect(conversation.encryption.value == .encrypted)
+        try await conversation.send(.text("sealed")).sent()
+        #expect(sentTypes == ["m.room.message", "m.room.encrypted"])
+        // A later state event without an algorithm does not turn it off.
+        _ = try await SyncIngestor(store: chat.store).ingest(
+            Self.sync(
+                "b3",
+                [
+                    #"{"type": "m.room.encryption", "state_key": "", "event_id": "$off", "sender": "@me:example.org", "origin_server_ts": 3, "content": {}}"#
+                ]))
+        await conversation.refreshEncryption()
+        #expect(conversation.encryption.value == .encrypted)
+        #expect(try await chat.store.encryptionKnowledge(roomID: Self.roomID)?.isEncrypted == true)
+        #expect(transport.count("GET", Self.encryptionStatePath) == 0)
+    }
+
+    @Test("A message queued for an encrypted room is stored sealed; a restart opens it and sends the same ciphertext")
+    func queuedContentIsSealed() async throws {
+        // The first attempt fails (503): the message stays queued, encrypted and stored.
+        transport.on(
+            "PUT", pathPrefix: "/_matrix/client/v3/rooms/!vault:example.org/send/",
+            ScriptedHTTPTransport.sequence([.json(503, #"{"errcode": "M_UNKNOWN"}"#)]))
+        let store = try await store(fullState: true, encrypted: true)
+        let chat = chat(on: store)
+        let conversation = try await chat.conversation(id: Self.roomID)
+        #expect(conversation.encryption.value == .encrypted)
+        let receipt = try await conversation.send(.text("launch code 0000"))
+        try await conversation.sendQueue.states.wait { state in
+            if case .waitingRetry = state.status { return true }
+            return false
+        }
+        let rows = try await store.queuedMessages()
+        #expect(rows.count == 1)
+        let row = try #require(rows.first)
+        #expect(row.contentIsSealed)
+        #expect(!String(decoding: row.content, as: UTF8.self).contains("launch code"))
+        #expect(row.encryptedContent != nil)
+        let raw = try await store.databaseForTesting.queryAll("SELECT content FROM send_queue") { $0.blob(0) }
+        #expect(raw.allSatisfy { !String(decoding: $0, as: UTF8.self).contains("launch code") })
+        #expect(receipt.state.value == .sending)
+        await chat.stop()
+
+        // Another run on the same store: the queue holds the plaintext in memory only, and the
+        // stored ciphertext goes out under the same transaction ID.
+        transport.on("PUT", pathPrefix: "/_matrix/client/v3/rooms/!vault:example.org/send/") { request in
+            .json(200, #"{"event_id": "$sent-\#(request.url.path.split(separator: "/").last ?? "")"}"#)
+        }
+        let again = self.chat(on: store)
+        let restored = try await again.conversation(id: Self.roomID)
+        let item = try #require(await restored.sendQueue.currentState.items.first)
+        #expect(item.transactionID.rawValue == row.transactionID)
+        #expect(item.content.json.contains("launch code 0000"))
+        #expect(item.encryptedContent?.json == row.encryptedContent.map { String(decoding: $0, as: UTF8.self) })
+        try await restored.sendQueue.states.wait {
+            $0.items.allSatisfy { if case .sent = $0.status { true } else { false } }
+        }
+        let puts = transport.requests.filter { $0.method == .put }
+        #expect(puts.count == 2)
+        #expect(Set(puts.map(\.url.path)).count == 1, "the retry reuses the transaction ID")
+        #expect(Set(puts.map(\.body)).count == 1, "the retry sends the same ciphertext")
+        #expect(crypto.encrypted.withLock { $0.count } == 1, "encrypted once")
+    }
+
+    @Test("Without an encryptor a message to an encrypted room is refused at once: nothing stored in the clear")
+    func noEncryptor() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        let requester = FixedTokenMatrixRequester(
+            homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: Self.me, accessToken: Secret("token"),
+            transport: transport)
+        let chat = AccountChat(
+            requester: requester, database: store.databaseForTesting, scope: AccountScope(label: Self.me.rawValue),
+            clock: ManualClock(), tracer: Tracer())
+        let conversation = try await chat.conversation(id: Self.roomID)
+        await #expect(throws: ChatError.encryptionUnavailable) { _ = try await conversation.send(.text("secret")) }
+        #expect(try await store.queuedMessages().isEmpty)
+        #expect(sentTypes.isEmpty)
+    }
+
+    @Test("enableEncryption sends m.room.encryption (Megolm, rotation stated) and the room is encrypted from then on")
+    func enableEncryption() async throws {
+        transport.on("PUT", Self.encryptionStatePath) { _ in .json(200, #"{"event_id": "$enc"}"#) }
+        let chat = chat(on: try await store(fullState: true))
+        let conversation = try await chat.conversation(id: Self.roomID)
+        #expect(conversation.encryption.value == .notEncrypted)
+        try await conversation.enableEncryption()
+        #expect(conversation.encryption.value == .encrypted)
+        let put = try #require(transport.requests.first { $0.url.path == Self.encryptionStatePath })
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(put.body)) as? [String: Any])
+        #expect(body["algorithm"] as? String == "m.megolm.v1.aes-sha2")
+        #expect(body["rotation_period_msgs"] as? Int == 100)
+        try await conversation.send(.text("from now on")).sent()
+        #expect(sentTypes == ["m.room.encrypted"])
+        // Already encrypted: nothing more to send.
+        try await conversation.enableEncryption()
+        #expect(transport.count("PUT", Self.encryptionStatePath) == 1)
+    }
+
+    @Test("enableEncryption refused (403) throws the server's error and leaves the room as it was")
+    func enableEncryptionRefused() async throws {
+        transport.on("PUT", Self.encryptionStatePath) { _ in .json(403, #"{"errcode": "M_FORBIDDEN", "error": "no"}"#) }
+        let chat = chat(on: try await store(fullState: true))
+        let conversation = try await chat.conversation(id: Self.roomID)
+        await #expect(throws: ChatError.server(status: 403, errorCode: "M_FORBIDDEN")) {
+            try await conversation.enableEncryption()
+        }
+        #expect(conversation.encryption.value == .notEncrypted)
+    }
+
+    @Test("The conversation list previews a decrypted latest message, opened in memory; the store keeps it sealed")
+    func decryptedPreview() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        let ciphertext = Data(FlippingRoomCrypto.flipped(Array(#"{"msgtype":"m.text","body":"see you at noon"}"#.utf8)))
+            .base64EncodedString()
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync(
+                "b2",
+                [
+                    #"{"type": "m.room.encrypted", "event_id": "$secret", "sender": "@alice:example.org", "origin_server_ts": 5, "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "\#(ciphertext)"}}"#
+                ]))
+        let chat = chat(on: store)
+        await chat.decryptPending()
+        let item = try #require(chat.conversations.value.items.first { $0.id == Self.roomID })
+        #expect(item.lastMessage?.body == "see you at noon")
+        #expect(item.lastMessage?.type == "m.room.message")
+        #expect(item.lastMessage?.messageType == "m.text")
+        let stored = try await store.databaseForTesting.queryAll("SELECT preview_body FROM rooms") {
+            $0.optionalString(0)
+        }
+        #expect(stored == [nil])
+        let sealed = try await store.databaseForTesting.queryAll("SELECT content FROM decrypted_events") { $0.blob(0) }
+        #expect(sealed.count == 1 && !String(decoding: sealed[0], as: UTF8.self).contains("noon"))
+    }
+}
