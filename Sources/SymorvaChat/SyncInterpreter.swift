@@ -200,7 +200,9 @@ final class SyncInterpreter: EffectInterpreter {
             logger.error("sync commit failed: \(error)")
             return .persisted(.failure(Self.syncError(error)))
         }
-        await delegate.withLock { $0 }?.syncCommitted(SyncChanges(body))
+        let changes = SyncChanges(body)
+        if changes.devices.toDeviceEvents > 0 { FaultPoint.toDeviceCommitted.reach() }
+        await delegate.withLock { $0 }?.syncCommitted(changes)
         // The account database does not checkpoint by itself (`Configuration.account`): copy the
         // WAL now that the list is published, before the next long poll, rather than inside the
         // next ingest. A failed checkpoint loses nothing (the WAL stays); the next one retries.

@@ -31,6 +31,9 @@ package enum FaultPoint: String, CaseIterable, Sendable {
     /// A `keys/upload` was answered by the server, and the device has not yet recorded its keys
     /// as published.
     case keysUploadAnswered = "keys.upload"
+    /// A `/sync` batch that carried to-device events is committed with its token, and the
+    /// crypto module has not processed them yet.
+    case toDeviceCommitted = "todevice.committed"
 
     /// The variable that arms a point.
     package static let environmentVariable = "SYMORVA_FAULT_POINT"

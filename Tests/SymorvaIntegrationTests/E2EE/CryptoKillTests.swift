@@ -62,6 +62,63 @@ struct CryptoKillTests {
         #expect(after == before, "the same device keys")
     }
 
+    @Test(
+        "Killed right after a sync that brought a room key is committed: the key is kept, and the restart decrypts the message"
+    )
+    func killAfterToDeviceCommitted() async throws {
+        let environment = DevEnvironment.current!
+        let data = TemporaryDataDirectory("todevice-kill")
+        let processEnvironment = ["SYMORVA_DATA_DIR": data.path, "SYMORVA_MANIFEST": environment.manifestPath!]
+        var armed = processEnvironment
+        armed[FaultPoint.environmentVariable] = FaultPoint.toDeviceCommitted.rawValue
+
+        // Bob runs in the symorva program, armed to die once a batch with to-device events is
+        // committed; his device's keys are published and queried back first.
+        let bob = try REPLProcess(environment: armed)
+        bob.send("register \(DevEnvironment.uniqueUsername("bob")) --password-stdin")
+        bob.send(testPassword.exposedValue)
+        let registered = try await bob.waitForLine { $0.hasPrefix("registered and signed in as ") }
+        let bobID = UserID(String(registered.dropFirst("registered and signed in as ".count).prefix { $0 != " " }))!
+        var listed = ""
+        for _ in 0..<200 where !(listed.hasPrefix("* ") && listed.contains(" ed25519:")) {
+            let before = bob.output.count
+            bob.send("devices")
+            listed = try await bob.transcript.wait(timeout: .seconds(30)) { $0.output.count > before }.output[before]
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(listed.contains(" ed25519:"))
+
+        // Alice invites him to an encrypted room; he joins; she sends: the room key goes to his
+        // device as an Olm to-device message, and the process dies once that sync is committed.
+        let alice = CommunityFixture()
+        _ = try await alice.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let roomID = try await alice.community.chat.createRoom(name: "Kept", invitees: [bobID], isEncrypted: true)
+        bob.send("join \(roomID)")
+        try await bob.waitForLine { $0 == "joined \(roomID)" }
+        try await alice.community.chat.conversation(id: roomID).send(.text("kept across a kill")).waitUntilSent()
+        try await bob.waitForFaultPoint(.toDeviceCommitted)
+        let storePath = try WalletIntegrationTests.accountStorePath(in: data.path)
+        let stored = try await Self.toDeviceEvents(at: storePath)
+        #expect(stored > 0, "the to-device events were committed with the sync token")
+
+        // The next process processes the stored to-device message and decrypts the event.
+        let again = try REPLProcess(environment: processEnvironment)
+        again.send("open \(roomID)")
+        try await again.waitForLine(timeout: .seconds(90)) { $0.hasSuffix(": kept across a kill  [encrypted]") }
+        again.send("quit")
+        #expect(try await again.finish() == 0)
+        #expect(try await Self.toDeviceEvents(at: storePath) == 0, "processed and removed")
+    }
+
+    /// How many to-device events the account database at `path` holds unprocessed.
+    static func toDeviceEvents(at path: String) async throws -> Int {
+        let database = try await SQLiteDatabase.open(path: path, migrations: ChatSchema.migrations)
+        return try await database.run { db throws(StoreError) in
+            try db.queryOne("SELECT COUNT(*) FROM to_device_events") { $0.int(0) } ?? 0
+        }
+    }
+
     /// Whether the account database at `path` records the device keys as published.
     static func published(at path: String) async throws -> Bool? {
         let database = try await SQLiteDatabase.open(path: path, migrations: ChatSchema.migrations)
