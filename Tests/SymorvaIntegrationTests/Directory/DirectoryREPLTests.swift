@@ -25,7 +25,17 @@ struct DirectoryREPLTests {
         try await alice.community.publicRooms.setPublished(true, roomID: roomID)
 
         let (visitor, visitorOutput) = Self.session(for: signedOutCommunity().community)
+        // Synapse fills its room directory's search index and member counts in the background:
+        // ask again until the new room is listed with its member.
+        func listed(_ lines: [String]) -> Bool {
+            lines.contains { $0.hasPrefix("1. \(name)") && $0.contains(roomID.rawValue) && $0.hasSuffix("[1 joined]") }
+        }
         var summary = await visitor.run(lines: ["directory rooms \(name)"])
+        let listingDeadline = ContinuousClock.now + .seconds(30)
+        while !listed(visitorOutput.lines.value), ContinuousClock.now < listingDeadline {
+            try await Task.sleep(for: .milliseconds(200))
+            summary = await visitor.run(lines: ["directory rooms \(name)"])
+        }
         #expect(summary.failures.isEmpty)
         var lines = visitorOutput.lines.value
         #expect(

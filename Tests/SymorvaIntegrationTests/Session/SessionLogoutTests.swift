@@ -49,6 +49,16 @@ struct SessionLogoutTests {
             return false
         }
 
+        // The soft logout is recorded by an effect that runs after the state is published (a
+        // crash in between relaunches signed in and soft-logs out again at the first refusal):
+        // wait for the record before relaunching.
+        let store = try await fixture.community.sessions.storage.sessionStore(for: account.userID)
+        let recordDeadline = ContinuousClock.now + .seconds(30)
+        while try await store.load()?.isSoftLoggedOut != true, ContinuousClock.now < recordDeadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await store.load()?.isSoftLoggedOut == true)
+
         // A relaunch (no network) comes back soft logged out.
         let relaunched = CommunityFixture(data: data, transport: OfflineTransport())
         await relaunched.community.launch()
