@@ -218,6 +218,11 @@ public final class AccountChat: Sendable {
         decryptorSlot.withLock { $0 }?.runner.request()
     }
 
+    /// New `m.room.encrypted` events are stored (a sync, a page of history): try them.
+    func encryptedEventsStored() {
+        decryptorSlot.withLock { $0 }?.runner.request()
+    }
+
     /// Decrypts what can be decrypted of the stored encrypted events and shows it in place.
     func decryptPending() async {
         guard let decryptor = decryptorSlot.withLock({ $0 })?.decryptor else { return }
@@ -348,7 +353,9 @@ public final class AccountChat: Sendable {
 
     func syncCommitted(_ changes: SyncChanges) async {
         if let handler = deviceChangesHandler.withLock({ $0 }) { await handler(changes.devices) }
-        decryptorSlot.withLock { $0 }?.runner.request()
+        // Stored events wait for a key: they are tried again when keys arrive (the crypto module
+        // says so), and new encrypted events when they are stored, not after every sync.
+        if changes.hasEncryptedEvents { encryptedEventsStored() }
         try? await reloadList()
         for room in changes.rooms {
             guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }

@@ -29,6 +29,8 @@ struct SyncChanges: Sendable {
     }
 
     var rooms: [Room] = []
+    /// Whether a timeline carried an `m.room.encrypted` event (something new to decrypt).
+    var hasEncryptedEvents = false
     /// What the response says about devices and keys, for the crypto module.
     var devices = SyncDeviceChanges()
 
@@ -50,6 +52,7 @@ struct SyncChanges: Sendable {
                     room.remoteEchoes.append((TransactionID(transactionID), eventID))
                 }
                 if event.type == "m.room.encryption" { room.encryptionEnabled = true }
+                if event.type == "m.room.encrypted" { hasEncryptedEvents = true }
                 if !event.isRelation { room.itemEventIDs.append(eventID) }
             }
             if update.state.contains(where: { $0.type == "m.room.encryption" }) { room.encryptionEnabled = true }

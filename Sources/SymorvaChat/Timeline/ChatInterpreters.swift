@@ -85,6 +85,7 @@ struct TimelineInterpreter: EffectInterpreter {
             throw .storeFailed
         }
         guard let result else { throw .storeFailed }
+        if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
         return TimelinePage(eventIDs: result.eventIDs, before: result.boundary)
     }
 }
