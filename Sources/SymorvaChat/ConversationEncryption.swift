@@ -22,6 +22,15 @@ public enum RoomEncryptionState: Sendable, Hashable, CustomStringConvertible {
         case .encrypted: "encrypted"
         }
     }
+
+    /// How far it is known: the state only ever moves up (unknown → not encrypted → encrypted).
+    var rank: Int {
+        switch self {
+        case .unknown: 0
+        case .notEncrypted: 1
+        case .encrypted: 2
+        }
+    }
 }
 
 extension Conversation {
@@ -42,8 +51,14 @@ extension Conversation {
 
     /// The room became encrypted (its state synced, or this client turned it on): final.
     func encryptionTurnedOn() async {
-        if encryptionPublisher.value != .encrypted { encryptionPublisher.publish(.encrypted) }
+        advanceEncryption(to: .encrypted)
         await sendQueue.send(.encryptionEnabled)
+    }
+
+    /// Publishes `state` if it says more than what is published: the value only moves up, also
+    /// when a sync and a server answer race (it is computed under the value's lock).
+    func advanceEncryption(to state: RoomEncryptionState) {
+        encryptionPublisher.publish { current in state.rank > current.rank ? state : nil }
     }
 
     /// Reads what the store knows of the room's encryption and publishes it.
@@ -53,8 +68,8 @@ extension Conversation {
         let knowledge = try? await client.store.encryptionKnowledge(roomID: id)
         if marked || knowledge?.isEncrypted == true {
             await encryptionTurnedOn()
-        } else if knowledge?.hasFullState == true, encryptionPublisher.value == .unknown {
-            encryptionPublisher.publish(.notEncrypted)
+        } else if knowledge?.hasFullState == true {
+            advanceEncryption(to: .notEncrypted)
         }
     }
 
@@ -85,8 +100,8 @@ extension Conversation {
                 await self.client.markEncrypted(self.id)
                 return true
             } catch .server(404, _) {
-                if self.encryptionPublisher.value == .unknown { self.encryptionPublisher.publish(.notEncrypted) }
-                return false
+                self.advanceEncryption(to: .notEncrypted)
+                return self.encryption.value == .encrypted
             }
         }
     }
