@@ -1,9 +1,33 @@
+import SymorvaChat
 import SymorvaKit
 
 /// The REPL's end-to-end encryption commands.
 public enum CryptoCommands {
     /// Every command of this group.
-    public static var commands: [REPLCommand] { [devices] }
+    public static var commands: [REPLCommand] { [devices, encryption] }
+
+    /// `encryption <room> [on]`.
+    public static let encryption = REPLCommand(
+        "encryption", usage: "encryption <room> [on]",
+        summary: "whether a room is end-to-end encrypted; 'on' turns encryption on for good",
+        parse: { arguments throws(REPLError) -> (String, Bool) in
+            let room = try arguments.next()
+            let rest = try arguments.rest()
+            guard rest.isEmpty || rest == ["on"] else { throw .invalidArgument("expected 'on' or nothing") }
+            return (room, rest == ["on"])
+        },
+        run: { arguments, context async throws(REPLError) in
+            let chat = try ChatCommands.client(context)
+            let roomID = try ChatCommands.resolveRoom(arguments.0, context)
+            let conversation = try await ChatCommands.failing { () async throws(ChatError) in
+                try await chat.conversation(id: roomID)
+            }
+            if arguments.1 {
+                try await ChatCommands.failing { () async throws(ChatError) in try await conversation.enableEncryption()
+                }
+            }
+            context.output.print("\(roomID): \(conversation.encryption.value)")
+        })
 
     /// `devices [<@user>]`.
     public static let devices = REPLCommand(

@@ -31,6 +31,15 @@ struct CryptoREPLTests {
         repl.send("create Vault --encrypted")
         let created = try await repl.waitForLine { $0.hasPrefix("created !") && $0.hasSuffix(" (encrypted)") }
         let roomID = created.split(separator: " ")[1]
+        repl.send("encryption \(roomID)")
+        try await repl.waitForLine { $0 == "\(roomID): encrypted" }
+        repl.send("create Lobby")
+        let plain = try await repl.waitForLine { $0.hasPrefix("created !") && !$0.hasSuffix(" (encrypted)") }
+        let plainID = plain.split(separator: " ")[1]
+        repl.send("encryption \(plainID)")
+        try await repl.waitForLine { $0 == "\(plainID): notEncrypted" }
+        repl.send("encryption \(plainID) on")
+        try await repl.waitForLine { $0 == "\(plainID): encrypted" }
         repl.send("open \(roomID)")
         repl.send("send sealed words")
         try await repl.waitForLine { $0.hasSuffix(": sealed words  [encrypted]") }
