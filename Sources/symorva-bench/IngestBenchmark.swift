@@ -12,7 +12,7 @@ import SymorvaKit
 /// same file (measured last, after resetting the peak, so it does not inflate ours).
 enum IngestBenchmark: StaticBenchmark {
     static let name = "ingest"
-    static let argumentsSynopsis = "FILE [--runs N] [--no-json]"
+    static let argumentsSynopsis = "FILE [--runs N] [--no-json] [--encrypted]"
     static let summary = "/sync file → committed rows → conversation list; peak memory; JSONSerialization beside"
 
     static func run(arguments: [String]) async -> Int32 {
@@ -26,7 +26,7 @@ enum IngestBenchmark: StaticBenchmark {
 
     private static func measure(_ arguments: [String]) async throws(ChatBench.Failure) -> Int32 {
         let (positional, values) = try ChatBench.options(
-            arguments, known: ["runs"], flags: ["no-json"])
+            arguments, known: ["runs"], flags: ["no-json", "encrypted"])
         guard let path = positional.first else { throw ChatBench.Failure(message: "missing FILE") }
         let runs = try ChatBench.integer(values, "runs", 3)
         let baseline = ChatBench.processStatus("VmRSS")
@@ -34,6 +34,10 @@ enum IngestBenchmark: StaticBenchmark {
         let folder = try ChatBench.temporaryDirectory()
         defer { ChatBench.removeDirectory(folder) }
         print("file: \(path) (\(ChatBench.megabytes(document.count)))")
+        if values["encrypted"] != nil {
+            try await EncryptedIngest.measure(document, runs: runs, folder: folder)
+            return 0
+        }
 
         let beforeIngest = ChatBench.processStatus("VmRSS")
         ChatBench.resetPeakMemory()
