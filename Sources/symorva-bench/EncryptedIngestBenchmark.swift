@@ -108,10 +108,56 @@ enum EncryptedIngest {
             }
             rooms["join"] = .object(joined)
             top["rooms"] = .object(rooms)
-            return Prepared(
-                document: try JSONValue.object(top).canonicalEncoding(), sessions: sessions, encryptedEvents: count)
+            var document: [UInt8] = []
+            document.reserveCapacity(document.count * 2)
+            writeJSON(.object(top), to: &document)
+            return Prepared(document: document, sessions: sessions, encryptedEvents: count)
         } catch {
             throw ChatBench.Failure(message: "encrypting the response failed: \(error)")
+        }
+    }
+
+    /// Writes `value` as JSON (the response has non-integer numbers, which the canonical
+    /// encoding refuses).
+    static func writeJSON(_ value: JSONValue, to output: inout [UInt8]) {
+        switch value {
+        case .null: output += Array("null".utf8)
+        case .bool(let flag): output += Array((flag ? "true" : "false").utf8)
+        case .number(let number):
+            if number.rounded() == number, abs(number) < 9e15 {
+                output += Array(String(Int(number)).utf8)
+            } else {
+                output += Array("\(number)".utf8)
+            }
+        case .string(let text):
+            output.append(UInt8(ascii: "\""))
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+                case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                case 0..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    output += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                default: output.append(byte)
+                }
+            }
+            output.append(UInt8(ascii: "\""))
+        case .array(let values):
+            output.append(UInt8(ascii: "["))
+            for (index, element) in values.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                writeJSON(element, to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            output.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                writeJSON(.string(key), to: &output)
+                output.append(UInt8(ascii: ":"))
+                writeJSON(members[key]!, to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
         }
     }
 
