@@ -170,6 +170,13 @@ enum EncryptedIngest {
         var passes: Int
         var left: Int
         var cpu: Double
+        /// Each pass's time, in order.
+        var passTimes: [Double]
+        /// Two queries every pass runs, timed once after the last pass: chat's query for
+        /// undecrypted events (which walks every stored encrypted event newest first) and the
+        /// conversation list (the pass reloads it).
+        var undecryptedQuery: Double
+        var conversationList: Double
     }
 
     /// Ingests `prepared` into a fresh account database at `path` and decrypts as chat does.
@@ -230,9 +237,15 @@ enum EncryptedIngest {
                 left = now
             }
             let cpu = ChatBench.cpuTime() - startCPU
+            let queryStart = ChatBench.now()
+            _ = try await store.undecryptedEvents(limit: 500)
+            let listStart = ChatBench.now()
+            _ = try await store.loadConversationList()
+            let listEnd = ChatBench.now()
             return Figures(
                 ingest: ingested - start, firstPass: passTimes.first ?? 0, firstPassDecrypted: firstPassDecrypted,
-                all: passTimes.reduce(0, +), passes: passTimes.count, left: left, cpu: cpu)
+                all: passTimes.reduce(0, +), passes: passTimes.count, left: left, cpu: cpu, passTimes: passTimes,
+                undecryptedQuery: listStart - queryStart, conversationList: listEnd - listStart)
         } catch let failure as ChatBench.Failure {
             throw failure
         } catch {
@@ -270,6 +283,13 @@ enum EncryptedIngest {
                     + "\(ChatBench.format(last.ingest)) s, first decrypt pass \(ChatBench.format(last.firstPass)) s "
                     + "(\(last.firstPassDecrypted) events), all \(ChatBench.format(last.all)) s in \(last.passes) passes "
                     + "(\(last.left) left), CPU \(ChatBench.format(last.cpu)) s (with the counts between passes)")
+            let passes = last.passTimes
+            print(
+                "    passes: first \(ChatBench.format(passes.first ?? 0)) s, middle "
+                    + "\(ChatBench.format(passes.isEmpty ? 0 : passes[passes.count / 2])) s, last full "
+                    + "\(ChatBench.format(passes.count > 1 ? passes[passes.count - 2] : 0)) s; after them the "
+                    + "undecrypted-events query \(ChatBench.format(last.undecryptedQuery)) s and the conversation "
+                    + "list \(ChatBench.format(last.conversationList)) s")
         }
         func line(_ label: String, _ values: [Double]) {
             let repeated = Repeated(values: values)

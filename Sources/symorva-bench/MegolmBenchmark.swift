@@ -136,9 +136,10 @@ struct MegolmBenchmark: BenchmarkMode {
             "megolm: \(messages) messages per room (ciphertext \(rooms[0].lengths.min() ?? 0)–\(rooms[0].lengths.max() ?? 0) bytes), "
                 + "\(rounds) rounds, forms interleaved; load average \(Self.loadAverage())")
         var rates: [String: [Double]] = [:]
+        var cpuRates: [String: [Double]] = [:]
         for round in 0..<rounds {
             for form in forms {
-                let rate: Double
+                let rate: (Double, Double)
                 switch form {
                 case "c":
                     rate = try Self.single(rooms[0], sink: sink) { try $0.decryptWithC() }
@@ -149,13 +150,14 @@ struct MegolmBenchmark: BenchmarkMode {
                 case "driver2":
                     rate = try Self.parallel(rooms, sink: sink) { try $0.decryptWithDriver() }
                 default:
-                    rate = try await Self.engine(rooms[0], database: folder + "/engine-\(round).sqlite", sink: sink)
+                    rate = (try await Self.engine(rooms[0], database: folder + "/engine-\(round).sqlite", sink: sink), .nan)
                 }
-                rates[form, default: []].append(rate)
+                rates[form, default: []].append(rate.0)
+                cpuRates[form, default: []].append(rate.1)
             }
         }
 
-        print("  form                                   messages/s median [min–max]")
+        print("  form                                   messages/s median [min–max]   per CPU-second (threads' CPU time)")
         let labels = [
             "c": "C loop over libolm, 1 thread", "driver": "driver (OlmCryptoDriver), 1 thread",
             "c2": "C loop, 2 threads (2 rooms)", "driver2": "driver, 2 threads (2 rooms)",
@@ -163,11 +165,13 @@ struct MegolmBenchmark: BenchmarkMode {
         ]
         for form in forms {
             let values = Repeated(values: rates[form] ?? [])
+            let cpu = Repeated(values: cpuRates[form] ?? [])
             print(
                 "  \(padded(labels[form] ?? form, 38, right: true)) \(padded(grouped(values.median), 10)) "
-                    + "[\(grouped(values.min))–\(grouped(values.max))]")
+                    + "[\(grouped(values.min))–\(grouped(values.max))]"
+                    + (cpu.median.isNaN ? "" : "   \(grouped(cpu.median)) [\(grouped(cpu.min))–\(grouped(cpu.max))]"))
         }
-        func ratio(_ top: String, _ bottom: String) -> String? {
+        func ratio(_ top: String, _ bottom: String, in rates: [String: [Double]] = rates) -> String? {
             guard let top = rates[top], let bottom = rates[bottom], top.count == bottom.count else { return nil }
             let ratios = Repeated(values: zip(top, bottom).map { $0 / $1 })
             return "\(fixed(ratios.median, 3)) [\(fixed(ratios.min, 3))–\(fixed(ratios.max, 3))] (per round)"
@@ -177,30 +181,48 @@ struct MegolmBenchmark: BenchmarkMode {
         if let value = ratio("c2", "c") { print("  C loop, 2 threads / 1:      \(value)  (what the machine gives)") }
         if let value = ratio("driver2", "c2") { print("  driver / C loop, 2 threads: \(value)") }
         if let value = ratio("engine", "driver") { print("  full path / driver:         \(value)") }
+        if let value = ratio("driver2", "driver", in: cpuRates) {
+            print("  driver, per CPU-second, 2 threads / 1: \(value)  (1.0: the threads do not slow each other)")
+        }
+        if let value = ratio("c2", "c", in: cpuRates) { print("  C loop, per CPU-second, 2 threads / 1: \(value)") }
         print("  load average afterwards \(Self.loadAverage()); checksum \(sink.checksum)")
         // The last account database closes on its own thread once released; exiting while it
         // does crashes the process, so it gets a moment.
         try? await Task.sleep(for: .milliseconds(500))
     }
 
-    /// Messages per second of `body` over one room on this thread.
-    static func single(_ room: Room, sink: Sink, _ body: (Room) throws -> Int) throws -> Double {
+    /// The calling thread's CPU time, in seconds.
+    static func threadCPU() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
+    }
+
+    /// Messages per second of `body` over one room on this thread, wall clock and per second
+    /// of the thread's CPU time.
+    static func single(_ room: Room, sink: Sink, _ body: (Room) throws -> Int) throws -> (Double, Double) {
+        let cpu = threadCPU()
         let start = ContinuousClock.now
         sink.consume(try body(room))
-        return Double(room.ciphertexts.count) / (ContinuousClock.now - start).seconds
+        let elapsed = (ContinuousClock.now - start).seconds
+        let count = Double(room.ciphertexts.count)
+        return (count / elapsed, count / (threadCPU() - cpu))
     }
 
     /// Messages per second of `body` over every room, one thread per room, all started together.
     static func parallel(_ rooms: [Room], sink: Sink, _ body: @escaping @Sendable (Room) throws -> Int) throws
-        -> Double
+        -> (Double, Double)
     {
         let failed = Atomic<Bool>(false)
+        let cpuNanoseconds = Atomic<Int>(0)
         let group = DispatchGroup()
         let start = ContinuousClock.now
         for room in rooms {
             group.enter()
             let thread = Thread {
+                let cpu = threadCPU()
                 do { sink.consume(try body(room)) } catch { failed.store(true, ordering: .relaxed) }
+                cpuNanoseconds.wrappingAdd(Int((threadCPU() - cpu) * 1e9), ordering: .relaxed)
                 group.leave()
             }
             thread.start()
@@ -208,7 +230,8 @@ struct MegolmBenchmark: BenchmarkMode {
         group.wait()
         let elapsed = (ContinuousClock.now - start).seconds
         guard !failed.load(ordering: .relaxed) else { throw BenchFailure("a thread failed to decrypt") }
-        return Double(rooms.reduce(0) { $0 + $1.ciphertexts.count }) / elapsed
+        let count = Double(rooms.reduce(0) { $0 + $1.ciphertexts.count })
+        return (count / elapsed, count / (Double(cpuNanoseconds.load(ordering: .relaxed)) * 1e-9))
     }
 
     /// Messages per second through `CryptoEngine.decryptRoomEvent` on a fresh account database
