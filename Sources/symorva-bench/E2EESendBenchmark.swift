@@ -93,8 +93,10 @@ struct E2EESendBenchmark: BenchmarkMode {
                     + "\(result.toDeviceMessages) of \(users * devices) devices"
                     + (result.queriedBeforeSend ? ", no keys/query in the window" : "")
                     + (immediate
-                        ? "" : "; before: members and devices known \(fixed(result.settle * 1000, 1)) ms after "
-                            + "createRoom, \(result.backgroundQueries) keys/query (\(fixed(result.backgroundQuery * 1000, 1)) ms)"))
+                        ? ""
+                        : "; before: members and devices known \(fixed(result.settle * 1000, 1)) ms after "
+                            + "createRoom, \(result.backgroundQueries) keys/query (\(fixed(result.backgroundQuery * 1000, 1)) ms)")
+            )
             if run == 0 { continue }  // warm-up: the first run pays for the server's caches
             results.append(result)
         }
@@ -235,7 +237,8 @@ struct E2EESendBenchmark: BenchmarkMode {
         }
         return Run(
             total: (end - start).seconds, settle: (start - created).seconds, backgroundQueries: background.count,
-            backgroundQuery: background.reduce(0) { $0 + ($1.end - $1.start).seconds }, phases: phases, toDeviceMessages: toDevice.toDeviceMessages,
+            backgroundQuery: background.reduce(0) { $0 + ($1.end - $1.start).seconds }, phases: phases,
+            toDeviceMessages: toDevice.toDeviceMessages,
             queriedBeforeSend: query == nil)
     }
 }
@@ -269,8 +272,12 @@ final class TimingTransport: HTTPTransport {
         {
             for case .object(let devices) in users.values { messages += devices.count }
         }
-        if ProcessInfo.processInfo.environment["BENCH_DUMP"] != nil, path.contains("/keys/") || path.contains("/sendToDevice/") {
-            writeStandardError("\(path)\n> \(String(decoding: request.body.prefix(3000), as: UTF8.self))\n< \(String(decoding: response.body.prefix(600), as: UTF8.self))\n")
+        if ProcessInfo.processInfo.environment["BENCH_DUMP"] != nil,
+            path.contains("/keys/") || path.contains("/sendToDevice/")
+        {
+            writeStandardError(
+                "\(path)\n> \(String(decoding: request.body.prefix(3000), as: UTF8.self))\n< \(String(decoding: response.body.prefix(600), as: UTF8.self))\n"
+            )
         }
         noted.withLock { $0.append(Record(path: path, start: start, end: end, toDeviceMessages: messages)) }
         return response

@@ -150,14 +150,17 @@ struct MegolmBenchmark: BenchmarkMode {
                 case "driver2":
                     rate = try Self.parallel(rooms, sink: sink) { try $0.decryptWithDriver() }
                 default:
-                    rate = (try await Self.engine(rooms[0], database: folder + "/engine-\(round).sqlite", sink: sink), .nan)
+                    rate = (
+                        try await Self.engine(rooms[0], database: folder + "/engine-\(round).sqlite", sink: sink), .nan
+                    )
                 }
                 rates[form, default: []].append(rate.0)
                 cpuRates[form, default: []].append(rate.1)
             }
         }
 
-        print("  form                                   messages/s median [min–max]   per CPU-second (threads' CPU time)")
+        print(
+            "  form                                   messages/s median [min–max]   per CPU-second (threads' CPU time)")
         let labels = [
             "c": "C loop over libolm, 1 thread", "driver": "driver (OlmCryptoDriver), 1 thread",
             "c2": "C loop, 2 threads (2 rooms)", "driver2": "driver, 2 threads (2 rooms)",
