@@ -537,8 +537,8 @@ extension CryptoEngine {
     /// The stored inbound session of `roomID` and `sessionID`, unpickled once and kept: a stored
     /// session never changes (the first key received for a session is kept), and a kept one
     /// ratchets on from the last message it decrypted, where one unpickled for every event
-    /// ratcheted from its stored index each time (`docs/benchmarks.md`, "Megolm"). `nil` while
-    /// the key has not arrived.
+    /// ratcheted from its stored index each time (`docs/benchmarks.md`, "End-to-end
+    /// encryption"). `nil` while the key has not arrived.
     private func inboundSession(roomID: String, sessionID: String) async throws(CryptoStoreError)
         -> KeptInboundSession?
     {

@@ -2,7 +2,7 @@ import Foundation
 import SymorvaChatStore
 import SymorvaKit
 
-/// `symorva-bench ingest FILE [--runs N] [--no-json]`
+/// `symorva-bench ingest FILE [--runs N] [--no-json] [--encrypted]`
 ///
 /// Ingests any `/sync` JSON file into a fresh account database (opened as an account's is, by
 /// `AccountDatabase.openFile`) the way the sync loop does — decode, then write in one
@@ -10,6 +10,9 @@ import SymorvaKit
 /// conversation list, the peak memory (`VmHWM`) and
 /// the RSS growth, and beside them the time and peak memory of `JSONSerialization` parsing the
 /// same file (measured last, after resetting the peak, so it does not inflate ours).
+///
+/// With `--encrypted`, the same response with its rooms encrypted goes through chat's and the
+/// crypto module's decryption beside the plaintext ingest (``EncryptedIngest``).
 enum IngestBenchmark: StaticBenchmark {
     static let name = "ingest"
     static let argumentsSynopsis = "FILE [--runs N] [--no-json] [--encrypted]"
