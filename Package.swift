@@ -28,6 +28,8 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         .target(name: "CCurlShim", dependencies: ["CCurl"], path: "Sources/CCurlShim"),
+        // The plain libolm loop `symorva-bench megolm` compares the driver with (bench only).
+        .target(name: "CMegolmBaseline", dependencies: ["COlm"], path: "Sources/CMegolmBaseline"),
         .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
@@ -100,6 +102,7 @@ let package = Package(
             dependencies: [
                 "SymorvaKit", "SymorvaTesting",
                 "CSQLite",  // the plain-loop baseline of `symorva-bench store`
+                "CMegolmBaseline",  // the plain-loop baseline of `symorva-bench megolm`
             ],
             swiftSettings: swiftSettings),
 

@@ -223,8 +223,9 @@ public final class AccountChat: Sendable {
         decryptorSlot.withLock { $0 }?.runner.request()
     }
 
-    /// Decrypts what can be decrypted of the stored encrypted events and shows it in place.
-    func decryptPending() async {
+    /// Decrypts what can be decrypted of the stored encrypted events and shows it in place
+    /// (`package` for `symorva-bench ingest --encrypted`, which times it).
+    package func decryptPending() async {
         guard let decryptor = decryptorSlot.withLock({ $0 })?.decryptor else { return }
         let events: [UndecryptedEvent]
         do { events = try await store.undecryptedEvents(limit: 500) } catch {

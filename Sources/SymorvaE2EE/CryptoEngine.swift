@@ -21,6 +21,8 @@ package actor CryptoEngine {
     private var published = false
     /// Told whenever a room key is stored (chat tries its undecrypted events again).
     package let roomKeysStored = Notifier()
+    /// Inbound Megolm sessions already unpickled for decryption (``inboundSession(roomID:sessionID:)``).
+    private var inboundSessions: [InboundKey: KeptInboundSession] = [:]
 
     package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
         self.driver = driver
@@ -441,12 +443,10 @@ extension CryptoEngine {
     /// Decrypts a `m.megolm.v1.aes-sha2` event content with a stored inbound session: the
     /// plaintext event JSON (`{type, content, room_id}`), or `nil` without the session's key.
     package func megolmDecrypt(roomID: String, content: JSONValue) async throws(CryptoStoreError) -> Secret<[UInt8]>? {
-        guard let pickleKey, case .object(let members) = content,
-            members["algorithm"] == .string(Self.megolmAlgorithm),
+        guard case .object(let members) = content, members["algorithm"] == .string(Self.megolmAlgorithm),
             case .string(let sessionID)? = members["session_id"], case .string(let ciphertext)? = members["ciphertext"],
-            let row = try await store.inboundSession(roomID: roomID, sessionID: sessionID),
-            let session = try? driver.inboundGroupSession(pickle: row.pickle, key: pickleKey),
-            let decrypted = try? session.decrypt(ciphertext)
+            let stored = try await inboundSession(roomID: roomID, sessionID: sessionID),
+            let decrypted = try? stored.session.decrypt(ciphertext)
         else { return nil }
         return decrypted.plaintext
     }
@@ -486,18 +486,17 @@ extension CryptoEngine {
     package func decryptRoomEvent(roomID: String, eventID: String, content: [UInt8]) async throws(CryptoStoreError)
         -> Result<DecryptedEvent, DecryptionRefusal>?
     {
-        guard let pickleKey, case .object(let members)? = try? JSONValue(parsing: content) else {
+        guard pickleKey != nil, case .object(let members)? = try? JSONValue(parsing: content) else {
             return .failure(.unsupportedAlgorithm)
         }
         guard members["algorithm"] == .string(Self.megolmAlgorithm) else { return .failure(.unsupportedAlgorithm) }
         guard case .string(let sessionID)? = members["session_id"],
             case .string(let ciphertext)? = members["ciphertext"]
         else { return .failure(.mismatched) }
-        guard let row = try await store.inboundSession(roomID: roomID, sessionID: sessionID),
-            let session = try? driver.inboundGroupSession(pickle: row.pickle, key: pickleKey)
-        else { return nil }
+        guard let kept = try await inboundSession(roomID: roomID, sessionID: sessionID) else { return nil }
+        let row = kept.row
         let decrypted: MegolmPlaintext
-        do { decrypted = try session.decrypt(ciphertext) } catch {
+        do { decrypted = try kept.session.decrypt(ciphertext) } catch {
             // A later index than the session starts at cannot fail like this; an earlier one is
             // a key we do not have (a later forwarded key may bring it).
             return error == .unknownMessageIndex ? nil : .failure(.mismatched)
@@ -510,5 +509,48 @@ extension CryptoEngine {
         else { return .failure(.mismatched) }
         return .success(
             DecryptedEvent(type: type, content: innerBytes, senderKey: row.senderKey, signingKey: row.signingKey))
+    }
+}
+
+extension CryptoEngine {
+    /// A room's Megolm session, as the key of the unpickled sessions.
+    struct InboundKey: Hashable {
+        var roomID: String
+        var sessionID: String
+    }
+
+    /// A stored inbound session and its unpickled libolm object (used on the engine only).
+    final class KeptInboundSession {
+        let row: CryptoStore.InboundSessionRow
+        let session: any InboundGroupSession
+
+        init(row: CryptoStore.InboundSessionRow, session: any InboundGroupSession) {
+            self.row = row
+            self.session = session
+        }
+    }
+
+    /// How many unpickled inbound sessions are kept; beyond it they are all dropped (and
+    /// unpickled again when needed).
+    static let inboundSessionLimit = 256
+
+    /// The stored inbound session of `roomID` and `sessionID`, unpickled once and kept: a stored
+    /// session never changes (the first key received for a session is kept), and a kept one
+    /// ratchets on from the last message it decrypted, where one unpickled for every event
+    /// ratcheted from its stored index each time (`docs/benchmarks.md`, "End-to-end
+    /// encryption"). `nil` while the key has not arrived.
+    private func inboundSession(roomID: String, sessionID: String) async throws(CryptoStoreError)
+        -> KeptInboundSession?
+    {
+        let key = InboundKey(roomID: roomID, sessionID: sessionID)
+        if let kept = inboundSessions[key] { return kept }
+        guard let pickleKey, let row = try await store.inboundSession(roomID: roomID, sessionID: sessionID),
+            let session = try? driver.inboundGroupSession(pickle: row.pickle, key: pickleKey)
+        else { return nil }
+        if let kept = inboundSessions[key] { return kept }  // unpickled by another call meanwhile
+        if inboundSessions.count >= Self.inboundSessionLimit { inboundSessions.removeAll() }
+        let kept = KeptInboundSession(row: row, session: session)
+        inboundSessions[key] = kept
+        return kept
     }
 }

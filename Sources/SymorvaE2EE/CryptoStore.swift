@@ -316,6 +316,18 @@ package struct CryptoStore: Sendable {
         package var signingKey: String
         package var forwarded: Bool
         package var pickle: [UInt8]
+
+        /// A row as given (`package` for the benchmarks, which store room keys directly).
+        package init(
+            roomID: String, sessionID: String, senderKey: String, signingKey: String, forwarded: Bool, pickle: [UInt8]
+        ) {
+            self.roomID = roomID
+            self.sessionID = sessionID
+            self.senderKey = senderKey
+            self.signingKey = signingKey
+            self.forwarded = forwarded
+            self.pickle = pickle
+        }
     }
 
     /// The oldest stored to-device events.

@@ -39,6 +39,8 @@ enum BenchmarkModes {
         MeetingsBenchmark(),
         DirectoryBenchmark(),
         StudioBenchmark(),
+        MegolmBenchmark(),
+        E2EESendBenchmark(),
     ]
 
     /// The mode called `name`, if any.

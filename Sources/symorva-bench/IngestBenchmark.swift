@@ -2,7 +2,7 @@ import Foundation
 import SymorvaChatStore
 import SymorvaKit
 
-/// `symorva-bench ingest FILE [--runs N] [--no-json]`
+/// `symorva-bench ingest FILE [--runs N] [--no-json] [--encrypted]`
 ///
 /// Ingests any `/sync` JSON file into a fresh account database (opened as an account's is, by
 /// `AccountDatabase.openFile`) the way the sync loop does — decode, then write in one
@@ -10,9 +10,12 @@ import SymorvaKit
 /// conversation list, the peak memory (`VmHWM`) and
 /// the RSS growth, and beside them the time and peak memory of `JSONSerialization` parsing the
 /// same file (measured last, after resetting the peak, so it does not inflate ours).
+///
+/// With `--encrypted`, the same response with its rooms encrypted goes through chat's and the
+/// crypto module's decryption beside the plaintext ingest (``EncryptedIngest``).
 enum IngestBenchmark: StaticBenchmark {
     static let name = "ingest"
-    static let argumentsSynopsis = "FILE [--runs N] [--no-json]"
+    static let argumentsSynopsis = "FILE [--runs N] [--no-json] [--encrypted]"
     static let summary = "/sync file → committed rows → conversation list; peak memory; JSONSerialization beside"
 
     static func run(arguments: [String]) async -> Int32 {
@@ -26,7 +29,7 @@ enum IngestBenchmark: StaticBenchmark {
 
     private static func measure(_ arguments: [String]) async throws(ChatBench.Failure) -> Int32 {
         let (positional, values) = try ChatBench.options(
-            arguments, known: ["runs"], flags: ["no-json"])
+            arguments, known: ["runs"], flags: ["no-json", "encrypted"])
         guard let path = positional.first else { throw ChatBench.Failure(message: "missing FILE") }
         let runs = try ChatBench.integer(values, "runs", 3)
         let baseline = ChatBench.processStatus("VmRSS")
@@ -34,6 +37,10 @@ enum IngestBenchmark: StaticBenchmark {
         let folder = try ChatBench.temporaryDirectory()
         defer { ChatBench.removeDirectory(folder) }
         print("file: \(path) (\(ChatBench.megabytes(document.count)))")
+        if values["encrypted"] != nil {
+            try await EncryptedIngest.measure(document, runs: runs, folder: folder)
+            return 0
+        }
 
         let beforeIngest = ChatBench.processStatus("VmRSS")
         ChatBench.resetPeakMemory()

@@ -131,4 +131,57 @@ struct CryptoStoreTests {
         _ = try await store.storeQueried([bob: []], users: [bob])
         #expect(try await store.devices(of: bob).isEmpty)
     }
+
+    @Test("A kept inbound session decrypts in any order, and the same index for another event is a replay")
+    func keptInboundSession() async throws {
+        let database = try await database()
+        let key = try SecretBox.generateKey()
+        let store = try await CryptoStore.open(on: database, userID: user, key: key)
+        let engine = CryptoEngine(driver: driver, store: store, userID: user, deviceID: "DEVICE")
+        _ = try await engine.load()
+        let account = try #require(try await store.loadAccount())
+        let room = "!room:example.org"
+        let outbound = try driver.newOutboundGroupSession()
+        let inbound = try driver.inboundGroupSession(sessionKey: try outbound.sessionKey())
+        try await store.saveInboundSession(
+            CryptoStore.InboundSessionRow(
+                roomID: room, sessionID: outbound.sessionID, senderKey: "curve", signingKey: "ed", forwarded: false,
+                pickle: try inbound.pickle(key: account.pickleKey)))
+        var contents: [[UInt8]] = []
+        for index in 0..<5 {
+            let plaintext = try JSONValue.object([
+                "type": .string("m.room.message"), "content": .object(["body": .string("message \(index)")]),
+                "room_id": .string(room),
+            ]).canonicalEncoding()
+            contents.append(
+                try JSONValue.object([
+                    "algorithm": .string("m.megolm.v1.aes-sha2"),
+                    "ciphertext": .string(try outbound.encrypt(Secret(plaintext))),
+                    "session_id": .string(outbound.sessionID),
+                ]).canonicalEncoding())
+        }
+        // Later messages first: the kept session's ratchet has moved on past the earlier ones.
+        for index in [3, 4, 0, 2, 1] {
+            let result = try await engine.decryptRoomEvent(
+                roomID: room, eventID: "$e\(index)", content: contents[index])
+            guard case .success(let event)? = result else {
+                Issue.record("message \(index) not decrypted: \(String(describing: result))")
+                return
+            }
+            #expect(String(decoding: event.content, as: UTF8.self) == #"{"body":"message \#(index)"}"#)
+        }
+        // The same event again is fine; its index under another event ID is a replay.
+        guard case .success? = try await engine.decryptRoomEvent(roomID: room, eventID: "$e2", content: contents[2])
+        else {
+            Issue.record("the same event was refused")
+            return
+        }
+        guard
+            case .failure(.replayed)? = try await engine.decryptRoomEvent(
+                roomID: room, eventID: "$other", content: contents[2])
+        else {
+            Issue.record("a replay was accepted")
+            return
+        }
+    }
 }

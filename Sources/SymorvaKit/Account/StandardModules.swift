@@ -219,11 +219,16 @@ struct CryptoRoomEncryptor: RoomEncryptor {
     }
 }
 
-/// Chat's timelines decrypt through the account's crypto module.
-struct CryptoRoomDecryptor: RoomDecryptor {
+/// Chat's timelines decrypt through the account's crypto module (`package` for
+/// `symorva-bench ingest --encrypted`, which decrypts through it).
+package struct CryptoRoomDecryptor: RoomDecryptor {
     let crypto: AccountCrypto
 
-    func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async -> DecryptionOutcome? {
+    package init(crypto: AccountCrypto) { self.crypto = crypto }
+
+    package func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async
+        -> DecryptionOutcome?
+    {
         switch await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: sender) {
         case nil: return nil
         case .failure(let refusal): return .undecryptable(reason: refusal.rawValue)
@@ -235,7 +240,7 @@ struct CryptoRoomDecryptor: RoomDecryptor {
         }
     }
 
-    func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
+    package func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
         crypto.openDecrypted(sealed, eventID: eventID)
     }
 }
