@@ -62,6 +62,9 @@ public struct ChatOptions: Sendable, Hashable {
 public final class AccountChat: Sendable {
     /// The signed-in account.
     public let userID: UserID
+    /// How many `/sync` batches this client has committed (chat waits on it for a sync to bring
+    /// something it knows is coming, such as the invites of a room it created).
+    let commits = ObservableValue<UInt64>.Publisher(0)
     /// The conversation list, from the store, updated after every committed sync.
     public var conversations: ObservableValue<ConversationList> { listPublisher.observable }
     /// The sync loop's state: stopped, initial sync, catching up, live, backing off,
@@ -362,6 +365,7 @@ public final class AccountChat: Sendable {
             guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }
             await conversation.apply(room)
         }
+        commits.publish { $0 &+ 1 }
     }
 
     func syncTokenRejected() {

@@ -27,6 +27,9 @@ extension AccountChat {
         // right away must never leave in plaintext.
         if isEncrypted { await markEncrypted(RoomID(roomID)) }
         await waitUntilListed(RoomID(roomID), as: .joined)
+        // In an encrypted room, a message sent right after this returns must share its key with
+        // every invitee's devices, so the invites must be in the room's synced state first.
+        if isEncrypted { await waitUntilSynced(members: invitees, in: RoomID(roomID)) }
         return RoomID(roomID)
     }
 
@@ -48,9 +51,15 @@ extension AccountChat {
     }
 
     /// Invites `userID`, after checking the member's power level for `invite`.
+    /// In an encrypted room it returns once the invite is in the room's synced state (while
+    /// syncing), so that a message sent next shares its key with the invitee's devices.
     public func invite(_ userID: UserID, to roomID: RoomID) async throws(ChatError) {
         try await checkPower(.invite, roomID: roomID, target: nil)
         _ = try await perform(ChatAPI.membership(.invite, roomID: roomID, userID: userID, reason: nil))
+        let knowledge = try? await store.encryptionKnowledge(roomID: roomID)
+        if knowledge?.isEncrypted == true || encryptedRooms.withLock({ $0.contains(roomID) }) {
+            await waitUntilSynced(members: [userID], in: roomID)
+        }
     }
 
     /// Removes `userID` from the room, after checking power levels (the member needs `kick`
@@ -92,6 +101,25 @@ extension AccountChat {
         guard syncIsRunning() else { return }
         _ = await conversations.first { list in
             list[roomID]?.membership == membership || !syncIsRunning() ? () : nil
+        }
+    }
+
+    /// Waits until the room's synced state has a membership event for each of `members`; returns
+    /// at once when the sync loop is not running, and after 30 seconds of syncs without them (the
+    /// server may have refused an invite). Cancellable.
+    func waitUntilSynced(members: [UserID], in roomID: RoomID) async {
+        guard !members.isEmpty else { return }
+        let sync = syncState
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !Task.isCancelled, ContinuousClock.now < deadline {
+            switch sync.value {
+            case .stopped, .failed: return
+            default: break
+            }
+            let seen = commits.value
+            if (try? await store.hasMembershipEvents(roomID: roomID, users: members.map(\.rawValue))) == true { return }
+            let next = await commits.observable.first(scope: scope) { $0 != seen ? true : nil }
+            if next == nil { return }
         }
     }
 

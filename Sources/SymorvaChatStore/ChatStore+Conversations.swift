@@ -164,3 +164,22 @@ extension ChatStore {
         }
     }
 }
+
+extension ChatStore {
+    /// Whether the room's stored state has an `m.room.member` event for every one of `users`
+    /// (an invite, a join, or any other membership).
+    package func hasMembershipEvents(roomID: RoomID, users: [String]) async throws(ChatStoreError) -> Bool {
+        try await read { db throws(StoreError) in
+            guard let nid = try Self.roomNID(roomID, db: db) else { return false }
+            for user in users {
+                let found =
+                    try db.queryOne(
+                        "SELECT 1 FROM room_state WHERE room_nid = ? AND type = 'm.room.member' AND state_key = ?",
+                        [.integer(nid), .text(user)]
+                    ) { _ in true } ?? false
+                if !found { return false }
+            }
+            return true
+        }
+    }
+}

@@ -77,6 +77,34 @@ struct EncryptionStateTests {
         #expect(list[roomID]?.lastMessage?.type == "m.room.message")
     }
 
+    @Test("A message sent as soon as createRoom returns reaches every invitee's device: the invites are synced first")
+    func sendRightAfterCreate() async throws {
+        let aliceFixture = CommunityFixture()
+        _ = try await aliceFixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        var invitees: [(CommunityFixture, UserID)] = []
+        for name in ["bob", "carol", "dave"] {
+            let fixture = CommunityFixture()
+            let account = try await fixture.community.session.register(
+                username: DevEnvironment.uniqueUsername(name), password: testPassword)
+            _ = try await ready(fixture)
+            invitees.append((fixture, account.userID))
+        }
+        _ = try await ready(aliceFixture)
+        let roomID = try await aliceFixture.community.chat.createRoom(
+            name: "Straight away", invitees: invitees.map(\.1), isEncrypted: true)
+        try await aliceFixture.community.chat.conversation(id: roomID).send(.text("first words")).waitUntilSent()
+        for (fixture, _) in invitees {
+            try await fixture.community.chat.waitForConversation(roomID, .invited)
+            _ = try await fixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
+            let room = try await fixture.community.chat.conversation(id: roomID)
+            let stop = room.observe()
+            defer { stop() }
+            let items = try await room.waitForTimeline { $0.texts.contains("first words") }
+            #expect(items.first { $0.text == "first words" }?.encryption != nil)
+        }
+    }
+
     @Test("The manifest's encryption.defaultEnabled makes a room created without saying so encrypted")
     func manifestDefault() async throws {
         var configuration = DevEnvironment.current!.configuration
