@@ -241,7 +241,7 @@ public enum MeetingCommands {
         case .notParticipant: "not in the meeting"
         case .stageFull: "the stage is full"
         case .wrongRole: "not possible in that role"
-        case .mediaUnavailable: "media unavailable (no real-time media engine on this platform yet)"
+        case .mediaUnavailable: "media unavailable (the media server failed, or no real-time media engine here)"
         case .homeserverUnavailable: "the services could not reach the homeserver"
         case .rateLimited: "rate limited; try again shortly"
         case .transport: "the services could not be reached"
@@ -250,6 +250,9 @@ public enum MeetingCommands {
         case .notSignedIn: "not signed in"
         case .accountEnded: "that account is no longer active"
         case .moduleDisabled: "the meetings module is disabled in this community"
+        case .media(.unauthorized): "the media server refused the stage token (revoked)"
+        case .media(.engine(let failure)): "the media engine failed (\(failure.rawValue))"
+        case .media: "the media connection failed"
         }
     }
 }
