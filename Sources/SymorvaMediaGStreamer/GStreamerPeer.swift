@@ -8,8 +8,9 @@
 
     /// One WebRTC connection to the media server over GStreamer's `webrtcbin`.
     ///
-    /// The pipeline: the chosen source, 48 kHz mono 16-bit, a valve (closed while the microphone
-    /// is off), a meter tap, Opus, RTP, `webrtcbin` (max-bundle); the received RTP goes through
+    /// The pipeline: the chosen source, 48 kHz mono 16-bit, a gate (silent while the microphone
+    /// is off), a meter tap, Opus, RTP, a valve (no packet leaves while the microphone is off),
+    /// `webrtcbin` (max-bundle); the received RTP goes through
     /// the Opus decoder to a meter tap and the chosen output. Built, changed and torn down on the
     /// engine's GLib loop thread only (``GLibLoop``); webrtcbin's promises and signals call back
     /// on its own threads, and those callbacks only hand values over.
@@ -26,6 +27,7 @@
         private var pipeline: UnsafeMutablePointer<GstElement>?
         private var webrtc: UnsafeMutablePointer<GstElement>?
         private var valve: UnsafeMutablePointer<GstElement>?
+        private var gate: UnsafeMutablePointer<GstElement>?
         private var busWatch: UInt32 = 0
         /// The boxes whose unretained pointers the C callbacks hold: kept until the pipeline is gone.
         private var retained: [AnyObject] = []
@@ -105,7 +107,12 @@
 
         func setSending(_ enabled: Bool) async {
             await loop.run {
-                guard let valve = self.valve else { return }
+                // The gate silences the source (the encoder keeps running, so the pads keep their
+                // caps); the valve drops the RTP packets: nothing is sent while off.
+                guard let valve = self.valve, let gate = self.gate else { return }
+                gate.withMemoryRebound(to: GObject.self, capacity: 1) {
+                    gst_util_set_object_arg($0, "mute", enabled ? "false" : "true")
+                }
                 valve.withMemoryRebound(to: GObject.self, capacity: 1) {
                     gst_util_set_object_arg($0, "drop", enabled ? "false" : "true")
                 }
@@ -136,10 +143,11 @@
             }
             return """
                 webrtcbin name=webrtc bundle-policy=max-bundle \
-                \(input) ! audioconvert ! audioresample ! \(raw) ! valve name=valve drop=\(sending ? "false" : "true") ! \
+                \(input) ! audioconvert ! audioresample ! \(raw) ! volume name=gate mute=\(sending ? "false" : "true") ! \
                 tee name=mic \
                 mic. ! queue ! fakesink name=micmeter sync=false async=false \
                 mic. ! queue ! opusenc bitrate=32000 frame-size=20 ! rtpopuspay pt=111 ! \
+                valve name=valve drop-mode=forward-sticky-events drop=\(sending ? "false" : "true") ! \
                 application/x-rtp,media=audio,encoding-name=OPUS,payload=111,clock-rate=48000 ! webrtc. \
                 rtpopusdepay name=depay ! opusdec plc=true ! audioconvert ! audioresample ! \(raw) ! tee name=room \
                 room. ! queue ! fakesink name=roommeter sync=false async=false \
@@ -160,13 +168,14 @@
             }
             pipeline = built
             guard let webrtc = element("webrtc"), let depay = element("depay"), let valve = element("valve"),
-                let micMeter = element("micmeter"), let roomMeter = element("roommeter")
+                let gate = element("gate"), let micMeter = element("micmeter"), let roomMeter = element("roommeter")
             else {
                 tearDown()
                 return false
             }
             self.webrtc = webrtc
             self.valve = valve
+            self.gate = gate
             let box = SignalBox(events: events, peer: self)
             retained.append(box)
             let signals = Unmanaged.passUnretained(box)
@@ -217,10 +226,12 @@
             }
             if let webrtc { gst_object_unref(webrtc) }
             if let valve { gst_object_unref(valve) }
+            if let gate { gst_object_unref(gate) }
             if let pipeline { gst_object_unref(pipeline) }
             pipeline = nil
             webrtc = nil
             valve = nil
+            gate = nil
             retained = []
         }
     }
