@@ -37,13 +37,14 @@ public struct MediaSessionMachine: StateMachine {
         public var maximumAttempts: Int
         /// How long connecting and negotiating may take before the attempt counts as failed.
         public var attemptTimeout: Duration
-        /// How often the media-server session is kept alive (Janus times sessions out after 60 s).
+        /// How often the media-server session is kept alive (Janus times sessions out after 60 s);
+        /// a keep-alive is also how a session the server lost (a restart) is noticed soonest.
         public var keepaliveInterval: Duration
 
         /// Creates a configuration.
         public init(
             reconnectBackoff: RetryBackoff = .mediaReconnect, maximumAttempts: Int = 8,
-            attemptTimeout: Duration = .seconds(20), keepaliveInterval: Duration = .seconds(25)
+            attemptTimeout: Duration = .seconds(20), keepaliveInterval: Duration = .seconds(10)
         ) {
             self.reconnectBackoff = reconnectBackoff
             self.maximumAttempts = maximumAttempts

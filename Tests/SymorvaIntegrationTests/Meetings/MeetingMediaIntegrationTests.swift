@@ -87,3 +87,122 @@ struct MeetingMediaIntegrationTests {
         try await bobRoom.leave()
     }
 }
+
+extension MeetingMediaIntegrationTests {
+    @Test(
+        "The media server drops Alice's session (as a restart does): she reconnects with the same token and is heard again"
+    )
+    func reconnectsAfterTheSessionIsLost() async throws {
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-drop")
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        let detector = ToneDetector(frequency: 440)
+        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in detector.take(samples, rate: rate) }
+        defer { stop() }
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { detector.hears() }
+
+        // Cut Alice's media path at the server: her Janus session is destroyed under her.
+        guard case .connected(_, let link) = alice.state.value else { throw IntegrationFailure("Alice not connected") }
+        try await JanusProbe(transport: transport).destroy(session: link.session, at: alice.descriptor.serverURL)
+        // The next keep-alive (every 10 s) or poll finds the session gone.
+        try await alice.state.wait(timeout: .seconds(25), until: { $0.caseName == "reconnecting" })
+        let back = try await alice.state.wait(timeout: .seconds(30), until: { $0.caseName == "connected" })
+        guard case .connected(let call, let fresh) = back else { throw IntegrationFailure("not connected") }
+        #expect(fresh.session != link.session)
+        #expect(call.microphoneEnabled)
+        #expect(call.descriptor.token == alice.descriptor.token)  // no new admission
+
+        let before = detector.shares.count
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
+            detector.shares.count > before + 3 && detector.hears()
+        }
+        await alice.disconnect()
+        await bob.disconnect()
+        try await aliceRoom.leave()
+        try await bobRoom.leave()
+    }
+
+    @Test(
+        "A demoted member's session closes and they listen to a playing stream; the promoted listener is heard on stage"
+    )
+    func demotionAndPromotion() async throws {
+        let tracer = Tracer()
+        let (alice, _, aliceRoom, bobRoom) = try await stagePair("md-role", tracer: tracer)
+        let carol = try await MeetingMember.register(
+            "md-role-c", in: environment, transport: transport, tracer: tracer,
+            engine: engine(tone: 550, tracer: tracer))
+        try await carol.joinRoom(aliceRoom.roomID)
+        let carolRoom = try await carol.meetings.join(roomID: aliceRoom.roomID)
+        #expect(carolRoom.role.value.kind == .listener)
+        let aliceSession = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bobSession = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await aliceSession.connect()
+        try await bobSession.connect()
+
+        // The host demotes Bob: his media session closes, he listens, and the stream plays.
+        try await aliceRoom.demote(try #require(bobRoom.member as UserID?))
+        try await bobSession.state.wait(timeout: .seconds(15), until: { $0.isFinal })
+        #expect(bobSession.state.value == .closed(.requested) || bobSession.state.value == .closed(.revoked))
+        try await bobRoom.role.wait(timeout: .seconds(15), until: { $0.kind == .listener })
+        let playback = try #require(bobRoom.playbackStream)
+        playback.play()
+        try await playback.liveLatency.wait(timeout: .seconds(20), until: { $0 != nil })
+        try await playback.state.wait(timeout: .seconds(10), for: .playing)
+
+        // Promoted, Carol connects, turns her microphone on, and Alice hears her 550 Hz.
+        try await aliceRoom.promote(carol.userID)
+        try await carolRoom.role.wait(timeout: .seconds(15), until: { $0.kind == .stage })
+        let carolSession = try #require(carolRoom.stageSession as? JanusMediaSession)
+        try await carolSession.connect()
+        try await carolSession.setMicrophoneEnabled(true)
+        let detector = ToneDetector(frequency: 550)
+        let stop = aliceSession.audioMeter.listenToIncomingSamples { samples, rate in
+            detector.take(samples, rate: rate)
+        }
+        defer { stop() }
+        try await waitUntil(timeout: .seconds(10), "Alice hears Carol") { detector.hears() }
+        _ = alice
+        await carolSession.disconnect()
+        await aliceSession.disconnect()
+        try await aliceRoom.end()
+    }
+
+    @Test("No media token reaches a log or a trace while sessions connect, reconnect and close")
+    func noTokenInLogsOrTraces() async throws {
+        let shared = CapturingLogSink()
+        let removeShared = LogCenter.shared.addSink(shared)
+        let threshold = LogCenter.shared.threshold
+        LogCenter.shared.threshold = .trace
+        defer {
+            LogCenter.shared.threshold = threshold
+            removeShared()
+        }
+        let recorder = ObservableTraceRecorder()
+        let tracer = Tracer()
+        _ = tracer.addSink(recorder)
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-canary", tracer: tracer)
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        try await alice.setMicrophoneEnabled(false)
+        await alice.disconnect()
+        await bob.disconnect()
+        try await aliceRoom.leave()
+        try await bobRoom.leave()
+
+        let tokens = [alice.descriptor.token.exposedValue, bob.descriptor.token.exposedValue]
+        let logs = shared.text
+        let traces = recorder.records.map(\.description).joined(separator: "\n")
+        #expect(traces.contains("MediaSession["), "no media-session records in the trace")
+        #expect(traces.contains("joinRoom"))
+        for token in tokens {
+            #expect(!logs.contains(token), "a media token in the log")
+            #expect(!traces.contains(token), "a media token in the trace")
+        }
+    }
+}

@@ -121,6 +121,12 @@ struct JanusProbe {
         throw IntegrationFailure("no answer to the AudioBridge join")
     }
 
+    /// Destroys a media-server session under its owner (what a restart of the server does to it).
+    func destroy(session: UInt64, at serverURL: String) async throws {
+        guard let base = URL(string: serverURL) else { throw IntegrationFailure("bad server URL") }
+        _ = try await post(base.appending(path: "\(session)"), ["janus": "destroy"])
+    }
+
     private func post(_ url: URL, _ body: [String: Any]) async throws -> [String: Any] {
         var body = body
         body["transaction"] = UUID().uuidString
