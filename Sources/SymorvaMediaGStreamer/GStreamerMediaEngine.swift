@@ -1,6 +1,6 @@
 #if os(Linux)
-    import CGStreamer
-    import CGStreamerShim
+    internal import CGStreamer
+    internal import CGStreamerShim
     import SymorvaHTTP
     import SymorvaMachines
     import SymorvaMeetings
