@@ -164,7 +164,11 @@ package final class JanusClient: Sendable {
         guard message.janus == "event", let transaction = message.transaction else { return false }
         let waiter: CheckedContinuation<JanusMessage, Never>? = waiters.withLock { waiters in
             if let waiter = waiters.removeValue(forKey: transaction) { return waiter }
-            early.withLock { $0[transaction] = message }
+            early.withLock { early in
+                // Answers nobody waits for any more (a cancelled request) must not pile up.
+                if early.count >= 32 { early.removeAll() }
+                early[transaction] = message
+            }
             return nil
         }
         waiter?.resume(returning: message)

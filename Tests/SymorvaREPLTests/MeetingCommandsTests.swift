@@ -45,6 +45,7 @@ struct MeetingCommandsTests {
             .notRoomMember, .notHost, .meetingUnknown, .roomUnknown, .meetingEnded, .notParticipant, .stageFull,
             .wrongRole, .mediaUnavailable, .homeserverUnavailable, .rateLimited(retryAfter: nil), .transport(.timeout),
             .invalidResponse, .refused(code: "SY_X", status: 400), .notSignedIn, .accountEnded, .moduleDisabled,
+            .media(.unauthorized), .media(.engine(.missingComponent)), .media(.iceFailed),
         ]
         let texts = errors.map(MeetingCommands.message(for:))
         #expect(Set(texts).count == errors.count)
