@@ -258,4 +258,18 @@ unsigned int symorva_bus_watch(
     gst_object_unref(bus);
     return id;
 }
+int symorva_appsrc_push(GstElement *appsrc, const uint8_t *bytes, size_t count) {
+    GstBuffer *buffer = gst_buffer_new_allocate(NULL, count, NULL);
+    if (buffer == NULL) return 0;
+    gst_buffer_fill(buffer, 0, bytes, count);
+    GstFlowReturn result = GST_FLOW_ERROR;
+    g_signal_emit_by_name(appsrc, "push-buffer", buffer, &result);
+    gst_buffer_unref(buffer);
+    return result == GST_FLOW_OK;
+}
+
+void symorva_appsrc_end(GstElement *appsrc) {
+    GstFlowReturn result = GST_FLOW_ERROR;
+    g_signal_emit_by_name(appsrc, "end-of-stream", &result);
+}
 #endif

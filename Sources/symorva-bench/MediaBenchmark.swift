@@ -21,7 +21,9 @@
     /// - CPU per stage member: this process's user + system time over 5 s with both connected and
     ///   Alice sending, per member, as a share of one core;
     /// - listener live latency: the age of the newest HLS segment when the listener's playback
-    ///   stream fetched it (the fetch-only client: no GStreamer player yet).
+    ///   stream fetched it;
+    /// - listener mouth-to-ear: Alice's microphone on until her tone comes out of the listener's
+    ///   ``GStreamerPlaybackPlayer`` (segments of 1 s, the playlist polled once a segment).
     struct MediaBenchmark: BenchmarkMode {
         /// The mode's word on the command line.
         let name = "media"
@@ -77,6 +79,7 @@
             var mouthToEar: [Duration] = []
             var cpu: [Double] = []
             var listenerLatency: [Duration] = []
+            var playerLatency: [Duration] = []
             for _ in 0..<rounds {
                 let alice = try await member(
                     "bench-ma", tone: 440, homeserver: homeserver, services: services, transport: transport)
@@ -125,6 +128,22 @@
                 }
 
                 if let latency = await playback.liveLatency.first(until: { $0 }) { listenerLatency.append(latency) }
+
+                // Through the listener's GStreamer player: Alice's tone onset until it is decoded.
+                let player = GStreamerPlaybackPlayer(stream: playback, output: .meterOnly)
+                let heard = ToneOnset(frequency: 440)
+                let stopPlayer = player.audioMeter.listenToIncomingSamples { samples, rate in
+                    heard.take(samples, rate: rate)
+                }
+                try await player.start()
+                try await aliceSession.setMicrophoneEnabled(false)
+                try await Task.sleep(for: .seconds(4))
+                heard.arm()
+                start = clock.now
+                try await aliceSession.setMicrophoneEnabled(true)
+                if let at = try? await heard.heard(timeout: .seconds(15)) { playerLatency.append(at - start) }
+                stopPlayer()
+                await player.stop()
                 await aliceSession.disconnect()
                 await bobSession.disconnect()
                 try await aliceRoom.end()
@@ -134,6 +153,7 @@
             report("join → first audio (connect to tone heard)", firstAudio)
             report("mouth-to-ear (microphone on → tone heard)", mouthToEar)
             report("listener live latency (newest segment age)", listenerLatency)
+            report("listener mouth-to-ear (through the player)", playerLatency)
             let cpuSorted = cpu.sorted()
             if let median = cpuSorted.isEmpty ? nil : cpuSorted[cpuSorted.count / 2] {
                 print(

@@ -47,5 +47,9 @@ void symorva_pcm_tap(GstElement *element, void *context, symorva_pcm_callback ca
    text), 2 for end of stream. Returns the watch's source ID. */
 typedef void (*symorva_bus_callback)(void *context, int kind, const char *text);
 unsigned int symorva_bus_watch(GstElement *pipeline, GMainContext *main_context, void *context, symorva_bus_callback callback);
+/* Pushes a copy of `bytes` into an appsrc ("push-buffer"); returns 1 when the appsrc took it. */
+int symorva_appsrc_push(GstElement *appsrc, const uint8_t *bytes, size_t count);
+/* Tells an appsrc that no more data comes ("end-of-stream"). */
+void symorva_appsrc_end(GstElement *appsrc);
 #endif /* __linux__ */
 #endif

@@ -206,3 +206,31 @@ extension MeetingMediaIntegrationTests {
         }
     }
 }
+
+extension MeetingMediaIntegrationTests {
+    @Test("A listener's GStreamer player decodes the HLS mix: the stage member's 440 Hz is in it and its level rises")
+    func listenerPlayerHearsTheStage() async throws {
+        let tracer = Tracer()
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-play", tracer: tracer)
+        let carol = try await MeetingMember.register("md-play-c", in: environment, transport: transport, tracer: tracer)
+        try await carol.joinRoom(aliceRoom.roomID)
+        let carolRoom = try await carol.meetings.join(roomID: aliceRoom.roomID)
+        let playback = try #require(carolRoom.playbackStream)
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await alice.setMicrophoneEnabled(true)
+
+        playback.play()
+        let player = GStreamerPlaybackPlayer(stream: playback, output: .meterOnly)
+        let detector = ToneDetector(frequency: 440)
+        let stop = player.audioMeter.listenToIncomingSamples { samples, rate in detector.take(samples, rate: rate) }
+        defer { stop() }
+        try await player.start()
+        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice's 440 Hz") { detector.hears() }
+        try await player.levels.wait(timeout: .seconds(5), until: { $0.incoming.isSpeaking })
+        await player.stop()
+        await alice.disconnect()
+        _ = bobRoom
+        try await aliceRoom.end()
+    }
+}
