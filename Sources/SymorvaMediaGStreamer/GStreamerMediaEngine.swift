@@ -77,8 +77,16 @@
 
     /// What this machine's GStreamer installation offers.
     enum GStreamerSupport {
-        /// Whether GStreamer initialised with webrtcbin, nice and Opus (checked once).
-        static let isAvailable: Bool = symorva_gst_initialize() != 0
+        /// Whether GStreamer initialised with webrtcbin, nice and Opus (and, for the player,
+        /// `tsdemux`, `faad` and `appsrc`), checked once on the GLib loop's thread.
+        static func available(forPlayback playback: Bool = false) async -> Bool {
+            await GLibLoop.shared.run {
+                guard symorva_gst_initialize() != 0 else { return false }
+                guard playback else { return true }
+                let elements: [String] = ["tsdemux", "faad", "appsrc"]
+                return elements.allSatisfy { symorva_gst_has_element($0) != 0 }
+            }
+        }
 
         /// Whether a capture device is likely there: a PulseAudio (or PipeWire-Pulse) server.
         static var hasCaptureDevice: Bool {

@@ -46,7 +46,7 @@
 
         func start(sending: Bool, events: @escaping @Sendable (MediaPeerEvent) -> Void) async throws(MediaSessionError)
         {
-            guard GStreamerSupport.isAvailable else { throw .engine(.missingComponent) }
+            guard await GStreamerSupport.available() else { throw .engine(.missingComponent) }
             if case .systemDefault = source, !GStreamerSupport.hasCaptureDevice { throw .engine(.missingComponent) }
             let description = pipelineDescription(sending: sending)
             let started: Bool = await loop.run { self.build(description, events: events) }

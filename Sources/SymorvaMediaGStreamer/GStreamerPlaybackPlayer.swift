@@ -36,7 +36,7 @@
             self.output = output
         }
 
-        /// The decoded audio's level (the ``MediaAudioLevels/incoming`` direction).
+        /// The decoded audio's level (the ``/SymorvaMeetings/MediaAudioLevels/incoming`` direction).
         public var levels: ObservableValue<MediaAudioLevels> { meter.levels }
 
         /// The decoded samples, for tests and benchmarks.
@@ -49,9 +49,7 @@
         ///   demuxer or AAC decoder is missing, ``/SymorvaMachines/MediaEngineFailure/pipelineFailed``
         ///   when the pipeline does not start.
         public func start() async throws(MediaSessionError) {
-            guard GStreamerSupport.isAvailable, symorva_gst_has_element("tsdemux") != 0,
-                symorva_gst_has_element("faad") != 0, symorva_gst_has_element("appsrc") != 0
-            else { throw .engine(.missingComponent) }
+            guard await GStreamerSupport.available(forPlayback: true) else { throw .engine(.missingComponent) }
             let sink =
                 switch output {
                 case .systemDefault: "out. ! queue ! autoaudiosink sync=false"

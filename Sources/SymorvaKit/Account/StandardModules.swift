@@ -124,7 +124,7 @@ extension AccountModuleFactory {
     }
 
     /// The platform's media engine for stage members.
-    static func platformMediaEngine(transport: any HTTPTransport, tracer: Tracer) -> any MediaEngine {
+    package static func platformMediaEngine(transport: any HTTPTransport, tracer: Tracer) -> any MediaEngine {
         #if os(Linux)
             GStreamerMediaEngine.automatic(transport: transport, tracer: tracer)
         #else

@@ -234,3 +234,15 @@ extension MeetingMediaIntegrationTests {
         try await aliceRoom.end()
     }
 }
+
+extension MeetingMediaIntegrationTests {
+    @Test("Signing out (the account's scope ends) closes a connected stage session")
+    func signOutClosesTheSession() async throws {
+        let (alice, _, aliceRoom, bobRoom) = try await stagePair("md-out")
+        let session = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        try await session.connect()
+        alice.scope.end(reason: .signedOut)
+        try await session.state.wait(timeout: .seconds(10), until: { $0 == .closed(.requested) })
+        try await bobRoom.leave()
+    }
+}
