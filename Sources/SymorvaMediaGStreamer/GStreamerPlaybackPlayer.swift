@@ -126,7 +126,25 @@
 
         deinit {
             feeder.withLock { $0.take() }?.cancel()
+            // A player dropped without stop(): its pipeline is torn down on the loop's thread.
+            guard let pipeline else { return }
+            let leftover = Leftover(pipeline: pipeline, appsrc: appsrc, tap: tap)
+            loop.post {
+                if let appsrc = leftover.appsrc { symorva_appsrc_end(appsrc) }
+                gst_element_set_state(leftover.pipeline, GST_STATE_NULL)
+                if let appsrc = leftover.appsrc { gst_object_unref(appsrc) }
+                gst_object_unref(leftover.pipeline)
+                _ = leftover.tap
+            }
         }
+    }
+
+    /// A dropped player's pipeline on its way to the loop's thread. `@unchecked Sendable`: the
+    /// pointers are used there only, once, after the player is gone.
+    private struct Leftover: @unchecked Sendable {
+        let pipeline: UnsafeMutablePointer<GstElement>
+        let appsrc: UnsafeMutablePointer<GstElement>?
+        let tap: TapContext?
     }
 
     /// What the player's meter tap calls back into.
