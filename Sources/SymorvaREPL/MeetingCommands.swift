@@ -96,7 +96,7 @@ private final class MeetingPrinter: Sendable {
     }
 }
 
-/// The `meeting` command group: join, hand, promote, demote, who, leave, end.
+/// The `meeting` command group: join, hand, mic, promote, demote, who, leave, end.
 public enum MeetingCommands {
     /// The commands to register: the `meeting` group.
     public static var commands: [REPLCommand] { [meeting] }
@@ -105,7 +105,7 @@ public enum MeetingCommands {
     public static let meeting = REPLCommand.group(
         "meeting", summary: "meetings of the signed-in member's rooms",
         details: "Roles and hands print live lines while a meeting is joined.",
-        subcommands: [join, hand, promote, demote, who, leave, end])
+        subcommands: [join, hand, mic, promote, demote, who, leave, end])
 
     /// `meeting join <room> [--broadcast]`.
     public static let join = REPLCommand(
@@ -153,6 +153,25 @@ public enum MeetingCommands {
                 if raised { try await room.raiseHand() } else { try await room.lowerHand() }
             }
             context.output.print("hand \(raised ? "up" : "down")")
+        })
+
+    /// `meeting mic on|off`.
+    public static let mic = REPLCommand(
+        "mic", usage: "meeting mic on|off", summary: "stage: turn your microphone on or off (off shows you muted)",
+        parse: { arguments throws(REPLError) in
+            switch try arguments.next() {
+            case "on": true
+            case "off": false
+            default: throw arguments.usageError
+            }
+        },
+        run: { enabled, context async throws(REPLError) in
+            let room = try current(context)
+            guard case .stage(let session) = room.role.value else {
+                throw .commandFailed(message(for: .wrongRole))
+            }
+            try await perform { () async throws(MeetingError) in try await session.setMicrophoneEnabled(enabled) }
+            context.output.print("microphone \(enabled ? "on" : "off")")
         })
 
     /// `meeting promote <@user>`.
