@@ -3,7 +3,8 @@
 //
 // The module graph is the architecture (docs/architecture.md): `SymorvaMachines` depends on
 // the runtime only; each C library belongs to one adapter module (`SymorvaTransport`: libcurl,
-// `SymorvaStore`: SQLite, `SymorvaCrypto`: libolm and libsodium); the wire layers and the
+// `SymorvaStore`: SQLite, `SymorvaCrypto`: libolm and libsodium, `SymorvaMediaGStreamer`:
+// GStreamer, Linux only); the wire layers and the
 // product modules import no C library; `SymorvaKit` is the umbrella. `Scripts/layering`
 // checks every import against these rules.
 import PackageDescription
@@ -39,6 +40,18 @@ let package = Package(
         .systemLibrary(
             name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        // GStreamer (Linux only: the media engine of SymorvaMediaGStreamer), with webrtcbin and SDP.
+        .systemLibrary(
+            name: "CGStreamer", path: "Sources/CGStreamer", pkgConfig: "gstreamer-webrtc-1.0",
+            providers: [
+                .apt([
+                    "libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev",
+                ])
+            ]),
+        .target(
+            name: "CGStreamerShim",
+            dependencies: [.target(name: "CGStreamer", condition: .when(platforms: [.linux]))],
+            path: "Sources/CGStreamerShim"),
 
         // MARK: Core (pure)
         .target(name: "SymorvaRuntime", swiftSettings: swiftSettings),
@@ -73,6 +86,15 @@ let package = Package(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(name: "SymorvaMeetings", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        // The Linux media engine: GStreamer's webrtcbin behind SymorvaMeetings' media adapters.
+        .target(
+            name: "SymorvaMediaGStreamer",
+            dependencies: [
+                "SymorvaMeetings",
+                .target(name: "CGStreamer", condition: .when(platforms: [.linux])),
+                .target(name: "CGStreamerShim", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: swiftSettings),
         .target(name: "SymorvaDirectory", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(name: "SymorvaPush", dependencies: ["SymorvaChat", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
@@ -86,6 +108,7 @@ let package = Package(
             dependencies: [
                 "SymorvaChat", "SymorvaWallet", "SymorvaE2EE", "SymorvaMeetings", "SymorvaTransport", "SymorvaCrypto",
                 "SymorvaCryptoDriver", "SymorvaDirectory", "SymorvaPush", "SymorvaAIStudio",
+                .target(name: "SymorvaMediaGStreamer", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: swiftSettings),
         .target(

@@ -36,6 +36,11 @@ SYMORVA_SYSTEM_PACKAGES=(libcurl4-openssl-dev libsqlite3-dev libolm-dev libsodiu
 # (udpsrc, rtpjitterbuffer, rtpopusdepay, opusdec: base/good; voaacenc, hlssink2: bad).
 SYMORVA_SYSTEM_PACKAGES+=(janus gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad)
+# The Linux media engine (SymorvaMediaGStreamer): GStreamer's headers and libraries for the
+# CGStreamer module map (gstreamer-1.0, -app, -audio, -sdp, -webrtc through pkg-config),
+# webrtcbin (plugins-bad) and its ICE agent (gstreamer1.0-nice), Opus and RTP (base/good).
+SYMORVA_SYSTEM_PACKAGES+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
+  gstreamer1.0-nice)
 
 # Installs whichever of the packages is missing. Fast when nothing is missing: one `dpkg -s`
 # call and no apt-get at all. Uses apt-get directly as root, sudo otherwise, and says what to

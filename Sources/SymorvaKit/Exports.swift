@@ -18,3 +18,7 @@
 @_exported import SymorvaPush
 @_exported import SymorvaRuntime
 @_exported import SymorvaWallet
+
+#if os(Linux)
+    @_exported import SymorvaMediaGStreamer
+#endif

@@ -55,6 +55,10 @@ public final class AccountMeetings: Sendable {
             for room in open where !room.isFinished {
                 Task.detached { try? await service.leave(room.meetingID) }
             }
+            // A stage session belongs to no scope of its own: end it with the account's.
+            for room in open {
+                Task.detached { await room.closeMedia() }
+            }
         }
     }
 

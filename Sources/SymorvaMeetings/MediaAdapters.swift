@@ -6,15 +6,24 @@ import Synchronization
 ///
 /// The SDK hands each stage member one, carrying the media-session descriptor the services
 /// issued (the media server's URL, the AudioBridge room, the member's own token and its expiry).
-/// Apple platforms plug their WebRTC engine in through ``MediaEngine``; on Linux the GStreamer
-/// `webrtcbin` engine is the next issue, and until it lands ``connect()`` throws
+/// Apple platforms plug their WebRTC engine in through ``MediaEngine``; on Linux the SDK's is
+/// GStreamer's `webrtcbin` signalling with Janus (`SymorvaMediaGStreamer`). A platform without
+/// an engine gets ``UnavailableMediaSession``, whose ``connect()`` throws
 /// ``/SymorvaMachines/MeetingError/mediaUnavailable``: never a silent no-op.
 public protocol MediaSession: AnyObject, Sendable {
     /// What the services issued for this member: renewed before its token expires.
     var descriptor: MediaSessionDescriptor { get }
-    /// Connects to the media server with the descriptor (joins the AudioBridge room).
+    /// Where the connection is (connecting, negotiating, connected, reconnecting, closed, failed).
+    var state: ObservableValue<MediaSessionMachine.State> { get }
+    /// The audio levels and speaking indications of both directions.
+    var audioLevels: ObservableValue<MediaAudioLevels> { get }
+    /// Connects to the media server with the descriptor (joins the AudioBridge room, microphone
+    /// off) and returns once audio flows; throws ``/SymorvaMachines/MeetingError/media(_:)`` with
+    /// the reason when it cannot (``/SymorvaMachines/MediaSessionError/unauthorized``: the token
+    /// was revoked).
     func connect() async throws(MeetingError)
-    /// Turns the member's microphone on or off once connected.
+    /// Turns the member's microphone on or off: off stops sending audio and tells the room the
+    /// member is muted. Remembered for a connection still being made.
     func setMicrophoneEnabled(_ enabled: Bool) async throws(MeetingError)
     /// Takes a renewed descriptor (a fresh token); a connected session rejoins with it.
     func update(_ descriptor: MediaSessionDescriptor) async
@@ -28,8 +37,8 @@ public protocol MediaEngine: Sendable {
     func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession
 }
 
-/// The media engine of a platform that has none (Linux until the GStreamer engine lands): its
-/// sessions carry the descriptor and refuse to connect with ``/SymorvaMachines/MeetingError/mediaUnavailable``.
+/// The media engine of a platform that has none: its sessions carry the descriptor and refuse
+/// to connect with ``/SymorvaMachines/MeetingError/mediaUnavailable``.
 public struct UnavailableMediaEngine: MediaEngine {
     /// The engine.
     public init() {}
@@ -42,13 +51,22 @@ public struct UnavailableMediaEngine: MediaEngine {
 /// A stage session without a media engine: it holds the descriptor, and connecting fails.
 public final class UnavailableMediaSession: MediaSession {
     private let current: Mutex<MediaSessionDescriptor>
+    private let idle: ObservableValue<MediaSessionMachine.State>.Publisher
+    private let silence = ObservableValue<MediaAudioLevels>.Publisher(MediaAudioLevels())
 
     /// A session for `descriptor`.
     public init(descriptor: MediaSessionDescriptor) {
         current = Mutex(descriptor)
+        idle = .init(.idle(MediaCall(descriptor: descriptor)))
     }
 
     public var descriptor: MediaSessionDescriptor { current.withLock { $0 } }
+
+    /// Always idle: it never connects.
+    public var state: ObservableValue<MediaSessionMachine.State> { idle.observable }
+
+    /// Always silence.
+    public var audioLevels: ObservableValue<MediaAudioLevels> { silence.observable }
 
     /// Always throws ``/SymorvaMachines/MeetingError/mediaUnavailable``: this platform has no real-time media engine.
     public func connect() async throws(MeetingError) { throw .mediaUnavailable }

@@ -164,6 +164,11 @@ public final class MeetingRoom: Sendable {
         }
     }
 
+    /// Disconnects the stage media session, if any (the account's scope ended).
+    func closeMedia() async {
+        await media.take()?.disconnect()
+    }
+
     /// Whether the member's part in the meeting is over (left, ended, failed).
     public var isFinished: Bool { host.states.value.isFinal }
 

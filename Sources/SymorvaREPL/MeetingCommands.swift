@@ -96,7 +96,7 @@ private final class MeetingPrinter: Sendable {
     }
 }
 
-/// The `meeting` command group: join, hand, promote, demote, who, leave, end.
+/// The `meeting` command group: join, hand, mic, promote, demote, who, leave, end.
 public enum MeetingCommands {
     /// The commands to register: the `meeting` group.
     public static var commands: [REPLCommand] { [meeting] }
@@ -105,7 +105,7 @@ public enum MeetingCommands {
     public static let meeting = REPLCommand.group(
         "meeting", summary: "meetings of the signed-in member's rooms",
         details: "Roles and hands print live lines while a meeting is joined.",
-        subcommands: [join, hand, promote, demote, who, leave, end])
+        subcommands: [join, hand, mic, promote, demote, who, leave, end])
 
     /// `meeting join <room> [--broadcast]`.
     public static let join = REPLCommand(
@@ -153,6 +153,25 @@ public enum MeetingCommands {
                 if raised { try await room.raiseHand() } else { try await room.lowerHand() }
             }
             context.output.print("hand \(raised ? "up" : "down")")
+        })
+
+    /// `meeting mic on|off`.
+    public static let mic = REPLCommand(
+        "mic", usage: "meeting mic on|off", summary: "stage: turn your microphone on or off (off shows you muted)",
+        parse: { arguments throws(REPLError) in
+            switch try arguments.next() {
+            case "on": true
+            case "off": false
+            default: throw arguments.usageError
+            }
+        },
+        run: { enabled, context async throws(REPLError) in
+            let room = try current(context)
+            guard case .stage(let session) = room.role.value else {
+                throw .commandFailed(message(for: .wrongRole))
+            }
+            try await perform { () async throws(MeetingError) in try await session.setMicrophoneEnabled(enabled) }
+            context.output.print("microphone \(enabled ? "on" : "off")")
         })
 
     /// `meeting promote <@user>`.
@@ -241,7 +260,7 @@ public enum MeetingCommands {
         case .notParticipant: "not in the meeting"
         case .stageFull: "the stage is full"
         case .wrongRole: "not possible in that role"
-        case .mediaUnavailable: "media unavailable (no real-time media engine on this platform yet)"
+        case .mediaUnavailable: "media unavailable (the media server failed, or no real-time media engine here)"
         case .homeserverUnavailable: "the services could not reach the homeserver"
         case .rateLimited: "rate limited; try again shortly"
         case .transport: "the services could not be reached"
@@ -250,6 +269,9 @@ public enum MeetingCommands {
         case .notSignedIn: "not signed in"
         case .accountEnded: "that account is no longer active"
         case .moduleDisabled: "the meetings module is disabled in this community"
+        case .media(.unauthorized): "the media server refused the stage token (revoked)"
+        case .media(.engine(let failure)): "the media engine failed (\(failure.rawValue))"
+        case .media: "the media connection failed"
         }
     }
 }

@@ -38,7 +38,8 @@ public actor CommunityServicesClient {
     public nonisolated let baseURL: URL
     /// How rate-limited requests are sent again.
     public nonisolated let rateLimitPolicy: RateLimitPolicy
-    private let transport: any HTTPTransport
+    /// The transport it sends over (the media engine reaches Janus over the same one).
+    nonisolated package let transport: any HTTPTransport
     private let tokenSource: any OpenIDTokenSource
     private let clock: any RuntimeClock
     private let wallClock: any WallClock

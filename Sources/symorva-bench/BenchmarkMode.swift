@@ -27,21 +27,29 @@ protocol BenchmarkMode: Sendable {
 /// The registry of benchmark modes.
 enum BenchmarkModes {
     /// Every mode, in the order the usage lists them. Add new modes here.
-    static let all: [any BenchmarkMode] = [
-        RuntimeBenchmark(),
-        StaticBenchmarkMode(IngestBenchmark.self),
-        StaticBenchmarkMode(GenerateSyncBenchmark.self),
-        StaticBenchmarkMode(ColdStartBenchmark.self),
-        StaticBenchmarkMode(TimelineBenchmark.self),
-        StaticBenchmarkMode(StoreWriteBenchmark.self),
-        WalletBenchmark(),
-        LoginRestoreBenchmark(),
-        MeetingsBenchmark(),
-        DirectoryBenchmark(),
-        StudioBenchmark(),
-        MegolmBenchmark(),
-        E2EESendBenchmark(),
-    ]
+    static let all: [any BenchmarkMode] =
+        [
+            RuntimeBenchmark(),
+            StaticBenchmarkMode(IngestBenchmark.self),
+            StaticBenchmarkMode(GenerateSyncBenchmark.self),
+            StaticBenchmarkMode(ColdStartBenchmark.self),
+            StaticBenchmarkMode(TimelineBenchmark.self),
+            StaticBenchmarkMode(StoreWriteBenchmark.self),
+            WalletBenchmark(),
+            LoginRestoreBenchmark(),
+            MeetingsBenchmark(),
+            DirectoryBenchmark(),
+            StudioBenchmark(),
+            MegolmBenchmark(),
+            E2EESendBenchmark(),
+        ] + platformModes
+
+    #if os(Linux)
+        /// Modes that need the Linux media engine.
+        static let platformModes: [any BenchmarkMode] = [MediaBenchmark()]
+    #else
+        static let platformModes: [any BenchmarkMode] = []
+    #endif
 
     /// The mode called `name`, if any.
     static func mode(named name: String) -> (any BenchmarkMode)? {

@@ -14,7 +14,8 @@ struct MeetingCommandsTests {
     @Test(
         "Outside a meeting every meeting command says so",
         arguments: [
-            "meeting hand up", "meeting hand down", "meeting promote @bob:example.org",
+            "meeting hand up", "meeting hand down", "meeting mic on", "meeting mic off",
+            "meeting promote @bob:example.org",
             "meeting demote @bob:example.org", "meeting who", "meeting leave", "meeting end",
         ])
     func notInAMeeting(line: String) async {
@@ -29,6 +30,7 @@ struct MeetingCommandsTests {
         let (session, capture) = session()
         _ = await session.run(lines: [
             "meeting hand sideways", "meeting promote bob", "meeting join", "meeting join !r:x --loud",
+            "meeting mic loud",
         ])
         #expect(
             capture.texts == [
@@ -36,6 +38,7 @@ struct MeetingCommandsTests {
                 "error: 'bob' is not a Matrix user ID (@name:server)",
                 "error: usage: meeting join <room> [--broadcast]",
                 "error: usage: meeting join <room> [--broadcast]",
+                "error: usage: meeting mic on|off",
             ])
     }
 
@@ -45,6 +48,7 @@ struct MeetingCommandsTests {
             .notRoomMember, .notHost, .meetingUnknown, .roomUnknown, .meetingEnded, .notParticipant, .stageFull,
             .wrongRole, .mediaUnavailable, .homeserverUnavailable, .rateLimited(retryAfter: nil), .transport(.timeout),
             .invalidResponse, .refused(code: "SY_X", status: 400), .notSignedIn, .accountEnded, .moduleDisabled,
+            .media(.unauthorized), .media(.engine(.missingComponent)), .media(.iceFailed),
         ]
         let texts = errors.map(MeetingCommands.message(for:))
         #expect(Set(texts).count == errors.count)

@@ -4,11 +4,16 @@ import SymorvaChatStore
 import SymorvaDirectory
 import SymorvaE2EE
 import SymorvaFeatureKit
+import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMeetings
 import SymorvaPush
 import SymorvaRuntime
 import SymorvaWallet
+
+#if os(Linux)
+    import SymorvaMediaGStreamer
+#endif
 
 // The SDK's own modules, attached to every signed-in account through the same extension point
 // that third-party modules use (`AccountModuleFactory`).
@@ -106,11 +111,26 @@ extension AccountModuleFactory {
     /// Meetings, when the manifest enables them: the account's ``/SymorvaMeetings/AccountMeetings``
     /// (what `community.meetings` joins with while the account is active). No tables: meetings
     /// live on the services.
+    ///
+    /// The stage members' media engine is the platform's: on Linux GStreamer's `webrtcbin`
+    /// (``/SymorvaMediaGStreamer/GStreamerMediaEngine/automatic(transport:tracer:)``, over the
+    /// account's transport); elsewhere ``/SymorvaMeetings/UnavailableMediaEngine`` until the app
+    /// plugs its own.
     public static let meetings = AccountModuleFactory(name: "meetings") { context in
         guard context.configuration.modules.meetings.isEnabled else { return nil }
         return AccountMeetings(
-            member: context.userID, services: context.services, scope: context.scope, clock: context.clock,
-            wallClock: context.wallClock, tracer: context.tracer)
+            member: context.userID, services: context.services, scope: context.scope,
+            engine: platformMediaEngine(transport: context.services.transport, tracer: context.tracer),
+            clock: context.clock, wallClock: context.wallClock, tracer: context.tracer)
+    }
+
+    /// The platform's media engine for stage members.
+    package static func platformMediaEngine(transport: any HTTPTransport, tracer: Tracer) -> any MediaEngine {
+        #if os(Linux)
+            GStreamerMediaEngine.automatic(transport: transport, tracer: tracer)
+        #else
+            UnavailableMediaEngine()
+        #endif
     }
 }
 

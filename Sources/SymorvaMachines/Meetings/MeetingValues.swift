@@ -246,6 +246,8 @@ public enum MeetingError: Error, Sendable, Hashable {
     case accountEnded
     /// The meetings module is off in this community's manifest.
     case moduleDisabled
+    /// The stage media session could not connect or was closed (its reason).
+    case media(MediaSessionError)
 
     /// Whether trying again later can succeed without anything else changing.
     public var isTransient: Bool {
@@ -254,6 +256,7 @@ public enum MeetingError: Error, Sendable, Hashable {
         case .notRoomMember, .notHost, .meetingUnknown, .roomUnknown, .meetingEnded, .notParticipant, .stageFull,
             .wrongRole, .invalidResponse, .refused, .notSignedIn, .accountEnded, .moduleDisabled:
             false
+        case .media(let error): error.isTransient
         }
     }
 }

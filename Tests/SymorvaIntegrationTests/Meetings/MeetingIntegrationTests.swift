@@ -39,7 +39,7 @@ struct MeetingIntegrationTests {
         let bobDescriptor = try #require(bobRoom.stageSession).descriptor
         #expect(try await janus.join(with: hostSession.descriptor) == "joined")
         #expect(try await janus.join(with: bobDescriptor) == "joined")
-        // Until the media-engine issue lands, connecting on Linux is a typed refusal.
+        // Built without a media engine (UnavailableMediaEngine), connecting is a typed refusal.
         await #expect(throws: MeetingError.mediaUnavailable) { try await hostSession.connect() }
 
         // The listener's playback stream fetches live segments.

@@ -39,7 +39,7 @@ final class MeetingMember: Sendable {
     /// dev environment's for this member's services client.
     static func register(
         _ prefix: String, in environment: DevEnvironment, transport: any HTTPTransport, servicesURL: URL? = nil,
-        username: String? = nil, tracer: Tracer = Tracer()
+        username: String? = nil, tracer: Tracer = Tracer(), engine: (any MediaEngine)? = nil
     ) async throws -> MeetingMember {
         let account = try await RegisteredAccount.register(
             username ?? DevEnvironment.uniqueUsername(prefix), password: testPassword.exposedValue, in: environment,
@@ -49,7 +49,8 @@ final class MeetingMember: Sendable {
             tokenSource: HomeserverOpenIDSource(account: account, environment: environment, transport: transport))
         let scope = AccountScope(label: account.userID)
         let meetings = AccountMeetings(
-            member: UserID(account.userID)!, services: services, scope: scope, feedWait: .seconds(5), tracer: tracer)
+            member: UserID(account.userID)!, services: services, scope: scope,
+            engine: engine ?? UnavailableMediaEngine(), feedWait: .seconds(5), tracer: tracer)
         return MeetingMember(
             account: account, services: services, scope: scope, meetings: meetings, environment: environment,
             transport: transport)
@@ -118,6 +119,12 @@ struct JanusProbe {
             }
         }
         throw IntegrationFailure("no answer to the AudioBridge join")
+    }
+
+    /// Destroys a media-server session under its owner (what a restart of the server does to it).
+    func destroy(session: UInt64, at serverURL: String) async throws {
+        guard let base = URL(string: serverURL) else { throw IntegrationFailure("bad server URL") }
+        _ = try await post(base.appending(path: "\(session)"), ["janus": "destroy"])
     }
 
     private func post(_ url: URL, _ body: [String: Any]) async throws -> [String: Any] {

@@ -1,0 +1,2 @@
+#include <glib.h>
+#include <gst/gst.h>

@@ -1,0 +1,55 @@
+#ifndef SYMORVA_CGSTREAMERSHIM_H
+#define SYMORVA_CGSTREAMERSHIM_H
+/* What Swift cannot call directly in GStreamer and GLib: signals (g_signal_emit_by_name and
+   g_signal_connect are variadic or macros), promises with their reply structures, the
+   webrtcbin session descriptions, pad probes and bus watches. Every callback receives the
+   `context` pointer it was registered with; none of them runs on the thread that registered it. */
+#if defined(__linux__)
+#include <stddef.h>
+#include <stdint.h>
+#include <glib.h>
+#include <gst/gst.h>
+
+/* Initialises GStreamer once (idempotent). Returns 1 when webrtcbin, nice and opus are usable. */
+int symorva_gst_initialize(void);
+/* Whether an element factory of that name is installed. */
+int symorva_gst_has_element(const char *factory);
+
+/* Runs `body(context)` once on the main loop of `main_context`. */
+typedef void (*symorva_invoke_callback)(void *context);
+void symorva_glib_invoke(GMainContext *main_context, symorva_invoke_callback body, void *context);
+
+/* webrtcbin signals. `text` is only valid during the call. */
+typedef void (*symorva_webrtc_ice_candidate_callback)(void *context, unsigned int mline, const char *candidate);
+typedef void (*symorva_webrtc_state_callback)(void *context, int state);
+typedef void (*symorva_webrtc_text_callback)(void *context, const char *text_or_null);
+typedef void (*symorva_webrtc_event_callback)(void *context);
+
+/* Connects on-negotiation-needed, on-ice-candidate, notify::ice-connection-state and
+   notify::ice-gathering-state; links every new src pad of `webrtc` to `receiver`'s sink pad. */
+void symorva_webrtc_connect(
+    GstElement *webrtc, GstElement *receiver, void *context, symorva_webrtc_event_callback negotiation_needed,
+    symorva_webrtc_ice_candidate_callback ice_candidate, symorva_webrtc_state_callback ice_connection_state,
+    symorva_webrtc_state_callback ice_gathering_state);
+/* Creates an offer, sets it as the local description, and calls back with its SDP (NULL on failure). */
+void symorva_webrtc_create_offer(GstElement *webrtc, void *context, symorva_webrtc_text_callback done);
+/* Sets `sdp` as the remote answer; calls back with NULL on success, a short reason otherwise. */
+void symorva_webrtc_set_remote_answer(
+    GstElement *webrtc, const char *sdp, void *context, symorva_webrtc_text_callback done);
+/* Adds a remote ICE candidate (an SDP `candidate:` line, with or without the `a=` prefix). */
+void symorva_webrtc_add_ice_candidate(GstElement *webrtc, unsigned int mline, const char *candidate);
+
+/* Calls back with every buffer of interleaved 16-bit samples that reaches `element`'s sink pad. */
+typedef void (*symorva_pcm_callback)(void *context, const int16_t *samples, size_t count, uint64_t pts_ns);
+void symorva_pcm_tap(GstElement *element, void *context, symorva_pcm_callback callback);
+
+/* Watches `pipeline`'s bus on `main_context`: calls back with 1 for an error (its message
+   text), 2 for end of stream. Returns the watch's source ID. */
+typedef void (*symorva_bus_callback)(void *context, int kind, const char *text);
+unsigned int symorva_bus_watch(GstElement *pipeline, GMainContext *main_context, void *context, symorva_bus_callback callback);
+/* Pushes a copy of `bytes` into an appsrc ("push-buffer"); returns 1 when the appsrc took it. */
+int symorva_appsrc_push(GstElement *appsrc, const uint8_t *bytes, size_t count);
+/* Tells an appsrc that no more data comes ("end-of-stream"). */
+void symorva_appsrc_end(GstElement *appsrc);
+#endif /* __linux__ */
+#endif

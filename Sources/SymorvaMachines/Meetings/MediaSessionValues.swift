@@ -1,0 +1,167 @@
+import SymorvaRuntime
+
+/// A media-server session and the plugin handle attached in it (Janus's `session_id` and
+/// `handle_id`). Safe to log: neither grants anything without the member's token.
+public struct MediaServerLink: Sendable, Hashable {
+    /// The media server's session.
+    public let session: UInt64
+    /// The AudioBridge plugin handle in that session.
+    public let handle: UInt64
+
+    /// A link.
+    public init(session: UInt64, handle: UInt64) {
+        self.session = session
+        self.handle = handle
+    }
+}
+
+/// What a stage session knows across its connections: the descriptor (renewed tokens replace
+/// it), whether the member wants their microphone on, and how many attempts failed in a row.
+public struct MediaCall: Sendable, Hashable {
+    /// The services' descriptor: the media server, the room and the member's own token.
+    public var descriptor: MediaSessionDescriptor
+    /// Whether the member's microphone should send (and the room show them unmuted).
+    public var microphoneEnabled: Bool
+    /// Connection attempts that failed since the session was last connected.
+    public var failures: Int
+
+    /// A call, microphone off, no failures.
+    public init(descriptor: MediaSessionDescriptor, microphoneEnabled: Bool = false, failures: Int = 0) {
+        self.descriptor = descriptor
+        self.microphoneEnabled = microphoneEnabled
+        self.failures = failures
+    }
+}
+
+/// A session description (SDP) of the WebRTC negotiation. Not a secret, but long: it prints
+/// its length only.
+public struct SessionDescription: Sendable, Hashable, CustomStringConvertible {
+    /// The SDP text.
+    public let sdp: String
+    /// Wraps SDP text.
+    public init(sdp: String) { self.sdp = sdp }
+    /// `sdp(<n> bytes)`.
+    public var description: String { "sdp(\(sdp.utf8.count) bytes)" }
+}
+
+/// One ICE candidate of the local peer, to trickle to the media server (or of the server's).
+public struct IceCandidate: Sendable, Hashable {
+    /// The media line index it belongs to.
+    public let mlineIndex: UInt32
+    /// The `candidate:` attribute.
+    public let candidate: String
+
+    /// A candidate.
+    public init(mlineIndex: UInt32, candidate: String) {
+        self.mlineIndex = mlineIndex
+        self.candidate = candidate
+    }
+}
+
+/// The WebRTC ICE connection state the peer reports (the W3C `RTCIceConnectionState`).
+public enum IceConnectionState: String, Sendable, Hashable, CaseIterable {
+    /// Not started.
+    case new
+    /// Checking candidate pairs.
+    case checking
+    /// A working pair was found.
+    case connected
+    /// Checking finished with a working pair.
+    case completed
+    /// No pair works: the media path is gone.
+    case failed
+    /// Connectivity was lost for now; it may come back by itself.
+    case disconnected
+    /// The agent was shut down.
+    case closed
+}
+
+/// What the media server says about the member's handle outside the answers to its requests.
+public enum MediaServerEvent: Sendable, Hashable {
+    /// The WebRTC PeerConnection is up on the server's side.
+    case webrtcUp
+    /// The server hung the PeerConnection up (ICE or DTLS failure, a restart of the plugin).
+    case hangup
+    /// The member was taken out of the room (a host demoted them: their token is revoked).
+    case removed
+    /// The server no longer knows the session (it timed out, or the server restarted).
+    case sessionLost
+}
+
+/// Why a stage media session failed, or could not connect this time.
+public enum MediaSessionError: Error, Sendable, Hashable {
+    /// The room does not accept the member's token (not in its allowed list: revoked or expired).
+    case unauthorized
+    /// The media server has no such room (the meeting's room is gone).
+    case roomUnavailable
+    /// The media server lost the session or the handle (timeout, restart).
+    case sessionLost
+    /// The media server could not be reached, or its answer was lost.
+    case transport(TransportProblem)
+    /// The media server or its plugin refused with this error code.
+    case refused(code: Int)
+    /// An answer that the media server's API does not document.
+    case invalidResponse
+    /// The platform's media engine could not do its part (no plugin, a pipeline that failed).
+    case engine(MediaEngineFailure)
+    /// ICE found no working path to the media server.
+    case iceFailed
+    /// The negotiation did not finish in time.
+    case timedOut
+
+    /// Whether a new attempt (a fresh media-server session) can succeed without anything else changing.
+    public var isTransient: Bool {
+        switch self {
+        case .sessionLost, .transport, .iceFailed, .timedOut, .roomUnavailable: true
+        case .unauthorized, .refused, .invalidResponse, .engine: false
+        }
+    }
+}
+
+/// What the platform's media engine could not do.
+public enum MediaEngineFailure: String, Sendable, Hashable {
+    /// A required element (webrtcbin, nice, opus) is not installed.
+    case missingComponent
+    /// The pipeline could not be built or started.
+    case pipelineFailed
+    /// The engine could not create the offer.
+    case offerFailed
+    /// The engine refused the media server's answer.
+    case answerRejected
+    /// The pipeline stopped with an error while running.
+    case streamFailed
+}
+
+/// Why a stage media session is closed.
+public enum MediaCloseReason: String, Sendable, Hashable {
+    /// The member (or the meeting: demotion, leaving) disconnected it.
+    case requested
+    /// The media server refused the member's token: the services revoked it (demotion).
+    case revoked
+}
+
+/// How the member joins the AudioBridge room: the descriptor's room, participant and token.
+public struct MediaRoomJoin: Sendable, Hashable, CustomStringConvertible {
+    /// The AudioBridge room.
+    public let room: UInt64
+    /// The participant ID to join with.
+    public let participantID: UInt64
+    /// The display to join with.
+    public let display: String
+    /// The member's token (redacted in every description).
+    public let token: Secret<String>
+    /// Whether to join muted.
+    public let muted: Bool
+
+    /// The join for `descriptor`.
+    public init(_ descriptor: MediaSessionDescriptor, muted: Bool) {
+        room = descriptor.room
+        participantID = descriptor.participantID
+        display = descriptor.display
+        token = descriptor.token
+        self.muted = muted
+    }
+
+    /// The room and participant only.
+    public var description: String { "join(room: \(room), participant: \(participantID))" }
+}

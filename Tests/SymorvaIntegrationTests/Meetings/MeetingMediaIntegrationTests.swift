@@ -1,0 +1,248 @@
+import Foundation
+import SymorvaKit
+import SymorvaMachines
+import SymorvaMeetings
+import SymorvaRuntime
+import SymorvaTesting
+import SymorvaTransport
+import Testing
+
+/// Stage media against the real Synapse, the reference services and Janus, over GStreamer's
+/// webrtcbin: two stage members, a 440 Hz tone from one detected in the other's decoded mix,
+/// the microphone turned off and on, reconnection after the media server dropped the session,
+/// a demoted member's session closing, and no token in a log or a trace.
+@Suite(
+    "Meeting media over webrtcbin and Janus", .serialized,
+    .requires(DevJanus.isAvailable, "needs Scripts/dev-server start --test (with Janus)"))
+struct MeetingMediaIntegrationTests {
+    let environment = DevEnvironment.current!
+    let transport = CurlTransport()
+
+    func engine(tone: Int, tracer: Tracer) -> GStreamerMediaEngine {
+        GStreamerMediaEngine(
+            transport: transport, source: .testTone(frequency: tone), output: .meterOnly, tracer: tracer)
+    }
+
+    /// Two members of a new room, both on stage (the dev stage holds 2), with tone engines.
+    func stagePair(_ prefix: String, tracer: Tracer = Tracer()) async throws -> (
+        alice: MeetingMember, bob: MeetingMember, aliceRoom: MeetingRoom, bobRoom: MeetingRoom
+    ) {
+        let alice = try await MeetingMember.register(
+            "\(prefix)-a", in: environment, transport: transport, tracer: tracer,
+            engine: engine(tone: 440, tracer: tracer))
+        let bob = try await MeetingMember.register(
+            "\(prefix)-b", in: environment, transport: transport, tracer: tracer,
+            engine: engine(tone: 660, tracer: tracer))
+        let roomID = try await alice.createRoom()
+        try await bob.joinRoom(roomID)
+        let aliceRoom = try await alice.meetings.join(roomID: roomID)
+        let bobRoom = try await bob.meetings.join(roomID: roomID)
+        #expect(aliceRoom.role.value.kind == .stage && bobRoom.role.value.kind == .stage)
+        return (alice, bob, aliceRoom, bobRoom)
+    }
+
+    @Test(
+        "A's 440 Hz tone is in B's decoded mix and B's level rises; A's microphone off → silence within a second; on → back"
+    )
+    func toneCrossesTheRoom() async throws {
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-tone")
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        #expect(alice.state.value.caseName == "connected" && bob.state.value.caseName == "connected")
+
+        let detector = ToneDetector(frequency: 440)
+        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in detector.take(samples, rate: rate) }
+        defer { stop() }
+        // Bob hears the room but not a tone while nobody sends one (both microphones start off).
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(!detector.hears())
+
+        try await alice.setMicrophoneEnabled(true)
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice's 440 Hz") { detector.hears() }
+        try await bob.audioLevels.wait(timeout: .seconds(5), until: { $0.incoming.isSpeaking })
+        #expect(alice.audioLevels.value.outgoing.isSpeaking)
+
+        // Off: Bob's received level falls to silence within a second.
+        let muted = ContinuousClock.now
+        try await alice.setMicrophoneEnabled(false)
+        try await bob.audioLevels.wait(timeout: .seconds(1), until: { !$0.incoming.isSpeaking })
+        let silentAfter = ContinuousClock.now - muted
+        #expect(silentAfter < .seconds(1))
+        #expect(!alice.audioLevels.value.outgoing.isSpeaking)
+
+        // On again: the tone is back.
+        let before = detector.shares.count
+        try await alice.setMicrophoneEnabled(true)
+        try await waitUntil(timeout: .seconds(5), "the tone is back") {
+            detector.shares.count > before + 3 && detector.hears()
+        }
+        try await bob.audioLevels.wait(timeout: .seconds(5), until: { $0.incoming.isSpeaking })
+
+        await alice.disconnect()
+        await bob.disconnect()
+        #expect(alice.state.value == .closed(.requested))
+        try await aliceRoom.leave()
+        try await bobRoom.leave()
+    }
+}
+
+extension MeetingMediaIntegrationTests {
+    @Test(
+        "The media server drops Alice's session (as a restart does): she reconnects with the same token and is heard again"
+    )
+    func reconnectsAfterTheSessionIsLost() async throws {
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-drop")
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        let detector = ToneDetector(frequency: 440)
+        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in detector.take(samples, rate: rate) }
+        defer { stop() }
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { detector.hears() }
+
+        // Cut Alice's media path at the server: her Janus session is destroyed under her.
+        guard case .connected(_, let link) = alice.state.value else { throw IntegrationFailure("Alice not connected") }
+        try await JanusProbe(transport: transport).destroy(session: link.session, at: alice.descriptor.serverURL)
+        // The next keep-alive (every 10 s) or poll finds the session gone.
+        try await alice.state.wait(timeout: .seconds(25), until: { $0.caseName == "reconnecting" })
+        let back = try await alice.state.wait(timeout: .seconds(30), until: { $0.caseName == "connected" })
+        guard case .connected(let call, let fresh) = back else { throw IntegrationFailure("not connected") }
+        #expect(fresh.session != link.session)
+        #expect(call.microphoneEnabled)
+        #expect(call.descriptor.token == alice.descriptor.token)  // no new admission
+
+        let before = detector.shares.count
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
+            detector.shares.count > before + 3 && detector.hears()
+        }
+        await alice.disconnect()
+        await bob.disconnect()
+        try await aliceRoom.leave()
+        try await bobRoom.leave()
+    }
+
+    @Test(
+        "A demoted member's session closes and they listen to a playing stream; the promoted listener is heard on stage"
+    )
+    func demotionAndPromotion() async throws {
+        let tracer = Tracer()
+        let (alice, _, aliceRoom, bobRoom) = try await stagePair("md-role", tracer: tracer)
+        let carol = try await MeetingMember.register(
+            "md-role-c", in: environment, transport: transport, tracer: tracer,
+            engine: engine(tone: 550, tracer: tracer))
+        try await carol.joinRoom(aliceRoom.roomID)
+        let carolRoom = try await carol.meetings.join(roomID: aliceRoom.roomID)
+        #expect(carolRoom.role.value.kind == .listener)
+        let aliceSession = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bobSession = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await aliceSession.connect()
+        try await bobSession.connect()
+
+        // The host demotes Bob: his media session closes, he listens, and the stream plays.
+        try await aliceRoom.demote(try #require(bobRoom.member as UserID?))
+        try await bobSession.state.wait(timeout: .seconds(15), until: { $0.isFinal })
+        #expect(bobSession.state.value == .closed(.requested) || bobSession.state.value == .closed(.revoked))
+        try await bobRoom.role.wait(timeout: .seconds(15), until: { $0.kind == .listener })
+        let playback = try #require(bobRoom.playbackStream)
+        playback.play()
+        try await playback.liveLatency.wait(timeout: .seconds(20), until: { $0 != nil })
+        try await playback.state.wait(timeout: .seconds(10), for: .playing)
+
+        // Promoted, Carol connects, turns her microphone on, and Alice hears her 550 Hz.
+        try await aliceRoom.promote(carol.userID)
+        try await carolRoom.role.wait(timeout: .seconds(15), until: { $0.kind == .stage })
+        let carolSession = try #require(carolRoom.stageSession as? JanusMediaSession)
+        try await carolSession.connect()
+        try await carolSession.setMicrophoneEnabled(true)
+        let detector = ToneDetector(frequency: 550)
+        let stop = aliceSession.audioMeter.listenToIncomingSamples { samples, rate in
+            detector.take(samples, rate: rate)
+        }
+        defer { stop() }
+        try await waitUntil(timeout: .seconds(10), "Alice hears Carol") { detector.hears() }
+        _ = alice
+        await carolSession.disconnect()
+        await aliceSession.disconnect()
+        try await aliceRoom.end()
+    }
+
+    @Test("No media token reaches a log or a trace while sessions connect, reconnect and close")
+    func noTokenInLogsOrTraces() async throws {
+        let shared = CapturingLogSink()
+        let removeShared = LogCenter.shared.addSink(shared)
+        let threshold = LogCenter.shared.threshold
+        LogCenter.shared.threshold = .trace
+        defer {
+            LogCenter.shared.threshold = threshold
+            removeShared()
+        }
+        let recorder = ObservableTraceRecorder()
+        let tracer = Tracer()
+        _ = tracer.addSink(recorder)
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-canary", tracer: tracer)
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        try await alice.setMicrophoneEnabled(false)
+        await alice.disconnect()
+        await bob.disconnect()
+        try await aliceRoom.leave()
+        try await bobRoom.leave()
+
+        let tokens = [alice.descriptor.token.exposedValue, bob.descriptor.token.exposedValue]
+        let logs = shared.text
+        let traces = recorder.records.map(\.description).joined(separator: "\n")
+        #expect(traces.contains("MediaSession["), "no media-session records in the trace")
+        #expect(traces.contains("joinRoom"))
+        for token in tokens {
+            #expect(!logs.contains(token), "a media token in the log")
+            #expect(!traces.contains(token), "a media token in the trace")
+        }
+    }
+}
+
+extension MeetingMediaIntegrationTests {
+    @Test("A listener's GStreamer player decodes the HLS mix: the stage member's 440 Hz is in it and its level rises")
+    func listenerPlayerHearsTheStage() async throws {
+        let tracer = Tracer()
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-play", tracer: tracer)
+        let carol = try await MeetingMember.register("md-play-c", in: environment, transport: transport, tracer: tracer)
+        try await carol.joinRoom(aliceRoom.roomID)
+        let carolRoom = try await carol.meetings.join(roomID: aliceRoom.roomID)
+        let playback = try #require(carolRoom.playbackStream)
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await alice.setMicrophoneEnabled(true)
+
+        playback.play()
+        let player = GStreamerPlaybackPlayer(stream: playback, output: .meterOnly)
+        let detector = ToneDetector(frequency: 440)
+        let stop = player.audioMeter.listenToIncomingSamples { samples, rate in detector.take(samples, rate: rate) }
+        defer { stop() }
+        try await player.start()
+        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice's 440 Hz") { detector.hears() }
+        try await player.levels.wait(timeout: .seconds(5), until: { $0.incoming.isSpeaking })
+        await player.stop()
+        await alice.disconnect()
+        _ = bobRoom
+        try await aliceRoom.end()
+    }
+}
+
+extension MeetingMediaIntegrationTests {
+    @Test("Signing out (the account's scope ends) closes a connected stage session")
+    func signOutClosesTheSession() async throws {
+        let (alice, _, aliceRoom, bobRoom) = try await stagePair("md-out")
+        let session = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        try await session.connect()
+        alice.scope.end(reason: .signedOut)
+        try await session.state.wait(timeout: .seconds(10), until: { $0 == .closed(.requested) })
+        try await bobRoom.leave()
+    }
+}
