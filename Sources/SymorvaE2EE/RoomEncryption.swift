@@ -172,15 +172,35 @@ extension AccountCrypto {
             switch result {
             case .failure(let refusal): return .failure(refusal)
             case .success(let event):
-                let device = try await store.devices(of: sender).first {
-                    $0.curve25519 == event.senderKey && $0.ed25519 == event.signingKey
-                }
+                let device = try await sendingDevice(
+                    of: sender, senderKey: event.senderKey, signingKey: event.signingKey)
                 return .success((event, device?.deviceID, device.map { !$0.keyChanged } ?? false))
             }
         } catch {
             logger.error("decryption failed error=\(error)")
             return nil
         }
+    }
+
+    /// The device of `sender` that holds the session's keys. A sender whose device list is not
+    /// up to date (not tracked yet, or outdated: a room just joined, a device just added) is
+    /// queried first, once: the decrypted event records whether its device is known, so that
+    /// must not depend on whether the machine's own query of the new member happened to answer
+    /// before the event was decrypted.
+    func sendingDevice(of sender: UserID, senderKey: String, signingKey: String) async throws(CryptoStoreError)
+        -> CryptoStore.Device?
+    {
+        func find() async throws(CryptoStoreError) -> CryptoStore.Device? {
+            try await store.devices(of: sender).first { $0.curve25519 == senderKey && $0.ed25519 == signingKey }
+        }
+        if let device = try await find() { return device }
+        _ = try await store.track([sender])
+        guard try await store.outdatedUsers().contains(sender) else { return nil }
+        if case .failure(let error) = await interpreter.query([sender]) {
+            logger.info("sender's devices not queried error=\(error)")
+            return nil
+        }
+        return try await find()
     }
 }
 
