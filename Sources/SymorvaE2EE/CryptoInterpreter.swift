@@ -38,6 +38,10 @@ struct CryptoInterpreter: EffectInterpreter {
                 logger.error("to-device processing failed error=\(error)")
                 return .toDeviceProcessed(.failure(Self.cryptoError(error)))
             }
+        case .sendKeyRequests:
+            return .keyRequestsSent(await sendKeyRequests())
+        case .answerKeyRequests:
+            return .keyRequestsAnswered(await answerKeyRequests())
         case .scheduleRetry, .cancel:
             // Timers and cancellations are performed by the host.
             return nil
