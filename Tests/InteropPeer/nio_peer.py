@@ -23,6 +23,12 @@ Operations (besides `id`):
                                                        sender_key, session_id}] and undecrypted
                                                        [{event_id, sender, session_id}], in order
   devices      user_id                              -> the device IDs nio knows for the user
+  verify       user_id, device_id                   -> once nio knows the device: marks it verified
+                                                       (nio forwards keys to, and accepts forwarded
+                                                       keys from, verified own devices only) and
+                                                       goes on with its key requests that waited
+  request_keys room_id                              -> asks the account's other devices for the
+                                                       keys of the room's undecrypted events
   quit                                              -> closes the client and exits
 
 Message bodies are written to standard output only (the test reads them); nothing is logged
@@ -44,9 +50,11 @@ from nio import (
     EncryptionError,
     JoinError,
     LoginError,
+    LocalProtocolError,
     MegolmEvent,
     RoomCreateError,
     RoomLeaveError,
+    RoomKeyRequest,
     RoomMessageText,
     RoomSendError,
     SyncError,
@@ -62,11 +70,17 @@ class Peer:
         self.timeline: dict[str, dict[str, dict[str, Any]]] = {}
         self.undecrypted: dict[str, dict[str, MegolmEvent]] = {}
         self.sync_error: str | None = None
+        # Key requests of devices nio did not trust yet, by requesting device.
+        self.untrusted_requests: dict[str, list[RoomKeyRequest]] = {}
 
     # --- the sync loop ------------------------------------------------------------------
 
     def on_event(self, room: Any, event: Any) -> None:
         self.record(room.room_id, event)
+
+    def on_key_request(self, event: Any) -> None:
+        if isinstance(event, RoomKeyRequest):
+            self.untrusted_requests.setdefault(event.requesting_device_id, []).append(event)
 
     def record(self, room_id: str, event: Any) -> None:
         events = self.timeline.setdefault(room_id, {})
@@ -151,6 +165,7 @@ class Peer:
         )
         client = self.client
         client.add_event_callback(self.on_event, (RoomMessageText, MegolmEvent))
+        client.add_to_device_callback(self.on_key_request, (RoomKeyRequest,))
         response = await client.login(args["password"], device_name="nio interop peer")
         if isinstance(response, LoginError):
             raise RuntimeError(f"login failed: {response.message}")
@@ -252,6 +267,32 @@ class Peer:
         assert self.client
         return {"device_ids": sorted(d.id for d in self.client.device_store.active_user_devices(args["user_id"]))}
 
+    async def verify(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        user_id, device_id = args["user_id"], args["device_id"]
+
+        def known() -> bool:
+            return any(d.id == device_id for d in self.client.device_store.active_user_devices(user_id))
+
+        if not await self.wait_for(known, args.get("timeout", 60)):
+            raise RuntimeError(f"nio never learnt {user_id} {device_id}")
+        device = self.client.device_store[user_id][device_id]
+        self.client.verify_device(device)
+        for request in self.untrusted_requests.pop(device_id, []):
+            self.client.continue_key_share(request)
+        return {}
+
+    async def request_keys(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        requested = 0
+        for event in list(self.undecrypted.get(args["room_id"], {}).values()):
+            try:
+                await self.client.request_room_key(event)
+                requested += 1
+            except LocalProtocolError:
+                pass  # already requested for this session
+        return {"requested": requested}
+
     async def quit(self) -> None:
         if self.sync_task:
             self.sync_task.cancel()
@@ -298,7 +339,19 @@ async def main() -> None:
     await peer.quit()
 
 
-OPERATIONS = {"login", "create_room", "wait_invite", "join", "leave", "wait_member", "send", "messages", "devices"}
+OPERATIONS = {
+    "login",
+    "create_room",
+    "wait_invite",
+    "join",
+    "leave",
+    "wait_member",
+    "send",
+    "messages",
+    "devices",
+    "verify",
+    "request_keys",
+}
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -185,4 +185,50 @@ struct NioInteropTests {
         }
         try await peer.quit()
     }
+
+    @Test(
+        "A nio device signed in to a SymorvaKit account asks for a key it was never sent; the SymorvaKit sibling forwards it and nio decrypts"
+    )
+    func siblingForwardsToNio() async throws {
+        let environment = DevEnvironment.current!
+        let username = DevEnvironment.uniqueUsername("carol")
+        let fixture = CommunityFixture()
+        let carol = try await fixture.community.session.register(username: username, password: testPassword)
+        let crypto = try await fixture.readyCrypto()
+        let bob = try await MembershipEncryptionTests.Member.register("bob")
+        let roomID = try await bob.chat.createRoom(name: "Siblings", invitees: [carol.userID], isEncrypted: true)
+        try await fixture.community.chat.waitForConversation(roomID, .invited)
+        _ = try await fixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
+        let bobRoom = try await bob.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        try await MembershipEncryptionTests.waitForMembership(.join, of: carol.userID, in: bobRoom)
+        try await bob.crypto.waitForDevice(crypto.deviceID.rawValue, of: carol.userID)
+        let fromBob = try await bobRoom.send(.text("bob to carol")).sentEventID()
+        let room = try await fixture.community.chat.conversation(id: roomID)
+        let stop = room.observe()
+        defer { stop() }
+        try await room.waitForTimeline { $0.texts.contains("bob to carol") }
+
+        // nio signs in as Carol: a device Bob never shared his session with.
+        let peer = try NioPeer()
+        let nio = try await peer.login(
+            user: carol.userID.rawValue, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+        let fromBobID = fromBob.rawValue
+        try await peer.waitForMessages(in: roomID) { _, undecrypted in
+            undecrypted.contains { $0.eventID == fromBobID }
+        }
+        // nio takes forwarded keys only from verified devices of its account.
+        try await peer.verify(crypto.deviceID.rawValue, of: carol.userID)
+        #expect(try await peer.requestKeys(in: roomID) == 1)
+        let seen = try await peer.waitForMessages(in: roomID) { decrypted, _ in
+            decrypted.contains { $0.eventID == fromBobID }
+        }
+        #expect(seen.decrypted.first { $0.eventID == fromBobID }?.body == "bob to carol")
+        #expect(seen.decrypted.first { $0.eventID == fromBobID }?.sender == bob.userID.rawValue)
+        // The SymorvaKit device answered a known device of its own account.
+        #expect(try await crypto.devices(of: carol.userID).contains { $0.deviceID == nio.deviceID })
+        #expect(fixture.logs.text.contains("room key requests answered=1"))
+        try await peer.quit()
+    }
 }

@@ -251,6 +251,19 @@ final class NioPeer: Sendable {
         return items.compactMap { if case .string(let id) = $0 { id } else { nil } }
     }
 
+    /// Waits until nio knows `deviceID` of `userID`, then marks it verified (nio forwards keys
+    /// to, and accepts forwarded keys from, verified devices of its own account only).
+    func verify(_ deviceID: String, of userID: UserID) async throws {
+        try await call("verify", ["user_id": .string(userID.rawValue), "device_id": .string(deviceID)])
+    }
+
+    /// Asks the account's other devices for the keys of the room's undecrypted events; returns
+    /// how many requests left.
+    @discardableResult
+    func requestKeys(in roomID: RoomID) async throws -> Int {
+        try await call("request_keys", ["room_id": .string(roomID.rawValue)])["requested"]?.integerValue ?? 0
+    }
+
     /// Closes the client and waits for the process to exit.
     func quit() async throws {
         input.write(Data(#"{"op": "quit"}"#.utf8 + [UInt8(ascii: "\n")]))
