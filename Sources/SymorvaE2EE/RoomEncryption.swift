@@ -196,7 +196,8 @@ extension AccountCrypto {
     enum DeviceLookup {
         /// The sender's device list is up to date: the device, or `nil` when it is not in it.
         case settled(CryptoStore.Device?)
-        /// The sender's device list could not be brought up to date (the query failed).
+        /// The sender's device list could not be brought up to date (the query failed in a way
+        /// that can pass).
         case unsettled
     }
 
@@ -216,7 +217,8 @@ extension AccountCrypto {
         guard try await store.outdatedUsers().contains(sender) else { return .settled(nil) }
         if case .failure(let error) = await interpreter.query([sender]) {
             logger.info("sender's devices not queried error=\(error)")
-            return .unsettled
+            // A query refused for good settles it as unknown (no retry could do better).
+            if error.isRetryable { return .unsettled }
         }
         return .settled(try await find())
     }
