@@ -65,6 +65,12 @@ struct NioInteropTests {
         #expect(item.encryption?.senderDeviceID == nio.deviceID)
         #expect(item.encryption?.senderKey == nio.curve25519)
         #expect(item.encryption?.isDeviceKnown == true)
+        // Canary: none of the room's plaintexts reach SymorvaKit's logs or traces.
+        let traces = fixture.trace.records.map(\.description).joined(separator: "\n")
+        for canary in ["before nio joined", "after nio joined", "nio answers"] {
+            #expect(!fixture.logs.text.contains(canary))
+            #expect(!traces.contains(canary))
+        }
         try await peer.quit()
     }
 
@@ -229,6 +235,7 @@ struct NioInteropTests {
         // The SymorvaKit device answered a known device of its own account.
         #expect(try await crypto.devices(of: carol.userID).contains { $0.deviceID == nio.deviceID })
         #expect(fixture.logs.text.contains("room key requests answered=1"))
+        #expect(!fixture.logs.text.contains("bob to carol"))
         try await peer.quit()
     }
 }
