@@ -21,6 +21,9 @@ package actor CryptoEngine {
     private var published = false
     /// Told whenever a room key is stored (chat tries its undecrypted events again).
     package let roomKeysStored = Notifier()
+    /// An event was left undecrypted because its sender's device list could not be queried:
+    /// the next `keys/query` that succeeds tells ``roomKeysStored`` so that chat tries again.
+    let decryptionAwaitsDevices = Mutex(false)
 
     package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
         self.driver = driver

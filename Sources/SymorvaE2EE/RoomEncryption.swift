@@ -181,7 +181,8 @@ extension AccountCrypto {
                         of: sender, senderKey: event.senderKey, signingKey: event.signingKey)
                 else {
                     // Whether the device is known is recorded with the event: decrypt it again
-                    // once the sender's device list can be brought up to date.
+                    // once the sender's device list can be brought up to date (the next
+                    // successful keys/query asks chat to try again).
                     return nil
                 }
                 return .success((event, device?.deviceID, device.map { !$0.keyChanged } ?? false))
@@ -218,7 +219,10 @@ extension AccountCrypto {
         if case .failure(let error) = await interpreter.query([sender]) {
             logger.info("sender's devices not queried error=\(error)")
             // A query refused for good settles it as unknown (no retry could do better).
-            if error.isRetryable { return .unsettled }
+            if error.isRetryable {
+                engine.decryptionAwaitsDevices.withLock { $0 = true }
+                return .unsettled
+            }
         }
         return .settled(try await find())
     }

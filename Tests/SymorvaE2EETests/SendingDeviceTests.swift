@@ -78,9 +78,12 @@ struct SendingDeviceTests {
         ]).canonicalEncoding()
 
         // The query fails: the event is not decrypted for good with an unknown device.
+        let retries = Mutex(0)
+        crypto.onRoomKeysStored { retries.withLock { $0 += 1 } }
         let eventID = EventID("$event")
         #expect(await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: bob) == nil)
         #expect(transport.count("POST", "/_matrix/client/v3/keys/query") == 1)
+        #expect(retries.withLock { $0 } == 0)
 
         healthy.withLock { $0 = true }
         guard
@@ -93,6 +96,7 @@ struct SendingDeviceTests {
         #expect(decrypted.deviceID == "BOBPHONE")
         #expect(decrypted.isKnown)
         #expect(transport.count("POST", "/_matrix/client/v3/keys/query") == 2)
+        #expect(retries.withLock { $0 } == 1, "the query that answered asks chat to decrypt again")
 
         // Known now: the next event of his is not queried again.
         _ = await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: bob)
