@@ -18,6 +18,7 @@ SYMORVA_HELPER="$SYMORVA_REPO_ROOT/Scripts/lib/devenv_helper.py"
 SYMORVA_SERVER_DIR="$SYMORVA_REPO_ROOT/Server"
 SYMORVA_SYNAPSE_REQS="$SYMORVA_SERVER_DIR/homeserver/requirements.txt"
 SYMORVA_SERVER_REQS="$SYMORVA_SERVER_DIR/requirements.txt"
+SYMORVA_INTEROP_REQS="$SYMORVA_REPO_ROOT/Tests/InteropPeer/requirements.txt"
 
 devenv_log() { printf '%s: %s\n' "${DEVENV_PROG:-dev-server}" "$*" >&2; }
 devenv_die() { devenv_log "error: $*"; exit 1; }
@@ -116,17 +117,20 @@ devenv_ensure_venv() {
   printf '%s\n' "$venv"
 }
 
-# Both venvs at once (in parallel when both are missing). Sets SYNAPSE_VENV, SERVER_VENV.
+# The three venvs (the server's in parallel with the others when missing). Sets SYNAPSE_VENV,
+# SERVER_VENV and INTEROP_VENV (matrix-nio for the interoperability tests' peer).
 # shellcheck disable=SC2034  # used by the callers
 devenv_ensure_all_venvs() {
   local bg_pid="" rc=0
   SERVER_VENV="$(devenv_venv_path server "$SYMORVA_SERVER_REQS")"
   SYNAPSE_VENV="$(devenv_venv_path synapse "$SYMORVA_SYNAPSE_REQS")"
+  INTEROP_VENV="$(devenv_venv_path interop "$SYMORVA_INTEROP_REQS")"
   if [ ! -f "$SERVER_VENV/.symorva-ready" ]; then
     devenv_ensure_venv server "$SYMORVA_SERVER_REQS" >/dev/null &
     bg_pid=$!
   fi
   devenv_ensure_venv synapse "$SYMORVA_SYNAPSE_REQS" >/dev/null || rc=1
+  devenv_ensure_venv interop "$SYMORVA_INTEROP_REQS" >/dev/null || rc=1
   if [ -n "$bg_pid" ]; then wait "$bg_pid" || rc=1; fi
   return "$rc"
 }

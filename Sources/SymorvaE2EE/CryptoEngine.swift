@@ -16,13 +16,16 @@ package actor CryptoEngine {
     let store: CryptoStore
     let userID: UserID
     let deviceID: String
-    private var account: (any CryptoAccount)?
-    private var pickleKey: Secret<[UInt8]>?
+    private(set) var account: (any CryptoAccount)?
+    private(set) var pickleKey: Secret<[UInt8]>?
     private var published = false
     /// Told whenever a room key is stored (chat tries its undecrypted events again).
     package let roomKeysStored = Notifier()
     /// Inbound Megolm sessions already unpickled for decryption (``inboundSession(roomID:sessionID:)``).
     private var inboundSessions: [InboundKey: KeptInboundSession] = [:]
+    /// An event was left undecrypted because its sender's device list could not be queried:
+    /// the next `keys/query` that succeeds tells ``roomKeysStored`` so that chat tries again.
+    let decryptionAwaitsDevices = Mutex(false)
 
     package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
         self.driver = driver
@@ -63,7 +66,9 @@ package actor CryptoEngine {
         return CryptoAccountStatus(
             deviceKeysPublished: published, maxOneTimeKeys: account?.maxOneTimeKeys ?? 100,
             serverOneTimeKeyCount: try await store.serverOneTimeKeyCount(),
-            outdatedUsers: try await store.outdatedUsers(), hasPendingToDevice: try await store.hasPendingToDevice())
+            outdatedUsers: try await store.outdatedUsers(), hasPendingToDevice: try await store.hasPendingToDevice(),
+            hasKeyRequestsToSend: try await store.hasKeyRequestsToSend(),
+            hasKeyRequestsToAnswer: try await store.hasKeyRequestsToAnswer())
     }
 
     /// The `keys/upload` for `plan`, after generating what the account lacks and storing the
@@ -144,16 +149,20 @@ extension CryptoEngine {
     static let megolmAlgorithm = "m.megolm.v1.aes-sha2"
 
     /// Processes the stored to-device events in arrival order, each removed in the transaction
-    /// that stores what it brought (an Olm session, a room key). Returns how many were processed.
-    package func processToDevice(nowMilliseconds: Int64) async throws(CryptoStoreError) -> Int {
-        var processed = 0
+    /// that stores what it brought (an Olm session, a room key, another own device's key
+    /// request). Returns how many were processed and what key request work follows.
+    package func processToDevice(nowMilliseconds: Int64) async throws(CryptoStoreError) -> ToDeviceReport {
+        var report = ToDeviceReport(processed: 0)
         while true {
             let rows = try await store.toDeviceBatch(limit: 50)
-            if rows.isEmpty { return processed }
+            if rows.isEmpty { return report }
             for row in rows {
                 let outcome = try await handle(row)
-                try await store.apply(outcome, nowMilliseconds: nowMilliseconds)
-                processed += 1
+                if try await store.apply(outcome, nowMilliseconds: nowMilliseconds) {
+                    report.requestedKeysArrived = true
+                }
+                if outcome.incomingRequest != nil { report.keyRequestsReceived = true }
+                report.processed += 1
                 if outcome.inboundSession != nil { roomKeysStored.notify() }
             }
         }
@@ -162,6 +171,10 @@ extension CryptoEngine {
     /// What one event brings; an event that cannot be used brings nothing (and is removed).
     private func handle(_ row: CryptoStore.ToDeviceRow) async throws(CryptoStoreError) -> CryptoStore.ToDeviceOutcome {
         var outcome = CryptoStore.ToDeviceOutcome(rowID: row.id)
+        if row.type == "m.room_key_request" {
+            keyRequest(in: row, into: &outcome)
+            return outcome
+        }
         guard row.type == "m.room.encrypted", let account, let pickleKey,
             case .object(let event)? = try? JSONValue(parsing: row.raw),
             case .object(let content)? = event["content"],
@@ -233,11 +246,24 @@ extension CryptoEngine {
             session = created
             forwarded = false
         case "m.forwarded_room_key":
-            guard senderUser == userID, known != nil, case .string(let key)? = content["session_key"],
+            // Only from another known device of this account, and only as the answer to a
+            // request this device made. The session is the original sender's: its keys are the
+            // ones the content names, not those of the device that forwarded it.
+            guard senderUser == userID, known != nil,
+                try await store.hasOpenKeyRequest(roomID: roomID, sessionID: sessionID),
+                case .string(let key)? = content["session_key"],
+                case .string(let originalSenderKey)? = content["sender_key"],
+                case .string(let originalSigningKey)? = content["sender_claimed_ed25519_key"],
                 let imported = try? driver.inboundGroupSession(exportedKey: Secret(key))
             else { return nil }
             session = imported
             forwarded = true
+            guard session.sessionID == sessionID else { return nil }
+            let pickle: [UInt8]
+            do { pickle = try session.pickle(key: pickleKey) } catch { throw .driver(error) }
+            return CryptoStore.InboundSessionRow(
+                roomID: roomID, sessionID: sessionID, senderKey: originalSenderKey, signingKey: originalSigningKey,
+                forwarded: forwarded, pickle: pickle)
         default:
             return nil
         }

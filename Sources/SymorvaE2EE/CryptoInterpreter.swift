@@ -4,6 +4,7 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
+import Synchronization
 
 /// Performs the crypto machine's effects: the store and the driver through the
 /// ``CryptoEngine``, the requests through the account's requester.
@@ -38,6 +39,10 @@ struct CryptoInterpreter: EffectInterpreter {
                 logger.error("to-device processing failed error=\(error)")
                 return .toDeviceProcessed(.failure(Self.cryptoError(error)))
             }
+        case .sendKeyRequests:
+            return .keyRequestsSent(await sendKeyRequests())
+        case .answerKeyRequests:
+            return .keyRequestsAnswered(await answerKeyRequests())
         case .scheduleRetry, .cancel:
             // Timers and cancellations are performed by the host.
             return nil
@@ -93,6 +98,12 @@ struct CryptoInterpreter: EffectInterpreter {
             let changed = try await engine.store.storeQueried(devices, users: users)
             if invalid + changed > 0 {
                 logger.warning("devices refused bad_signature=\(invalid) keys_changed=\(changed)")
+            }
+            if engine.decryptionAwaitsDevices.withLock({ waiting in
+                defer { waiting = false }
+                return waiting
+            }) {
+                engine.roomKeysStored.notify()
             }
             return .success(KeyQueryReport(users: users, refusedDevices: invalid + changed))
         } catch {

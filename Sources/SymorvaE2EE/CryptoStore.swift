@@ -81,6 +81,25 @@ package struct CryptoStore: Sendable {
                     PRIMARY KEY (session_id, message_index)
                 ) STRICT, WITHOUT ROWID;
                 """),
+        Migration(
+            version: 4, name: "e2ee_room_key_requests",
+            sql: """
+                CREATE TABLE e2ee_outgoing_key_requests (
+                    request_id TEXT PRIMARY KEY,
+                    room_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL,
+                    sender_key TEXT NOT NULL,                -- Curve25519 key of the session's sender
+                    state INTEGER NOT NULL,                  -- 0 to send, 1 sent, 2 key arrived: cancel
+                    UNIQUE (room_id, session_id)
+                ) STRICT;
+                CREATE TABLE e2ee_incoming_key_requests (
+                    device_id TEXT NOT NULL,                 -- another device of this account
+                    request_id TEXT NOT NULL,
+                    room_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL,
+                    PRIMARY KEY (device_id, request_id)
+                ) STRICT, WITHOUT ROWID;
+                """),
     ]
 
     /// A device of a tracked user, as verified from its self-signed keys.
@@ -306,6 +325,10 @@ package struct CryptoStore: Sendable {
         package var accountPickle: [UInt8]?
         /// An inbound Megolm session to keep.
         package var inboundSession: InboundSessionRow?
+        /// Another own device's room key request to answer.
+        package var incomingRequest: IncomingKeyRequest?
+        /// Another own device's cancellation of its request: (device, request ID).
+        package var cancelledRequest: (deviceID: String, requestID: String)?
     }
 
     /// An inbound Megolm session row.
@@ -363,10 +386,15 @@ package struct CryptoStore: Sendable {
 
     /// Applies the outcome of one to-device event and removes the event, in one transaction.
     /// An inbound session already known under the same room and ID is kept (the first key
-    /// received wins; a later one cannot replace it).
-    package func apply(_ outcome: ToDeviceOutcome, nowMilliseconds: Int64) async throws(CryptoStoreError) {
+    /// received wins; a later one cannot replace it). A request this device sent for the
+    /// session is marked for cancellation (one never sent is dropped).
+    ///
+    /// - Returns: whether a key this device had requested arrived.
+    @discardableResult
+    package func apply(_ outcome: ToDeviceOutcome, nowMilliseconds: Int64) async throws(CryptoStoreError) -> Bool {
         do {
-            try await database.transaction { db throws(StoreError) in
+            return try await database.transaction { db throws(StoreError) -> Bool in
+                var requestedKeyArrived = false
                 if let session = outcome.olmSession {
                     try db.execute(
                         """
@@ -392,8 +420,33 @@ package struct CryptoStore: Sendable {
                             .text(inbound.signingKey),
                             .integer(inbound.forwarded ? 1 : 0), .blob(inbound.pickle),
                         ])
+                    let session: [SQLiteValue] = [.text(inbound.roomID), .text(inbound.sessionID)]
+                    try db.execute(
+                        "DELETE FROM e2ee_outgoing_key_requests WHERE room_id = ? AND session_id = ? AND state = 0",
+                        session)
+                    try db.execute(
+                        "UPDATE e2ee_outgoing_key_requests SET state = 2 WHERE room_id = ? AND session_id = ? AND state = 1",
+                        session)
+                    requestedKeyArrived = db.changes > 0
+                }
+                if let request = outcome.incomingRequest {
+                    try db.execute(
+                        """
+                        INSERT OR REPLACE INTO e2ee_incoming_key_requests(device_id, request_id, room_id, session_id)
+                        VALUES (?, ?, ?, ?)
+                        """,
+                        [
+                            .text(request.deviceID), .text(request.requestID), .text(request.roomID),
+                            .text(request.sessionID),
+                        ])
+                }
+                if let cancelled = outcome.cancelledRequest {
+                    try db.execute(
+                        "DELETE FROM e2ee_incoming_key_requests WHERE device_id = ? AND request_id = ?",
+                        [.text(cancelled.deviceID), .text(cancelled.requestID)])
                 }
                 try db.execute("DELETE FROM to_device_events WHERE id = ?", [.integer(outcome.rowID)])
+                return requestedKeyArrived
             }
         } catch {
             throw .store(error)

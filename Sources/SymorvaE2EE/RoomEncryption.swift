@@ -168,12 +168,22 @@ extension AccountCrypto {
             guard
                 let result = try await engine.decryptRoomEvent(
                     roomID: roomID.rawValue, eventID: eventID.rawValue, content: content)
-            else { return nil }
+            else {
+                // The key is missing: the account's other devices may hold it.
+                await requestMissingKey(roomID: roomID, content: content)
+                return nil
+            }
             switch result {
             case .failure(let refusal): return .failure(refusal)
             case .success(let event):
-                let device = try await store.devices(of: sender).first {
-                    $0.curve25519 == event.senderKey && $0.ed25519 == event.signingKey
+                guard
+                    case .settled(let device) = try await sendingDevice(
+                        of: sender, senderKey: event.senderKey, signingKey: event.signingKey)
+                else {
+                    // Whether the device is known is recorded with the event: decrypt it again
+                    // once the sender's device list can be brought up to date (the next
+                    // successful keys/query asks chat to try again).
+                    return nil
                 }
                 return .success((event, device?.deviceID, device.map { !$0.keyChanged } ?? false))
             }
@@ -181,6 +191,40 @@ extension AccountCrypto {
             logger.error("decryption failed error=\(error)")
             return nil
         }
+    }
+
+    /// Whether the device that sent an event is known.
+    enum DeviceLookup {
+        /// The sender's device list is up to date: the device, or `nil` when it is not in it.
+        case settled(CryptoStore.Device?)
+        /// The sender's device list could not be brought up to date (the query failed in a way
+        /// that can pass).
+        case unsettled
+    }
+
+    /// The device of `sender` that holds the session's keys. A sender whose device list is not
+    /// up to date (not tracked yet, or outdated: a room just joined, a device just added) is
+    /// queried first: the decrypted event records whether its device is known, so that must not
+    /// depend on whether the machine's own query of the new member happened to answer before
+    /// the event was decrypted, nor be settled by a query that failed.
+    func sendingDevice(of sender: UserID, senderKey: String, signingKey: String) async throws(CryptoStoreError)
+        -> DeviceLookup
+    {
+        func find() async throws(CryptoStoreError) -> CryptoStore.Device? {
+            try await store.devices(of: sender).first { $0.curve25519 == senderKey && $0.ed25519 == signingKey }
+        }
+        if let device = try await find() { return .settled(device) }
+        _ = try await store.track([sender])
+        guard try await store.outdatedUsers().contains(sender) else { return .settled(nil) }
+        if case .failure(let error) = await interpreter.query([sender]) {
+            logger.info("sender's devices not queried error=\(error)")
+            // A query refused for good settles it as unknown (no retry could do better).
+            if error.isRetryable {
+                engine.decryptionAwaitsDevices.withLock { $0 = true }
+                return .unsettled
+            }
+        }
+        return .settled(try await find())
     }
 }
 

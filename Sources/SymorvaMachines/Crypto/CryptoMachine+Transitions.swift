@@ -5,7 +5,7 @@ extension CryptoMachine {
     static let fallbackAlgorithm = "signed_curve25519"
 
     /// Every key the machine's effects run under.
-    static let effectKeys = [uploadKey, queryKey, toDeviceKey, retryKey]
+    static let effectKeys = [uploadKey, queryKey, toDeviceKey, keyRequestsKey, keyAnswersKey, retryKey]
 
     // MARK: idle, failed
 
@@ -16,7 +16,7 @@ extension CryptoMachine {
         case .stopped:
             return .move(to: .idle)
         case .accountLoaded, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
-            .timerFired:
+            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .timerFired:
             return .ignored
         }
     }
@@ -30,6 +30,8 @@ extension CryptoMachine {
                 maxOneTimeKeys: status.maxOneTimeKeys, serverOneTimeKeyCount: status.serverOneTimeKeyCount,
                 outdated: Set(status.outdatedUsers), toDevicePending: status.hasPendingToDevice,
                 jitter: JitterSource(seed: start.jitterSeed))
+            work.keyRequestsPending = status.hasKeyRequestsToSend
+            work.keyAnswersPending = status.hasKeyRequestsToAnswer
             guard status.deviceKeysPublished else {
                 // A new account, or one whose first upload never got an answer: (re)send the
                 // device keys with the keys stored for them. Nothing else leaves first.
@@ -47,8 +49,10 @@ extension CryptoMachine {
             return .move(to: .failed(error))
         case .stopped:
             return .move(to: .idle)
-        case .started, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed, .timerFired:
-            // What a sync or a membership change brought is in the store: the load reads it.
+        case .started, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
+            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .timerFired:
+            // What a sync, a membership change or a decryption brought is in the store: the
+            // load reads it.
             return .ignored
         }
     }
@@ -65,6 +69,10 @@ extension CryptoMachine {
             var next = work
             next.outdated.formUnion(users)
             return next == work ? .stay : .move(to: .publishing(next))
+        case .roomKeysMissing:
+            var next = work
+            next.keyRequestsPending = true
+            return next == work ? .stay : .move(to: .publishing(next))
         case .keysUploaded(.success(let count)):
             var next = work
             next.upload = nil
@@ -79,7 +87,9 @@ extension CryptoMachine {
             return failed(next, error)
         case .stopped:
             return stop()
-        case .started, .accountLoaded, .keysQueried, .toDeviceProcessed, .timerFired:
+        case .started, .accountLoaded, .keysQueried, .toDeviceProcessed, .keyRequestsSent, .keyRequestsAnswered,
+            .timerFired:
+            // Nothing but the first upload is in flight while publishing.
             return .ignored
         }
     }
@@ -114,13 +124,27 @@ extension CryptoMachine {
                 return failed(next, error)
             }
             next.failures = 0
+            devicesUpdated(&next)
         case .toDeviceProcessed(let result):
             guard work.isProcessingToDevice else { return .stay }  // stale
             next.isProcessingToDevice = false
-            if case .failure(let error) = result {
+            switch result {
+            case .failure(let error):
                 next.toDevicePending = true
                 return failedProcessing(next, error)
+            case .success(let report):
+                absorb(report, into: &next)
             }
+        case .roomKeysMissing:
+            next.keyRequestsPending = true
+        case .keyRequestsSent(let result):
+            guard work.isSendingKeyRequests else { return .stay }  // stale
+            if let error = applySent(result, to: &next) { return backOff(next, retryAfter: error.retryAfter) }
+            if case .success = result { next.failures = 0 }
+        case .keyRequestsAnswered(let result):
+            guard work.isAnsweringKeyRequests else { return .stay }  // stale
+            if let error = applyAnswered(result, to: &next) { return backOff(next, retryAfter: error.retryAfter) }
+            if case .success = result { next.failures = 0 }
         case .stopped:
             return stop()
         case .started, .accountLoaded, .timerFired:
@@ -156,14 +180,28 @@ extension CryptoMachine {
         case .keysQueried(let result):
             guard let querying = work.querying else { return .stay }  // stale
             next.querying = nil
-            if case .failure(let error) = result, error.isRetryable { next.outdated.formUnion(querying) }
+            switch result {
+            case .failure(let error): if error.isRetryable { next.outdated.formUnion(querying) }
+            case .success: devicesUpdated(&next)
+            }
         case .toDeviceProcessed(let result):
             guard work.isProcessingToDevice else { return .stay }  // stale
             next.isProcessingToDevice = false
-            if case .failure(let error) = result {
+            switch result {
+            case .failure(let error):
                 guard Self.isTransient(error) else { return .move(to: .failed(error), effects: stopEffects) }
                 next.toDevicePending = true
+            case .success(let report):
+                absorb(report, into: &next)
             }
+        case .roomKeysMissing:
+            next.keyRequestsPending = true
+        case .keyRequestsSent(let result):
+            guard work.isSendingKeyRequests else { return .stay }  // stale
+            _ = applySent(result, to: &next)
+        case .keyRequestsAnswered(let result):
+            guard work.isAnsweringKeyRequests else { return .stay }  // stale
+            _ = applyAnswered(result, to: &next)
         case .stopped:
             return stop()
         case .started, .accountLoaded:
@@ -207,6 +245,16 @@ extension CryptoMachine {
             work.isProcessingToDevice = true
             effects.append(.processToDevice)
         }
+        if work.keyRequestsPending, !work.isSendingKeyRequests {
+            work.keyRequestsPending = false
+            work.isSendingKeyRequests = true
+            effects.append(.sendKeyRequests)
+        }
+        if work.keyAnswersPending, !work.isAnsweringKeyRequests {
+            work.keyAnswersPending = false
+            work.isAnsweringKeyRequests = true
+            effects.append(.answerKeyRequests)
+        }
         return effects
     }
 
@@ -230,7 +278,7 @@ extension CryptoMachine {
         return backOff(work, retryAfter: nil)
     }
 
-    private func backOff(_ work: CryptoWork, retryAfter: Duration?) -> Transition<State, Effect> {
+    func backOff(_ work: CryptoWork, retryAfter: Duration?) -> Transition<State, Effect> {
         var next = work
         next.failures += 1
         let delay = next.jitter.delay(attempt: next.failures, backoff: backoff, retryAfter: retryAfter)

@@ -21,6 +21,10 @@ public struct CryptoMachine: ChartedMachine {
     public static let queryKey: EffectKey = "crypto.query"
     /// The key of the running to-device processing.
     public static let toDeviceKey: EffectKey = "crypto.toDevice"
+    /// The key of the running sending of room key requests and their cancellations.
+    public static let keyRequestsKey: EffectKey = "crypto.keyRequests"
+    /// The key of the running answering of other own devices' room key requests.
+    public static let keyAnswersKey: EffectKey = "crypto.keyAnswers"
     /// The key of the retry timer (not the state timeout: results arriving while backing off
     /// move the machine without re-arming it).
     public static let retryKey: EffectKey = "crypto.retry"
@@ -89,8 +93,16 @@ public struct CryptoMachine: ChartedMachine {
         /// `keys/query` answered for the users of ``Effect/queryKeys(_:)`` (their devices stored,
         /// no longer outdated), or why not.
         case keysQueried(Result<KeyQueryReport, CryptoRequestError>)
-        /// The stored to-device messages were processed (decrypted, room keys stored, removed).
-        case toDeviceProcessed(Result<Int, CryptoError>)
+        /// The stored to-device messages were processed (decrypted, room keys stored, key
+        /// requests of other own devices stored, removed).
+        case toDeviceProcessed(Result<ToDeviceReport, CryptoError>)
+        /// Decryption met events whose room key is missing and recorded a request for each new
+        /// session (persisted): they go to the account's other devices.
+        case roomKeysMissing
+        /// ``Effect/sendKeyRequests`` answered: how many requests and cancellations left, or why not.
+        case keyRequestsSent(Result<Int, CryptoRequestError>)
+        /// ``Effect/answerKeyRequests`` answered: what was forwarded and what waits, or why not.
+        case keyRequestsAnswered(Result<KeyRequestAnswers, CryptoRequestError>)
         /// A timer of this machine fired.
         case timerFired(CryptoTimer)
         /// Stop (sign-out, account switch).
@@ -98,7 +110,7 @@ public struct CryptoMachine: ChartedMachine {
 
         public static let allCaseNames = [
             "started", "accountLoaded", "syncCommitted", "usersTracked", "keysUploaded", "keysQueried",
-            "toDeviceProcessed", "timerFired", "stopped",
+            "toDeviceProcessed", "roomKeysMissing", "keyRequestsSent", "keyRequestsAnswered", "timerFired", "stopped",
         ]
 
         public var caseNameLiteral: StaticString? {
@@ -110,6 +122,9 @@ public struct CryptoMachine: ChartedMachine {
             case .keysUploaded: "keysUploaded"
             case .keysQueried: "keysQueried"
             case .toDeviceProcessed: "toDeviceProcessed"
+            case .roomKeysMissing: "roomKeysMissing"
+            case .keyRequestsSent: "keyRequestsSent"
+            case .keyRequestsAnswered: "keyRequestsAnswered"
             case .timerFired: "timerFired"
             case .stopped: "stopped"
             }
@@ -131,6 +146,15 @@ public struct CryptoMachine: ChartedMachine {
         /// Decrypt and apply the stored to-device messages in arrival order, each removed in
         /// the transaction that applies it. Keyed by ``CryptoMachine/toDeviceKey``.
         case processToDevice
+        /// Send the stored room key requests not sent yet (`m.room_key_request` to every device of
+        /// the account) and the cancellations of those whose key has arrived, each marked in the
+        /// store once the server took it. Keyed by ``CryptoMachine/keyRequestsKey``.
+        case sendKeyRequests
+        /// Answer the stored requests of the account's other known devices with the sessions this
+        /// device holds (`m.forwarded_room_key` over Olm, claiming one-time keys for devices
+        /// without a session), removing what was answered or cannot be; requests of devices not
+        /// known yet wait. Keyed by ``CryptoMachine/keyAnswersKey``.
+        case answerKeyRequests
         /// Fire ``Event/timerFired(_:)`` with ``CryptoTimer/retry`` after the delay.
         case scheduleRetry(after: Duration)
         /// Cancel the effect running under this key.
@@ -142,6 +166,8 @@ public struct CryptoMachine: ChartedMachine {
             case .uploadKeys: "uploadKeys"
             case .queryKeys: "queryKeys"
             case .processToDevice: "processToDevice"
+            case .sendKeyRequests: "sendKeyRequests"
+            case .answerKeyRequests: "answerKeyRequests"
             case .scheduleRetry: "scheduleRetry"
             case .cancel: "cancel"
             }
@@ -153,6 +179,8 @@ public struct CryptoMachine: ChartedMachine {
             case .uploadKeys: .keyed(CryptoMachine.uploadKey)
             case .queryKeys: .keyed(CryptoMachine.queryKey)
             case .processToDevice: .keyed(CryptoMachine.toDeviceKey)
+            case .sendKeyRequests: .keyed(CryptoMachine.keyRequestsKey)
+            case .answerKeyRequests: .keyed(CryptoMachine.keyAnswersKey)
             case .scheduleRetry(let after): .timer(CryptoMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
             }
@@ -215,12 +243,19 @@ public struct CryptoAccountStatus: Sendable, Equatable {
     public var outdatedUsers: [UserID]
     /// Whether to-device messages wait in the store.
     public var hasPendingToDevice: Bool
+    /// Whether room key requests (or their cancellations) wait to be sent.
+    public var hasKeyRequestsToSend: Bool
+    /// Whether other own devices' room key requests wait to be answered.
+    public var hasKeyRequestsToAnswer: Bool
 
     /// A status.
     public init(
         deviceKeysPublished: Bool, maxOneTimeKeys: Int = 100, serverOneTimeKeyCount: Int? = nil,
-        outdatedUsers: [UserID] = [], hasPendingToDevice: Bool = false
+        outdatedUsers: [UserID] = [], hasPendingToDevice: Bool = false, hasKeyRequestsToSend: Bool = false,
+        hasKeyRequestsToAnswer: Bool = false
     ) {
+        self.hasKeyRequestsToSend = hasKeyRequestsToSend
+        self.hasKeyRequestsToAnswer = hasKeyRequestsToAnswer
         self.deviceKeysPublished = deviceKeysPublished
         self.maxOneTimeKeys = maxOneTimeKeys
         self.serverOneTimeKeyCount = serverOneTimeKeyCount
@@ -318,6 +353,17 @@ public struct CryptoWork: Sendable, Equatable {
     public var failures: Int
     /// The jitter stream of retry delays.
     public var jitter: JitterSource
+    /// Room key requests or cancellations wait to be sent (recorded, or a sending failed).
+    public var keyRequestsPending: Bool = false
+    /// Whether ``CryptoMachine/Effect/sendKeyRequests`` is in flight.
+    public var isSendingKeyRequests: Bool = false
+    /// Other own devices' room key requests wait to be answered.
+    public var keyAnswersPending: Bool = false
+    /// Whether ``CryptoMachine/Effect/answerKeyRequests`` is in flight.
+    public var isAnsweringKeyRequests: Bool = false
+    /// Some requests came from own devices not known yet: answered again after the next
+    /// successful `keys/query`.
+    public var answersAwaitDevices: Bool = false
 
     /// Work.
     public init(

@@ -14,12 +14,19 @@ struct CryptoMachineTests {
     func work(
         count: Int? = 50, upload: KeyUploadPlan? = nil, uploading: Bool = false, querying: [UserID]? = nil,
         outdated: Set<UserID> = [], processing: Bool = false, toDevicePending: Bool = false, failures: Int = 0,
-        jitter: JitterSource = JitterSource(seed: seed)
+        jitter: JitterSource = JitterSource(seed: seed), requestsPending: Bool = false, sendingRequests: Bool = false,
+        answersPending: Bool = false, answering: Bool = false, awaitingDevices: Bool = false
     ) -> CryptoWork {
-        CryptoWork(
+        var work = CryptoWork(
             maxOneTimeKeys: 100, serverOneTimeKeyCount: count, upload: upload, isUploading: uploading,
             querying: querying, outdated: outdated, isProcessingToDevice: processing, toDevicePending: toDevicePending,
             failures: failures, jitter: jitter)
+        work.keyRequestsPending = requestsPending
+        work.isSendingKeyRequests = sendingRequests
+        work.keyAnswersPending = answersPending
+        work.isAnsweringKeyRequests = answering
+        work.answersAwaitDevices = awaitingDevices
+        return work
     }
 
     /// The jitter stream after one draw for `attempt`, and the delay drawn.
@@ -225,8 +232,9 @@ struct CryptoMachineTests {
             .syncCommitted(CryptoSyncSummary(toDeviceEvents: 1)),
             expecting: .ready(work(processing: true, toDevicePending: true)))
         try store.send(
-            .toDeviceProcessed(.success(3)), expecting: .ready(work(processing: true)), effects: [.processToDevice])
-        try store.send(.toDeviceProcessed(.success(1)), expecting: .ready(work()))
+            .toDeviceProcessed(.success(ToDeviceReport(processed: 3))), expecting: .ready(work(processing: true)),
+            effects: [.processToDevice])
+        try store.send(.toDeviceProcessed(.success(ToDeviceReport(processed: 1))), expecting: .ready(work()))
     }
 
     @Test("Processing that meets a full store backs off and runs again; a broken store fails")
@@ -257,7 +265,7 @@ struct CryptoMachineTests {
             .keysQueried(.failure(.network)),
             expecting: .backingOff(work(count: 40, upload: plan, outdated: [bob], processing: true, failures: 1)))
         try store.send(
-            .toDeviceProcessed(.success(2)),
+            .toDeviceProcessed(.success(ToDeviceReport(processed: 2))),
             expecting: .backingOff(work(count: 40, upload: plan, outdated: [bob], failures: 1)))
         try store.send(
             .syncCommitted(CryptoSyncSummary(oneTimeKeyCount: 30, changedUsers: [carol], toDeviceEvents: 1)),
@@ -286,7 +294,7 @@ struct CryptoMachineTests {
 
     static let stopEffects: [CryptoMachine.Effect] = [
         .cancel(CryptoMachine.uploadKey), .cancel(CryptoMachine.queryKey), .cancel(CryptoMachine.toDeviceKey),
-        .cancel(CryptoMachine.retryKey),
+        .cancel(CryptoMachine.keyRequestsKey), .cancel(CryptoMachine.keyAnswersKey), .cancel(CryptoMachine.retryKey),
     ]
 
     // MARK: Effects and the chart
@@ -297,6 +305,8 @@ struct CryptoMachineTests {
         #expect(CryptoMachine.Effect.uploadKeys(Self.firstUpload).directive == .keyed(CryptoMachine.uploadKey))
         #expect(CryptoMachine.Effect.queryKeys([bob]).directive == .keyed(CryptoMachine.queryKey))
         #expect(CryptoMachine.Effect.processToDevice.directive == .keyed(CryptoMachine.toDeviceKey))
+        #expect(CryptoMachine.Effect.sendKeyRequests.directive == .keyed(CryptoMachine.keyRequestsKey))
+        #expect(CryptoMachine.Effect.answerKeyRequests.directive == .keyed(CryptoMachine.keyAnswersKey))
         #expect(
             CryptoMachine.Effect.scheduleRetry(after: .seconds(2)).directive
                 == .timer(CryptoMachine.retryKey, .after(.seconds(2))))
@@ -317,6 +327,8 @@ struct CryptoMachineTests {
             .backingOff(work(count: 40, upload: topUp, failures: 1)),
             .backingOff(
                 work(count: 40, upload: topUp, uploading: true, querying: [bob], processing: true, failures: 1)),
+            .ready(work(sendingRequests: true, answering: true)),
+            .backingOff(work(failures: 1, sendingRequests: true, answering: true)),
             .failed(.accountUnreadable),
         ]
         let events: [CryptoMachine.Event] = [
@@ -333,8 +345,16 @@ struct CryptoMachineTests {
             .keysUploaded(.failure(.rejected(status: 400, errorCode: "M_INVALID_PARAM"))),
             .keysQueried(.success(KeyQueryReport(users: [bob]))), .keysQueried(.failure(.network)),
             .keysQueried(.failure(.rejected(status: 400, errorCode: "M_BAD_JSON"))),
-            .toDeviceProcessed(.success(1)), .toDeviceProcessed(.failure(.store(.busy))),
+            .toDeviceProcessed(.success(ToDeviceReport(processed: 1))), .toDeviceProcessed(.failure(.store(.busy))),
             .toDeviceProcessed(.failure(.driver("x"))),
+            .toDeviceProcessed(
+                .success(ToDeviceReport(processed: 2, keyRequestsReceived: true, requestedKeysArrived: true))),
+            .roomKeysMissing,
+            .keyRequestsSent(.success(1)), .keyRequestsSent(.failure(.network)),
+            .keyRequestsSent(.failure(.rejected(status: 400, errorCode: "M_UNKNOWN"))),
+            .keyRequestsAnswered(.success(KeyRequestAnswers(answered: 1, waitingForDevices: 1))),
+            .keyRequestsAnswered(.failure(.server(status: 502))),
+            .keyRequestsAnswered(.failure(.rejected(status: 403, errorCode: "M_FORBIDDEN"))),
             .timerFired(.retry), .stopped,
         ]
         try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .idle)

@@ -1,0 +1,73 @@
+import SymorvaRuntime
+
+/// What processing the stored to-device messages brought, beyond room keys.
+public struct ToDeviceReport: Sendable, Equatable {
+    /// How many events were processed (and removed).
+    public var processed: Int
+    /// Another device of the account asked for room keys (stored): answer.
+    public var keyRequestsReceived: Bool
+    /// A room key this device had asked for arrived: cancel the request at the other devices.
+    public var requestedKeysArrived: Bool
+
+    /// A report.
+    public init(processed: Int, keyRequestsReceived: Bool = false, requestedKeysArrived: Bool = false) {
+        self.processed = processed
+        self.keyRequestsReceived = keyRequestsReceived
+        self.requestedKeysArrived = requestedKeysArrived
+    }
+}
+
+/// What answering other own devices' room key requests did.
+public struct KeyRequestAnswers: Sendable, Equatable {
+    /// Requests answered with a forwarded key.
+    public var answered: Int
+    /// Requests kept because their device is not known yet (or has no one-time key to reach it).
+    public var waitingForDevices: Int
+
+    /// Answers.
+    public init(answered: Int, waitingForDevices: Int = 0) {
+        self.answered = answered
+        self.waitingForDevices = waitingForDevices
+    }
+}
+
+extension CryptoMachine {
+    /// Takes in what to-device processing reported about key requests.
+    func absorb(_ report: ToDeviceReport, into work: inout CryptoWork) {
+        if report.keyRequestsReceived { work.keyAnswersPending = true }
+        if report.requestedKeysArrived { work.keyRequestsPending = true }
+    }
+
+    /// A sending of key requests answered (`work` has it in flight): whether to back off.
+    /// A refusal for good leaves the requests in the store until the next start.
+    func applySent(_ result: Result<Int, CryptoRequestError>, to work: inout CryptoWork) -> CryptoRequestError? {
+        work.isSendingKeyRequests = false
+        guard case .failure(let error) = result else { return nil }
+        guard error.isRetryable else { return nil }
+        work.keyRequestsPending = true
+        return error
+    }
+
+    /// An answering of key requests answered (`work` has it in flight): whether to back off.
+    func applyAnswered(_ result: Result<KeyRequestAnswers, CryptoRequestError>, to work: inout CryptoWork)
+        -> CryptoRequestError?
+    {
+        work.isAnsweringKeyRequests = false
+        switch result {
+        case .success(let answers):
+            if answers.waitingForDevices > 0 { work.answersAwaitDevices = true }
+            return nil
+        case .failure(let error):
+            guard error.isRetryable else { return nil }
+            work.keyAnswersPending = true
+            return error
+        }
+    }
+
+    /// A `keys/query` succeeded: requests that waited for their device are tried again.
+    func devicesUpdated(_ work: inout CryptoWork) {
+        guard work.answersAwaitDevices else { return }
+        work.answersAwaitDevices = false
+        work.keyAnswersPending = true
+    }
+}

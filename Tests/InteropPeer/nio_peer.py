@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""A matrix-nio client driven by SymorvaKit's interoperability tests.
+
+An independent Matrix client with its own end-to-end encryption (matrix-nio's `e2e` extra:
+vodozemac): it logs in to the local Synapse as its own user and then does what the Swift test
+asks, one JSON object per line on standard input, answering each with one JSON line on standard
+output (`{"id": n, "ok": true, ...}` or `{"id": n, "ok": false, "error": "..."}`). A sync loop
+runs in the background from the login on, doing what nio's own `sync_forever` does after each
+sync (to-device messages out, keys uploaded, queried and claimed) and retrying the decryption of
+the room events whose key had not arrived yet.
+
+Operations (besides `id`):
+  login        homeserver, user, password           -> user_id, device_id, curve25519, ed25519
+  create_room  name, invite, history_visibility?    -> room_id (encrypted, m.megolm.v1.aes-sha2),
+                                                       once it has synced as encrypted
+  wait_invite  room_id                              -> once the invite has synced
+  join         room_id                              -> once the joined (encrypted) room has synced
+  leave        room_id                              -> once the server has the leave
+  wait_member  room_id, user_id                     -> once the user is a joined member here
+  send         room_id, body                        -> event_id (encrypted by nio; devices not
+                                                       verified are sent the key anyway)
+  messages     room_id                              -> decrypted [{event_id, sender, body,
+                                                       sender_key, session_id}] and undecrypted
+                                                       [{event_id, sender, session_id}], in order
+  devices      user_id                              -> the device IDs nio knows for the user
+  verify       user_id, device_id                   -> once nio knows the device: marks it verified
+                                                       (nio forwards keys to, and accepts forwarded
+                                                       keys from, verified own devices only) and
+                                                       goes on with its key requests that waited
+  request_keys room_id                              -> asks the account's other devices for the
+                                                       keys of the room's undecrypted events
+  quit                                              -> closes the client and exits
+
+Message bodies are written to standard output only (the test reads them); nothing is logged
+below warnings, and nio's own logging goes to standard error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+from typing import Any
+
+from nio import (
+    AsyncClient,
+    AsyncClientConfig,
+    EncryptionError,
+    JoinError,
+    LoginError,
+    LocalProtocolError,
+    MegolmEvent,
+    RoomCreateError,
+    RoomLeaveError,
+    RoomKeyRequest,
+    RoomMessageText,
+    RoomSendError,
+    SyncError,
+)
+
+
+class Peer:
+    def __init__(self) -> None:
+        self.client: AsyncClient | None = None
+        self.sync_task: asyncio.Task[None] | None = None
+        self.synced = asyncio.Condition()
+        # room -> event ID -> what the test sees of the event, in arrival order.
+        self.timeline: dict[str, dict[str, dict[str, Any]]] = {}
+        self.undecrypted: dict[str, dict[str, MegolmEvent]] = {}
+        self.sync_error: str | None = None
+        # Key requests of devices nio did not trust yet, by requesting device.
+        self.untrusted_requests: dict[str, list[RoomKeyRequest]] = {}
+
+    # --- the sync loop ------------------------------------------------------------------
+
+    def on_event(self, room: Any, event: Any) -> None:
+        self.record(room.room_id, event)
+
+    def on_key_request(self, event: Any) -> None:
+        if isinstance(event, RoomKeyRequest):
+            self.untrusted_requests.setdefault(event.requesting_device_id, []).append(event)
+
+    def record(self, room_id: str, event: Any) -> None:
+        events = self.timeline.setdefault(room_id, {})
+        if isinstance(event, MegolmEvent):
+            self.undecrypted.setdefault(room_id, {})[event.event_id] = event
+            events.setdefault(
+                event.event_id,
+                {"event_id": event.event_id, "sender": event.sender, "session_id": event.session_id, "decrypted": False},
+            )
+        elif isinstance(event, RoomMessageText):
+            events[event.event_id] = {
+                "event_id": event.event_id,
+                "sender": event.sender,
+                "body": event.body,
+                "decrypted": bool(getattr(event, "decrypted", False)),
+                "sender_key": getattr(event, "sender_key", None),
+                "session_id": getattr(event, "session_id", None),
+            }
+            self.undecrypted.get(room_id, {}).pop(event.event_id, None)
+
+    def retry_undecrypted(self) -> None:
+        assert self.client
+        for room_id, events in list(self.undecrypted.items()):
+            for event_id, event in list(events.items()):
+                try:
+                    decrypted = self.client.decrypt_event(event)
+                except EncryptionError:
+                    continue
+                decrypted.room_id = room_id
+                self.record(room_id, decrypted)
+
+    async def sync_loop(self) -> None:
+        assert self.client
+        client = self.client
+        first = True
+        while True:
+            response = await client.sync(timeout=0 if first else 1000, full_state=first)
+            if isinstance(response, SyncError):
+                self.sync_error = response.message
+                await asyncio.sleep(0.5)
+                continue
+            first = False
+            # What nio's sync_forever does after each sync.
+            if client.outgoing_to_device_messages:
+                await client.send_to_device_messages()
+            if client.should_upload_keys:
+                await client.keys_upload()
+            if client.should_query_keys:
+                await client.keys_query()
+            if client.should_claim_keys:
+                await client.keys_claim(client.get_users_for_key_claiming())
+            self.retry_undecrypted()
+            async with self.synced:
+                self.synced.notify_all()
+
+    async def wait_for(self, predicate: Any, timeout: float) -> bool:
+        """Waits until `predicate()` holds after a sync (or now), at most `timeout` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with self.synced:
+            while not predicate():
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return False
+                try:
+                    await asyncio.wait_for(self.synced.wait(), remaining)
+                except asyncio.TimeoutError:
+                    return predicate()
+        return True
+
+    def is_encrypted(self, room_id: str) -> bool:
+        assert self.client
+        room = self.client.rooms.get(room_id)
+        return room is not None and room.encrypted
+
+    # --- operations ---------------------------------------------------------------------
+
+    async def login(self, args: dict[str, Any]) -> dict[str, Any]:
+        config = AsyncClientConfig(encryption_enabled=True, store_sync_tokens=False)
+        self.client = AsyncClient(
+            args["homeserver"], args["user"], store_path=tempfile.mkdtemp(prefix="nio-peer-"), config=config
+        )
+        client = self.client
+        client.add_event_callback(self.on_event, (RoomMessageText, MegolmEvent))
+        client.add_to_device_callback(self.on_key_request, (RoomKeyRequest,))
+        response = await client.login(args["password"], device_name="nio interop peer")
+        if isinstance(response, LoginError):
+            raise RuntimeError(f"login failed: {response.message}")
+        if client.should_upload_keys:
+            await client.keys_upload()
+        self.sync_task = asyncio.create_task(self.sync_loop())
+        keys = client.olm.account.identity_keys
+        return {
+            "user_id": client.user_id,
+            "device_id": client.device_id,
+            "curve25519": keys["curve25519"],
+            "ed25519": keys["ed25519"],
+        }
+
+    async def create_room(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        initial_state = [
+            {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
+        ]
+        if "history_visibility" in args:
+            initial_state.append(
+                {
+                    "type": "m.room.history_visibility",
+                    "state_key": "",
+                    "content": {"history_visibility": args["history_visibility"]},
+                }
+            )
+        response = await self.client.room_create(
+            name=args.get("name"), invite=args.get("invite", []), initial_state=initial_state
+        )
+        if isinstance(response, RoomCreateError):
+            raise RuntimeError(f"room_create failed: {response.message}")
+        room_id = response.room_id
+        if not await self.wait_for(lambda: self.is_encrypted(room_id), 60):
+            raise RuntimeError("the created room never synced as encrypted")
+        return {"room_id": room_id}
+
+    async def wait_invite(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        room_id = args["room_id"]
+        if not await self.wait_for(lambda: room_id in self.client.invited_rooms, args.get("timeout", 60)):
+            raise RuntimeError("no invite")
+        return {}
+
+    async def join(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        room_id = args["room_id"]
+        response = await self.client.join(room_id)
+        if isinstance(response, JoinError):
+            raise RuntimeError(f"join failed: {response.message}")
+        if not await self.wait_for(lambda: self.is_encrypted(room_id), 60):
+            raise RuntimeError("the joined room never synced as encrypted")
+        return {}
+
+    async def leave(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        response = await self.client.room_leave(args["room_id"])
+        if isinstance(response, RoomLeaveError):
+            raise RuntimeError(f"leave failed: {response.message}")
+        return {}
+
+    async def wait_member(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        room_id, user_id = args["room_id"], args["user_id"]
+
+        def joined() -> bool:
+            room = self.client.rooms.get(room_id)
+            return room is not None and user_id in room.users and user_id not in room.invited_users
+
+        if not await self.wait_for(joined, args.get("timeout", 60)):
+            raise RuntimeError(f"{user_id} never joined")
+        return {}
+
+    async def send(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        room_id = args["room_id"]
+        room = self.client.rooms.get(room_id)
+        if room is None or not room.encrypted:
+            raise RuntimeError("not an encrypted room the peer is in")
+        response = await self.client.room_send(
+            room_id,
+            "m.room.message",
+            {"msgtype": "m.text", "body": args["body"]},
+            ignore_unverified_devices=True,
+        )
+        if isinstance(response, RoomSendError):
+            raise RuntimeError(f"room_send failed: {response.message}")
+        return {"event_id": response.event_id}
+
+    async def messages(self, args: dict[str, Any]) -> dict[str, Any]:
+        events = list(self.timeline.get(args["room_id"], {}).values())
+        return {
+            "decrypted": [e for e in events if e["decrypted"]],
+            "undecrypted": [e for e in events if not e["decrypted"]],
+            "sync_error": self.sync_error,
+        }
+
+    async def devices(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        return {"device_ids": sorted(d.id for d in self.client.device_store.active_user_devices(args["user_id"]))}
+
+    async def verify(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        user_id, device_id = args["user_id"], args["device_id"]
+
+        def known() -> bool:
+            return any(d.id == device_id for d in self.client.device_store.active_user_devices(user_id))
+
+        if not await self.wait_for(known, args.get("timeout", 60)):
+            raise RuntimeError(f"nio never learnt {user_id} {device_id}")
+        device = self.client.device_store[user_id][device_id]
+        self.client.verify_device(device)
+        for request in self.untrusted_requests.pop(device_id, []):
+            self.client.continue_key_share(request)
+        return {}
+
+    async def request_keys(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        requested = 0
+        for event in list(self.undecrypted.get(args["room_id"], {}).values()):
+            try:
+                await self.client.request_room_key(event)
+                requested += 1
+            except LocalProtocolError:
+                pass  # already requested for this session
+        return {"requested": requested}
+
+    async def quit(self) -> None:
+        if self.sync_task:
+            self.sync_task.cancel()
+        if self.client:
+            await self.client.close()
+
+
+async def main() -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    peer = Peer()
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    pending: set[asyncio.Task[None]] = set()
+
+    def answer(message: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    async def run(request: dict[str, Any]) -> None:
+        op = request.get("op")
+        try:
+            handler = getattr(peer, op) if op in OPERATIONS else None
+            if handler is None:
+                raise RuntimeError(f"unknown op {op}")
+            result = await handler(request)
+            answer({"id": request.get("id"), "ok": True, **result})
+        except Exception as error:  # noqa: BLE001 - every failure is the test's answer
+            answer({"id": request.get("id"), "ok": False, "error": f"{type(error).__name__}: {error}"})
+
+    while True:
+        line = await reader.readline()
+        if not line:
+            break
+        request = json.loads(line)
+        if request.get("op") == "quit":
+            break
+        # Operations run concurrently (a wait does not hold up a send).
+        task = asyncio.create_task(run(request))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+    for task in pending:
+        task.cancel()
+    await peer.quit()
+
+
+OPERATIONS = {
+    "login",
+    "create_room",
+    "wait_invite",
+    "join",
+    "leave",
+    "wait_member",
+    "send",
+    "messages",
+    "devices",
+    "verify",
+    "request_keys",
+}
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,190 @@
+import SymorvaChatStore
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import Testing
+
+@testable import SymorvaE2EE
+
+/// Room key requests between two devices of one account, through their stores and engines
+/// (no network: the to-device messages one writes are the rows the other's sync would store).
+@Suite("Room key requests in the crypto store and engine")
+struct KeyRequestEngineTests {
+    let user = UserID("@alice:example.org")
+    let driver = OlmCryptoDriver()
+
+    struct Device {
+        let database: SQLiteDatabase
+        let store: CryptoStore
+        let engine: CryptoEngine
+        let deviceID: String
+    }
+
+    func device(_ deviceID: String) async throws -> Device {
+        let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
+        let store = try await CryptoStore.open(on: database, userID: user, key: try SecretBox.generateKey())
+        let engine = CryptoEngine(driver: driver, store: store, userID: user, deviceID: deviceID)
+        _ = try await engine.load()
+        return Device(database: database, store: store, engine: engine, deviceID: deviceID)
+    }
+
+    /// `device` as another device's store lists it after a `keys/query`.
+    func listed(_ device: Device) async throws -> CryptoStore.Device {
+        let keys = try #require(await device.engine.identityKeys)
+        return CryptoStore.Device(
+            userID: user, deviceID: device.deviceID, curve25519: keys.curve25519, ed25519: keys.ed25519,
+            displayName: nil, keyChanged: false)
+    }
+
+    /// Stores a to-device event in `device`'s database, as chat's sync ingest does.
+    func deliver(type: String, sender: UserID, content: JSONValue, to device: Device) async throws {
+        let raw = try JSONValue.object([
+            "type": .string(type), "sender": .string(sender.rawValue), "content": content,
+        ]).canonicalEncoding()
+        try await device.database.transaction { db throws(StoreError) in
+            try db.execute(
+                "INSERT INTO to_device_events(type, sender, raw) VALUES (?, ?, ?)",
+                [.text(type), .text(sender.rawValue), .blob(raw)])
+        }
+    }
+
+    @Test("A request is recorded once per session; the key's arrival turns a sent request into a cancellation")
+    func outgoingRequestLifecycle() async throws {
+        let phone = try await device("PHONE")
+        let store = phone.store
+        #expect(try await store.recordKeyRequest(requestID: "r1", roomID: "!r:x", sessionID: "s1", senderKey: "k"))
+        #expect(!(try await store.recordKeyRequest(requestID: "r2", roomID: "!r:x", sessionID: "s1", senderKey: "k")))
+        #expect(try await store.recordKeyRequest(requestID: "r3", roomID: "!r:x", sessionID: "s2", senderKey: "k"))
+        let pending = try await store.keyRequestsToSend()
+        #expect(pending.map(\.requestID) == ["r1", "r3"])
+        #expect(pending.allSatisfy { !$0.isCancellation })
+        try await store.keyRequestLeft(pending[0])
+        #expect(try await store.keyRequestsToSend().map(\.requestID) == ["r3"])
+        #expect(try await store.hasOpenKeyRequest(roomID: "!r:x", sessionID: "s1"))
+
+        // The keys arrive: the sent one must be cancelled, the unsent one is simply dropped.
+        let session = try driver.newOutboundGroupSession()
+        let inbound = try driver.inboundGroupSession(sessionKey: try session.sessionKey())
+        for sessionID in ["s1", "s2"] {
+            let row = CryptoStore.InboundSessionRow(
+                roomID: "!r:x", sessionID: sessionID, senderKey: "k", signingKey: "e", forwarded: false,
+                pickle: try inbound.pickle(key: try SecretBox.generateKey()))
+            try await deliver(type: "m.dummy", sender: user, content: .object([:]), to: phone)
+            let rowID = try #require(try await store.toDeviceBatch(limit: 1).first?.id)
+            let arrived = try await store.apply(
+                CryptoStore.ToDeviceOutcome(rowID: rowID, inboundSession: row), nowMilliseconds: 0)
+            #expect(arrived == (sessionID == "s1"))
+        }
+        let cancellations = try await store.keyRequestsToSend()
+        #expect(cancellations.map(\.requestID) == ["r1"])
+        #expect(cancellations.allSatisfy { $0.isCancellation })
+        #expect(!(try await store.hasOpenKeyRequest(roomID: "!r:x", sessionID: "s1")))
+        try await store.keyRequestLeft(cancellations[0])
+        #expect(try await store.openKeyRequestCount() == 0)
+    }
+
+    @Test("Requests of another own device are kept until cancelled; this device's own and other users' are dropped")
+    func incomingRequests() async throws {
+        let laptop = try await device("LAPTOP")
+        func request(_ action: String, from device: String, id: String) -> JSONValue {
+            .object([
+                "action": .string(action), "request_id": .string(id), "requesting_device_id": .string(device),
+                "body": .object([
+                    "algorithm": .string("m.megolm.v1.aes-sha2"), "room_id": .string("!r:x"),
+                    "session_id": .string("s1"), "sender_key": .string("k"),
+                ]),
+            ])
+        }
+        try await deliver(
+            type: "m.room_key_request", sender: user, content: request("request", from: "PHONE", id: "a"), to: laptop)
+        try await deliver(
+            type: "m.room_key_request", sender: user, content: request("request", from: "LAPTOP", id: "b"), to: laptop)
+        try await deliver(
+            type: "m.room_key_request", sender: UserID("@mallory:example.org"),
+            content: request("request", from: "EVIL", id: "c"), to: laptop)
+        let report = try await laptop.engine.processToDevice(nowMilliseconds: 0)
+        #expect(report == ToDeviceReport(processed: 3, keyRequestsReceived: true))
+        #expect(
+            try await laptop.store.incomingKeyRequests()
+                == [CryptoStore.IncomingKeyRequest(deviceID: "PHONE", requestID: "a", roomID: "!r:x", sessionID: "s1")])
+
+        try await deliver(
+            type: "m.room_key_request", sender: user, content: request("request_cancellation", from: "PHONE", id: "a"),
+            to: laptop)
+        #expect(try await laptop.engine.processToDevice(nowMilliseconds: 0) == ToDeviceReport(processed: 1))
+        #expect(try await laptop.store.incomingKeyRequests().isEmpty)
+    }
+
+    @Test(
+        "A sibling's forwarded key is stored under the original sender's keys, only as the answer to an open request"
+    )
+    func forwardedKeyKeepsTheOriginalSender() async throws {
+        let phone = try await device("PHONE")
+        let laptop = try await device("LAPTOP")
+        let phoneDevice = try await listed(phone)
+        let laptopDevice = try await listed(laptop)
+        _ = try await phone.store.storeQueried([user: [laptopDevice]], users: [user])
+        _ = try await laptop.store.storeQueried([user: [phoneDevice]], users: [user])
+
+        // The phone holds Bob's session (Bob's device shared it with the phone only).
+        let bobSession = try driver.newOutboundGroupSession()
+        let phoneKey = try #require(await phone.engine.pickleKey)
+        try await phone.store.saveInboundSession(
+            CryptoStore.InboundSessionRow(
+                roomID: "!r:x", sessionID: bobSession.sessionID, senderKey: "BOB_CURVE", signingKey: "BOB_ED",
+                forwarded: false,
+                pickle: try driver.inboundGroupSession(sessionKey: try bobSession.sessionKey()).pickle(key: phoneKey)))
+
+        // An Olm session from the phone to the laptop, on a one-time key the laptop signed.
+        let upload = try JSONValue(
+            parsing: try #require(try await laptop.engine.prepareUpload(KeyUploadPlan(newOneTimeKeys: 2)).body))
+        guard case .object(let top) = upload, case .object(let keys)? = top["one_time_keys"],
+            let signedKey = keys.values.first
+        else {
+            Issue.record("no one-time keys")
+            return
+        }
+        #expect(try await phone.engine.createSessions([(laptopDevice, signedKey)], nowMilliseconds: 0) == 1)
+
+        let request = CryptoStore.IncomingKeyRequest(
+            deviceID: "LAPTOP", requestID: "q1", roomID: "!r:x", sessionID: bobSession.sessionID)
+        let unknown = CryptoStore.IncomingKeyRequest(
+            deviceID: "LAPTOP", requestID: "q2", roomID: "!r:x", sessionID: "nope")
+        let answer = try await phone.engine.forwardedKeyMessages(
+            for: [(request, laptopDevice), (unknown, laptopDevice)], nowMilliseconds: 0)
+        #expect(answer.answered == [request])
+        #expect(answer.unanswerable == [unknown])
+        let content = try #require(answer.messages[user.rawValue]?["LAPTOP"])
+
+        // Without an open request of its own, the laptop drops the forwarded key.
+        try await deliver(type: "m.room.encrypted", sender: user, content: content, to: laptop)
+        _ = try await laptop.engine.processToDevice(nowMilliseconds: 0)
+        #expect(try await laptop.store.inboundSession(roomID: "!r:x", sessionID: bobSession.sessionID) == nil)
+
+        // With one, it keeps it — as Bob's session, not the phone's — and the request becomes a cancellation.
+        #expect(
+            try await laptop.store.recordKeyRequest(
+                requestID: "q1", roomID: "!r:x", sessionID: bobSession.sessionID, senderKey: "BOB_CURVE"))
+        try await laptop.store.keyRequestLeft(try #require(try await laptop.store.keyRequestsToSend().first))
+        let again = try await phone.engine.forwardedKeyMessages(for: [(request, laptopDevice)], nowMilliseconds: 0)
+        try await deliver(
+            type: "m.room.encrypted", sender: user, content: try #require(again.messages[user.rawValue]?["LAPTOP"]),
+            to: laptop)
+        let report = try await laptop.engine.processToDevice(nowMilliseconds: 0)
+        #expect(report.requestedKeysArrived)
+        let stored = try #require(
+            try await laptop.store.inboundSession(roomID: "!r:x", sessionID: bobSession.sessionID))
+        #expect(stored.senderKey == "BOB_CURVE")
+        #expect(stored.signingKey == "BOB_ED")
+        #expect(stored.forwarded)
+        #expect(try await laptop.store.keyRequestsToSend().map(\.isCancellation) == [true])
+
+        // A forwarded session is not forwarded again.
+        let onward = try await laptop.engine.forwardedKeyMessages(for: [(request, phoneDevice)], nowMilliseconds: 0)
+        #expect(onward.answered.isEmpty)
+        #expect(onward.unanswerable == [request])
+    }
+}

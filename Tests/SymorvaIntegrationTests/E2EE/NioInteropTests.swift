@@ -1,0 +1,241 @@
+import Foundation
+import SymorvaChat
+import SymorvaE2EE
+import SymorvaKit
+import SymorvaMatrix
+import SymorvaRuntime
+import Testing
+
+/// A SymorvaKit client and a matrix-nio client (its own crypto: vodozemac) in one encrypted
+/// room on the real Synapse, each reading what the other sends.
+@Suite(
+    "Interoperability with matrix-nio", .requires(NioPeer.isAvailable, "needs Scripts/dev-server (with the nio venv)"),
+    .shutsDownCommunities, .serialized)
+struct NioInteropTests {
+    @Test("SymorvaKit sends before nio joins; the room key is shared with nio's device after the first message")
+    func keySharedAfterFirstMessage() async throws {
+        let environment = DevEnvironment.current!
+        let fixture = CommunityFixture()
+        let alice = try await fixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let crypto = try await fixture.readyCrypto()
+        let nioAccount = try await registerPeerAccount("nio")
+        let nioUser = try #require(UserID(nioAccount.userID))
+        let peer = try NioPeer()
+        let nio = try await peer.login(
+            user: nioAccount.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+
+        let chat = fixture.community.chat
+        let roomID = try await chat.createRoom(name: "Interop", isEncrypted: true)
+        let room = try await chat.conversation(id: roomID)
+        let stop = room.observe()
+        defer { stop() }
+        // Alone in the room: the first message's key goes to nobody else.
+        let first = try await room.send(.text("before nio joined")).sentEventID()
+
+        try await chat.invite(nioUser, to: roomID)
+        try await peer.waitForInvite(roomID)
+        try await peer.join(roomID)
+        try await crypto.waitForDevice(nio.deviceID, of: nioUser)
+        _ = try await room.waitForTimeline { _ in true }
+        let second = try await room.send(.text("after nio joined")).sentEventID()
+
+        // nio reads the second message; the first stays undecryptable for it: the same Megolm
+        // session, shared with nio's device only from the second message's index on.
+        let firstID = first.rawValue
+        let secondID = second.rawValue
+        let seen = try await peer.waitForMessages(in: roomID) { decrypted, undecrypted in
+            let readSecond = decrypted.contains { $0.eventID == secondID }
+            let sawFirst = undecrypted.contains { $0.eventID == firstID }
+            return readSecond && sawFirst
+        }
+        let read = try #require(seen.decrypted.first { $0.eventID == second.rawValue })
+        #expect(read.body == "after nio joined")
+        #expect(read.sender == alice.userID.rawValue)
+        let unread = try #require(seen.undecrypted.first { $0.eventID == first.rawValue })
+        #expect(unread.sessionID != nil && unread.sessionID == read.sessionID)
+        #expect(!seen.decrypted.contains { $0.eventID == first.rawValue })
+
+        // nio answers in the room; SymorvaKit decrypts it and knows nio's device.
+        let answer = try await peer.send("nio answers", to: roomID)
+        let items = try await room.waitForTimeline { $0.texts.contains("nio answers") }
+        let item = try #require(items.first { $0.text == "nio answers" })
+        #expect(item.eventID?.rawValue == answer)
+        #expect(item.sender == nioUser)
+        #expect(item.encryption?.senderDeviceID == nio.deviceID)
+        #expect(item.encryption?.senderKey == nio.curve25519)
+        #expect(item.encryption?.isDeviceKnown == true)
+        // Canary: none of the room's plaintexts reach SymorvaKit's logs or traces.
+        let traces = fixture.trace.records.map(\.description).joined(separator: "\n")
+        for canary in ["before nio joined", "after nio joined", "nio answers"] {
+            #expect(!fixture.logs.text.contains(canary))
+            #expect(!traces.contains(canary))
+        }
+        try await peer.quit()
+    }
+
+    @Test("nio creates the encrypted room and sends first; SymorvaKit reads it, answers, and nio reads the answer")
+    func nioSendsFirst() async throws {
+        let environment = DevEnvironment.current!
+        let fixture = CommunityFixture()
+        let alice = try await fixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let crypto = try await fixture.readyCrypto()
+        let nioAccount = try await registerPeerAccount("nio")
+        let peer = try NioPeer()
+        let nio = try await peer.login(
+            user: nioAccount.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+
+        let roomID = try await peer.createRoom(name: "From nio", invite: [alice.userID])
+        let chat = fixture.community.chat
+        try await chat.waitForConversation(roomID, .invited)
+        _ = try await chat.join(roomIDOrAlias: roomID.rawValue)
+        try await chat.waitForConversation(roomID)
+        try await peer.waitForMember(alice.userID, in: roomID)
+        // nio shares its room key with the device it finds for Alice: wait until it knows it.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await !peer.deviceIDs(of: alice.userID).contains(crypto.deviceID.rawValue) {
+            guard ContinuousClock.now < deadline else { throw IntegrationFailure("nio never saw Alice's device") }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+
+        let first = try await peer.send("nio speaks first", to: roomID)
+        let room = try await chat.conversation(id: roomID)
+        let stop = room.observe()
+        defer { stop() }
+        let items = try await room.waitForTimeline { $0.texts.contains("nio speaks first") }
+        let item = try #require(items.first { $0.text == "nio speaks first" })
+        #expect(item.eventID?.rawValue == first)
+        #expect(item.encryption?.senderDeviceID == nio.deviceID)
+        #expect(item.encryption?.isDeviceKnown == true)
+
+        // SymorvaKit answers over the Olm session nio started (no one-time key claimed) and a
+        // Megolm session of its own.
+        let reply = try await room.send(.text("SymorvaKit answers")).sentEventID()
+        let seen = try await peer.waitForMessages(in: roomID) { decrypted, _ in
+            decrypted.contains { $0.eventID == reply.rawValue }
+        }
+        #expect(seen.decrypted.first { $0.eventID == reply.rawValue }?.body == "SymorvaKit answers")
+        #expect(seen.decrypted.first { $0.eventID == reply.rawValue }?.sender == alice.userID.rawValue)
+
+        // And a second round on the same sessions both ways.
+        let again = try await peer.send("nio again", to: roomID)
+        let later = try await room.waitForTimeline { $0.texts.contains("nio again") }
+        #expect(later.first { $0.text == "nio again" }?.eventID?.rawValue == again)
+        let second = try await room.send(.text("SymorvaKit again")).sentEventID()
+        let final = try await peer.waitForMessages(in: roomID) { decrypted, _ in
+            decrypted.contains { $0.eventID == second.rawValue }
+        }
+        #expect(final.undecrypted.isEmpty, "nio decrypted every message")
+        try await peer.quit()
+    }
+
+    @Test(
+        "nio leaves: SymorvaKit rotates its session; nio rejoins and gets the new key over the same Olm session, reading on but not what was sent while it was away"
+    )
+    func rotationOnLeave() async throws {
+        let environment = DevEnvironment.current!
+        let fixture = CommunityFixture()
+        _ = try await fixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let crypto = try await fixture.readyCrypto()
+        let nioAccount = try await registerPeerAccount("nio")
+        let nioUser = try #require(UserID(nioAccount.userID))
+        let peer = try NioPeer()
+        let nio = try await peer.login(
+            user: nioAccount.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+
+        let chat = fixture.community.chat
+        let roomID = try await chat.createRoom(name: "Rotation", invitees: [nioUser], isEncrypted: true)
+        try await peer.waitForInvite(roomID)
+        try await peer.join(roomID)
+        let room = try await chat.conversation(id: roomID)
+        let stop = room.observe()
+        defer { stop() }
+        try await crypto.waitForDevice(nio.deviceID, of: nioUser)
+        let before = try await room.send(.text("while nio is here")).sentEventID()
+        let beforeID = before.rawValue
+        try await peer.waitForMessages(in: roomID) { decrypted, _ in decrypted.contains { $0.eventID == beforeID } }
+
+        try await peer.leave(roomID)
+        try await room.waitForTimeline { items in
+            items.contains {
+                if case .membership(nioUser, .leave, _) = $0.content { return true }
+                return false
+            }
+        }
+        let away = try await room.send(.text("while nio is away")).sentEventID()
+
+        try await chat.invite(nioUser, to: roomID)
+        try await peer.waitForInvite(roomID)
+        try await peer.join(roomID)
+        try await room.waitForTimeline { items in
+            items.contains {
+                if case .membership(nioUser, .join, _) = $0.content { return $0.eventID != nil }
+                return false
+            }
+        }
+        let back = try await room.send(.text("nio is back")).sentEventID()
+        let awayID = away.rawValue
+        let backID = back.rawValue
+        let seen = try await peer.waitForMessages(in: roomID) { decrypted, _ in
+            decrypted.contains { $0.eventID == backID }
+        }
+        let first = try #require(seen.decrypted.first { $0.eventID == beforeID })
+        let last = try #require(seen.decrypted.first { $0.eventID == backID })
+        #expect(last.body == "nio is back")
+        #expect(first.sessionID != last.sessionID, "the session rotated when nio left")
+        #expect(!seen.decrypted.contains { $0.eventID == awayID }, "nio never reads what was sent while it was away")
+        if let missed = seen.undecrypted.first(where: { $0.eventID == awayID }) {
+            #expect(missed.sessionID == last.sessionID, "the new session, shared with nio only from a later index")
+        }
+        try await peer.quit()
+    }
+
+    @Test(
+        "A nio device signed in to a SymorvaKit account asks for a key it was never sent; the SymorvaKit sibling forwards it and nio decrypts"
+    )
+    func siblingForwardsToNio() async throws {
+        let environment = DevEnvironment.current!
+        let username = DevEnvironment.uniqueUsername("carol")
+        let fixture = CommunityFixture()
+        let carol = try await fixture.community.session.register(username: username, password: testPassword)
+        let crypto = try await fixture.readyCrypto()
+        let bob = try await MembershipEncryptionTests.Member.register("bob")
+        let roomID = try await bob.chat.createRoom(name: "Siblings", invitees: [carol.userID], isEncrypted: true)
+        try await fixture.community.chat.waitForConversation(roomID, .invited)
+        _ = try await fixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
+        let bobRoom = try await bob.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        try await MembershipEncryptionTests.waitForMembership(.join, of: carol.userID, in: bobRoom)
+        try await bob.crypto.waitForDevice(crypto.deviceID.rawValue, of: carol.userID)
+        let fromBob = try await bobRoom.send(.text("bob to carol")).sentEventID()
+        let room = try await fixture.community.chat.conversation(id: roomID)
+        let stop = room.observe()
+        defer { stop() }
+        try await room.waitForTimeline { $0.texts.contains("bob to carol") }
+
+        // nio signs in as Carol: a device Bob never shared his session with.
+        let peer = try NioPeer()
+        let nio = try await peer.login(
+            user: carol.userID.rawValue, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+        let fromBobID = fromBob.rawValue
+        try await peer.waitForMessages(in: roomID) { _, undecrypted in
+            undecrypted.contains { $0.eventID == fromBobID }
+        }
+        // nio takes forwarded keys only from verified devices of its account.
+        try await peer.verify(crypto.deviceID.rawValue, of: carol.userID)
+        #expect(try await peer.requestKeys(in: roomID) == 1)
+        let seen = try await peer.waitForMessages(in: roomID) { decrypted, _ in
+            decrypted.contains { $0.eventID == fromBobID }
+        }
+        #expect(seen.decrypted.first { $0.eventID == fromBobID }?.body == "bob to carol")
+        #expect(seen.decrypted.first { $0.eventID == fromBobID }?.sender == bob.userID.rawValue)
+        // The SymorvaKit device answered a known device of its own account.
+        #expect(try await crypto.devices(of: carol.userID).contains { $0.deviceID == nio.deviceID })
+        #expect(fixture.logs.text.contains("room key requests answered=1"))
+        #expect(!fixture.logs.text.contains("bob to carol"))
+        try await peer.quit()
+    }
+}
