@@ -249,7 +249,8 @@ public final class AccountStudio: Sendable {
         try check(grant)
         revocations.revoke(grant.id)
         // Forgotten in the store before anything else, so that a restart that follows at once
-        // never brings the grant back (the machine's own `forgetGrant` runs concurrently).
+        // never brings the grant back (the machine's own `forgetGrant` runs concurrently). The
+        // grant's `persistGrant` may still be on its way: the store's tombstone keeps it out.
         var storeFailure: StoreFailure?
         do throws(StoreError) { try await store.remove(grant.id) } catch { storeFailure = error.storeFailure }
         let outcome = await grant.host.send(

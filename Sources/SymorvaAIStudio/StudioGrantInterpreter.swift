@@ -36,7 +36,7 @@ final class ConsentPresenterSlot: Sendable {
 /// | `sendGrantRequest` | `POST …/studio/grants` (no content) | `grantResponse` |
 /// | `sendSummarize` | the last check (revoked, expired on the runtime clock, scope), then `POST …/studio/summaries` | `summaryResponse` |
 /// | `sendRevoke` | `POST …/studio/grants/{id}/revoke` | `revokeResponse` |
-/// | `persistGrant` / `forgetGrant` | the account's `studio_grants` table (no content) | nothing |
+/// | `persistGrant` / `forgetGrant` | the account's `studio_grants` table (no content); a forget wins over a later persist | nothing |
 struct StudioGrantInterpreter: EffectInterpreter {
     typealias Machine = StudioGrantMachine
 

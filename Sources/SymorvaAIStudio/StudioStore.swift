@@ -8,6 +8,14 @@ import SymorvaStore
 /// What is stored is the grant's ID, conversation, scope (event IDs), purpose and expiry. Never
 /// conversation content, never a summary. A grant is forgotten as soon as it is revoked (before
 /// the service is told) or expires.
+///
+/// Forgetting wins, whatever the order the writes land in: the machine's `persistGrant` and
+/// `forgetGrant` (and ``AccountStudio/revoke(_:)``'s own removal) are concurrent effects, so a
+/// member who revokes a grant right after it was issued can have its removal run before the
+/// grant's insert. ``remove(_:)`` therefore leaves a tombstone in `studio_forgotten_grants`, and
+/// ``insert(_:)`` never records a grant with a tombstone: a restart never brings a revoked grant
+/// back. A tombstone is kept until the grant's expiry has passed (when nothing could restore it
+/// anyway); one whose grant was never inserted carries no expiry and is kept (a few bytes).
 struct StudioStore: Sendable {
     /// The feature name under which the studio's schema version is kept.
     static let feature = "studio"
@@ -26,7 +34,15 @@ struct StudioStore: Sendable {
                     since_ts INTEGER,                       -- conversation scope: its lower bound (ms)
                     expires_at_ms INTEGER NOT NULL          -- wall clock, Unix milliseconds
                 ) STRICT;
-                """)
+                """),
+        Migration(
+            version: 2, name: "studio_forgotten_grants",
+            sql: """
+                CREATE TABLE studio_forgotten_grants (
+                    grant_id TEXT PRIMARY KEY,
+                    expires_at_ms INTEGER                   -- the grant's expiry once known (wall clock, ms)
+                ) STRICT;
+                """),
     ]
 
     let database: SQLiteDatabase
@@ -43,26 +59,47 @@ struct StudioStore: Sendable {
             case .selectedMessages(let ids): ("selected_messages", ids)
             case .conversation(let since): ("conversation_since", [since])
             }
-        try await database.execute(
-            """
-            INSERT OR REPLACE INTO studio_grants(grant_id, room_id, purpose, scope_kind, scope_event_ids, since_ts,
-                expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """,
-            [
-                .text(grant.id.rawValue), .text(grant.roomID.rawValue), .text(grant.purpose.rawValue), .text(kind),
-                .text(ids.map(\.rawValue).joined(separator: "\n")),
-                grant.sinceTimestamp.map { .integer($0.rawValue) } ?? .null,
-                .integer(grant.expiresAt.millisecondsSince1970),
-            ])
+        let id = SQLiteValue.text(grant.id.rawValue)
+        let expiry = SQLiteValue.integer(grant.expiresAt.millisecondsSince1970)
+        let row: [SQLiteValue] = [
+            id, .text(grant.roomID.rawValue), .text(grant.purpose.rawValue), .text(kind),
+            .text(ids.map(\.rawValue).joined(separator: "\n")),
+            grant.sinceTimestamp.map { .integer($0.rawValue) } ?? .null, expiry,
+        ]
+        try await database.transaction { database throws(StoreError) in
+            // A grant already forgotten (revoked or expired before this insert ran) stays forgotten.
+            try database.execute(
+                """
+                INSERT OR REPLACE INTO studio_grants(grant_id, room_id, purpose, scope_kind, scope_event_ids, since_ts,
+                    expires_at_ms)
+                SELECT ?, ?, ?, ?, ?, ?, ?
+                WHERE NOT EXISTS (SELECT 1 FROM studio_forgotten_grants WHERE grant_id = ?)
+                """, row + [id])
+            try database.execute(
+                "UPDATE studio_forgotten_grants SET expires_at_ms = ? WHERE grant_id = ?", [expiry, id])
+        }
     }
 
+    /// Forgets the grant for good: removes it and leaves a tombstone, so that an insert of it
+    /// that is still on its way never records it again.
     func remove(_ id: GrantID) async throws(StoreError) {
-        try await database.execute("DELETE FROM studio_grants WHERE grant_id = ?", [.text(id.rawValue)])
+        let id = SQLiteValue.text(id.rawValue)
+        try await database.transaction { database throws(StoreError) in
+            try database.execute(
+                """
+                INSERT OR IGNORE INTO studio_forgotten_grants(grant_id, expires_at_ms)
+                VALUES (?, (SELECT expires_at_ms FROM studio_grants WHERE grant_id = ?))
+                """, [id, id])
+            try database.execute("DELETE FROM studio_grants WHERE grant_id = ?", [id])
+        }
     }
 
     /// The stored grants, with their runtime-clock deadline computed from `wallNow` and `now`.
     func grants(wallNow: Timestamp, now: Duration) async throws(StoreError) -> [StudioGrant] {
         let member = self.member
+        // Tombstones of grants past their expiry guard nothing any more.
+        try await database.execute(
+            "DELETE FROM studio_forgotten_grants WHERE expires_at_ms <= ?", [.integer(wallNow.millisecondsSince1970)])
         let rows = try await database.queryAll(
             """
             SELECT grant_id, room_id, purpose, scope_kind, scope_event_ids, since_ts, expires_at_ms

@@ -1,10 +1,11 @@
 import Foundation
-import SymorvaAIStudio
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import Testing
+
+@testable import SymorvaAIStudio
 
 /// The per-account studio with its interpreter, store and the scripted service: consent first,
 /// content only under a live grant, revoke, expiry on the runtime clock, restarts, accounts.
@@ -165,6 +166,46 @@ struct AccountStudioTests {
         await h.clock.advance(by: .seconds(600))
         _ = try await second.grants.wait(until: { $0.first?.status == .expired })
         #expect(h.world.violations.isEmpty, "\(h.world.violations)")
+    }
+
+    /// The grant's `persistGrant` and the revoke's removals are concurrent effects: under load
+    /// the insert can land last (the random walk's seed 521: request, revoke, restart, and the
+    /// restart brought the revoked grant back, whose summary then left under it).
+    @Test("A revoke that overtakes the grant's insert in the store: a restart does not bring it back")
+    func revokeOvertakesPersist() async throws {
+        let h = try await Harness()
+        let first = try await h.studio()
+        let grant = try await first.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        h.world.memberRevokes(grant.id)
+        try await first.revoke(grant)
+        // The grant's insert, still on its way when the member revoked, lands now.
+        try await first.store.insert(grant.grant)
+        await first.shutdown()
+
+        let second = try await h.studio()
+        #expect(try await second.restoreGrants().isEmpty)
+        #expect(second.grant(grant.id) == nil)
+        #expect(h.world.summariesSent == 0)
+    }
+
+    @Test("The store never records a grant it was told to forget, and drops the tombstone once it expired")
+    func forgetWins() async throws {
+        let h = try await Harness()
+        let store = try await StudioStore.open(on: h.database, member: StudioWorld.alice)
+        let studio = try await h.studio()
+        let grant = try await studio.requestGrant(for: StudioWorld.room, scope: Self.selected).grant
+        await studio.shutdown()
+        let wallNow = h.world.wallClock.now
+        try await store.remove(grant.id)
+        try await store.insert(grant)
+        #expect(try await store.grants(wallNow: wallNow, now: h.clock.now).isEmpty)
+        let tombstones = { () async throws -> Int64 in
+            try await h.database.queryAll("SELECT count(*) FROM studio_forgotten_grants") { $0.int64(0) }.first ?? 0
+        }
+        #expect(try await tombstones() == 1)
+        // Past the grant's expiry the tombstone guards nothing any more.
+        _ = try await store.grants(wallNow: grant.expiresAt, now: h.clock.now)
+        #expect(try await tombstones() == 0)
     }
 
     @Test("A grant of an account that ended is unusable: accountEnded, nothing sent")

@@ -33,6 +33,11 @@ struct StudioRandomWalkTests {
     func walk() async throws {
         var summaries = 0
         var inFlight = 0
+        // `SYMORVA_STUDIO_WALK_SEED=521 swift test --filter StudioRandomWalkTests` replays one walk.
+        if let only = ProcessInfo.processInfo.environment["SYMORVA_STUDIO_WALK_SEED"].flatMap(UInt64.init) {
+            _ = try await Self.run(seed: only)
+            return
+        }
         for seed in 0..<UInt64(Self.sequences) {
             let walk = try await Self.run(seed: seed)
             summaries += walk.world.summariesSent
@@ -99,9 +104,14 @@ struct StudioRandomWalkTests {
             }
         }
 
+        /// The steps taken, for the failure report.
+        var steps: [String] = []
+
         func step() async throws {
             world.fault = randomFault()
-            switch Int.random(in: 0..<9, using: &random) {
+            let kind = Int.random(in: 0..<9, using: &random)
+            steps.append(Self.stepNames[kind] + (world.fault == .none ? "" : "(\(world.fault))"))
+            switch kind {
             case 0, 1: try await requestGrant()
             case 2, 3: if let grant = pick(grants) { _ = try? await studio.summarize(using: grant) }
             case 4: if let grant = pick(grants) { try await revoke(grant) }
@@ -114,6 +124,11 @@ struct StudioRandomWalkTests {
             }
             world.fault = .none
         }
+
+        static let stepNames = [
+            "requestGrant", "requestGrant", "summarize", "summarize", "revoke", "advanceClock", "inFlight",
+            "switchAccount", "restart",
+        ]
 
         func requestGrant() async throws {
             answer = pick([.approved, .approved, .declined, .unavailable])!
@@ -200,7 +215,9 @@ struct StudioRandomWalkTests {
         let steps = Int.random(in: 4...10, using: &walk.random)
         for _ in 0..<steps { try await walk.step() }
         await walk.studio.shutdown()
-        #expect(walk.world.violations.isEmpty, "seed \(seed): \(walk.world.violations)")
+        #expect(
+            walk.world.violations.isEmpty,
+            "seed \(seed): \(walk.world.violations) steps=\(walk.steps) sent=\(walk.world.log)")
         let traced = walk.trace.records.map { "\($0)" }.joined(separator: "\n")
         for body in walk.items.map(\.body) {
             #expect(!traced.contains(body), "seed \(seed): a body reached a trace")

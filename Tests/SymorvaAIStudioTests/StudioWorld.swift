@@ -85,6 +85,8 @@ final class StudioWorld: Sendable {
         var summariesSent = 0
         var studioRequests = 0
         var members: Set<String> = ["@alice:localhost", "@bob:localhost"]
+        /// Every studio request the transport sent and every revoke by the member, in order.
+        var log: [String] = []
     }
 
     let clock: ManualClock
@@ -121,13 +123,18 @@ final class StudioWorld: Sendable {
     }
 
     var violations: [String] { state.withLock { $0.violations } }
+    /// Every studio request the transport sent and every revoke by the member, in order (no content).
+    var log: [String] { state.withLock { $0.log } }
     var summariesSent: Int { state.withLock { $0.summariesSent } }
     /// Every studio request the transport sent.
     var studioRequests: Int { state.withLock { $0.studioRequests } }
 
     /// The test says the member revoked `id`, before asking the studio to.
     func memberRevokes(_ id: GrantID) {
-        state.withLock { $0.grants[id.rawValue]?.revokedByMember = true }
+        state.withLock {
+            $0.grants[id.rawValue]?.revokedByMember = true
+            $0.log.append("memberRevokes \(id.rawValue)")
+        }
     }
 
     func removeMember(_ user: String) { state.withLock { _ = $0.members.remove(user) } }
@@ -142,6 +149,7 @@ final class StudioWorld: Sendable {
         let text = String(decoding: request.body, as: UTF8.self)
         state.withLock { state in
             state.studioRequests += 1
+            state.log.append("\(request.method.rawValue) \(request.url.path) fault=\(state.fault)")
             for body in bodies where text.contains(body) {
                 state.violations.append("content in \(request.method.rawValue) \(request.url.path)")
             }
@@ -201,6 +209,7 @@ final class StudioWorld: Sendable {
         let hold = state.withLock { state -> Bool in
             state.studioRequests += 1
             state.summariesSent += 1
+            state.log.append("summary \(grantID) fault=\(state.fault) now=\(now)")
             guard let grant = state.grants[grantID] else {
                 state.violations.append("content under a grant never issued: \(grantID)")
                 return state.holdSummaries
