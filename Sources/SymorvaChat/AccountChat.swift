@@ -91,6 +91,11 @@ public final class AccountChat: Sendable {
     private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
     private let deviceChangesHandler = Mutex<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
     private let encryptorSlot = Mutex<(any RoomEncryptor)?>(nil)
+    /// Room keys arrived since the last decryption pass: the events waiting for a key are ready
+    /// again.
+    private let keysArrived = Mutex(false)
+    /// Events one decryption pass takes.
+    static let decryptionPassSize = 500
     /// Rooms this client created encrypted, known before their state syncs.
     let encryptedRooms = Mutex<Set<RoomID>>([])
     private let decryptorSlot = Mutex<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
@@ -207,17 +212,18 @@ public final class AccountChat: Sendable {
         encryptorSlot.withLock { $0 = encryptor }
     }
 
-    /// Sets what decrypts the events of encrypted rooms (the crypto module). Undecrypted events
-    /// are tried after every committed sync and whenever ``roomKeysArrived()`` says new keys
-    /// are stored; a decrypted event replaces its row in place.
+    /// Sets what decrypts the events of encrypted rooms (the crypto module). Encrypted events are
+    /// tried when they are stored; those whose key has not arrived wait until
+    /// ``roomKeysArrived()`` says new keys are stored; a decrypted event replaces its row in place.
     package func setDecryptor(_ decryptor: any RoomDecryptor) {
         let runner = SerialRunner { [weak self] in await self?.decryptPending() }
         decryptorSlot.withLock { $0 = (decryptor, runner) }
         runner.request()
     }
 
-    /// New room keys are stored: try the undecrypted events again.
+    /// New room keys are stored: try the events that wait for a key again.
     package func roomKeysArrived() {
+        keysArrived.withLock { $0 = true }
         decryptorSlot.withLock { $0 }?.runner.request()
     }
 
@@ -228,22 +234,44 @@ public final class AccountChat: Sendable {
 
     /// Decrypts what can be decrypted of the stored encrypted events and shows it in place
     /// (`package` for `symorva-bench ingest --encrypted`, which times it).
-    package func decryptPending() async {
-        guard let decryptor = decryptorSlot.withLock({ $0 })?.decryptor else { return }
+    ///
+    /// One pass takes up to ``decryptionPassSize`` events that are not waiting for a key, newest
+    /// first; those still without their key are marked waiting (tried again when keys arrive),
+    /// and a full pass asks for the next one (unless `continuing` is `false`: the benchmark runs
+    /// its passes itself), so a backlog drains pass after pass.
+    package func decryptPending(continuing: Bool = true) async {
+        guard let slot = decryptorSlot.withLock({ $0 }) else { return }
+        let decryptor = slot.decryptor
+        if keysArrived.withLock({ arrived in
+            defer { arrived = false }
+            return arrived
+        }) {
+            do { try await store.retryEventsWaitingForKeys() } catch {
+                logger.error("events waiting for keys not reset error=\(error)")
+            }
+        }
         let events: [UndecryptedEvent]
-        do { events = try await store.undecryptedEvents(limit: 500) } catch {
+        do { events = try await store.undecryptedEvents(limit: Self.decryptionPassSize) } catch {
             logger.error("undecrypted events not read error=\(error)")
             return
         }
         var outcomes: [(event: UndecryptedEvent, outcome: DecryptionOutcome)] = []
+        var waiting: [UndecryptedEvent] = []
         for event in events {
             if let outcome = await decryptor.decrypt(
                 event.content, in: RoomID(event.roomID), eventID: EventID(event.eventID),
                 sender: UserID(stored: event.sender))
             {
                 outcomes.append((event, outcome))
+            } else {
+                waiting.append(event)
             }
         }
+        do { try await store.markWaitingForKeys(waiting) } catch {
+            logger.error("events waiting for keys not marked error=\(error)")
+            return
+        }
+        if continuing, events.count == Self.decryptionPassSize { slot.runner.request() }
         guard !outcomes.isEmpty else { return }
         do { try await store.storeDecryption(outcomes) } catch {
             logger.error("decrypted events not stored error=\(error)")

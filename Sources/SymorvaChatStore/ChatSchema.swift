@@ -38,6 +38,9 @@ import SymorvaStore
 /// that has not arrived). Timeline reads show the decrypted type and content in place of the
 /// ciphertext. Version 5 lets a queued message to an encrypted room keep its content sealed
 /// (`send_queue.content_sealed`): what the user wrote there is never in the clear on disk either.
+/// Version 6 keeps the encrypted events without an outcome in `pending_decryption` (filled by a
+/// trigger on `events`), marked `waiting` once tried without their key, so that a decryption pass
+/// reads only what it can act on, however many events are already decrypted.
 package enum ChatSchema {
     /// The schema version the current migrations produce.
     package static var currentVersion: Int { migrations.count }
@@ -49,6 +52,7 @@ package enum ChatSchema {
         Migration(version: 3, name: "device_sync", sql: deviceSync),
         Migration(version: 4, name: "decrypted_events", sql: decryptedEvents),
         Migration(version: 5, name: "sealed_outgoing", sql: sealedOutgoing),
+        Migration(version: 6, name: "pending_decryption", sql: pendingDecryption),
     ]
 
     /// Version 1: rooms, state, linked-chunk timeline, receipts, account data, sync position.
@@ -226,5 +230,36 @@ package enum ChatSchema {
     /// account's secrets-at-rest key (by the crypto module), never in the clear.
     static let sealedOutgoing = """
         ALTER TABLE send_queue ADD COLUMN content_sealed INTEGER NOT NULL DEFAULT 0;
+        """
+
+    /// Version 6: the encrypted events still to decrypt, kept by triggers on `events` (an event
+    /// stored, redacted or deleted), so that no writer of `events` has to know.
+    static let pendingDecryption = """
+        CREATE TABLE pending_decryption (
+            event_nid INTEGER PRIMARY KEY,          -- events.event_nid of an m.room.encrypted event
+            waiting INTEGER NOT NULL DEFAULT 0      -- 1: tried, its key had not arrived
+        );
+        CREATE INDEX pending_decryption_ready ON pending_decryption(waiting, event_nid);
+
+        INSERT INTO pending_decryption(event_nid)
+            SELECT e.event_nid FROM events e
+            WHERE e.type = 'm.room.encrypted' AND e.redacted_by IS NULL
+              AND NOT EXISTS (SELECT 1 FROM decrypted_events d WHERE d.event_id = e.event_id)
+              AND NOT EXISTS (SELECT 1 FROM undecryptable_events u WHERE u.event_id = e.event_id);
+
+        CREATE TRIGGER events_pending_decryption AFTER INSERT ON events
+            WHEN NEW.type = 'm.room.encrypted' AND NEW.redacted_by IS NULL
+        BEGIN
+            INSERT OR IGNORE INTO pending_decryption(event_nid) VALUES (NEW.event_nid);
+        END;
+        CREATE TRIGGER events_redacted_pending_decryption AFTER UPDATE OF redacted_by ON events
+            WHEN NEW.redacted_by IS NOT NULL
+        BEGIN
+            DELETE FROM pending_decryption WHERE event_nid = NEW.event_nid;
+        END;
+        CREATE TRIGGER events_deleted_pending_decryption AFTER DELETE ON events
+        BEGIN
+            DELETE FROM pending_decryption WHERE event_nid = OLD.event_nid;
+        END;
         """
 }

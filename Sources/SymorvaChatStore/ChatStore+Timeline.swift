@@ -260,6 +260,8 @@ package struct StoredEncryption: Sendable, Hashable {
 
 /// An `m.room.encrypted` event not decrypted yet.
 package struct UndecryptedEvent: Sendable {
+    /// Its row in `events`.
+    package var eventNID: Int64
     package var eventID: String
     package var roomID: String
     package var sender: String
@@ -275,22 +277,47 @@ package enum DecryptionOutcome: Sendable {
 }
 
 extension ChatStore {
-    /// Encrypted events that have neither a plaintext nor a permanent failure yet, newest first.
+    /// Encrypted events that have neither a plaintext nor a permanent failure yet and are not
+    /// waiting for their key (``markWaitingForKeys(_:)``), newest first: read from
+    /// `pending_decryption`, so the cost does not grow with the events already decrypted.
     package func undecryptedEvents(limit: Int) async throws(ChatStoreError) -> [UndecryptedEvent] {
         try await read { db throws(StoreError) in
             try db.queryAll(
                 """
-                SELECT e.event_id, r.room_id, e.sender, e.content
-                FROM events e JOIN rooms r ON r.room_nid = e.room_nid
-                WHERE e.type = 'm.room.encrypted' AND e.redacted_by IS NULL
-                  AND NOT EXISTS (SELECT 1 FROM decrypted_events d WHERE d.event_id = e.event_id)
-                  AND NOT EXISTS (SELECT 1 FROM undecryptable_events u WHERE u.event_id = e.event_id)
-                ORDER BY e.event_nid DESC LIMIT ?
+                SELECT e.event_nid, e.event_id, r.room_id, e.sender, e.content
+                FROM pending_decryption p
+                JOIN events e ON e.event_nid = p.event_nid
+                JOIN rooms r ON r.room_nid = e.room_nid
+                WHERE p.waiting = 0
+                ORDER BY p.event_nid DESC LIMIT ?
                 """, [.int(limit)]
             ) {
                 UndecryptedEvent(
-                    eventID: $0.string(0), roomID: $0.string(1), sender: $0.string(2), content: $0.blob(3))
+                    eventNID: $0.int64(0), eventID: $0.string(1), roomID: $0.string(2), sender: $0.string(3),
+                    content: $0.blob(4))
             }
+        }
+    }
+
+    /// Marks events tried without their key: they are read again only after
+    /// ``retryEventsWaitingForKeys()`` (new keys arrived).
+    package func markWaitingForKeys(_ events: [UndecryptedEvent]) async throws(ChatStoreError) {
+        guard !events.isEmpty else { return }
+        try await write { db throws(StoreError) in
+            for event in events {
+                try db.execute(
+                    "UPDATE pending_decryption SET waiting = 1 WHERE event_nid = ?", [.integer(event.eventNID)])
+            }
+        }
+    }
+
+    /// Makes every event that waits for a key ready to be tried again (keys arrived). Returns
+    /// how many.
+    @discardableResult
+    package func retryEventsWaitingForKeys() async throws(ChatStoreError) -> Int {
+        try await write { db throws(StoreError) in
+            try db.execute("UPDATE pending_decryption SET waiting = 0 WHERE waiting = 1")
+            return db.changes
         }
     }
 
@@ -301,6 +328,7 @@ extension ChatStore {
         guard !outcomes.isEmpty else { return }
         try await write { db throws(StoreError) in
             for (event, outcome) in outcomes {
+                try db.execute("DELETE FROM pending_decryption WHERE event_nid = ?", [.integer(event.eventNID)])
                 switch outcome {
                 case .decrypted(let type, let content, let senderKey, let senderDevice, let deviceKnown):
                     try db.execute(

@@ -229,7 +229,7 @@ enum EncryptedIngest {
             var left = before
             while left > 0 {
                 let passStart = ChatBench.now()
-                await chat.decryptPending()
+                await chat.decryptPending(continuing: false)
                 passTimes.append(ChatBench.now() - passStart)
                 let now = try await store.undecryptedEvents(limit: Int.max).count
                 if passTimes.count == 1 { firstPassDecrypted = left - now }

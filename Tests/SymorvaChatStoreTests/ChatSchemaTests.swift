@@ -15,7 +15,8 @@ struct ChatSchemaTests {
         #expect(
             tables == [
                 "account_data", "decrypted_events", "device_list_changes", "events", "malformed_events",
-                "one_time_key_counts", "receipts", "room_state", "rooms", "send_queue", "sync_state", "timeline_chunks",
+                "one_time_key_counts", "pending_decryption", "receipts", "room_state", "rooms", "send_queue",
+                "sync_state", "timeline_chunks",
                 "timeline_gaps", "to_device_events", "undecryptable_events",
             ])
         let indexes = try await store.databaseForTesting.queryAll(

@@ -16,6 +16,10 @@ import Testing
 /// something written or sent still holds the plaintext, and recognises what it sealed.
 final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     let encrypted = Mutex<[RoomID]>([])
+    /// Whether the "room key" is there: without it every decryption waits (`nil`).
+    let hasKey = Mutex(true)
+    /// How many decryptions were asked for.
+    let decryptions = Mutex(0)
 
     static func flipped(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 ^ 0x5A } }
 
@@ -38,6 +42,8 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     }
 
     func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async -> DecryptionOutcome? {
+        decryptions.withLock { $0 += 1 }
+        guard hasKey.withLock({ $0 }) else { return nil }
         guard let ciphertext = RawJSON.string("ciphertext", in: content), let data = Data(base64Encoded: ciphertext)
         else { return nil }
         return .decrypted(
@@ -320,4 +326,76 @@ struct ConversationEncryptionTests {
         let sealed = try await store.databaseForTesting.queryAll("SELECT content FROM decrypted_events") { $0.blob(0) }
         #expect(sealed.count == 1 && !String(decoding: sealed[0], as: UTF8.self).contains("noon"))
     }
+
+    static func encryptedEvent(_ index: Int, body: String) -> String {
+        let ciphertext = Data(FlippingRoomCrypto.flipped(Array(#"{"msgtype":"m.text","body":"\#(body)"}"#.utf8)))
+            .base64EncodedString()
+        return
+            #"{"type": "m.room.encrypted", "event_id": "$e\#(index)", "sender": "@alice:example.org", "origin_server_ts": \#(10 + index), "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "\#(ciphertext)"}}"#
+    }
+
+    @Test("An event without its key is tried once, then waits for keys; when keys arrive it is decrypted")
+    func waitsForKeys() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        crypto.hasKey.withLock { $0 = false }
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("b2", [Self.encryptedEvent(1, body: "later")]))
+        let chat = chat(on: store)  // setting the decryptor starts the first pass
+        let database = store.databaseForTesting
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await database.queryOne("SELECT waiting FROM pending_decryption", [], { $0.int(0) }) != 1,
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        await chat.decryptPending(continuing: false)
+        #expect(crypto.decryptions.withLock { $0 } == 1, "tried again without new keys")
+        #expect(try await store.undecryptedEvents(limit: 10).isEmpty, "it waits for keys")
+
+        crypto.hasKey.withLock { $0 = true }
+        chat.roomKeysArrived()
+        try await chat.conversations.wait(timeout: .seconds(10)) {
+            $0[Self.roomID]?.lastMessage?.body == "later"
+        }
+        #expect(
+            try await store.databaseForTesting.queryOne("SELECT COUNT(*) FROM pending_decryption") { $0.int(0) } == 0)
+    }
+
+    @Test("A backlog larger than a pass drains pass after pass, and the query reads only what is pending")
+    func backlogDrains() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        let count = ChatClientPassSize.value * 2 + 37
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync("b2", (0..<count).map { Self.encryptedEvent($0, body: "message \($0)") }))
+        #expect(try await store.undecryptedEvents(limit: .max).count == count)
+        let chat = chat(on: store)  // setting the decryptor starts the first pass
+        let database = store.databaseForTesting
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await database.queryOne("SELECT COUNT(*) FROM pending_decryption", [], { $0.int(0) }) != 0,
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await database.queryOne("SELECT COUNT(*) FROM decrypted_events") { $0.int(0) } == count)
+        #expect(crypto.decryptions.withLock { $0 } == count, "each event decrypted once")
+        _ = chat
+    }
+
+    @Test("A redacted encrypted event leaves the pending list")
+    func redactedLeavesPending() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("b2", [Self.encryptedEvent(1, body: "oops")]))
+        #expect(try await store.undecryptedEvents(limit: 10).count == 1)
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync(
+                "b3",
+                [
+                    #"{"type": "m.room.redaction", "event_id": "$r1", "sender": "@alice:example.org", "origin_server_ts": 50, "redacts": "$e1", "content": {}}"#
+                ]))
+        #expect(try await store.undecryptedEvents(limit: 10).isEmpty)
+    }
+}
+
+/// The chat's decryption pass size, for tests.
+enum ChatClientPassSize {
+    static var value: Int { AccountChat.decryptionPassSize }
 }
