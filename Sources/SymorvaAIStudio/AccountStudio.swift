@@ -248,11 +248,12 @@ public final class AccountStudio: Sendable {
     public func revoke(_ grant: ConversationGrant) async throws(StudioError) {
         try check(grant)
         revocations.revoke(grant.id)
-        // Forgotten in the store before anything else, so that a restart that follows at once
-        // never brings the grant back (the machine's own `forgetGrant` runs concurrently). The
-        // grant's `persistGrant` may still be on its way: the store's tombstone keeps it out.
-        var storeFailure: StoreFailure?
-        do throws(StoreError) { try await store.remove(grant.id) } catch { storeFailure = error.storeFailure }
+        // Forgotten in the store before this returns, so that a restart that follows never
+        // brings the grant back (the machine's own `forgetGrant` runs concurrently; the grant's
+        // `persistGrant` may still be on its way: the store's tombstone keeps it out). The
+        // removal runs beside the machine's revoke, not before it, so that a summary request in
+        // flight is cancelled at once rather than after the store write.
+        async let removal = Self.remove(grant.id, from: store)
         let outcome = await grant.host.send(
             .revokeRequested,
             ignored: { state -> Result<Void, StudioError>? in
@@ -267,11 +268,22 @@ public final class AccountStudio: Sendable {
                 default: .failure(.grantNotLive(GrantStatus(state)))
                 }
             })
+        let storeFailure = await removal
         switch outcome {
         case .success:
             if let storeFailure { throw .store(storeFailure) }
         case .failure(let error): throw error
         case nil: throw .accountEnded
+        }
+    }
+
+    /// Forgets `grant` in `store`; the failure, if any.
+    private static func remove(_ grant: GrantID, from store: StudioStore) async -> StoreFailure? {
+        do throws(StoreError) {
+            try await store.remove(grant)
+            return nil
+        } catch {
+            return error.storeFailure
         }
     }
 
