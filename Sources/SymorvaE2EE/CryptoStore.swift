@@ -219,6 +219,20 @@ package struct CryptoStore: Sendable {
         }
     }
 
+    /// Whether `user` is tracked and outdated: one indexed row, for the per-event check of a
+    /// decryption (``outdatedUsers()`` reads and parses every tracked user).
+    package func isOutdated(_ user: UserID) async throws(CryptoStoreError) -> Bool {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryOne(
+                    "SELECT outdated FROM e2ee_tracked_users WHERE user_id = ?", [.text(user.rawValue)]
+                ) { $0.int(0) != 0 } ?? false
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
     /// Tracked users whose device lists are outdated.
     package func outdatedUsers() async throws(CryptoStoreError) -> [UserID] {
         do {

@@ -215,7 +215,7 @@ extension AccountCrypto {
         }
         if let device = try await find() { return .settled(device) }
         _ = try await store.track([sender])
-        guard try await store.outdatedUsers().contains(sender) else { return .settled(nil) }
+        guard try await store.isOutdated(sender) else { return .settled(nil) }
         if case .failure(let error) = await interpreter.query([sender]) {
             logger.info("sender's devices not queried error=\(error)")
             // A query refused for good settles it as unknown (no retry could do better).
