@@ -12,15 +12,6 @@ import Testing
     "Encrypted rooms against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
     .shutsDownCommunities)
 struct EncryptedRoomTests {
-    func ready(_ fixture: CommunityFixture) async throws -> AccountCrypto {
-        let crypto = try #require(fixture.community.module(AccountCrypto.self))
-        try await crypto.state.wait(timeout: .seconds(60)) { state in
-            if case .ready(let work) = state { return !work.isUploading }
-            return false
-        }
-        return crypto
-    }
-
     @Test(
         "A message sent to an encrypted room leaves as m.room.encrypted; the member's device gets the key and reads it")
     func sendEncrypted() async throws {
@@ -30,8 +21,8 @@ struct EncryptedRoomTests {
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let bob = try await bobFixture.community.session.register(
             username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
-        let aliceCrypto = try await ready(aliceFixture)
-        let bobCrypto = try await ready(bobFixture)
+        let aliceCrypto = try await aliceFixture.readyCrypto()
+        let bobCrypto = try await bobFixture.readyCrypto()
 
         let roomID = try await aliceFixture.community.chat.createRoom(
             name: "Sealed", invitees: [bob.userID], isEncrypted: true)

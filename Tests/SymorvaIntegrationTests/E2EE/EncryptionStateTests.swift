@@ -15,15 +15,6 @@ import Testing
     .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
     .shutsDownCommunities)
 struct EncryptionStateTests {
-    func ready(_ fixture: CommunityFixture) async throws -> AccountCrypto {
-        let crypto = try #require(fixture.community.module(AccountCrypto.self))
-        try await crypto.state.wait(timeout: .seconds(60)) { state in
-            if case .ready(let work) = state { return !work.isUploading }
-            return false
-        }
-        return crypto
-    }
-
     /// Alice and Bob, both ready, in a room Alice created (plaintext unless `encrypted`) that Bob joined.
     func pair(encrypted: Bool?, configuration: SymorvaConfiguration? = nil) async throws
         -> (alice: CommunityFixture, bob: CommunityFixture, roomID: RoomID)
@@ -34,8 +25,8 @@ struct EncryptionStateTests {
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let bob = try await bobFixture.community.session.register(
             username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
-        _ = try await ready(aliceFixture)
-        _ = try await ready(bobFixture)
+        _ = try await aliceFixture.readyCrypto()
+        _ = try await bobFixture.readyCrypto()
         let roomID = try await aliceFixture.community.chat.createRoom(
             name: "State", invitees: [bob.userID], isEncrypted: encrypted)
         try await bobFixture.community.chat.waitForConversation(roomID, .invited)
@@ -87,10 +78,10 @@ struct EncryptionStateTests {
             let fixture = CommunityFixture()
             let account = try await fixture.community.session.register(
                 username: DevEnvironment.uniqueUsername(name), password: testPassword)
-            _ = try await ready(fixture)
+            _ = try await fixture.readyCrypto()
             invitees.append((fixture, account.userID))
         }
-        _ = try await ready(aliceFixture)
+        _ = try await aliceFixture.readyCrypto()
         let roomID = try await aliceFixture.community.chat.createRoom(
             name: "Straight away", invitees: invitees.map(\.1), isEncrypted: true)
         try await aliceFixture.community.chat.conversation(id: roomID).send(.text("first words")).waitUntilSent()
@@ -134,7 +125,7 @@ struct EncryptionStateTests {
         let first = CommunityFixture()
         let username = DevEnvironment.uniqueUsername("devices")
         let account = try await first.community.session.register(username: username, password: testPassword)
-        let firstCrypto = try await ready(first)
+        let firstCrypto = try await first.readyCrypto()
         var devices = try await first.community.session.devices()
         #expect(devices.count == 1)
         #expect(devices.first?.isCurrent == true)
@@ -143,7 +134,7 @@ struct EncryptionStateTests {
 
         let second = CommunityFixture()
         _ = try await second.community.session.signIn(username: username, password: testPassword)
-        let secondCrypto = try await ready(second)
+        let secondCrypto = try await second.readyCrypto()
         #expect(secondCrypto.deviceID != firstCrypto.deviceID)
         // The first device hears of the new one through device_lists.changed, queries it and
         // verifies its self-signature.
