@@ -118,7 +118,19 @@ extension AccountChat {
             }
             let seen = commits.value
             if (try? await store.hasMembershipEvents(roomID: roomID, users: members.map(\.rawValue))) == true { return }
-            let next = await commits.observable.first(scope: scope) { $0 != seen ? true : nil }
+            // The next commit, or a second (to look at the sync loop and the deadline again).
+            let commits = self.commits.observable
+            let scope = self.scope
+            let next = await withTaskGroup(of: Bool?.self) { group in
+                group.addTask { await commits.first(scope: scope) { $0 != seen ? true : nil } }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(1))
+                    return false
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
             if next == nil { return }
         }
     }
