@@ -7,6 +7,7 @@
     import SymorvaMeetings
     import SymorvaRuntime
     import SymorvaServices
+    import SymorvaTesting
     import SymorvaTransport
     import Synchronization
 
@@ -249,7 +250,7 @@
                 }
                 return out
             }
-            guard blocks.contains(where: { Self.share(of: frequency, in: $0, rate: Double(rate)) > 0.5 }) else {
+            guard blocks.contains(where: { ToneEnergy.share(of: frequency, in: $0, rate: Double(rate)) > 0.5 }) else {
                 return
             }
             progress.withLock { if $0.heardAt == nil { $0.heardAt = now } }
@@ -263,25 +264,6 @@
                 try await Task.sleep(for: .milliseconds(5))
             }
             throw BenchFailure("the tone was not heard within \(timeout)")
-        }
-
-        static func share(of frequency: Double, in block: [Int16], rate: Double) -> Double {
-            let n = Double(block.count)
-            let k = (n * frequency / rate).rounded()
-            let coefficient = 2 * cos(2 * Double.pi * k / n)
-            var previous = 0.0
-            var beforePrevious = 0.0
-            var energy = 0.0
-            for sample in block {
-                let x = Double(sample) / 32768
-                energy += x * x
-                let current = x + coefficient * previous - beforePrevious
-                beforePrevious = previous
-                previous = current
-            }
-            guard energy > 1e-9 else { return 0 }
-            let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
-            return min(1, 2 * power / (n * energy))
         }
     }
 #endif

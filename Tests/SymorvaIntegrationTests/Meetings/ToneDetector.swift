@@ -1,10 +1,5 @@
+import SymorvaTesting
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// Finds a tone in decoded PCM with a Goertzel filter: per 100 ms block of mono 16-bit
 /// samples, the share of the block's energy at the tone's frequency. A pure tone puts nearly
@@ -31,7 +26,7 @@ final class ToneDetector: Sendable {
             }
             return out
         }
-        let shares = full.map { Self.share(of: frequency, in: $0, rate: Double(rate)) }
+        let shares = full.map { ToneEnergy.share(of: frequency, in: $0, rate: Double(rate)) }
         blocks.withLock { $0.shares += shares }
     }
 
@@ -42,27 +37,5 @@ final class ToneDetector: Sendable {
     func hears(lastBlocks count: Int = 3) -> Bool {
         let recent = shares.suffix(count)
         return recent.count == count && recent.allSatisfy { $0 > 0.5 }
-    }
-
-    /// Goertzel power at `frequency`, normalised by the block's total energy (Parseval: a pure
-    /// sine at the bin's frequency gives 1).
-    static func share(of frequency: Double, in block: [Int16], rate: Double) -> Double {
-        let n = Double(block.count)
-        let k = (n * frequency / rate).rounded()
-        let omega = 2 * Double.pi * k / n
-        let coefficient = 2 * cos(omega)
-        var previous = 0.0
-        var beforePrevious = 0.0
-        var energy = 0.0
-        for sample in block {
-            let x = Double(sample) / 32768
-            energy += x * x
-            let current = x + coefficient * previous - beforePrevious
-            beforePrevious = previous
-            previous = current
-        }
-        guard energy > 1e-9 else { return 0 }
-        let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
-        return min(1, 2 * power / (n * energy))
     }
 }
