@@ -246,3 +246,65 @@ extension MeetingMediaIntegrationTests {
         try await bobRoom.leave()
     }
 }
+
+extension MeetingMediaIntegrationTests {
+    @Test(
+        "Janus restarts under a meeting: both stage sessions reconnect with their tokens, Bob hears Alice again, the listener's player goes on"
+    )
+    func reconnectsAfterJanusRestarts() async throws {
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-restart")
+        let carol = try await MeetingMember.register("md-restart-c", in: environment, transport: transport)
+        try await carol.joinRoom(aliceRoom.roomID)
+        let carolRoom = try await carol.meetings.join(roomID: aliceRoom.roomID)
+        let playback = try #require(carolRoom.playbackStream)
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        let heard = ToneDetector(frequency: 440)
+        let stopBob = bob.audioMeter.listenToIncomingSamples { samples, rate in heard.take(samples, rate: rate) }
+        defer { stopBob() }
+        playback.play()
+        let player = GStreamerPlaybackPlayer(stream: playback, output: .meterOnly)
+        let played = ToneDetector(frequency: 440)
+        let stopPlayer = player.audioMeter.listenToIncomingSamples { samples, rate in played.take(samples, rate: rate) }
+        defer { stopPlayer() }
+        try await player.start()
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { heard.hears() }
+        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice") { played.hears() }
+        guard case .connected(_, let aliceLink) = alice.state.value,
+            case .connected(_, let bobLink) = bob.state.value
+        else { throw IntegrationFailure("not connected") }
+        let meetingRole = aliceRoom.role.value.kind
+
+        // Janus goes away with every session and room, and comes back empty on the same port.
+        try await DevJanus.restart()
+
+        for (name, session, link) in [("Alice", alice, aliceLink), ("Bob", bob, bobLink)] {
+            let back = try await session.state.wait(
+                timeout: .seconds(40),
+                until: {
+                    if case .connected(_, let fresh) = $0 { return fresh.session != link.session }
+                    return false
+                })
+            guard case .connected(let call, _) = back else { throw IntegrationFailure("\(name) not connected") }
+            #expect(call.descriptor.token == session.descriptor.token, "\(name) was admitted again")
+        }
+        #expect(aliceRoom.role.value.kind == meetingRole)  // still on stage: no new admission
+
+        let heardBefore = heard.shares.count
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
+            heard.shares.count > heardBefore + 3 && heard.hears()
+        }
+        // The services put the room and its forwarder back: the same playlist carries the new mix.
+        let playedBefore = played.shares.count
+        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice again") {
+            played.shares.count > playedBefore + 3 && played.hears()
+        }
+        await player.stop()
+        await alice.disconnect()
+        await bob.disconnect()
+        try await aliceRoom.end()
+    }
+}

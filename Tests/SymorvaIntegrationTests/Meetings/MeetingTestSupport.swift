@@ -4,12 +4,39 @@ import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaServices
+import SymorvaTesting
 import Testing
 
 /// The Janus HTTP API of the dev environment (`SYMORVA_JANUS_URL`), when it runs.
 enum DevJanus {
     static let url: URL? = ProcessInfo.processInfo.environment["SYMORVA_JANUS_URL"].flatMap(URL.init(string:))
     static var isAvailable: Bool { url != nil && DevEnvironment.isAvailable }
+
+    /// Stops the dev environment's Janus and starts it again on the same port
+    /// (`Scripts/dev-server restart-janus`), as a crash or an upgrade would: every session and
+    /// AudioBridge room is gone until the services put the rooms back. Returns once Janus answers.
+    static func restart() async throws {
+        let script = try ChartLocator.packageRoot().appending(path: "Scripts/dev-server")
+        let output = FileManager.default.temporaryDirectory.appending(path: "restart-janus-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [script.path, "restart-janus"]
+        process.environment = ProcessInfo.processInfo.environment  // with the env file's SYMORVA_STATE_DIR
+        let log = try FileHandle(forWritingTo: output)
+        process.standardOutput = log
+        process.standardError = log
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        try? log.close()
+        guard status == 0 else {
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            throw IntegrationFailure("Scripts/dev-server restart-janus exited with \(status): \(text)")
+        }
+    }
 }
 
 /// A member of the dev community with a real Matrix account and their ``AccountMeetings``.

@@ -14,6 +14,14 @@ listeners' HLS playback stream.
   descriptor, and any participant whose display is their user ID).
 - `close_room` stops the packager and destroys the room.
 
+Janus keeps its rooms in memory only. A watch task asks the control session every second
+(`keepalive`); when Janus answers that the session is gone (it restarted, or the session
+timed out) or cannot be reached and then answers again, `restore` puts every open room back
+as it was: the same room ID and secret, the `allowed` list with the relay token and every
+member token currently allowed (a revoked token is never put back), the RTP forwarder to the
+same packager port (the packager keeps running, so the playlist goes on), and the relay
+participant. Members' media sessions reconnect with the token they have; no new admission.
+
 The admin key and the room secrets stay in this process; nothing here logs a token.
 """
 
@@ -50,6 +58,11 @@ class MediaRoom:
     secret: str
     playback_dir: str | None = None
     relay_token: str = ""
+    # The members' tokens the room allows now (what a restored room allows again).
+    allowed: set[str] = field(default_factory=set)
+    # The packager's UDP port, where the room's mix is RTP-forwarded.
+    forward_port: int | None = None
+    description: str = ""
     extra: dict = field(default_factory=dict)
 
 
@@ -71,7 +84,7 @@ def free_udp_port() -> int:
 
 class JanusMedia:
     def __init__(self, janus_url: str, admin_key: str, media_dir: str, *, public_url: str | None = None,
-                 gst_launch: str | None = None) -> None:
+                 gst_launch: str | None = None, watch_interval_s: float = 1.0) -> None:
         self.url = janus_url.rstrip("/")
         self.public_url = public_url or self.url
         self._admin_key = admin_key
@@ -80,13 +93,22 @@ class JanusMedia:
         self._session: int | None = None
         self._handle: int | None = None
         self._lock = asyncio.Lock()
-        self._keepalive: asyncio.Task | None = None
         # The control session's events, read by one long poll: asynchronous answers (joins) go to
         # their waiter by transaction, everything else (participant notifications to the relay
         # handles) is dropped, so Janus's queue for the session never grows.
         self._events: asyncio.Task | None = None
         self._waiters: dict[str, asyncio.Future] = {}
         self._packagers: dict[int, asyncio.subprocess.Process] = {}
+        # The open rooms (what `restore` puts back after Janus restarts). Room changes (create,
+        # allow, revoke, close) and a restore hold `_rooms_lock`, so a restore never misses an
+        # allow or puts back a token revoked while it ran.
+        self._rooms: dict[int, MediaRoom] = {}
+        self._rooms_lock = asyncio.Lock()
+        self.watch_interval_s = watch_interval_s
+        self._watch: asyncio.Task | None = None
+        # How many times rooms were put back (for tests and the log).
+        self.restores = 0
+        self._stale = False
         self._client = httpx.AsyncClient(timeout=15, trust_env=False)
 
     # -- Janus API
@@ -110,8 +132,8 @@ class JanusMedia:
                 self._session = (await self._post("", {"janus": "create"}))["data"]["id"]
                 self._handle = await self._attach(self._session)
                 loop = asyncio.get_running_loop()
-                if self._keepalive is None or self._keepalive.done():
-                    self._keepalive = loop.create_task(self._keep_alive())
+                if self._watch is None or self._watch.done():
+                    self._watch = loop.create_task(self._watch_janus())
                 if self._events is not None:
                     self._events.cancel()
                 self._events = loop.create_task(self._read_events(self._session))
@@ -129,7 +151,8 @@ class JanusMedia:
                 if not isinstance(event, dict):
                     continue
                 if event.get("janus") == "error" and event.get("error", {}).get("code") == 458:
-                    return  # the session is gone; the next request makes a new one
+                    self._drop_session(session)  # gone: the next request makes a new one
+                    return
                 waiter = self._waiters.pop(str(event.get("transaction")), None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(event)
@@ -138,17 +161,65 @@ class JanusMedia:
         data = await self._post(f"/{session}", {"janus": "attach", "plugin": "janus.plugin.audiobridge"})
         return data["data"]["id"]
 
-    async def _keep_alive(self) -> None:
+    def _drop_session(self, session: int | None) -> None:
+        """Forgets the control session (Janus lost it, or a request on it failed): the next use
+        makes a new one, and the watch task puts the rooms back."""
+        if session is not None and self._session == session:
+            self._session = self._handle = None
+        self._stale = True
+
+    async def _watch_janus(self) -> None:
+        """Keeps the control session alive and notices when Janus lost it (a restart, a
+        timeout): then the rooms are put back as soon as Janus answers again."""
         while True:
-            await asyncio.sleep(20)
+            await asyncio.sleep(self.watch_interval_s)
+            if self._stale:
+                if not self._rooms:
+                    self._stale = False  # nothing to put back; the next use makes a new session
+                    continue
+                try:
+                    await self.restore()
+                except MediaError as e:
+                    log.info("Janus not back yet (%s)", e)
+                continue
             session = self._session
             if session is None:
                 continue
             try:
                 await self._post(f"/{session}", {"janus": "keepalive"})
             except MediaError as e:
-                log.warning("Janus keepalive failed (%s); a new session is made on next use", e)
-                self._session = self._handle = None
+                log.warning("Janus lost the control session (%s); the rooms are put back when it answers", e)
+                self._drop_session(session)
+
+    async def restore(self) -> None:
+        """Puts every open room back at Janus as it was (see the module's doc) on a new control
+        session. A room Janus still has keeps its forwarder (added again if missing) and gets its
+        relay participant back. Raises MediaError while Janus cannot be reached (the watch task
+        tries again)."""
+        async with self._rooms_lock:
+            old = self._session
+            self._session = self._handle = None
+            if old is not None:
+                try:
+                    await self._post(f"/{old}", {"janus": "destroy"})
+                except MediaError:
+                    pass  # already gone with the Janus that had it
+            await self._control()
+            for room in list(self._rooms.values()):
+                exists = (await self.request({"request": "exists", "room": room.room})).get("exists") is True
+                if not exists:
+                    await self._create(room)
+                    log.info("AudioBridge room put back after Janus lost it (%d allowed)", len(room.allowed))
+                if not await self._forwarding(room):
+                    await self._forward(room)
+                await self._join_relay(room)
+            self._stale = False
+            self.restores += 1
+
+    async def _forwarding(self, room: MediaRoom) -> bool:
+        """Whether the room's mix is RTP-forwarded to its packager."""
+        listed = await self.request({"request": "listforwarders", "secret": room.secret, "room": room.room})
+        return any(f.get("port") == room.forward_port for f in listed.get("rtp_forwarders", []))
 
     async def request(self, body: dict, *, handle: int | None = None) -> dict:
         """A synchronous AudioBridge request on the control handle; returns the plugin data.
@@ -157,7 +228,7 @@ class JanusMedia:
         try:
             data = await self._post(f"/{session}/{handle or control}", {"janus": "message", "body": body})
         except MediaError:
-            self._session = self._handle = None
+            self._drop_session(session)
             raise
         plugin = data.get("plugindata", {}).get("data", {})
         if "error_code" in plugin:
@@ -195,19 +266,27 @@ class JanusMedia:
 
     async def open_room(self, meeting_id: str) -> MediaRoom:
         room = MediaRoom(room=secrets.randbelow(2**52) + 1, secret=secrets.token_urlsafe(18),
-                         relay_token=secrets.token_urlsafe(18))
-        await self.request({"request": "create", "admin_key": self._admin_key, "room": room.room,
-                            "secret": room.secret, "description": f"meeting {meeting_id}", "is_private": True,
-                            "allowed": [room.relay_token], "allow_rtp_participants": True,
-                            "sampling_rate": 48000, "audiolevel_event": False})
-        try:
-            await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
-                                "action": "enable", "allowed": [room.relay_token]})
-            await self._start_playback(meeting_id, room)
-        except (MediaError, OSError) as e:
-            await self.close_room(room)
-            raise MediaError(f"playback stream: {e}") from None
+                         relay_token=secrets.token_urlsafe(18), description=f"meeting {meeting_id}")
+        async with self._rooms_lock:
+            await self._create(room)
+            self._rooms[room.room] = room
+            try:
+                await self._start_playback(meeting_id, room)
+            except (MediaError, OSError) as e:
+                await self._close(room)
+                raise MediaError(f"playback stream: {e}") from None
         return room
+
+    async def _create(self, room: MediaRoom) -> None:
+        """Creates the AudioBridge room with its `allowed` list (the relay and the members
+        allowed now)."""
+        allowed = [room.relay_token, *sorted(room.allowed)]
+        await self.request({"request": "create", "admin_key": self._admin_key, "room": room.room,
+                            "secret": room.secret, "description": room.description, "is_private": True,
+                            "allowed": allowed, "allow_rtp_participants": True,
+                            "sampling_rate": 48000, "audiolevel_event": False})
+        await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
+                            "action": "enable", "allowed": allowed})
 
     async def _start_playback(self, meeting_id: str, room: MediaRoom) -> None:
         if not self.gst_launch:
@@ -225,9 +304,20 @@ class JanusMedia:
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL)
         self._packagers[room.room] = process
         room.playback_dir = folder
+        room.forward_port = port
+        await self._forward(room)
+        await self._join_relay(room)
+
+    async def _forward(self, room: MediaRoom) -> None:
+        """RTP-forwards the room's mix to its packager."""
         forward = await self.request({"request": "rtp_forward", "admin_key": self._admin_key, "secret": room.secret,
-                                      "room": room.room, "host": "127.0.0.1", "port": port, "ptype": OPUS_PT})
+                                      "room": room.room, "host": "127.0.0.1", "port": room.forward_port,
+                                      "ptype": OPUS_PT})
         room.extra["stream_id"] = forward.get("stream_id")
+
+    async def _join_relay(self, room: MediaRoom) -> None:
+        """Joins the room as the muted plain-RTP participant that keeps its mixer running, on a
+        new handle of the control session."""
         session, _ = await self._control()
         relay = await self._attach(session)
         room.extra["relay_handle"] = relay
@@ -237,12 +327,17 @@ class JanusMedia:
                                                   "payload_type": OPUS_PT}})
 
     async def allow(self, room: MediaRoom, token: str) -> None:
-        await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
-                            "action": "add", "allowed": [token]})
+        async with self._rooms_lock:
+            await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
+                                "action": "add", "allowed": [token]})
+            room.allowed.add(token)
 
     async def revoke(self, room: MediaRoom, token: str) -> None:
-        await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
-                            "action": "remove", "allowed": [token]})
+        async with self._rooms_lock:
+            # Forgotten first: a room put back after a failed request never allows it again.
+            room.allowed.discard(token)
+            await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
+                                "action": "remove", "allowed": [token]})
 
     async def participants(self, room: MediaRoom) -> list[dict]:
         return (await self.request({"request": "listparticipants", "room": room.room})).get("participants", [])
@@ -257,6 +352,11 @@ class JanusMedia:
                 log.warning("kick of an AudioBridge participant failed: %s", e)
 
     async def close_room(self, room: MediaRoom) -> None:
+        async with self._rooms_lock:
+            await self._close(room)
+
+    async def _close(self, room: MediaRoom) -> None:
+        self._rooms.pop(room.room, None)
         process = self._packagers.pop(room.room, None)
         if process is not None and process.returncode is None:
             process.send_signal(signal.SIGTERM)
