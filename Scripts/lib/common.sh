@@ -41,6 +41,8 @@ SYMORVA_SYSTEM_PACKAGES+=(janus gstreamer1.0-tools gstreamer1.0-plugins-base gst
 # webrtcbin (plugins-bad) and its ICE agent (gstreamer1.0-nice), Opus and RTP (base/good).
 SYMORVA_SYSTEM_PACKAGES+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
   gstreamer1.0-nice)
+# The media-path cut test blocks Janus's UDP on loopback with tc (iproute2).
+SYMORVA_SYSTEM_PACKAGES+=(iproute2)
 
 # Installs whichever of the packages is missing. Fast when nothing is missing: one `dpkg -s`
 # call and no apt-get at all. Uses apt-get directly as root, sudo otherwise, and says what to

@@ -238,16 +238,12 @@ def write_state(state_path: str, env_path: str, pairs: list[str]) -> int:
     return 0
 
 
-def set_janus_pid(state_path: str, env_path: str, pid: str) -> int:
-    """After `dev-server restart-janus`: the new Janus pid in the state file and the env file."""
+def set_janus_pid(state_path: str, pid: str) -> int:
+    """After `dev-server restart-janus`: the new Janus pid in the state file."""
     with open(state_path, encoding="utf-8") as f:
         state = json.load(f)
     state["janus"]["pid"] = int(pid)
     atomic_write(state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")
-    with open(env_path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    lines = [f"JANUS_PID={shell_value(pid)}" if line.startswith("JANUS_PID=") else line for line in lines]
-    atomic_write(env_path, "\n".join(lines) + "\n")
     return 0
 
 
@@ -271,7 +267,7 @@ def main(argv: list[str]) -> int:
     if cmd == "write-state":
         return write_state(args[0], args[1], args[2:])
     if cmd == "set-janus-pid":
-        return set_janus_pid(args[0], args[1], args[2])
+        return set_janus_pid(args[0], args[1])
     if cmd == "random-secret":
         print(secrets.token_urlsafe(24))
         return 0

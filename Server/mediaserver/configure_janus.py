@@ -60,7 +60,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--admin-key-file", required=True)
-    p.add_argument("--rtp-ports", default="20000-40000")
+    # Below Linux's ephemeral ports (32768-60999), where the members' ICE agents and the HLS
+    # packager bind, and aligned (0x4000/0xc000): the media-path cut test blocks exactly these.
+    p.add_argument("--rtp-ports", default="16384-32767")
     p.add_argument("--debug-level", type=int, default=4)
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)

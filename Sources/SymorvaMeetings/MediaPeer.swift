@@ -102,6 +102,10 @@ package final class AudioMeter: Sendable {
     private let windows = Mutex<[AudioDirection: Window]>([:])
     private let listeners = Mutex<[UInt64: @Sendable ([Int16], Int) -> Void]>([:])
     private let nextListener = Atomic<UInt64>(0)
+    private let incomingSamples = Atomic<UInt64>(0)
+
+    /// How many received samples the meter has taken so far (whether the room's audio arrives).
+    package var incomingSampleCount: UInt64 { incomingSamples.load(ordering: .relaxed) }
 
     /// A meter at silence.
     package init() {}
@@ -126,6 +130,7 @@ package final class AudioMeter: Sendable {
             return window.sumOfSquares / Double(window.count)
         }
         if direction == .incoming {
+            incomingSamples.wrappingAdd(UInt64(samples.count), ordering: .relaxed)
             let handlers = listeners.withLock { Array($0.values) }
             if !handlers.isEmpty {
                 let copy = Array(samples)
@@ -162,5 +167,36 @@ package final class AudioMeter: Sendable {
             }
             return next == current ? nil : next
         }
+    }
+}
+
+/// Whether the room's audio reaches a peer, from a meter's received-sample count read at a fixed
+/// interval: it flows from the first new samples, and stops after `silentChecks` readings in a
+/// row without any. Only the changes are reported.
+package struct IncomingAudioWatch: Sendable {
+    private let silentChecks: Int
+    private var lastCount: UInt64
+    private var silentInARow = 0
+    private var flowing = false
+
+    /// A watch that starts at `count` (samples already taken by a previous peer don't count).
+    package init(startingAt count: UInt64, silentChecks: Int) {
+        self.lastCount = count
+        self.silentChecks = max(1, silentChecks)
+    }
+
+    /// Takes a reading; returns the new state when it changed.
+    package mutating func check(count: UInt64) -> Bool? {
+        defer { lastCount = count }
+        if count != lastCount {
+            silentInARow = 0
+            guard !flowing else { return nil }
+            flowing = true
+            return true
+        }
+        silentInARow += 1
+        guard flowing, silentInARow >= silentChecks else { return nil }
+        flowing = false
+        return false
     }
 }

@@ -31,6 +31,11 @@ struct MediaSessionInterpreter: EffectInterpreter {
     let serverURL: String
     let participantID: UInt64
 
+    /// How often a running peer's received audio is looked at.
+    static let audioCheckInterval: Duration = .milliseconds(250)
+    /// How long without received audio counts as the room's audio stopping.
+    static let silenceBeforeStop: Duration = .seconds(1)
+
     func perform(_ effect: MediaSessionMachine.Effect, context: EffectContext<MediaSessionMachine.Event>) async
         -> MediaSessionMachine.Event?
     {
@@ -108,7 +113,7 @@ struct MediaSessionInterpreter: EffectInterpreter {
         case .destroySession(let session):
             await janus.destroy(serverURL, session: session)
             return nil
-        case .scheduleKeepalive, .scheduleRetry, .startAttemptTimeout, .cancel:
+        case .scheduleKeepalive, .scheduleRetry, .startAttemptTimeout, .startStallTimeout, .cancel:
             return nil  // the host performs timers and cancellations itself
         }
     }
@@ -152,8 +157,16 @@ struct MediaSessionInterpreter: EffectInterpreter {
             return .peerStarted(error)
         }
         context.emit(.peerStarted(nil))
+        // While the peer runs: whether the room's audio reaches it (nothing for a second is a
+        // stop; the machine decides when that is a cut path).
+        var watch = IncomingAudioWatch(
+            startingAt: meter.incomingSampleCount, silentChecks: Int(Self.silenceBeforeStop / Self.audioCheckInterval))
         while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(3600))
+            try? await Task.sleep(for: Self.audioCheckInterval)
+            if Task.isCancelled { break }
+            if let flowing = watch.check(count: meter.incomingSampleCount) {
+                context.emit(.incomingAudioChanged(flowing: flowing))
+            }
         }
         await peer.close()
         peers.clear(peer)

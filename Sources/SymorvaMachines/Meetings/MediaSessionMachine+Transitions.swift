@@ -7,6 +7,7 @@ extension MediaSessionMachine {
         case .scheduleRetry: .timerFired(.retry)
         case .scheduleKeepalive: .timerFired(.keepalive)
         case .startAttemptTimeout: .timerFired(.attempt)
+        case .startStallTimeout: .timerFired(.stall)
         case .createSession, .attachPlugin, .readEvents, .sendKeepalive, .joinRoom, .startPeer, .createOffer,
             .sendOffer, .applyAnswer, .trickle, .trickleComplete, .setSending, .configureMuted, .hangUp,
             .destroySession, .cancel:
@@ -38,8 +39,8 @@ extension MediaSessionMachine {
         case .descriptorUpdated(let descriptor):
             return .move(to: .idle(call.with(descriptor)))
         case .sessionCreated, .pluginAttached, .roomJoined, .peerStarted, .offerCreated, .answerReceived,
-            .answerApplied, .localCandidate, .localCandidatesGathered, .iceStateChanged, .peerFailed, .serverEvent,
-            .eventsFailed, .keepaliveAnswered, .configureAnswered, .timerFired:
+            .answerApplied, .localCandidate, .localCandidatesGathered, .iceStateChanged, .incomingAudioChanged,
+            .peerFailed, .serverEvent, .eventsFailed, .keepaliveAnswered, .configureAnswered, .timerFired:
             return .ignored
         }
     }
@@ -99,7 +100,7 @@ extension MediaSessionMachine {
         case .timerFired(let timer):
             return timerFired(timer, call, session: step.session, teardown: teardown)
         case .peerStarted, .offerCreated, .answerReceived, .answerApplied, .localCandidate, .localCandidatesGathered,
-            .iceStateChanged, .peerFailed, .configureAnswered:
+            .iceStateChanged, .incomingAudioChanged, .peerFailed, .configureAnswered:
             return .ignored
         }
     }
@@ -161,6 +162,8 @@ extension MediaSessionMachine {
             case .new, .checking, .disconnected, .closed:
                 return .stay
             }
+        case .incomingAudioChanged:
+            return .ignored  // watched once connected
         case .peerFailed(let error):
             return retryOrFail(call, error, teardown: teardown)
         case .serverEvent(let serverEvent):
@@ -199,6 +202,12 @@ extension MediaSessionMachine {
         case .iceStateChanged(let ice):
             if ice == .failed { return retryOrFail(call, .iceFailed, teardown: teardown) }
             return .stay
+        case .incomingAudioChanged(let flowing):
+            // The room sends its mix all the time: audio that stays away means a cut path.
+            return .stay(
+                effects: flowing ? [.cancel(Keys.stall)] : [.startStallTimeout(after: configuration.stallTimeout)])
+        case .timerFired(.stall):
+            return retryOrFail(call, .mediaStalled, teardown: teardown)
         case .peerFailed(let error):
             return retryOrFail(call, error, teardown: teardown)
         case .serverEvent(let serverEvent):
@@ -232,11 +241,11 @@ extension MediaSessionMachine {
             return .move(to: .reconnecting(call.with(descriptor), error))
         case .timerFired(.retry):
             return startAttempt(call)
-        case .timerFired(.keepalive), .timerFired(.attempt):
+        case .timerFired(.keepalive), .timerFired(.attempt), .timerFired(.stall):
             return .stay  // a late timer of the connection that dropped
         case .sessionCreated, .pluginAttached, .roomJoined, .peerStarted, .offerCreated, .answerReceived,
-            .answerApplied, .localCandidate, .localCandidatesGathered, .iceStateChanged, .peerFailed, .serverEvent,
-            .eventsFailed, .keepaliveAnswered, .configureAnswered:
+            .answerApplied, .localCandidate, .localCandidatesGathered, .iceStateChanged, .incomingAudioChanged,
+            .peerFailed, .serverEvent, .eventsFailed, .keepaliveAnswered, .configureAnswered:
             return .ignored
         }
     }
@@ -288,8 +297,8 @@ extension MediaSessionMachine {
                 effects: [.sendKeepalive(session: session), .scheduleKeepalive(after: configuration.keepaliveInterval)])
         case .attempt:
             return retryOrFail(call, .timedOut, teardown: teardown)
-        case .retry:
-            return .stay  // a late retry timer
+        case .retry, .stall:
+            return .stay  // a late retry timer; the stall timer only runs while connected
         }
     }
 
@@ -314,7 +323,7 @@ extension MediaSessionMachine {
     private func tearDown(_ link: MediaServerLink) -> [Effect] {
         [
             .cancel(Keys.request), .cancel(Keys.events), .cancel(Keys.keepalive), .cancel(Keys.peer),
-            .cancel(Keys.attempt), .hangUp(link),
+            .cancel(Keys.attempt), .cancel(Keys.stall), .hangUp(link),
         ]
     }
 }

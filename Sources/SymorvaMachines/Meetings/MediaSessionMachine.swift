@@ -40,16 +40,23 @@ public struct MediaSessionMachine: StateMachine {
         /// How often the media-server session is kept alive (Janus times sessions out after 60 s);
         /// a keep-alive is also how a session the server lost (a restart) is noticed soonest.
         public var keepaliveInterval: Duration
+        /// How long the room's audio may stay away while connected before the media path counts
+        /// as lost. The room sends its mix all the time (silence included), and ICE does not
+        /// notice a path that stopped carrying packets, so audio that stops arriving is how a cut
+        /// path is found.
+        public var stallTimeout: Duration
 
         /// Creates a configuration.
         public init(
             reconnectBackoff: RetryBackoff = .mediaReconnect, maximumAttempts: Int = 8,
-            attemptTimeout: Duration = .seconds(20), keepaliveInterval: Duration = .seconds(10)
+            attemptTimeout: Duration = .seconds(20), keepaliveInterval: Duration = .seconds(10),
+            stallTimeout: Duration = .seconds(3)
         ) {
             self.reconnectBackoff = reconnectBackoff
             self.maximumAttempts = maximumAttempts
             self.attemptTimeout = attemptTimeout
             self.keepaliveInterval = keepaliveInterval
+            self.stallTimeout = stallTimeout
         }
     }
 
@@ -75,6 +82,8 @@ public struct MediaSessionMachine: StateMachine {
         public static let retry = EffectKey("media.retry")
         /// The deadline of the connection attempt in progress.
         public static let attempt = EffectKey("media.attempt")
+        /// The wait, while the room's audio is not arriving, before the media path counts as lost.
+        public static let stall = EffectKey("media.stall")
     }
 
     // MARK: - State
@@ -188,6 +197,9 @@ public struct MediaSessionMachine: StateMachine {
         case localCandidatesGathered
         /// The peer's ICE connection state changed.
         case iceStateChanged(IceConnectionState)
+        /// The room's audio stopped reaching the peer (`false`: nothing for a second) or reaches
+        /// it again (`true`).
+        case incomingAudioChanged(flowing: Bool)
         /// The peer's pipeline stopped with an error.
         case peerFailed(MediaSessionError)
         /// The media server said something about the handle or session.
@@ -205,8 +217,8 @@ public struct MediaSessionMachine: StateMachine {
         public static let caseNames = [
             "connectRequested", "disconnectRequested", "microphoneRequested", "descriptorUpdated", "sessionCreated",
             "pluginAttached", "roomJoined", "peerStarted", "offerCreated", "answerReceived", "answerApplied",
-            "localCandidate", "localCandidatesGathered", "iceStateChanged", "peerFailed", "serverEvent",
-            "eventsFailed", "keepaliveAnswered", "configureAnswered", "timerFired",
+            "localCandidate", "localCandidatesGathered", "iceStateChanged", "incomingAudioChanged", "peerFailed",
+            "serverEvent", "eventsFailed", "keepaliveAnswered", "configureAnswered", "timerFired",
         ]
 
         public var caseNameLiteral: StaticString? {
@@ -225,6 +237,7 @@ public struct MediaSessionMachine: StateMachine {
             case .localCandidate: "localCandidate"
             case .localCandidatesGathered: "localCandidatesGathered"
             case .iceStateChanged: "iceStateChanged"
+            case .incomingAudioChanged: "incomingAudioChanged"
             case .peerFailed: "peerFailed"
             case .serverEvent: "serverEvent"
             case .eventsFailed: "eventsFailed"
@@ -246,6 +259,8 @@ public struct MediaSessionMachine: StateMachine {
         case keepalive
         /// The attempt (connecting and negotiating) took too long.
         case attempt
+        /// The room's audio stayed away too long while connected.
+        case stall
     }
 
     // MARK: - Effect
@@ -291,6 +306,9 @@ public struct MediaSessionMachine: StateMachine {
         /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/attempt`` after this delay,
         /// unless the attempt ends first (connected, torn down).
         case startAttemptTimeout(after: Duration)
+        /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/stall`` after this delay, unless
+        /// the room's audio comes back first.
+        case startStallTimeout(after: Duration)
         /// Cancel the effect or timer running under this key.
         case cancel(EffectKey)
 
@@ -303,6 +321,7 @@ public struct MediaSessionMachine: StateMachine {
             case .startPeer: .keyed(Keys.peer)
             case .scheduleRetry(let delay): .timer(Keys.retry, .after(delay))
             case .startAttemptTimeout(let delay): .timer(Keys.attempt, .after(delay))
+            case .startStallTimeout(let delay): .timer(Keys.stall, .after(delay))
             case .sendKeepalive, .trickle, .trickleComplete, .setSending, .configureMuted, .hangUp, .destroySession:
                 .perform
             case .cancel(let key): .cancel(key)
@@ -313,7 +332,8 @@ public struct MediaSessionMachine: StateMachine {
         public static let caseNames = [
             "createSession", "attachPlugin", "readEvents", "scheduleKeepalive", "sendKeepalive", "joinRoom",
             "startPeer", "createOffer", "sendOffer", "applyAnswer", "trickle", "trickleComplete", "setSending",
-            "configureMuted", "hangUp", "destroySession", "scheduleRetry", "startAttemptTimeout", "cancel",
+            "configureMuted", "hangUp", "destroySession", "scheduleRetry", "startAttemptTimeout", "startStallTimeout",
+            "cancel",
         ]
 
         public var caseNameLiteral: StaticString? {
@@ -336,6 +356,7 @@ public struct MediaSessionMachine: StateMachine {
             case .destroySession: "destroySession"
             case .scheduleRetry: "scheduleRetry"
             case .startAttemptTimeout: "startAttemptTimeout"
+            case .startStallTimeout: "startStallTimeout"
             case .cancel: "cancel"
             }
         }

@@ -108,11 +108,14 @@ public enum MediaSessionError: Error, Sendable, Hashable {
     case iceFailed
     /// The negotiation did not finish in time.
     case timedOut
+    /// The room's audio stopped arriving while connected: the media path dropped without ICE
+    /// noticing (a network cut).
+    case mediaStalled
 
     /// Whether a new attempt (a fresh media-server session) can succeed without anything else changing.
     public var isTransient: Bool {
         switch self {
-        case .sessionLost, .transport, .iceFailed, .timedOut, .roomUnavailable: true
+        case .sessionLost, .transport, .iceFailed, .timedOut, .roomUnavailable, .mediaStalled: true
         case .unauthorized, .refused, .invalidResponse, .engine: false
         }
     }

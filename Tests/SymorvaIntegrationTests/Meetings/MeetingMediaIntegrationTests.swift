@@ -308,3 +308,63 @@ extension MeetingMediaIntegrationTests {
         try await aliceRoom.end()
     }
 }
+
+extension MeetingMediaIntegrationTests {
+    @Test(
+        "The media path is cut (UDP to and from Janus blocked on loopback): both sessions notice the room's audio is gone, reconnect once it is back, Bob hears Alice again"
+    )
+    func reconnectsAfterTheNetworkCutsTheMediaPath() async throws {
+        #expect(try LoopbackUDPBlock.janusUsesTheBlockedPorts(), "the dev Janus's RTP ports are not the blocked range")
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-cut")
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        let heard = ToneDetector(frequency: 440)
+        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in heard.take(samples, rate: rate) }
+        defer { stop() }
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { heard.hears() }
+        guard case .connected(_, let aliceLink) = alice.state.value,
+            case .connected(_, let bobLink) = bob.state.value
+        else { throw IntegrationFailure("not connected") }
+
+        // ICE never says so (it stays "connected" with no packet getting through); the room's
+        // audio that stops arriving is what tells.
+        try LoopbackUDPBlock.start()
+        let cut = ContinuousClock.now
+        do {
+            for session in [alice, bob] {
+                let dropped = try await session.state.wait(
+                    timeout: .seconds(15), until: { $0.caseName == "reconnecting" })
+                #expect(dropped == .reconnecting(dropped.call!, .mediaStalled))
+            }
+        } catch {
+            LoopbackUDPBlock.stop()
+            throw error
+        }
+        let noticedAfter = ContinuousClock.now - cut
+        LoopbackUDPBlock.stop()
+        #expect(noticedAfter < .seconds(8), "the cut was noticed after \(noticedAfter)")
+
+        for (name, session, link) in [("Alice", alice, aliceLink), ("Bob", bob, bobLink)] {
+            let back = try await session.state.wait(
+                timeout: .seconds(45),
+                until: {
+                    if case .connected(_, let fresh) = $0 { return fresh.session != link.session }
+                    return false
+                })
+            guard case .connected(let call, _) = back else { throw IntegrationFailure("\(name) not connected") }
+            #expect(call.descriptor.token == session.descriptor.token, "\(name) was admitted again")
+            #expect(call.microphoneEnabled == (name == "Alice"))
+        }
+        let before = heard.shares.count
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
+            heard.shares.count > before + 3 && heard.hears()
+        }
+        await alice.disconnect()
+        await bob.disconnect()
+        try await aliceRoom.leave()
+        try await bobRoom.leave()
+    }
+}

@@ -7,6 +7,10 @@ import SymorvaServices
 import SymorvaTesting
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The Janus HTTP API of the dev environment (`SYMORVA_JANUS_URL`), when it runs.
 enum DevJanus {
     static let url: URL? = ProcessInfo.processInfo.environment["SYMORVA_JANUS_URL"].flatMap(URL.init(string:))
@@ -35,6 +39,58 @@ enum DevJanus {
         guard status == 0 else {
             let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             throw IntegrationFailure("Scripts/dev-server restart-janus exited with \(status): \(text)")
+        }
+    }
+}
+
+/// Cuts the media path on loopback: every UDP packet to or from the dev Janus's RTP ports
+/// (16384-32767, the range `configure_janus.py` gives it, outside Linux's ephemeral ports) is
+/// held back by a traffic-control class of 8 bit/s with a one-packet queue, while TCP (HTTP
+/// signalling) and every other port pass. Needs `tc` (iproute2, installed by the scripts) and
+/// CAP_NET_ADMIN: root, or `sudo -n`.
+enum LoopbackUDPBlock {
+    static let janusPorts = "16384-32767"
+
+    static func start() throws {
+        try run(
+            "tc qdisc add dev lo root handle 1: htb default 10",
+            "tc class add dev lo parent 1: classid 1:10 htb rate 10gbit",
+            "tc class add dev lo parent 1: classid 1:20 htb rate 8bit ceil 8bit",
+            "tc qdisc add dev lo parent 1:20 handle 20: pfifo limit 1",
+            // 16384-32767 is 0x4000 under the mask 0xc000.
+            "tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 16384 0xc000 flowid 1:20",
+            "tc filter add dev lo parent 1: protocol ip prio 2 u32 match ip protocol 17 0xff match ip sport 16384 0xc000 flowid 1:20"
+        )
+    }
+
+    /// Removes the block (and nothing else: loopback has no qdisc of its own).
+    static func stop() {
+        try? run("tc qdisc del dev lo root")
+    }
+
+    /// Whether the dev Janus uses the range the block cuts.
+    static func janusUsesTheBlockedPorts() throws -> Bool {
+        guard let state = ProcessInfo.processInfo.environment["SYMORVA_STATE_DIR"] else {
+            throw IntegrationFailure("SYMORVA_STATE_DIR is not set (the env file of Scripts/dev-server)")
+        }
+        return try String(contentsOfFile: state + "/janus/janus.jcfg", encoding: .utf8).contains(
+            "rtp_port_range = \"\(janusPorts)\"")
+    }
+
+    private static func run(_ commands: String...) throws {
+        let prefix = geteuid() == 0 ? "" : "sudo -n "
+        let script = commands.map { prefix + $0 }.joined(separator: " && ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", script + " 2>&1"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw IntegrationFailure(
+                "blocking loopback UDP with tc needs iproute2 and CAP_NET_ADMIN (root or sudo -n): \(output)")
         }
     }
 }

@@ -6,7 +6,8 @@ import SymorvaRuntime
 enum MediaFixture {
     static let backoff = RetryBackoff(initialDelay: .seconds(1), maximumDelay: .seconds(10), jitterRatio: 0)
     static let configuration = MediaSessionMachine.Configuration(
-        reconnectBackoff: backoff, maximumAttempts: 4, attemptTimeout: .seconds(20), keepaliveInterval: .seconds(25))
+        reconnectBackoff: backoff, maximumAttempts: 4, attemptTimeout: .seconds(20), keepaliveInterval: .seconds(25),
+        stallTimeout: .seconds(3))
     static let machine = MediaSessionMachine(configuration: configuration)
     static let session: UInt64 = 1001
     static let handle: UInt64 = 2002
@@ -34,7 +35,7 @@ enum MediaFixture {
     static let teardown: [MediaSessionMachine.Effect] = [
         .cancel(MediaSessionMachine.Keys.request), .cancel(MediaSessionMachine.Keys.events),
         .cancel(MediaSessionMachine.Keys.keepalive), .cancel(MediaSessionMachine.Keys.peer),
-        .cancel(MediaSessionMachine.Keys.attempt), .hangUp(link),
+        .cancel(MediaSessionMachine.Keys.attempt), .cancel(MediaSessionMachine.Keys.stall), .hangUp(link),
     ]
 
     // MARK: - Samples for the chart
@@ -89,6 +90,8 @@ enum MediaFixture {
         .iceStateChanged(.connected),
         .iceStateChanged(.failed),
         .iceStateChanged(.disconnected),
+        .incomingAudioChanged(flowing: false),
+        .incomingAudioChanged(flowing: true),
         .peerFailed(.engine(.streamFailed)),
         .serverEvent(.webrtcUp),
         .serverEvent(.hangup),
@@ -101,5 +104,6 @@ enum MediaFixture {
         .timerFired(.retry),
         .timerFired(.keepalive),
         .timerFired(.attempt),
+        .timerFired(.stall),
     ]
 }

@@ -100,6 +100,28 @@ struct MediaSessionMachineTests {
             ])
     }
 
+    @Test(
+        "The room's audio away while connected (a cut path ICE does not notice) waits the stall timeout, then reconnects; back in time, nothing happens"
+    )
+    func stalledAudioReconnects() throws {
+        let store = MachineTestStore(machine, initial: .connected(F.call(microphone: true), F.link))
+        try store.send(.incomingAudioChanged(flowing: false), stayingWith: [.startStallTimeout(after: .seconds(3))])
+        try store.send(.incomingAudioChanged(flowing: true), stayingWith: [.cancel(Keys.stall)])
+        try store.send(.incomingAudioChanged(flowing: false), stayingWith: [.startStallTimeout(after: .seconds(3))])
+        try store.send(
+            .timerFired(.stall), expecting: .reconnecting(F.call(microphone: true, failures: 1), .mediaStalled),
+            effects: F.teardown + [.scheduleRetry(after: .seconds(1))])
+        // A late stall timer, or audio news from the peer being torn down, changes nothing.
+        try store.send(.timerFired(.stall), stayingWith: [])
+        try store.assertIgnored(.incomingAudioChanged(flowing: false))
+        #expect(machine.event(firing: .startStallTimeout(after: .seconds(3))) == .timerFired(.stall))
+
+        // While negotiating the audio is not watched yet.
+        let negotiating = MachineTestStore(machine, initial: .negotiating(F.call(), F.link, .connectingMedia))
+        try negotiating.assertIgnored(.incomingAudioChanged(flowing: false))
+        try negotiating.send(.timerFired(.stall), stayingWith: [])
+    }
+
     @Test("A lost session (the server restarted), a hang-up or a failed event stream reconnect with a doubling backoff")
     func serverLossReconnects() throws {
         let store = MachineTestStore(machine, initial: .connected(F.call(failures: 0), F.link))
