@@ -22,16 +22,21 @@ package final class JanusClient: Sendable {
     private let transport: any HTTPTransport
     private let requestTimeout: Duration
     private let pollWait: Duration
+    private let answerTimeout: Duration
     private let waiters = Mutex<[String: CheckedContinuation<JanusMessage, Never>]>([:])
     private let early = Mutex<[String: JanusMessage]>([:])
 
-    /// A client over `transport`.
+    /// A client over `transport`. A message acknowledged but not answered on the event stream
+    /// within `answerTimeout` fails with a timeout (so a room that never answers a mute change
+    /// leaves no request waiting forever).
     package init(
-        transport: any HTTPTransport, requestTimeout: Duration = .seconds(10), pollWait: Duration = .seconds(30)
+        transport: any HTTPTransport, requestTimeout: Duration = .seconds(10), pollWait: Duration = .seconds(30),
+        answerTimeout: Duration = .seconds(15)
     ) {
         self.transport = transport
         self.requestTimeout = requestTimeout
         self.pollWait = pollWait
+        self.answerTimeout = answerTimeout
     }
 
     // MARK: - Requests
@@ -194,6 +199,17 @@ package final class JanusClient: Sendable {
 
     private func awaitEvent(_ transaction: String) async throws(MediaSessionError) -> JanusMessage {
         if let ready = early.withLock({ $0.removeValue(forKey: transaction) }) { return ready }
+        let deadline = Task { [self] in
+            guard (try? await Task.sleep(for: answerTimeout)) != nil else { return }
+            // The waiter, or (not registered yet) a timeout it finds when it registers.
+            let waiter: CheckedContinuation<JanusMessage, Never>? = waiters.withLock { waiters in
+                if let waiter = waiters.removeValue(forKey: transaction) { return waiter }
+                early.withLock { $0[transaction] = JanusMessage(janus: "cancelled") }
+                return nil
+            }
+            waiter?.resume(returning: JanusMessage(janus: "cancelled"))
+        }
+        defer { deadline.cancel() }
         let message: JanusMessage? = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<JanusMessage, Never>) in
                 // The early check and the registration are one step under the waiters' lock, so

@@ -141,3 +141,23 @@ struct JanusClientTests {
         #expect(try message(ownLeave).serverEvent(participantID: 7) == nil)
     }
 }
+
+extension JanusClientTests {
+    @Test("A message the room acknowledges but never answers fails with a timeout; nothing is left waiting")
+    func unansweredMessageTimesOut() async throws {
+        let transport = ScriptedHTTPTransport()
+        transport.on("POST", "/janus/11/22") { request in
+            .json(200, #"{"janus": "ack", "transaction": "\#(Self.body(request)["transaction"] as? String ?? "")"}"#)
+        }
+        let client = JanusClient(transport: transport, answerTimeout: .milliseconds(50))
+        let started = ContinuousClock.now
+        await #expect(throws: MediaSessionError.transport(.timeout)) {
+            try await client.configure(Self.server, Self.link, muted: true)
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        // A late answer finds no waiter: it is kept aside (bounded), never resumes anything twice.
+        let late = try JSONDecoder().decode(
+            JanusMessage.self, from: Data(#"{"janus": "event", "transaction": "late"}"#.utf8))
+        #expect(client.dispatch(late))
+    }
+}
