@@ -362,8 +362,29 @@ package struct JanusMessage: Decodable, Sendable {
     var error: Failure?
     var plugindata: PluginData?
     var jsep: JanusJSEP?
+    /// A `media` event's kind of media and whether it arrives.
+    var type: String?
+    var receiving: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case janus, transaction, sender, data, error, plugindata, jsep, type, receiving
+    }
 
     init(janus: String) { self.janus = janus }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        janus = try container.decode(String.self, forKey: .janus)
+        transaction = try container.decodeIfPresent(String.self, forKey: .transaction)
+        sender = try container.decodeIfPresent(UInt64.self, forKey: .sender)
+        data = try container.decodeIfPresent(Data.self, forKey: .data)
+        error = try container.decodeIfPresent(Failure.self, forKey: .error)
+        plugindata = try container.decodeIfPresent(PluginData.self, forKey: .plugindata)
+        jsep = try container.decodeIfPresent(JanusJSEP.self, forKey: .jsep)
+        // Only `media` events have these; elsewhere a field of that name means something else.
+        type = try? container.decodeIfPresent(String.self, forKey: .type)
+        receiving = try? container.decodeIfPresent(Bool.self, forKey: .receiving)
+    }
 
     /// What this message, read on the stream, says about the member's handle, if anything.
     func serverEvent(participantID: UInt64) -> MediaServerEvent? {
@@ -371,6 +392,9 @@ package struct JanusMessage: Decodable, Sendable {
         case "webrtcup": return .webrtcUp
         case "hangup", "detached": return .hangup
         case "timeout": return .sessionLost
+        case "media":
+            guard type == "audio", let receiving else { return nil }
+            return .audioReceiving(receiving)
         case "event":
             guard let body = plugindata?.data else { return nil }
             if body.kicked == participantID || body.leaving == participantID { return .removed }

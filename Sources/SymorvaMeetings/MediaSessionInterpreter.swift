@@ -113,7 +113,8 @@ struct MediaSessionInterpreter: EffectInterpreter {
         case .destroySession(let session):
             await janus.destroy(serverURL, session: session)
             return nil
-        case .scheduleKeepalive, .scheduleRetry, .startAttemptTimeout, .startStallTimeout, .cancel:
+        case .scheduleKeepalive, .scheduleRetry, .startAttemptTimeout, .startStallTimeout, .startUpstreamTimeout,
+            .cancel:
             return nil  // the host performs timers and cancellations itself
         }
     }

@@ -125,7 +125,9 @@ struct JanusClientTests {
         #expect(jsep["type"] as? String == "offer" && jsep["sdp"] as? String == "v=0 offer")
     }
 
-    @Test("The stream's hangup, timeout and the member's own kick are server events; others' are not")
+    @Test(
+        "The stream's hangup, timeout, audio media events and the member's own kick are server events; others' are not"
+    )
     func serverEvents() throws {
         func message(_ json: String) throws -> JanusMessage {
             try JSONDecoder().decode(JanusMessage.self, from: Data(json.utf8))
@@ -139,6 +141,15 @@ struct JanusClientTests {
         #expect(try message(other).serverEvent(participantID: 7) == nil)
         let ownLeave = #"{"janus": "event", "plugindata": {"data": {"audiobridge": "left", "leaving": "ok"}}}"#
         #expect(try message(ownLeave).serverEvent(participantID: 7) == nil)
+        let stopped = #"{"janus": "media", "session_id": 11, "sender": 22, "type": "audio", "receiving": false}"#
+        #expect(try message(stopped).serverEvent(participantID: 7) == .audioReceiving(false))
+        let back = #"{"janus": "media", "sender": 22, "mid": "0", "type": "audio", "receiving": true}"#
+        #expect(try message(back).serverEvent(participantID: 7) == .audioReceiving(true))
+        let video = #"{"janus": "media", "sender": 22, "type": "video", "receiving": false}"#
+        #expect(try message(video).serverEvent(participantID: 7) == nil)
+        // A `type` or `receiving` of another shape elsewhere does not break the message.
+        let odd = #"{"janus": "event", "type": 3, "receiving": "yes", "transaction": "t"}"#
+        #expect(try message(odd).transaction == "t")
     }
 }
 

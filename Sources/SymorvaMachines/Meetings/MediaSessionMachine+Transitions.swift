@@ -8,6 +8,7 @@ extension MediaSessionMachine {
         case .scheduleKeepalive: .timerFired(.keepalive)
         case .startAttemptTimeout: .timerFired(.attempt)
         case .startStallTimeout: .timerFired(.stall)
+        case .startUpstreamTimeout: .timerFired(.upstream)
         case .createSession, .attachPlugin, .readEvents, .sendKeepalive, .joinRoom, .startPeer, .createOffer,
             .sendOffer, .applyAnswer, .trickle, .trickleComplete, .setSending, .configureMuted, .hangUp,
             .destroySession, .cancel:
@@ -156,7 +157,12 @@ extension MediaSessionMachine {
                 guard step == .connectingMedia else { return .stay }
                 var fresh = call
                 fresh.failures = 0
-                return .move(to: .connected(fresh, link), effects: [.cancel(Keys.attempt)])
+                // Sending from the start: the server is to confirm that the audio reaches it.
+                let expectAudio = call.microphoneEnabled && !call.serverReceivesAudio
+                return .move(
+                    to: .connected(fresh, link),
+                    effects: [.cancel(Keys.attempt)]
+                        + (expectAudio ? [.startUpstreamTimeout(after: configuration.stallTimeout)] : []))
             case .failed:
                 return retryOrFail(call, .iceFailed, teardown: teardown)
             case .new, .checking, .disconnected, .closed:
@@ -166,6 +172,8 @@ extension MediaSessionMachine {
             return .ignored  // watched once connected
         case .peerFailed(let error):
             return retryOrFail(call, error, teardown: teardown)
+        case .serverEvent(.audioReceiving(let receiving)):
+            return .move(to: .negotiating(call.with(serverReceivesAudio: receiving), link, step))
         case .serverEvent(let serverEvent):
             return serverSaid(serverEvent, call, teardown: teardown)
         case .eventsFailed(let error):
@@ -190,9 +198,14 @@ extension MediaSessionMachine {
         case .disconnectRequested:
             return .move(to: .closed(.requested), effects: teardown)
         case .microphoneRequested(let enabled):
+            // Turned on while the server hears nothing from the member: it is to say it does.
+            let watch: [Effect] =
+                if !enabled { [.cancel(Keys.upstream)] } else if !call.microphoneEnabled && !call.serverReceivesAudio {
+                    [.startUpstreamTimeout(after: configuration.stallTimeout)]
+                } else { [] }
             return .move(
                 to: .connected(call.with(microphone: enabled), link),
-                effects: [.setSending(enabled), .configureMuted(link, muted: !enabled)])
+                effects: [.setSending(enabled), .configureMuted(link, muted: !enabled)] + watch)
         case .descriptorUpdated(let descriptor):
             return .move(to: .connected(call.with(descriptor), link))
         case .localCandidate(let candidate):
@@ -206,8 +219,16 @@ extension MediaSessionMachine {
             // The room sends its mix all the time: audio that stays away means a cut path.
             return .stay(
                 effects: flowing ? [.cancel(Keys.stall)] : [.startStallTimeout(after: configuration.stallTimeout)])
-        case .timerFired(.stall):
+        case .timerFired(.stall), .timerFired(.upstream):
             return retryOrFail(call, .mediaStalled, teardown: teardown)
+        case .serverEvent(.audioReceiving(let receiving)):
+            // The member's audio stopped reaching the server while the microphone is on: the
+            // other direction of a cut path.
+            let watch: [Effect] =
+                if receiving { [.cancel(Keys.upstream)] } else if call.microphoneEnabled {
+                    [.startUpstreamTimeout(after: configuration.stallTimeout)]
+                } else { [] }
+            return .move(to: .connected(call.with(serverReceivesAudio: receiving), link), effects: watch)
         case .peerFailed(let error):
             return retryOrFail(call, error, teardown: teardown)
         case .serverEvent(let serverEvent):
@@ -241,7 +262,7 @@ extension MediaSessionMachine {
             return .move(to: .reconnecting(call.with(descriptor), error))
         case .timerFired(.retry):
             return startAttempt(call)
-        case .timerFired(.keepalive), .timerFired(.attempt), .timerFired(.stall):
+        case .timerFired(.keepalive), .timerFired(.attempt), .timerFired(.stall), .timerFired(.upstream):
             return .stay  // a late timer of the connection that dropped
         case .sessionCreated, .pluginAttached, .roomJoined, .peerStarted, .offerCreated, .answerReceived,
             .answerApplied, .localCandidate, .localCandidatesGathered, .iceStateChanged, .incomingAudioChanged,
@@ -273,6 +294,7 @@ extension MediaSessionMachine {
         }
         var next = call
         next.failures = failures
+        next.serverReceivesAudio = false  // a new connection: the server has heard nothing yet
         let delay = configuration.reconnectBackoff.delay(attempt: failures, jitter: 0)
         return .move(to: .reconnecting(next, error), effects: teardown + [.scheduleRetry(after: delay)])
     }
@@ -284,6 +306,7 @@ extension MediaSessionMachine {
         case .webrtcUp: .stay
         case .hangup, .sessionLost: retryOrFail(call, .sessionLost, teardown: teardown)
         case .removed: .move(to: .closed(.revoked), effects: teardown)
+        case .audioReceiving: .stay  // no media before the negotiation
         }
     }
 
@@ -297,7 +320,7 @@ extension MediaSessionMachine {
                 effects: [.sendKeepalive(session: session), .scheduleKeepalive(after: configuration.keepaliveInterval)])
         case .attempt:
             return retryOrFail(call, .timedOut, teardown: teardown)
-        case .retry, .stall:
+        case .retry, .stall, .upstream:
             return .stay  // a late retry timer; the stall timer only runs while connected
         }
     }
@@ -323,7 +346,7 @@ extension MediaSessionMachine {
     private func tearDown(_ link: MediaServerLink) -> [Effect] {
         [
             .cancel(Keys.request), .cancel(Keys.events), .cancel(Keys.keepalive), .cancel(Keys.peer),
-            .cancel(Keys.attempt), .cancel(Keys.stall), .hangUp(link),
+            .cancel(Keys.attempt), .cancel(Keys.stall), .cancel(Keys.upstream), .hangUp(link),
         ]
     }
 }
@@ -343,6 +366,12 @@ extension MediaCall {
     func with(microphone enabled: Bool) -> MediaCall {
         var call = self
         call.microphoneEnabled = enabled
+        return call
+    }
+
+    func with(serverReceivesAudio receiving: Bool) -> MediaCall {
+        var call = self
+        call.serverReceivesAudio = receiving
         return call
     }
 

@@ -43,7 +43,8 @@ public struct MediaSessionMachine: StateMachine {
         /// How long the room's audio may stay away while connected before the media path counts
         /// as lost. The room sends its mix all the time (silence included), and ICE does not
         /// notice a path that stopped carrying packets, so audio that stops arriving is how a cut
-        /// path is found.
+        /// path is found. Also how long, with the microphone on, the media server may say the
+        /// member's audio does not reach it (the other direction of the path).
         public var stallTimeout: Duration
 
         /// Creates a configuration.
@@ -84,6 +85,9 @@ public struct MediaSessionMachine: StateMachine {
         public static let attempt = EffectKey("media.attempt")
         /// The wait, while the room's audio is not arriving, before the media path counts as lost.
         public static let stall = EffectKey("media.stall")
+        /// The wait, while the microphone is on but the media server says the member's audio is
+        /// not reaching it, before the media path counts as lost.
+        public static let upstream = EffectKey("media.upstream")
     }
 
     // MARK: - State
@@ -261,6 +265,8 @@ public struct MediaSessionMachine: StateMachine {
         case attempt
         /// The room's audio stayed away too long while connected.
         case stall
+        /// The member's audio did not reach the media server for too long, microphone on.
+        case upstream
     }
 
     // MARK: - Effect
@@ -309,6 +315,10 @@ public struct MediaSessionMachine: StateMachine {
         /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/stall`` after this delay, unless
         /// the room's audio comes back first.
         case startStallTimeout(after: Duration)
+        /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/upstream`` after this delay,
+        /// unless the media server says the member's audio reaches it first (or the microphone
+        /// goes off).
+        case startUpstreamTimeout(after: Duration)
         /// Cancel the effect or timer running under this key.
         case cancel(EffectKey)
 
@@ -322,6 +332,7 @@ public struct MediaSessionMachine: StateMachine {
             case .scheduleRetry(let delay): .timer(Keys.retry, .after(delay))
             case .startAttemptTimeout(let delay): .timer(Keys.attempt, .after(delay))
             case .startStallTimeout(let delay): .timer(Keys.stall, .after(delay))
+            case .startUpstreamTimeout(let delay): .timer(Keys.upstream, .after(delay))
             case .sendKeepalive, .trickle, .trickleComplete, .setSending, .configureMuted, .hangUp, .destroySession:
                 .perform
             case .cancel(let key): .cancel(key)
@@ -333,7 +344,7 @@ public struct MediaSessionMachine: StateMachine {
             "createSession", "attachPlugin", "readEvents", "scheduleKeepalive", "sendKeepalive", "joinRoom",
             "startPeer", "createOffer", "sendOffer", "applyAnswer", "trickle", "trickleComplete", "setSending",
             "configureMuted", "hangUp", "destroySession", "scheduleRetry", "startAttemptTimeout", "startStallTimeout",
-            "cancel",
+            "startUpstreamTimeout", "cancel",
         ]
 
         public var caseNameLiteral: StaticString? {
@@ -357,6 +368,7 @@ public struct MediaSessionMachine: StateMachine {
             case .scheduleRetry: "scheduleRetry"
             case .startAttemptTimeout: "startAttemptTimeout"
             case .startStallTimeout: "startStallTimeout"
+            case .startUpstreamTimeout: "startUpstreamTimeout"
             case .cancel: "cancel"
             }
         }

@@ -24,12 +24,19 @@ public struct MediaCall: Sendable, Hashable {
     public var microphoneEnabled: Bool
     /// Connection attempts that failed since the session was last connected.
     public var failures: Int
+    /// Whether the media server last said the member's audio reaches it, on this connection
+    /// (Janus's `media` events; false until it says so, and again on every new connection).
+    public var serverReceivesAudio: Bool
 
     /// A call, microphone off, no failures.
-    public init(descriptor: MediaSessionDescriptor, microphoneEnabled: Bool = false, failures: Int = 0) {
+    public init(
+        descriptor: MediaSessionDescriptor, microphoneEnabled: Bool = false, failures: Int = 0,
+        serverReceivesAudio: Bool = false
+    ) {
         self.descriptor = descriptor
         self.microphoneEnabled = microphoneEnabled
         self.failures = failures
+        self.serverReceivesAudio = serverReceivesAudio
     }
 }
 
@@ -86,6 +93,9 @@ public enum MediaServerEvent: Sendable, Hashable {
     case removed
     /// The server no longer knows the session (it timed out, or the server restarted).
     case sessionLost
+    /// The server's audio from the member started (`true`) or stopped (`false`, nothing for
+    /// about a second) arriving: Janus's `media` event.
+    case audioReceiving(Bool)
 }
 
 /// Why a stage media session failed, or could not connect this time.

@@ -368,3 +368,57 @@ extension MeetingMediaIntegrationTests {
         try await bobRoom.leave()
     }
 }
+
+extension MeetingMediaIntegrationTests {
+    @Test(
+        "Only the packets to Janus are lost: Alice, sending, reconnects once Janus says her audio stopped reaching it; Bob, listening, stays connected"
+    )
+    func reconnectsWhenTheServerStopsHearingTheMicrophone() async throws {
+        #expect(try LoopbackUDPBlock.janusUsesTheBlockedPorts(), "the dev Janus's RTP ports are not the blocked range")
+        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-up")
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        let heard = ToneDetector(frequency: 440)
+        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in heard.take(samples, rate: rate) }
+        defer { stop() }
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { heard.hears() }
+        guard case .connected(_, let aliceLink) = alice.state.value,
+            case .connected(_, let bobLink) = bob.state.value
+        else { throw IntegrationFailure("not connected") }
+
+        // The room's mix still reaches both; Janus notices Alice's audio is gone (its media event).
+        try LoopbackUDPBlock.start(bothWays: false)
+        let cut = ContinuousClock.now
+        let dropped: MediaSessionMachine.State
+        do {
+            dropped = try await alice.state.wait(timeout: .seconds(15), until: { $0.caseName == "reconnecting" })
+        } catch {
+            LoopbackUDPBlock.stop()
+            throw error
+        }
+        let noticedAfter = ContinuousClock.now - cut
+        LoopbackUDPBlock.stop()
+        #expect(dropped == .reconnecting(dropped.call!, .mediaStalled))
+        #expect(noticedAfter < .seconds(10), "the cut was noticed after \(noticedAfter)")
+        #expect(bob.state.value == .connected(bob.state.value.call!, bobLink), "Bob's session did not stay")
+
+        let back = try await alice.state.wait(
+            timeout: .seconds(45),
+            until: {
+                if case .connected(_, let fresh) = $0 { return fresh.session != aliceLink.session }
+                return false
+            })
+        #expect(back.call?.descriptor.token == alice.descriptor.token)
+        let before = heard.shares.count
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
+            heard.shares.count > before + 3 && heard.hears()
+        }
+        await alice.disconnect()
+        await bob.disconnect()
+        try await aliceRoom.leave()
+        try await bobRoom.leave()
+    }
+}

@@ -51,21 +51,24 @@ enum DevJanus {
 enum LoopbackUDPBlock {
     static let janusPorts = "16384-32767"
 
-    static func start() throws {
+    /// Blocks the packets to Janus, and (`bothWays`) those from it.
+    static func start(bothWays: Bool = true) throws {
+        // 16384-32767 is 0x4000 under the mask 0xc000.
+        let filter = "tc filter add dev lo parent 1: protocol ip prio"
+        let udp = "u32 match ip protocol 17 0xff match ip"
         try run(
-            "tc qdisc add dev lo root handle 1: htb default 10",
-            "tc class add dev lo parent 1: classid 1:10 htb rate 10gbit",
-            "tc class add dev lo parent 1: classid 1:20 htb rate 8bit ceil 8bit",
-            "tc qdisc add dev lo parent 1:20 handle 20: pfifo limit 1",
-            // 16384-32767 is 0x4000 under the mask 0xc000.
-            "tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 16384 0xc000 flowid 1:20",
-            "tc filter add dev lo parent 1: protocol ip prio 2 u32 match ip protocol 17 0xff match ip sport 16384 0xc000 flowid 1:20"
-        )
+            [
+                "tc qdisc add dev lo root handle 1: htb default 10",
+                "tc class add dev lo parent 1: classid 1:10 htb rate 10gbit",
+                "tc class add dev lo parent 1: classid 1:20 htb rate 8bit ceil 8bit",
+                "tc qdisc add dev lo parent 1:20 handle 20: pfifo limit 1",
+                "\(filter) 1 \(udp) dport 16384 0xc000 flowid 1:20",
+            ] + (bothWays ? ["\(filter) 2 \(udp) sport 16384 0xc000 flowid 1:20"] : []))
     }
 
     /// Removes the block (and nothing else: loopback has no qdisc of its own).
     static func stop() {
-        try? run("tc qdisc del dev lo root")
+        try? run(["tc qdisc del dev lo root"])
     }
 
     /// Whether the dev Janus uses the range the block cuts.
@@ -77,7 +80,7 @@ enum LoopbackUDPBlock {
             "rtp_port_range = \"\(janusPorts)\"")
     }
 
-    private static func run(_ commands: String...) throws {
+    private static func run(_ commands: [String]) throws {
         let prefix = geteuid() == 0 ? "" : "sudo -n "
         let script = commands.map { prefix + $0 }.joined(separator: " && ")
         let process = Process()

@@ -24,8 +24,12 @@ enum MediaFixture {
             expiresAt: Timestamp(millisecondsSince1970: 1_800_000_000_000))
     }
 
-    static func call(microphone: Bool = false, failures: Int = 0, token: String = "media-token-1") -> MediaCall {
-        MediaCall(descriptor: descriptor(token), microphoneEnabled: microphone, failures: failures)
+    static func call(
+        microphone: Bool = false, failures: Int = 0, token: String = "media-token-1", serverHears: Bool = false
+    ) -> MediaCall {
+        MediaCall(
+            descriptor: descriptor(token), microphoneEnabled: microphone, failures: failures,
+            serverReceivesAudio: serverHears)
     }
 
     /// A call whose next failure is one too many (maximumAttempts is 4).
@@ -35,7 +39,8 @@ enum MediaFixture {
     static let teardown: [MediaSessionMachine.Effect] = [
         .cancel(MediaSessionMachine.Keys.request), .cancel(MediaSessionMachine.Keys.events),
         .cancel(MediaSessionMachine.Keys.keepalive), .cancel(MediaSessionMachine.Keys.peer),
-        .cancel(MediaSessionMachine.Keys.attempt), .cancel(MediaSessionMachine.Keys.stall), .hangUp(link),
+        .cancel(MediaSessionMachine.Keys.attempt), .cancel(MediaSessionMachine.Keys.stall),
+        .cancel(MediaSessionMachine.Keys.upstream), .hangUp(link),
     ]
 
     // MARK: - Samples for the chart
@@ -54,6 +59,8 @@ enum MediaFixture {
         .negotiating(call(), link, .connectingMedia),
         .negotiating(exhausted, link, .connectingMedia),
         .connected(call(microphone: true), link),
+        .connected(call(microphone: true, serverHears: true), link),
+        .connected(call(), link),
         .reconnecting(call(failures: 1), .iceFailed),
         .closed(.requested),
         .closed(.revoked),
@@ -97,6 +104,8 @@ enum MediaFixture {
         .serverEvent(.hangup),
         .serverEvent(.removed),
         .serverEvent(.sessionLost),
+        .serverEvent(.audioReceiving(true)),
+        .serverEvent(.audioReceiving(false)),
         .eventsFailed(.transport(.connectionReset)),
         .keepaliveAnswered(nil),
         .keepaliveAnswered(.sessionLost),
@@ -105,5 +114,6 @@ enum MediaFixture {
         .timerFired(.keepalive),
         .timerFired(.attempt),
         .timerFired(.stall),
+        .timerFired(.upstream),
     ]
 }

@@ -63,15 +63,71 @@ struct MediaSessionMachineTests {
         try store.send(.localCandidatesGathered, stayingWith: [.trickleComplete(F.link)])
     }
 
-    @Test("Microphone off stops sending and tells the room muted; on resumes and unmutes")
+    @Test(
+        "Microphone off stops sending and tells the room muted; on resumes and unmutes (and, while the server hears nothing, expects it to)"
+    )
     func microphone() throws {
         let store = MachineTestStore(machine, initial: .connected(F.call(microphone: true), F.link))
         try store.send(
             .microphoneRequested(enabled: false), expecting: .connected(F.call(microphone: false), F.link),
-            effects: [.setSending(false), .configureMuted(F.link, muted: true)])
+            effects: [.setSending(false), .configureMuted(F.link, muted: true), .cancel(Keys.upstream)])
         try store.send(
             .microphoneRequested(enabled: true), expecting: .connected(F.call(microphone: true), F.link),
+            effects: [
+                .setSending(true), .configureMuted(F.link, muted: false), .startUpstreamTimeout(after: .seconds(3)),
+            ])
+        // Off and on again before the server noticed (it still says it hears the member): no wait.
+        let heard = MachineTestStore(machine, initial: .connected(F.call(serverHears: true), F.link))
+        try heard.send(
+            .microphoneRequested(enabled: true),
+            expecting: .connected(F.call(microphone: true, serverHears: true), F.link),
             effects: [.setSending(true), .configureMuted(F.link, muted: false)])
+        try heard.send(
+            .microphoneRequested(enabled: true),
+            expecting: .connected(F.call(microphone: true, serverHears: true), F.link),
+            effects: [.setSending(true), .configureMuted(F.link, muted: false)])
+    }
+
+    @Test(
+        "The member's audio not reaching the server with the microphone on (the other direction of a cut path) waits the stall timeout, then reconnects"
+    )
+    func upstreamCutReconnects() throws {
+        let store = MachineTestStore(machine, initial: .connected(F.call(microphone: true), F.link))
+        try store.send(
+            .serverEvent(.audioReceiving(true)),
+            expecting: .connected(F.call(microphone: true, serverHears: true), F.link),
+            effects: [.cancel(Keys.upstream)])
+        try store.send(
+            .serverEvent(.audioReceiving(false)), expecting: .connected(F.call(microphone: true), F.link),
+            effects: [.startUpstreamTimeout(after: .seconds(3))])
+        try store.send(
+            .timerFired(.upstream), expecting: .reconnecting(F.call(microphone: true, failures: 1), .mediaStalled),
+            effects: F.teardown + [.scheduleRetry(after: .seconds(1))])
+        #expect(machine.event(firing: .startUpstreamTimeout(after: .seconds(3))) == .timerFired(.upstream))
+
+        // Microphone off: the server hearing nothing is expected, not a cut.
+        let muted = MachineTestStore(machine, initial: .connected(F.call(serverHears: true), F.link))
+        try muted.send(.serverEvent(.audioReceiving(false)), expecting: .connected(F.call(), F.link), effects: [])
+
+        // Connected with the microphone on: the server is to say it hears the member; a
+        // reconnection forgets what the last connection's server said.
+        let negotiating = MachineTestStore(
+            machine, initial: .negotiating(F.call(microphone: true, failures: 1), F.link, .connectingMedia))
+        try negotiating.send(
+            .iceStateChanged(.connected), expecting: .connected(F.call(microphone: true), F.link),
+            effects: [.cancel(Keys.attempt), .startUpstreamTimeout(after: .seconds(3))])
+        let early = MachineTestStore(machine, initial: .negotiating(F.call(microphone: true), F.link, .connectingMedia))
+        try early.send(
+            .serverEvent(.audioReceiving(true)),
+            expecting: .negotiating(F.call(microphone: true, serverHears: true), F.link, .connectingMedia))
+        try early.send(
+            .iceStateChanged(.connected), expecting: .connected(F.call(microphone: true, serverHears: true), F.link),
+            effects: [.cancel(Keys.attempt)])
+        let dropped = MachineTestStore(
+            machine, initial: .connected(F.call(microphone: true, serverHears: true), F.link))
+        try dropped.send(
+            .iceStateChanged(.failed), expecting: .reconnecting(F.call(microphone: true, failures: 1), .iceFailed),
+            effects: F.teardown + [.scheduleRetry(after: .seconds(1))])
     }
 
     @Test("A microphone turned on before the join joins unmuted and starts the peer sending")
