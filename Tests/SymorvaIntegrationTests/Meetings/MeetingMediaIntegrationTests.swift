@@ -247,62 +247,44 @@ extension MeetingMediaIntegrationTests {
     }
 }
 
-extension MeetingMediaIntegrationTests {
-    @Test(
-        "Janus restarts under a meeting: both stage sessions reconnect with their tokens, Bob hears Alice again, the listener's player goes on"
-    )
-    func reconnectsAfterJanusRestarts() async throws {
-        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-restart")
-        let carol = try await MeetingMember.register("md-restart-c", in: environment, transport: transport)
-        try await carol.joinRoom(aliceRoom.roomID)
-        let carolRoom = try await carol.meetings.join(roomID: aliceRoom.roomID)
-        let playback = try #require(carolRoom.playbackStream)
-        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
-        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
-        try await alice.connect()
-        try await bob.connect()
-        try await alice.setMicrophoneEnabled(true)
-        let heard = ToneDetector(frequency: 440)
-        let stopBob = bob.audioMeter.listenToIncomingSamples { samples, rate in heard.take(samples, rate: rate) }
-        defer { stopBob() }
-        playback.play()
-        let player = GStreamerPlaybackPlayer(stream: playback, output: .meterOnly)
-        let played = ToneDetector(frequency: 440)
-        let stopPlayer = player.audioMeter.listenToIncomingSamples { samples, rate in played.take(samples, rate: rate) }
-        defer { stopPlayer() }
-        try await player.start()
-        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { heard.hears() }
-        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice") { played.hears() }
-        guard case .connected(_, let aliceLink) = alice.state.value,
-            case .connected(_, let bobLink) = bob.state.value
-        else { throw IntegrationFailure("not connected") }
-        let meetingRole = aliceRoom.role.value.kind
+/// Two stage members connected, Alice sending her 440 Hz and Bob hearing it: where the
+/// reconnection tests start.
+struct HeardStage {
+    let aliceRoom: MeetingRoom
+    let bobRoom: MeetingRoom
+    let alice: JanusMediaSession
+    let bob: JanusMediaSession
+    let heard: ToneDetector
+    let aliceLink: MediaServerLink
+    let bobLink: MediaServerLink
+    let stopListening: @Sendable () -> Void
 
-        // Janus goes away with every session and room, and comes back empty on the same port.
-        try await DevJanus.restart()
+    /// Waits until `session` is connected on a media-server session other than `link`'s, and
+    /// checks it kept its token (no new admission).
+    @discardableResult
+    func reconnected(_ session: JanusMediaSession, from link: MediaServerLink, within timeout: Duration = .seconds(45))
+        async throws -> MediaCall
+    {
+        let back = try await session.state.wait(
+            timeout: timeout,
+            until: {
+                if case .connected(_, let fresh) = $0 { return fresh.session != link.session }
+                return false
+            })
+        guard case .connected(let call, _) = back else { throw IntegrationFailure("not connected") }
+        #expect(call.descriptor.token == session.descriptor.token, "admitted again")
+        return call
+    }
 
-        for (name, session, link) in [("Alice", alice, aliceLink), ("Bob", bob, bobLink)] {
-            let back = try await session.state.wait(
-                timeout: .seconds(40),
-                until: {
-                    if case .connected(_, let fresh) = $0 { return fresh.session != link.session }
-                    return false
-                })
-            guard case .connected(let call, _) = back else { throw IntegrationFailure("\(name) not connected") }
-            #expect(call.descriptor.token == session.descriptor.token, "\(name) was admitted again")
-        }
-        #expect(aliceRoom.role.value.kind == meetingRole)  // still on stage: no new admission
-
-        let heardBefore = heard.shares.count
+    func bobHearsAliceAgain() async throws {
+        let before = heard.shares.count
         try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
-            heard.shares.count > heardBefore + 3 && heard.hears()
+            heard.shares.count > before + 3 && heard.hears()
         }
-        // The services put the room and its forwarder back: the same playlist carries the new mix.
-        let playedBefore = played.shares.count
-        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice again") {
-            played.shares.count > playedBefore + 3 && played.hears()
-        }
-        await player.stop()
+    }
+
+    func close() async throws {
+        stopListening()
         await alice.disconnect()
         await bob.disconnect()
         try await aliceRoom.end()
@@ -310,115 +292,101 @@ extension MeetingMediaIntegrationTests {
 }
 
 extension MeetingMediaIntegrationTests {
+    func heardStage(_ prefix: String) async throws -> HeardStage {
+        let (_, _, aliceRoom, bobRoom) = try await stagePair(prefix)
+        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
+        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
+        try await alice.connect()
+        try await bob.connect()
+        try await alice.setMicrophoneEnabled(true)
+        let heard = ToneDetector(frequency: 440)
+        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in heard.take(samples, rate: rate) }
+        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { heard.hears() }
+        guard case .connected(_, let aliceLink) = alice.state.value,
+            case .connected(_, let bobLink) = bob.state.value
+        else { throw IntegrationFailure("not connected") }
+        return HeardStage(
+            aliceRoom: aliceRoom, bobRoom: bobRoom, alice: alice, bob: bob, heard: heard, aliceLink: aliceLink,
+            bobLink: bobLink, stopListening: stop)
+    }
+
+    @Test(
+        "Janus restarts under a meeting: both stage sessions reconnect with their tokens, Bob hears Alice again, the listener's player goes on"
+    )
+    func reconnectsAfterJanusRestarts() async throws {
+        let stage = try await heardStage("md-restart")
+        let carol = try await MeetingMember.register("md-restart-c", in: environment, transport: transport)
+        try await carol.joinRoom(stage.aliceRoom.roomID)
+        let carolRoom = try await carol.meetings.join(roomID: stage.aliceRoom.roomID)
+        let playback = try #require(carolRoom.playbackStream)
+        playback.play()
+        let player = GStreamerPlaybackPlayer(stream: playback, output: .meterOnly)
+        let played = ToneDetector(frequency: 440)
+        let stopPlayer = player.audioMeter.listenToIncomingSamples { samples, rate in played.take(samples, rate: rate) }
+        defer { stopPlayer() }
+        try await player.start()
+        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice") { played.hears() }
+        let meetingRole = stage.aliceRoom.role.value.kind
+
+        // Janus goes away with every session and room, and comes back empty on the same port.
+        try await DevJanus.restart()
+
+        try await stage.reconnected(stage.alice, from: stage.aliceLink, within: .seconds(40))
+        try await stage.reconnected(stage.bob, from: stage.bobLink, within: .seconds(40))
+        #expect(stage.aliceRoom.role.value.kind == meetingRole)  // still on stage: no new admission
+        try await stage.bobHearsAliceAgain()
+        // The services put the room and its forwarder back: the same playlist carries the new mix.
+        let playedBefore = played.shares.count
+        try await waitUntil(timeout: .seconds(20), "Carol's player decodes Alice again") {
+            played.shares.count > playedBefore + 3 && played.hears()
+        }
+        await player.stop()
+        try await stage.close()
+    }
+
     @Test(
         "The media path is cut (UDP to and from Janus blocked on loopback): both sessions notice the room's audio is gone, reconnect once it is back, Bob hears Alice again"
     )
     func reconnectsAfterTheNetworkCutsTheMediaPath() async throws {
         #expect(try LoopbackUDPBlock.janusUsesTheBlockedPorts(), "the dev Janus's RTP ports are not the blocked range")
-        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-cut")
-        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
-        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
-        try await alice.connect()
-        try await bob.connect()
-        try await alice.setMicrophoneEnabled(true)
-        let heard = ToneDetector(frequency: 440)
-        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in heard.take(samples, rate: rate) }
-        defer { stop() }
-        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { heard.hears() }
-        guard case .connected(_, let aliceLink) = alice.state.value,
-            case .connected(_, let bobLink) = bob.state.value
-        else { throw IntegrationFailure("not connected") }
-
+        let stage = try await heardStage("md-cut")
         // ICE never says so (it stays "connected" with no packet getting through); the room's
         // audio that stops arriving is what tells.
-        try LoopbackUDPBlock.start()
-        let cut = ContinuousClock.now
-        do {
-            for session in [alice, bob] {
+        let noticedAfter = try await LoopbackUDPBlock.during(bothWays: true) {
+            let cut = ContinuousClock.now
+            for session in [stage.alice, stage.bob] {
                 let dropped = try await session.state.wait(
                     timeout: .seconds(15), until: { $0.caseName == "reconnecting" })
                 #expect(dropped == .reconnecting(dropped.call!, .mediaStalled))
             }
-        } catch {
-            LoopbackUDPBlock.stop()
-            throw error
+            return ContinuousClock.now - cut
         }
-        let noticedAfter = ContinuousClock.now - cut
-        LoopbackUDPBlock.stop()
         #expect(noticedAfter < .seconds(8), "the cut was noticed after \(noticedAfter)")
-
-        for (name, session, link) in [("Alice", alice, aliceLink), ("Bob", bob, bobLink)] {
-            let back = try await session.state.wait(
-                timeout: .seconds(45),
-                until: {
-                    if case .connected(_, let fresh) = $0 { return fresh.session != link.session }
-                    return false
-                })
-            guard case .connected(let call, _) = back else { throw IntegrationFailure("\(name) not connected") }
-            #expect(call.descriptor.token == session.descriptor.token, "\(name) was admitted again")
-            #expect(call.microphoneEnabled == (name == "Alice"))
-        }
-        let before = heard.shares.count
-        try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
-            heard.shares.count > before + 3 && heard.hears()
-        }
-        await alice.disconnect()
-        await bob.disconnect()
-        try await aliceRoom.leave()
-        try await bobRoom.leave()
+        #expect(try await stage.reconnected(stage.alice, from: stage.aliceLink).microphoneEnabled)
+        #expect(try await !stage.reconnected(stage.bob, from: stage.bobLink).microphoneEnabled)
+        try await stage.bobHearsAliceAgain()
+        try await stage.close()
     }
-}
 
-extension MeetingMediaIntegrationTests {
     @Test(
         "Only the packets to Janus are lost: Alice, sending, reconnects once Janus says her audio stopped reaching it; Bob, listening, stays connected"
     )
     func reconnectsWhenTheServerStopsHearingTheMicrophone() async throws {
         #expect(try LoopbackUDPBlock.janusUsesTheBlockedPorts(), "the dev Janus's RTP ports are not the blocked range")
-        let (_, _, aliceRoom, bobRoom) = try await stagePair("md-up")
-        let alice = try #require(aliceRoom.stageSession as? JanusMediaSession)
-        let bob = try #require(bobRoom.stageSession as? JanusMediaSession)
-        try await alice.connect()
-        try await bob.connect()
-        try await alice.setMicrophoneEnabled(true)
-        let heard = ToneDetector(frequency: 440)
-        let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in heard.take(samples, rate: rate) }
-        defer { stop() }
-        try await waitUntil(timeout: .seconds(10), "Bob hears Alice") { heard.hears() }
-        guard case .connected(_, let aliceLink) = alice.state.value,
-            case .connected(_, let bobLink) = bob.state.value
-        else { throw IntegrationFailure("not connected") }
-
+        let stage = try await heardStage("md-up")
         // The room's mix still reaches both; Janus notices Alice's audio is gone (its media event).
-        try LoopbackUDPBlock.start(bothWays: false)
-        let cut = ContinuousClock.now
-        let dropped: MediaSessionMachine.State
-        do {
-            dropped = try await alice.state.wait(timeout: .seconds(15), until: { $0.caseName == "reconnecting" })
-        } catch {
-            LoopbackUDPBlock.stop()
-            throw error
+        let (dropped, noticedAfter) = try await LoopbackUDPBlock.during(bothWays: false) {
+            let cut = ContinuousClock.now
+            let dropped = try await stage.alice.state.wait(
+                timeout: .seconds(15), until: { $0.caseName == "reconnecting" })
+            return (dropped, ContinuousClock.now - cut)
         }
-        let noticedAfter = ContinuousClock.now - cut
-        LoopbackUDPBlock.stop()
         #expect(dropped == .reconnecting(dropped.call!, .mediaStalled))
         #expect(noticedAfter < .seconds(10), "the cut was noticed after \(noticedAfter)")
-        #expect(bob.state.value == .connected(bob.state.value.call!, bobLink), "Bob's session did not stay")
-
-        let back = try await alice.state.wait(
-            timeout: .seconds(45),
-            until: {
-                if case .connected(_, let fresh) = $0 { return fresh.session != aliceLink.session }
-                return false
-            })
-        #expect(back.call?.descriptor.token == alice.descriptor.token)
-        let before = heard.shares.count
-        try await waitUntil(timeout: .seconds(10), "Bob hears Alice again") {
-            heard.shares.count > before + 3 && heard.hears()
-        }
-        await alice.disconnect()
-        await bob.disconnect()
-        try await aliceRoom.leave()
-        try await bobRoom.leave()
+        let bobState = stage.bob.state.value
+        #expect(bobState == .connected(bobState.call!, stage.bobLink), "Bob's session did not stay")
+        try await stage.reconnected(stage.alice, from: stage.aliceLink)
+        try await stage.bobHearsAliceAgain()
+        try await stage.close()
     }
 }

@@ -66,6 +66,19 @@ enum LoopbackUDPBlock {
             ] + (bothWays ? ["\(filter) 2 \(udp) sport 16384 0xc000 flowid 1:20"] : []))
     }
 
+    /// Runs `body` with the block on, and removes it whatever `body` does.
+    static func during<T: Sendable>(bothWays: Bool, _ body: () async throws -> T) async throws -> T {
+        try start(bothWays: bothWays)
+        do {
+            let result = try await body()
+            stop()
+            return result
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
     /// Removes the block (and nothing else: loopback has no qdisc of its own).
     static func stop() {
         try? run(["tc qdisc del dev lo root"])
