@@ -107,6 +107,34 @@ struct StaticBenchmarkMode<Mode: StaticBenchmark>: BenchmarkMode {
 
 /// The dev servers a benchmark measures against, from the environment that
 /// `source "$(Scripts/dev-server envfile)"` sets.
+/// A benchmark mode against the dev servers (`SYMORVA_*` env) whose arguments are `--name N`
+/// options: it reads them into its settings, prints its usage after a bad one (exit status 2),
+/// and measures.
+protocol DevServerBenchmark: BenchmarkMode {
+    /// What the options set.
+    associatedtype Settings: Sendable
+    /// The `--name` options the mode takes.
+    var optionNames: Set<String> { get }
+    /// The settings from `options` (a bad value goes to `options.problems`).
+    func settings(from options: inout Options) -> Settings
+    /// Measures and prints the figures.
+    func measure(_ settings: Settings, homeserver: URL, services: URL) async throws
+}
+
+extension DevServerBenchmark {
+    func run(arguments: [String]) async -> Int32 {
+        var options = Options(arguments, known: optionNames)
+        let settings = settings(from: &options)
+        guard options.problems.isEmpty else {
+            print("usage: symorva-bench \(name) \(argumentsSynopsis)  (\(options.problems.joined(separator: "; ")))")
+            return 2
+        }
+        return await DevServers.run(name) { homeserver, services in
+            try await measure(settings, homeserver: homeserver, services: services)
+        }
+    }
+}
+
 enum DevServers {
     /// Runs `body` with the homeserver's and the services' URLs: exit status 0 when it
     /// succeeds, 1 when it throws, 2 when the variables are missing (each said on the output,

@@ -108,11 +108,12 @@ struct Options {
         }
     }
 
-    /// The option's value as a positive integer, or `fallback`; a bad value is a problem.
-    mutating func integer(_ name: String, default fallback: Int) -> Int {
+    /// The option's value as an integer of at least `minimum` (1: positive), or `fallback`; a
+    /// bad value is a problem.
+    mutating func integer(_ name: String, default fallback: Int, minimum: Int = 1) -> Int {
         guard let text = values[name] else { return fallback }
-        guard let value = Int(text.replacing("_", with: "")), value > 0 else {
-            problems.append("'--\(name)' needs a positive integer, got '\(text)'")
+        guard let value = Int(text.replacing("_", with: "")), value >= minimum else {
+            problems.append("'--\(name)' needs an integer of at least \(minimum), got '\(text)'")
             return fallback
         }
         return value

@@ -21,7 +21,7 @@ import SymorvaTransport
 /// 2. **Push latency.** A sets a pusher to the services' reference Push Gateway through
 ///    `PushClient`; B sends `--pushes` messages one at a time; each is timed from B's send
 ///    request to the first poll (every 5 ms) that finds A's notification at the gateway.
-struct DirectoryBenchmark: BenchmarkMode {
+struct DirectoryBenchmark: DevServerBenchmark {
     /// The mode's word on the command line.
     let name = "directory"
     /// The mode's arguments for the usage text.
@@ -29,43 +29,30 @@ struct DirectoryBenchmark: BenchmarkMode {
     /// What the mode measures.
     let summary = "public-room search over N published rooms; message → gateway notification (SYMORVA_* env)"
 
-    struct Options {
-        var rooms = 10_000
-        var searches = 200
-        var pushes = 50
+    let optionNames: Set<String> = ["rooms", "searches", "pushes"]
 
-        init?(_ arguments: [String]) {
-            var index = 0
-            while index < arguments.count {
-                guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value >= 1 else { return nil }
-                switch arguments[index] {
-                case "--rooms": rooms = value
-                case "--searches": searches = value
-                case "--pushes": pushes = value
-                default: return nil
-                }
-                index += 2
-            }
-        }
+    struct Settings {
+        var rooms: Int
+        var searches: Int
+        var pushes: Int
     }
 
-    /// Runs the benchmark; returns the process exit status.
-    func run(arguments: [String]) async -> Int32 {
-        guard let options = Options(arguments) else {
-            print("usage: symorva-bench \(name) \(argumentsSynopsis)")
-            return 2
+    func settings(from options: inout Options) -> Settings {
+        Settings(
+            rooms: options.integer("rooms", default: 10_000), searches: options.integer("searches", default: 200),
+            pushes: options.integer("pushes", default: 50))
+    }
+
+    func measure(_ options: Settings, homeserver: URL, services: URL) async throws {
+        guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
+            throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
         }
-        return await DevServers.run(name) { homeserver, services in
-            guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
-                throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
-            }
-            let transport = CurlTransport()
-            let alice = try await Self.member("bench-dir-a", homeserver, homeserverURL, services, transport)
-            try await seed(options.rooms, as: alice, transport: transport)
-            try await searches(options, homeserverURL: homeserverURL, transport: transport)
-            let bob = try await Self.member("bench-dir-b", homeserver, homeserverURL, services, transport)
-            try await pushes(options.pushes, alice: alice, bob: bob, services: services, transport: transport)
-        }
+        let transport = CurlTransport()
+        let alice = try await Self.member("bench-dir-a", homeserver, homeserverURL, services, transport)
+        try await seed(options.rooms, as: alice, transport: transport)
+        try await searches(options, homeserverURL: homeserverURL, transport: transport)
+        let bob = try await Self.member("bench-dir-b", homeserver, homeserverURL, services, transport)
+        try await pushes(options.pushes, alice: alice, bob: bob, services: services, transport: transport)
     }
 
     struct Member {
@@ -130,7 +117,7 @@ struct DirectoryBenchmark: BenchmarkMode {
         print("directory: published in \(fixed(seconds(clock.now - started), 1)) s")
     }
 
-    private func searches(_ options: Options, homeserverURL: HomeserverURL, transport: CurlTransport) async throws {
+    private func searches(_ options: Settings, homeserverURL: HomeserverURL, transport: CurlTransport) async throws {
         let rooms = PublicRoomsClient(homeserverURL: homeserverURL, transport: transport)
         _ = try await rooms.page(term: "bench-room-00000", limit: 20)  // registers the guest
         let clock = ContinuousClock()

@@ -26,7 +26,7 @@ import Synchronization
 /// one `keys/claim`, 50 Olm sessions created and the `m.room_key` Olm-encrypted for each,
 /// `sendToDevice`, the Megolm encryption) and the send. A transport wrapper notes every request
 /// with its start and end, which splits the time into the requests and the local work between.
-struct E2EESendBenchmark: BenchmarkMode {
+struct E2EESendBenchmark: DevServerBenchmark {
     /// The mode's word on the command line.
     let name = "e2ee-send"
     /// The mode's arguments for the usage text.
@@ -34,23 +34,26 @@ struct E2EESendBenchmark: BenchmarkMode {
     /// What the mode measures.
     let summary = "send → on the server, new encrypted room, 50 devices without Olm sessions (SYMORVA_* env)"
 
-    /// Runs the benchmark; returns the process exit status.
-    func run(arguments: [String]) async -> Int32 {
-        var options = Options(arguments, known: ["runs", "users", "devices", "immediate"])
-        let runs = options.integer("runs", default: 10)
-        let users = options.integer("users", default: 10)
-        let devices = options.integer("devices", default: 5)
-        let immediate = options.string("immediate", default: "0") == "1"
-        guard options.problems.isEmpty else {
-            print("e2ee-send: \(options.problems.joined(separator: "; "))")
-            print("usage: symorva-bench \(name) \(argumentsSynopsis)")
-            return 2
-        }
-        return await DevServers.run(name) { homeserver, services in
-            try await measure(
-                runs: runs, users: users, devices: devices, immediate: immediate, homeserver: homeserver,
-                services: services)
-        }
+    let optionNames: Set<String> = ["runs", "users", "devices", "immediate"]
+
+    struct Settings {
+        var runs: Int
+        var users: Int
+        var devices: Int
+        var immediate: Bool
+    }
+
+    func settings(from options: inout Options) -> Settings {
+        Settings(
+            runs: options.integer("runs", default: 10), users: options.integer("users", default: 10),
+            devices: options.integer("devices", default: 5),
+            immediate: options.string("immediate", default: "0") == "1")
+    }
+
+    func measure(_ settings: Settings, homeserver: URL, services: URL) async throws {
+        try await measure(
+            runs: settings.runs, users: settings.users, devices: settings.devices, immediate: settings.immediate,
+            homeserver: homeserver, services: services)
     }
 
     /// One run's figures, in seconds.

@@ -25,7 +25,7 @@
     ///   stream fetched it;
     /// - listener mouth-to-ear: Alice's microphone on until her tone comes out of the listener's
     ///   ``GStreamerPlaybackPlayer`` (segments of 1 s, the playlist polled once a segment).
-    struct MediaBenchmark: BenchmarkMode {
+    struct MediaBenchmark: DevServerBenchmark {
         /// The mode's word on the command line.
         let name = "media"
         /// The mode's arguments for the usage text.
@@ -33,19 +33,9 @@
         /// What the mode measures.
         let summary = "stage audio over webrtcbin and Janus: join to first audio, mouth-to-ear, CPU (SYMORVA_* env)"
 
-        /// Runs the benchmark; returns the process exit status.
-        func run(arguments: [String]) async -> Int32 {
-            var options = Options(arguments, known: ["rounds"])
-            let rounds = options.integer("rounds", default: 3)
-            guard options.problems.isEmpty else {
-                print(
-                    "usage: symorva-bench \(name) \(argumentsSynopsis)  (\(options.problems.joined(separator: "; ")))")
-                return 2
-            }
-            return await DevServers.run(name) { homeserver, services in
-                try await measure(rounds: rounds, homeserver: homeserver, services: services)
-            }
-        }
+        let optionNames: Set<String> = ["rounds"]
+
+        func settings(from options: inout Options) -> Int { options.integer("rounds", default: 3) }
 
         private struct Member {
             let userID: UserID
@@ -73,7 +63,7 @@
             return Member(userID: id, token: token, meetings: meetings)
         }
 
-        private func measure(rounds: Int, homeserver: URL, services: URL) async throws {
+        func measure(_ rounds: Int, homeserver: URL, services: URL) async throws {
             let transport = CurlTransport()
             let clock = ContinuousClock()
             var firstAudio: [Duration] = []

@@ -21,7 +21,7 @@ import SymorvaTransport
 /// - promotion → stage descriptor accepted by Janus (promote request, the listener's feed, its
 ///   own descriptor, and a plain-RTP AudioBridge join with it that Janus answers `joined`);
 /// - listener live latency: the age of the newest segment when the playback stream fetched it.
-struct MeetingsBenchmark: BenchmarkMode {
+struct MeetingsBenchmark: DevServerBenchmark {
     /// The mode's word on the command line.
     let name = "meetings"
     /// The mode's arguments for the usage text.
@@ -29,18 +29,9 @@ struct MeetingsBenchmark: BenchmarkMode {
     /// What the mode measures.
     let summary = "join, hand, promotion and playback latency against the dev servers with Janus (SYMORVA_* env)"
 
-    /// Runs the benchmark; returns the process exit status.
-    func run(arguments: [String]) async -> Int32 {
-        var options = Options(arguments, known: ["rounds"])
-        let rounds = options.integer("rounds", default: 10)
-        guard options.problems.isEmpty else {
-            print("usage: symorva-bench \(name) \(argumentsSynopsis)  (\(options.problems.joined(separator: "; ")))")
-            return 2
-        }
-        return await DevServers.run(name) { homeserver, services in
-            try await measure(rounds: rounds, homeserver: homeserver, services: services)
-        }
-    }
+    let optionNames: Set<String> = ["rounds"]
+
+    func settings(from options: inout Options) -> Int { options.integer("rounds", default: 10) }
 
     private struct Member {
         let userID: UserID
@@ -67,7 +58,7 @@ struct MeetingsBenchmark: BenchmarkMode {
         return Member(userID: id, token: token, meetings: meetings, services: client)
     }
 
-    private func measure(rounds: Int, homeserver: URL, services: URL) async throws {
+    func measure(_ rounds: Int, homeserver: URL, services: URL) async throws {
         let transport = CurlTransport()
         let clock = ContinuousClock()
         var opens: [Duration] = []

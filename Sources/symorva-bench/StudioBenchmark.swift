@@ -21,7 +21,7 @@ import SymorvaTransport
 /// rounds one after the other, each a new `conversation(since:)` grant over all the messages,
 /// its summary (the service's sumy LexRank over every message) and a revoke (not timed).
 /// Prints p50/p90/p99/max of the round trip and of its two halves.
-struct StudioBenchmark: BenchmarkMode {
+struct StudioBenchmark: DevServerBenchmark {
     /// The mode's word on the command line.
     let name = "studio"
     /// The mode's arguments for the usage text.
@@ -29,37 +29,18 @@ struct StudioBenchmark: BenchmarkMode {
     /// What the mode measures.
     let summary = "consent → grant → summary of N messages against the dev servers (SYMORVA_* env)"
 
-    /// Runs the benchmark; returns the process exit status.
-    func run(arguments: [String]) async -> Int32 {
-        guard let options = Options(arguments) else {
-            print("usage: symorva-bench \(name) \(argumentsSynopsis)")
-            return 2
-        }
-        return await DevServers.run(name) { homeserver, services in
-            try await measure(options, homeserver: homeserver, services: services)
-        }
+    let optionNames: Set<String> = ["rounds", "warmup", "messages"]
+
+    struct Settings {
+        var rounds: Int
+        var warmup: Int
+        var messages: Int
     }
 
-    struct Options {
-        var rounds = 50
-        var warmup = 5
-        var messages = 200
-
-        init?(_ arguments: [String]) {
-            var index = 0
-            while index < arguments.count {
-                guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value >= 0 else {
-                    return nil
-                }
-                switch arguments[index] {
-                case "--rounds": rounds = max(1, value)
-                case "--warmup": warmup = value
-                case "--messages": messages = max(1, min(value, 500))
-                default: return nil
-                }
-                index += 2
-            }
-        }
+    func settings(from options: inout Options) -> Settings {
+        Settings(
+            rounds: options.integer("rounds", default: 50), warmup: options.integer("warmup", default: 5, minimum: 0),
+            messages: min(options.integer("messages", default: 200), 500))
     }
 
     private static let sentences = [
@@ -73,7 +54,7 @@ struct StudioBenchmark: BenchmarkMode {
         "Let us write down what we learned in the incident notes",
     ]
 
-    private func measure(_ options: Options, homeserver: URL, services servicesURL: URL) async throws {
+    func measure(_ options: Settings, homeserver: URL, services servicesURL: URL) async throws {
         let transport = CurlTransport()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("symorva-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -19,7 +19,7 @@ import SymorvaWallet
 /// test-only endpoint, sets both PINs (sealed), then sends `N` transfers of 1.00 ORB one after
 /// the other and prints p50/p90/p99/max of the round trip and of its two halves. The confirm
 /// half includes the server's argon2id PIN check, which dominates it by design.
-struct WalletBenchmark: BenchmarkMode {
+struct WalletBenchmark: DevServerBenchmark {
     /// The mode's word on the command line.
     let name = "wallet"
     /// The mode's arguments for the usage text.
@@ -27,38 +27,20 @@ struct WalletBenchmark: BenchmarkMode {
     /// What the mode measures.
     let summary = "prepare + confirm round trips against the dev servers (SYMORVA_* env)"
 
-    /// Runs the benchmark; returns the process exit status.
-    func run(arguments: [String]) async -> Int32 {
-        guard let options = Options(arguments) else {
-            print("usage: symorva-bench \(name) \(argumentsSynopsis)")
-            return 2
-        }
-        return await DevServers.run(name) { homeserver, services in
-            try await measure(options, homeserver: homeserver, services: services)
-        }
+    let optionNames: Set<String> = ["transfers", "warmup"]
+
+    struct Settings {
+        var transfers: Int
+        var warmup: Int
     }
 
-    struct Options {
-        var transfers = 500
-        var warmup = 20
-
-        init?(_ arguments: [String]) {
-            var index = 0
-            while index < arguments.count {
-                guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value >= 0 else {
-                    return nil
-                }
-                switch arguments[index] {
-                case "--transfers": transfers = max(1, value)
-                case "--warmup": warmup = value
-                default: return nil
-                }
-                index += 2
-            }
-        }
+    func settings(from options: inout Options) -> Settings {
+        Settings(
+            transfers: options.integer("transfers", default: 500),
+            warmup: options.integer("warmup", default: 20, minimum: 0))
     }
 
-    private func measure(_ options: Options, homeserver: URL, services: URL) async throws {
+    func measure(_ options: Settings, homeserver: URL, services: URL) async throws {
         let transport = CurlTransport()
         let orb = Asset(code: "ORB", precision: 2)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("symorva-bench-\(UUID().uuidString)")
