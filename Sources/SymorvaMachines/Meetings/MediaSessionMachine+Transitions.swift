@@ -147,10 +147,8 @@ extension MediaSessionMachine {
             guard step == .applyingAnswer else { return .stay }
             if let error { return retryOrFail(call, error, teardown: teardown) }
             return .move(to: .negotiating(call, link, .connectingMedia))
-        case .localCandidate(let candidate):
-            return .stay(effects: [.trickle(link, candidate)])
-        case .localCandidatesGathered:
-            return .stay(effects: [.trickleComplete(link)])
+        case .localCandidate, .localCandidatesGathered, .peerFailed, .eventsFailed, .keepaliveAnswered:
+            return whileJoined(event, call, link, teardown: teardown)
         case .iceStateChanged(let ice):
             switch ice {
             case .connected, .completed:
@@ -170,17 +168,10 @@ extension MediaSessionMachine {
             }
         case .incomingAudioChanged:
             return .ignored  // watched once connected
-        case .peerFailed(let error):
-            return retryOrFail(call, error, teardown: teardown)
         case .serverEvent(.audioReceiving(let receiving)):
             return .move(to: .negotiating(call.with(serverReceivesAudio: receiving), link, step))
         case .serverEvent(let serverEvent):
             return serverSaid(serverEvent, call, teardown: teardown)
-        case .eventsFailed(let error):
-            return retryOrFail(call, error, teardown: teardown)
-        case .keepaliveAnswered(let error):
-            guard let error else { return .stay }
-            return retryOrFail(call, error, teardown: teardown)
         case .configureAnswered:
             return .stay
         case .timerFired(let timer):
@@ -198,20 +189,14 @@ extension MediaSessionMachine {
         case .disconnectRequested:
             return .move(to: .closed(.requested), effects: teardown)
         case .microphoneRequested(let enabled):
-            // Turned on while the server hears nothing from the member: it is to say it does.
-            let watch: [Effect] =
-                if !enabled { [.cancel(Keys.upstream)] } else if !call.microphoneEnabled && !call.serverReceivesAudio {
-                    [.startUpstreamTimeout(after: configuration.stallTimeout)]
-                } else { [] }
             return .move(
                 to: .connected(call.with(microphone: enabled), link),
-                effects: [.setSending(enabled), .configureMuted(link, muted: !enabled)] + watch)
+                effects: [.setSending(enabled), .configureMuted(link, muted: !enabled)]
+                    + upstreamWatch(microphoneTurned: enabled, call))
         case .descriptorUpdated(let descriptor):
             return .move(to: .connected(call.with(descriptor), link))
-        case .localCandidate(let candidate):
-            return .stay(effects: [.trickle(link, candidate)])
-        case .localCandidatesGathered:
-            return .stay(effects: [.trickleComplete(link)])
+        case .localCandidate, .localCandidatesGathered, .peerFailed, .eventsFailed, .keepaliveAnswered:
+            return whileJoined(event, call, link, teardown: teardown)
         case .iceStateChanged(let ice):
             if ice == .failed { return retryOrFail(call, .iceFailed, teardown: teardown) }
             return .stay
@@ -222,22 +207,11 @@ extension MediaSessionMachine {
         case .timerFired(.stall), .timerFired(.upstream):
             return retryOrFail(call, .mediaStalled, teardown: teardown)
         case .serverEvent(.audioReceiving(let receiving)):
-            // The member's audio stopped reaching the server while the microphone is on: the
-            // other direction of a cut path.
-            let watch: [Effect] =
-                if receiving { [.cancel(Keys.upstream)] } else if call.microphoneEnabled {
-                    [.startUpstreamTimeout(after: configuration.stallTimeout)]
-                } else { [] }
-            return .move(to: .connected(call.with(serverReceivesAudio: receiving), link), effects: watch)
-        case .peerFailed(let error):
-            return retryOrFail(call, error, teardown: teardown)
+            return .move(
+                to: .connected(call.with(serverReceivesAudio: receiving), link),
+                effects: upstreamWatch(serverReceives: receiving, call))
         case .serverEvent(let serverEvent):
             return serverSaid(serverEvent, call, teardown: teardown)
-        case .eventsFailed(let error):
-            return retryOrFail(call, error, teardown: teardown)
-        case .keepaliveAnswered(let error):
-            guard let error else { return .stay }
-            return retryOrFail(call, error, teardown: teardown)
         case .timerFired(.attempt):
             return .stay  // a late deadline of the attempt that connected
         case .timerFired(let timer):
@@ -272,6 +246,36 @@ extension MediaSessionMachine {
     }
 
     // MARK: - Shared steps
+
+    /// What a joined connection (negotiating or connected) does alike: it trickles its
+    /// candidates, and a failed peer, event stream or keep-alive drops it. Only those events
+    /// are routed here.
+    private func whileJoined(
+        _ event: Event, _ call: MediaCall, _ link: MediaServerLink, teardown: [Effect]
+    ) -> Transition<State, Effect> {
+        switch event {
+        case .localCandidate(let candidate): .stay(effects: [.trickle(link, candidate)])
+        case .localCandidatesGathered: .stay(effects: [.trickleComplete(link)])
+        case .peerFailed(let error), .eventsFailed(let error): retryOrFail(call, error, teardown: teardown)
+        case .keepaliveAnswered(let error): error.map { retryOrFail(call, $0, teardown: teardown) } ?? .stay
+        default: .ignored
+        }
+    }
+
+    /// The watch on the member's audio at the server once the microphone changed: off, nothing
+    /// is expected; on while the server hears nothing from the member, it is to say it does.
+    private func upstreamWatch(microphoneTurned enabled: Bool, _ call: MediaCall) -> [Effect] {
+        guard enabled else { return [.cancel(Keys.upstream)] }
+        guard !call.microphoneEnabled, !call.serverReceivesAudio else { return [] }
+        return [.startUpstreamTimeout(after: configuration.stallTimeout)]
+    }
+
+    /// The watch once the server said whether the member's audio reaches it: not reaching it
+    /// with the microphone on is the other direction of a cut path.
+    private func upstreamWatch(serverReceives receiving: Bool, _ call: MediaCall) -> [Effect] {
+        if receiving { return [.cancel(Keys.upstream)] }
+        return call.microphoneEnabled ? [.startUpstreamTimeout(after: configuration.stallTimeout)] : []
+    }
 
     private func startAttempt(_ call: MediaCall) -> Transition<State, Effect> {
         .move(
