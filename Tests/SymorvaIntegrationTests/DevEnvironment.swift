@@ -106,3 +106,25 @@ struct IntegrationFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// The shared log center raised to `.trace` and captured, for the canary tests (no secret may
+/// reach a log): `finish()` puts the threshold back and removes the capture.
+final class SharedLogCapture: Sendable {
+    private let sink = CapturingLogSink()
+    private let threshold: LogLevel
+    private let remove: @Sendable () -> Void
+
+    init() {
+        remove = LogCenter.shared.addSink(sink)
+        threshold = LogCenter.shared.threshold
+        LogCenter.shared.threshold = .trace
+    }
+
+    /// Everything logged so far.
+    var text: String { sink.text }
+
+    func finish() {
+        LogCenter.shared.threshold = threshold
+        remove()
+    }
+}

@@ -30,14 +30,8 @@ struct ChatLogCanaryTests {
         try await withChatTestRun { run in
             let canaries = Canaries()
             // Chat's own loggers write to the shared center; the communities' to their own.
-            let shared = CapturingLogSink()
-            let removeShared = LogCenter.shared.addSink(shared)
-            let threshold = LogCenter.shared.threshold
-            LogCenter.shared.threshold = .trace
-            defer {
-                LogCenter.shared.threshold = threshold
-                removeShared()
-            }
+            let shared = SharedLogCapture()
+            defer { shared.finish() }
             let alice = CommunityFixture()
             let bob = CommunityFixture()
             run.atEnd { await alice.community.shutdown() }

@@ -11,14 +11,8 @@ import Testing
 extension MeetingIntegrationTests {
     @Test("No media-session token reaches a log or a trace")
     func noMediaTokenInLogs() async throws {
-        let shared = CapturingLogSink()
-        let removeShared = LogCenter.shared.addSink(shared)
-        let threshold = LogCenter.shared.threshold
-        LogCenter.shared.threshold = .trace
-        defer {
-            LogCenter.shared.threshold = threshold
-            removeShared()
-        }
+        let shared = SharedLogCapture()
+        defer { shared.finish() }
         let recorder = ObservableTraceRecorder()
         let tracer = Tracer()
         _ = tracer.addSink(recorder)

@@ -172,14 +172,8 @@ extension MeetingMediaIntegrationTests {
 
     @Test("No media token reaches a log or a trace while sessions connect, reconnect and close")
     func noTokenInLogsOrTraces() async throws {
-        let shared = CapturingLogSink()
-        let removeShared = LogCenter.shared.addSink(shared)
-        let threshold = LogCenter.shared.threshold
-        LogCenter.shared.threshold = .trace
-        defer {
-            LogCenter.shared.threshold = threshold
-            removeShared()
-        }
+        let shared = SharedLogCapture()
+        defer { shared.finish() }
         let recorder = ObservableTraceRecorder()
         let tracer = Tracer()
         _ = tracer.addSink(recorder)

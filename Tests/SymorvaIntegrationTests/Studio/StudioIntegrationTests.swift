@@ -213,14 +213,8 @@ struct StudioIntegrationTests {
     func canary() async throws {
         let tag = UUID().uuidString.prefix(8)
         let bodies = Self.bodies.map { "canary-\(tag) \($0)" }
-        let shared = CapturingLogSink()
-        let removeShared = LogCenter.shared.addSink(shared)
-        let threshold = LogCenter.shared.threshold
-        LogCenter.shared.threshold = .trace
-        defer {
-            LogCenter.shared.threshold = threshold
-            removeShared()
-        }
+        let shared = SharedLogCapture()
+        defer { shared.finish() }
         let member = try await Member.make(bodies: bodies)
         let grant = try await member.studio.requestGrant(
             for: member.room, scope: .conversation(since: member.messages[0]))

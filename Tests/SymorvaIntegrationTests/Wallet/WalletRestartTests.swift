@@ -65,18 +65,12 @@ extension WalletIntegrationTests {
     @Test("The PIN never reaches the logs, the traces or the database file")
     func pinCanary() async throws {
         let canary = "918273"
-        let capture = CapturingLogSink()
-        let removeSink = LogCenter.shared.addSink(capture)
-        let threshold = LogCenter.shared.threshold
-        LogCenter.shared.threshold = .trace
+        let capture = SharedLogCapture()
+        defer { capture.finish() }
         let recorder = TraceRecorder()
         let tracer = Tracer()
         tracer.addSink(recorder)
         tracer.addSink(LoggingTraceSink())
-        defer {
-            LogCenter.shared.threshold = threshold
-            removeSink()
-        }
 
         let alice = try await WalletMember.register("canary", in: environment, transport: transport, tracer: tracer)
         let bob = try await WalletMember.register("bob", in: environment, transport: transport)
