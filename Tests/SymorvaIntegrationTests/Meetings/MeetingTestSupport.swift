@@ -16,9 +16,9 @@ enum DevJanus {
     static let url: URL? = ProcessInfo.processInfo.environment["SYMORVA_JANUS_URL"].flatMap(URL.init(string:))
     static var isAvailable: Bool { url != nil && DevEnvironment.isAvailable }
 
-    /// Stops the dev environment's Janus and starts it again on the same port
-    /// (`Scripts/dev-server restart-janus`), as a crash or an upgrade would: every session and
-    /// AudioBridge room is gone until the services put the rooms back. Returns once Janus answers.
+    /// Kills the dev environment's Janus and starts it again on the same port
+    /// (`Scripts/dev-server restart-janus`), as a crash would: every session and AudioBridge room
+    /// is gone until the services put the rooms back. Returns once Janus answers.
     static func restart() async throws {
         let script = try ChartLocator.packageRoot().appending(path: "Scripts/dev-server")
         let output = FileManager.default.temporaryDirectory.appending(path: "restart-janus-\(UUID().uuidString).log")
