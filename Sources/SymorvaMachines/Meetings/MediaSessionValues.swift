@@ -118,8 +118,8 @@ public enum MediaSessionError: Error, Sendable, Hashable {
     case iceFailed
     /// The negotiation did not finish in time.
     case timedOut
-    /// The room's audio stopped arriving while connected: the media path dropped without ICE
-    /// noticing (a network cut).
+    /// Audio stopped flowing while connected (the room's mix stopped arriving, or the server
+    /// stopped hearing the member's microphone): the media path dropped without ICE noticing.
     case mediaStalled
 
     /// Whether a new attempt (a fresh media-server session) can succeed without anything else changing.
