@@ -134,6 +134,24 @@ extension CryptoStore {
         }
     }
 
+    /// How many requests of the account's other devices are kept at most (the newest).
+    package static let incomingKeyRequestLimit = 256
+    /// How long a request waits for its device to become known (or reachable) before it is
+    /// dropped: a day.
+    package static let incomingKeyRequestLifetimeMilliseconds: Int64 = 24 * 3_600_000
+
+    /// Removes the requests received before `cutoff` (wall clock, milliseconds); how many.
+    package func removeIncomingKeyRequests(receivedBefore cutoff: Int64) async throws(CryptoStoreError) -> Int {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.execute("DELETE FROM e2ee_incoming_key_requests WHERE received_at_ms < ?", [.integer(cutoff)])
+                return db.changes
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
     /// Removes requests that were answered or cannot be.
     package func removeIncomingKeyRequests(_ requests: [IncomingKeyRequest]) async throws(CryptoStoreError) {
         guard !requests.isEmpty else { return }

@@ -100,6 +100,12 @@ package struct CryptoStore: Sendable {
                     PRIMARY KEY (device_id, request_id)
                 ) STRICT, WITHOUT ROWID;
                 """),
+        Migration(
+            version: 5, name: "e2ee_incoming_key_request_age",
+            sql: """
+                -- When a request arrived (wall clock): requests wait a bounded time, the newest kept.
+                ALTER TABLE e2ee_incoming_key_requests ADD COLUMN received_at_ms INTEGER NOT NULL DEFAULT 0;
+                """),
     ]
 
     /// A device of a tracked user, as verified from its self-signed keys.
@@ -446,13 +452,22 @@ package struct CryptoStore: Sendable {
                 if let request = outcome.incomingRequest {
                     try db.execute(
                         """
-                        INSERT OR REPLACE INTO e2ee_incoming_key_requests(device_id, request_id, room_id, session_id)
-                        VALUES (?, ?, ?, ?)
+                        INSERT OR REPLACE INTO e2ee_incoming_key_requests(
+                            device_id, request_id, room_id, session_id, received_at_ms)
+                        VALUES (?, ?, ?, ?, ?)
                         """,
                         [
                             .text(request.deviceID), .text(request.requestID), .text(request.roomID),
-                            .text(request.sessionID),
+                            .text(request.sessionID), .integer(nowMilliseconds),
                         ])
+                    // Only the newest requests are kept: a device that floods them cannot grow the store.
+                    try db.execute(
+                        """
+                        DELETE FROM e2ee_incoming_key_requests WHERE (device_id, request_id) NOT IN (
+                            SELECT device_id, request_id FROM e2ee_incoming_key_requests
+                            ORDER BY received_at_ms DESC LIMIT ?)
+                        """,
+                        [.integer(Int64(Self.incomingKeyRequestLimit))])
                 }
                 if let cancelled = outcome.cancelledRequest {
                     try db.execute(

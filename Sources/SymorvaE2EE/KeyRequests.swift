@@ -219,11 +219,14 @@ extension CryptoInterpreter {
     /// verified self-signature, keys never changed) get the session over Olm, after a
     /// `keys/claim` for devices without an Olm session; requests for sessions this device does
     /// not hold, and those of devices whose keys changed, are dropped; those of devices not
-    /// known yet wait.
+    /// known yet wait, a day at most.
     func answerKeyRequests() async -> Result<KeyRequestAnswers, CryptoRequestError> {
         let store = engine.store
         let now = wallClock.now.millisecondsSince1970
         do throws(CryptoStoreError) {
+            let expired = try await store.removeIncomingKeyRequests(
+                receivedBefore: now - CryptoStore.incomingKeyRequestLifetimeMilliseconds)
+            if expired > 0 { logger.info("room key requests expired=\(expired)") }
             let requests = try await store.incomingKeyRequests()
             guard !requests.isEmpty else { return .success(KeyRequestAnswers(answered: 0)) }
             let ownDevices = try await store.devices(of: engine.userID)

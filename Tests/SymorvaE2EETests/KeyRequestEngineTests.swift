@@ -1,6 +1,7 @@
 import SymorvaChatStore
 import SymorvaCrypto
 import SymorvaCryptoDriver
+import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
@@ -186,5 +187,68 @@ struct KeyRequestEngineTests {
         let onward = try await laptop.engine.forwardedKeyMessages(for: [(request, phoneDevice)], nowMilliseconds: 0)
         #expect(onward.answered.isEmpty)
         #expect(onward.unanswerable == [request])
+    }
+}
+
+extension KeyRequestEngineTests {
+    /// A wall clock that says what the test sets.
+    final class SetClock: WallClock, @unchecked Sendable {
+        // @unchecked: set only between the interpreter's passes, on the test's task.
+        var milliseconds: Int64 = 0
+        var now: Timestamp { Timestamp(millisecondsSince1970: milliseconds) }
+    }
+
+    /// A requester that must not be asked: the passes below have nothing to send.
+    struct NoRequests: MatrixRequester {
+        let userID = UserID("@alice:example.org")
+        let homeserverURL = HomeserverURL("https://example.org")!
+        func send(_ endpoint: MatrixEndpoint, timeout: Duration?) async throws(MatrixRequestError) -> HTTPResponse {
+            Issue.record("unexpected request \(endpoint)")
+            throw .invalidRequest
+        }
+    }
+
+    func request(from device: String, id: String) -> JSONValue {
+        .object([
+            "action": .string("request"), "request_id": .string(id), "requesting_device_id": .string(device),
+            "body": .object([
+                "algorithm": .string("m.megolm.v1.aes-sha2"), "room_id": .string("!r:x"),
+                "session_id": .string("s-\(id)"), "sender_key": .string("k"),
+            ]),
+        ])
+    }
+
+    @Test("A request of a device that never becomes known waits a day, then is dropped")
+    func unknownDeviceRequestsExpire() async throws {
+        let laptop = try await device("LAPTOP")
+        let clock = SetClock()
+        let interpreter = CryptoInterpreter(
+            engine: laptop.engine, requester: NoRequests(), wallClock: clock, logger: Logger(category: "test"))
+        try await deliver(
+            type: "m.room_key_request", sender: user, content: request(from: "GHOST", id: "g1"), to: laptop)
+        _ = try await laptop.engine.processToDevice(nowMilliseconds: 1_000)
+
+        clock.milliseconds = 1_000 + CryptoStore.incomingKeyRequestLifetimeMilliseconds - 1
+        #expect(try await interpreter.answerKeyRequests().get() == KeyRequestAnswers(answered: 0, waitingForDevices: 1))
+        #expect(try await laptop.store.incomingKeyRequests().map(\.requestID) == ["g1"])
+
+        clock.milliseconds = 1_000 + CryptoStore.incomingKeyRequestLifetimeMilliseconds + 1
+        #expect(try await interpreter.answerKeyRequests().get() == KeyRequestAnswers(answered: 0))
+        #expect(try await laptop.store.incomingKeyRequests().isEmpty)
+    }
+
+    @Test("A flood of requests keeps only the newest")
+    func requestFloodIsBounded() async throws {
+        let laptop = try await device("LAPTOP")
+        let limit = CryptoStore.incomingKeyRequestLimit
+        for index in 0..<(limit + 20) {
+            try await deliver(
+                type: "m.room_key_request", sender: user, content: request(from: "GHOST", id: "f\(index)"),
+                to: laptop)
+            _ = try await laptop.engine.processToDevice(nowMilliseconds: Int64(index))
+        }
+        let kept = try await laptop.store.incomingKeyRequests().map(\.requestID)
+        #expect(kept.count == limit)
+        #expect(Set(kept) == Set((20..<(limit + 20)).map { "f\($0)" }))
     }
 }
