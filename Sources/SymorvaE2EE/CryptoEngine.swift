@@ -26,6 +26,12 @@ package actor CryptoEngine {
     /// An event was left undecrypted because its sender's device list could not be queried:
     /// the next `keys/query` that succeeds tells ``roomKeysStored`` so that chat tries again.
     let decryptionAwaitsDevices = Mutex(false)
+    /// When a decryption's own `keys/query` of a sender last failed in a way that can pass
+    /// (wall clock, milliseconds): the sender's next events wait instead of asking again, until
+    /// ``senderQueryRetryMilliseconds`` passed or a query of the sender succeeds.
+    let failedSenderQueries = Mutex<[UserID: Int64]>([:])
+    /// How long after a failed query of a sender a decryption asks again.
+    static let senderQueryRetryMilliseconds: Int64 = 30_000
 
     package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
         self.driver = driver

@@ -96,6 +96,9 @@ struct CryptoInterpreter: EffectInterpreter {
         let (devices, invalid) = DeviceKeys.verifiedDevices(in: answer, driver: engine.driver)
         do throws(CryptoStoreError) {
             let changed = try await engine.store.storeQueried(devices, users: users)
+            engine.failedSenderQueries.withLock { failed in
+                for user in users { failed[user] = nil }
+            }
             if invalid + changed > 0 {
                 logger.warning("devices refused bad_signature=\(invalid) keys_changed=\(changed)")
             }

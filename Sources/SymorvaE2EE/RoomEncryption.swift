@@ -216,10 +216,21 @@ extension AccountCrypto {
         if let device = try await find() { return .settled(device) }
         _ = try await store.track([sender])
         guard try await store.isOutdated(sender) else { return .settled(nil) }
+        // A query of this sender failed moments ago: the event waits with the others rather
+        // than ask again for each (the machine's own queries back off; one that succeeds asks
+        // chat to decrypt again).
+        let now = interpreter.wallClock.now.millisecondsSince1970
+        if let failedAt = engine.failedSenderQueries.withLock({ $0[sender] }),
+            now - failedAt < CryptoEngine.senderQueryRetryMilliseconds
+        {
+            engine.decryptionAwaitsDevices.withLock { $0 = true }
+            return .unsettled
+        }
         if case .failure(let error) = await interpreter.query([sender]) {
             logger.info("sender's devices not queried error=\(error)")
             // A query refused for good settles it as unknown (no retry could do better).
             if error.isRetryable {
+                engine.failedSenderQueries.withLock { $0[sender] = now }
                 engine.decryptionAwaitsDevices.withLock { $0 = true }
                 return .unsettled
             }

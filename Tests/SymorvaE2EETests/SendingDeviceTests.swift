@@ -21,8 +21,15 @@ struct SendingDeviceTests {
     let driver = OlmCryptoDriver()
     let roomID = RoomID("!room:example.org")
 
+    /// A wall clock the test moves.
+    final class MovingClock: WallClock, Sendable {
+        let milliseconds = Mutex<Int64>(1_000_000)
+        var now: Timestamp { Timestamp(millisecondsSince1970: milliseconds.withLock { $0 }) }
+        func advance(_ delta: Int64) { milliseconds.withLock { $0 += delta } }
+    }
+
     @Test(
-        "A sender not tracked yet is queried before the event is decrypted; while the query fails the event waits, then it names the device"
+        "A sender not tracked yet is queried before the event is decrypted; while the query fails the event waits (asking again only after 30 s), then it names the device"
     )
     func senderQueriedFirst() async throws {
         // Bob: a device with signed keys, and a Megolm session of his.
@@ -42,6 +49,7 @@ struct SendingDeviceTests {
                 "device_keys": .object([bob.rawValue: .object(["BOBPHONE": deviceKeys])])
             ]).canonicalEncoding(), as: UTF8.self)
 
+        let wallClock = MovingClock()
         // The homeserver answers keys/query with 502 until told otherwise.
         let healthy = Mutex(false)
         let transport = ScriptedHTTPTransport()
@@ -55,7 +63,7 @@ struct SendingDeviceTests {
             requester: FixedTokenMatrixRequester(
                 homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: alice,
                 accessToken: Secret("token"), transport: transport),
-            scope: AccountScope(label: alice.rawValue), clock: ManualClock(), wallClock: SystemWallClock(),
+            scope: AccountScope(label: alice.rawValue), clock: ManualClock(), wallClock: wallClock,
             tracer: Tracer(), logCenter: LogCenter(threshold: .trace))
         _ = try await crypto.engine.load()
 
@@ -84,8 +92,13 @@ struct SendingDeviceTests {
         #expect(await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: bob) == nil)
         #expect(transport.count("POST", "/_matrix/client/v3/keys/query") == 1)
         #expect(retries.withLock { $0 } == 0)
+        // More of his events moments later wait too, without a query each.
+        wallClock.advance(CryptoEngine.senderQueryRetryMilliseconds - 1)
+        #expect(await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: bob) == nil)
+        #expect(transport.count("POST", "/_matrix/client/v3/keys/query") == 1)
 
         healthy.withLock { $0 = true }
+        wallClock.advance(1)
         guard
             case .success(let decrypted)? = await crypto.decrypt(
                 content: content, roomID: roomID, eventID: eventID, sender: bob)
