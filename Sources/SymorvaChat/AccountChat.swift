@@ -221,6 +221,9 @@ public final class AccountChat: Sendable {
         runner.request()
     }
 
+    /// The decryptor of encrypted rooms, once the crypto module set it.
+    var decryptor: (any RoomDecryptor)? { decryptorSlot.withLock { $0 }?.decryptor }
+
     /// New room keys are stored: try the events that wait for a key again.
     package func roomKeysArrived() {
         keysArrived.withLock { $0 = true }
@@ -525,4 +528,9 @@ package protocol RoomDecryptor: Sendable {
     /// The plaintext content of a decrypted event as ``decrypt(_:in:eventID:sender:)`` sealed it
     /// for the store (`nil` when it cannot be opened).
     func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]?
+    /// Asks the account's other devices again for the room keys requested for `roomID` and not
+    /// received; how many requests go out again.
+    ///
+    /// - Throws: the crypto store's failure.
+    func requestKeysAgain(in roomID: RoomID) async throws(StoreError) -> Int
 }

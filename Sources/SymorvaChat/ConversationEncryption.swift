@@ -2,6 +2,7 @@ import SymorvaChatStore
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
+import SymorvaStore
 
 /// Whether a room's messages are end-to-end encrypted.
 public enum RoomEncryptionState: Sendable, Hashable, CustomStringConvertible {
@@ -47,6 +48,25 @@ extension Conversation {
         _ = try await client.perform(
             ChatAPI.setState(roomID: id, type: "m.room.encryption", content: ChatAPI.encryptionContent))
         await client.markEncrypted(id)
+    }
+
+    /// Asks the account's other devices again for the keys of this room's messages that could
+    /// not be decrypted (``TimelineItem`` `unableToDecrypt(.missingKey)`), as a "request the keys
+    /// again" button does. The first request goes out by itself when such a message arrives; a
+    /// device that did not know this one yet (just signed in) may have dropped it. A key that
+    /// arrives turns its messages into text in place.
+    ///
+    /// - Returns: how many requests go out again (0: none is waiting for an answer).
+    /// - Throws: ``ChatError/encryptionUnavailable`` without a crypto module, `.accountEnded`.
+    @discardableResult
+    public func requestMissingKeys() async throws(ChatError) -> Int {
+        try client.ensureCurrent()
+        guard let decryptor = client.decryptor else { throw .encryptionUnavailable }
+        do throws(StoreError) {
+            return try await decryptor.requestKeysAgain(in: id)
+        } catch {
+            throw .store(.store(error))
+        }
     }
 
     /// The room became encrypted (its state synced, or this client turned it on): final.

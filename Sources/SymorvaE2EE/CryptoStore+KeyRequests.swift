@@ -38,6 +38,32 @@ extension CryptoStore {
         }
     }
 
+    /// Makes the sent, unanswered requests of `roomID` go out again, each under a new request ID
+    /// from `newRequestID` (another device may have dropped the first: it did not know this
+    /// device yet). An answer to the old ID is still taken (answers match by room and session).
+    ///
+    /// - Returns: how many go out again.
+    package func resendKeyRequests(roomID: String, newRequestID: @escaping @Sendable () -> String)
+        async throws(CryptoStoreError) -> Int
+    {
+        do {
+            return try await database.transaction { db throws(StoreError) -> Int in
+                let sent = try db.queryAll(
+                    "SELECT request_id FROM e2ee_outgoing_key_requests WHERE room_id = ? AND state = 1 ORDER BY rowid",
+                    [.text(roomID)]
+                ) { $0.string(0) }
+                for requestID in sent {
+                    try db.execute(
+                        "UPDATE e2ee_outgoing_key_requests SET request_id = ?, state = 0 WHERE request_id = ?",
+                        [.text(newRequestID()), .text(requestID)])
+                }
+                return sent.count
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
     /// The requests not sent yet and the cancellations to send, oldest first.
     package func keyRequestsToSend() async throws(CryptoStoreError) -> [OutgoingKeyRequest] {
         do {

@@ -36,7 +36,7 @@ extension CryptoEngine {
     }
 
     /// A new request ID (random, 128 bits, hex; it names a request, it protects nothing).
-    func newRequestID() -> String {
+    nonisolated func newRequestID() -> String {
         (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16).leftPadded(to: 2) }.joined()
     }
 
@@ -156,12 +156,26 @@ extension AccountCrypto {
         do throws(CryptoStoreError) {
             guard try await store.inboundSession(roomID: roomID.rawValue, sessionID: sessionID) == nil else { return }
             let recorded = try await store.recordKeyRequest(
-                requestID: await engine.newRequestID(), roomID: roomID.rawValue, sessionID: sessionID,
+                requestID: engine.newRequestID(), roomID: roomID.rawValue, sessionID: sessionID,
                 senderKey: senderKey)
             if recorded { await host.send(.roomKeysMissing) }
         } catch {
             logger.error("room key request not recorded error=\(error)")
         }
+    }
+
+    /// Asks the account's other devices again for the keys this device requested for
+    /// `roomID` and did not get (a device that did not know this one yet drops a request).
+    ///
+    /// - Returns: how many requests go out again.
+    package func requestKeysAgain(roomID: RoomID) async throws(CryptoStoreError) -> Int {
+        let engine = self.engine
+        let count = try await store.resendKeyRequests(roomID: roomID.rawValue) { engine.newRequestID() }
+        if count > 0 {
+            logger.info("room key requests again count=\(count)")
+            await host.send(.roomKeysMissing)
+        }
+        return count
     }
 
     /// How many of this device's room key requests are not finished (to send, sent and not

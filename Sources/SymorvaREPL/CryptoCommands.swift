@@ -6,15 +6,18 @@ public enum CryptoCommands {
     /// Every command of this group.
     public static var commands: [REPLCommand] { [devices, encryption] }
 
-    /// `encryption <room> [on]`.
+    /// `encryption <room> [on|keys]`.
     public static let encryption = REPLCommand(
-        "encryption", usage: "encryption <room> [on]",
-        summary: "whether a room is end-to-end encrypted; 'on' turns encryption on for good",
-        parse: { arguments throws(REPLError) -> (String, Bool) in
+        "encryption", usage: "encryption <room> [on|keys]",
+        summary:
+            "whether a room is end-to-end encrypted; 'on' turns encryption on for good, 'keys' asks the account's other devices again for missing keys",
+        parse: { arguments throws(REPLError) -> (String, String?) in
             let room = try arguments.next()
             let rest = try arguments.rest()
-            guard rest.isEmpty || rest == ["on"] else { throw .invalidArgument("expected 'on' or nothing") }
-            return (room, rest == ["on"])
+            guard rest.isEmpty || rest == ["on"] || rest == ["keys"] else {
+                throw .invalidArgument("expected 'on', 'keys' or nothing")
+            }
+            return (room, rest.first)
         },
         run: { arguments, context async throws(REPLError) in
             let chat = try ChatCommands.client(context)
@@ -22,9 +25,18 @@ public enum CryptoCommands {
             let conversation = try await ChatCommands.failing { () async throws(ChatError) in
                 try await chat.conversation(id: roomID)
             }
-            if arguments.1 {
+            switch arguments.1 {
+            case "on":
                 try await ChatCommands.failing { () async throws(ChatError) in try await conversation.enableEncryption()
                 }
+            case "keys":
+                let count = try await ChatCommands.failing { () async throws(ChatError) in
+                    try await conversation.requestMissingKeys()
+                }
+                context.output.print("\(roomID): \(count) key request(s) sent again")
+                return
+            default:
+                break
             }
             context.output.print("\(roomID): \(conversation.encryption.value)")
         })

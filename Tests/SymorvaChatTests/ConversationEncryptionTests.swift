@@ -54,6 +54,15 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
         open(sealed, transactionID: TransactionID(eventID.rawValue))
     }
+
+    /// The rooms whose keys were asked for again, and how many requests each is to send.
+    let askedAgain = Mutex<[RoomID]>([])
+    let requestsToResend = Mutex(0)
+
+    func requestKeysAgain(in roomID: RoomID) async throws(StoreError) -> Int {
+        askedAgain.withLock { $0.append(roomID) }
+        return requestsToResend.withLock { $0 }
+    }
 }
 
 extension SendReceipt {
@@ -270,6 +279,16 @@ struct ConversationEncryptionTests {
         await #expect(throws: ChatError.encryptionUnavailable) { _ = try await conversation.send(.text("secret")) }
         #expect(try await store.queuedMessages().isEmpty)
         #expect(sentTypes.isEmpty)
+        await #expect(throws: ChatError.encryptionUnavailable) { try await conversation.requestMissingKeys() }
+    }
+
+    @Test("requestMissingKeys asks the crypto module to send the room's unanswered key requests again")
+    func requestMissingKeysAgain() async throws {
+        let chat = chat(on: try await store(fullState: true, encrypted: true))
+        let conversation = try await chat.conversation(id: Self.roomID)
+        crypto.requestsToResend.withLock { $0 = 2 }
+        #expect(try await conversation.requestMissingKeys() == 2)
+        #expect(crypto.askedAgain.withLock { $0 } == [Self.roomID])
     }
 
     @Test("enableEncryption sends m.room.encryption (Megolm, rotation stated) and the room is encrypted from then on")

@@ -6,6 +6,7 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
+import Synchronization
 import Testing
 
 @testable import SymorvaE2EE
@@ -235,6 +236,30 @@ extension KeyRequestEngineTests {
         clock.milliseconds = 1_000 + CryptoStore.incomingKeyRequestLifetimeMilliseconds + 1
         #expect(try await interpreter.answerKeyRequests().get() == KeyRequestAnswers(answered: 0))
         #expect(try await laptop.store.incomingKeyRequests().isEmpty)
+    }
+
+    @Test("Asked again, the sent and unanswered requests of the room go out once more under new IDs; others stay")
+    func requestsGoOutAgain() async throws {
+        let phone = try await device("PHONE")
+        let store = phone.store
+        #expect(try await store.recordKeyRequest(requestID: "r1", roomID: "!r:x", sessionID: "s1", senderKey: "k"))
+        #expect(try await store.recordKeyRequest(requestID: "r2", roomID: "!r:x", sessionID: "s2", senderKey: "k"))
+        #expect(try await store.recordKeyRequest(requestID: "r3", roomID: "!other:x", sessionID: "s3", senderKey: "k"))
+        for request in try await store.keyRequestsToSend() where request.requestID != "r2" {
+            try await store.keyRequestLeft(request)
+        }
+        // r1 and r3 are sent; r2 still waits to go out the first time.
+        let fresh = Mutex(0)
+        let again = try await store.resendKeyRequests(roomID: "!r:x") {
+            fresh.withLock {
+                $0 += 1
+                return "n\($0)"
+            }
+        }
+        #expect(again == 1)
+        #expect(try await store.keyRequestsToSend().map(\.requestID) == ["n1", "r2"])
+        #expect(try await store.hasOpenKeyRequest(roomID: "!r:x", sessionID: "s1"))
+        #expect(try await store.resendKeyRequests(roomID: "!nothing:x") { "never" } == 0)
     }
 
     @Test("A flood of requests keeps only the newest")

@@ -9,6 +9,7 @@ import SymorvaMachines
 import SymorvaMeetings
 import SymorvaPush
 import SymorvaRuntime
+import SymorvaStore
 import SymorvaWallet
 
 #if os(Linux)
@@ -245,6 +246,17 @@ package struct CryptoRoomDecryptor: RoomDecryptor {
     let crypto: AccountCrypto
 
     package init(crypto: AccountCrypto) { self.crypto = crypto }
+
+    package func requestKeysAgain(in roomID: RoomID) async throws(StoreError) -> Int {
+        do throws(CryptoStoreError) {
+            return try await crypto.requestKeysAgain(roomID: roomID)
+        } catch {
+            switch error {
+            case .store(let failure): throw failure
+            case .secrets, .driver: throw .corrupt  // unreachable: resending reads and writes rows only
+            }
+        }
+    }
 
     package func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async
         -> DecryptionOutcome?

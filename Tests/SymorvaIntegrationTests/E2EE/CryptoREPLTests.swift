@@ -40,6 +40,9 @@ struct CryptoREPLTests {
         try await repl.waitForLine { $0 == "\(plainID): notEncrypted" }
         repl.send("encryption \(plainID) on")
         try await repl.waitForLine { $0 == "\(plainID): encrypted" }
+        // Nothing is missing in a room this device created: no request goes out again.
+        repl.send("encryption \(roomID) keys")
+        try await repl.waitForLine { $0 == "\(roomID): 0 key request(s) sent again" }
         repl.send("open \(roomID)")
         repl.send("send sealed words")
         try await repl.waitForLine { $0.hasSuffix(": sealed words  [encrypted]") }

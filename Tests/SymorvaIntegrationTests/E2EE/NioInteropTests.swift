@@ -239,3 +239,57 @@ struct NioInteropTests {
         try await peer.quit()
     }
 }
+
+extension NioInteropTests {
+    @Test(
+        "A SymorvaKit device signed in after the key was shared asks its account's nio device, which forwards it; the message decrypts in place"
+    )
+    func nioForwardsToSymorvaKit() async throws {
+        let environment = DevEnvironment.current!
+        // Carol's first device is nio's (the account is registered without an encryption device).
+        let account = try await registerPeerAccount("carol")
+        let carol = try #require(UserID(account.userID))
+        let peer = try NioPeer()
+        let nio = try await peer.login(
+            user: account.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+        let bob = try await MembershipEncryptionTests.Member.register("bob")
+        let roomID = try await bob.chat.createRoom(name: "Ask nio", invitees: [carol], isEncrypted: true)
+        try await peer.waitForInvite(roomID)
+        try await peer.join(roomID)
+        let bobRoom = try await bob.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        try await MembershipEncryptionTests.waitForMembership(.join, of: carol, in: bobRoom)
+        try await bob.crypto.waitForDevice(nio.deviceID, of: carol)
+        let fromBob = try await bobRoom.send(.text("bob to carol on nio")).sentEventID()
+        let fromBobID = fromBob.rawValue
+        try await peer.waitForMessages(in: roomID) { decrypted, _ in decrypted.contains { $0.eventID == fromBobID } }
+        let bobSession = try MembershipEncryptionTests.sessionID(
+            of: try await bob.encryptedContent(of: fromBob, in: roomID))
+
+        // Carol signs in with SymorvaKit: a device Bob never shared his session with. It asks
+        // its account's other devices; nio answers verified devices of its own account only.
+        let fixture = CommunityFixture()
+        let username = String(account.userID.dropFirst().prefix { $0 != ":" })
+        _ = try await fixture.community.session.signIn(username: username, password: testPassword)
+        let crypto = try await fixture.readyCrypto()
+        try await peer.verify(crypto.deviceID.rawValue, of: carol)
+        try await fixture.community.chat.waitForConversation(roomID)
+        let room = try await fixture.community.chat.conversation(id: roomID)
+        let stop = room.observe()
+        defer { stop() }
+        // The message is there, its key missing. nio drops a request of a device it did not know
+        // yet, so the first one may be lost: ask again, as a "request the keys again" button does.
+        _ = try await room.waitForTimeline { $0.contains { $0.eventID == fromBob } }
+        try await room.requestMissingKeys()
+        let items = try await room.waitForTimeline { $0.texts.contains("bob to carol on nio") }
+        let item = try #require(items.first { $0.eventID == fromBob })
+        // The forwarded session is Bob's: the row names Bob's device, not nio's that forwarded it.
+        #expect(item.encryption?.senderDeviceID == bob.crypto.deviceID.rawValue)
+        let key = try #require(try await crypto.roomKey(roomID: roomID, sessionID: bobSession))
+        #expect(key.forwarded, "the key came from nio")
+        #expect(key.senderKey == (await bob.crypto.identityKeys)?.curve25519)
+        #expect(!fixture.logs.text.contains("bob to carol on nio"))
+        try await peer.quit()
+    }
+}
