@@ -215,7 +215,9 @@ extension AccountCrypto {
         }
         if let device = try await find() { return .settled(device) }
         _ = try await store.track([sender])
-        guard try await store.isOutdated(sender) else { return .settled(nil) }
+        // Up to date: look again, since a query that answered since the first look (the
+        // machine's own, of a new member) may have just stored the device.
+        guard try await store.isOutdated(sender) else { return .settled(try await find()) }
         // A query of this sender failed moments ago: the event waits with the others rather
         // than ask again for each (the machine's own queries back off; one that succeeds asks
         // chat to decrypt again).
