@@ -65,16 +65,11 @@ struct DirectoryBenchmark: DevServerBenchmark {
         _ prefix: String, _ homeserver: URL, _ homeserverURL: HomeserverURL, _ servicesURL: URL,
         _ transport: CurlTransport
     ) async throws -> Member {
-        let username = "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
-        let (userID, token) = try await BenchMember.register(username, homeserver: homeserver, transport: transport)
-        guard let member = UserID(userID) else { throw BenchFailure("registration gave '\(userID)'") }
-        let services = CommunityServicesClient(
-            baseURL: servicesURL, transport: transport,
-            tokenSource: BenchOpenIDSource(
-                userID: userID, accessToken: token, homeserver: homeserver, transport: transport))
+        let account = try await BenchAccount.register(
+            prefix, homeserver: homeserver, services: servicesURL, transport: transport)
         let requester = FixedTokenMatrixRequester(
-            homeserverURL: homeserverURL, userID: member, accessToken: token, transport: transport)
-        return Member(userID: member, requester: requester, services: services)
+            homeserverURL: homeserverURL, userID: account.userID, accessToken: account.token, transport: transport)
+        return Member(userID: account.userID, requester: requester, services: account.services)
     }
 
     static func createRoom(_ body: String, as member: Member) async throws -> RoomID {

@@ -174,8 +174,7 @@ struct E2EESendBenchmark: DevServerBenchmark {
         let community = SymorvaCommunity(
             configuration: configuration, environment: SymorvaEnvironment(dataDirectory: folder, transport: transport),
             modules: [.crypto, .chat])
-        let username =
-            "bench-sender-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
+        let username = BenchMember.uniqueName("bench-sender")
         _ = try await community.session.register(username: username, password: Secret("correct horse battery staple"))
         guard let crypto = community.module(AccountCrypto.self) else { throw BenchFailure("no crypto module") }
         _ = try await crypto.state.wait(timeout: .seconds(60)) { state in

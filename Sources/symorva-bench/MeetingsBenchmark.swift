@@ -43,19 +43,14 @@ struct MeetingsBenchmark: DevServerBenchmark {
     private func member(_ prefix: String, homeserver: URL, services: URL, transport: CurlTransport) async throws
         -> Member
     {
-        let username = "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
-        let (userID, token) = try await BenchMember.register(username, homeserver: homeserver, transport: transport)
-        guard let id = UserID(userID) else { throw BenchFailure("registration gave '\(userID)'") }
-        let client = CommunityServicesClient(
-            baseURL: services, transport: transport,
-            tokenSource: BenchOpenIDSource(
-                userID: userID, accessToken: token, homeserver: homeserver, transport: transport))
+        let account = try await BenchAccount.register(
+            prefix, homeserver: homeserver, services: services, transport: transport)
         let meetings = AccountMeetings(
-            member: id, services: client, scope: AccountScope(label: userID), feedWait: .seconds(10),
-            tracer: Tracer())
+            member: account.userID, services: account.services, scope: AccountScope(label: account.userID.rawValue),
+            feedWait: .seconds(10), tracer: Tracer())
         // The services session (OpenID exchange) is made before anything is measured.
-        _ = try await client.send(.get, "/_symorva/v1/whoami")
-        return Member(userID: id, token: token, meetings: meetings, services: client)
+        _ = try await account.services.send(.get, "/_symorva/v1/whoami")
+        return Member(userID: account.userID, token: account.token, meetings: meetings, services: account.services)
     }
 
     func measure(_ rounds: Int, homeserver: URL, services: URL) async throws {

@@ -60,9 +60,8 @@ struct StudioBenchmark: DevServerBenchmark {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        let username =
-            "bench-studio-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
-        let (userID, token) = try await Self.register(username, homeserver: homeserver, transport: transport)
+        let (userID, token) = try await BenchMember.register(
+            BenchMember.uniqueName("bench-studio"), homeserver: homeserver, transport: transport)
         guard let member = UserID(userID), let base = HomeserverURL(homeserver.absoluteString) else {
             throw BenchFailure("registration gave '\(userID)', not a user ID")
         }
@@ -120,28 +119,6 @@ struct StudioBenchmark: DevServerBenchmark {
                 + [WalletBenchmark.milliseconds(sorted.last ?? .zero)]
             print("  \(label.padding(toLength: 12, withPad: " ", startingAt: 0)) \(columns.joined(separator: " ")) ms")
         }
-    }
-
-    private static func register(
-        _ username: String, homeserver: URL, transport: CurlTransport
-    ) async throws -> (String, Secret<String>) {
-        let url = homeserver.appending(path: "/_matrix/client/v3/register")
-        let password = "correct horse battery staple"
-        let first = try await transport.send(
-            .json(.post, url: url, body: Array(#"{"username": "\#(username)", "password": "\#(password)"}"#.utf8)))
-        struct Challenge: Decodable { let session: String }
-        let session = try JSONDecoder().decode(Challenge.self, from: Data(first.body)).session
-        let body = """
-            {"username": "\(username)", "password": "\(password)", "auth": {"type": "m.login.dummy", "session": "\(session)"}}
-            """
-        let second = try await transport.send(.json(.post, url: url, body: Array(body.utf8)))
-        guard second.isSuccess else { throw BenchFailure("registration answered \(second.status)") }
-        struct Registered: Decodable {
-            let user_id: String
-            let access_token: String
-        }
-        let registered = try JSONDecoder().decode(Registered.self, from: Data(second.body))
-        return (registered.user_id, Secret(registered.access_token))
     }
 
     private static func createRoom(_ requester: any MatrixRequester) async throws -> RoomID {

@@ -110,6 +110,27 @@ struct WalletBenchmark: DevServerBenchmark {
 }
 
 /// A member registered on the homeserver for the benchmark, with their wallet.
+/// A member registered on the dev homeserver under a unique name, with a community services
+/// client that signs in over OpenID: what every mode against the dev servers starts from.
+struct BenchAccount: Sendable {
+    let userID: UserID
+    let token: Secret<String>
+    let services: CommunityServicesClient
+
+    static func register(_ prefix: String, homeserver: URL, services: URL, transport: CurlTransport) async throws
+        -> BenchAccount
+    {
+        let (userID, token) = try await BenchMember.register(
+            BenchMember.uniqueName(prefix), homeserver: homeserver, transport: transport)
+        guard let member = UserID(userID) else { throw BenchFailure("registration gave '\(userID)', not a user ID") }
+        let client = CommunityServicesClient(
+            baseURL: services, transport: transport,
+            tokenSource: BenchOpenIDSource(
+                userID: userID, accessToken: token, homeserver: homeserver, transport: transport))
+        return BenchAccount(userID: member, token: token, services: client)
+    }
+}
+
 struct BenchMember: Sendable {
     let userID: String
     let services: CommunityServicesClient
@@ -119,18 +140,18 @@ struct BenchMember: Sendable {
     static func make(
         _ prefix: String, homeserver: URL, services servicesURL: URL, transport: CurlTransport, database path: String
     ) async throws -> BenchMember {
-        let username = "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
-        let (userID, token) = try await register(username, homeserver: homeserver, transport: transport)
-        guard let member = UserID(userID) else { throw BenchFailure("registration gave '\(userID)', not a user ID") }
-        let services = CommunityServicesClient(
-            baseURL: servicesURL, transport: transport,
-            tokenSource: BenchOpenIDSource(
-                userID: userID, accessToken: token, homeserver: homeserver, transport: transport))
-        let scope = AccountScope(label: userID)
+        let account = try await BenchAccount.register(
+            prefix, homeserver: homeserver, services: servicesURL, transport: transport)
+        let scope = AccountScope(label: account.userID.rawValue)
         let wallet = try await AccountWallet(
-            member: member, services: services, database: try await SQLiteDatabase.open(path: path),
+            member: account.userID, services: account.services, database: try await SQLiteDatabase.open(path: path),
             scope: scope, configuration: WalletConfiguration(assets: [Asset(code: "ORB", precision: 2)]))
-        return BenchMember(userID: userID, services: services, scope: scope, wallet: wallet)
+        return BenchMember(userID: account.userID.rawValue, services: account.services, scope: scope, wallet: wallet)
+    }
+
+    /// A user name no earlier run took: `prefix`, the time and a random number.
+    static func uniqueName(_ prefix: String) -> String {
+        "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
     }
 
     /// Registers with user-interactive auth: the first call returns the session, the second
