@@ -14,16 +14,11 @@ import Testing
 struct NioInteropTests {
     @Test("SymorvaKit sends before nio joins; the room key is shared with nio's device after the first message")
     func keySharedAfterFirstMessage() async throws {
-        let environment = DevEnvironment.current!
         let fixture = CommunityFixture()
         let alice = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()
-        let nioAccount = try await registerPeerAccount("nio")
-        let nioUser = try #require(UserID(nioAccount.userID))
-        let peer = try NioPeer()
-        let nio = try await peer.login(
-            user: nioAccount.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+        let (peer, nioUser, nio) = try await NioPeer.onNewAccount("nio")
 
         let chat = fixture.community.chat
         let roomID = try await chat.createRoom(name: "Interop", isEncrypted: true)
@@ -76,15 +71,11 @@ struct NioInteropTests {
 
     @Test("nio creates the encrypted room and sends first; SymorvaKit reads it, answers, and nio reads the answer")
     func nioSendsFirst() async throws {
-        let environment = DevEnvironment.current!
         let fixture = CommunityFixture()
         let alice = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()
-        let nioAccount = try await registerPeerAccount("nio")
-        let peer = try NioPeer()
-        let nio = try await peer.login(
-            user: nioAccount.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+        let (peer, _, nio) = try await NioPeer.onNewAccount("nio")
 
         let roomID = try await peer.createRoom(name: "From nio", invite: [alice.userID])
         let chat = fixture.community.chat
@@ -134,16 +125,11 @@ struct NioInteropTests {
         "nio leaves: SymorvaKit rotates its session; nio rejoins and gets the new key over the same Olm session, reading on but not what was sent while it was away"
     )
     func rotationOnLeave() async throws {
-        let environment = DevEnvironment.current!
         let fixture = CommunityFixture()
         _ = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()
-        let nioAccount = try await registerPeerAccount("nio")
-        let nioUser = try #require(UserID(nioAccount.userID))
-        let peer = try NioPeer()
-        let nio = try await peer.login(
-            user: nioAccount.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+        let (peer, nioUser, nio) = try await NioPeer.onNewAccount("nio")
 
         let chat = fixture.community.chat
         let roomID = try await chat.createRoom(name: "Rotation", invitees: [nioUser], isEncrypted: true)
@@ -245,13 +231,8 @@ extension NioInteropTests {
         "A SymorvaKit device signed in after the key was shared asks its account's nio device, which forwards it; the message decrypts in place"
     )
     func nioForwardsToSymorvaKit() async throws {
-        let environment = DevEnvironment.current!
         // Carol's first device is nio's (the account is registered without an encryption device).
-        let account = try await registerPeerAccount("carol")
-        let carol = try #require(UserID(account.userID))
-        let peer = try NioPeer()
-        let nio = try await peer.login(
-            user: account.userID, password: testPassword.exposedValue, homeserver: environment.homeserverURL)
+        let (peer, carol, nio) = try await NioPeer.onNewAccount("carol")
         let bob = try await MembershipEncryptionTests.Member.register("bob")
         let roomID = try await bob.chat.createRoom(name: "Ask nio", invitees: [carol], isEncrypted: true)
         try await peer.waitForInvite(roomID)
@@ -270,7 +251,7 @@ extension NioInteropTests {
         // Carol signs in with SymorvaKit: a device Bob never shared his session with. It asks
         // its account's other devices; nio answers verified devices of its own account only.
         let fixture = CommunityFixture()
-        let username = String(account.userID.dropFirst().prefix { $0 != ":" })
+        let username = String(carol.rawValue.dropFirst().prefix { $0 != ":" })
         _ = try await fixture.community.session.signIn(username: username, password: testPassword)
         let crypto = try await fixture.readyCrypto()
         try await peer.verify(crypto.deviceID.rawValue, of: carol)

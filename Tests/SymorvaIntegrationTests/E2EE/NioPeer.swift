@@ -148,6 +148,18 @@ final class NioPeer: Sendable {
 
     // MARK: Operations
 
+    /// A peer signed in to a new account registered for it (`prefix` and a unique suffix):
+    /// the account's first device is nio's.
+    static func onNewAccount(_ prefix: String) async throws -> (peer: NioPeer, userID: UserID, device: Device) {
+        let account = try await registerPeerAccount(prefix)
+        guard let userID = UserID(account.userID) else { throw IntegrationFailure("registered '\(account.userID)'") }
+        let peer = try NioPeer()
+        let device = try await peer.login(
+            user: account.userID, password: testPassword.exposedValue,
+            homeserver: DevEnvironment.current!.homeserverURL)
+        return (peer, userID, device)
+    }
+
     /// Logs in as `user` (registered beforehand) and starts the peer's sync loop.
     func login(user: String, password: String, homeserver: URL) async throws -> Device {
         let answer = try await call(
