@@ -154,7 +154,9 @@ struct JanusClientTests {
 }
 
 extension JanusClientTests {
-    @Test("A message the room acknowledges but never answers fails with a timeout; nothing is left waiting")
+    @Test(
+        "A message the room acknowledges but never answers fails with a timeout; nothing is left waiting",
+        .timeLimit(.minutes(1)))
     func unansweredMessageTimesOut() async throws {
         let transport = ScriptedHTTPTransport()
         transport.on("POST", "/janus/11/22") { request in
