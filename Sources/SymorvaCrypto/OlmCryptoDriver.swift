@@ -66,6 +66,8 @@ public struct OlmCryptoDriver: CryptoDriver {
     }
 
     public func inboundGroupSession(sessionKey: Secret<String>) throws(CryptoDriverError) -> any InboundGroupSession {
+        var decoded = try Base64Check.bytes(sessionKey.exposedValue, or: .badSessionKey)
+        Memory.clear(&decoded)
         let session = OlmInboundGroupObject()
         var input = Array(sessionKey.exposedValue.utf8)
         defer { Memory.clear(&input) }
@@ -74,6 +76,8 @@ public struct OlmCryptoDriver: CryptoDriver {
     }
 
     public func inboundGroupSession(exportedKey: Secret<String>) throws(CryptoDriverError) -> any InboundGroupSession {
+        var decoded = try Base64Check.bytes(exportedKey.exposedValue, or: .badSessionKey)
+        Memory.clear(&decoded)
         let session = OlmInboundGroupObject()
         var input = Array(exportedKey.exposedValue.utf8)
         defer { Memory.clear(&input) }
@@ -201,6 +205,7 @@ final class OlmAccountObject: CryptoAccount {
 
     func inboundSession(identityKey: String, preKeyMessage: String) throws(CryptoDriverError) -> any CryptoSession {
         _ = try Ed25519Check.keyBytes(identityKey)
+        _ = try Base64Check.bytes(preKeyMessage, or: .badMessage)
         let session = OlmSessionObject()
         var identity = Array(identityKey.utf8)
         var message = Array(preKeyMessage.utf8)
@@ -246,6 +251,9 @@ final class OlmSessionObject: CryptoSession {
     var hasReceivedMessage: Bool { olm_session_has_received_message(pointer) != 0 }
 
     func matches(preKeyMessage: String, from identityKey: String) -> Bool {
+        guard (try? Ed25519Check.keyBytes(identityKey)) != nil,
+            (try? Base64Check.bytes(preKeyMessage, or: .badMessage)) != nil
+        else { return false }
         var identity = Array(identityKey.utf8)
         var message = Array(preKeyMessage.utf8)
         return olm_matches_inbound_session_from(pointer, &identity, identity.count, &message, message.count) == 1
@@ -266,6 +274,7 @@ final class OlmSessionObject: CryptoSession {
     }
 
     func decrypt(_ message: OlmMessage) throws(CryptoDriverError) -> Secret<[UInt8]> {
+        _ = try Base64Check.bytes(message.body, or: .badMessage)
         let type = message.kind.rawValue
         // The maximum length takes its own copy: libolm decodes its input in place.
         var probe = Array(message.body.utf8)
@@ -373,6 +382,7 @@ final class OlmInboundGroupObject: InboundGroupSession {
     var isVerified: Bool { olm_inbound_group_session_is_verified(pointer) != 0 }
 
     func decrypt(_ ciphertext: String) throws(CryptoDriverError) -> MegolmPlaintext {
+        _ = try Base64Check.bytes(ciphertext, or: .badMessage)
         var probe = Array(ciphertext.utf8)
         let maximum = olm_group_decrypt_max_plaintext_length(pointer, &probe, probe.count)
         try check(maximum)

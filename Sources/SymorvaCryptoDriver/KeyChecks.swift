@@ -99,3 +99,24 @@ public enum Ed25519Check {
         return false  // equal to L
     }
 }
+
+/// The check every base64 input passes before it reaches a crypto library's own decoder: Megolm
+/// session keys and exports, Olm and Megolm message bodies.
+///
+/// libolm decodes base64 with lookup tables (CVE-2024-45192, a cache-timing side channel) and
+/// leniently: it ignores stray bits and maps characters outside the alphabet to something. What
+/// reaches it is therefore first decoded here, strictly (``UnpaddedBase64``), and refused unless
+/// it is canonical: malformed or ambiguous input never reaches libolm, whoever sent it.
+public enum Base64Check {
+    /// The bytes `text` encodes.
+    ///
+    /// - Throws: `failure` unless `text` is canonical unpadded base64 of at least `minimumBytes`.
+    public static func bytes(_ text: String, minimumBytes: Int = 1, or failure: CryptoDriverError)
+        throws(CryptoDriverError) -> [UInt8]
+    {
+        guard let bytes = UnpaddedBase64.decode(text), bytes.count >= minimumBytes, !text.hasSuffix("=") else {
+            throw failure
+        }
+        return bytes
+    }
+}

@@ -32,6 +32,12 @@ package actor CryptoEngine {
     let failedSenderQueries = Mutex<[UserID: Int64]>([:])
     /// How long after a failed query of a sender a decryption asks again.
     static let senderQueryRetryMilliseconds: Int64 = 30_000
+    /// The one critical section of every change to the account, an Olm session or a Megolm
+    /// session: from reading it to its durable save, nothing else changes key material
+    /// (``exclusively(_:)``). An actor alone does not give that: its methods interleave at every
+    /// `await`, so a send and a receive on one session would each save their own advance and
+    /// one would be lost (and its message key used again).
+    private let sessionLock = AsyncLock()
 
     package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
         self.driver = driver
@@ -40,33 +46,28 @@ package actor CryptoEngine {
         self.deviceID = deviceID
     }
 
+    /// Runs `body` inside the engine's critical section (``sessionLock``). Only the engine's
+    /// entry points call it, never one another: the lock is not reentrant.
+    func exclusively<T: Sendable>(_ body: () async throws(CryptoStoreError) -> T) async throws(CryptoStoreError)
+        -> T
+    {
+        await sessionLock.lock()
+        do {
+            let value = try await body()
+            await sessionLock.unlock()
+            return value
+        } catch {
+            await sessionLock.unlock()
+            throw error
+        }
+    }
+
     /// The device's identity keys, once the account is loaded.
     package var identityKeys: IdentityKeys? { account?.identityKeys }
 
     /// Loads the stored account, or creates and stores one; reports what the machine needs.
     package func load() async throws(CryptoStoreError) -> CryptoAccountStatus {
-        if let stored = try await store.loadAccount() {
-            do { account = try driver.account(pickle: stored.pickle, key: stored.pickleKey) } catch {
-                throw .driver(error)
-            }
-            pickleKey = stored.pickleKey
-            published = stored.published
-        } else {
-            let key: Secret<[UInt8]>
-            let created: any CryptoAccount
-            let pickle: [UInt8]
-            do { key = try SecretBox.generateKey() } catch { throw .secrets(error) }
-            do {
-                created = try driver.newAccount()
-                pickle = try created.pickle(key: key)
-            } catch {
-                throw .driver(error)
-            }
-            try await store.createAccount(pickle: pickle, pickleKey: key, deviceID: deviceID)
-            account = created
-            pickleKey = key
-            published = false
-        }
+        try await exclusively { () async throws(CryptoStoreError) in try await loadAccount() }
         // The account's own devices are tracked like everyone else's.
         _ = try await store.track([userID])
         return CryptoAccountStatus(
@@ -77,51 +78,86 @@ package actor CryptoEngine {
             hasKeyRequestsToAnswer: try await store.hasKeyRequestsToAnswer())
     }
 
+    /// Reads the stored account into memory, or creates and stores one. Inside the critical
+    /// section; also how a change that could not be stored is undone (the account in memory is
+    /// replaced by the stored one, so a one-time key spent on a pre-key message whose outcome was
+    /// not stored is usable again when the message is processed again).
+    private func loadAccount() async throws(CryptoStoreError) {
+        if let stored = try await store.loadAccount() {
+            do { account = try driver.account(pickle: stored.pickle, key: stored.pickleKey) } catch {
+                throw .driver(error)
+            }
+            pickleKey = stored.pickleKey
+            published = stored.published
+            return
+        }
+        let key: Secret<[UInt8]>
+        let created: any CryptoAccount
+        let pickle: [UInt8]
+        do { key = try SecretBox.generateKey() } catch { throw .secrets(error) }
+        do {
+            created = try driver.newAccount()
+            pickle = try created.pickle(key: key)
+        } catch {
+            throw .driver(error)
+        }
+        try await store.createAccount(pickle: pickle, pickleKey: key, deviceID: deviceID)
+        account = created
+        pickleKey = key
+        published = false
+    }
+
     /// The `keys/upload` for `plan`, after generating what the account lacks and storing the
     /// account with it (so that a crash before the answer re-sends the same keys).
     package func prepareUpload(_ plan: KeyUploadPlan) async throws(CryptoStoreError) -> MatrixEndpoint {
-        guard let account, let pickleKey else { throw .driver(.library("account not loaded")) }
-        do {
-            var oneTimeKeys = try account.unpublishedOneTimeKeys()
-            let wanted = min(plan.newOneTimeKeys, account.maxOneTimeKeys)
-            if oneTimeKeys.count < wanted {
-                try account.generateOneTimeKeys(wanted - oneTimeKeys.count)
-                oneTimeKeys = try account.unpublishedOneTimeKeys()
+        try await exclusively { () async throws(CryptoStoreError) -> MatrixEndpoint in
+            guard let account, let pickleKey else { throw .driver(.library("account not loaded")) }
+            do {
+                var oneTimeKeys = try account.unpublishedOneTimeKeys()
+                let wanted = min(plan.newOneTimeKeys, account.maxOneTimeKeys)
+                if oneTimeKeys.count < wanted {
+                    try account.generateOneTimeKeys(wanted - oneTimeKeys.count)
+                    oneTimeKeys = try account.unpublishedOneTimeKeys()
+                }
+                var fallback = try account.unpublishedFallbackKey()
+                if plan.rotateFallbackKey && fallback.isEmpty {
+                    try account.generateFallbackKey()
+                    fallback = try account.unpublishedFallbackKey()
+                }
+                try await store.saveAccount(pickle: try account.pickle(key: pickleKey), published: published)
+                let deviceKeys = plan.deviceKeys ? try signed(deviceKeysObject(account.identityKeys), by: account) : nil
+                let signedOneTimeKeys = try oneTimeKeys.reduce(into: [String: JSONValue]()) { result, entry in
+                    result["signed_curve25519:\(entry.key)"] = try signed(
+                        .object(["key": .string(entry.value)]), by: account)
+                }
+                let signedFallback = try fallback.reduce(into: [String: JSONValue]()) { result, entry in
+                    result["signed_curve25519:\(entry.key)"] = try signed(
+                        .object(["key": .string(entry.value), "fallback": .bool(true)]), by: account)
+                }
+                return try E2EEAPI.upload(
+                    deviceKeys: deviceKeys, oneTimeKeys: signedOneTimeKeys, fallbackKeys: signedFallback)
+            } catch let error as CryptoStoreError {
+                throw error
+            } catch let error as CryptoDriverError {
+                throw .driver(error)
+            } catch {
+                throw .driver(.library("canonical JSON"))
             }
-            var fallback = try account.unpublishedFallbackKey()
-            if plan.rotateFallbackKey && fallback.isEmpty {
-                try account.generateFallbackKey()
-                fallback = try account.unpublishedFallbackKey()
-            }
-            try await store.saveAccount(pickle: try account.pickle(key: pickleKey), published: published)
-            let deviceKeys = plan.deviceKeys ? try signed(deviceKeysObject(account.identityKeys), by: account) : nil
-            let signedOneTimeKeys = try oneTimeKeys.reduce(into: [String: JSONValue]()) { result, entry in
-                result["signed_curve25519:\(entry.key)"] = try signed(
-                    .object(["key": .string(entry.value)]), by: account)
-            }
-            let signedFallback = try fallback.reduce(into: [String: JSONValue]()) { result, entry in
-                result["signed_curve25519:\(entry.key)"] = try signed(
-                    .object(["key": .string(entry.value), "fallback": .bool(true)]), by: account)
-            }
-            return try E2EEAPI.upload(
-                deviceKeys: deviceKeys, oneTimeKeys: signedOneTimeKeys, fallbackKeys: signedFallback)
-        } catch let error as CryptoStoreError {
-            throw error
-        } catch let error as CryptoDriverError {
-            throw .driver(error)
-        } catch {
-            throw .driver(.library("canonical JSON"))
         }
     }
 
     /// The server accepted the upload: the keys are published (and the device keys with them).
     package func uploadAnswered(includedDeviceKeys: Bool) async throws(CryptoStoreError) {
-        guard let account, let pickleKey else { return }
-        account.markKeysAsPublished()
-        if includedDeviceKeys { published = true }
-        let pickle: [UInt8]
-        do { pickle = try account.pickle(key: pickleKey) } catch { throw .driver(error) }
-        try await store.saveAccount(pickle: pickle, published: published)
+        try await exclusively { () async throws(CryptoStoreError) -> Void in
+            guard let account, let pickleKey else { return }
+            account.markKeysAsPublished()
+            if includedDeviceKeys { published = true }
+            let pickle: [UInt8]
+            do throws(CryptoDriverError) { pickle = try account.pickle(key: pickleKey) } catch {
+                throw .driver(error)
+            }
+            try await store.saveAccount(pickle: pickle, published: published)
+        }
     }
 
     /// This device's keys object (unsigned).
@@ -163,10 +199,19 @@ extension CryptoEngine {
             let rows = try await store.toDeviceBatch(limit: 50)
             if rows.isEmpty { return report }
             for row in rows {
-                let outcome = try await handle(row)
-                if try await store.apply(outcome, nowMilliseconds: nowMilliseconds) {
-                    report.requestedKeysArrived = true
+                let (outcome, arrived) = try await exclusively {
+                    () async throws(CryptoStoreError) -> (CryptoStore.ToDeviceOutcome, Bool) in
+                    let outcome = try await handle(row)
+                    do throws(CryptoStoreError) {
+                        return (outcome, try await store.apply(outcome, nowMilliseconds: nowMilliseconds))
+                    } catch {
+                        // What the event changed in memory (a one-time key spent) is undone: the
+                        // event stays stored and is processed again with the stored account.
+                        if outcome.accountPickle != nil { try? await loadAccount() }
+                        throw error
+                    }
                 }
+                if arrived { report.requestedKeysArrived = true }
                 if outcome.incomingRequest != nil { report.keyRequestsReceived = true }
                 report.processed += 1
                 if outcome.inboundSession != nil { roomKeysStored.notify() }
@@ -214,6 +259,10 @@ extension CryptoEngine {
             guard let session = try? driver.session(pickle: stored.pickle, key: pickleKey) else { continue }
             if message.kind == .preKey && !session.matches(preKeyMessage: message.body, from: senderKey) { continue }
             if let plaintext = try? session.decrypt(message) { return (session, plaintext, false) }
+            // A pre-key message of a session this device holds that does not decrypt is a
+            // replay (its message key is spent): starting the session again from it — possible
+            // while the fallback key it used is kept — would replace the advanced session.
+            if message.kind == .preKey { return nil }
         }
         guard message.kind == .preKey,
             let session = try? account.inboundSession(identityKey: senderKey, preKeyMessage: message.body),
@@ -305,44 +354,48 @@ extension CryptoEngine {
     package func prepareOutbound(
         roomID: String, for devices: [CryptoStore.Device], nowMilliseconds: Int64, policy: RotationPolicy
     ) async throws(CryptoStoreError) -> (sessionID: String, key: Secret<String>, missing: [CryptoStore.Device]) {
-        guard let pickleKey else { throw .driver(.library("account not loaded")) }
-        let wanted = Set(devices.map(Self.line))
-        var row = try await store.outboundSession(roomID: roomID)
-        if let current = row {
-            let expired =
-                current.messageCount >= policy.messages
-                || nowMilliseconds - current.createdMilliseconds >= policy.milliseconds
-            let someoneLeft = !current.sharedWith.isSubset(of: wanted)
-            if expired || someoneLeft { row = nil }
-        }
-        do {
-            if let row {
-                let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
-                let missing = devices.filter { !row.sharedWith.contains(Self.line($0)) }
-                return (row.sessionID, try session.sessionKey(), missing)
+        try await exclusively {
+            () async throws(CryptoStoreError) -> (sessionID: String, key: Secret<String>, missing: [CryptoStore.Device])
+            in
+            guard let pickleKey else { throw .driver(.library("account not loaded")) }
+            let wanted = Set(devices.map(Self.line))
+            var row = try await store.outboundSession(roomID: roomID)
+            if let current = row {
+                let expired =
+                    current.messageCount >= policy.messages
+                    || nowMilliseconds - current.createdMilliseconds >= policy.milliseconds
+                let someoneLeft = !current.sharedWith.isSubset(of: wanted)
+                if expired || someoneLeft { row = nil }
             }
-            let session = try driver.newOutboundGroupSession()
-            let created = CryptoStore.OutboundSessionRow(
-                sessionID: session.sessionID, pickle: try session.pickle(key: pickleKey),
-                createdMilliseconds: nowMilliseconds, messageCount: 0, sharedWith: [])
-            try await store.saveOutboundSession(created, roomID: roomID)
-            // This device reads its own messages with the same session.
-            let key = try session.sessionKey()
-            if let account {
-                let own = try driver.inboundGroupSession(sessionKey: key)
-                try await store.saveInboundSession(
-                    CryptoStore.InboundSessionRow(
-                        roomID: roomID, sessionID: session.sessionID, senderKey: account.identityKeys.curve25519,
-                        signingKey: account.identityKeys.ed25519, forwarded: false,
-                        pickle: try own.pickle(key: pickleKey)))
+            do {
+                if let row {
+                    let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
+                    let missing = devices.filter { !row.sharedWith.contains(Self.line($0)) }
+                    return (row.sessionID, try session.sessionKey(), missing)
+                }
+                let session = try driver.newOutboundGroupSession()
+                let created = CryptoStore.OutboundSessionRow(
+                    sessionID: session.sessionID, pickle: try session.pickle(key: pickleKey),
+                    createdMilliseconds: nowMilliseconds, messageCount: 0, sharedWith: [])
+                try await store.saveOutboundSession(created, roomID: roomID)
+                // This device reads its own messages with the same session.
+                let key = try session.sessionKey()
+                if let account {
+                    let own = try driver.inboundGroupSession(sessionKey: key)
+                    try await store.saveInboundSession(
+                        CryptoStore.InboundSessionRow(
+                            roomID: roomID, sessionID: session.sessionID, senderKey: account.identityKeys.curve25519,
+                            signingKey: account.identityKeys.ed25519, forwarded: false,
+                            pickle: try own.pickle(key: pickleKey)))
+                }
+                return (session.sessionID, key, devices)
+            } catch let error as CryptoStoreError {
+                throw error
+            } catch let error as CryptoDriverError {
+                throw .driver(error)
+            } catch {
+                throw .driver(.library("outbound session"))
             }
-            return (session.sessionID, key, devices)
-        } catch let error as CryptoStoreError {
-            throw error
-        } catch let error as CryptoDriverError {
-            throw .driver(error)
-        } catch {
-            throw .driver(.library("outbound session"))
         }
     }
 
@@ -362,25 +415,27 @@ extension CryptoEngine {
     package func createSessions(_ claimed: [(CryptoStore.Device, JSONValue)], nowMilliseconds: Int64)
         async throws(CryptoStoreError) -> Int
     {
-        guard let account, let pickleKey else { return 0 }
-        var created: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
-        for (device, signedKey) in claimed {
-            guard case .object(var members) = signedKey, case .string(let key)? = members["key"],
-                case .object(let signatures)? = members["signatures"],
-                case .object(let byUser)? = signatures[device.userID.rawValue],
-                case .string(let signature)? = byUser["ed25519:\(device.deviceID)"]
-            else { continue }
-            members["signatures"] = nil
-            members["unsigned"] = nil
-            guard let canonical = try? JSONValue.object(members).canonicalEncoding(),
-                (try? driver.verifyEd25519(signature: signature, of: canonical, key: device.ed25519)) != nil,
-                let session = try? account.outboundSession(identityKey: device.curve25519, oneTimeKey: key),
-                let pickle = try? session.pickle(key: pickleKey)
-            else { continue }
-            created.append((device.curve25519, session.sessionID, pickle))
+        try await exclusively { () async throws(CryptoStoreError) -> Int in
+            guard let account, let pickleKey else { return 0 }
+            var created: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
+            for (device, signedKey) in claimed {
+                guard case .object(var members) = signedKey, case .string(let key)? = members["key"],
+                    case .object(let signatures)? = members["signatures"],
+                    case .object(let byUser)? = signatures[device.userID.rawValue],
+                    case .string(let signature)? = byUser["ed25519:\(device.deviceID)"]
+                else { continue }
+                members["signatures"] = nil
+                members["unsigned"] = nil
+                guard let canonical = try? JSONValue.object(members).canonicalEncoding(),
+                    (try? driver.verifyEd25519(signature: signature, of: canonical, key: device.ed25519)) != nil,
+                    let session = try? account.outboundSession(identityKey: device.curve25519, oneTimeKey: key),
+                    let pickle = try? session.pickle(key: pickleKey)
+                else { continue }
+                created.append((device.curve25519, session.sessionID, pickle))
+            }
+            try await store.saveOlmSessions(created, nowMilliseconds: nowMilliseconds)
+            return created.count
         }
-        try await store.saveOlmSessions(created, nowMilliseconds: nowMilliseconds)
-        return created.count
     }
 
     /// The `m.room_key` for each device that has an Olm session, Olm-encrypted for it, as
@@ -389,86 +444,77 @@ extension CryptoEngine {
         roomID: String, sessionID: String, key: Secret<String>, for devices: [CryptoStore.Device],
         nowMilliseconds: Int64
     ) async throws(CryptoStoreError) -> (messages: [String: [String: JSONValue]], sent: [CryptoStore.Device]) {
-        guard let account, let pickleKey else { return ([:], []) }
-        let own = account.identityKeys
-        var messages: [String: [String: JSONValue]] = [:]
-        var sent: [CryptoStore.Device] = []
-        var advanced: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
-        for device in devices {
-            guard let stored = try await store.olmSessions(senderKey: device.curve25519).first,
-                let session = try? driver.session(pickle: stored.pickle, key: pickleKey)
-            else { continue }
-            let payload = JSONValue.object([
-                "type": .string("m.room_key"),
-                "content": .object([
-                    "algorithm": .string(Self.megolmAlgorithm), "room_id": .string(roomID),
-                    "session_id": .string(sessionID), "session_key": .string(key.exposedValue),
-                ]),
-                "sender": .string(userID.rawValue), "sender_device": .string(deviceID),
-                "recipient": .string(device.userID.rawValue),
-                "recipient_keys": .object(["ed25519": .string(device.ed25519)]),
-                "keys": .object(["ed25519": .string(own.ed25519)]),
-            ])
-            guard let plaintext = try? payload.canonicalEncoding(),
-                let message = try? session.encrypt(Secret(plaintext)),
-                let pickle = try? session.pickle(key: pickleKey)
-            else { continue }
-            advanced.append((device.curve25519, stored.sessionID, pickle))
-            messages[device.userID.rawValue, default: [:]][device.deviceID] = .object([
-                "algorithm": .string(Self.olmAlgorithm), "sender_key": .string(own.curve25519),
-                "ciphertext": .object([
-                    device.curve25519: .object([
-                        "type": .number(Double(message.kind.rawValue)), "body": .string(message.body),
-                    ])
-                ]),
-            ])
-            sent.append(device)
+        let payload = JSONValue.object([
+            "type": .string("m.room_key"),
+            "content": .object([
+                "algorithm": .string(Self.megolmAlgorithm), "room_id": .string(roomID),
+                "session_id": .string(sessionID), "session_key": .string(key.exposedValue),
+            ]),
+        ])
+        return try await exclusively {
+            () async throws(CryptoStoreError) -> ([String: [String: JSONValue]], [CryptoStore.Device]) in
+            var messages: [String: [String: JSONValue]] = [:]
+            var sent: [CryptoStore.Device] = []
+            var advanced: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
+            for device in devices {
+                guard let (content, pickle) = try await olmContent(payload, for: device) else { continue }
+                advanced.append(pickle)
+                messages[device.userID.rawValue, default: [:]][device.deviceID] = content
+                sent.append(device)
+            }
+            try await store.saveOlmSessions(advanced, nowMilliseconds: nowMilliseconds)
+            return (messages, sent)
         }
-        try await store.saveOlmSessions(advanced, nowMilliseconds: nowMilliseconds)
-        return (messages, sent)
     }
 
     /// Records that `devices` have the room's current session.
     package func markShared(roomID: String, sessionID: String, with devices: [CryptoStore.Device])
         async throws(CryptoStoreError)
     {
-        guard var row = try await store.outboundSession(roomID: roomID), row.sessionID == sessionID else { return }
-        row.sharedWith.formUnion(devices.map(Self.line))
-        try await store.saveOutboundSession(row, roomID: roomID)
+        try await exclusively { () async throws(CryptoStoreError) -> Void in
+            guard var row = try await store.outboundSession(roomID: roomID), row.sessionID == sessionID else { return }
+            row.sharedWith.formUnion(devices.map(Self.line))
+            try await store.saveOutboundSession(row, roomID: roomID)
+        }
     }
 
-    /// Encrypts an event with the room's outbound session: the `m.room.encrypted` content. The
-    /// session is stored advanced before the content is returned.
-    package func megolmEncrypt(roomID: String, eventType: String, content: [UInt8]) async throws(CryptoStoreError)
-        -> [UInt8]
+    /// Encrypts an event with the room's outbound session `sessionID` (the one
+    /// ``prepareOutbound(roomID:for:nowMilliseconds:policy:)`` returned and the devices received):
+    /// the `m.room.encrypted` content. The session is stored advanced before the content is
+    /// returned. When the room's session is another one by now (a concurrent send rotated it),
+    /// nothing is encrypted: the caller prepares again.
+    package func megolmEncrypt(roomID: String, sessionID: String, eventType: String, content: [UInt8])
+        async throws(CryptoStoreError) -> [UInt8]
     {
-        guard let account, let pickleKey, var row = try await store.outboundSession(roomID: roomID) else {
-            throw .driver(.library("no outbound session"))
-        }
-        do {
-            let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
-            guard let parsed = try? JSONValue(parsing: content),
-                let plaintext = try? JSONValue.object([
-                    "type": .string(eventType), "content": parsed, "room_id": .string(roomID),
-                ]).canonicalEncoding()
-            else { throw CryptoDriverError.badMessage }
-            let ciphertext = try session.encrypt(Secret(plaintext))
-            row.pickle = try session.pickle(key: pickleKey)
-            row.messageCount += 1
-            try await store.saveOutboundSession(row, roomID: roomID)
-            let encrypted = JSONValue.object([
-                "algorithm": .string(Self.megolmAlgorithm), "ciphertext": .string(ciphertext),
-                "device_id": .string(deviceID), "sender_key": .string(account.identityKeys.curve25519),
-                "session_id": .string(row.sessionID),
-            ])
-            guard let bytes = try? encrypted.canonicalEncoding() else { throw CryptoDriverError.badMessage }
-            return bytes
-        } catch let error as CryptoStoreError {
-            throw error
-        } catch let error as CryptoDriverError {
-            throw .driver(error)
-        } catch {
-            throw .driver(.library("megolm"))
+        try await exclusively { () async throws(CryptoStoreError) -> [UInt8] in
+            guard let account, let pickleKey, var row = try await store.outboundSession(roomID: roomID),
+                row.sessionID == sessionID
+            else { throw .outboundSessionReplaced }
+            do {
+                let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
+                guard let parsed = try? JSONValue(parsing: content),
+                    let plaintext = try? JSONValue.object([
+                        "type": .string(eventType), "content": parsed, "room_id": .string(roomID),
+                    ]).canonicalEncoding()
+                else { throw CryptoDriverError.badMessage }
+                let ciphertext = try session.encrypt(Secret(plaintext))
+                row.pickle = try session.pickle(key: pickleKey)
+                row.messageCount += 1
+                try await store.saveOutboundSession(row, roomID: roomID)
+                let encrypted = JSONValue.object([
+                    "algorithm": .string(Self.megolmAlgorithm), "ciphertext": .string(ciphertext),
+                    "device_id": .string(deviceID), "sender_key": .string(account.identityKeys.curve25519),
+                    "session_id": .string(row.sessionID),
+                ])
+                guard let bytes = try? encrypted.canonicalEncoding() else { throw CryptoDriverError.badMessage }
+                return bytes
+            } catch let error as CryptoStoreError {
+                throw error
+            } catch let error as CryptoDriverError {
+                throw .driver(error)
+            } catch {
+                throw .driver(.library("megolm"))
+            }
         }
     }
 

@@ -93,11 +93,17 @@ struct CryptoInterpreter: EffectInterpreter {
             return .failure(Self.requestError(error, now: wallClock.now))
         }
         guard let answer = try? JSONValue(parsing: response.body) else { return .failure(.server(status: 502)) }
+        let answered = DeviceKeys.answeredUsers(in: answer, among: users)
+        let unanswered = users.filter { !answered.contains($0) }
         let (devices, invalid) = DeviceKeys.verifiedDevices(in: answer, driver: engine.driver)
         do throws(CryptoStoreError) {
-            let changed = try await engine.store.storeQueried(devices, users: users)
+            let changed = try await engine.store.storeQueried(
+                devices.filter { answered.contains($0.key) }, users: answered)
             engine.failedSenderQueries.withLock { failed in
-                for user in users { failed[user] = nil }
+                for user in answered { failed[user] = nil }
+            }
+            if !unanswered.isEmpty {
+                logger.info("keys query left users outdated unanswered=\(unanswered.count)")
             }
             if invalid + changed > 0 {
                 logger.warning("devices refused bad_signature=\(invalid) keys_changed=\(changed)")
@@ -108,7 +114,7 @@ struct CryptoInterpreter: EffectInterpreter {
             }) {
                 engine.roomKeysStored.notify()
             }
-            return .success(KeyQueryReport(users: users, refusedDevices: invalid + changed))
+            return .success(KeyQueryReport(users: answered, refusedDevices: invalid + changed, unanswered: unanswered))
         } catch {
             return .failure(Self.requestError(error))
         }
@@ -151,6 +157,7 @@ struct CryptoInterpreter: EffectInterpreter {
         case .secrets: .accountUnreadable
         case .driver(.badPickle): .accountUnreadable
         case .driver(let driver): .driver(driver.description)
+        case .outboundSessionReplaced: .driver("outbound session replaced")
         }
     }
 }

@@ -425,6 +425,7 @@ package struct CryptoStore: Sendable {
                             .text(session.senderKey), .text(session.sessionID), .blob(session.pickle),
                             .integer(nowMilliseconds),
                         ])
+                    try Self.pruneOlmSessions(senderKey: session.senderKey, keeping: session.sessionID, in: db)
                 }
                 if let pickle = outcome.accountPickle {
                     try db.execute("UPDATE e2ee_account SET pickle = ? WHERE id = 1", [.blob(pickle)])
@@ -602,6 +603,24 @@ package struct CryptoStore: Sendable {
         }
     }
 
+    /// How many Olm sessions are kept with one device: the most recently used ones. A device
+    /// that keeps starting new sessions (or a peer replaying pre-key messages with new one-time
+    /// keys) cannot grow the store, nor the sessions every message from it is tried with.
+    package static let olmSessionsPerDevice = 8
+
+    /// Keeps `sessionID` (just stored) and the most recently used others with `senderKey`, up to
+    /// ``olmSessionsPerDevice`` in all; drops the rest (inside the transaction that stored it).
+    static func pruneOlmSessions(senderKey: String, keeping sessionID: String, in db: isolated SQLiteDatabase)
+        throws(StoreError)
+    {
+        try db.execute(
+            """
+            DELETE FROM e2ee_olm_sessions WHERE sender_key = ?1 AND session_id != ?2 AND session_id NOT IN (
+                SELECT session_id FROM e2ee_olm_sessions WHERE sender_key = ?1 AND session_id != ?2
+                ORDER BY last_used_ms DESC, session_id LIMIT ?3)
+            """, [.text(senderKey), .text(sessionID), .integer(Int64(olmSessionsPerDevice - 1))])
+    }
+
     /// Stores Olm sessions created for sending (one per device), in one transaction.
     package func saveOlmSessions(
         _ sessions: [(senderKey: String, sessionID: String, pickle: [UInt8])], nowMilliseconds: Int64
@@ -621,6 +640,7 @@ package struct CryptoStore: Sendable {
                             .text(session.senderKey), .text(session.sessionID), .blob(session.pickle),
                             .integer(nowMilliseconds),
                         ])
+                    try Self.pruneOlmSessions(senderKey: session.senderKey, keeping: session.sessionID, in: db)
                 }
             }
         } catch {
@@ -723,12 +743,16 @@ package enum CryptoStoreError: Error, Sendable, Hashable, CustomStringConvertibl
     case secrets(SecretsError)
     /// The driver could not pickle or unpickle.
     case driver(CryptoDriverError)
+    /// The room's outbound session was replaced (rotated by a concurrent send) after it was
+    /// prepared and shared: prepare again.
+    case outboundSessionReplaced
 
     package var description: String {
         switch self {
         case .store(let error): "store: \(error)"
         case .secrets(let error): "secrets: \(error)"
         case .driver(let error): "driver: \(error)"
+        case .outboundSessionReplaced: "outbound session replaced"
         }
     }
 }

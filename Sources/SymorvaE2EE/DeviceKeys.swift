@@ -29,6 +29,17 @@ package enum DeviceKeys {
         return (result, refused)
     }
 
+    /// Those of `users` the `keys/query` answer speaks for: listed under `device_keys` (with no
+    /// devices, as the case may be) and not on a server named in `failures`. The others stay
+    /// outdated with their devices as they were: a server that could not be reached says nothing
+    /// about who has which device.
+    package static func answeredUsers(in answer: JSONValue, among users: [UserID]) -> [UserID] {
+        guard case .object(let top) = answer, case .object(let listed)? = top["device_keys"] else { return [] }
+        var unreachable: Set<String> = []
+        if case .object(let failures)? = top["failures"] { unreachable = Set(failures.keys) }
+        return users.filter { listed[$0.rawValue] != nil && !unreachable.contains($0.serverName) }
+    }
+
     /// The device described by `object` when it is consistent and self-signed, else `nil`.
     package static func verify(_ object: JSONValue, user: UserID, deviceID: String, driver: any CryptoDriver)
         -> CryptoStore.Device?

@@ -69,41 +69,47 @@ extension CryptoEngine {
         messages: [String: [String: JSONValue]], answered: [CryptoStore.IncomingKeyRequest],
         unanswerable: [CryptoStore.IncomingKeyRequest], deferred: [(CryptoStore.IncomingKeyRequest, CryptoStore.Device)]
     ) {
-        guard let pickleKey else { return ([:], [], [], []) }
-        var messages: [String: [String: JSONValue]] = [:]
-        var answered: [CryptoStore.IncomingKeyRequest] = []
-        var unanswerable: [CryptoStore.IncomingKeyRequest] = []
-        var deferred: [(CryptoStore.IncomingKeyRequest, CryptoStore.Device)] = []
-        var advanced: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
-        for (request, device) in requests {
-            guard let row = try await store.inboundSession(roomID: request.roomID, sessionID: request.sessionID),
-                !row.forwarded, let session = try? driver.inboundGroupSession(pickle: row.pickle, key: pickleKey),
-                let exported = try? session.export(from: session.firstKnownIndex)
-            else {
-                unanswerable.append(request)
-                continue
+        try await exclusively {
+            () async throws(CryptoStoreError) -> (
+                [String: [String: JSONValue]], [CryptoStore.IncomingKeyRequest], [CryptoStore.IncomingKeyRequest],
+                [(CryptoStore.IncomingKeyRequest, CryptoStore.Device)]
+            ) in
+            guard let pickleKey else { return ([:], [], [], []) }
+            var messages: [String: [String: JSONValue]] = [:]
+            var answered: [CryptoStore.IncomingKeyRequest] = []
+            var unanswerable: [CryptoStore.IncomingKeyRequest] = []
+            var deferred: [(CryptoStore.IncomingKeyRequest, CryptoStore.Device)] = []
+            var advanced: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
+            for (request, device) in requests {
+                guard let row = try await store.inboundSession(roomID: request.roomID, sessionID: request.sessionID),
+                    !row.forwarded, let session = try? driver.inboundGroupSession(pickle: row.pickle, key: pickleKey),
+                    let exported = try? session.export(from: session.firstKnownIndex)
+                else {
+                    unanswerable.append(request)
+                    continue
+                }
+                // One message per device in a request (messages are keyed by device).
+                guard messages[device.userID.rawValue]?[device.deviceID] == nil else {
+                    deferred.append((request, device))
+                    continue
+                }
+                let payload = JSONValue.object([
+                    "type": .string("m.forwarded_room_key"),
+                    "content": .object([
+                        "algorithm": .string(Self.megolmAlgorithm), "room_id": .string(request.roomID),
+                        "sender_key": .string(row.senderKey), "sender_claimed_ed25519_key": .string(row.signingKey),
+                        "session_id": .string(request.sessionID), "session_key": .string(exported.exposedValue),
+                        "forwarding_curve25519_key_chain": .array([]),
+                    ]),
+                ])
+                guard let (content, pickle) = try await olmContent(payload, for: device) else { continue }
+                advanced.append(pickle)
+                messages[device.userID.rawValue, default: [:]][device.deviceID] = content
+                answered.append(request)
             }
-            // One message per device in a request (messages are keyed by device).
-            guard messages[device.userID.rawValue]?[device.deviceID] == nil else {
-                deferred.append((request, device))
-                continue
-            }
-            let payload = JSONValue.object([
-                "type": .string("m.forwarded_room_key"),
-                "content": .object([
-                    "algorithm": .string(Self.megolmAlgorithm), "room_id": .string(request.roomID),
-                    "sender_key": .string(row.senderKey), "sender_claimed_ed25519_key": .string(row.signingKey),
-                    "session_id": .string(request.sessionID), "session_key": .string(exported.exposedValue),
-                    "forwarding_curve25519_key_chain": .array([]),
-                ]),
-            ])
-            guard let (content, pickle) = try await olmContent(payload, for: device) else { continue }
-            advanced.append(pickle)
-            messages[device.userID.rawValue, default: [:]][device.deviceID] = content
-            answered.append(request)
+            try await store.saveOlmSessions(advanced, nowMilliseconds: nowMilliseconds)
+            return (messages, answered, unanswerable, deferred)
         }
-        try await store.saveOlmSessions(advanced, nowMilliseconds: nowMilliseconds)
-        return (messages, answered, unanswerable, deferred)
     }
 
     /// `payload` (`type` and `content`) with the sender and recipient fields Olm plaintexts

@@ -49,12 +49,23 @@ extension AccountCrypto {
                     !$0.keyChanged && !($0.userID == userID && $0.deviceID == deviceID.rawValue)
                 }
             }
-            let (sessionID, key, missing) = try await engine.prepareOutbound(
-                roomID: roomID.rawValue, for: devices, nowMilliseconds: now, policy: rotation)
-            if !missing.isEmpty {
-                try await share(roomID: roomID, sessionID: sessionID, key: key, with: missing, now: now)
+            // A concurrent send may rotate the session between sharing and encrypting: then the
+            // new session is shared before this event is encrypted with it.
+            var attempts = 0
+            while true {
+                let (sessionID, key, missing) = try await engine.prepareOutbound(
+                    roomID: roomID.rawValue, for: devices, nowMilliseconds: now, policy: rotation)
+                if !missing.isEmpty {
+                    try await share(roomID: roomID, sessionID: sessionID, key: key, with: missing, now: now)
+                }
+                do throws(CryptoStoreError) {
+                    return try await engine.megolmEncrypt(
+                        roomID: roomID.rawValue, sessionID: sessionID, eventType: eventType, content: content)
+                } catch {
+                    guard error == .outboundSessionReplaced, attempts < 3 else { throw error }
+                    attempts += 1
+                }
             }
-            return try await engine.megolmEncrypt(roomID: roomID.rawValue, eventType: eventType, content: content)
         } catch let error as RoomEncryptionError {
             throw error
         } catch let error as CryptoStoreError {
@@ -228,7 +239,15 @@ extension AccountCrypto {
             engine.decryptionAwaitsDevices.withLock { $0 = true }
             return .unsettled
         }
-        if case .failure(let error) = await interpreter.query([sender]) {
+        switch await interpreter.query([sender]) {
+        case .success(let report) where report.unanswered.contains(sender):
+            // The sender's server could not answer: nothing is settled, as after a failure.
+            logger.info("sender's devices not answered")
+            engine.failedSenderQueries.withLock { $0[sender] = now }
+            engine.decryptionAwaitsDevices.withLock { $0 = true }
+            return .unsettled
+        case .success: break
+        case .failure(let error):
             logger.info("sender's devices not queried error=\(error)")
             // A query refused for good settles it as unknown (no retry could do better).
             if error.isRetryable {

@@ -253,7 +253,8 @@ package struct CryptoRoomDecryptor: RoomDecryptor {
         } catch {
             switch error {
             case .store(let failure): throw failure
-            case .secrets, .driver: throw .corrupt  // unreachable: resending reads and writes rows only
+            // Unreachable: resending reads and writes rows only.
+            case .secrets, .driver, .outboundSessionReplaced: throw .corrupt
             }
         }
     }

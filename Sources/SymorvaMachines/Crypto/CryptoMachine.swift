@@ -323,11 +323,16 @@ public struct KeyQueryReport: Sendable, Equatable {
     public var users: [UserID]
     /// Devices refused: a bad self-signature, or a known device whose keys changed (flagged).
     public var refusedDevices: Int
+    /// Users the answer did not speak for (their server is in `failures`, or they are not
+    /// listed): still outdated in the store, with the devices they had; queried again when a send
+    /// or a decryption needs them, or at the next start.
+    public var unanswered: [UserID]
 
     /// A report.
-    public init(users: [UserID], refusedDevices: Int = 0) {
+    public init(users: [UserID], refusedDevices: Int = 0, unanswered: [UserID] = []) {
         self.users = users
         self.refusedDevices = refusedDevices
+        self.unanswered = unanswered
     }
 }
 

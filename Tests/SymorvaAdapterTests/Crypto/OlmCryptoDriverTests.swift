@@ -216,6 +216,65 @@ struct OlmCryptoDriverTests {
         #expect(throws: CryptoDriverError.badMessage) { _ = try inbound.decrypt("not a megolm message") }
     }
 
+    /// `text` with its last character replaced by one that encodes the same leading bits and
+    /// non-zero unused bits (a second spelling of the same bytes that libolm's lenient decoder
+    /// takes), or `nil` when the text has no unused bits.
+    private func strayBits(_ text: String) -> String? {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        let unused = [0, 0, 4, 2][text.count % 4]
+        guard unused > 0, let last = text.last, let value = alphabet.firstIndex(of: last) else { return nil }
+        return String(text.dropLast()) + String(alphabet[value | 1])
+    }
+
+    @Test(
+        "Session keys, exports and message bodies that are not canonical base64 never reach libolm's decoder (CVE-2024-45192)"
+    )
+    func nonCanonicalBase64Refused() throws {
+        let outbound = try driver.newOutboundGroupSession()
+        let key = try outbound.sessionKey().exposedValue
+        let inbound = try driver.inboundGroupSession(sessionKey: Secret(key))
+        let exported = try inbound.export(from: 0).exposedValue
+        let stray = try #require(strayBits(key), "the session key has no unused bits")
+        #expect(throws: CryptoDriverError.badSessionKey) { try driver.inboundGroupSession(sessionKey: Secret(stray)) }
+        #expect(throws: CryptoDriverError.badSessionKey) {
+            try driver.inboundGroupSession(sessionKey: Secret(key + "\n"))
+        }
+        #expect(throws: CryptoDriverError.badSessionKey) {
+            try driver.inboundGroupSession(exportedKey: Secret("-" + exported.dropFirst()))
+        }
+        #expect(throws: CryptoDriverError.badSessionKey) {
+            try driver.inboundGroupSession(exportedKey: Secret(exported + "===="))
+        }
+        // Plaintexts of three lengths: one of them leaves unused bits in the last character.
+        let ciphertext = try #require(
+            try [1, 17, 33].map { String(repeating: "a", count: $0) }.map {
+                try outbound.encrypt(Secret(Array($0.utf8)))
+            }.first { strayBits($0) != nil })
+        #expect(throws: CryptoDriverError.badMessage) { _ = try inbound.decrypt(try #require(strayBits(ciphertext))) }
+        #expect(throws: CryptoDriverError.badMessage) { _ = try inbound.decrypt(ciphertext + "=") }
+
+        // Olm: a pre-key message with stray bits is refused before libolm decodes it.
+        let alice = try driver.newAccount()
+        let bob = try driver.newAccount()
+        try bob.generateOneTimeKeys(1)
+        let oneTimeKey = try #require(try bob.unpublishedOneTimeKeys().values.first)
+        let session = try alice.outboundSession(identityKey: bob.identityKeys.curve25519, oneTimeKey: oneTimeKey)
+        let message = try #require(
+            try [1, 17, 33].map { String(repeating: "a", count: $0) }.map {
+                try session.encrypt(Secret(Array($0.utf8)))
+            }.first { strayBits($0.body) != nil })
+        let tampered = try #require(strayBits(message.body))
+        #expect(throws: CryptoDriverError.badMessage) {
+            _ = try bob.inboundSession(identityKey: alice.identityKeys.curve25519, preKeyMessage: tampered)
+        }
+        let received = try bob.inboundSession(
+            identityKey: alice.identityKeys.curve25519, preKeyMessage: message.body)
+        #expect(!received.matches(preKeyMessage: tampered, from: alice.identityKeys.curve25519))
+        #expect(throws: CryptoDriverError.badMessage) {
+            _ = try received.decrypt(OlmMessage(kind: .preKey, body: tampered))
+        }
+    }
+
     // MARK: Helpers
 
     private func hex(_ text: String) -> [UInt8] {

@@ -1,0 +1,152 @@
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import SymorvaTesting
+import Testing
+
+@testable import SymorvaE2EE
+
+/// Olm sessions and the account under replays, store failures and key queries that a server
+/// could not fully answer.
+@Suite("Olm sessions, replays and device queries")
+struct OlmProtocolTests {
+    let fixture = EngineFixture()
+
+    /// The stored Olm sessions of `device` with the device whose Curve25519 key is `peer`.
+    func sessions(of device: EngineFixture.Device, with peer: String) async throws -> [[UInt8]] {
+        try await device.store.olmSessions(senderKey: peer).map(\.pickle)
+    }
+
+    /// A room key from `sender` to `recipient` over their Olm session, as a to-device content.
+    func roomKey(from sender: EngineFixture.Device, to recipient: EngineFixture.Device, room: String) async throws
+        -> JSONValue
+    {
+        let session = try fixture.driver.newOutboundGroupSession()
+        let device = try await recipient.listed()
+        let shared = try await sender.engine.roomKeyMessages(
+            roomID: room, sessionID: session.sessionID, key: try session.sessionKey(), for: [device],
+            nowMilliseconds: 0)
+        return try #require(shared.messages[device.userID.rawValue]?[device.deviceID])
+    }
+
+    @Test(
+        "A replayed pre-key message (on the kept fallback key) does not start its session again over the advanced one")
+    func replayedPreKeyMessage() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        try await fixture.introduce(alice, bob)
+        try await fixture.connect(bob, to: alice, fallback: true)
+        let first = try await roomKey(from: bob, to: alice, room: "!one:x")
+        try await fixture.deliver(sender: bob.userID, content: first, to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 0)
+        // Alice answers over the session, which moves her ratchet on.
+        try await fixture.deliver(
+            sender: alice.userID, content: try await roomKey(from: alice, to: bob, room: "!two:x"), to: bob)
+        _ = try await bob.engine.processToDevice(nowMilliseconds: 0)
+        let bobCurve = try await bob.keys().curve25519
+        let advanced = try await sessions(of: alice, with: bobCurve)
+        #expect(advanced.count == 1)
+
+        // Someone replays Bob's first message: it must change nothing.
+        try await fixture.deliver(sender: bob.userID, content: first, to: alice)
+        #expect(try await alice.engine.processToDevice(nowMilliseconds: 0).processed == 1)
+        #expect(try await sessions(of: alice, with: bobCurve) == advanced)
+
+        // The session still works both ways.
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!three:x"), to: alice)
+        try await fixture.deliver(
+            sender: alice.userID, content: try await roomKey(from: alice, to: bob, room: "!four:x"), to: bob)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 0)
+        _ = try await bob.engine.processToDevice(nowMilliseconds: 0)
+        let aliceRooms = try await alice.database.run { db throws(StoreError) in
+            try db.queryAll("SELECT room_id FROM e2ee_inbound_group_sessions ORDER BY room_id") { $0.string(0) }
+        }
+        #expect(aliceRooms.contains("!three:x"))
+        let bobRooms = try await bob.database.run { db throws(StoreError) in
+            try db.queryAll("SELECT room_id FROM e2ee_inbound_group_sessions ORDER BY room_id") { $0.string(0) }
+        }
+        #expect(bobRooms.contains("!four:x"))
+    }
+
+    @Test("A store failure while applying a pre-key message keeps the event and its one-time key: it is read later")
+    func storeFailureKeepsPreKeyMessage() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        try await fixture.introduce(alice, bob)
+        try await fixture.connect(bob, to: alice)
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!r:x"), to: alice)
+
+        // The disk refuses the write once.
+        try await alice.database.run { db throws(StoreError) in
+            try db.execute(
+                "CREATE TEMP TRIGGER refuse BEFORE INSERT ON e2ee_olm_sessions BEGIN SELECT RAISE(ABORT, 'full'); END")
+        }
+        await #expect(throws: CryptoStoreError.self) { _ = try await alice.engine.processToDevice(nowMilliseconds: 0) }
+        try await alice.database.run { db throws(StoreError) in try db.execute("DROP TRIGGER refuse") }
+
+        #expect(try await alice.engine.processToDevice(nowMilliseconds: 0).processed == 1)
+        let stored = try await alice.database.run { db throws(StoreError) in
+            try db.queryOne("SELECT COUNT(*) FROM e2ee_inbound_group_sessions WHERE room_id = '!r:x'") { $0.int(0) }
+        }
+        #expect(stored == 1)
+    }
+
+    @Test("Only the most recently used Olm sessions with one device are kept")
+    func olmSessionsPruned() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        try await fixture.introduce(alice, bob)
+        for _ in 0..<(CryptoStore.olmSessionsPerDevice + 4) { try await fixture.connect(bob, to: alice) }
+        let aliceCurve = try await alice.keys().curve25519
+        #expect(try await sessions(of: bob, with: aliceCurve).count == CryptoStore.olmSessionsPerDevice)
+        // The newest one is among them: a message over it reaches Alice.
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!r:x"), to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 0)
+        let rooms = try await alice.database.run { db throws(StoreError) in
+            try db.queryAll("SELECT room_id FROM e2ee_inbound_group_sessions") { $0.string(0) }
+        }
+        #expect(rooms == ["!r:x"])
+    }
+
+    @Test(
+        "A keys/query whose answer names a user's server in failures leaves that user outdated with the devices they had"
+    )
+    func queryFailuresKeepDevices() async throws {
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        let carol = try await fixture.device("@carol:remote.example", "CAROL")
+        let dave = try await fixture.device("@dave:example.org", "DAVE")
+        try await fixture.introduce(alice, carol)
+        try await fixture.introduce(alice, dave)
+        let carolID = carol.userID
+        let daveID = dave.userID
+        _ = try await alice.store.track([carolID, daveID])
+        try await alice.database.run { db throws(StoreError) in
+            try db.execute("UPDATE e2ee_tracked_users SET outdated = 1")
+        }
+
+        // The server answers for Dave (who now has no device) but could not reach Carol's server.
+        let answer = #"{"device_keys": {"@dave:example.org": {}}, "failures": {"remote.example": {"status": 503}}}"#
+        let transport = ScriptedHTTPTransport()
+        transport.on("POST", "/_matrix/client/v3/keys/query") { _ in .json(200, answer) }
+        let interpreter = CryptoInterpreter(
+            engine: alice.engine,
+            requester: FixedTokenMatrixRequester(
+                homeserverURL: HomeserverURL("https://example.org")!, userID: alice.userID,
+                accessToken: Secret("token"), transport: transport),
+            wallClock: SystemWallClock(), logger: Logger(category: "test", center: LogCenter(threshold: .trace)))
+        let report = try await interpreter.query([carolID, daveID]).get()
+        #expect(report.users == [daveID])
+        #expect(report.unanswered == [carolID])
+        #expect(try await alice.store.devices(of: carolID).map(\.deviceID) == ["CAROL"])
+        #expect(try await alice.store.isOutdated(carolID))
+        #expect(try await alice.store.devices(of: daveID).isEmpty)
+        #expect(!(try await alice.store.isOutdated(daveID)))
+    }
+}
