@@ -214,7 +214,11 @@ extension CryptoEngine {
                 if arrived { report.requestedKeysArrived = true }
                 if outcome.incomingRequest != nil { report.keyRequestsReceived = true }
                 report.processed += 1
-                if outcome.inboundSession != nil { roomKeysStored.notify() }
+                if let stored = outcome.inboundSession {
+                    // A better key may have replaced the one kept unpickled.
+                    inboundSessions[InboundKey(roomID: stored.roomID, sessionID: stored.sessionID)] = nil
+                    roomKeysStored.notify()
+                }
             }
         }
     }
@@ -318,7 +322,7 @@ extension CryptoEngine {
             do { pickle = try session.pickle(key: pickleKey) } catch { throw .driver(error) }
             return CryptoStore.InboundSessionRow(
                 roomID: roomID, sessionID: sessionID, senderKey: originalSenderKey, signingKey: originalSigningKey,
-                forwarded: forwarded, pickle: pickle)
+                forwarded: forwarded, pickle: pickle, firstKnownIndex: session.firstKnownIndex)
         default:
             return nil
         }
@@ -327,7 +331,7 @@ extension CryptoEngine {
         do { pickle = try session.pickle(key: pickleKey) } catch { throw .driver(error) }
         return CryptoStore.InboundSessionRow(
             roomID: roomID, sessionID: sessionID, senderKey: senderKey, signingKey: claimedSigningKey,
-            forwarded: forwarded, pickle: pickle)
+            forwarded: forwarded, pickle: pickle, senderUser: senderUser, firstKnownIndex: session.firstKnownIndex)
     }
 }
 
@@ -386,7 +390,7 @@ extension CryptoEngine {
                         CryptoStore.InboundSessionRow(
                             roomID: roomID, sessionID: session.sessionID, senderKey: account.identityKeys.curve25519,
                             signingKey: account.identityKeys.ed25519, forwarded: false,
-                            pickle: try own.pickle(key: pickleKey)))
+                            pickle: try own.pickle(key: pickleKey), senderUser: userID))
                 }
                 return (session.sessionID, key, devices)
             } catch let error as CryptoStoreError {
@@ -559,10 +563,11 @@ extension CryptoEngine {
         case replayed, unsupportedAlgorithm, mismatched
     }
 
-    /// Decrypts an event of `roomID`: `nil` while the key is missing. The message index is
-    /// recorded with the event: the same index for another event of the session is a replay.
-    package func decryptRoomEvent(roomID: String, eventID: String, content: [UInt8]) async throws(CryptoStoreError)
-        -> Result<DecryptedEvent, DecryptionRefusal>?
+    /// Decrypts an event of `roomID` sent by `sender`: `nil` while the key is missing. An event
+    /// whose session belongs to another user is `mismatched`; otherwise the message index is
+    /// recorded with the event, and the same index for another event of the session is a replay.
+    package func decryptRoomEvent(roomID: String, eventID: String, sender: UserID, content: [UInt8])
+        async throws(CryptoStoreError) -> Result<DecryptedEvent, DecryptionRefusal>?
     {
         guard pickleKey != nil, case .object(let members)? = try? JSONValue(parsing: content) else {
             return .failure(.unsupportedAlgorithm)
@@ -579,6 +584,10 @@ extension CryptoEngine {
             // a key we do not have (a later forwarded key may bring it).
             return error == .unknownMessageIndex ? nil : .failure(.mismatched)
         }
+        // Only the session's owner sends with it: a member who reposts someone else's ciphertext
+        // is refused before the index is recorded, so the real event is not taken for a replay.
+        if kept.owner == nil { kept.owner = try await store.owner(ofCurveKey: row.senderKey) }
+        if let owner = kept.owner, owner != sender { return .failure(.mismatched) }
         guard try await store.recordMessageIndex(sessionID: sessionID, index: decrypted.messageIndex, eventID: eventID)
         else { return .failure(.replayed) }
         guard case .object(let payload)? = try? JSONValue(parsing: decrypted.plaintext.exposedValue),
@@ -601,10 +610,14 @@ extension CryptoEngine {
     final class KeptInboundSession {
         let row: CryptoStore.InboundSessionRow
         let session: any InboundGroupSession
+        /// The user the session belongs to: who shared it, or for a forwarded one the owner of
+        /// the known device with its sender key, once known.
+        var owner: UserID?
 
         init(row: CryptoStore.InboundSessionRow, session: any InboundGroupSession) {
             self.row = row
             self.session = session
+            owner = row.senderUser
         }
     }
 

@@ -106,6 +106,18 @@ package struct CryptoStore: Sendable {
                 -- When a request arrived (wall clock): requests wait a bounded time, the newest kept.
                 ALTER TABLE e2ee_incoming_key_requests ADD COLUMN received_at_ms INTEGER NOT NULL DEFAULT 0;
                 """),
+        Migration(
+            version: 6, name: "e2ee_session_owners_and_fallback_age",
+            sql: """
+                -- Who shared an inbound session (the Olm-authenticated sender of its m.room_key; NULL
+                -- when forwarded), and the first index it decrypts: a better key replaces a worse one.
+                ALTER TABLE e2ee_inbound_group_sessions ADD COLUMN sender_user TEXT;
+                ALTER TABLE e2ee_inbound_group_sessions ADD COLUMN first_known_index INTEGER NOT NULL DEFAULT 0;
+                -- When a new fallback key was published (wall clock): the previous one is forgotten later.
+                ALTER TABLE e2ee_account ADD COLUMN fallback_rotated_ms INTEGER;
+                -- Who sent the event a key request is for: requests are bounded per room and sender.
+                ALTER TABLE e2ee_outgoing_key_requests ADD COLUMN sender_user TEXT NOT NULL DEFAULT '';
+                """),
     ]
 
     /// A device of a tracked user, as verified from its self-signed keys.
@@ -359,10 +371,16 @@ package struct CryptoStore: Sendable {
         package var signingKey: String
         package var forwarded: Bool
         package var pickle: [UInt8]
+        /// The user whose device shared it over Olm (`nil` for a forwarded key): only that
+        /// user's events are decrypted with it.
+        package var senderUser: UserID?
+        /// The first message index it decrypts.
+        package var firstKnownIndex: Int
 
         /// A row as given (`package` for the benchmarks, which store room keys directly).
         package init(
-            roomID: String, sessionID: String, senderKey: String, signingKey: String, forwarded: Bool, pickle: [UInt8]
+            roomID: String, sessionID: String, senderKey: String, signingKey: String, forwarded: Bool, pickle: [UInt8],
+            senderUser: UserID? = nil, firstKnownIndex: Int = 0
         ) {
             self.roomID = roomID
             self.sessionID = sessionID
@@ -370,7 +388,37 @@ package struct CryptoStore: Sendable {
             self.signingKey = signingKey
             self.forwarded = forwarded
             self.pickle = pickle
+            self.senderUser = senderUser
+            self.firstKnownIndex = firstKnownIndex
         }
+    }
+
+    /// Stores an inbound session unless the same session is stored as well or better: a session
+    /// already stored is replaced only by the same session from the same device (sender key) that
+    /// decrypts from an earlier index, or from the same index as a key received from its sender
+    /// where the stored one was forwarded. Returns whether it was stored.
+    @discardableResult
+    static func storeInbound(_ inbound: InboundSessionRow, in db: isolated SQLiteDatabase) throws(StoreError) -> Bool {
+        try db.execute(
+            """
+            INSERT INTO e2ee_inbound_group_sessions(
+                room_id, session_id, sender_key, signing_key, forwarded, pickle, sender_user, first_known_index)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(room_id, session_id) DO UPDATE SET
+                signing_key = excluded.signing_key, forwarded = excluded.forwarded, pickle = excluded.pickle,
+                sender_user = COALESCE(excluded.sender_user, e2ee_inbound_group_sessions.sender_user),
+                first_known_index = excluded.first_known_index
+            WHERE excluded.sender_key = e2ee_inbound_group_sessions.sender_key AND (
+                excluded.first_known_index < e2ee_inbound_group_sessions.first_known_index
+                OR (excluded.first_known_index = e2ee_inbound_group_sessions.first_known_index
+                    AND e2ee_inbound_group_sessions.forwarded = 1 AND excluded.forwarded = 0))
+            """,
+            [
+                .text(inbound.roomID), .text(inbound.sessionID), .text(inbound.senderKey), .text(inbound.signingKey),
+                .integer(inbound.forwarded ? 1 : 0), .blob(inbound.pickle),
+                inbound.senderUser.map { .text($0.rawValue) } ?? .null, .integer(Int64(inbound.firstKnownIndex)),
+            ])
+        return db.changes > 0
     }
 
     /// The oldest stored to-device events.
@@ -431,16 +479,7 @@ package struct CryptoStore: Sendable {
                     try db.execute("UPDATE e2ee_account SET pickle = ? WHERE id = 1", [.blob(pickle)])
                 }
                 if let inbound = outcome.inboundSession {
-                    try db.execute(
-                        """
-                        INSERT OR IGNORE INTO e2ee_inbound_group_sessions(room_id, session_id, sender_key, signing_key, forwarded, pickle)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                        [
-                            .text(inbound.roomID), .text(inbound.sessionID), .text(inbound.senderKey),
-                            .text(inbound.signingKey),
-                            .integer(inbound.forwarded ? 1 : 0), .blob(inbound.pickle),
-                        ])
+                    try Self.storeInbound(inbound, in: db)
                     let session: [SQLiteValue] = [.text(inbound.roomID), .text(inbound.sessionID)]
                     try db.execute(
                         "DELETE FROM e2ee_outgoing_key_requests WHERE room_id = ? AND session_id = ? AND state = 0",
@@ -489,12 +528,16 @@ package struct CryptoStore: Sendable {
         do {
             return try await database.run { db throws(StoreError) in
                 try db.queryOne(
-                    "SELECT sender_key, signing_key, forwarded, pickle FROM e2ee_inbound_group_sessions WHERE room_id = ? AND session_id = ?",
+                    """
+                    SELECT sender_key, signing_key, forwarded, pickle, sender_user, first_known_index
+                    FROM e2ee_inbound_group_sessions WHERE room_id = ? AND session_id = ?
+                    """,
                     [.text(roomID), .text(sessionID)]
                 ) {
                     InboundSessionRow(
                         roomID: roomID, sessionID: sessionID, senderKey: $0.string(0), signingKey: $0.string(1),
-                        forwarded: $0.int(2) != 0, pickle: $0.blob(3))
+                        forwarded: $0.int(2) != 0, pickle: $0.blob(3),
+                        senderUser: $0.isNull(4) ? nil : UserID($0.string(4)), firstKnownIndex: $0.int(5))
                 }
             }
         } catch {
@@ -667,21 +710,27 @@ package struct CryptoStore: Sendable {
         }
     }
 
-    /// Keeps an inbound session (the first one stored under its room and ID wins).
+    /// Keeps an inbound session unless the same session is stored as well or better
+    /// (``storeInbound(_:in:)``).
     package func saveInboundSession(_ inbound: InboundSessionRow) async throws(CryptoStoreError) {
         do {
             try await database.transaction { db throws(StoreError) in
-                try db.execute(
-                    """
-                    INSERT OR IGNORE INTO e2ee_inbound_group_sessions(room_id, session_id, sender_key, signing_key, forwarded, pickle)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                    [
-                        .text(inbound.roomID), .text(inbound.sessionID), .text(inbound.senderKey),
-                        .text(inbound.signingKey),
-                        .integer(inbound.forwarded ? 1 : 0), .blob(inbound.pickle),
-                    ])
+                _ = try Self.storeInbound(inbound, in: db)
             }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// The user with a known device whose Curve25519 key is `curveKey`, if any.
+    package func owner(ofCurveKey curveKey: String) async throws(CryptoStoreError) -> UserID? {
+        do {
+            let raw = try await database.run { db throws(StoreError) in
+                try db.queryOne("SELECT user_id FROM e2ee_devices WHERE curve25519 = ? LIMIT 1", [.text(curveKey)]) {
+                    $0.string(0)
+                }
+            }
+            return raw.flatMap(UserID.init)
         } catch {
             throw .store(error)
         }

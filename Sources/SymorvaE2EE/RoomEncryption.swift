@@ -178,7 +178,7 @@ extension AccountCrypto {
         do throws(CryptoStoreError) {
             guard
                 let result = try await engine.decryptRoomEvent(
-                    roomID: roomID.rawValue, eventID: eventID.rawValue, content: content)
+                    roomID: roomID.rawValue, eventID: eventID.rawValue, sender: sender, content: content)
             else {
                 // The key is missing: the account's other devices may hold it.
                 await requestMissingKey(roomID: roomID, content: content)

@@ -243,6 +243,7 @@ struct MegolmBenchmark: BenchmarkMode {
         defer { ChatBench.removeDatabase(path) }
         let database = try await AccountDatabase.openFile(path: path, migrations: .standard)
         let user = UserID("@bench:localhost")
+        let sender = UserID("@sender:localhost")
         let store = try await CryptoStore.open(on: database, userID: user, key: try SecretBox.generateKey())
         let engine = CryptoEngine(driver: OlmCryptoDriver(), store: store, userID: user, deviceID: "BENCH")
         _ = try await engine.load()
@@ -252,7 +253,8 @@ struct MegolmBenchmark: BenchmarkMode {
         try await store.saveInboundSession(
             CryptoStore.InboundSessionRow(
                 roomID: room.roomID, sessionID: room.sessionID, senderKey: "sender-curve25519",
-                signingKey: "sender-ed25519", forwarded: false, pickle: try inbound.pickle(key: account.pickleKey)))
+                signingKey: "sender-ed25519", forwarded: false, pickle: try inbound.pickle(key: account.pickleKey),
+                senderUser: sender))
         let contents = room.ciphertexts.map { ciphertext in
             (try? JSONValue.object([
                 "algorithm": .string("m.megolm.v1.aes-sha2"), "ciphertext": .string(ciphertext),
@@ -264,7 +266,7 @@ struct MegolmBenchmark: BenchmarkMode {
         for (index, content) in contents.enumerated() {
             guard
                 case .success(let event)? = try await engine.decryptRoomEvent(
-                    roomID: room.roomID, eventID: "$bench-\(index)", content: content)
+                    roomID: room.roomID, eventID: "$bench-\(index)", sender: sender, content: content)
             else { throw BenchFailure("the engine did not decrypt message \(index)") }
             sink.consume(event.content.count)
         }

@@ -163,7 +163,7 @@ struct CryptoStoreTests {
         // Later messages first: the kept session's ratchet has moved on past the earlier ones.
         for index in [3, 4, 0, 2, 1] {
             let result = try await engine.decryptRoomEvent(
-                roomID: room, eventID: "$e\(index)", content: contents[index])
+                roomID: room, eventID: "$e\(index)", sender: user, content: contents[index])
             guard case .success(let event)? = result else {
                 Issue.record("message \(index) not decrypted: \(String(describing: result))")
                 return
@@ -171,14 +171,16 @@ struct CryptoStoreTests {
             #expect(String(decoding: event.content, as: UTF8.self) == #"{"body":"message \#(index)"}"#)
         }
         // The same event again is fine; its index under another event ID is a replay.
-        guard case .success? = try await engine.decryptRoomEvent(roomID: room, eventID: "$e2", content: contents[2])
+        guard
+            case .success? = try await engine.decryptRoomEvent(
+                roomID: room, eventID: "$e2", sender: user, content: contents[2])
         else {
             Issue.record("the same event was refused")
             return
         }
         guard
             case .failure(.replayed)? = try await engine.decryptRoomEvent(
-                roomID: room, eventID: "$other", content: contents[2])
+                roomID: room, eventID: "$other", sender: user, content: contents[2])
         else {
             Issue.record("a replay was accepted")
             return

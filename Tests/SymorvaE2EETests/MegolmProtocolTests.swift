@@ -1,0 +1,120 @@
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import SymorvaTesting
+import Testing
+
+@testable import SymorvaE2EE
+
+/// Megolm sessions as received: who may send with them, and which key of a session is kept.
+@Suite("Megolm sessions: owners, replays and better keys")
+struct MegolmProtocolTests {
+    let fixture = EngineFixture()
+    let roomID = "!room:example.org"
+
+    /// Bob's Megolm session and the first `count` event contents he encrypted with it.
+    func bobsMessages(_ session: any OutboundGroupSession, count: Int) throws -> [[UInt8]] {
+        try (0..<count).map { index in
+            let plaintext = try JSONValue.object([
+                "type": .string("m.room.message"), "room_id": .string(roomID),
+                "content": .object(["msgtype": .string("m.text"), "body": .string("message \(index)")]),
+            ]).canonicalEncoding()
+            return try JSONValue.object([
+                "algorithm": .string("m.megolm.v1.aes-sha2"),
+                "ciphertext": .string(try session.encrypt(Secret(plaintext))),
+                "session_id": .string(session.sessionID), "sender_key": .string("unused"),
+                "device_id": .string("BOB"),
+            ]).canonicalEncoding()
+        }
+    }
+
+    /// Shares `key` of Bob's `session` with `recipient` as an `m.room_key` over Olm.
+    func shareRoomKey(
+        from bob: EngineFixture.Device, to recipient: EngineFixture.Device, session: any OutboundGroupSession,
+        key: Secret<String>
+    ) async throws {
+        let device = try await recipient.listed()
+        let shared = try await bob.engine.roomKeyMessages(
+            roomID: roomID, sessionID: session.sessionID, key: key, for: [device], nowMilliseconds: 0)
+        try await fixture.deliver(
+            sender: bob.userID, content: try #require(shared.messages[device.userID.rawValue]?[device.deviceID]),
+            to: recipient)
+        _ = try await recipient.engine.processToDevice(nowMilliseconds: 0)
+    }
+
+    @Test("Someone else's ciphertext reposted by another member is refused without taking the real event's index")
+    func repostedCiphertext() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        try await fixture.introduce(alice, bob)
+        try await fixture.connect(bob, to: alice)
+        let session = try fixture.driver.newOutboundGroupSession()
+        try await shareRoomKey(from: bob, to: alice, session: session, key: try session.sessionKey())
+        let content = try bobsMessages(session, count: 1)[0]
+
+        // Mallory's copy is seen first (a later event can reach a device first, from history).
+        let mallory: UserID = "@mallory:example.org"
+        let copy = try await alice.engine.decryptRoomEvent(
+            roomID: roomID, eventID: "$copy", sender: mallory, content: content)
+        guard case .failure(.mismatched)? = copy else {
+            Issue.record("the reposted copy was not refused: \(String(describing: copy))")
+            return
+        }
+        let real = try await alice.engine.decryptRoomEvent(
+            roomID: roomID, eventID: "$real", sender: bob.userID, content: content)
+        guard case .success? = real else {
+            Issue.record("Bob's own event was refused: \(String(describing: real))")
+            return
+        }
+    }
+
+    @Test("A forwarded key is replaced by the sender's own key from an earlier index, never by another device's")
+    func betterKeyReplacesForwarded() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let laptop = try await fixture.device("@alice:example.org", "LAPTOP")
+        try await fixture.introduce(laptop, bob)
+        try await fixture.connect(bob, to: laptop)
+        let session = try fixture.driver.newOutboundGroupSession()
+        let firstKey = try session.sessionKey()
+        let contents = try bobsMessages(session, count: 4)
+        let bobCurve = try await bob.keys().curve25519
+        let bobEd = try await bob.keys().ed25519
+        let pickleKey = try #require(await laptop.engine.pickleKey)
+
+        // A sibling forwarded the session from index 3 (it joined late).
+        let fromThree = try fixture.driver.inboundGroupSession(sessionKey: firstKey).export(from: 3)
+        let forwarded = try fixture.driver.inboundGroupSession(exportedKey: fromThree)
+        try await laptop.store.saveInboundSession(
+            CryptoStore.InboundSessionRow(
+                roomID: roomID, sessionID: session.sessionID, senderKey: bobCurve, signingKey: bobEd,
+                forwarded: true, pickle: try forwarded.pickle(key: pickleKey), firstKnownIndex: 3))
+        let early = try await laptop.engine.decryptRoomEvent(
+            roomID: roomID, eventID: "$1", sender: bob.userID, content: contents[1])
+        #expect(early == nil, "index 1 is before the forwarded key")
+
+        // Someone else's device offering the same session from index 0 changes nothing.
+        let other = try fixture.driver.inboundGroupSession(sessionKey: firstKey)
+        try await laptop.store.saveInboundSession(
+            CryptoStore.InboundSessionRow(
+                roomID: roomID, sessionID: session.sessionID, senderKey: "SOMEONE_ELSE", signingKey: "ed",
+                forwarded: false, pickle: try other.pickle(key: pickleKey), firstKnownIndex: 0))
+        #expect(
+            try await laptop.store.inboundSession(roomID: roomID, sessionID: session.sessionID)?.senderKey == bobCurve)
+
+        // Bob's own m.room_key from index 0 replaces it; the event now decrypts.
+        try await shareRoomKey(from: bob, to: laptop, session: session, key: firstKey)
+        let stored = try #require(try await laptop.store.inboundSession(roomID: roomID, sessionID: session.sessionID))
+        #expect(!stored.forwarded)
+        #expect(stored.firstKnownIndex == 0)
+        #expect(stored.senderUser == bob.userID)
+        let now = try await laptop.engine.decryptRoomEvent(
+            roomID: roomID, eventID: "$1", sender: bob.userID, content: contents[1])
+        guard case .success? = now else {
+            Issue.record("the better key did not decrypt index 1: \(String(describing: now))")
+            return
+        }
+    }
+}
