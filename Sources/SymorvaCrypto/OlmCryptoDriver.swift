@@ -189,6 +189,8 @@ final class OlmAccountObject: CryptoAccount {
 
     func markKeysAsPublished() { _ = olm_account_mark_keys_as_published(pointer) }
 
+    func forgetOldFallbackKey() { olm_account_forget_old_fallback_key(pointer) }
+
     func outboundSession(identityKey: String, oneTimeKey: String) throws(CryptoDriverError) -> any CryptoSession {
         _ = try Ed25519Check.keyBytes(identityKey)
         _ = try Ed25519Check.keyBytes(oneTimeKey)

@@ -70,6 +70,9 @@ public protocol CryptoAccount: AnyObject {
     func unpublishedFallbackKey() throws(CryptoDriverError) -> [String: String]
     /// Marks the current one-time keys and fallback key as published.
     func markKeysAsPublished()
+    /// Forgets the fallback key that the current one replaced: pre-key messages on it no longer
+    /// start sessions. Called once messages sent before the new key was published have arrived.
+    func forgetOldFallbackKey()
 
     /// A session to `identityKey` (a Curve25519 key) from one of its claimed one-time keys.
     func outboundSession(identityKey: String, oneTimeKey: String) throws(CryptoDriverError) -> any CryptoSession

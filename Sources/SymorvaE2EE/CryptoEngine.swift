@@ -19,6 +19,14 @@ package actor CryptoEngine {
     private(set) var account: (any CryptoAccount)?
     private(set) var pickleKey: Secret<[UInt8]>?
     private var published = false
+    /// When a fallback key that replaced another was published (wall clock, milliseconds): the
+    /// old one is forgotten ``oldFallbackKeyLifetimeMilliseconds`` later.
+    private var fallbackRotatedMilliseconds: Int64?
+    /// Whether the upload in flight carries a fallback key.
+    private var uploadCarriesFallbackKey = false
+    /// How long a replaced fallback key still starts sessions: pre-key messages sent on it before
+    /// the new one was published (delayed to-device messages) are still read, and then it is gone.
+    static let oldFallbackKeyLifetimeMilliseconds: Int64 = 3_600_000
     /// Told whenever a room key is stored (chat tries its undecrypted events again).
     package let roomKeysStored = Notifier()
     /// Inbound Megolm sessions already unpickled for decryption (``inboundSession(roomID:sessionID:)``).
@@ -89,6 +97,7 @@ package actor CryptoEngine {
             }
             pickleKey = stored.pickleKey
             published = stored.published
+            fallbackRotatedMilliseconds = stored.fallbackRotatedMilliseconds
             return
         }
         let key: Secret<[UInt8]>
@@ -124,7 +133,10 @@ package actor CryptoEngine {
                     try account.generateFallbackKey()
                     fallback = try account.unpublishedFallbackKey()
                 }
-                try await store.saveAccount(pickle: try account.pickle(key: pickleKey), published: published)
+                uploadCarriesFallbackKey = !fallback.isEmpty
+                try await store.saveAccount(
+                    pickle: try account.pickle(key: pickleKey), published: published,
+                    fallbackRotatedMilliseconds: fallbackRotatedMilliseconds)
                 let deviceKeys = plan.deviceKeys ? try signed(deviceKeysObject(account.identityKeys), by: account) : nil
                 let signedOneTimeKeys = try oneTimeKeys.reduce(into: [String: JSONValue]()) { result, entry in
                     result["signed_curve25519:\(entry.key)"] = try signed(
@@ -147,17 +159,34 @@ package actor CryptoEngine {
     }
 
     /// The server accepted the upload: the keys are published (and the device keys with them).
-    package func uploadAnswered(includedDeviceKeys: Bool) async throws(CryptoStoreError) {
+    /// A fallback key it carried replaces the previous one, which is forgotten an hour later.
+    package func uploadAnswered(includedDeviceKeys: Bool, nowMilliseconds: Int64) async throws(CryptoStoreError) {
         try await exclusively { () async throws(CryptoStoreError) -> Void in
             guard let account, let pickleKey else { return }
             account.markKeysAsPublished()
             if includedDeviceKeys { published = true }
+            if uploadCarriesFallbackKey { fallbackRotatedMilliseconds = nowMilliseconds }
+            uploadCarriesFallbackKey = false
             let pickle: [UInt8]
             do throws(CryptoDriverError) { pickle = try account.pickle(key: pickleKey) } catch {
                 throw .driver(error)
             }
-            try await store.saveAccount(pickle: pickle, published: published)
+            try await store.saveAccount(
+                pickle: pickle, published: published, fallbackRotatedMilliseconds: fallbackRotatedMilliseconds)
         }
+    }
+
+    /// Forgets the fallback key the current one replaced, once its hour is over (inside the
+    /// critical section).
+    private func forgetOldFallbackKeyIfDue(nowMilliseconds: Int64) async throws(CryptoStoreError) {
+        guard let rotated = fallbackRotatedMilliseconds,
+            nowMilliseconds - rotated >= Self.oldFallbackKeyLifetimeMilliseconds, let account, let pickleKey
+        else { return }
+        account.forgetOldFallbackKey()
+        let pickle: [UInt8]
+        do throws(CryptoDriverError) { pickle = try account.pickle(key: pickleKey) } catch { throw .driver(error) }
+        try await store.saveAccount(pickle: pickle, published: published, fallbackRotatedMilliseconds: nil)
+        fallbackRotatedMilliseconds = nil
     }
 
     /// This device's keys object (unsigned).
@@ -197,7 +226,13 @@ extension CryptoEngine {
         var report = ToDeviceReport(processed: 0)
         while true {
             let rows = try await store.toDeviceBatch(limit: 50)
-            if rows.isEmpty { return report }
+            if rows.isEmpty {
+                // What arrived was read first: then a replaced fallback key past its hour goes.
+                try await exclusively { () async throws(CryptoStoreError) in
+                    try await forgetOldFallbackKeyIfDue(nowMilliseconds: nowMilliseconds)
+                }
+                return report
+            }
             for row in rows {
                 let (outcome, arrived) = try await exclusively {
                     () async throws(CryptoStoreError) -> (CryptoStore.ToDeviceOutcome, Bool) in

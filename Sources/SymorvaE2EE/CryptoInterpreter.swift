@@ -68,7 +68,8 @@ struct CryptoInterpreter: EffectInterpreter {
         FaultPoint.keysUploadAnswered.reach()
         let count = Self.oneTimeKeyCount(in: response.body)
         do throws(CryptoStoreError) {
-            try await engine.uploadAnswered(includedDeviceKeys: plan.deviceKeys)
+            try await engine.uploadAnswered(
+                includedDeviceKeys: plan.deviceKeys, nowMilliseconds: wallClock.now.millisecondsSince1970)
         } catch {
             // The keys stay unpublished in the store: the next upload sends the same ones again.
             logger.error("keys upload not recorded error=\(error)")

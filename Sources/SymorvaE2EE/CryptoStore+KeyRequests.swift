@@ -20,17 +20,32 @@ extension CryptoStore {
         package var sessionID: String
     }
 
+    /// How many requests for sessions of one sender's events may be open in one room: a member
+    /// who posts events with made-up session IDs cannot make this device (and every device of
+    /// the account it asks) send and keep requests without end. An event beyond the bound is
+    /// requested when it is tried again after a key arrived and an open request was answered.
+    package static let openKeyRequestsPerSender = 8
+
     /// Records a request for the session (one per room and session); `false` when one exists.
-    package func recordKeyRequest(requestID: String, roomID: String, sessionID: String, senderKey: String)
-        async throws(CryptoStoreError) -> Bool
-    {
+    package func recordKeyRequest(
+        requestID: String, roomID: String, sessionID: String, senderKey: String, sender: UserID
+    ) async throws(CryptoStoreError) -> Bool {
         do {
             return try await database.transaction { db throws(StoreError) -> Bool in
+                let open =
+                    try db.queryOne(
+                        """
+                        SELECT COUNT(*) FROM e2ee_outgoing_key_requests
+                        WHERE room_id = ? AND sender_user = ? AND state IN (0, 1)
+                        """, [.text(roomID), .text(sender.rawValue)]
+                    ) { $0.int(0) } ?? 0
+                guard open < Self.openKeyRequestsPerSender else { return false }
                 try db.execute(
                     """
-                    INSERT OR IGNORE INTO e2ee_outgoing_key_requests(request_id, room_id, session_id, sender_key, state)
-                    VALUES (?, ?, ?, ?, 0)
-                    """, [.text(requestID), .text(roomID), .text(sessionID), .text(senderKey)])
+                    INSERT OR IGNORE INTO e2ee_outgoing_key_requests(
+                        request_id, room_id, session_id, sender_key, state, sender_user)
+                    VALUES (?, ?, ?, ?, 0, ?)
+                    """, [.text(requestID), .text(roomID), .text(sessionID), .text(senderKey), .text(sender.rawValue)])
                 return db.changes > 0
             }
         } catch {

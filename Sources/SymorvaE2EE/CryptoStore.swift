@@ -136,6 +136,8 @@ package struct CryptoStore: Sendable {
         package var pickle: [UInt8]
         package var pickleKey: Secret<[UInt8]>
         package var published: Bool
+        /// When a fallback key replacing another was published, until the old one is forgotten.
+        package var fallbackRotatedMilliseconds: Int64?
     }
 
     let database: SQLiteDatabase
@@ -166,11 +168,13 @@ package struct CryptoStore: Sendable {
 
     /// The stored account, or `nil` when there is none yet.
     package func loadAccount() async throws(CryptoStoreError) -> StoredAccount? {
-        let row: (sealed: [UInt8], pickle: [UInt8], published: Bool)?
+        let row: (sealed: [UInt8], pickle: [UInt8], published: Bool, rotated: Int64?)?
         do {
             row = try await database.run { db throws(StoreError) in
-                try db.queryOne("SELECT sealed_pickle_key, pickle, published FROM e2ee_account WHERE id = 1") {
-                    ($0.blob(0), $0.blob(1), $0.int(2) != 0)
+                try db.queryOne(
+                    "SELECT sealed_pickle_key, pickle, published, fallback_rotated_ms FROM e2ee_account WHERE id = 1"
+                ) {
+                    ($0.blob(0), $0.blob(1), $0.int(2) != 0, $0.isNull(3) ? nil : $0.int64(3))
                 }
             }
         } catch {
@@ -179,7 +183,9 @@ package struct CryptoStore: Sendable {
         guard let row else { return nil }
         do {
             let pickleKey = try secrets.open(row.sealed, associatedData: associatedData)
-            return StoredAccount(pickle: row.pickle, pickleKey: pickleKey, published: row.published)
+            return StoredAccount(
+                pickle: row.pickle, pickleKey: pickleKey, published: row.published,
+                fallbackRotatedMilliseconds: row.rotated)
         } catch {
             throw .secrets(error)
         }
@@ -202,14 +208,21 @@ package struct CryptoStore: Sendable {
         }
     }
 
-    /// Stores the account's current pickle (and whether its device keys are published), durably:
-    /// called before a `keys/upload` leaves with keys it generated, and after it is answered.
-    package func saveAccount(pickle: [UInt8], published: Bool) async throws(CryptoStoreError) {
+    /// Stores the account's current pickle (and whether its device keys are published, and when
+    /// a fallback key that replaced another was published), durably: called before a
+    /// `keys/upload` leaves with keys it generated, after it is answered, and when the old
+    /// fallback key is forgotten.
+    package func saveAccount(pickle: [UInt8], published: Bool, fallbackRotatedMilliseconds: Int64?)
+        async throws(CryptoStoreError)
+    {
         do {
             try await database.transaction(durability: .full) { db throws(StoreError) in
                 try db.execute(
-                    "UPDATE e2ee_account SET pickle = ?, published = ? WHERE id = 1",
-                    [.blob(pickle), .integer(published ? 1 : 0)])
+                    "UPDATE e2ee_account SET pickle = ?, published = ?, fallback_rotated_ms = ? WHERE id = 1",
+                    [
+                        .blob(pickle), .integer(published ? 1 : 0),
+                        fallbackRotatedMilliseconds.map { .integer($0) } ?? .null,
+                    ])
             }
         } catch {
             throw .store(error)

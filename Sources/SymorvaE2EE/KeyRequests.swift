@@ -153,8 +153,9 @@ extension String {
 
 extension AccountCrypto {
     /// Records a request for the session of an event whose room key is missing (unless the
-    /// session is stored, at a later index, or already requested) and tells the machine.
-    func requestMissingKey(roomID: RoomID, content: [UInt8]) async {
+    /// session is stored, at a later index, or already requested, or `sender` has
+    /// ``CryptoStore/openKeyRequestsPerSender`` open in the room) and tells the machine.
+    func requestMissingKey(roomID: RoomID, sender: UserID, content: [UInt8]) async {
         guard case .object(let members)? = try? JSONValue(parsing: content),
             members["algorithm"] == .string(CryptoEngine.megolmAlgorithm),
             case .string(let sessionID)? = members["session_id"], case .string(let senderKey)? = members["sender_key"]
@@ -163,7 +164,7 @@ extension AccountCrypto {
             guard try await store.inboundSession(roomID: roomID.rawValue, sessionID: sessionID) == nil else { return }
             let recorded = try await store.recordKeyRequest(
                 requestID: engine.newRequestID(), roomID: roomID.rawValue, sessionID: sessionID,
-                senderKey: senderKey)
+                senderKey: senderKey, sender: sender)
             if recorded { await host.send(.roomKeysMissing) }
         } catch {
             logger.error("room key request not recorded error=\(error)")

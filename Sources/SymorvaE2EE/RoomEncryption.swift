@@ -181,7 +181,7 @@ extension AccountCrypto {
                     roomID: roomID.rawValue, eventID: eventID.rawValue, sender: sender, content: content)
             else {
                 // The key is missing: the account's other devices may hold it.
-                await requestMissingKey(roomID: roomID, content: content)
+                await requestMissingKey(roomID: roomID, sender: sender, content: content)
                 return nil
             }
             switch result {

@@ -151,7 +151,7 @@ struct E2EESendBenchmark: DevServerBenchmark {
                 KeyUploadPlan(deviceKeys: true, newOneTimeKeys: 50, rotateFallbackKey: true))
             _ = try await MatrixExchange.perform(
                 upload, on: base, token: Secret(loggedIn.access_token), timeout: nil, transport: transport)
-            try await engine.uploadAnswered(includedDeviceKeys: true)
+            try await engine.uploadAnswered(includedDeviceKeys: true, nowMilliseconds: 0)
         }
         return userID
     }

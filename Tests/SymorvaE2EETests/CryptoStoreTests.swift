@@ -72,7 +72,7 @@ struct CryptoStoreTests {
         #expect(fallback.count == 1)
 
         // Once answered, the keys are published and the next plan generates new ones.
-        try await second.uploadAnswered(includedDeviceKeys: true)
+        try await second.uploadAnswered(includedDeviceKeys: true, nowMilliseconds: 0)
         let third = try await engine(on: database, key: key)
         #expect(try await third.load().deviceKeysPublished)
         let topUp = try JSONValue(

@@ -55,13 +55,13 @@ struct EngineFixture {
 
     /// A signed one-time key (or the fallback key, when `fallback`) of `device`, as `keys/claim`
     /// hands it out, after publishing it.
-    func claimKey(of device: Device, fallback: Bool = false) async throws -> JSONValue {
+    func claimKey(of device: Device, fallback: Bool = false, nowMilliseconds: Int64 = 0) async throws -> JSONValue {
         let upload = try JSONValue(
             parsing: try #require(
                 try await device.engine.prepareUpload(
                     KeyUploadPlan(newOneTimeKeys: fallback ? 0 : 1, rotateFallbackKey: fallback)
                 ).body))
-        try await device.engine.uploadAnswered(includedDeviceKeys: false)
+        try await device.engine.uploadAnswered(includedDeviceKeys: false, nowMilliseconds: nowMilliseconds)
         guard case .object(let top) = upload,
             case .object(let keys)? = top[fallback ? "fallback_keys" : "one_time_keys"], let signed = keys.values.first
         else { throw TestFailure("no \(fallback ? "fallback" : "one-time") key in the upload") }

@@ -57,9 +57,15 @@ struct KeyRequestEngineTests {
     func outgoingRequestLifecycle() async throws {
         let phone = try await device("PHONE")
         let store = phone.store
-        #expect(try await store.recordKeyRequest(requestID: "r1", roomID: "!r:x", sessionID: "s1", senderKey: "k"))
-        #expect(!(try await store.recordKeyRequest(requestID: "r2", roomID: "!r:x", sessionID: "s1", senderKey: "k")))
-        #expect(try await store.recordKeyRequest(requestID: "r3", roomID: "!r:x", sessionID: "s2", senderKey: "k"))
+        #expect(
+            try await store.recordKeyRequest(
+                requestID: "r1", roomID: "!r:x", sessionID: "s1", senderKey: "k", sender: "@bob:example.org"))
+        #expect(
+            !(try await store.recordKeyRequest(
+                requestID: "r2", roomID: "!r:x", sessionID: "s1", senderKey: "k", sender: "@bob:example.org")))
+        #expect(
+            try await store.recordKeyRequest(
+                requestID: "r3", roomID: "!r:x", sessionID: "s2", senderKey: "k", sender: "@bob:example.org"))
         let pending = try await store.keyRequestsToSend()
         #expect(pending.map(\.requestID) == ["r1", "r3"])
         #expect(pending.allSatisfy { !$0.isCancellation })
@@ -169,7 +175,8 @@ struct KeyRequestEngineTests {
         // With one, it keeps it — as Bob's session, not the phone's — and the request becomes a cancellation.
         #expect(
             try await laptop.store.recordKeyRequest(
-                requestID: "q1", roomID: "!r:x", sessionID: bobSession.sessionID, senderKey: "BOB_CURVE"))
+                requestID: "q1", roomID: "!r:x", sessionID: bobSession.sessionID, senderKey: "BOB_CURVE",
+                sender: "@bob:example.org"))
         try await laptop.store.keyRequestLeft(try #require(try await laptop.store.keyRequestsToSend().first))
         let again = try await phone.engine.forwardedKeyMessages(for: [(request, laptopDevice)], nowMilliseconds: 0)
         try await deliver(
@@ -188,6 +195,29 @@ struct KeyRequestEngineTests {
         let onward = try await laptop.engine.forwardedKeyMessages(for: [(request, phoneDevice)], nowMilliseconds: 0)
         #expect(onward.answered.isEmpty)
         #expect(onward.unanswerable == [request])
+    }
+}
+
+extension KeyRequestEngineTests {
+    @Test("One sender's events open at most a bounded number of key requests in a room; other senders still ask")
+    func requestsBoundedPerSender() async throws {
+        let phone = try await device("PHONE")
+        let mallory: UserID = "@mallory:example.org"
+        var recorded = 0
+        for index in 0..<20 {
+            if try await phone.store.recordKeyRequest(
+                requestID: "m\(index)", roomID: "!r:x", sessionID: "made-up-\(index)", senderKey: "k", sender: mallory)
+            {
+                recorded += 1
+            }
+        }
+        #expect(recorded == CryptoStore.openKeyRequestsPerSender)
+        #expect(
+            try await phone.store.recordKeyRequest(
+                requestID: "b1", roomID: "!r:x", sessionID: "bobs", senderKey: "k", sender: "@bob:example.org"))
+        #expect(
+            try await phone.store.recordKeyRequest(
+                requestID: "m-elsewhere", roomID: "!other:x", sessionID: "made-up", senderKey: "k", sender: mallory))
     }
 }
 
@@ -242,9 +272,15 @@ extension KeyRequestEngineTests {
     func requestsGoOutAgain() async throws {
         let phone = try await device("PHONE")
         let store = phone.store
-        #expect(try await store.recordKeyRequest(requestID: "r1", roomID: "!r:x", sessionID: "s1", senderKey: "k"))
-        #expect(try await store.recordKeyRequest(requestID: "r2", roomID: "!r:x", sessionID: "s2", senderKey: "k"))
-        #expect(try await store.recordKeyRequest(requestID: "r3", roomID: "!other:x", sessionID: "s3", senderKey: "k"))
+        #expect(
+            try await store.recordKeyRequest(
+                requestID: "r1", roomID: "!r:x", sessionID: "s1", senderKey: "k", sender: "@bob:example.org"))
+        #expect(
+            try await store.recordKeyRequest(
+                requestID: "r2", roomID: "!r:x", sessionID: "s2", senderKey: "k", sender: "@bob:example.org"))
+        #expect(
+            try await store.recordKeyRequest(
+                requestID: "r3", roomID: "!other:x", sessionID: "s3", senderKey: "k", sender: "@bob:example.org"))
         for request in try await store.keyRequestsToSend() where request.requestID != "r2" {
             try await store.keyRequestLeft(request)
         }

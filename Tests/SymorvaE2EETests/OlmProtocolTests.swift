@@ -149,4 +149,33 @@ struct OlmProtocolTests {
         #expect(try await alice.store.devices(of: daveID).isEmpty)
         #expect(!(try await alice.store.isOutdated(daveID)))
     }
+
+    @Test("A replaced fallback key still starts sessions for an hour after the new one is published, then is forgotten")
+    func oldFallbackKeyForgotten() async throws {
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let carol = try await fixture.device("@carol:example.org", "CAROL")
+        try await fixture.introduce(alice, bob)
+        try await fixture.introduce(alice, carol)
+        // Bob and Carol both claimed Alice's first fallback key; then she replaces it at t = 10 s.
+        let first = try await fixture.claimKey(of: alice, fallback: true, nowMilliseconds: 0)
+        let aliceDevice = try await alice.listed()
+        #expect(try await bob.engine.createSessions([(aliceDevice, first)], nowMilliseconds: 0) == 1)
+        #expect(try await carol.engine.createSessions([(aliceDevice, first)], nowMilliseconds: 0) == 1)
+        _ = try await fixture.claimKey(of: alice, fallback: true, nowMilliseconds: 10_000)
+
+        // Half an hour later Bob's pre-key message on the old key is read.
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!bob:x"), to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 1_800_000)
+        // An hour after the new key was published the old one is forgotten: Carol's is not read.
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 3_610_000)
+        try await fixture.deliver(
+            sender: carol.userID, content: try await roomKey(from: carol, to: alice, room: "!carol:x"), to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 3_620_000)
+        let rooms = try await alice.database.run { db throws(StoreError) in
+            try db.queryAll("SELECT room_id FROM e2ee_inbound_group_sessions ORDER BY room_id") { $0.string(0) }
+        }
+        #expect(rooms == ["!bob:x"])
+    }
 }
