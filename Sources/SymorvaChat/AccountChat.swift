@@ -292,12 +292,24 @@ public final class AccountChat: Sendable {
     func openDecrypted(_ items: inout [StoredTimelineItem]) {
         let decryptor = decryptorSlot.withLock { $0 }?.decryptor
         for index in items.indices {
-            guard let encryption = items[index].encryption, encryption.failure == nil else { continue }
-            if let opened = decryptor?.open(items[index].content, eventID: EventID(items[index].eventID)) {
-                items[index].content = opened
-            } else {
-                items[index].type = "m.room.encrypted"
-                items[index].encryption?.failure = "missingKey"
+            if let encryption = items[index].encryption, encryption.failure == nil {
+                if let opened = decryptor?.open(items[index].content, eventID: EventID(items[index].eventID)) {
+                    items[index].content = opened
+                } else {
+                    items[index].type = "m.room.encrypted"
+                    items[index].encryption?.failure = "missingKey"
+                }
+            }
+            // The latest edit is encrypted: its new content replaces what is shown.
+            if let sealed = items[index].sealedEdit, let editID = items[index].replacedBy {
+                items[index].sealedEdit = nil
+                if let opened = decryptor?.open(sealed, eventID: EventID(editID)),
+                    let range = opened.withUnsafeBytes({ RawJSON.value("m.new_content", in: $0) })
+                {
+                    items[index].content = Array(opened[range])
+                } else {
+                    items[index].replacedBy = nil
+                }
             }
         }
     }

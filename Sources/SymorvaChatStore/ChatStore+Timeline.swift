@@ -75,6 +75,9 @@ package struct StoredTimelineItem: Sendable, Hashable, CustomStringConvertible, 
     /// For an `m.room.encrypted` event: how it was decrypted (``type`` and ``content`` are the
     /// plaintext's then), or why it could not be.
     package var encryption: StoredEncryption? = nil
+    /// When the latest edit is an encrypted event (``replacedBy``): its decrypted content as the
+    /// decryptor sealed it. Whoever opens it shows its `m.new_content` in place of ``content``.
+    package var sealedEdit: [UInt8]? = nil
 
     /// The event ID and type only.
     package var description: String { "StoredTimelineItem(\(eventID), \(type))" }
@@ -204,23 +207,28 @@ extension ChatStore {
     /// room: a relation sent in another room naming the same event ID is never applied.
     static func applyRelations(to item: inout StoredTimelineItem, db: isolated SQLiteDatabase) throws(StoreError) {
         let sql = """
-            SELECT rel_type, relation_key, event_id, sender, origin_server_ts, content
+            SELECT rel_type, relation_key, event_id, sender, origin_server_ts, content, type
             FROM events WHERE relates_to_event_id = ?1 AND redacted_by IS NULL
                 AND rel_type IN ('m.replace', 'm.annotation', 'm.room.redaction')
                 AND room_nid = (SELECT room_nid FROM events WHERE event_id = ?1)
             ORDER BY origin_server_ts, event_nid
             """
-        var latestEdit: (id: String, content: [UInt8])?
+        var edits: [(id: String, content: [UInt8]?)] = []
         var lateRedaction: String?
         var reactions: [ReactionGroup] = []
         try db.query(sql, [.text(item.eventID)]) { row in
             switch row.string(0) {
             case "m.replace":
-                // Only the original sender may edit; the newest edit wins.
+                // Only the original sender may edit; the newest edit wins. An encrypted edit's
+                // new content is in its decrypted content (looked up below).
                 guard row.string(3) == item.sender else { return }
+                if row.string(6) == "m.room.encrypted" {
+                    edits.append((row.string(2), nil))
+                    return
+                }
                 row.withBlob(5) { content in
                     if let range = RawJSON.value("m.new_content", in: content) {
-                        latestEdit = (row.string(2), Array(content[range]))
+                        edits.append((row.string(2), Array(content[range])))
                     }
                 }
             case "m.annotation":
@@ -238,11 +246,26 @@ extension ChatStore {
             item.redactedBy = lateRedaction
             item.content = item.content.withUnsafeBytes { RawJSON.redactedContent(type: item.type, content: $0) }
         }
-        if item.redactedBy == nil, let latestEdit {
-            item.content = latestEdit.content
-            item.replacedBy = latestEdit.id
+        guard item.redactedBy == nil else {
+            item.reactions = []
+            return
         }
-        item.reactions = item.redactedBy == nil ? reactions : []
+        for edit in edits.reversed() {
+            if let content = edit.content {
+                item.content = content
+                item.replacedBy = edit.id
+                break
+            }
+            if let sealed = try db.queryOne(
+                "SELECT content FROM decrypted_events WHERE event_id = ? AND type = 'm.room.message'",
+                [.text(edit.id)], { $0.blob(0) })
+            {
+                item.sealedEdit = sealed
+                item.replacedBy = edit.id
+                break
+            }
+        }
+        item.reactions = reactions
     }
 }
 

@@ -531,21 +531,30 @@ extension CryptoEngine {
             else { throw .outboundSessionReplaced }
             do {
                 let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
-                guard let parsed = try? JSONValue(parsing: content),
+                // The relation goes in the clear (the spec's rule for encrypted events): the server
+                // aggregates edits, replies and reactions, and other clients find them.
+                guard case .object(var members)? = try? JSONValue(parsing: content) else {
+                    throw CryptoDriverError.badMessage
+                }
+                let relation = members.removeValue(forKey: "m.relates_to")
+                guard
                     let plaintext = try? JSONValue.object([
-                        "type": .string(eventType), "content": parsed, "room_id": .string(roomID),
+                        "type": .string(eventType), "content": .object(members), "room_id": .string(roomID),
                     ]).canonicalEncoding()
                 else { throw CryptoDriverError.badMessage }
                 let ciphertext = try session.encrypt(Secret(plaintext))
                 row.pickle = try session.pickle(key: pickleKey)
                 row.messageCount += 1
                 try await store.saveOutboundSession(row, roomID: roomID)
-                let encrypted = JSONValue.object([
+                var encrypted: [String: JSONValue] = [
                     "algorithm": .string(Self.megolmAlgorithm), "ciphertext": .string(ciphertext),
                     "device_id": .string(deviceID), "sender_key": .string(account.identityKeys.curve25519),
                     "session_id": .string(row.sessionID),
-                ])
-                guard let bytes = try? encrypted.canonicalEncoding() else { throw CryptoDriverError.badMessage }
+                ]
+                encrypted["m.relates_to"] = relation
+                guard let bytes = try? JSONValue.object(encrypted).canonicalEncoding() else {
+                    throw CryptoDriverError.badMessage
+                }
                 return bytes
             } catch let error as CryptoStoreError {
                 throw error
@@ -627,8 +636,11 @@ extension CryptoEngine {
         else { return .failure(.replayed) }
         guard case .object(let payload)? = try? JSONValue(parsing: decrypted.plaintext.exposedValue),
             payload["room_id"] == .string(roomID), case .string(let type)? = payload["type"],
-            let inner = payload["content"], let innerBytes = try? inner.canonicalEncoding()
+            case .object(var inner)? = payload["content"]
         else { return .failure(.mismatched) }
+        // A relation sent in the clear (as the spec asks) belongs to the decrypted event too.
+        if inner["m.relates_to"] == nil, let relation = members["m.relates_to"] { inner["m.relates_to"] = relation }
+        guard let innerBytes = try? JSONValue.object(inner).canonicalEncoding() else { return .failure(.mismatched) }
         return .success(
             DecryptedEvent(type: type, content: innerBytes, senderKey: row.senderKey, signingKey: row.signingKey))
     }

@@ -353,6 +353,32 @@ struct ConversationEncryptionTests {
             #"{"type": "m.room.encrypted", "event_id": "$e\#(index)", "sender": "@alice:example.org", "origin_server_ts": \#(10 + index), "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "\#(ciphertext)"}}"#
     }
 
+    @Test("An encrypted edit (its relation in the clear, its new content encrypted) shows in place of the original")
+    func encryptedEditInPlace() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        let newContent =
+            #"{"msgtype":"m.text","body":"* see you at one","m.new_content":{"msgtype":"m.text","body":"see you at one"}}"#
+        let ciphertext = Data(FlippingRoomCrypto.flipped(Array(newContent.utf8))).base64EncodedString()
+        let edit =
+            #"{"type": "m.room.encrypted", "event_id": "$edit", "sender": "@alice:example.org", "origin_server_ts": 20, "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "\#(ciphertext)", "m.relates_to": {"rel_type": "m.replace", "event_id": "$e1"}}}"#
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync("b2", [Self.encryptedEvent(1, body: "see you at noon"), edit]))
+        let chat = chat(on: store)
+        await chat.decryptPending()
+        let conversation = try await chat.conversation(id: Self.roomID)
+        let stop = conversation.timeline.subscribe { _ in }
+        defer { stop() }
+        try await conversation.timeline.wait { $0.contains { $0.eventID == EventID("$e1") && $0.isEdited } }
+        let items = conversation.timeline.value
+        #expect(!items.contains { $0.eventID == EventID("$edit") }, "the edit is not a row of its own")
+        let original = items.first { $0.eventID == EventID("$e1") }
+        guard case .message(_, let body)? = original?.content else {
+            Issue.record("not a message: \(String(describing: original?.content))")
+            return
+        }
+        #expect(body == "see you at one")
+    }
+
     @Test("An event without its key is tried once, then waits for keys; when keys arrive it is decrypted")
     func waitsForKeys() async throws {
         let store = try await store(fullState: true, encrypted: true)

@@ -117,4 +117,36 @@ struct MegolmProtocolTests {
             return
         }
     }
+
+    @Test(
+        "A relation travels in the clear: moved out of what is encrypted on send, and put back into the decrypted content"
+    )
+    func relationInTheClear() async throws {
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        let outbound = try await alice.engine.prepareOutbound(
+            roomID: roomID, for: [], nowMilliseconds: 0, policy: .init())
+        let edit =
+            #"{"msgtype":"m.text","body":"* hi","m.new_content":{"msgtype":"m.text","body":"hi"},"m.relates_to":{"rel_type":"m.replace","event_id":"$original"}}"#
+        let encrypted = try await alice.engine.megolmEncrypt(
+            roomID: roomID, sessionID: outbound.sessionID, eventType: "m.room.message", content: Array(edit.utf8))
+        guard case .object(let outer) = try JSONValue(parsing: encrypted),
+            case .string(let ciphertext)? = outer["ciphertext"]
+        else { throw TestFailure("not an encrypted content") }
+        let relation = JSONValue.object(["rel_type": .string("m.replace"), "event_id": .string("$original")])
+        #expect(outer["m.relates_to"] == relation)
+        // What is encrypted no longer holds it.
+        let inbound = try fixture.driver.inboundGroupSession(sessionKey: outbound.key)
+        let payload = try JSONValue(parsing: try inbound.decrypt(ciphertext).plaintext.exposedValue)
+        guard case .object(let members) = payload, case .object(let inner)? = members["content"] else {
+            throw TestFailure("no content in the payload")
+        }
+        #expect(inner["m.relates_to"] == nil)
+        // Decrypted, the event has its relation again.
+        let decrypted = try await alice.engine.decryptRoomEvent(
+            roomID: roomID, eventID: "$edit", sender: alice.userID, content: encrypted)
+        guard case .success(let event)? = decrypted, case .object(let content) = try JSONValue(parsing: event.content)
+        else { throw TestFailure("not decrypted: \(String(describing: decrypted))") }
+        #expect(content["m.relates_to"] == relation)
+        #expect(content["m.new_content"] != nil)
+    }
 }
