@@ -519,11 +519,12 @@ extension AccountChat {
 
 /// Encrypts events for encrypted rooms: what the crypto module gives chat's send queues.
 package protocol RoomEncryptor: Sendable {
-    /// The `m.room.encrypted` content for `content` (an event of `eventType`) in `roomID`.
+    /// The `m.room.encrypted` content for `content` (an event of `eventType`) in `room` (its
+    /// members and settings as chat's store has them).
     ///
     /// - Throws: ``/SymorvaMachines/SendError`` `.network` (or `.server`, `.rateLimited`) when
     ///   encrypting needed a request that can be retried, `.permanent(.encryptionFailed)` otherwise.
-    func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent
+    func encrypt(_ content: MessageContent, in room: EncryptedRoom) async throws(SendError) -> MessageContent
     /// The content of a message queued for an encrypted room, sealed for the store and bound
     /// to its transaction ID (`nil` when it cannot be sealed): it is never on disk in the clear.
     func seal(_ content: [UInt8], transactionID: TransactionID) -> [UInt8]?

@@ -183,3 +183,45 @@ extension ChatStore {
         }
     }
 }
+
+extension ChatStore {
+    /// What the crypto module needs to share `roomID`'s key, from the room's stored state: its
+    /// joined and invited members, `m.room.history_visibility` and the rotation settings of
+    /// `m.room.encryption`. `nil` when the room is not stored.
+    package func encryptedRoom(_ roomID: RoomID) async throws(ChatStoreError) -> EncryptedRoom? {
+        try await read { db throws(StoreError) in
+            guard let nid = try Self.roomNID(roomID, db: db) else { return nil }
+            var joined: [UserID] = []
+            var invited: [UserID] = []
+            try db.query(
+                """
+                SELECT state_key, json_extract(CAST(content AS TEXT), '$.membership') FROM room_state
+                WHERE room_nid = ? AND type = 'm.room.member' ORDER BY state_key
+                """, [.integer(nid)]
+            ) { row in
+                guard let user = UserID(row.string(0)) else { return }
+                switch row.optionalString(1) {
+                case "join": joined.append(user)
+                case "invite": invited.append(user)
+                default: break
+                }
+            }
+            let visibility = try db.queryOne(
+                """
+                SELECT json_extract(CAST(content AS TEXT), '$.history_visibility') FROM room_state
+                WHERE room_nid = ? AND type = 'm.room.history_visibility' AND state_key = ''
+                """, [.integer(nid)]
+            ) { $0.optionalString(0) }
+            let rotation = try db.queryOne(
+                """
+                SELECT json_extract(CAST(content AS TEXT), '$.rotation_period_ms'),
+                    json_extract(CAST(content AS TEXT), '$.rotation_period_msgs')
+                FROM room_state WHERE room_nid = ? AND type = 'm.room.encryption' AND state_key = ''
+                """, [.integer(nid)]
+            ) { row in (row.optionalInt64(0), row.optionalInt64(1)) }
+            return EncryptedRoom(
+                roomID: roomID, joined: joined, invited: invited, historyVisibility: (visibility ?? nil) ?? "shared",
+                rotationPeriodMilliseconds: rotation?.0, rotationPeriodMessages: (rotation?.1).map { Int($0) })
+        }
+    }
+}

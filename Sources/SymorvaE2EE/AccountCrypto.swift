@@ -25,8 +25,6 @@ public final class AccountCrypto: Sendable {
     let interpreter: CryptoInterpreter
     let requester: any MatrixRequester
     let wallClock: any WallClock
-    /// When an outbound Megolm session is replaced.
-    let rotation = CryptoEngine.RotationPolicy()
     let logger: Logger
     private let seed: UInt64
 

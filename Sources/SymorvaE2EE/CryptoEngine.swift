@@ -375,10 +375,21 @@ extension CryptoEngine {
 extension CryptoEngine {
     /// How long an outbound session lives and how many messages it carries (the defaults of
     /// `m.room.encryption`: one week, 100 messages).
-    package struct RotationPolicy: Sendable {
+    package struct RotationPolicy: Sendable, Equatable {
         package var messages = 100
-        package var milliseconds: Int64 = 7 * 24 * 3600 * 1000
+        package var milliseconds: Int64 = Self.week
         package init() {}
+
+        static let hour: Int64 = 3_600_000
+        static let week: Int64 = 7 * 24 * 3_600_000
+
+        /// The room's `rotation_period_ms` and `rotation_period_msgs`, kept within an hour to a
+        /// week and 1 to 10,000 messages (a room's state cannot make the key live longer, nor
+        /// make every message start a session); the defaults where the room states none.
+        package init(room: EncryptedRoom) {
+            if let stated = room.rotationPeriodMessages { messages = min(max(stated, 1), 10_000) }
+            if let stated = room.rotationPeriodMilliseconds { milliseconds = min(max(stated, Self.hour), Self.week) }
+        }
     }
 
     /// A device a room key goes to.

@@ -704,25 +704,6 @@ package struct CryptoStore: Sendable {
         }
     }
 
-    /// The joined and invited members of one room (chat's state table).
-    package func members(roomID: String) async throws(CryptoStoreError) -> [UserID] {
-        do {
-            let raw = try await database.run { db throws(StoreError) in
-                try db.queryAll(
-                    """
-                    SELECT m.state_key FROM room_state m JOIN rooms r ON r.room_nid = m.room_nid
-                    WHERE r.room_id = ? AND m.type = 'm.room.member'
-                      AND json_extract(CAST(m.content AS TEXT), '$.membership') IN ('join', 'invite')
-                    ORDER BY m.state_key
-                    """, [.text(roomID)]
-                ) { $0.string(0) }
-            }
-            return raw.compactMap(UserID.init)
-        } catch {
-            throw .store(error)
-        }
-    }
-
     /// Keeps an inbound session unless the same session is stored as well or better
     /// (``storeInbound(_:in:)``).
     package func saveInboundSession(_ inbound: InboundSessionRow) async throws(CryptoStoreError) {

@@ -17,15 +17,20 @@ extension AccountCrypto {
     /// How many to-device messages one `sendToDevice` request carries at most.
     static let toDeviceBatchSize = 250
 
-    /// Encrypts an event for `roomID` (`m.megolm.v1.aes-sha2`): makes sure every device of every
-    /// joined or invited member has the room's current Megolm session — querying outdated device
+    /// Encrypts an event for `room` (`m.megolm.v1.aes-sha2`): makes sure every device of every
+    /// recipient (the joined members, and the invited ones unless the history is visible to
+    /// joined members only) has the room's current Megolm session — querying outdated device
     /// lists, claiming one-time keys in one request for the devices without an Olm session,
     /// sending the `m.room_key` Olm-encrypted in batched `sendToDevice` requests — and returns the
-    /// `m.room.encrypted` content. The session rotates after 100 messages or a week, and when a
-    /// device it was shared with is gone; a restart never rotates it.
-    package func encryptEvent(roomID: RoomID, eventType: String, content: [UInt8]) async throws(RoomEncryptionError)
+    /// `m.room.encrypted` content. The session rotates after the room's `rotation_period_msgs`
+    /// or `rotation_period_ms` (100 messages and a week by default, ``CryptoEngine/RotationPolicy``),
+    /// and when a device it was shared with is gone; a restart never rotates it.
+    package func encryptEvent(room: EncryptedRoom, eventType: String, content: [UInt8])
+        async throws(RoomEncryptionError)
         -> [UInt8]
     {
+        let roomID = room.roomID
+        let rotation = CryptoEngine.RotationPolicy(room: room)
         switch host.states.value {
         case .ready: break
         case .idle, .failed: throw .failed("crypto not running")
@@ -35,7 +40,7 @@ extension AccountCrypto {
         }
         let now = wallClock.now.millisecondsSince1970
         do {
-            let members = try await store.members(roomID: roomID.rawValue)
+            let members = room.recipients
             _ = try await store.track(members)
             let outdated = Set(try await store.outdatedUsers()).intersection(members)
             if !outdated.isEmpty, case .failure(let error) = await interpreter.query(outdated.sorted()),

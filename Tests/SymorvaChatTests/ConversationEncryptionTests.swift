@@ -23,8 +23,8 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
 
     static func flipped(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 ^ 0x5A } }
 
-    func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent {
-        encrypted.withLock { $0.append(roomID) }
+    func encrypt(_ content: MessageContent, in room: EncryptedRoom) async throws(SendError) -> MessageContent {
+        encrypted.withLock { $0.append(room.roomID) }
         let ciphertext = Data(Self.flipped(Array(content.json.utf8))).base64EncodedString()
         return MessageContent(
             eventType: "m.room.encrypted",
@@ -351,6 +351,28 @@ struct ConversationEncryptionTests {
             .base64EncodedString()
         return
             #"{"type": "m.room.encrypted", "event_id": "$e\#(index)", "sender": "@alice:example.org", "origin_server_ts": \#(10 + index), "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "\#(ciphertext)"}}"#
+    }
+
+    @Test("The room as the crypto module gets it: joined and invited members, history visibility, rotation")
+    func encryptedRoomFromState() async throws {
+        let store = try await store(fullState: true)
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync(
+                "b2",
+                [
+                    #"{"type": "m.room.encryption", "state_key": "", "event_id": "$enc", "sender": "@me:example.org", "origin_server_ts": 3, "content": {"algorithm": "m.megolm.v1.aes-sha2", "rotation_period_ms": 7200000, "rotation_period_msgs": 20}}"#,
+                    #"{"type": "m.room.history_visibility", "state_key": "", "event_id": "$hv", "sender": "@me:example.org", "origin_server_ts": 4, "content": {"history_visibility": "joined"}}"#,
+                    #"{"type": "m.room.member", "state_key": "@carol:example.org", "event_id": "$inv", "sender": "@me:example.org", "origin_server_ts": 5, "content": {"membership": "invite"}}"#,
+                    #"{"type": "m.room.member", "state_key": "@dave:example.org", "event_id": "$left", "sender": "@dave:example.org", "origin_server_ts": 6, "content": {"membership": "leave"}}"#,
+                ]))
+        let room = try #require(try await store.encryptedRoom(Self.roomID))
+        #expect(room.joined == [Self.me])
+        #expect(room.invited == ["@carol:example.org"])
+        #expect(room.historyVisibility == "joined")
+        #expect(room.rotationPeriodMilliseconds == 7_200_000)
+        #expect(room.rotationPeriodMessages == 20)
+        #expect(room.recipients == [Self.me])
+        #expect(try await store.encryptedRoom(RoomID("!unknown:example.org")) == nil)
     }
 
     @Test("An encrypted edit (its relation in the clear, its new content encrypted) shows in place of the original")

@@ -164,9 +164,19 @@ struct SendQueueInterpreter: EffectInterpreter {
         -> Result<MessageContent, SendError>
     {
         guard let encryptor = client.encryptor else { return .failure(.permanent(.encryptionFailed)) }
+        let room: EncryptedRoom
+        do throws(ChatStoreError) {
+            guard let stored = try await client.store.encryptedRoom(roomID) else {
+                return .failure(.permanent(.encryptionFailed))
+            }
+            room = stored
+        } catch {
+            client.logger.error("room not read for encryption error=\(error)")
+            return .failure(.network)
+        }
         let encrypted: MessageContent
         do throws(SendError) {
-            encrypted = try await encryptor.encrypt(content, in: roomID)
+            encrypted = try await encryptor.encrypt(content, in: room)
         } catch {
             client.logger.info("encryption failed error=\(error)")
             return .failure(error)

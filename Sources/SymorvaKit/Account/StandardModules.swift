@@ -215,10 +215,10 @@ extension AccountStorageError {
 struct CryptoRoomEncryptor: RoomEncryptor {
     let crypto: AccountCrypto
 
-    func encrypt(_ content: MessageContent, in roomID: RoomID) async throws(SendError) -> MessageContent {
+    func encrypt(_ content: MessageContent, in room: EncryptedRoom) async throws(SendError) -> MessageContent {
         do throws(RoomEncryptionError) {
             let encrypted = try await crypto.encryptEvent(
-                roomID: roomID, eventType: content.eventType, content: Array(content.json.utf8))
+                room: room, eventType: content.eventType, content: Array(content.json.utf8))
             return MessageContent(eventType: "m.room.encrypted", json: String(decoding: encrypted, as: UTF8.self))
         } catch {
             switch error {
