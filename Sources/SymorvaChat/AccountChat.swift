@@ -293,7 +293,10 @@ public final class AccountChat: Sendable {
         let decryptor = decryptorSlot.withLock { $0 }?.decryptor
         for index in items.indices {
             if let encryption = items[index].encryption, encryption.failure == nil {
-                if let opened = decryptor?.open(items[index].content, eventID: EventID(items[index].eventID)) {
+                if let opened = open(
+                    items[index].content, eventID: EventID(items[index].eventID),
+                    sealedForTransaction: encryption.sealedForTransaction, decryptor: decryptor)
+                {
                     items[index].content = opened
                 } else {
                     items[index].type = "m.room.encrypted"
@@ -303,7 +306,9 @@ public final class AccountChat: Sendable {
             // The latest edit is encrypted: its new content replaces what is shown.
             if let sealed = items[index].sealedEdit, let editID = items[index].replacedBy {
                 items[index].sealedEdit = nil
-                if let opened = decryptor?.open(sealed, eventID: EventID(editID)),
+                if let opened = open(
+                    sealed.content, eventID: EventID(editID), sealedForTransaction: sealed.sealedForTransaction,
+                    decryptor: decryptor),
                     let range = opened.withUnsafeBytes({ RawJSON.value("m.new_content", in: $0) })
                 {
                     items[index].content = Array(opened[range])
@@ -314,13 +319,27 @@ public final class AccountChat: Sendable {
         }
     }
 
+    /// A decrypted content as the store keeps it, opened: sealed by the decryptor for its event,
+    /// or, for this device's own message not read by the decryption pass yet, by the send queue.
+    private func open(
+        _ sealed: [UInt8], eventID: EventID, sealedForTransaction: String?, decryptor: (any RoomDecryptor)?
+    ) -> [UInt8]? {
+        if let transactionID = sealedForTransaction {
+            return encryptor?.open(sealed, transactionID: TransactionID(transactionID))
+        }
+        return decryptor?.open(sealed, eventID: eventID)
+    }
+
     /// Shows the decrypted latest message of encrypted rooms in their previews: the sealed
     /// plaintext is opened in memory only (a preview that cannot be opened stays encrypted).
     func openPreviews(_ summaries: inout [ConversationSummary]) {
         guard let decryptor = decryptorSlot.withLock({ $0 })?.decryptor else { return }
         for index in summaries.indices {
             guard let sealed = summaries[index].decryptedPreview, let preview = summaries[index].preview,
-                let content = decryptor.open(sealed.content, eventID: EventID(preview.eventID))
+                let content = open(
+                    sealed.content, eventID: EventID(preview.eventID),
+                    sealedForTransaction: sealed.sealedForTransaction,
+                    decryptor: decryptor)
             else { continue }
             summaries[index].preview = content.withUnsafeBytes { bytes in
                 MessagePreview(

@@ -40,7 +40,11 @@ import SymorvaStore
 /// (`send_queue.content_sealed`): what the user wrote there is never in the clear on disk either.
 /// Version 6 keeps the encrypted events without an outcome in `pending_decryption` (filled by a
 /// trigger on `events`), marked `waiting` once tried without their key, so that a decryption pass
-/// reads only what it can act on, however many events are already decrypted.
+/// reads only what it can act on, however many events are already decrypted. Version 7 lets the
+/// remote echo of this device's own encrypted message show what was written at once: the ingest
+/// that stores the echo moves the queued message's sealed content into `decrypted_events`, marked
+/// with its `transaction_id` (sealed for the queue, opened as the queue's), until the decryption
+/// pass replaces it with the decrypted event.
 package enum ChatSchema {
     /// The schema version the current migrations produce.
     package static var currentVersion: Int { migrations.count }
@@ -53,6 +57,9 @@ package enum ChatSchema {
         Migration(version: 4, name: "decrypted_events", sql: decryptedEvents),
         Migration(version: 5, name: "sealed_outgoing", sql: sealedOutgoing),
         Migration(version: 6, name: "pending_decryption", sql: pendingDecryption),
+        Migration(
+            version: 7, name: "own_echo_plaintext",
+            sql: "ALTER TABLE decrypted_events ADD COLUMN transaction_id TEXT;  -- sealed as the queue's"),
     ]
 
     /// Version 1: rooms, state, linked-chunk timeline, receipts, account data, sync position.

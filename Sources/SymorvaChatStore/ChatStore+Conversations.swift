@@ -71,11 +71,15 @@ package struct SealedEvent: Sendable, Hashable, CustomStringConvertible {
     package var type: String
     /// Its content, sealed.
     package var content: [UInt8]
+    /// Set when the content is this device's own message as its send queue sealed it (under
+    /// this transaction ID), before the decryption pass read the event.
+    package var sealedForTransaction: String?
 
     /// Creates one.
-    package init(type: String, content: [UInt8]) {
+    package init(type: String, content: [UInt8], sealedForTransaction: String? = nil) {
         self.type = type
         self.content = content
+        self.sealedForTransaction = sealedForTransaction
     }
 
     /// The type only.
@@ -103,7 +107,7 @@ extension ChatStore {
                 r.is_encrypted, r.joined_member_count, r.invited_member_count, r.notification_count,
                 r.highlight_count, r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
                 r.is_muted, r.preview_event_id, r.preview_sender, r.preview_type, r.preview_ts, r.preview_body,
-                r.preview_msgtype, r.preview_redacted, d.type, d.content
+                r.preview_msgtype, r.preview_redacted, d.type, d.content, d.transaction_id
             FROM rooms r
             LEFT JOIN decrypted_events d ON r.preview_type = 'm.room.encrypted' AND d.event_id = r.preview_event_id
             ORDER BY r.latest_activity_ts DESC LIMIT ?
@@ -121,7 +125,9 @@ extension ChatStore {
                     isPinned: row.int(15) != 0, isMuted: row.int(16) != 0,
                     preview: row.isNull(17) ? nil : preview(row),
                     decryptedPreview: row.isNull(24) || row.int(23) != 0
-                        ? nil : SealedEvent(type: row.string(24), content: row.blob(25))))
+                        ? nil
+                        : SealedEvent(
+                            type: row.string(24), content: row.blob(25), sealedForTransaction: row.optionalString(26))))
         }
         return rooms
     }

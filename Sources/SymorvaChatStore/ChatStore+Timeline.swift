@@ -77,7 +77,7 @@ package struct StoredTimelineItem: Sendable, Hashable, CustomStringConvertible, 
     package var encryption: StoredEncryption? = nil
     /// When the latest edit is an encrypted event (``replacedBy``): its decrypted content as the
     /// decryptor sealed it. Whoever opens it shows its `m.new_content` in place of ``content``.
-    package var sealedEdit: [UInt8]? = nil
+    package var sealedEdit: SealedEvent? = nil
 
     /// The event ID and type only.
     package var description: String { "StoredTimelineItem(\(eventID), \(type))" }
@@ -178,14 +178,17 @@ extension ChatStore {
     static func applyDecryption(to item: inout StoredTimelineItem, db: isolated SQLiteDatabase) throws(StoreError) {
         guard item.type == "m.room.encrypted", item.redactedBy == nil else { return }
         if let decrypted = try db.queryOne(
-            "SELECT type, content, sender_key, sender_device, device_known FROM decrypted_events WHERE event_id = ?",
+            """
+            SELECT type, content, sender_key, sender_device, device_known, transaction_id
+            FROM decrypted_events WHERE event_id = ?
+            """,
             [.text(item.eventID)],
             {
                 (
                     $0.string(0), $0.blob(1),
                     StoredEncryption(
                         senderKey: $0.string(2), senderDevice: $0.optionalString(3), deviceKnown: $0.int(4) != 0,
-                        failure: nil)
+                        failure: nil, sealedForTransaction: $0.optionalString(5))
                 )
             })
         {
@@ -257,8 +260,9 @@ extension ChatStore {
                 break
             }
             if let sealed = try db.queryOne(
-                "SELECT content FROM decrypted_events WHERE event_id = ? AND type = 'm.room.message'",
-                [.text(edit.id)], { $0.blob(0) })
+                "SELECT type, content, transaction_id FROM decrypted_events WHERE event_id = ? AND type = 'm.room.message'",
+                [.text(edit.id)],
+                { SealedEvent(type: $0.string(0), content: $0.blob(1), sealedForTransaction: $0.optionalString(2)) })
             {
                 item.sealedEdit = sealed
                 item.replacedBy = edit.id
@@ -279,6 +283,9 @@ package struct StoredEncryption: Sendable, Hashable {
     package var deviceKnown: Bool
     /// Why it is not decrypted (`missingKey`, `replayed`, `unsupportedAlgorithm`), or `nil`.
     package var failure: String?
+    /// Set on this device's own message whose content is the one it queued, sealed for the send
+    /// queue under this transaction ID (before the decryption pass read the event).
+    package var sealedForTransaction: String? = nil
 }
 
 /// An `m.room.encrypted` event not decrypted yet.

@@ -353,6 +353,38 @@ struct ConversationEncryptionTests {
             #"{"type": "m.room.encrypted", "event_id": "$e\#(index)", "sender": "@alice:example.org", "origin_server_ts": \#(10 + index), "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "\#(ciphertext)"}}"#
     }
 
+    @Test("Our own message's remote echo shows what we wrote at once, before the decryption pass has read it")
+    func ownEchoNeverUndecryptable() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        crypto.hasKey.withLock { $0 = false }  // the decryption pass cannot read it (yet)
+        let chat = chat(on: store)
+        let conversation = try await chat.conversation(id: Self.roomID)
+        let stop = conversation.timeline.subscribe { _ in }
+        defer { stop() }
+        let receipt = try await conversation.send(.text("on my way"))
+        try await receipt.sent()
+        guard case .sent(let eventID) = receipt.state.value else { throw TestFailure("not sent") }
+        let transactionID = try #require(receipt.transactionIDs.first)
+        let ciphertext = Data(FlippingRoomCrypto.flipped(Array(#"{"msgtype":"m.text","body":"on my way"}"#.utf8)))
+            .base64EncodedString()
+        let echo =
+            #"{"type": "m.room.encrypted", "event_id": "\#(eventID.rawValue)", "sender": "\#(Self.me.rawValue)", "origin_server_ts": 30, "unsigned": {"transaction_id": "\#(transactionID.rawValue)"}, "content": {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "\#(ciphertext)"}}"#
+        // Stored and handed to the conversation, as the sync loop's commit does.
+        let body = try SyncResponseDecoder.decode(Self.sync("b2", [echo]))
+        _ = try await SyncIngestor(store: store).ingest(body)
+        for room in SyncChanges(body).rooms { await conversation.apply(room) }
+        try await conversation.timeline.wait { $0.contains { $0.eventID == eventID } }
+        let shown = conversation.timeline.value.first { $0.eventID == eventID }?.content
+        guard case .message(_, let body)? = shown else {
+            Issue.record("our own message shows as \(String(describing: shown))")
+            return
+        }
+        #expect(body == "on my way")
+        // The store still holds nothing of it in the clear.
+        let rows = try await store.databaseForTesting.queryAll("SELECT content FROM decrypted_events") { $0.blob(0) }
+        #expect(rows.count == 1 && !String(decoding: rows[0], as: UTF8.self).contains("on my way"))
+    }
+
     @Test("The room as the crypto module gets it: joined and invited members, history visibility, rotation")
     func encryptedRoomFromState() async throws {
         let store = try await store(fullState: true)

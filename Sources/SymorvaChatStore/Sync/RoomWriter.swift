@@ -173,7 +173,18 @@ struct RoomWriter {
                 }
                 if hasQueuedMessages, let transactionID = event.transactionID {
                     // The remote echo of our own message: the queue entry is done, atomically
-                    // with the event's arrival.
+                    // with the event's arrival. What an encrypted one says is known already: it
+                    // shows at once (as the queue sealed it), never as undecryptable until the
+                    // decryption pass has read it.
+                    if event.type == "m.room.encrypted" {
+                        try db.execute(
+                            """
+                            INSERT OR IGNORE INTO decrypted_events(
+                                event_id, type, content, sender_key, sender_device, device_known, transaction_id)
+                            SELECT ?, event_type, content, '', NULL, 1, txn_id FROM send_queue
+                            WHERE txn_id = ? AND content_sealed = 1
+                            """, [.text(eventID), .text(transactionID)])
+                    }
                     try db.execute("DELETE FROM send_queue WHERE txn_id = ?", [.text(transactionID)])
                 }
                 if let target = relatesTo, relationType == "m.room.redaction" {
