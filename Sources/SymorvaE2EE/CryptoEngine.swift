@@ -247,6 +247,9 @@ extension CryptoEngine {
                     }
                 }
                 if arrived { report.requestedKeysArrived = true }
+                if let held = outcome.heldRoomKey?.senderUser, !report.heldForUsers.contains(held) {
+                    report.heldForUsers.append(held)
+                }
                 if outcome.incomingRequest != nil { report.keyRequestsReceived = true }
                 report.processed += 1
                 if let stored = outcome.inboundSession {
@@ -285,7 +288,9 @@ extension CryptoEngine {
         } catch {
             throw .driver(error)
         }
-        outcome.inboundSession = try await roomKey(in: plaintext, sender: row.sender, senderKey: senderKey)
+        if let (key, isHeld) = try await roomKey(in: plaintext, sender: row.sender, senderKey: senderKey) {
+            if isHeld { outcome.heldRoomKey = key } else { outcome.inboundSession = key }
+        }
         return outcome
     }
 
@@ -312,8 +317,11 @@ extension CryptoEngine {
 
     /// The inbound session an Olm plaintext carries (`m.room_key`; `m.forwarded_room_key` only
     /// from this account's own devices), after checking who it is for and who it is from.
+    ///
+    /// A room key from a device not known yet is returned `held`: it is kept aside, its sender
+    /// queried, and it is used only if the answer lists the device (``CryptoStore/releaseHeldRoomKeys(of:)``).
     private func roomKey(in plaintext: Secret<[UInt8]>, sender: String, senderKey: String)
-        async throws(CryptoStoreError) -> CryptoStore.InboundSessionRow?
+        async throws(CryptoStoreError) -> (CryptoStore.InboundSessionRow, held: Bool)?
     {
         guard let account, let pickleKey,
             case .object(let payload)? = try? JSONValue(parsing: plaintext.exposedValue),
@@ -355,18 +363,37 @@ extension CryptoEngine {
             guard session.sessionID == sessionID else { return nil }
             let pickle: [UInt8]
             do { pickle = try session.pickle(key: pickleKey) } catch { throw .driver(error) }
-            return CryptoStore.InboundSessionRow(
-                roomID: roomID, sessionID: sessionID, senderKey: originalSenderKey, signingKey: originalSigningKey,
-                forwarded: forwarded, pickle: pickle, firstKnownIndex: session.firstKnownIndex)
+            return (
+                CryptoStore.InboundSessionRow(
+                    roomID: roomID, sessionID: sessionID, senderKey: originalSenderKey, signingKey: originalSigningKey,
+                    forwarded: forwarded, pickle: pickle, firstKnownIndex: session.firstKnownIndex), false
+            )
         default:
             return nil
         }
         guard session.sessionID == sessionID else { return nil }
         let pickle: [UInt8]
         do { pickle = try session.pickle(key: pickleKey) } catch { throw .driver(error) }
-        return CryptoStore.InboundSessionRow(
+        let key = CryptoStore.InboundSessionRow(
             roomID: roomID, sessionID: sessionID, senderKey: senderKey, signingKey: claimedSigningKey,
             forwarded: forwarded, pickle: pickle, senderUser: senderUser, firstKnownIndex: session.firstKnownIndex)
+        return (key, known == nil)
+    }
+}
+
+extension CryptoEngine {
+    /// Uses the held room keys of `users` whose devices a `keys/query` just listed (and drops
+    /// the others); tells chat when any was stored.
+    package func releaseHeldRoomKeys(of users: [UserID]) async throws(CryptoStoreError) {
+        let released = try await exclusively {
+            () async throws(CryptoStoreError) -> [(roomID: String, sessionID: String)] in
+            try await store.releaseHeldRoomKeys(of: users)
+        }
+        guard !released.isEmpty else { return }
+        for session in released {
+            inboundSessions[InboundKey(roomID: session.roomID, sessionID: session.sessionID)] = nil
+        }
+        roomKeysStored.notify()
     }
 }
 

@@ -103,6 +103,7 @@ struct CryptoInterpreter: EffectInterpreter {
             engine.failedSenderQueries.withLock { failed in
                 for user in answered { failed[user] = nil }
             }
+            try await engine.releaseHeldRoomKeys(of: answered)
             if !unanswered.isEmpty {
                 logger.info("keys query left users outdated unanswered=\(unanswered.count)")
             }

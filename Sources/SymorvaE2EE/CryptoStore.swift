@@ -118,6 +118,23 @@ package struct CryptoStore: Sendable {
                 -- Who sent the event a key request is for: requests are bounded per room and sender.
                 ALTER TABLE e2ee_outgoing_key_requests ADD COLUMN sender_user TEXT NOT NULL DEFAULT '';
                 """),
+        Migration(
+            version: 7, name: "e2ee_held_room_keys",
+            sql: """
+                -- Room keys that arrived over Olm from a device not known yet: used only once a
+                -- keys/query shows the device (its Curve25519 and Ed25519 keys) as the sender's.
+                CREATE TABLE e2ee_held_room_keys (
+                    room_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL,
+                    sender_user TEXT NOT NULL,
+                    sender_key TEXT NOT NULL,
+                    signing_key TEXT NOT NULL,
+                    first_known_index INTEGER NOT NULL,
+                    pickle BLOB NOT NULL,
+                    received_at_ms INTEGER NOT NULL,
+                    PRIMARY KEY (room_id, session_id, sender_key)
+                ) STRICT, WITHOUT ROWID;
+                """),
     ]
 
     /// A device of a tracked user, as verified from its self-signed keys.
@@ -370,6 +387,9 @@ package struct CryptoStore: Sendable {
         package var accountPickle: [UInt8]?
         /// An inbound Megolm session to keep.
         package var inboundSession: InboundSessionRow?
+        /// A room key from a device not known yet, held until its device is (its sender is
+        /// marked outdated, so that it is queried).
+        package var heldRoomKey: InboundSessionRow?
         /// Another own device's room key request to answer.
         package var incomingRequest: IncomingKeyRequest?
         /// Another own device's cancellation of its request: (device, request ID).
@@ -502,6 +522,9 @@ package struct CryptoStore: Sendable {
                         session)
                     requestedKeyArrived = db.changes > 0
                 }
+                if let held = outcome.heldRoomKey, let sender = held.senderUser {
+                    try Self.hold(held, sender: sender, nowMilliseconds: nowMilliseconds, in: db)
+                }
                 if let request = outcome.incomingRequest {
                     try db.execute(
                         """
@@ -529,6 +552,96 @@ package struct CryptoStore: Sendable {
                 }
                 try db.execute("DELETE FROM to_device_events WHERE id = ?", [.integer(outcome.rowID)])
                 return requestedKeyArrived
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// How many held room keys are kept, and for how long: a device that stays unknown (or a
+    /// sender flooding keys from made-up devices) cannot grow the store.
+    package static let heldRoomKeyLimit = 512
+    /// How long a held room key waits for its device to become known.
+    package static let heldRoomKeyLifetimeMilliseconds: Int64 = 86_400_000
+
+    /// Holds a room key from a device not known yet and marks its sender outdated (inside the
+    /// transaction that removes the to-device event).
+    static func hold(_ held: InboundSessionRow, sender: UserID, nowMilliseconds: Int64, in db: isolated SQLiteDatabase)
+        throws(StoreError)
+    {
+        try db.execute(
+            """
+            INSERT OR REPLACE INTO e2ee_held_room_keys(
+                room_id, session_id, sender_user, sender_key, signing_key, first_known_index, pickle, received_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(held.roomID), .text(held.sessionID), .text(sender.rawValue), .text(held.senderKey),
+                .text(held.signingKey), .integer(Int64(held.firstKnownIndex)), .blob(held.pickle),
+                .integer(nowMilliseconds),
+            ])
+        try db.execute(
+            "DELETE FROM e2ee_held_room_keys WHERE received_at_ms < ?",
+            [.integer(nowMilliseconds - heldRoomKeyLifetimeMilliseconds)])
+        try db.execute(
+            """
+            DELETE FROM e2ee_held_room_keys WHERE (room_id, session_id, sender_key) NOT IN (
+                SELECT room_id, session_id, sender_key FROM e2ee_held_room_keys
+                ORDER BY received_at_ms DESC LIMIT ?)
+            """, [.integer(Int64(heldRoomKeyLimit))])
+        try db.execute(
+            """
+            INSERT INTO e2ee_tracked_users(user_id, outdated) VALUES (?, 1)
+            ON CONFLICT(user_id) DO UPDATE SET outdated = 1
+            """, [.text(sender.rawValue)])
+    }
+
+    /// The held room keys of `users` (just queried): a key whose device is now known as the
+    /// sender's, with the keys it claimed and unchanged, is stored as an inbound session; the
+    /// others are dropped (the device is not theirs). Returns the sessions stored.
+    package func releaseHeldRoomKeys(of users: [UserID]) async throws(CryptoStoreError)
+        -> [(roomID: String, sessionID: String)]
+    {
+        guard !users.isEmpty else { return [] }
+        do {
+            return try await database.transaction { db throws(StoreError) -> [(roomID: String, sessionID: String)] in
+                var released: [(roomID: String, sessionID: String)] = []
+                for user in users {
+                    let held = try db.queryAll(
+                        """
+                        SELECT h.room_id, h.session_id, h.sender_key, h.signing_key, h.first_known_index, h.pickle,
+                            EXISTS (SELECT 1 FROM e2ee_devices d WHERE d.user_id = h.sender_user
+                                AND d.curve25519 = h.sender_key AND d.ed25519 = h.signing_key AND d.key_changed = 0)
+                        FROM e2ee_held_room_keys h WHERE h.sender_user = ?
+                        """, [.text(user.rawValue)]
+                    ) { row in
+                        (
+                            InboundSessionRow(
+                                roomID: row.string(0), sessionID: row.string(1), senderKey: row.string(2),
+                                signingKey: row.string(3), forwarded: false, pickle: row.blob(5), senderUser: user,
+                                firstKnownIndex: row.int(4)), row.int(6) != 0
+                        )
+                    }
+                    for (row, known) in held where known {
+                        if try Self.storeInbound(row, in: db) { released.append((row.roomID, row.sessionID)) }
+                    }
+                    try db.execute("DELETE FROM e2ee_held_room_keys WHERE sender_user = ?", [.text(user.rawValue)])
+                }
+                return released
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Whether `user` is tracked and their device list up to date (a `keys/query` answered for
+    /// them since the last change).
+    package func isUpToDate(_ user: UserID) async throws(CryptoStoreError) -> Bool {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryOne(
+                    "SELECT outdated FROM e2ee_tracked_users WHERE user_id = ?", [.text(user.rawValue)]
+                ) { $0.int(0) == 0 } ?? false
             }
         } catch {
             throw .store(error)

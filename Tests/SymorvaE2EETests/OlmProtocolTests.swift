@@ -178,4 +178,52 @@ struct OlmProtocolTests {
         }
         #expect(rooms == ["!bob:x"])
     }
+
+    @Test("A room key from a device not known yet is held until a keys/query lists the device; otherwise it is dropped")
+    func roomKeyFromUnknownDeviceHeld() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let bobsOther = try await fixture.device("@bob:example.org", "BOB2")
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        // Bob's devices know Alice's; Alice knows none of Bob's yet.
+        for device in [bob, bobsOther] {
+            _ = try await device.store.storeQueried([alice.userID: [try await alice.listed()]], users: [alice.userID])
+            try await fixture.connect(device, to: alice)
+        }
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!one:x"), to: alice)
+        let report = try await alice.engine.processToDevice(nowMilliseconds: 0)
+        #expect(report.heldForUsers == [bob.userID])
+        #expect(try await alice.store.isOutdated(bob.userID), "Bob is queried")
+        func stored() async throws -> [String] {
+            try await alice.database.run { db throws(StoreError) in
+                try db.queryAll("SELECT room_id FROM e2ee_inbound_group_sessions ORDER BY room_id") { $0.string(0) }
+            }
+        }
+        #expect(try await stored().isEmpty, "not used before the device is known")
+
+        // The answer lists BOB: his key is used. A key from BOB2, which the answer does not list, is not.
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bobsOther, to: alice, room: "!two:x"), to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 0)
+        _ = try await alice.store.storeQueried([bob.userID: [try await bob.listed()]], users: [bob.userID])
+        try await alice.engine.releaseHeldRoomKeys(of: [bob.userID])
+        #expect(try await stored() == ["!one:x"])
+        #expect(
+            try await alice.store.inboundSession(roomID: "!one:x", sessionID: try sessionID(in: alice, room: "!one:x"))?
+                .senderUser == bob.userID)
+        let held = try await alice.database.run { db throws(StoreError) in
+            try db.queryOne("SELECT COUNT(*) FROM e2ee_held_room_keys") { $0.int(0) }
+        }
+        #expect(held == 0)
+    }
+
+    /// The session ID of the one inbound session of `room` on `device`.
+    func sessionID(in device: EngineFixture.Device, room: String) async throws -> String {
+        try #require(
+            try await device.database.run { db throws(StoreError) in
+                try db.queryOne("SELECT session_id FROM e2ee_inbound_group_sessions WHERE room_id = ?", [.text(room)]) {
+                    $0.string(0)
+                }
+            })
+    }
 }

@@ -49,6 +49,8 @@ struct DevEnvironment: Sendable {
 struct RegisteredAccount: Sendable {
     let userID: String
     let accessToken: Secret<String>
+    /// The device the registration signed in.
+    var deviceID: String = ""
 
     static func register(
         _ username: String, password: String = "correct horse battery staple", in environment: DevEnvironment,
@@ -79,10 +81,12 @@ struct RegisteredAccount: Sendable {
         struct Registered: Decodable {
             let user_id: String
             let access_token: String
+            let device_id: String
         }
         guard second.isSuccess else { throw IntegrationFailure("register answered \(second.status)") }
         let registered = try JSONDecoder().decode(Registered.self, from: Data(second.body))
-        return RegisteredAccount(userID: registered.user_id, accessToken: Secret(registered.access_token))
+        return RegisteredAccount(
+            userID: registered.user_id, accessToken: Secret(registered.access_token), deviceID: registered.device_id)
     }
 }
 

@@ -8,12 +8,19 @@ public struct ToDeviceReport: Sendable, Equatable {
     public var keyRequestsReceived: Bool
     /// A room key this device had asked for arrived: cancel the request at the other devices.
     public var requestedKeysArrived: Bool
+    /// Users from whose unknown devices room keys arrived: the keys are held (not used) until a
+    /// `keys/query` shows the device as theirs, so these users are queried.
+    public var heldForUsers: [UserID]
 
     /// A report.
-    public init(processed: Int, keyRequestsReceived: Bool = false, requestedKeysArrived: Bool = false) {
+    public init(
+        processed: Int, keyRequestsReceived: Bool = false, requestedKeysArrived: Bool = false,
+        heldForUsers: [UserID] = []
+    ) {
         self.processed = processed
         self.keyRequestsReceived = keyRequestsReceived
         self.requestedKeysArrived = requestedKeysArrived
+        self.heldForUsers = heldForUsers
     }
 }
 
@@ -36,6 +43,7 @@ extension CryptoMachine {
     func absorb(_ report: ToDeviceReport, into work: inout CryptoWork) {
         if report.keyRequestsReceived { work.keyAnswersPending = true }
         if report.requestedKeysArrived { work.keyRequestsPending = true }
+        work.outdated.formUnion(report.heldForUsers)
     }
 
     /// A sending of key requests answered (`work` has it in flight): whether to back off.

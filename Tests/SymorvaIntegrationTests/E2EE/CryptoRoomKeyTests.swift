@@ -41,6 +41,20 @@ struct CryptoRoomKeyTests {
             userID: UserID(bobAccount.userID)!, accessToken: bobAccount.accessToken, transport: transport)
         let bobOlm = try driver.newAccount()
         let device = crypto.deviceID.rawValue
+        // Bob's device publishes its keys, self-signed: a room key is used only from a device
+        // that a keys/query lists as the sender's.
+        let bobDevice = bobAccount.deviceID
+        var bobKeys: [String: JSONValue] = [
+            "algorithms": .array([.string("m.olm.v1.curve25519-aes-sha2"), .string("m.megolm.v1.aes-sha2")]),
+            "device_id": .string(bobDevice), "user_id": .string(bobAccount.userID),
+            "keys": .object([
+                "curve25519:\(bobDevice)": .string(bobOlm.identityKeys.curve25519),
+                "ed25519:\(bobDevice)": .string(bobOlm.identityKeys.ed25519),
+            ]),
+        ]
+        let signature = bobOlm.sign(try JSONValue.object(bobKeys).canonicalEncoding())
+        bobKeys["signatures"] = .object([bobAccount.userID: .object(["ed25519:\(bobDevice)": .string(signature)])])
+        _ = try await bob.send(try E2EEAPI.upload(deviceKeys: .object(bobKeys), oneTimeKeys: [:], fallbackKeys: [:]))
 
         func claimKey() async throws -> String {
             let answer = try JSONValue(parsing: try await bob.send(try E2EEAPI.claim([alice.userID: [device]])).body)
@@ -66,7 +80,7 @@ struct CryptoRoomKeyTests {
                     "algorithm": .string("m.megolm.v1.aes-sha2"), "room_id": .string(roomID),
                     "session_id": .string(sessionID), "session_key": .string(sessionKey.exposedValue),
                 ]),
-                "sender": .string(bobAccount.userID), "sender_device": .string("BOBDEVICE"),
+                "sender": .string(bobAccount.userID), "sender_device": .string(bobDevice),
                 "recipient": .string(alice.userID.rawValue),
                 "recipient_keys": .object(["ed25519": .string(recipientEd25519)]),
                 "keys": .object(["ed25519": .string(bobOlm.identityKeys.ed25519)]),
@@ -120,7 +134,7 @@ struct CryptoRoomKeyTests {
         let ciphertext = try megolm.encrypt(Secret(try plaintext.canonicalEncoding()))
         let encrypted = JSONValue.object([
             "algorithm": .string("m.megolm.v1.aes-sha2"), "ciphertext": .string(ciphertext),
-            "device_id": .string("BOBDEVICE"), "sender_key": .string(bobOlm.identityKeys.curve25519),
+            "device_id": .string(bobDevice), "sender_key": .string(bobOlm.identityKeys.curve25519),
             "session_id": .string(megolm.sessionID),
         ])
         _ = try await bob.send(
@@ -141,6 +155,6 @@ struct CryptoRoomKeyTests {
         let after = try await room.waitForTimeline { $0.texts.contains("late key") }
         let decrypted = try #require(after.first { $0.text == "late key" })
         #expect(decrypted.id == undecrypted.id, "the same row, decrypted in place")
-        #expect(decrypted.encryption?.isDeviceKnown == false, "Bob's device never published keys")
+        #expect(decrypted.encryption?.isDeviceKnown == true, "Bob's device published its keys and was queried")
     }
 }

@@ -237,6 +237,15 @@ struct CryptoMachineTests {
         try store.send(.toDeviceProcessed(.success(ToDeviceReport(processed: 1))), expecting: .ready(work()))
     }
 
+    @Test("Room keys held for unknown devices make their senders queried")
+    func heldRoomKeysQueryTheirSenders() throws {
+        let store = MachineTestStore(machine, initial: .ready(work(processing: true)))
+        let bob: UserID = "@bob:example.org"
+        try store.send(
+            .toDeviceProcessed(.success(ToDeviceReport(processed: 1, heldForUsers: [bob]))),
+            expecting: .ready(work(querying: [bob])), effects: [.queryKeys([bob])])
+    }
+
     @Test("Processing that meets a full store backs off and runs again; a broken store fails")
     func toDeviceFailures() throws {
         let store = MachineTestStore(machine, initial: .ready(work(processing: true)))
