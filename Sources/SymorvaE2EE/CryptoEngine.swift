@@ -83,7 +83,8 @@ package actor CryptoEngine {
             serverOneTimeKeyCount: try await store.serverOneTimeKeyCount(),
             outdatedUsers: try await store.outdatedUsers(), hasPendingToDevice: try await store.hasPendingToDevice(),
             hasKeyRequestsToSend: try await store.hasKeyRequestsToSend(),
-            hasKeyRequestsToAnswer: try await store.hasKeyRequestsToAnswer())
+            hasKeyRequestsToAnswer: try await store.hasKeyRequestsToAnswer(),
+            hasWedgedSessions: try await store.hasWedgedDevices())
     }
 
     /// Reads the stored account into memory, or creates and stores one. Inside the critical
@@ -235,7 +236,9 @@ extension CryptoEngine {
             }
             for row in rows {
                 let (outcome, arrived) = try await exclusively {
-                    () async throws(CryptoStoreError) -> (CryptoStore.ToDeviceOutcome, Bool) in
+                    () async throws(CryptoStoreError) -> (
+                        CryptoStore.ToDeviceOutcome, (requestedKeyArrived: Bool, wedged: Bool)
+                    ) in
                     let outcome = try await handle(row)
                     do throws(CryptoStoreError) {
                         return (outcome, try await store.apply(outcome, nowMilliseconds: nowMilliseconds))
@@ -246,7 +249,8 @@ extension CryptoEngine {
                         throw error
                     }
                 }
-                if arrived { report.requestedKeysArrived = true }
+                if arrived.requestedKeyArrived { report.requestedKeysArrived = true }
+                if outcome.wedgedSender != nil, arrived.wedged { report.sessionsWedged = true }
                 if let held = outcome.heldRoomKey?.senderUser, !report.heldForUsers.contains(held) {
                     report.heldForUsers.append(held)
                 }
@@ -280,6 +284,9 @@ extension CryptoEngine {
         else { return outcome }
         let message = OlmMessage(kind: kind, body: body)
         guard let (session, plaintext, isNew) = try await decrypt(message, from: senderKey, account: account) else {
+            // No session of ours reads it: the sender's session with this device is wedged (we
+            // lost ours, or it used a one-time key we no longer have). A new one is started.
+            if let sender = UserID(row.sender) { outcome.wedgedSender = (sender, senderKey) }
             return outcome
         }
         do {
@@ -528,7 +535,15 @@ extension CryptoEngine {
                 "session_id": .string(sessionID), "session_key": .string(key.exposedValue),
             ]),
         ])
-        return try await exclusively {
+        return try await olmMessages(payload, for: devices, nowMilliseconds: nowMilliseconds)
+    }
+
+    /// `payload` (`type` and `content`) Olm-encrypted for each of `devices` that has a session,
+    /// as `sendToDevice` messages (user → device → content); the sessions are stored advanced.
+    package func olmMessages(_ payload: JSONValue, for devices: [CryptoStore.Device], nowMilliseconds: Int64)
+        async throws(CryptoStoreError) -> (messages: [String: [String: JSONValue]], sent: [CryptoStore.Device])
+    {
+        try await exclusively {
             () async throws(CryptoStoreError) -> ([String: [String: JSONValue]], [CryptoStore.Device]) in
             var messages: [String: [String: JSONValue]] = [:]
             var sent: [CryptoStore.Device] = []

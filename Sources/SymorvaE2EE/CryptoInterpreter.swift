@@ -43,6 +43,8 @@ struct CryptoInterpreter: EffectInterpreter {
             return .keyRequestsSent(await sendKeyRequests())
         case .answerKeyRequests:
             return .keyRequestsAnswered(await answerKeyRequests())
+        case .unwedgeSessions:
+            return .sessionsUnwedged(await unwedgeSessions())
         case .scheduleRetry, .cancel:
             // Timers and cancellations are performed by the host.
             return nil

@@ -135,6 +135,18 @@ package struct CryptoStore: Sendable {
                     PRIMARY KEY (room_id, session_id, sender_key)
                 ) STRICT, WITHOUT ROWID;
                 """),
+        Migration(
+            version: 8, name: "e2ee_wedged_devices",
+            sql: """
+                -- Devices whose Olm messages no session of ours could read: a new session is started
+                -- with each (pending), at most once an hour (unwedged_ms).
+                CREATE TABLE e2ee_wedged_devices (
+                    curve25519 TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    pending INTEGER NOT NULL,
+                    unwedged_ms INTEGER NOT NULL
+                ) STRICT, WITHOUT ROWID;
+                """),
     ]
 
     /// A device of a tracked user, as verified from its self-signed keys.
@@ -392,6 +404,8 @@ package struct CryptoStore: Sendable {
         package var heldRoomKey: InboundSessionRow?
         /// Another own device's room key request to answer.
         package var incomingRequest: IncomingKeyRequest?
+        /// The sender whose Olm message no session of ours could read: (user, Curve25519 key).
+        package var wedgedSender: (user: UserID, curveKey: String)?
         /// Another own device's cancellation of its request: (device, request ID).
         package var cancelledRequest: (deviceID: String, requestID: String)?
     }
@@ -490,12 +504,20 @@ package struct CryptoStore: Sendable {
     /// received wins; a later one cannot replace it). A request this device sent for the
     /// session is marked for cancellation (one never sent is dropped).
     ///
-    /// - Returns: whether a key this device had requested arrived.
+    /// - Returns: whether a key this device had requested arrived, and whether a wedged device
+    ///   is now due for a new session.
     @discardableResult
-    package func apply(_ outcome: ToDeviceOutcome, nowMilliseconds: Int64) async throws(CryptoStoreError) -> Bool {
+    package func apply(_ outcome: ToDeviceOutcome, nowMilliseconds: Int64) async throws(CryptoStoreError)
+        -> (requestedKeyArrived: Bool, wedged: Bool)
+    {
         do {
-            return try await database.transaction { db throws(StoreError) -> Bool in
+            return try await database.transaction {
+                db throws(StoreError) -> (requestedKeyArrived: Bool, wedged: Bool) in
                 var requestedKeyArrived = false
+                var wedged = false
+                if let sender = outcome.wedgedSender {
+                    wedged = try Self.recordWedged(sender, nowMilliseconds: nowMilliseconds, in: db)
+                }
                 if let session = outcome.olmSession {
                     try db.execute(
                         """
@@ -551,7 +573,71 @@ package struct CryptoStore: Sendable {
                         [.text(cancelled.deviceID), .text(cancelled.requestID)])
                 }
                 try db.execute("DELETE FROM to_device_events WHERE id = ?", [.integer(outcome.rowID)])
-                return requestedKeyArrived
+                return (requestedKeyArrived, wedged)
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// How long after a new session was started with a wedged device another may be.
+    package static let unwedgeIntervalMilliseconds: Int64 = 3_600_000
+
+    /// Records that `sender`'s Olm session is wedged (inside the transaction that removes the
+    /// event); `true` when a new session is now due (none was started within the hour).
+    static func recordWedged(
+        _ sender: (user: UserID, curveKey: String), nowMilliseconds: Int64, in db: isolated SQLiteDatabase
+    ) throws(StoreError) -> Bool {
+        try db.execute(
+            """
+            INSERT INTO e2ee_wedged_devices(curve25519, user_id, pending, unwedged_ms) VALUES (?1, ?2, 1, 0)
+            ON CONFLICT(curve25519) DO UPDATE SET pending = 1, user_id = ?2
+            WHERE pending = 0 AND unwedged_ms <= ?3
+            """,
+            [
+                .text(sender.curveKey), .text(sender.user.rawValue),
+                .integer(nowMilliseconds - unwedgeIntervalMilliseconds),
+            ])
+        return db.changes > 0
+    }
+
+    /// The devices due for a new Olm session: (user, Curve25519 key).
+    package func wedgedDevices() async throws(CryptoStoreError) -> [(user: UserID, curveKey: String)] {
+        do {
+            let rows = try await database.run { db throws(StoreError) in
+                try db.queryAll(
+                    "SELECT user_id, curve25519 FROM e2ee_wedged_devices WHERE pending = 1 ORDER BY user_id"
+                ) { ($0.string(0), $0.string(1)) }
+            }
+            return rows.compactMap { row in UserID(row.0).map { ($0, row.1) } }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Whether devices wait for a new Olm session.
+    package func hasWedgedDevices() async throws(CryptoStoreError) -> Bool {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryOne("SELECT EXISTS (SELECT 1 FROM e2ee_wedged_devices WHERE pending = 1)") {
+                    $0.int(0) != 0
+                } ?? false
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Records that new sessions were started with (or cannot be started with) these devices.
+    package func markUnwedged(_ curveKeys: [String], nowMilliseconds: Int64) async throws(CryptoStoreError) {
+        guard !curveKeys.isEmpty else { return }
+        do {
+            try await database.transaction { db throws(StoreError) in
+                for key in curveKeys {
+                    try db.execute(
+                        "UPDATE e2ee_wedged_devices SET pending = 0, unwedged_ms = ? WHERE curve25519 = ?",
+                        [.integer(nowMilliseconds), .text(key)])
+                }
             }
         } catch {
             throw .store(error)

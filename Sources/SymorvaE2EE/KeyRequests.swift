@@ -324,3 +324,69 @@ extension CryptoInterpreter {
         }
     }
 }
+
+// MARK: - Unwedging
+
+extension CryptoInterpreter {
+    /// Starts a new Olm session with every device whose messages no session of ours could read:
+    /// one `keys/claim` for all of them, a session from each claimed key whose signature by the
+    /// device verifies, and an `m.dummy` over it in one `sendToDevice`, so that the device has the
+    /// new session and uses it from its next message on. A device not known (no `keys/query`
+    /// lists its key) or without a one-time key is given up until it is found wedged again.
+    func unwedgeSessions() async -> Result<Int, CryptoRequestError> {
+        let store = engine.store
+        let now = wallClock.now.millisecondsSince1970
+        do throws(CryptoStoreError) {
+            let wedged = try await store.wedgedDevices()
+            guard !wedged.isEmpty else { return .success(0) }
+            var devices: [CryptoStore.Device] = []
+            for (user, curveKey) in wedged {
+                if let device = try await store.devices(of: user).first(where: {
+                    $0.curve25519 == curveKey && !$0.keyChanged
+                }) {
+                    devices.append(device)
+                }
+            }
+            if !devices.isEmpty {
+                let wanted = Dictionary(grouping: devices, by: \.userID).mapValues { $0.map(\.deviceID) }
+                let endpoint: MatrixEndpoint
+                do { endpoint = try E2EEAPI.claim(wanted) } catch { return .failure(.local(.driver("canonical JSON"))) }
+                let response: HTTPResponse
+                do throws(MatrixRequestError) {
+                    response = try await requester.send(endpoint)
+                } catch {
+                    return .failure(Self.requestError(error, now: wallClock.now))
+                }
+                let claimed = AccountCrypto.claimedKeys(in: response.body, for: devices)
+                _ = try await engine.createSessions(claimed, nowMilliseconds: now)
+                let started = Set(claimed.map { $0.0.curve25519 })
+                let dummy = JSONValue.object(["type": .string("m.dummy"), "content": .object([:])])
+                let (messages, sent) = try await engine.olmMessages(
+                    dummy, for: devices.filter { started.contains($0.curve25519) }, nowMilliseconds: now)
+                if !messages.isEmpty {
+                    let lines = sent.map { "\($0.userID.rawValue)|\($0.deviceID)" }.sorted().joined(separator: ",")
+                    let transactionID = TransactionID(
+                        "uw-\(engine.driver.sha256(Array("\(lines)#\(now)".utf8)).prefix(24))")
+                    let endpoint: MatrixEndpoint
+                    do {
+                        endpoint = try E2EEAPI.sendToDevice(
+                            eventType: "m.room.encrypted", transactionID: transactionID, messages: messages)
+                    } catch {
+                        return .failure(.local(.driver("canonical JSON")))
+                    }
+                    do throws(MatrixRequestError) {
+                        _ = try await requester.send(endpoint)
+                    } catch {
+                        return .failure(Self.requestError(error, now: wallClock.now))
+                    }
+                }
+                logger.info("olm sessions unwedged devices=\(sent.count) of=\(wedged.count)")
+            }
+            try await store.markUnwedged(wedged.map(\.curveKey), nowMilliseconds: now)
+            return .success(devices.count)
+        } catch {
+            logger.error("olm sessions not unwedged error=\(error)")
+            return .failure(Self.requestError(error))
+        }
+    }
+}

@@ -84,7 +84,7 @@ struct KeyRequestEngineTests {
             let rowID = try #require(try await store.toDeviceBatch(limit: 1).first?.id)
             let arrived = try await store.apply(
                 CryptoStore.ToDeviceOutcome(rowID: rowID, inboundSession: row), nowMilliseconds: 0)
-            #expect(arrived == (sessionID == "s1"))
+            #expect(arrived.requestedKeyArrived == (sessionID == "s1"))
         }
         let cancellations = try await store.keyRequestsToSend()
         #expect(cancellations.map(\.requestID) == ["r1"])

@@ -226,4 +226,77 @@ struct OlmProtocolTests {
                 }
             })
     }
+
+    /// A wall clock at a fixed time.
+    struct FixedClock: WallClock {
+        let milliseconds: Int64
+        var now: Timestamp { Timestamp(millisecondsSince1970: milliseconds) }
+    }
+
+    @Test(
+        "A device whose Olm message no session reads gets a new session and an m.dummy over it, once an hour at most; its next message reads"
+    )
+    func unwedging() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        try await fixture.introduce(alice, bob)
+        try await fixture.connect(bob, to: alice)
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!one:x"), to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 1_000)
+
+        // Alice loses her session with Bob: his next message cannot be read.
+        try await alice.database.run { db throws(StoreError) in try db.execute("DELETE FROM e2ee_olm_sessions") }
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!two:x"), to: alice)
+        let report = try await alice.engine.processToDevice(nowMilliseconds: 2_000)
+        #expect(report.sessionsWedged)
+
+        // Unwedging: one keys/claim for Bob's device, then an m.dummy over the new session.
+        let signed = try await fixture.claimKey(of: bob)
+        let claimAnswer = String(
+            decoding: try JSONValue.object([
+                "one_time_keys": .object([
+                    bob.userID.rawValue: .object(["BOB": .object(["signed_curve25519:AAAAAQ": signed])])
+                ])
+            ]).canonicalEncoding(), as: UTF8.self)
+        let sent = RoomKeySharingTests.SentBodies()
+        let transport = ScriptedHTTPTransport()
+        transport.on("POST", "/_matrix/client/v3/keys/claim") { _ in .json(200, claimAnswer) }
+        transport.on("PUT", pathPrefix: "/_matrix/client/v3/sendToDevice/m.room.encrypted/") { request in
+            if let body = try? JSONValue(parsing: request.body) { sent.withLock { $0.append(body) } }
+            return .json(200, "{}")
+        }
+        let interpreter = CryptoInterpreter(
+            engine: alice.engine,
+            requester: FixedTokenMatrixRequester(
+                homeserverURL: HomeserverURL("https://example.org")!, userID: alice.userID,
+                accessToken: Secret("token"), transport: transport),
+            wallClock: FixedClock(milliseconds: 3_000),
+            logger: Logger(category: "test", center: LogCenter(threshold: .trace)))
+        #expect(try await interpreter.unwedgeSessions().get() == 1)
+        let body = try #require(sent.withLock { $0.first })
+        guard case .object(let top) = body, case .object(let messages)? = top["messages"],
+            case .object(let toBob)? = messages[bob.userID.rawValue], let dummy = toBob["BOB"]
+        else { throw TestFailure("no message to Bob: \(body)") }
+        try await fixture.deliver(sender: alice.userID, content: dummy, to: bob)
+        _ = try await bob.engine.processToDevice(nowMilliseconds: 4_000)
+
+        // Bob's next message goes over the new session, and Alice reads it.
+        let session = try fixture.driver.newOutboundGroupSession()
+        let shared = try await bob.engine.roomKeyMessages(
+            roomID: "!three:x", sessionID: session.sessionID, key: try session.sessionKey(),
+            for: [try await alice.listed()], nowMilliseconds: 5_000)
+        try await fixture.deliver(
+            sender: bob.userID, content: try #require(shared.messages[alice.userID.rawValue]?["ALICE"]), to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 6_000)
+        #expect(try await alice.store.inboundSession(roomID: "!three:x", sessionID: session.sessionID) != nil)
+
+        // Within the hour another unreadable message starts nothing new.
+        try await alice.database.run { db throws(StoreError) in try db.execute("DELETE FROM e2ee_olm_sessions") }
+        try await fixture.deliver(
+            sender: bob.userID, content: try await roomKey(from: bob, to: alice, room: "!four:x"), to: alice)
+        #expect(!(try await alice.engine.processToDevice(nowMilliseconds: 7_000).sessionsWedged))
+        #expect(!(try await alice.store.hasWedgedDevices()))
+    }
 }

@@ -11,16 +11,20 @@ public struct ToDeviceReport: Sendable, Equatable {
     /// Users from whose unknown devices room keys arrived: the keys are held (not used) until a
     /// `keys/query` shows the device as theirs, so these users are queried.
     public var heldForUsers: [UserID]
+    /// A device's Olm message could not be decrypted (its session with this device is wedged):
+    /// a new session is due (recorded in the store).
+    public var sessionsWedged: Bool
 
     /// A report.
     public init(
         processed: Int, keyRequestsReceived: Bool = false, requestedKeysArrived: Bool = false,
-        heldForUsers: [UserID] = []
+        heldForUsers: [UserID] = [], sessionsWedged: Bool = false
     ) {
         self.processed = processed
         self.keyRequestsReceived = keyRequestsReceived
         self.requestedKeysArrived = requestedKeysArrived
         self.heldForUsers = heldForUsers
+        self.sessionsWedged = sessionsWedged
     }
 }
 
@@ -44,6 +48,16 @@ extension CryptoMachine {
         if report.keyRequestsReceived { work.keyAnswersPending = true }
         if report.requestedKeysArrived { work.keyRequestsPending = true }
         work.outdated.formUnion(report.heldForUsers)
+        if report.sessionsWedged { work.unwedgePending = true }
+    }
+
+    /// An unwedging answered (`work` has it in flight): whether to back off. A refusal for good
+    /// leaves the devices in the store until the next start.
+    func applyUnwedged(_ result: Result<Int, CryptoRequestError>, to work: inout CryptoWork) -> CryptoRequestError? {
+        work.isUnwedging = false
+        guard case .failure(let error) = result, error.isRetryable else { return nil }
+        work.unwedgePending = true
+        return error
     }
 
     /// A sending of key requests answered (`work` has it in flight): whether to back off.

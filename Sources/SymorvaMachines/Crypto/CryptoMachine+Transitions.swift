@@ -5,7 +5,7 @@ extension CryptoMachine {
     static let fallbackAlgorithm = "signed_curve25519"
 
     /// Every key the machine's effects run under.
-    static let effectKeys = [uploadKey, queryKey, toDeviceKey, keyRequestsKey, keyAnswersKey, retryKey]
+    static let effectKeys = [uploadKey, queryKey, toDeviceKey, keyRequestsKey, keyAnswersKey, unwedgeKey, retryKey]
 
     // MARK: idle, failed
 
@@ -16,7 +16,7 @@ extension CryptoMachine {
         case .stopped:
             return .move(to: .idle)
         case .accountLoaded, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
-            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .timerFired:
+            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .timerFired:
             return .ignored
         }
     }
@@ -32,6 +32,7 @@ extension CryptoMachine {
                 jitter: JitterSource(seed: start.jitterSeed))
             work.keyRequestsPending = status.hasKeyRequestsToSend
             work.keyAnswersPending = status.hasKeyRequestsToAnswer
+            work.unwedgePending = status.hasWedgedSessions
             guard status.deviceKeysPublished else {
                 // A new account, or one whose first upload never got an answer: (re)send the
                 // device keys with the keys stored for them. Nothing else leaves first.
@@ -50,7 +51,7 @@ extension CryptoMachine {
         case .stopped:
             return .move(to: .idle)
         case .started, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
-            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .timerFired:
+            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .timerFired:
             // What a sync, a membership change or a decryption brought is in the store: the
             // load reads it.
             return .ignored
@@ -88,7 +89,7 @@ extension CryptoMachine {
         case .stopped:
             return stop()
         case .started, .accountLoaded, .keysQueried, .toDeviceProcessed, .keyRequestsSent, .keyRequestsAnswered,
-            .timerFired:
+            .sessionsUnwedged, .timerFired:
             // Nothing but the first upload is in flight while publishing.
             return .ignored
         }
@@ -144,6 +145,10 @@ extension CryptoMachine {
         case .keyRequestsAnswered(let result):
             guard work.isAnsweringKeyRequests else { return .stay }  // stale
             if let error = applyAnswered(result, to: &next) { return backOff(next, retryAfter: error.retryAfter) }
+            if case .success = result { next.failures = 0 }
+        case .sessionsUnwedged(let result):
+            guard work.isUnwedging else { return .stay }  // stale
+            if let error = applyUnwedged(result, to: &next) { return backOff(next, retryAfter: error.retryAfter) }
             if case .success = result { next.failures = 0 }
         case .stopped:
             return stop()
@@ -202,6 +207,9 @@ extension CryptoMachine {
         case .keyRequestsAnswered(let result):
             guard work.isAnsweringKeyRequests else { return .stay }  // stale
             _ = applyAnswered(result, to: &next)
+        case .sessionsUnwedged(let result):
+            guard work.isUnwedging else { return .stay }  // stale
+            _ = applyUnwedged(result, to: &next)
         case .stopped:
             return stop()
         case .started, .accountLoaded:
@@ -254,6 +262,11 @@ extension CryptoMachine {
             work.keyAnswersPending = false
             work.isAnsweringKeyRequests = true
             effects.append(.answerKeyRequests)
+        }
+        if work.unwedgePending, !work.isUnwedging {
+            work.unwedgePending = false
+            work.isUnwedging = true
+            effects.append(.unwedgeSessions)
         }
         return effects
     }

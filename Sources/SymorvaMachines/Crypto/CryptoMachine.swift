@@ -25,6 +25,8 @@ public struct CryptoMachine: ChartedMachine {
     public static let keyRequestsKey: EffectKey = "crypto.keyRequests"
     /// The key of the running answering of other own devices' room key requests.
     public static let keyAnswersKey: EffectKey = "crypto.keyAnswers"
+    /// The key of the running unwedging of Olm sessions.
+    public static let unwedgeKey: EffectKey = "crypto.unwedge"
     /// The key of the retry timer (not the state timeout: results arriving while backing off
     /// move the machine without re-arming it).
     public static let retryKey: EffectKey = "crypto.retry"
@@ -103,6 +105,8 @@ public struct CryptoMachine: ChartedMachine {
         case keyRequestsSent(Result<Int, CryptoRequestError>)
         /// ``Effect/answerKeyRequests`` answered: what was forwarded and what waits, or why not.
         case keyRequestsAnswered(Result<KeyRequestAnswers, CryptoRequestError>)
+        /// ``Effect/unwedgeSessions`` answered: how many devices got a new session, or why not.
+        case sessionsUnwedged(Result<Int, CryptoRequestError>)
         /// A timer of this machine fired.
         case timerFired(CryptoTimer)
         /// Stop (sign-out, account switch).
@@ -110,7 +114,8 @@ public struct CryptoMachine: ChartedMachine {
 
         public static let allCaseNames = [
             "started", "accountLoaded", "syncCommitted", "usersTracked", "keysUploaded", "keysQueried",
-            "toDeviceProcessed", "roomKeysMissing", "keyRequestsSent", "keyRequestsAnswered", "timerFired", "stopped",
+            "toDeviceProcessed", "roomKeysMissing", "keyRequestsSent", "keyRequestsAnswered", "sessionsUnwedged",
+            "timerFired", "stopped",
         ]
 
         public var caseNameLiteral: StaticString? {
@@ -125,6 +130,7 @@ public struct CryptoMachine: ChartedMachine {
             case .roomKeysMissing: "roomKeysMissing"
             case .keyRequestsSent: "keyRequestsSent"
             case .keyRequestsAnswered: "keyRequestsAnswered"
+            case .sessionsUnwedged: "sessionsUnwedged"
             case .timerFired: "timerFired"
             case .stopped: "stopped"
             }
@@ -155,6 +161,11 @@ public struct CryptoMachine: ChartedMachine {
         /// without a session), removing what was answered or cannot be; requests of devices not
         /// known yet wait. Keyed by ``CryptoMachine/keyAnswersKey``.
         case answerKeyRequests
+        /// Start a new Olm session with every device whose messages this device could not
+        /// decrypt (a wedged session), at most once an hour per device: claim a one-time key for
+        /// each in one `keys/claim`, and send each an `m.dummy` over the new session so that it
+        /// uses it too. Keyed by ``CryptoMachine/unwedgeKey``.
+        case unwedgeSessions
         /// Fire ``Event/timerFired(_:)`` with ``CryptoTimer/retry`` after the delay.
         case scheduleRetry(after: Duration)
         /// Cancel the effect running under this key.
@@ -168,6 +179,7 @@ public struct CryptoMachine: ChartedMachine {
             case .processToDevice: "processToDevice"
             case .sendKeyRequests: "sendKeyRequests"
             case .answerKeyRequests: "answerKeyRequests"
+            case .unwedgeSessions: "unwedgeSessions"
             case .scheduleRetry: "scheduleRetry"
             case .cancel: "cancel"
             }
@@ -181,6 +193,7 @@ public struct CryptoMachine: ChartedMachine {
             case .processToDevice: .keyed(CryptoMachine.toDeviceKey)
             case .sendKeyRequests: .keyed(CryptoMachine.keyRequestsKey)
             case .answerKeyRequests: .keyed(CryptoMachine.keyAnswersKey)
+            case .unwedgeSessions: .keyed(CryptoMachine.unwedgeKey)
             case .scheduleRetry(let after): .timer(CryptoMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
             }
@@ -247,13 +260,16 @@ public struct CryptoAccountStatus: Sendable, Equatable {
     public var hasKeyRequestsToSend: Bool
     /// Whether other own devices' room key requests wait to be answered.
     public var hasKeyRequestsToAnswer: Bool
+    /// Whether devices with wedged Olm sessions wait for new ones.
+    public var hasWedgedSessions: Bool
 
     /// A status.
     public init(
         deviceKeysPublished: Bool, maxOneTimeKeys: Int = 100, serverOneTimeKeyCount: Int? = nil,
         outdatedUsers: [UserID] = [], hasPendingToDevice: Bool = false, hasKeyRequestsToSend: Bool = false,
-        hasKeyRequestsToAnswer: Bool = false
+        hasKeyRequestsToAnswer: Bool = false, hasWedgedSessions: Bool = false
     ) {
+        self.hasWedgedSessions = hasWedgedSessions
         self.hasKeyRequestsToSend = hasKeyRequestsToSend
         self.hasKeyRequestsToAnswer = hasKeyRequestsToAnswer
         self.deviceKeysPublished = deviceKeysPublished
@@ -366,6 +382,10 @@ public struct CryptoWork: Sendable, Equatable {
     public var keyAnswersPending: Bool = false
     /// Whether ``CryptoMachine/Effect/answerKeyRequests`` is in flight.
     public var isAnsweringKeyRequests: Bool = false
+    /// Devices whose Olm sessions are wedged wait for new sessions (stored).
+    public var unwedgePending: Bool = false
+    /// ``CryptoMachine/Effect/unwedgeSessions`` is in flight.
+    public var isUnwedging: Bool = false
     /// Some requests came from own devices not known yet: answered again after the next
     /// successful `keys/query`.
     public var answersAwaitDevices: Bool = false

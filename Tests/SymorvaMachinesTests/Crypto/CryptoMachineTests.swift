@@ -246,6 +246,40 @@ struct CryptoMachineTests {
             expecting: .ready(work(querying: [bob])), effects: [.queryKeys([bob])])
     }
 
+    @Test(
+        "A wedged session found by to-device processing is unwedged; a retryable failure backs off, a stale answer changes nothing"
+    )
+    func unwedging() throws {
+        let store = MachineTestStore(machine, initial: .ready(work(processing: true)))
+        var unwedging = work()
+        unwedging.isUnwedging = true
+        try store.send(
+            .toDeviceProcessed(.success(ToDeviceReport(processed: 1, sessionsWedged: true))),
+            expecting: .ready(unwedging), effects: [.unwedgeSessions])
+        try store.send(.sessionsUnwedged(.success(1)), expecting: .ready(work()))
+        try store.send(.sessionsUnwedged(.success(1)), stayingWith: [])
+
+        store.reset(to: .ready(unwedging))
+        let (jitter, delay) = backoff(attempt: 1)
+        var again = work(failures: 1, jitter: jitter)
+        again.unwedgePending = true
+        try store.send(
+            .sessionsUnwedged(.failure(.network)), expecting: .backingOff(again),
+            effects: [.scheduleRetry(after: delay)])
+    }
+
+    @Test("Devices found wedged before a restart are unwedged once the account is loaded")
+    func unwedgingResumes() throws {
+        let store = MachineTestStore(machine, initial: .loading(CryptoStart(jitterSeed: Self.seed)))
+        var unwedging = work()
+        unwedging.isUnwedging = true
+        try store.send(
+            .accountLoaded(
+                .success(
+                    CryptoAccountStatus(deviceKeysPublished: true, serverOneTimeKeyCount: 50, hasWedgedSessions: true))
+            ), expecting: .ready(unwedging), effects: [.unwedgeSessions])
+    }
+
     @Test("Processing that meets a full store backs off and runs again; a broken store fails")
     func toDeviceFailures() throws {
         let store = MachineTestStore(machine, initial: .ready(work(processing: true)))
@@ -303,7 +337,8 @@ struct CryptoMachineTests {
 
     static let stopEffects: [CryptoMachine.Effect] = [
         .cancel(CryptoMachine.uploadKey), .cancel(CryptoMachine.queryKey), .cancel(CryptoMachine.toDeviceKey),
-        .cancel(CryptoMachine.keyRequestsKey), .cancel(CryptoMachine.keyAnswersKey), .cancel(CryptoMachine.retryKey),
+        .cancel(CryptoMachine.keyRequestsKey), .cancel(CryptoMachine.keyAnswersKey), .cancel(CryptoMachine.unwedgeKey),
+        .cancel(CryptoMachine.retryKey),
     ]
 
     // MARK: Effects and the chart
@@ -316,6 +351,7 @@ struct CryptoMachineTests {
         #expect(CryptoMachine.Effect.processToDevice.directive == .keyed(CryptoMachine.toDeviceKey))
         #expect(CryptoMachine.Effect.sendKeyRequests.directive == .keyed(CryptoMachine.keyRequestsKey))
         #expect(CryptoMachine.Effect.answerKeyRequests.directive == .keyed(CryptoMachine.keyAnswersKey))
+        #expect(CryptoMachine.Effect.unwedgeSessions.directive == .keyed(CryptoMachine.unwedgeKey))
         #expect(
             CryptoMachine.Effect.scheduleRetry(after: .seconds(2)).directive
                 == .timer(CryptoMachine.retryKey, .after(.seconds(2))))
@@ -326,6 +362,10 @@ struct CryptoMachineTests {
 
     @Test("Every (state, event) pair matches StateCharts/Crypto.scxml")
     func chart() throws {
+        var unwedgingWork = work()
+        unwedgingWork.isUnwedging = true
+        var unwedgingBackingOff = work(failures: 1)
+        unwedgingBackingOff.isUnwedging = true
         let topUp = KeyUploadPlan(newOneTimeKeys: 10)
         let states: [CryptoMachine.State] = [
             .idle, .loading(CryptoStart(jitterSeed: 1)),
@@ -338,6 +378,7 @@ struct CryptoMachineTests {
                 work(count: 40, upload: topUp, uploading: true, querying: [bob], processing: true, failures: 1)),
             .ready(work(sendingRequests: true, answering: true)),
             .backingOff(work(failures: 1, sendingRequests: true, answering: true)),
+            .ready(unwedgingWork), .backingOff(unwedgingBackingOff),
             .failed(.accountUnreadable),
         ]
         let events: [CryptoMachine.Event] = [
@@ -364,6 +405,9 @@ struct CryptoMachineTests {
             .keyRequestsAnswered(.success(KeyRequestAnswers(answered: 1, waitingForDevices: 1))),
             .keyRequestsAnswered(.failure(.server(status: 502))),
             .keyRequestsAnswered(.failure(.rejected(status: 403, errorCode: "M_FORBIDDEN"))),
+            .toDeviceProcessed(.success(ToDeviceReport(processed: 1, heldForUsers: [carol], sessionsWedged: true))),
+            .sessionsUnwedged(.success(1)), .sessionsUnwedged(.failure(.network)),
+            .sessionsUnwedged(.failure(.rejected(status: 400, errorCode: "M_INVALID_PARAM"))),
             .timerFired(.retry), .stopped,
         ]
         try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .idle)
