@@ -532,6 +532,12 @@ package struct CryptoStore: Sendable {
                 }
                 if let pickle = outcome.accountPickle {
                     try db.execute("UPDATE e2ee_account SET pickle = ? WHERE id = 1", [.blob(pickle)])
+                    // The device started a new session with us (after it lost the one it had,
+                    // say, and unwedged it): what we shared over the old one may never have
+                    // reached it, so the rooms' current keys go to it again with the next message.
+                    if let session = outcome.olmSession {
+                        try Self.forgetSharing(withCurveKey: session.senderKey, in: db)
+                    }
                 }
                 if let inbound = outcome.inboundSession {
                     try Self.storeInbound(inbound, in: db)
@@ -577,6 +583,21 @@ package struct CryptoStore: Sendable {
             }
         } catch {
             throw .store(error)
+        }
+    }
+
+    /// Removes the device with `curveKey` from the devices every outbound session was shared
+    /// with: the next message of each room shares its key with the device again.
+    static func forgetSharing(withCurveKey curveKey: String, in db: isolated SQLiteDatabase) throws(StoreError) {
+        let rows = try db.queryAll(
+            "SELECT room_id, shared_with FROM e2ee_outbound_group_sessions WHERE instr(shared_with, ?) > 0",
+            [.text(curveKey)]
+        ) { ($0.string(0), $0.string(1)) }
+        for (roomID, sharedWith) in rows {
+            let kept = sharedWith.split(separator: "\n").filter { !$0.hasSuffix(" " + curveKey) }
+            try db.execute(
+                "UPDATE e2ee_outbound_group_sessions SET shared_with = ? WHERE room_id = ?",
+                [.text(kept.joined(separator: "\n")), .text(roomID)])
         }
     }
 

@@ -17,11 +17,15 @@ Operations (besides `id`):
   join         room_id                              -> once the joined (encrypted) room has synced
   leave        room_id                              -> once the server has the leave
   wait_member  room_id, user_id                     -> once the user is a joined member here
-  send         room_id, body                        -> event_id (encrypted by nio; devices not
-                                                       verified are sent the key anyway)
+  send         room_id, body[, replaces | reply_to] -> event_id (encrypted by nio; devices not
+                                                       verified are sent the key anyway); with
+                                                       replaces an edit of that event, with
+                                                       reply_to a reply to it
   messages     room_id                              -> decrypted [{event_id, sender, body,
-                                                       sender_key, session_id}] and undecrypted
-                                                       [{event_id, sender, session_id}], in order
+                                                       sender_key, session_id, rel_type,
+                                                       relates_to, in_reply_to, new_body}] and
+                                                       undecrypted [{event_id, sender,
+                                                       session_id}], in order
   devices      user_id                              -> the device IDs nio knows for the user
   verify       user_id, device_id                   -> once nio knows the device: marks it verified
                                                        (nio forwards keys to, and accepts forwarded
@@ -29,6 +33,8 @@ Operations (besides `id`):
                                                        goes on with its key requests that waited
   request_keys room_id                              -> asks the account's other devices for the
                                                        keys of the room's undecrypted events
+  forget_sessions curve25519                        -> forgets nio's Olm sessions with that device
+                                                       (as if its session store were lost)
   quit                                              -> closes the client and exits
 
 Message bodies are written to standard output only (the test reads them); nothing is logged
@@ -40,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 import tempfile
 from typing import Any
@@ -91,6 +98,9 @@ class Peer:
                 {"event_id": event.event_id, "sender": event.sender, "session_id": event.session_id, "decrypted": False},
             )
         elif isinstance(event, RoomMessageText):
+            content = event.source.get("content", {})
+            relation = content.get("m.relates_to") or {}
+            new_content = content.get("m.new_content") or {}
             events[event.event_id] = {
                 "event_id": event.event_id,
                 "sender": event.sender,
@@ -98,6 +108,10 @@ class Peer:
                 "decrypted": bool(getattr(event, "decrypted", False)),
                 "sender_key": getattr(event, "sender_key", None),
                 "session_id": getattr(event, "session_id", None),
+                "rel_type": relation.get("rel_type"),
+                "relates_to": relation.get("event_id"),
+                "in_reply_to": (relation.get("m.in_reply_to") or {}).get("event_id"),
+                "new_body": new_content.get("body"),
             }
             self.undecrypted.get(room_id, {}).pop(event.event_id, None)
 
@@ -245,10 +259,17 @@ class Peer:
         room = self.client.rooms.get(room_id)
         if room is None or not room.encrypted:
             raise RuntimeError("not an encrypted room the peer is in")
+        content: dict[str, Any] = {"msgtype": "m.text", "body": args["body"]}
+        if args.get("replaces"):
+            content["body"] = "* " + args["body"]
+            content["m.new_content"] = {"msgtype": "m.text", "body": args["body"]}
+            content["m.relates_to"] = {"rel_type": "m.replace", "event_id": args["replaces"]}
+        elif args.get("reply_to"):
+            content["m.relates_to"] = {"m.in_reply_to": {"event_id": args["reply_to"]}}
         response = await self.client.room_send(
             room_id,
             "m.room.message",
-            {"msgtype": "m.text", "body": args["body"]},
+            content,
             ignore_unverified_devices=True,
         )
         if isinstance(response, RoomSendError):
@@ -282,6 +303,15 @@ class Peer:
             self.client.continue_key_share(request)
         return {}
 
+    async def forget_sessions(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Forgets every Olm session with the device whose Curve25519 key is given, as a device
+        that lost its session store would: what that device sends over them can no longer be read."""
+        assert self.client and self.client.olm
+        olm = self.client.olm
+        curve_key = args["curve25519"]
+        sessions = olm.session_store._entries.pop(curve_key, [])
+        return {"forgotten": len(sessions)}
+
     async def request_keys(self, args: dict[str, Any]) -> dict[str, Any]:
         assert self.client
         requested = 0
@@ -301,7 +331,7 @@ class Peer:
 
 
 async def main() -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("SYMORVA_NIO_LOG_LEVEL", "WARNING"))
     peer = Peer()
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
@@ -351,6 +381,7 @@ OPERATIONS = {
     "devices",
     "verify",
     "request_keys",
+    "forget_sessions",
 }
 
 if __name__ == "__main__":

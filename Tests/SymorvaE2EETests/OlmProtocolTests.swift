@@ -299,4 +299,32 @@ struct OlmProtocolTests {
         #expect(!(try await alice.engine.processToDevice(nowMilliseconds: 7_000).sessionsWedged))
         #expect(!(try await alice.store.hasWedgedDevices()))
     }
+
+    @Test("A device that starts a new Olm session with us gets the rooms' current keys again with their next message")
+    func newSessionResharesKeys() async throws {
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        try await fixture.introduce(alice, bob)
+        let bobDevice = try await bob.listed()
+        let room = "!room:x"
+        let outbound = try await alice.engine.prepareOutbound(
+            roomID: room, for: [bobDevice], nowMilliseconds: 0, policy: .init())
+        try await alice.engine.markShared(roomID: room, sessionID: outbound.sessionID, with: [bobDevice])
+        #expect(
+            try await alice.engine.prepareOutbound(roomID: room, for: [bobDevice], nowMilliseconds: 0, policy: .init())
+                .missing.isEmpty)
+
+        // Bob lost what he had and starts a new session with Alice (an m.dummy over it).
+        try await fixture.connect(bob, to: alice)
+        let dummy = try await bob.engine.olmMessages(
+            .object(["type": .string("m.dummy"), "content": .object([:])]), for: [try await alice.listed()],
+            nowMilliseconds: 0)
+        try await fixture.deliver(
+            sender: bob.userID, content: try #require(dummy.messages[alice.userID.rawValue]?["ALICE"]), to: alice)
+        _ = try await alice.engine.processToDevice(nowMilliseconds: 0)
+        let again = try await alice.engine.prepareOutbound(
+            roomID: room, for: [bobDevice], nowMilliseconds: 0, policy: .init())
+        #expect(again.sessionID == outbound.sessionID, "no rotation")
+        #expect(again.missing == [bobDevice], "Bob gets the key again")
+    }
 }

@@ -273,4 +273,73 @@ extension NioInteropTests {
         #expect(!fixture.logs.text.contains("bob to carol on nio"))
         try await peer.quit()
     }
+
+    /// A SymorvaKit account and a nio account in one encrypted room, each having read the
+    /// other's first message (so both Olm sessions and both Megolm sessions are in place).
+    private func talkingRoom(_ fixture: CommunityFixture) async throws -> (
+        room: Conversation, roomID: RoomID, peer: NioPeer, nioUser: UserID, nio: NioPeer.Device, crypto: AccountCrypto,
+        stop: @Sendable () -> Void
+    ) {
+        _ = try await fixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let crypto = try await fixture.readyCrypto()
+        let (peer, nioUser, nio) = try await NioPeer.onNewAccount("nio")
+        let chat = fixture.community.chat
+        let roomID = try await chat.createRoom(name: "Talk", invitees: [nioUser], isEncrypted: true)
+        try await peer.waitForInvite(roomID)
+        try await peer.join(roomID)
+        let room = try await chat.conversation(id: roomID)
+        let stop = room.observe()
+        try await crypto.waitForDevice(nio.deviceID, of: nioUser)
+        let hello = try await room.send(.text("hello nio")).sentEventID().rawValue
+        try await peer.waitForMessages(in: roomID) { decrypted, _ in decrypted.contains { $0.eventID == hello } }
+        _ = try await peer.send("hello SymorvaKit", to: roomID)
+        _ = try await room.waitForTimeline { $0.texts.contains("hello SymorvaKit") }
+        return (room, roomID, peer, nioUser, nio, crypto, stop)
+    }
+
+    @Test("nio edits and replies to a SymorvaKit message: SymorvaKit shows the edit in place and the reply as a reply")
+    func nioEditsAndReplies() async throws {
+        let fixture = CommunityFixture()
+        let (room, roomID, peer, _, _, _, stop) = try await talkingRoom(fixture)
+        defer { stop() }
+        let nioMessage = try await peer.send("meet at noon", to: roomID)
+        _ = try await room.waitForTimeline { $0.texts.contains("meet at noon") }
+        let edit = try await peer.send("meet at one", to: roomID, replacing: nioMessage)
+        let reply = try await peer.send("see you there", to: roomID, replyingTo: nioMessage)
+        let items = try await room.waitForTimeline { items in
+            items.contains { $0.eventID?.rawValue == nioMessage && $0.text == "meet at one" }
+                && items.contains { $0.eventID?.rawValue == reply }
+        }
+        let edited = try #require(items.first { $0.eventID?.rawValue == nioMessage })
+        #expect(edited.isEdited)
+        #expect(!items.contains { $0.eventID?.rawValue == edit }, "the edit is not a message of its own")
+        #expect(!items.contains { $0.text?.hasPrefix("* ") == true })
+        #expect(items.first { $0.eventID?.rawValue == reply }?.inReplyTo?.rawValue == nioMessage)
+        try await peer.quit()
+    }
+
+    @Test("SymorvaKit edits and replies to its message: nio sees the relation in the clear and the new text")
+    func symorvaKitEditsAndReplies() async throws {
+        let fixture = CommunityFixture()
+        let (room, roomID, peer, _, _, _, stop) = try await talkingRoom(fixture)
+        defer { stop() }
+        let original = try await room.send(.text("lunch at noon")).sentEventID()
+        let edit = try await room.edit(original, newText: "lunch at one").sentEventID()
+        let reply = try await room.send(.text("bring the notes"), replyingTo: original).sentEventID()
+        let seen = try await peer.waitForMessages(in: roomID) { decrypted, _ in
+            decrypted.contains { $0.eventID == edit.rawValue } && decrypted.contains { $0.eventID == reply.rawValue }
+        }
+        let editSeen = try #require(seen.decrypted.first { $0.eventID == edit.rawValue })
+        #expect(editSeen.relType == "m.replace")
+        #expect(editSeen.relatesTo == original.rawValue)
+        #expect(editSeen.newBody == "lunch at one")
+        #expect(seen.decrypted.first { $0.eventID == reply.rawValue }?.inReplyTo == original.rawValue)
+        // SymorvaKit itself shows its edit in place too.
+        let items = try await room.waitForTimeline { items in
+            items.contains { $0.eventID == original && $0.text == "lunch at one" }
+        }
+        #expect(items.first { $0.eventID == original }?.isEdited == true)
+        try await peer.quit()
+    }
 }

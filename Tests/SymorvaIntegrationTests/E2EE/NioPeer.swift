@@ -33,6 +33,13 @@ final class NioPeer: Sendable {
         let body: String?
         /// The Megolm session it was encrypted with.
         let sessionID: String?
+        /// `m.relates_to.rel_type` and `event_id` (an edit: `m.replace`), when related.
+        var relType: String? = nil
+        var relatesTo: String? = nil
+        /// The event it replies to.
+        var inReplyTo: String? = nil
+        /// An edit's `m.new_content.body`.
+        var newBody: String? = nil
     }
 
     /// The Python that runs the peer, when the dev environment installed it.
@@ -141,9 +148,12 @@ final class NioPeer: Sendable {
         return object
     }
 
-    private var stderrTail: String {
+    var stderrTail: String {
         let text = (try? String(contentsOf: errorLog, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").suffix(20).joined(separator: "\n")
+        // The same line again and again (an event retried each sync) says no more than once.
+        var lines: [Substring] = []
+        for line in text.split(separator: "\n") where lines.last != line { lines.append(line) }
+        return lines.suffix(20).joined(separator: "\n")
     }
 
     // MARK: Operations
@@ -209,8 +219,13 @@ final class NioPeer: Sendable {
 
     /// Sends a text message (nio encrypts it, sharing its room key first as it needs to).
     @discardableResult
-    func send(_ body: String, to roomID: RoomID) async throws -> String {
-        let answer = try await call("send", ["room_id": .string(roomID.rawValue), "body": .string(body)])
+    func send(_ body: String, to roomID: RoomID, replacing edited: String? = nil, replyingTo repliedTo: String? = nil)
+        async throws -> String
+    {
+        var arguments: [String: JSONValue] = ["room_id": .string(roomID.rawValue), "body": .string(body)]
+        arguments["replaces"] = edited.map { .string($0) }
+        arguments["reply_to"] = repliedTo.map { .string($0) }
+        let answer = try await call("send", arguments)
         guard case .string(let eventID)? = answer["event_id"] else {
             throw IntegrationFailure("send answer without an event: \(answer)")
         }
@@ -231,7 +246,13 @@ final class NioPeer: Sendable {
                 if case .string(let text)? = event["body"] { body = text }
                 var sessionID: String?
                 if case .string(let session)? = event["session_id"] { sessionID = session }
-                return Message(eventID: eventID, sender: sender, body: body, sessionID: sessionID)
+                func text(_ key: String) -> String? {
+                    if case .string(let value)? = event[key] { return value }
+                    return nil
+                }
+                return Message(
+                    eventID: eventID, sender: sender, body: body, sessionID: sessionID, relType: text("rel_type"),
+                    relatesTo: text("relates_to"), inReplyTo: text("in_reply_to"), newBody: text("new_body"))
             }
         }
         return (list("decrypted"), list("undecrypted"))
@@ -254,6 +275,14 @@ final class NioPeer: Sendable {
             }
             try await Task.sleep(for: .milliseconds(200))
         }
+    }
+
+    /// Forgets nio's Olm sessions with the device whose Curve25519 key is `curve25519`, as a
+    /// device that lost its session store would; returns how many it had.
+    @discardableResult
+    func forgetSessions(with curve25519: String) async throws -> Int {
+        let answer = try await call("forget_sessions", ["curve25519": .string(curve25519)])
+        return answer["forgotten"]?.integerValue ?? 0
     }
 
     /// The device IDs nio knows for `userID` (from its own `keys/query`).
