@@ -40,6 +40,8 @@ class Settings:
     janus_admin_key_file: str | None = None
     media_dir: str | None = None
     homeserver_admin_file: str | None = None
+    # Push gateway: the addresses `notify` is accepted from (None: the homeserver URL's host's).
+    push_notify_from: tuple[str, ...] | None = None
 
 
 class ManifestError(ValueError):
