@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from symorva_server.app import create_app
 from symorva_server.config import ManifestError, Settings, default_manifest
 from symorva_server.modules.ai_studio import MembershipUnavailable, StudioConfig
+from symorva_server.modules.ai_studio.membership import RoomEvent
 from symorva_server.modules.ai_studio.summarizer import (ExtractiveSummarizer, Item, OpenAICompatibleSummarizer,
                                                          SummarizerError)
 from symorva_server.ratelimit import profile
@@ -22,8 +23,13 @@ CANARY = "canary-body-7f3a9c"
 
 
 class FakeMembership:
+    """The homeserver's answers: who is joined where, and the events of each room (by default
+    `$e<n>` of ROOM, sent by Bob at 1000 + n, as `item(n)` describes them)."""
+
     def __init__(self) -> None:
         self.rooms: dict[str, set[str]] = {}
+        self.events: dict[tuple[str, str], RoomEvent] = {
+            (ROOM, f"$e{n}"): RoomEvent(f"$e{n}", "@bob:localhost", 1000 + n) for n in range(100)}
         self.unavailable = False
         self.calls: list[tuple[str, str]] = []
 
@@ -32,6 +38,11 @@ class FakeMembership:
         if self.unavailable:
             raise MembershipUnavailable("homeserver not reachable")
         return user_id in self.rooms.get(room_id, set())
+
+    async def event(self, room_id: str, event_id: str) -> RoomEvent | None:
+        if self.unavailable:
+            raise MembershipUnavailable("homeserver not reachable")
+        return self.events.get((room_id, event_id))
 
 
 @pytest.fixture
@@ -269,6 +280,10 @@ def test_studio_routes_are_absent_when_the_module_is_disabled(make_studio, verif
 @pytest.mark.parametrize("options", [
     {"grantTtlSeconds": 0}, {"grantTtlSeconds": 100, "maxGrantTtlSeconds": 50},
     {"summarizer": {"backend": "magic"}}, {"summarizer": {"backend": "openai", "url": "http://x"}},
+    # plain http to a host that is not loopback: the conversation would travel in clear
+    {"summarizer": {"backend": "openai", "url": "http://summarizer.example.org/v1", "model": "m"}},
+    {"summarizer": {"backend": "openai", "url": "http://10.0.0.5:8000/v1", "model": "m"}},
+    {"summarizer": {"backend": "openai", "url": "ftp://127.0.0.1/v1", "model": "m"}},
     {"summarizer": {"algorithm": "lsa"}},
 ])
 def test_invalid_studio_options_are_manifest_errors(options):
