@@ -333,3 +333,17 @@ def test_the_openai_backend_is_selected_by_configuration(make_studio, verifier):
     # Nothing listens there: the summary fails typed, and nothing is stored.
     r = c.post(f"{S}/summaries", headers=a, json={"grant_id": g["grant_id"], "items": [item(1)]})
     assert_error(r, 502, "SY_SUMMARIZER_UNAVAILABLE")
+
+
+def test_a_members_audit_is_bounded(studio, verifier):
+    from symorva_server.modules.ai_studio import domain
+
+    bound = getattr(domain, "MAX_AUDIT_PER_MEMBER", 1000)
+    a = login(studio, verifier)["headers"]
+    g = grant(studio, a, selected(1))
+    for _ in range(bound + 5):
+        studio.app.state.ctx.ai_studio._audit("@alice:localhost", g["grant_id"], "revoke", "ok", [])
+    db = studio.app.state.ctx.db
+    assert db.query_one("SELECT COUNT(*) AS n FROM studio_audit WHERE user_id = ?", ("@alice:localhost",))["n"] == bound
+    newest = studio.get(f"{S}/audit", headers=a, params={"limit": 1}).json()["entries"][0]
+    assert newest["action"] == "revoke"

@@ -32,6 +32,8 @@ from .summarizer import DEFAULT_MAX_POINTS, Item, Summarizer, SummarizerError, c
 log = logging.getLogger("symorva_server.studio")
 
 DEFAULT_GRANT_TTL_S = 3600
+# A member's audit keeps this many entries (the newest).
+MAX_AUDIT_PER_MEMBER = 1000
 DEFAULT_MAX_GRANT_TTL_S = 86_400
 
 
@@ -267,6 +269,9 @@ class Studio:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (self.now_ms(), user_id, grant_id, action, outcome, len(item_ids), json.dumps(item_ids),
                  json.dumps(cited or [])))
+            conn.execute("DELETE FROM studio_audit WHERE user_id = ? AND seq <= (SELECT seq FROM studio_audit"
+                         " WHERE user_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                         (user_id, user_id, MAX_AUDIT_PER_MEMBER))
 
     def audit(self, user_id: str, limit: int) -> dict[str, Any]:
         rows = self.db.query("SELECT * FROM studio_audit WHERE user_id = ? ORDER BY seq DESC LIMIT ?",
