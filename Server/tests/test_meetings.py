@@ -419,3 +419,63 @@ def test_the_change_feed_keeps_a_bounded_history_per_meeting(svc):
     feed = client.get(f"{M}/{mid}/changes", headers=h[HOST], params={"since": 0}).json()
     # opened, joined and the hands: the oldest kept is the 1000th from the newest
     assert feed["changes"][0]["seq"] == MAX_CHANGES_PER_MEETING + 12 - MAX_CHANGES_PER_MEETING + 1
+
+
+class ContendedLock:
+    """The services' database lock, telling when another thread has to wait for it."""
+
+    def __init__(self, lock) -> None:
+        self._lock = lock
+        self.contended = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._lock.acquire(blocking=False):
+            return True
+        if not blocking:
+            return False
+        self.contended.set()
+        return self._lock.acquire(True, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def test_a_slow_transaction_does_not_stall_the_event_loop(svc):
+    client, h = svc()
+    with client:
+        a = join(client, h[HOST])
+        mid = a["meeting"]["meeting_id"]
+        db = client.app.state.ctx.db
+        lock = db._lock = ContendedLock(db._lock)
+        held, release = threading.Event(), threading.Event()
+
+        def slow_transaction() -> None:
+            with lock:
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=slow_transaction)
+        holder.start()
+        poll = threading.Thread(target=lambda: client.get(f"{M}/{mid}/changes", headers=h[HOST],
+                                                          params={"since": a["cursor"], "timeout_ms": 500}))
+        health = threading.Thread(target=lambda: client.get("/_symorva/v1/health") and answered.set())
+        answered = threading.Event()
+        try:
+            assert held.wait(5)
+            poll.start()
+            assert lock.contended.wait(5)  # the long poll's write waits for the slow transaction...
+            health.start()
+            # ...and the event loop still answers everyone else meanwhile.
+            assert answered.wait(5), "the event loop waited for the database lock"
+        finally:
+            release.set()
+            holder.join(10)
+            poll.join(10)
+            health.join(10)

@@ -118,7 +118,7 @@ class Studio:
             raise SymorvaError(502, ErrorCode.HOMESERVER_UNAVAILABLE,
                                f"Could not check room membership with the homeserver: {e}") from e
         if not joined:
-            self._audit(user_id, None, "grant", ErrorCode.NOT_ROOM_MEMBER, [])
+            await self._audit_async(user_id, None, "grant", ErrorCode.NOT_ROOM_MEMBER, [])
             raise SymorvaError(403, ErrorCode.NOT_ROOM_MEMBER, f"{user_id} is not joined to {body.room_id}")
         since = scope if isinstance(scope, ConversationSinceScope) else None
         since_ts = None
@@ -127,7 +127,7 @@ class Studio:
             # be a message of this room (the client's `since_ts` is not trusted).
             first = await self._homeserver_event(body.room_id, since.since_event_id)
             if first is None:
-                self._audit(user_id, None, "grant", ErrorCode.INVALID_PARAM, [])
+                await self._audit_async(user_id, None, "grant", ErrorCode.INVALID_PARAM, [])
                 raise SymorvaError(400, ErrorCode.INVALID_PARAM,
                                    f"scope.since_event_id: {since.since_event_id} is not an event of {body.room_id}")
             since_ts = first.origin_server_ts
@@ -135,14 +135,13 @@ class Studio:
         ttl = min(body.expires_in_ms or self.config.grant_ttl_ms, self.config.max_grant_ttl_ms)
         grant_id = "gr_" + secrets.token_urlsafe(12)
         selected = json.dumps(scope.event_ids) if isinstance(scope, SelectedMessagesScope) else None
-        with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO studio_grants(grant_id, user_id, room_id, purpose, scope_kind, scope_event_ids,"
-                " scope_since_event_id, scope_since_ts, created_at_ms, expires_at_ms)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (grant_id, user_id, body.room_id, body.purpose, scope.kind, selected,
-                 since.since_event_id if since else None, since_ts, now, now + ttl))
-        self._audit(user_id, grant_id, "grant", "ok", [])
+        await self.db.run_transaction(lambda conn: conn.execute(
+            "INSERT INTO studio_grants(grant_id, user_id, room_id, purpose, scope_kind, scope_event_ids,"
+            " scope_since_event_id, scope_since_ts, created_at_ms, expires_at_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (grant_id, user_id, body.room_id, body.purpose, scope.kind, selected,
+             since.since_event_id if since else None, since_ts, now, now + ttl)))
+        await self._audit_async(user_id, grant_id, "grant", "ok", [])
         return self.get_grant(user_id, grant_id)
 
     def _row(self, user_id: str, grant_id: str) -> Any:
@@ -247,12 +246,12 @@ class Studio:
             # A revoke or the expiry that landed meanwhile fails this summary.
             self._check_usable(self._row(user_id, body.grant_id))
         except SymorvaError as e:
-            self._audit(user_id, body.grant_id, "summarize", e.errcode, ids)
+            await self._audit_async(user_id, body.grant_id, "summarize", e.errcode, ids)
             raise
         ordered = sorted(items, key=lambda i: (i.timestamp, i.event_id))
         order = {i.event_id: n for n, i in enumerate(ordered)}
         cited = sorted({e for p in points for e in p.event_ids}, key=lambda e: order.get(e, len(order)))
-        self._audit(user_id, body.grant_id, "summarize", "ok", ids, cited)
+        await self._audit_async(user_id, body.grant_id, "summarize", "ok", ids, cited)
         log.info("studio summary grant=%s items=%d points=%d backend=%s", body.grant_id, len(ids), len(points),
                  self.summarizer.name)
         return {"grant_id": body.grant_id, "backend": self.summarizer.name, "item_count": len(ids),
@@ -260,6 +259,11 @@ class Studio:
                 "cited_event_ids": cited}
 
     # MARK: audit
+
+    async def _audit_async(self, user_id: str, grant_id: str | None, action: str, outcome: str,
+                           item_ids: list[str], cited: list[str] | None = None) -> None:
+        """`_audit` from async code: on a worker thread, never waiting for the lock on the event loop."""
+        await anyio.to_thread.run_sync(lambda: self._audit(user_id, grant_id, action, outcome, item_ids, cited))
 
     def _audit(self, user_id: str, grant_id: str | None, action: str, outcome: str, item_ids: list[str],
                cited: list[str] | None = None) -> None:

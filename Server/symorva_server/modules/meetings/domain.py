@@ -203,12 +203,13 @@ class Meetings:
                 await self.media.revoke(room, old["token"])
         except MediaError as e:
             raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, f"The media server failed: {e}") from None
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("INSERT INTO meeting_media_tokens(meeting_id, user_id, token, participant_id, expires_at_ms)"
                          " VALUES (?, ?, ?, ?, ?) ON CONFLICT(meeting_id, user_id) DO UPDATE SET"
                          " token = excluded.token, participant_id = excluded.participant_id,"
                          " expires_at_ms = excluded.expires_at_ms",
                          (meeting_id, user_id, token, participant_id, expires))
+        await self.db.run_transaction(write)
         return {"server_url": self.media.public_url, "plugin": "janus.plugin.audiobridge", "room": room.room,
                 "token": token, "participant_id": participant_id, "display": user_id, "expires_at_ms": expires}
 
@@ -217,9 +218,10 @@ class Meetings:
                                 " WHERE meeting_id = ? AND user_id = ?", (meeting_id, user_id))
         if row is None:
             return
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("DELETE FROM meeting_media_tokens WHERE meeting_id = ? AND user_id = ?",
                          (meeting_id, user_id))
+        await self.db.run_transaction(write)
         room = self._media_rooms.get(meeting_id)
         if self.media is None or room is None:
             return
@@ -265,11 +267,12 @@ class Meetings:
         else:
             stage_open = self._stage_count(mid) < meeting["stage_capacity"]
             role = STAGE if stage_open and (meeting["mode"] == "open" or is_host) else LISTENER
-            with self.db.transaction() as conn:
+            def write(conn) -> None:
                 conn.execute("INSERT INTO meeting_participants(meeting_id, user_id, role, hand_raised, joined_at_ms,"
                              " last_seen_ms) VALUES (?, ?, ?, 0, ?, ?)",
                              (mid, user_id, role, self.now_ms(), self.now_ms()))
                 self._append(conn, mid, "joined", user_id, role, False)
+            await self.db.run_transaction(write)
         out = {**self.snapshot(self._meeting(mid)), "role": role, "media": None, "playback": None}
         try:
             if role == STAGE:
@@ -278,10 +281,11 @@ class Meetings:
                 out["playback"] = self._playback(mid)
         except SymorvaError:
             if existing is None:
-                with self.db.transaction() as conn:
+                def write(conn) -> None:
                     conn.execute("DELETE FROM meeting_participants WHERE meeting_id = ? AND user_id = ?",
                                  (mid, user_id))
                     self._append(conn, mid, "left", user_id)
+                await self.db.run_transaction(write)
             self._notify(mid)
             raise
         self._notify(mid)
@@ -312,18 +316,19 @@ class Meetings:
         except MediaError as e:
             raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, f"The media server failed: {e}") from None
         self._media_rooms[meeting_id] = room
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("INSERT INTO meeting_media_rooms(meeting_id, room, secret) VALUES (?, ?, ?)",
                          (meeting_id, room.room, room.secret))
             conn.execute("INSERT INTO meetings(meeting_id, room_id, mode, stage_capacity, media_room, status,"
                          " created_by, created_at_ms) VALUES (?, ?, ?, ?, ?, 'active', ?, ?)",
                          (meeting_id, room_id, mode, self.config.stage_capacity, room.room, user_id, self.now_ms()))
             self._append(conn, meeting_id, "opened")
+        await self.db.run_transaction(write)
         return self._meeting(meeting_id)
 
     async def _caller(self, meeting_id: str, user_id: str, *, host: bool = False) -> tuple[Any, RoomState]:
         meeting = self._active(meeting_id)
-        self.touch(meeting_id, user_id)
+        await self.touch(meeting_id, user_id)
         await self.sweep_absent(meeting_id)
         meeting = self._active(meeting_id)
         state = await self._room_state(meeting["room_id"])
@@ -336,11 +341,12 @@ class Meetings:
                        f"Only hosts (power level >= {self.config.host_power_level}) may do this")
         return meeting, state
 
-    def touch(self, meeting_id: str, user_id: str) -> None:
+    async def touch(self, meeting_id: str, user_id: str) -> None:
         """The member's client was heard from (any request of theirs for the meeting)."""
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("UPDATE meeting_participants SET last_seen_ms = ? WHERE meeting_id = ? AND user_id = ?",
                          (self.now_ms(), meeting_id, user_id))
+        await self.db.run_transaction(write)
 
     async def sweep_absent(self, meeting_id: str) -> None:
         """Takes out the participants whose client was not heard from for `presenceTimeoutSeconds`
@@ -373,10 +379,11 @@ class Meetings:
             await self._caller(meeting_id, user_id)
             row = self._require_participant(meeting_id, user_id)
             if bool(row["hand_raised"]) != raised:
-                with self.db.transaction() as conn:
+                def write(conn) -> None:
                     conn.execute("UPDATE meeting_participants SET hand_raised = ? WHERE meeting_id = ? AND user_id = ?",
                                  (int(raised), meeting_id, user_id))
                     self._append(conn, meeting_id, "hand", user_id, row["role"], raised)
+                await self.db.run_transaction(write)
                 self._notify(meeting_id)
             return self.snapshot(self._meeting(meeting_id))
 
@@ -392,10 +399,11 @@ class Meetings:
             if self._stage_count(meeting_id) >= meeting["stage_capacity"]:
                 raise _err(409, MeetingsErrorCode.STAGE_FULL, f"The stage is full ({meeting['stage_capacity']})")
             await self._issue_descriptor(meeting_id, target)
-            with self.db.transaction() as conn:
+            def write(conn) -> None:
                 conn.execute("UPDATE meeting_participants SET role = ?, hand_raised = 0"
                              " WHERE meeting_id = ? AND user_id = ?", (STAGE, meeting_id, target))
                 self._append(conn, meeting_id, "role", target, STAGE, False)
+            await self.db.run_transaction(write)
             self._notify(meeting_id)
             return self.snapshot(self._meeting(meeting_id))
 
@@ -412,10 +420,11 @@ class Meetings:
             if row["role"] != STAGE:
                 raise _err(409, MeetingsErrorCode.WRONG_ROLE, f"{target} is not on stage")
             await self._revoke_media(meeting_id, target)
-            with self.db.transaction() as conn:
+            def write(conn) -> None:
                 conn.execute("UPDATE meeting_participants SET role = ? WHERE meeting_id = ? AND user_id = ?",
                              (LISTENER, meeting_id, target))
                 self._append(conn, meeting_id, "role", target, LISTENER, bool(row["hand_raised"]))
+            await self.db.run_transaction(write)
             self._notify(meeting_id)
             return self.snapshot(self._meeting(meeting_id))
 
@@ -432,10 +441,11 @@ class Meetings:
         if self._participant(meeting_id, user_id) is None:
             return  # already out (two requests found them gone at once)
         await self._revoke_media(meeting_id, user_id)
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("DELETE FROM meeting_participants WHERE meeting_id = ? AND user_id = ?",
                          (meeting_id, user_id))
             self._append(conn, meeting_id, kind, user_id)
+        await self.db.run_transaction(write)
         self._notify(meeting_id)
         left = self.db.query_one("SELECT COUNT(*) AS n FROM meeting_participants WHERE meeting_id = ?", (meeting_id,))
         if left is not None and left["n"] == 0:
@@ -455,8 +465,9 @@ class Meetings:
             return self.snapshot(self._meeting(meeting_id))
 
     async def _end(self, meeting_id: str, reason: str) -> None:
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             self._finish(conn, meeting_id, reason)
+        await self.db.run_transaction(write)
         room = self._media_rooms.pop(meeting_id, None)
         if room is not None and self.media is not None:
             try:
@@ -465,8 +476,9 @@ class Meetings:
                 # The row stays: the background task destroys the room when Janus answers.
                 log.warning("closing a meeting's media room failed: %s", e)
             else:
-                with self.db.transaction() as conn:
+                def write(conn) -> None:
                     conn.execute("DELETE FROM meeting_media_rooms WHERE meeting_id = ?", (meeting_id,))
+                await self.db.run_transaction(write)
         self._notify(meeting_id)
         self._changed.pop(meeting_id, None)
 
@@ -494,16 +506,17 @@ class Meetings:
             try:
                 await self.cleanup_orphans()
                 await self.sweep_expired()
-                self.forget_ended_changes()
+                await self.forget_ended_changes()
             except Exception:  # noqa: BLE001 - the task must outlive one bad pass
                 log.exception("meetings background pass failed")
             await asyncio.sleep(self.sweep_interval_s)
 
-    def forget_ended_changes(self) -> None:
+    async def forget_ended_changes(self) -> None:
         """Drops the change feeds of meetings that ended more than an hour ago."""
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("DELETE FROM meeting_changes WHERE meeting_id IN (SELECT meeting_id FROM meetings"
                          " WHERE status = 'ended' AND ended_at_ms < ?)", (self.now_ms() - ENDED_CHANGES_KEPT_MS,))
+        await self.db.run_transaction(write)
 
     async def sweep_expired(self) -> None:
         """Removes every expired token of every active meeting, kicking its participant, whether
@@ -530,8 +543,9 @@ class Meetings:
             except MediaError as e:
                 log.info("a media room left by an earlier process is not destroyed yet (%s)", e)
                 continue
-            with self.db.transaction() as conn:
+            def write(conn) -> None:
                 conn.execute("DELETE FROM meeting_media_rooms WHERE meeting_id = ?", (row["meeting_id"],))
+            await self.db.run_transaction(write)
             log.info("destroyed a media room an earlier services process left")
 
     async def changes(self, meeting_id: str, user_id: str, since: int, timeout_ms: int) -> dict[str, Any]:
@@ -545,7 +559,7 @@ class Meetings:
             return await self._wait_for_changes(meeting_id, since, deadline)
         finally:
             if self._meeting(meeting_id)["status"] == "active":
-                self.touch(meeting_id, user_id)
+                await self.touch(meeting_id, user_id)
 
     async def _wait_for_changes(self, meeting_id: str, since: int, deadline: float) -> dict[str, Any]:
         while True:
