@@ -99,6 +99,7 @@ def test_grant_for_selected_messages_is_active_with_the_default_expiry(studio, v
     assert g["state"] == "active" and g["user_id"] == "@alice:localhost" and g["room_id"] == ROOM
     assert g["purpose"] == "summarize" and g["scope"] == selected(1, 2)
     assert g["expires_at_ms"] - g["created_at_ms"] == 3_600_000
+    assert g["expires_in_ms"] == 3_600_000  # on the service's clock
     assert studio.get(f"{S}/grants/{g['grant_id']}", headers=a).json() == g
     assert studio.get(f"{S}/grants", headers=a).json() == {"grants": [g]}
 

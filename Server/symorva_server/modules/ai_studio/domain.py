@@ -106,7 +106,7 @@ class Studio:
         return {"grant_id": row["grant_id"], "user_id": row["user_id"], "room_id": row["room_id"],
                 "purpose": row["purpose"], "scope": _scope_json(row), "state": self._state(row, now),
                 "created_at_ms": row["created_at_ms"], "expires_at_ms": row["expires_at_ms"],
-                "revoked_at_ms": row["revoked_at_ms"]}
+                "expires_in_ms": max(0, row["expires_at_ms"] - now), "revoked_at_ms": row["revoked_at_ms"]}
 
     async def create_grant(self, user_id: str, body: GrantRequest) -> dict[str, Any]:
         scope = body.scope
