@@ -1,7 +1,8 @@
 """What the homeserver says about a Matrix room: who is joined, and their power levels.
 
 The meetings module never trusts the client for either. `SynapseRoomDirectory` asks
-Synapse's admin API (`GET /_synapse/admin/v1/rooms/{roomId}/state`) as the homeserver admin
+Synapse's admin API for what a request needs — the joined members, the power levels event and
+(once per room) the create event, never the room's full state — as the homeserver admin
 (homeserver_admin.SynapseAdmin: one session, a fixed device, no login storm when a token is
 refused). The token and password never reach a log.
 """
@@ -92,17 +93,46 @@ class SynapseRoomDirectory:
         # request reuse a connection and a refused token never logs the admin in on each request.
         self.admin = admin or SynapseAdmin(homeserver_url, admin_file, device_id="SYMORVA_MEETINGS",
                                            display_name="symorva-services meetings", timeout_s=timeout_s)
+        # Each room's create event (immutable), oldest first, at most 10 000 rooms.
+        self._creates: dict[str, list[dict]] = {}
 
     async def room_state(self, room_id: str) -> RoomState:
+        """What a meeting request needs, without the room's full state: the joined members (their
+        IDs: `GET …/rooms/{roomId}/members`), the power levels (`…/state?type=m.room.power_levels`,
+        one event, asked every time: a host's rights change at once) and the create event (asked
+        once per room: it never changes)."""
+        room = quote(room_id, safe="")
+        create = self._creates.get(room_id)
+        if create is None:
+            create = await self._state_events(room, "m.room.create")
+            if create:
+                if len(self._creates) >= 10_000:
+                    self._creates.pop(next(iter(self._creates)))
+                self._creates[room_id] = create
+        power_levels = await self._state_events(room, "m.room.power_levels")
+        members = await self._get(f"/_synapse/admin/v1/rooms/{room}/members")
+        joined = members.get("members")
+        if not isinstance(joined, list):
+            raise RoomLookupError("homeserver's members answer has no list")
+        state = RoomState.from_events([*create, *power_levels])
+        return RoomState({u: "join" for u in joined if isinstance(u, str)}, state.user_levels, state.users_default)
+
+    async def _state_events(self, room: str, event_type: str) -> list[dict]:
+        state = (await self._get(f"/_synapse/admin/v1/rooms/{room}/state", {"type": event_type})).get("state")
+        if not isinstance(state, list):
+            raise RoomLookupError("homeserver room state has no 'state' list")
+        return [e for e in state if isinstance(e, dict) and e.get("type") == event_type]
+
+    async def _get(self, path: str, params: dict | None = None) -> dict:
         try:
-            resp = await self.admin.get(f"/_synapse/admin/v1/rooms/{quote(room_id, safe='')}/state")
+            resp = await self.admin.get(path, params)
         except AdminUnavailable as e:
             raise RoomLookupError(str(e)) from None
         if resp.status_code in (400, 404):
             raise RoomLookupError("the homeserver has no such room", unknown_room=True)
         if resp.status_code != 200:
-            raise RoomLookupError(f"homeserver answered {resp.status_code} to the room state query")
-        state = resp.json().get("state")
-        if not isinstance(state, list):
-            raise RoomLookupError("homeserver room state has no 'state' list")
-        return RoomState.from_events(state)
+            raise RoomLookupError(f"homeserver answered {resp.status_code} to a room query")
+        body = resp.json()
+        if not isinstance(body, dict):
+            raise RoomLookupError("homeserver's room answer is not an object")
+        return body
