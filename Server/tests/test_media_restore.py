@@ -211,3 +211,34 @@ def test_a_lost_control_session_gets_the_relay_back(janus, tmp_path):
             await media.close_room(room)
 
     asyncio.run(run())
+
+
+def test_a_restarted_services_process_destroys_the_room_the_earlier_one_left(janus, tmp_path):
+    """The services process that opened a room is gone (its JanusMedia with it); a new one, knowing
+    only the room's ID and secret (what the meetings module persists), destroys it: nobody stays
+    connected to a room nobody can kick from any more."""
+
+    async def run() -> None:
+        earlier = JanusMedia(janus.url, janus.admin_key, str(tmp_path / "media1"), watch_interval_s=0.2)
+        room = await earlier.open_room("mt_orphan")
+        token = secrets.token_urlsafe(16)
+        await earlier.allow(room, token, 7, "member")
+        peer = RTPPeer(janus.url)
+        try:
+            assert (await peer.join(room.room, token, 7))["audiobridge"] == "joined"
+            # The earlier process dies without closing anything (its packager with it).
+            for task in (earlier._watch, earlier._events):
+                if task is not None:
+                    task.cancel()
+            process = earlier._packagers.pop(room.room, None)
+            if process is not None:
+                process.kill()
+            later = JanusMedia(janus.url, janus.admin_key, str(tmp_path / "media2"), watch_interval_s=0.2)
+            assert (await later.request({"request": "exists", "room": room.room}))["exists"] is True
+            await later.destroy_orphan(room.room, room.secret)
+            assert (await later.request({"request": "exists", "room": room.room}))["exists"] is False
+            await later.destroy_orphan(room.room, room.secret)  # already gone: fine
+        finally:
+            await peer.close()
+
+    asyncio.run(run())
