@@ -70,6 +70,9 @@ class MediaRoom:
     # The members' tokens the room allows now (what a restored room allows again), each with the
     # participant ID and display the services assigned to it: the only members tolerated in it.
     allowed: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # Participants the services kicked that Janus has not taken out yet (it does so asynchronously):
+    # kicked again by the next pass if still there, but not counted as intruders.
+    kicked: set[int] = field(default_factory=set)
     # The packager's UDP port, where the room's mix is RTP-forwarded.
     forward_port: int | None = None
     description: str = ""
@@ -382,6 +385,7 @@ class JanusMedia:
             await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
                                 "action": "remove", "allowed": [token]})
         if assigned is not None:
+            room.kicked.add(assigned[0])
             await self._kick(room, assigned[0])
         self.request_enforce(room)
 
@@ -429,15 +433,19 @@ class JanusMedia:
             return []
         roster = room.roster()
         kicked: list[int] = []
-        for p in await self.participants(room):
+        listed = await self.participants(room)
+        room.kicked &= {p.get("id") for p in listed}  # those Janus took out are done
+        for p in listed:
             pid = p.get("id")
             if isinstance(pid, int) and roster.get(pid) == p.get("display"):
                 continue
             if isinstance(pid, int) and room.room in self._rooms and await self._kick(room, pid):
                 kicked.append(pid)
-        if kicked:
-            self.intruders_kicked += len(kicked)
-            log.warning("kicked %d AudioBridge participant(s) the services did not admit", len(kicked))
+        intruders = [pid for pid in kicked if pid not in room.kicked]
+        room.kicked.update(kicked)
+        if intruders:
+            self.intruders_kicked += len(intruders)
+            log.warning("kicked %d AudioBridge participant(s) the services did not admit", len(intruders))
         return kicked
 
     async def close_room(self, room: MediaRoom) -> None:
