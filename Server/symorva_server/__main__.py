@@ -41,6 +41,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--homeserver-admin-file", default=None, metavar="PATH",
                    help="JSON {userId, password} or {accessToken} of a homeserver admin: meetings and the AI studio "
                         "ask the homeserver (Synapse admin API) about room membership and power levels")
+    p.add_argument("--push-notify-from", action="append", default=None, metavar="ADDR",
+                   help="Push gateway: an address notify is accepted from (repeatable; default: the addresses the "
+                        "--homeserver URL's host resolves to)")
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
 
@@ -87,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         janus_admin_key_file=args.janus_admin_key_file,
         media_dir=args.media_dir,
         homeserver_admin_file=args.homeserver_admin_file,
+        push_notify_from=tuple(args.push_notify_from) if args.push_notify_from else None,
     )
     try:
         app = create_app(settings)
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("symorva_server").info("rate limits (%s): %s (burst/per second)", args.rate_limit,
                                              limits.describe())
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(),
-                http="h11", loop="asyncio", lifespan="off", access_log=True)
+                http="h11", loop="asyncio", lifespan="on", access_log=True)
     return 0
 
 

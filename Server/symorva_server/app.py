@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -49,7 +50,20 @@ def create_app(
                         verifier=verifier or HomeserverOpenIdVerifier(settings.homeserver_url), clock=clock,
                         meetings_rooms=meetings_rooms, meetings_media=meetings_media, membership=membership)
 
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Background work that must not wait for a request: the meetings' token expiry and the
+        # media rooms an earlier process left.
+        if ctx.meetings is not None:
+            ctx.meetings.start()
+        try:
+            yield
+        finally:
+            if ctx.meetings is not None:
+                await ctx.meetings.stop()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Symorva community services",
         version=__version__,
         description=(

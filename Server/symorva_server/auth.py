@@ -12,6 +12,8 @@ routing or body parsing, so nothing else answers an unauthenticated request.
 
 from __future__ import annotations
 
+import anyio
+
 import hashlib
 import secrets
 from collections.abc import Callable
@@ -341,7 +343,8 @@ async def exchange_openid(body: OpenIdExchangeRequest, request: Request) -> Toke
     if identity.device_id is not None and body.device_id not in (None, identity.device_id):
         raise SymorvaError(401, ErrorCode.FORBIDDEN,
                            "The OpenID token was issued to another device than the one declared")
-    token, lifetime_ms = ctx.tokens.issue(user_id, device_id)
+    # On a worker thread: waiting for the database's write lock never blocks the event loop.
+    token, lifetime_ms = await anyio.to_thread.run_sync(ctx.tokens.issue, user_id, device_id)
     return TokenResponse(access_token=token, expires_in_ms=lifetime_ms, user_id=user_id)
 
 

@@ -5,10 +5,12 @@ The manifest schema is documented in docs/manifest.md; `validate_manifest` enfor
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from .ratelimit import DEFAULT_PROFILE, RateLimits, profile
 
@@ -40,6 +42,8 @@ class Settings:
     janus_admin_key_file: str | None = None
     media_dir: str | None = None
     homeserver_admin_file: str | None = None
+    # Push gateway: the addresses `notify` is accepted from (None: the homeserver URL's host's).
+    push_notify_from: tuple[str, ...] | None = None
 
 
 class ManifestError(ValueError):
@@ -49,6 +53,29 @@ class ManifestError(ValueError):
 _ASSET_CODE = re.compile(r"^[A-Z0-9]{2,12}$")
 _URL = re.compile(r"^https?://[^\s/]+(/[^\s]*)?$")
 _USER_ID = re.compile(r"@[^:\s]+:\S+")
+
+
+def is_loopback_host(host: str) -> bool:
+    """`localhost`, `::1` or an IPv4 address in 127.0.0.0/8 (the SDK's HomeserverURL rule)."""
+    host = host.lower().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_transport_url(url: Any, where: str) -> str:
+    """An absolute `https` URL, or plain `http` to a loopback host only (anything else would carry
+    what is sent there in clear); raises ManifestError naming `where`."""
+    if not isinstance(url, str) or not _URL.match(url):
+        raise ManifestError(f"{where}: required http(s) URL")
+    parts = urlsplit(url)
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
+        raise ManifestError(f"{where}: plain http is only allowed for loopback hosts (127.0.0.0/8, ::1, "
+                            "localhost); use https")
+    return url
 
 
 def admins(manifest: dict[str, Any]) -> frozenset[str]:

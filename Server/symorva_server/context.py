@@ -51,6 +51,10 @@ class ServerContext:
     directory: Directory | None
     meetings: Meetings | None = None
     ai_studio: Studio | None = None
+    # The push gateway's own connection (push.py: a notify never takes the services' lock) and the
+    # addresses it accepts notify from (the homeserver's).
+    push_db: Database | None = None
+    push_notify_from: frozenset[str] = frozenset()
 
 
 def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: OpenIdVerifier,
@@ -87,7 +91,13 @@ def build_context(settings: Settings, manifest: dict[str, Any], *, verifier: Ope
     ai_studio = (studio_module.create_state(studio_options, db=db, clock=clock, membership=membership)
                  if studio_enabled else None)
 
+    push_db = Database(settings.db_path) if settings.db_path != ":memory:" else db
+    notify_from = (frozenset(push._normalised(a) for a in settings.push_notify_from)
+                   if settings.push_notify_from is not None else push.notify_sources(settings.homeserver_url))
+
     return ServerContext(
+        push_db=push_db,
+        push_notify_from=notify_from,
         settings=settings,
         manifest=manifest,
         db=db,

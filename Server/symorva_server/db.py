@@ -1,16 +1,27 @@
 """SQLite storage shared by the core and the feature modules.
 
-One connection guarded by a lock (the server is a single process). Each component
-registers its own ordered list of migrations with `Database.migrate(component, [...])`;
-applied versions are recorded in the `schema_versions` table.
+Writes go through one connection guarded by a lock (the server is a single process). Reads
+(`query`, `query_one`) of a file database take no lock: each thread reads through a connection of
+its own, and SQLite's WAL lets readers run beside a writer (they see what was committed), so a
+slow transaction never holds up a read — in particular none on the async event loop, where the
+long polls run. A thread inside a transaction reads through the write connection (it sees its own
+uncommitted writes). An in-memory database (one connection only) reads under the lock. Async code
+writes with `run_transaction` (a worker thread), never on the event loop. Each component
+registers its own ordered list of migrations with `Database.migrate(component, [...])`; applied
+versions are recorded in the `schema_versions` table.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TypeVar
+
+import anyio
+
+T = TypeVar("T")
 
 
 class Database:
@@ -27,21 +38,57 @@ class Database:
             "CREATE TABLE IF NOT EXISTS schema_versions ("
             " component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
         )
+        self._readers = threading.local()
+        self._reader_connections: list[sqlite3.Connection] = []
+        self._owner = threading.local()  # depth of this thread's open transactions
+        self._closed = False
+
+    def _reader(self) -> sqlite3.Connection | None:
+        """This thread's read connection (None: read through the write connection, under the lock)."""
+        if self.path == ":memory:" or getattr(self._owner, "depth", 0) > 0 or self._closed:
+            return None
+        conn = getattr(self._readers, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA query_only=ON")
+            self._readers.conn = conn
+            with self._lock:
+                self._reader_connections.append(conn)
+        return conn
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """`with db.transaction() as conn:` - commits on success, rolls back on error."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._owner.depth = getattr(self._owner, "depth", 0) + 1
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                else:
+                    self._conn.execute("COMMIT")
+            finally:
+                self._owner.depth -= 1
+
+    async def run_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Runs `work(conn)` in one transaction on a worker thread: what async code does instead of
+        `transaction()`, so that waiting for the write lock never blocks the event loop."""
+
+        def run() -> T:
+            with self.transaction() as conn:
+                return work(conn)
+
+        return await anyio.to_thread.run_sync(run)
 
     def query(self, sql: str, params: Sequence = ()) -> list[sqlite3.Row]:
+        reader = self._reader()
+        if reader is not None:
+            return reader.execute(sql, params).fetchall()
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
@@ -70,4 +117,7 @@ class Database:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
+            for conn in self._reader_connections:
+                conn.close()
             self._conn.close()

@@ -9,6 +9,8 @@ Every request that reaches the application is sorted into one route class:
   prepare, confirm and PIN today), keyed by the member.
 - ``reads``: an authenticated GET/HEAD request (whoami, capabilities, balances, history,
   PIN state, command queries), keyed by the member.
+- ``notify``: ``POST /_matrix/push/v1/notify`` (the push gateway; only the homeserver may
+  call it, see push.py), keyed by the client's IP address.
 
 Health, discovery and the ``--test`` endpoints (``/_symorva/v1/test/...``) are never limited.
 Each (class, key) has its own bucket of ``burst`` tokens that refills at ``per_second``
@@ -40,12 +42,13 @@ from .errors import ErrorCode, send_raw_error
 log = logging.getLogger("symorva_server.ratelimit")
 
 OPENID_PATH = "/_symorva/v1/auth/openid"
+NOTIFY_PATH = "/_matrix/push/v1/notify"
 API_PREFIX = "/_symorva/v1/"
 EXEMPT_PREFIXES = ("/_symorva/v1/test/",)
 EXEMPT_PATHS = frozenset({"/_symorva/v1/health", "/.well-known/symorva"})
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-ROUTE_CLASSES = ("openid", "writes", "reads")
+ROUTE_CLASSES = ("openid", "writes", "reads", "notify")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class RateLimits:
     openid: Bucket
     writes: Bucket
     reads: Bucket
+    # The push gateway's notify (the homeserver's pushers), per client address.
+    notify: Bucket = Bucket(200, 50.0)
 
     def bucket(self, route_class: str) -> Bucket:
         return getattr(self, route_class)
@@ -104,12 +109,13 @@ PROFILES: dict[str, RateLimits] = {
     "default": RateLimits(openid=Bucket(60, 1.0), writes=Bucket(20, 1.0), reads=Bucket(120, 10.0)),
     # Development and the test suites: nothing a test does is ever throttled.
     "high": RateLimits(openid=Bucket(10_000, 1000.0), writes=Bucket(10_000, 1000.0),
-                       reads=Bucket(10_000, 1000.0)),
+                       reads=Bucket(10_000, 1000.0), notify=Bucket(10_000, 1000.0)),
     # Rate-limit tests against the dev servers: a quick burst of a member's requests meets the
     # limit within a few dozen requests, and waiting the hint (well under a second) is enough.
     # Sized so that the rest of a suite still passes: a member's dozen wallet calls, and one
     # OpenID exchange per test client, all from the same address.
-    "low": RateLimits(openid=Bucket(30, 1.0), writes=Bucket(10, 2.0), reads=Bucket(20, 4.0)),
+    "low": RateLimits(openid=Bucket(30, 1.0), writes=Bucket(10, 2.0), reads=Bucket(20, 4.0),
+                      notify=Bucket(60, 20.0)),
 }
 DEFAULT_PROFILE = "default"
 
@@ -128,6 +134,8 @@ def route_class(method: str, path: str) -> str | None:
         return None
     if path == OPENID_PATH:
         return "openid"
+    if path == NOTIFY_PATH:
+        return "notify"
     if not path.startswith(API_PREFIX):
         return None
     return "reads" if method.upper() in READ_METHODS else "writes"
@@ -243,7 +251,7 @@ class RateLimitMiddleware:
 
     @staticmethod
     def _key(scope: dict[str, Any], route: str) -> str | None:
-        if route == "openid":
+        if route in ("openid", "notify"):
             client = scope.get("client")
             return f"ip:{client[0]}" if client else "ip:unknown"
         user = scope.get("state", {}).get("symorva_user")
@@ -258,7 +266,7 @@ def document_rate_limits(doc: dict[str, Any], limits: RateLimits) -> None:
             route = route_class(method, path)
             if route is None:
                 continue
-            who = "client address" if route == "openid" else "member"
+            who = "client address" if route in ("openid", "notify") else "member"
             responses = op.setdefault("responses", {})
             description = (
                 f"SY_LIMIT_EXCEEDED: rate limited (route class `{route}`, per {who}). Refused before "

@@ -73,6 +73,9 @@ def make_client(verifier, clock, tmp_path):
         # limits run with the "high" profile, like the dev environment (test_ratelimit.py
         # passes its own).
         settings_kw.setdefault("rate_limits", profile("high"))
+        # The push gateway accepts notify from the homeserver only; here the test client plays it.
+        if "push_notify_from" in Settings.__dataclass_fields__:
+            settings_kw.setdefault("push_notify_from", ("testclient",))
         settings = Settings(homeserver_url=HOMESERVER, server_name=SERVER_NAME,
                             db_path=str(tmp_path / f"services{len(clients)}.db"),
                             test_mode=test_mode, **settings_kw)

@@ -58,8 +58,10 @@ def leave_room(http: httpx.Client, member: dict, room_id: str) -> None:
 
 
 class JanusPeer:
-    """Joins an AudioBridge room as a plain-RTP participant with a media-session descriptor
-    (what a stage member's media engine does over WebRTC, without the WebRTC)."""
+    """Joins an AudioBridge room with a media-session descriptor, as a participant without media
+    (what a stage member's media engine does before its WebRTC offer). `join` can also play a
+    modified client: another participant ID or display than the descriptor's, or a plain-RTP
+    participant aimed at an address of its choosing."""
 
     def __init__(self, http: httpx.Client, descriptor: dict) -> None:
         self.http = http
@@ -76,12 +78,21 @@ class JanusPeer:
         assert r.status_code == 200, r.text
         return r.json()
 
-    def join(self, token: str | None = None) -> dict:
+    def join(self, token: str | None = None, *, participant_id: int | None = None, display: str | None = None,
+             rtp: bool = False) -> dict:
         """The AudioBridge answer to a join: {"audiobridge": "joined", ...} or an error."""
         body = {"request": "join", "room": self.d["room"], "token": token or self.d["token"],
-                "id": self.d["participant_id"], "display": self.d["display"],
-                "rtp": {"ip": "127.0.0.1", "port": self.sock.getsockname()[1], "payload_type": 100}}
-        ack = self._post(f"{self.url}/{self.session}/{self.handle}", {"janus": "message", "body": body})
+                "id": participant_id or self.d["participant_id"], "display": display or self.d["display"]}
+        if rtp:
+            body["rtp"] = {"ip": "127.0.0.1", "port": self.sock.getsockname()[1], "payload_type": 100}
+        return self._answer(self._post(f"{self.url}/{self.session}/{self.handle}", {"janus": "message", "body": body}))
+
+    def configure(self, **body) -> dict:
+        """The AudioBridge answer to a `configure` (e.g. `display=` to change the display name)."""
+        return self._answer(self._post(f"{self.url}/{self.session}/{self.handle}", {
+            "janus": "message", "body": {"request": "configure", **body}}))
+
+    def _answer(self, ack: dict) -> dict:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             events = self.http.get(f"{self.url}/{self.session}", params={"maxev": 5}, timeout=35).json()

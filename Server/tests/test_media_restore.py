@@ -92,8 +92,8 @@ def janus(tmp_path):
 
 
 class RTPPeer:
-    """A plain-RTP AudioBridge participant on its own Janus session (what a member's engine
-    joins with, without the WebRTC)."""
+    """An AudioBridge participant without media on its own Janus session (what a member's engine
+    joins with before its WebRTC offer)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -105,13 +105,13 @@ class RTPPeer:
         r = await self.http.post(f"{self.url}{path}", json={**body, "transaction": secrets.token_hex(6)})
         return r.json()
 
-    async def join(self, room: int, token: str) -> dict:
+    async def join(self, room: int, token: str, participant_id: int | None = None) -> dict:
         session = (await self._post("", {"janus": "create"}))["data"]["id"]
         handle = (await self._post(f"/{session}", {"janus": "attach",
                                                     "plugin": "janus.plugin.audiobridge"}))["data"]["id"]
         ack = await self._post(f"/{session}/{handle}", {"janus": "message", "body": {
             "request": "join", "room": room, "token": token, "display": "member",
-            "rtp": {"ip": "127.0.0.1", "port": self.sock.getsockname()[1], "payload_type": 100}}})
+            **({"id": participant_id} if participant_id else {})}})
         deadline = time.monotonic() + 20
         try:
             while time.monotonic() < deadline:
@@ -156,11 +156,11 @@ def test_rooms_come_back_after_janus_restarts(janus, tmp_path):
         room = await media.open_room("mt_restore")
         try:
             kept, revoked, revoked_while_down = (secrets.token_urlsafe(16) for _ in range(3))
-            for token in (kept, revoked, revoked_while_down):
-                await media.allow(room, token)
+            for n, token in enumerate((kept, revoked, revoked_while_down), start=1):
+                await media.allow(room, token, n, "member")
             await media.revoke(room, revoked)
-            assert (await peer.join(room.room, kept))["audiobridge"] == "joined"
-            assert (await peer.join(room.room, revoked)).get("error_code") in (489, 490)
+            assert (await peer.join(room.room, kept, 1))["audiobridge"] == "joined"
+            assert (await peer.join(room.room, revoked, 2)).get("error_code") in (489, 490)
 
             await wait_for(lambda: asyncio.sleep(0, media_sequence(room.playback_dir) > 0), 20, "first segment")
 
@@ -174,7 +174,7 @@ def test_rooms_come_back_after_janus_restarts(janus, tmp_path):
 
             exists = await media.request({"request": "exists", "room": room.room})
             assert exists["exists"] is True
-            assert (await peer.join(room.room, kept))["audiobridge"] == "joined"
+            assert (await peer.join(room.room, kept, 1))["audiobridge"] == "joined"
             for token in (revoked, revoked_while_down):
                 answer = await peer.join(room.room, token)
                 assert answer.get("error_code") in (489, 490), answer
@@ -209,5 +209,36 @@ def test_a_lost_control_session_gets_the_relay_back(janus, tmp_path):
             assert len(forwarders["rtp_forwarders"]) == 1, forwarders
         finally:
             await media.close_room(room)
+
+    asyncio.run(run())
+
+
+def test_a_restarted_services_process_destroys_the_room_the_earlier_one_left(janus, tmp_path):
+    """The services process that opened a room is gone (its JanusMedia with it); a new one, knowing
+    only the room's ID and secret (what the meetings module persists), destroys it: nobody stays
+    connected to a room nobody can kick from any more."""
+
+    async def run() -> None:
+        earlier = JanusMedia(janus.url, janus.admin_key, str(tmp_path / "media1"), watch_interval_s=0.2)
+        room = await earlier.open_room("mt_orphan")
+        token = secrets.token_urlsafe(16)
+        await earlier.allow(room, token, 7, "member")
+        peer = RTPPeer(janus.url)
+        try:
+            assert (await peer.join(room.room, token, 7))["audiobridge"] == "joined"
+            # The earlier process dies without closing anything (its packager with it).
+            for task in (earlier._watch, earlier._events):
+                if task is not None:
+                    task.cancel()
+            process = earlier._packagers.pop(room.room, None)
+            if process is not None:
+                process.kill()
+            later = JanusMedia(janus.url, janus.admin_key, str(tmp_path / "media2"), watch_interval_s=0.2)
+            assert (await later.request({"request": "exists", "room": room.room}))["exists"] is True
+            await later.destroy_orphan(room.room, room.secret)
+            assert (await later.request({"request": "exists", "room": room.room}))["exists"] is False
+            await later.destroy_orphan(room.room, room.secret)  # already gone: fine
+        finally:
+            await peer.close()
 
     asyncio.run(run())

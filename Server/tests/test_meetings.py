@@ -4,7 +4,16 @@ the change feed and its cursor, typed errors."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+
 import pytest
+from fastapi.testclient import TestClient
+
+from symorva_server.app import create_app
+from symorva_server.config import Settings
+from symorva_server.ratelimit import profile
 
 from symorva_server.config import default_manifest
 from symorva_server.modules.meetings import MediaError, MediaRoom, RoomLookupError, RoomState
@@ -41,31 +50,50 @@ class FakeMedia:
 
     def __init__(self) -> None:
         self.allowed: dict[int, set[str]] = {}
+        self.assigned: dict[str, tuple[int, str]] = {}  # token -> (participant ID, display)
         self.kicked: list[str] = []
         self.closed: list[int] = []
+        self.destroyed: list[tuple[int, str]] = []  # (room, secret) of rooms left by an earlier process
         self.fail = False
         self.next_room = 100
+        # While set for a meeting's Matrix room... (see `hold_open`): open_room waits for `release`.
+        self.hold: asyncio.Event | None = None
+        self.holding = threading.Event()
+        self.release = threading.Event()
 
     async def open_room(self, meeting_id: str) -> MediaRoom:
         if self.fail:
             raise MediaError("Janus not reachable")
+        if self.hold is not None:
+            self.hold = None
+            self.holding.set()
+            while not self.release.is_set():  # Janus is slow to create this room
+                await asyncio.sleep(0.01)
         self.next_room += 1
         self.allowed[self.next_room] = set()
-        return MediaRoom(room=self.next_room, secret="s")
+        return MediaRoom(room=self.next_room, secret=f"secret-{self.next_room}")
 
-    async def allow(self, room: MediaRoom, token: str) -> None:
+    async def allow(self, room: MediaRoom, token: str, participant_id: int = 0, display: str = "") -> None:
         if self.fail:
             raise MediaError("Janus not reachable")
         self.allowed[room.room].add(token)
+        self.assigned[token] = (participant_id, display)
 
     async def revoke(self, room: MediaRoom, token: str) -> None:
         self.allowed[room.room].discard(token)
+        if token in self.assigned:
+            self.kicked.append(self.assigned.pop(token)[1])
 
     async def kick(self, room: MediaRoom, user_id: str, participant_id: int) -> None:
-        self.kicked.append(user_id)
+        pass  # (the revoke kicks by the assigned ID)
 
     async def close_room(self, room: MediaRoom) -> None:
         self.closed.append(room.room)
+
+    async def destroy_orphan(self, room: int, secret: str) -> None:
+        if self.fail:
+            raise MediaError("Janus not reachable")
+        self.destroyed.append((room, secret))
 
 
 @pytest.fixture
@@ -299,3 +327,155 @@ def test_a_participant_whose_client_vanished_times_out(svc, clock, media):
     assert BOB in media.kicked
     feed = client.get(f"{M}/{mid}/changes", headers=h[HOST], params={"since": view["cursor"] - 1}).json()
     assert [(c["kind"], c["user_id"]) for c in feed["changes"]] == [("left", BOB)]
+
+
+def wait_for(predicate, seconds: float = 5.0, what: str = "condition"):
+    """Waits for something that must happen (never to prove that nothing did)."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what}: not within {seconds} s"
+        time.sleep(0.01)
+
+
+def test_an_expired_token_is_removed_and_kicked_without_anyone_joining(svc, clock, media):
+    client, h = svc()
+    with client:  # the app's lifespan runs the meetings' background task
+        client.app.state.ctx.meetings.sweep_interval_s = 0.02
+        a = join(client, h[HOST])
+        token = a["media"]["token"]
+        assert token in media.allowed[a["media"]["room"]]
+        clock.advance(3601)  # mediaTokenTtlSeconds (1 h) later; nobody asks for anything
+        wait_for(lambda: token not in media.allowed[a["media"]["room"]], what="expired token revoked")
+        assert media.kicked == [HOST]
+
+
+def test_a_restart_destroys_the_media_rooms_the_earlier_process_left(svc, media, rooms, verifier, clock, tmp_path):
+    client, h = svc()
+    a = join(client, h[HOST])
+    room, mid = a["media"]["room"], a["meeting"]["meeting_id"]
+    db_path = client.app.state.ctx.db.path
+    secret = client.app.state.ctx.db.query_one("SELECT secret FROM meeting_media_rooms")["secret"]
+    assert secret == f"secret-{room}"
+
+    # The services restart (the same database) while Janus keeps the room and its members.
+    later = FakeMedia()
+    settings = Settings(homeserver_url=HOMESERVER, server_name=SERVER_NAME, db_path=db_path,
+                        rate_limits=profile("high"))
+    app = create_app(settings, verifier=verifier, clock=clock,
+                     manifest=default_manifest(HOMESERVER, SERVER_NAME, "http://127.0.0.1:9"),
+                     meetings_rooms=rooms, meetings_media=later)
+    with TestClient(app, base_url="http://127.0.0.1:9") as restarted:
+        restarted.app.state.ctx.meetings.sweep_interval_s = 0.02
+        wait_for(lambda: later.destroyed == [(room, secret)], what="orphaned room destroyed")
+        view = restarted.get(f"{M}/{mid}", headers=login(restarted, verifier, HOST)["headers"]).json()
+        assert view["meeting"]["status"] == "ended" and view["meeting"]["end_reason"] == "services_restarted"
+        wait_for(lambda: app.state.ctx.db.query_one("SELECT COUNT(*) AS n FROM meeting_media_rooms")["n"] == 0,
+                 what="row removed")
+    app.state.ctx.db.close()
+
+
+def test_the_lock_dictionaries_do_not_keep_ended_meetings(svc):
+    client, h = svc()
+    meetings = client.app.state.ctx.meetings
+    for n in range(5):
+        room = f"!r{n}:localhost"
+        meetings.rooms.set(room, [HOST], {HOST: 100})
+        mid = join(client, h[HOST], room=room)["meeting"]["meeting_id"]
+        assert client.post(f"{M}/{mid}/end", headers=h[HOST]).status_code == 200
+    assert len(meetings._locks) == 0 and len(meetings._create_locks) == 0 and not meetings._changed
+
+
+def test_opening_a_meeting_holds_up_no_join_of_another_room(svc, rooms, media):
+    client, h = svc()
+    rooms.set("!other:localhost", [BOB], {BOB: 100})
+    with client:
+        media.hold = asyncio.Event()  # the next room Janus creates takes until released
+        slow = threading.Thread(target=lambda: join(client, h[HOST]))
+        slow.start()
+        try:
+            assert media.holding.wait(5)
+            done = threading.Event()
+            other = threading.Thread(target=lambda: (join(client, h[BOB], room="!other:localhost"), done.set()))
+            other.start()
+            # The other room's meeting opens while the first one's room is still being created.
+            assert done.wait(5), "a join of another room waited for the first room's creation"
+        finally:
+            media.release.set()
+            slow.join(10)
+            other.join(10)
+
+
+def test_the_change_feed_keeps_a_bounded_history_per_meeting(svc):
+    from symorva_server.modules.meetings.domain import MAX_CHANGES_PER_MEETING
+
+    client, h = svc()
+    a = join(client, h[HOST])
+    mid = a["meeting"]["meeting_id"]
+    for n in range(MAX_CHANGES_PER_MEETING + 10):
+        assert client.post(f"{M}/{mid}/hand", headers=h[HOST], json={"raised": n % 2 == 0}).status_code == 200
+    db = client.app.state.ctx.db
+    kept = db.query_one("SELECT COUNT(*) AS n FROM meeting_changes WHERE meeting_id = ?", (mid,))["n"]
+    assert kept <= MAX_CHANGES_PER_MEETING
+    feed = client.get(f"{M}/{mid}/changes", headers=h[HOST], params={"since": 0}).json()
+    # opened, joined and the hands: the oldest kept is the 1000th from the newest
+    assert feed["changes"][0]["seq"] == MAX_CHANGES_PER_MEETING + 12 - MAX_CHANGES_PER_MEETING + 1
+
+
+class ContendedLock:
+    """The services' database lock, telling when another thread has to wait for it."""
+
+    def __init__(self, lock) -> None:
+        self._lock = lock
+        self.contended = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._lock.acquire(blocking=False):
+            return True
+        if not blocking:
+            return False
+        self.contended.set()
+        return self._lock.acquire(True, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def test_a_slow_transaction_does_not_stall_the_event_loop(svc):
+    client, h = svc()
+    with client:
+        a = join(client, h[HOST])
+        mid = a["meeting"]["meeting_id"]
+        db = client.app.state.ctx.db
+        lock = db._lock = ContendedLock(db._lock)
+        held, release = threading.Event(), threading.Event()
+
+        def slow_transaction() -> None:
+            with lock:
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=slow_transaction)
+        holder.start()
+        poll = threading.Thread(target=lambda: client.get(f"{M}/{mid}/changes", headers=h[HOST],
+                                                          params={"since": a["cursor"], "timeout_ms": 500}))
+        health = threading.Thread(target=lambda: client.get("/_symorva/v1/health") and answered.set())
+        answered = threading.Event()
+        try:
+            assert held.wait(5)
+            poll.start()
+            assert lock.contended.wait(5)  # the long poll's write waits for the slow transaction...
+            health.start()
+            # ...and the event loop still answers everyone else meanwhile.
+            assert answered.wait(5), "the event loop waited for the database lock"
+        finally:
+            release.set()
+            holder.join(10)
+            poll.join(10)
+            health.join(10)

@@ -46,7 +46,6 @@ def test_stage_listener_hand_promotion_demotion_and_end_over_janus(http):
     try:
         for p in peers:
             assert p.join()["audiobridge"] == "joined"
-        # Bob's token is his own: the host's peer cannot reuse it after Bob is demoted.
         # The listener's playback stream has live segments.
         playlist = j_carol["playback"]["playlist_path"]
         deadline = time.monotonic() + 15
@@ -93,6 +92,15 @@ def test_stage_listener_hand_promotion_demotion_and_end_over_janus(http):
             assert refused.get("error_code") == 489, refused  # not in the allowed list
         finally:
             again.close()
+        # Bob's token is his own: the host's peer cannot reuse it after Bob is demoted (not with
+        # the host's participant ID and display, not with one of its own).
+        reuse = JanusPeer(http, j_host["media"])
+        try:
+            for who in ({}, {"participant_id": 424242, "display": host["user_id"]}):
+                refused = reuse.join(j_bob["media"]["token"], **who)
+                assert refused.get("error_code") == 489, (who, refused)
+        finally:
+            reuse.close()
 
         # The host promotes Carol; her role becomes stage with a working descriptor.
         r = http.post(f"{SVC}{M}/{mid}/promote", headers=host["headers"], json={"user_id": carol["user_id"]})
@@ -163,3 +171,71 @@ def test_the_janus_admin_key_is_private_and_never_logged(http):
             assert key not in f.read(), name
     caps = http.get(f"{SVC}/_symorva/v1/capabilities", headers=owner["headers"]).text
     assert key not in caps and key not in json.dumps(j)
+
+
+def wait_until_gone(http, descriptor: dict, participant_id: int, seconds: float = 5) -> list[dict]:
+    """The room's participants once `participant_id` is no longer among them (AudioBridge takes a
+    kicked participant out asynchronously); fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        listed = listparticipants(http, descriptor)
+        if participant_id not in [p.get("id") for p in listed]:
+            return listed
+        assert time.monotonic() < deadline, f"participant still in the room: {listed}"
+        time.sleep(0.1)
+
+
+def test_a_modified_client_cannot_stay_in_the_audio_under_its_own_id_or_display(http):
+    """An adversarial stage member joins with their valid token but a participant ID and display of
+    their own choosing (posing as the host): the services kick it at once, and after the member's
+    demotion nothing of theirs stays in the room, whatever ID or display it used."""
+    host, bob = account(http), account(http)
+    room = create_room(http, host)
+    join_room(http, bob, room)
+    j_host = http.post(f"{SVC}{M}/join", headers=host["headers"], json={"room_id": room}).json()
+    j_bob = http.post(f"{SVC}{M}/join", headers=bob["headers"], json={"room_id": room}).json()
+    assert (j_host["role"], j_bob["role"]) == ("stage", "stage")
+    mid = j_host["meeting"]["meeting_id"]
+    honest, posing, renamed = (JanusPeer(http, j) for j in (j_host["media"], j_bob["media"], j_bob["media"]))
+    try:
+        assert honest.join()["audiobridge"] == "joined"
+        chosen = 987654321
+        answer = posing.join(participant_id=chosen, display=host["user_id"])
+        assert answer.get("audiobridge") == "joined", answer  # Janus itself lets the token in
+        listed = wait_until_gone(http, j_host["media"], chosen)
+        assert [p["id"] for p in listed if p.get("display") == host["user_id"]] == [j_host["media"]["participant_id"]]
+
+        # With the assigned ID but another display later (configure): kicked too.
+        assert renamed.join()["audiobridge"] == "joined"
+        assert renamed.configure(display=host["user_id"]).get("result") == "ok"
+        wait_until_gone(http, j_host["media"], j_bob["media"]["participant_id"])
+
+        # Back as assigned, then demoted: gone at once.
+        again = JanusPeer(http, j_bob["media"])
+        try:
+            assert again.join()["audiobridge"] == "joined"
+            r = http.post(f"{SVC}{M}/{mid}/demote", headers=host["headers"], json={"user_id": bob["user_id"]})
+            assert r.status_code == 200, r.text
+            listed = wait_until_gone(http, j_host["media"], j_bob["media"]["participant_id"])
+            assert bob["user_id"] not in [p.get("display") for p in listed], listed
+        finally:
+            again.close()
+    finally:
+        for p in (honest, posing, renamed):
+            p.close()
+        http.post(f"{SVC}{M}/{mid}/end", headers=host["headers"])
+
+
+def test_no_stage_member_can_make_janus_stream_to_an_address(http):
+    """Rooms allow no plain-RTP participants: a stage member who asks Janus to send the mix to an
+    address of their choosing is refused (only the services' own forwarder streams the mix)."""
+    host = account(http)
+    room = create_room(http, host)
+    j = http.post(f"{SVC}{M}/join", headers=host["headers"], json={"room_id": room}).json()
+    peer = JanusPeer(http, j["media"])
+    try:
+        answer = peer.join(rtp=True)
+        assert answer.get("audiobridge") != "joined" and answer.get("error_code"), answer
+    finally:
+        peer.close()
+        http.post(f"{SVC}{M}/{j['meeting']['meeting_id']}/end", headers=host["headers"])

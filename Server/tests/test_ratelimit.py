@@ -288,7 +288,7 @@ def test_cli_profile_and_overrides():
     assert rate_limits(parse_args(base)) == profile("default")
     args = parse_args(base + ["--rate-limit", "low", "--rate-limit-bucket", "writes=3/0.25"])
     assert rate_limits(args) == RateLimits(openid=profile("low").openid, writes=Bucket(3, 0.25),
-                                           reads=profile("low").reads)
+                                           reads=profile("low").reads, notify=profile("low").notify)
     with pytest.raises(ValueError):
         rate_limits(parse_args(base + ["--rate-limit-bucket", "writes=3"]))
 

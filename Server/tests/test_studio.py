@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from symorva_server.app import create_app
 from symorva_server.config import ManifestError, Settings, default_manifest
 from symorva_server.modules.ai_studio import MembershipUnavailable, StudioConfig
+from symorva_server.modules.ai_studio.membership import RoomEvent
 from symorva_server.modules.ai_studio.summarizer import (ExtractiveSummarizer, Item, OpenAICompatibleSummarizer,
                                                          SummarizerError)
 from symorva_server.ratelimit import profile
@@ -22,8 +23,13 @@ CANARY = "canary-body-7f3a9c"
 
 
 class FakeMembership:
+    """The homeserver's answers: who is joined where, and the events of each room (by default
+    `$e<n>` of ROOM, sent by Bob at 1000 + n, as `item(n)` describes them)."""
+
     def __init__(self) -> None:
         self.rooms: dict[str, set[str]] = {}
+        self.events: dict[tuple[str, str], RoomEvent] = {
+            (ROOM, f"$e{n}"): RoomEvent(f"$e{n}", "@bob:localhost", 1000 + n) for n in range(100)}
         self.unavailable = False
         self.calls: list[tuple[str, str]] = []
 
@@ -32,6 +38,11 @@ class FakeMembership:
         if self.unavailable:
             raise MembershipUnavailable("homeserver not reachable")
         return user_id in self.rooms.get(room_id, set())
+
+    async def event(self, room_id: str, event_id: str) -> RoomEvent | None:
+        if self.unavailable:
+            raise MembershipUnavailable("homeserver not reachable")
+        return self.events.get((room_id, event_id))
 
 
 @pytest.fixture
@@ -88,6 +99,7 @@ def test_grant_for_selected_messages_is_active_with_the_default_expiry(studio, v
     assert g["state"] == "active" and g["user_id"] == "@alice:localhost" and g["room_id"] == ROOM
     assert g["purpose"] == "summarize" and g["scope"] == selected(1, 2)
     assert g["expires_at_ms"] - g["created_at_ms"] == 3_600_000
+    assert g["expires_in_ms"] == 3_600_000  # on the service's clock
     assert studio.get(f"{S}/grants/{g['grant_id']}", headers=a).json() == g
     assert studio.get(f"{S}/grants", headers=a).json() == {"grants": [g]}
 
@@ -269,6 +281,10 @@ def test_studio_routes_are_absent_when_the_module_is_disabled(make_studio, verif
 @pytest.mark.parametrize("options", [
     {"grantTtlSeconds": 0}, {"grantTtlSeconds": 100, "maxGrantTtlSeconds": 50},
     {"summarizer": {"backend": "magic"}}, {"summarizer": {"backend": "openai", "url": "http://x"}},
+    # plain http to a host that is not loopback: the conversation would travel in clear
+    {"summarizer": {"backend": "openai", "url": "http://summarizer.example.org/v1", "model": "m"}},
+    {"summarizer": {"backend": "openai", "url": "http://10.0.0.5:8000/v1", "model": "m"}},
+    {"summarizer": {"backend": "openai", "url": "ftp://127.0.0.1/v1", "model": "m"}},
     {"summarizer": {"algorithm": "lsa"}},
 ])
 def test_invalid_studio_options_are_manifest_errors(options):
@@ -318,3 +334,17 @@ def test_the_openai_backend_is_selected_by_configuration(make_studio, verifier):
     # Nothing listens there: the summary fails typed, and nothing is stored.
     r = c.post(f"{S}/summaries", headers=a, json={"grant_id": g["grant_id"], "items": [item(1)]})
     assert_error(r, 502, "SY_SUMMARIZER_UNAVAILABLE")
+
+
+def test_a_members_audit_is_bounded(studio, verifier):
+    from symorva_server.modules.ai_studio import domain
+
+    bound = getattr(domain, "MAX_AUDIT_PER_MEMBER", 1000)
+    a = login(studio, verifier)["headers"]
+    g = grant(studio, a, selected(1))
+    for _ in range(bound + 5):
+        studio.app.state.ctx.ai_studio._audit("@alice:localhost", g["grant_id"], "revoke", "ok", [])
+    db = studio.app.state.ctx.db
+    assert db.query_one("SELECT COUNT(*) AS n FROM studio_audit WHERE user_id = ?", ("@alice:localhost",))["n"] == bound
+    newest = studio.get(f"{S}/audit", headers=a, params={"limit": 1}).json()["entries"][0]
+    assert newest["action"] == "revoke"

@@ -78,3 +78,41 @@ def test_grant_summary_and_revoke_with_membership_from_synapse(http):
     if log and os.path.exists(log):
         with open(log, encoding="utf-8", errors="replace") as f:
             assert CANARY not in f.read()
+
+
+def test_items_are_bound_to_the_grants_room_by_the_homeserver_and_membership_is_checked_on_use(http):
+    """"Conversation since" is checked with Synapse, not with what the client says: an item of
+    another room (however late its claimed timestamp), an earlier message with a forged timestamp,
+    and anything after the member left the room are refused."""
+    alice = member(http)
+    rooms = []
+    for _ in range(2):
+        r = http.post(f"{HS}/_matrix/client/v3/createRoom", headers=alice["matrix"],
+                      json={"preset": "private_chat"})
+        assert r.status_code == 200, r.text
+        rooms.append(r.json()["room_id"])
+    here, elsewhere = rooms
+    items = [send(http, alice, here, n, f"point {n}: the release needs the migration first") for n in range(4)]
+    other = send(http, alice, elsewhere, 9, "a message of another conversation")
+    scope = {"kind": "conversation_since", "since_event_id": items[1]["event_id"], "since_ts": 1_001}
+    r = http.post(f"{SVC}{S}/grants", headers=alice["headers"],
+                  json={"room_id": here, "scope": scope, "purpose": "summarize"})
+    assert r.status_code == 200, r.text
+    g = r.json()["grant_id"]
+
+    def summarize(batch):
+        return http.post(f"{SVC}{S}/summaries", headers=alice["headers"], json={"grant_id": g, "items": batch})
+
+    assert summarize(items[1:]).status_code == 200
+    late = 10**13
+    r = summarize([items[2], {**other, "timestamp": late}])
+    assert r.status_code == 400 and r.json()["errcode"] == "SY_OUT_OF_SCOPE", r.text
+    assert r.json()["event_id"] == other["event_id"]
+    r = summarize([{**items[0], "timestamp": late}])  # before the grant's first message, whatever it claims
+    assert r.status_code == 400 and r.json()["event_id"] == items[0]["event_id"], r.text
+
+    r = http.post(f"{HS}/_matrix/client/v3/rooms/{urllib.parse.quote(here, safe='')}/leave", headers=alice["matrix"],
+                  json={})
+    assert r.status_code == 200, r.text
+    r = summarize(items[2:])
+    assert r.status_code == 403 and r.json()["errcode"] == "SY_NOT_ROOM_MEMBER", r.text

@@ -160,11 +160,21 @@ public final class AccountStudio: Sendable {
         }
     }
 
-    /// Rebuilds the grants an earlier run left live (from the account's store), each with its
-    /// expiry. Call it once the account is signed in; a grant already known is left alone.
+    /// Rebuilds the grants an earlier run left live (from the account's store), each checked
+    /// with the service first. Call it once the account is signed in; a grant already known is
+    /// left alone.
+    ///
+    /// - A revoke the service did not confirm (the member revoked while it could not be reached)
+    ///   is sent again first.
+    /// - Each stored grant is asked of the service: one it says was revoked (by another device, or
+    ///   by the service) or expired is forgotten; a live one is restored with its expiry counted
+    ///   from what it has left **on the service's clock**, never from this device's wall clock;
+    ///   one the service could not be asked about is not restored this time (it stays stored, and
+    ///   a later call tries again).
     @discardableResult
     public func restoreGrants() async throws(StudioError) -> [ConversationGrant] {
         try ensureCurrent()
+        await retryUnconfirmedRevokes()
         let stored: [StudioGrant]
         do throws(StoreError) {
             stored = try await store.grants(wallNow: wallClock.now, now: clock.now)
@@ -173,12 +183,42 @@ public final class AccountStudio: Sendable {
         }
         let known = Set(registry.withLock { $0.grants.map(\.id) })
         var restored: [ConversationGrant] = []
-        for grant in stored where !known.contains(grant.id) {
+        for stale in stored where !known.contains(stale.id) {
+            let grant: StudioGrant
+            switch await service.check(stale.id) {
+            case .success(.active(let remaining)):
+                grant = StudioGrant(
+                    id: stale.id, member: stale.member, roomID: stale.roomID, scope: stale.scope,
+                    sinceTimestamp: stale.sinceTimestamp, purpose: stale.purpose, expiresAt: stale.expiresAt,
+                    expiryDeadline: clock.now + remaining)
+            case .success(.ended), .failure(.grantUnknown), .failure(.grantForbidden), .failure(.grantRevoked),
+                .failure(.grantExpired):
+                _ = await Self.remove(stale.id, from: store)
+                continue
+            case .failure:
+                continue  // not checked: not restored this time
+            }
+            try ensureCurrent()
             let host = try makeHost()
             await host.send(.restored(grant))
             restored.append(try adopt(ConversationGrant(grant: grant, host: host)))
         }
         return restored
+    }
+
+    /// Sends again the revokes the service did not confirm in an earlier run; a grant the service
+    /// no longer knows as live counts as revoked.
+    private func retryUnconfirmedRevokes() async {
+        guard let pending = try? await store.unconfirmedRevokes() else { return }
+        for id in pending {
+            switch await service.revoke(id) {
+            case .success, .failure(.grantUnknown), .failure(.grantForbidden), .failure(.grantRevoked),
+                .failure(.grantExpired):
+                try? await store.confirmRevoke(id)
+            case .failure:
+                continue  // still not confirmed: the next restore sends it again
+            }
+        }
     }
 
     /// The grant of this run with this ID.
@@ -242,7 +282,8 @@ public final class AccountStudio: Sendable {
     /// - Throws: ``StudioError/store(_:)`` when the account's store could not forget the grant
     ///   (it is revoked here and at the service all the same);
     ///   ``StudioError/failure(_:)`` when the service could not be told (the grant stays
-    ///   revoked on this device, expires on the service, and `revoke` may be called again);
+    ///   revoked on this device, `revoke` may be called again, and ``restoreGrants()`` sends it
+    ///   again after a restart until the service confirms it);
     ///   ``StudioError/grantNotLive(_:)`` for a grant that expired or was never issued;
     ///   ``StudioError/accountEnded``.
     public func revoke(_ grant: ConversationGrant) async throws(StudioError) {
@@ -253,7 +294,7 @@ public final class AccountStudio: Sendable {
         // `persistGrant` may still be on its way: the store's tombstone keeps it out). The
         // removal runs beside the machine's revoke, not before it, so that a summary request in
         // flight is cancelled at once rather than after the store write.
-        async let removal = Self.remove(grant.id, from: store)
+        async let removal = Self.remove(grant.id, from: store, revokeUnconfirmed: true)
         let outcome = await grant.host.send(
             .revokeRequested,
             ignored: { state -> Result<Void, StudioError>? in
@@ -272,15 +313,24 @@ public final class AccountStudio: Sendable {
         switch outcome {
         case .success:
             if let storeFailure { throw .store(storeFailure) }
+            // Confirmed: a restart has nothing to send again.
+            do throws(StoreError) {
+                try await store.confirmRevoke(grant.id)
+            } catch {
+                throw .store(error.storeFailure)
+            }
         case .failure(let error): throw error
         case nil: throw .accountEnded
         }
     }
 
-    /// Forgets `grant` in `store`; the failure, if any.
-    private static func remove(_ grant: GrantID, from store: StudioStore) async -> StoreFailure? {
+    /// Forgets `grant` in `store` (noting a revoke still to be confirmed with `revokeUnconfirmed`);
+    /// the failure, if any.
+    private static func remove(
+        _ grant: GrantID, from store: StudioStore, revokeUnconfirmed: Bool = false
+    ) async -> StoreFailure? {
         do throws(StoreError) {
-            try await store.remove(grant)
+            try await store.remove(grant, revokeUnconfirmed: revokeUnconfirmed)
             return nil
         } catch {
             return error.storeFailure

@@ -29,7 +29,10 @@ public protocol ConversationContentSource: Sendable {
 /// Reads messages from the homeserver as the account (`GET /rooms/{roomId}/event/{eventId}`,
 /// `/context/{eventId}` and `/messages?dir=f`).
 ///
-/// Text messages (`m.room.message` with a `body`) only. An encrypted event
+/// Text messages (`m.room.message` with a `body`) only, as the member sees them: an edited message
+/// is its latest edit's text (`m.new_content` of the edit the homeserver bundles in
+/// `unsigned.m.relations.m.replace`, by the message's own sender), once; edit events themselves and
+/// redacted messages are never items. An encrypted event
 /// (`m.room.encrypted`) is decrypted on the device by the account's crypto module when the
 /// source has a decryptor (the SDK's own source does); without one, or without its room key, it
 /// is refused with ``StudioError/contentUnavailable(_:)``: ciphertext is not content the member
@@ -56,19 +59,59 @@ public struct HomeserverContentSource: ConversationContentSource {
         var sender: String
         var originServerTimestamp: Int64
         var content: JSONValue?
+        var unsigned: JSONValue?
         enum CodingKeys: String, CodingKey {
-            case type, sender, content
+            case type, sender, content, unsigned
             case eventID = "event_id"
             case originServerTimestamp = "origin_server_ts"
         }
 
+        /// The message as the member sees it, before its latest edit (``shown(editedBy:)`` applies
+        /// that): `nil` for anything that is not a text message the member sees — another type, a
+        /// redacted message, or an edit (`m.replace`), whose text belongs to the message it edits.
         var item: ConversationItem? {
-            guard type == "m.room.message", case .object(let members)? = content,
+            guard type == "m.room.message", !isRedacted, replaced == nil, case .object(let members)? = content,
                 case .string(let body)? = members["body"]
             else { return nil }
             return ConversationItem(
                 eventID: EventID(eventID), sender: UserID(stored: sender),
                 timestamp: MatrixTimestamp(milliseconds: originServerTimestamp), body: body)
+        }
+
+        /// Redacted: the homeserver says so in `unsigned.redacted_because`.
+        var isRedacted: Bool {
+            guard case .object(let members)? = unsigned, let because = members["redacted_because"] else {
+                return false
+            }
+            return because != .null
+        }
+
+        /// The event this one edits (`m.relates_to` with `rel_type` `m.replace`).
+        var replaced: String? {
+            guard case .object(let members)? = content, case .object(let relation)? = members["m.relates_to"],
+                case .string("m.replace")? = relation["rel_type"], case .string(let target)? = relation["event_id"]
+            else { return nil }
+            return target
+        }
+
+        /// The latest edit the homeserver bundled with this event (`unsigned.m.relations.m.replace`),
+        /// as it came (possibly encrypted).
+        var bundledEdit: RoomEvent? {
+            guard case .object(let members)? = unsigned, case .object(let relations)? = members["m.relations"],
+                let edit = relations["m.replace"], let bytes = try? edit.canonicalEncoding()
+            else { return nil }
+            return try? JSONDecoder().decode(RoomEvent.self, from: Data(bytes))
+        }
+
+        /// This message's item with the text of `edit` when that is a valid edit of it (the same
+        /// sender, a text `m.new_content`, not redacted); with the original text otherwise.
+        func shown(editedBy edit: RoomEvent?) -> ConversationItem? {
+            guard let item else { return nil }
+            guard let edit, edit.type == "m.room.message", edit.sender == sender, edit.replaced == eventID,
+                !edit.isRedacted, case .object(let members)? = edit.content,
+                case .object(let newContent)? = members["m.new_content"], case .string(let body)? = newContent["body"]
+            else { return item }
+            return ConversationItem(eventID: item.eventID, sender: item.sender, timestamp: item.timestamp, body: body)
         }
     }
 
@@ -131,6 +174,17 @@ public struct HomeserverContentSource: ConversationContentSource {
         MatrixTimestamp(milliseconds: try await event(eventID, in: roomID).originServerTimestamp)
     }
 
+    /// The message as the member sees it: its latest edit's text (the edit the homeserver bundles,
+    /// decrypted on the device when it is encrypted), never a redacted message or an edit by itself.
+    private func shown(_ event: RoomEvent, in roomID: RoomID) async throws(StudioError) -> ConversationItem? {
+        guard event.item != nil else { return nil }
+        var edit = event.bundledEdit
+        if let bundled = edit, bundled.type == "m.room.encrypted" {
+            edit = try? await decrypted(bundled, in: roomID)  // an edit without its key: the original text
+        }
+        return event.shown(editedBy: edit)
+    }
+
     public func items(
         in roomID: RoomID, scope: GrantScope, since: MatrixTimestamp?, limit: Int
     ) async throws(StudioError) -> [ConversationItem] {
@@ -138,7 +192,9 @@ public struct HomeserverContentSource: ConversationContentSource {
         case .selectedMessages(let ids):
             var items: [ConversationItem] = []
             for id in ids {
-                guard let item = try await event(id, in: roomID).item else { throw .contentUnavailable(id) }
+                guard let item = try await shown(try await event(id, in: roomID), in: roomID) else {
+                    throw .contentUnavailable(id)
+                }
                 items.append(item)
             }
             return items.sorted { ($0.timestamp, $0.eventID.rawValue) < ($1.timestamp, $1.eventID.rawValue) }
@@ -146,7 +202,7 @@ public struct HomeserverContentSource: ConversationContentSource {
             let context = try await get(
                 Context.self, "\(room(roomID))/context/\(percentEncoded(first.rawValue))",
                 query: [.init(name: "limit", value: "0")], eventID: first)
-            guard let firstItem = try await decrypted(context.event, in: roomID).item else {
+            guard let firstItem = try await shown(try await decrypted(context.event, in: roomID), in: roomID) else {
                 throw .contentUnavailable(first)
             }
             var items = [firstItem]
@@ -159,9 +215,13 @@ public struct HomeserverContentSource: ConversationContentSource {
                         .init(name: "limit", value: String(min(100, limit - items.count))),
                     ], eventID: first)
                 if page.chunk.isEmpty { break }
-                var shown: [RoomEvent] = []
-                for event in page.chunk { shown.append(try await decrypted(event, in: roomID)) }
-                let later = shown.compactMap(\.item).filter { item in since.map { item.timestamp >= $0 } ?? true }
+                var visible: [ConversationItem] = []
+                for event in page.chunk {
+                    if let item = try await shown(try await decrypted(event, in: roomID), in: roomID) {
+                        visible.append(item)
+                    }
+                }
+                let later = visible.filter { item in since.map { item.timestamp >= $0 } ?? true }
                 items.append(contentsOf: later.prefix(limit - items.count))
                 from = page.end == token ? nil : page.end
             }

@@ -7,6 +7,14 @@ import SymorvaServices
 /// Grant, summary and revoke requests are not commands: a lost answer leaves nothing
 /// ambiguous that matters for content (a grant nobody uses expires; a summary is simply not
 /// shown), so every failure is reported as it is.
+/// A grant as the service has it now.
+enum ServiceGrantState: Sendable, Equatable {
+    /// Live, with this long left on the service's clock.
+    case active(remaining: Duration)
+    /// Revoked (by this device, another one or the service) or expired.
+    case ended
+}
+
 struct StudioService: Sendable {
     let services: CommunityServicesClient
     let requestTimeout: Duration
@@ -35,6 +43,25 @@ struct StudioService: Sendable {
                 return .failure(.serviceUnreachable(.responseDropped))
             }
             return .success(summary)
+        } catch {
+            return .failure(Self.failure(error))
+        }
+    }
+
+    /// What the service says of a grant now: its state and, while active, what it has left on the
+    /// service's clock (how a restored grant's expiry is set, never from the device's wall clock).
+    func check(_ id: GrantID) async -> Result<ServiceGrantState, StudioFailure> {
+        do throws(ServicesError) {
+            let answer = try await services.send(.get, StudioWire.Path.grant(id), timeout: requestTimeout)
+            guard let grant = StudioWire.decode(StudioWire.Grant.self, from: answer) else {
+                return .failure(.serviceUnreachable(.responseDropped))
+            }
+            switch grant.state {
+            case "active":
+                let left = grant.expiresInMilliseconds ?? 0
+                return .success(left > 0 ? .active(remaining: .milliseconds(left)) : .ended)
+            default: return .success(.ended)
+            }
         } catch {
             return .failure(Self.failure(error))
         }

@@ -15,7 +15,8 @@ import SymorvaStore
 /// grant's insert. ``remove(_:)`` therefore leaves a tombstone in `studio_forgotten_grants`, and
 /// ``insert(_:)`` never records a grant with a tombstone: a restart never brings a revoked grant
 /// back. A tombstone is kept until the grant's expiry has passed (when nothing could restore it
-/// anyway); one whose grant was never inserted carries no expiry and is kept (a few bytes).
+/// anyway); one whose grant was never inserted carries no expiry and is kept (a few bytes). A
+/// tombstone of a revoke the service has not confirmed stays until it is confirmed.
 struct StudioStore: Sendable {
     /// The feature name under which the studio's schema version is kept.
     static let feature = "studio"
@@ -42,6 +43,13 @@ struct StudioStore: Sendable {
                     grant_id TEXT PRIMARY KEY,
                     expires_at_ms INTEGER                   -- the grant's expiry once known (wall clock, ms)
                 ) STRICT;
+                """),
+        Migration(
+            version: 3, name: "studio_unconfirmed_revokes",
+            sql: """
+                -- 1 while the member's revoke of the grant is not confirmed by the service: sent again
+                -- after a restart (AccountStudio.restoreGrants).
+                ALTER TABLE studio_forgotten_grants ADD COLUMN revoke_unconfirmed INTEGER NOT NULL DEFAULT 0;
                 """),
     ]
 
@@ -81,17 +89,35 @@ struct StudioStore: Sendable {
     }
 
     /// Forgets the grant for good: removes it and leaves a tombstone, so that an insert of it
-    /// that is still on its way never records it again.
-    func remove(_ id: GrantID) async throws(StoreError) {
+    /// that is still on its way never records it again. With `revokeUnconfirmed`, the tombstone
+    /// also says the member revoked it and the service has not confirmed that yet
+    /// (``confirmRevoke(_:)`` clears it; ``unconfirmedRevokes()`` lists them after a restart).
+    func remove(_ id: GrantID, revokeUnconfirmed: Bool = false) async throws(StoreError) {
         let id = SQLiteValue.text(id.rawValue)
+        let pending = SQLiteValue.integer(revokeUnconfirmed ? 1 : 0)
         try await database.transaction { database throws(StoreError) in
             try database.execute(
                 """
-                INSERT OR IGNORE INTO studio_forgotten_grants(grant_id, expires_at_ms)
-                VALUES (?, (SELECT expires_at_ms FROM studio_grants WHERE grant_id = ?))
-                """, [id, id])
+                INSERT INTO studio_forgotten_grants(grant_id, expires_at_ms, revoke_unconfirmed)
+                VALUES (?, (SELECT expires_at_ms FROM studio_grants WHERE grant_id = ?), ?)
+                ON CONFLICT(grant_id) DO UPDATE SET
+                    revoke_unconfirmed = MAX(revoke_unconfirmed, excluded.revoke_unconfirmed)
+                """, [id, id, pending])
             try database.execute("DELETE FROM studio_grants WHERE grant_id = ?", [id])
         }
+    }
+
+    /// The service confirmed the member's revoke of `id` (or says the grant is gone anyway).
+    func confirmRevoke(_ id: GrantID) async throws(StoreError) {
+        try await database.execute(
+            "UPDATE studio_forgotten_grants SET revoke_unconfirmed = 0 WHERE grant_id = ?", [.text(id.rawValue)])
+    }
+
+    /// The grants the member revoked without the service confirming it (to send again).
+    func unconfirmedRevokes() async throws(StoreError) -> [GrantID] {
+        try await database.queryAll(
+            "SELECT grant_id FROM studio_forgotten_grants WHERE revoke_unconfirmed = 1 ORDER BY grant_id"
+        ) { row throws(StoreError) -> GrantID in GrantID(row.string(0)) }
     }
 
     /// The stored grants, with their runtime-clock deadline computed from `wallNow` and `now`.
@@ -99,7 +125,8 @@ struct StudioStore: Sendable {
         let member = self.member
         // Tombstones of grants past their expiry guard nothing any more.
         try await database.execute(
-            "DELETE FROM studio_forgotten_grants WHERE expires_at_ms <= ?", [.integer(wallNow.millisecondsSince1970)])
+            "DELETE FROM studio_forgotten_grants WHERE expires_at_ms <= ? AND revoke_unconfirmed = 0",
+            [.integer(wallNow.millisecondsSince1970)])
         let rows = try await database.queryAll(
             """
             SELECT grant_id, room_id, purpose, scope_kind, scope_event_ids, since_ts, expires_at_ms

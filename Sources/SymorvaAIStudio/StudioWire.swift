@@ -20,6 +20,7 @@ enum StudioWire {
         static let summaries = "/_symorva/v1/studio/summaries"
         static let audit = "/_symorva/v1/studio/audit"
         static func revoke(_ id: GrantID) -> String { "/_symorva/v1/studio/grants/\(id.rawValue)/revoke" }
+        static func grant(_ id: GrantID) -> String { "/_symorva/v1/studio/grants/\(id.rawValue)" }
     }
 
     // MARK: Requests
@@ -111,6 +112,8 @@ enum StudioWire {
         var state: String
         var createdAtMilliseconds: Int64
         var expiresAtMilliseconds: Int64
+        /// What the grant has left on the service's clock (absent from older services).
+        var expiresInMilliseconds: Int64?
         enum CodingKeys: String, CodingKey {
             case grantID = "grant_id"
             case userID = "user_id"
@@ -118,6 +121,7 @@ enum StudioWire {
             case purpose, scope, state
             case createdAtMilliseconds = "created_at_ms"
             case expiresAtMilliseconds = "expires_at_ms"
+            case expiresInMilliseconds = "expires_in_ms"
         }
 
         /// The grant, with its expiry on the runtime clock: `now` plus the lifetime the service

@@ -124,14 +124,22 @@ public final class AccountPush: AccountModule {
 
     // MARK: The community's reference gateway
 
-    static let gatewayPath = "/_symorva/v1/push/pushkeys/"
+    /// The reference gateway's pushkey routes: the pushkey travels in the body, never in a URL
+    /// (access logs write paths and queries).
+    static let gatewayPath = "/_symorva/v1/push/pushkeys"
+
+    private static func pushkeyBody(_ pushkey: String, _ appID: String, after: Int? = nil) -> [UInt8] {
+        var body = JSONObjectWriter()
+        body.string("pushkey", pushkey)
+        body.string("app_id", appID)
+        if let after { body.raw("after", String(after)) }
+        return body.bytes
+    }
 
     func registerWithGateway(pushkey: String, appID: String) async throws(PushError) {
         try ensureCurrent()
-        var body = JSONObjectWriter()
-        body.string("app_id", appID)
         do throws(ServicesError) {
-            _ = try await services.send(.put, Self.gatewayPath + pushkey, json: body.bytes)
+            _ = try await services.send(.post, Self.gatewayPath, json: Self.pushkeyBody(pushkey, appID))
         } catch {
             throw PushWire.error(error)
         }
@@ -140,8 +148,7 @@ public final class AccountPush: AccountModule {
     func unregisterFromGateway(pushkey: String, appID: String) async throws(PushError) {
         try ensureCurrent()
         do throws(ServicesError) {
-            _ = try await services.send(
-                .delete, Self.gatewayPath + pushkey, query: [URLQueryItem(name: "app_id", value: appID)])
+            _ = try await services.send(.post, Self.gatewayPath + "/remove", json: Self.pushkeyBody(pushkey, appID))
         } catch {
             throw PushWire.error(error)
         }
@@ -165,8 +172,7 @@ public final class AccountPush: AccountModule {
         let body: [UInt8]
         do throws(ServicesError) {
             body = try await services.send(
-                .get, Self.gatewayPath + pushkey + "/notifications",
-                query: [URLQueryItem(name: "app_id", value: appID), URLQueryItem(name: "after", value: String(after))])
+                .post, Self.gatewayPath + "/notifications", json: Self.pushkeyBody(pushkey, appID, after: after))
         } catch {
             throw PushWire.error(error)
         }

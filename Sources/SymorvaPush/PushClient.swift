@@ -88,7 +88,7 @@ public final class PushClient: Sendable {
     ///     `org.example.chat.ios.dev` for development builds, `org.example.chat.ios.prod` for
     ///     store builds (the gateway picks the APNs environment by it); at most 64 bytes.
     ///   - gatewayURL: the push gateway's `…/_matrix/push/v1/notify` (``communityGatewayURL``
-    ///     in development).
+    ///     in development): `https`, or plain `http` to a loopback host only.
     ///   - format: ``/SymorvaMachines/PushFormat/eventIDOnly`` keeps message content off the
     ///     gateway; the app fetches it with ``event(roomID:eventID:)``.
     /// - Throws: ``/SymorvaMachines/PushError/invalidInput(_:)`` for a malformed field (nothing sent).
@@ -98,8 +98,9 @@ public final class PushClient: Sendable {
         gatewayURL: String, format: PushFormat = .eventIDOnly
     ) async throws(PushError) -> Pusher {
         try Self.check(pushkey: pushkey, appID: appID)
-        guard gatewayURL.hasSuffix("/_matrix/push/v1/notify"),
-            gatewayURL.hasPrefix("https://") || gatewayURL.hasPrefix("http://")
+        // The homeserver posts notifications there: plain http only to a loopback host, like the
+        // homeserver URL itself (HomeserverURL's rule).
+        guard gatewayURL.hasSuffix("/_matrix/push/v1/notify"), case .success = HomeserverURL.validate(gatewayURL)
         else { throw .invalidInput("gatewayURL") }
         let pusher = Pusher(
             pushkey: pushkey, appID: appID, appDisplayName: appDisplayName, deviceDisplayName: deviceDisplayName,

@@ -19,7 +19,7 @@ import SymorvaTransport
 ///   room and packager, apart);
 /// - hand raised → seen by the host (the host's change feed);
 /// - promotion → stage descriptor accepted by Janus (promote request, the listener's feed, its
-///   own descriptor, and a plain-RTP AudioBridge join with it that Janus answers `joined`);
+///   own descriptor, and an AudioBridge join (without media) with it that Janus answers `joined`);
 /// - listener live latency: the age of the newest segment when the playback stream fetched it.
 struct MeetingsBenchmark: DevServerBenchmark {
     /// The mode's word on the command line.
@@ -165,7 +165,7 @@ struct MeetingsBenchmark: DevServerBenchmark {
     }
 }
 
-/// A plain-RTP AudioBridge join with a media-session descriptor over Janus's HTTP API: what
+/// An AudioBridge join (without media) with a media-session descriptor over Janus's HTTP API: what
 /// proves that Janus accepts the descriptor's token.
 struct JanusJoin {
     let transport: CurlTransport
@@ -183,7 +183,6 @@ struct JanusJoin {
                 "body": [
                     "request": "join", "room": descriptor.room, "token": descriptor.token.exposedValue,
                     "id": descriptor.participantID, "display": descriptor.display,
-                    "rtp": ["ip": "127.0.0.1", "port": 9, "payload_type": 100],
                 ] as [String: Any],
             ])
         defer { Task { _ = try? await post(sessionURL, ["janus": "destroy"]) } }

@@ -34,14 +34,15 @@ struct AccountStudioTests {
         }
 
         func studio(
-            _ answer: ConsentAnswer = .approved, scope: AccountScope? = nil, extra: [ConversationItem] = []
+            _ answer: ConsentAnswer = .approved, scope: AccountScope? = nil, extra: [ConversationItem] = [],
+            wallClock: (any WallClock)? = nil
         ) async throws -> AccountStudio {
             try await AccountStudio(
                 member: StudioWorld.alice, services: world.services(),
                 content: FixedContentSource(items: items, extra: extra), database: database,
                 scope: scope ?? self.scope, presenter: presenter(answer),
                 configuration: StudioConfiguration(grantLifetime: .seconds(600), assistantName: "Orbit assistant"),
-                clock: clock, wallClock: world.wallClock)
+                clock: clock, wallClock: wallClock ?? world.wallClock)
         }
     }
 
@@ -166,6 +167,72 @@ struct AccountStudioTests {
         await h.clock.advance(by: .seconds(600))
         _ = try await second.grants.wait(until: { $0.first?.status == .expired })
         #expect(h.world.violations.isEmpty, "\(h.world.violations)")
+    }
+
+    /// A device wall clock that is off by `offset` from the one it follows.
+    struct SkewedWallClock: WallClock {
+        let base: any WallClock
+        let offset: Duration
+        var now: Timestamp { base.now.advanced(by: offset) }
+    }
+
+    @Test("A restored grant expires by the service's clock, whatever the device's wall clock says")
+    func restoredExpiryFollowsTheService() async throws {
+        let h = try await Harness()
+        let first = try await h.studio()
+        let grant = try await first.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        await first.shutdown()
+        await h.clock.advance(by: .seconds(100))
+        // After the restart the device's wall clock is an hour behind (set back by hand, say).
+        let second = try await h.studio(wallClock: SkewedWallClock(base: h.world.wallClock, offset: .seconds(-3600)))
+        let restored = try await second.restoreGrants()
+        #expect(restored.map(\.id) == [grant.id])
+        try await h.clock.waitForSleepers(count: 1)  // the restored grant's expiry timer
+        await h.clock.advance(by: .seconds(500))  // the service's 600 s are up
+        _ = try await second.grants.wait(timeout: .seconds(5), until: { $0.first?.status == .expired })
+        await #expect(throws: StudioError.grantNotLive(.expired)) { _ = try await second.summarize(using: restored[0]) }
+        #expect(h.world.violations.isEmpty, "\(h.world.violations)")
+    }
+
+    @Test("A grant revoked at the service or by another device is not restored")
+    func restoredGrantsAreCheckedWithTheService() async throws {
+        let h = try await Harness()
+        let first = try await h.studio()
+        let revokedElsewhere = try await first.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        let kept = try await first.requestGrant(for: StudioWorld.room, scope: .conversation(since: EventID("$m1")))
+        await first.shutdown()
+        h.world.serviceRevokes(revokedElsewhere.id)
+
+        let second = try await h.studio()
+        #expect(try await second.restoreGrants().map(\.id) == [kept.id])
+        #expect(second.grant(revokedElsewhere.id) == nil)
+        // Forgotten for good: a later restart does not ask about it again.
+        await second.shutdown()
+        let third = try await h.studio()
+        #expect(try await third.restoreGrants().map(\.id) == [kept.id])
+        #expect(h.world.violations.isEmpty, "\(h.world.violations)")
+    }
+
+    @Test("A revoke the service did not confirm is sent again after a restart, once")
+    func unconfirmedRevokeIsRetried() async throws {
+        let h = try await Harness()
+        let first = try await h.studio()
+        let grant = try await first.requestGrant(for: StudioWorld.room, scope: Self.selected)
+        h.world.memberRevokes(grant.id)
+        h.world.fault = .unreachable
+        await #expect(throws: StudioError.self) { try await first.revoke(grant) }
+        await first.shutdown()
+        h.world.fault = .none
+        let revokePath = "POST /_symorva/v1/studio/grants/\(grant.id.rawValue)/revoke"
+        let before = h.world.log.filter { $0.hasPrefix(revokePath) }.count
+
+        let second = try await h.studio()
+        #expect(try await second.restoreGrants().isEmpty)
+        #expect(h.world.log.filter { $0 == revokePath + " fault=none" }.count == 1)
+        await second.shutdown()
+        let third = try await h.studio()
+        _ = try await third.restoreGrants()
+        #expect(h.world.log.filter { $0.hasPrefix(revokePath) }.count == before + 1)
     }
 
     /// The grant's `persistGrant` and the revoke's removals are concurrent effects: under load

@@ -104,6 +104,7 @@ final class StudioWorld: Sendable {
         transport.on("POST", Self.summariesPath) { [unowned self] request in await self.summarize(request) }
         transport.on("POST", pathPrefix: "/_symorva/v1/studio/grants/") { [unowned self] request in self.revoke(request)
         }
+        transport.on("GET", pathPrefix: "/_symorva/v1/studio/grants/") { [unowned self] request in self.check(request) }
     }
 
     func services() -> CommunityServicesClient {
@@ -188,6 +189,34 @@ final class StudioWorld: Sendable {
                 200,
                 #"{"grant_id": "\#(id)", "user_id": "@alice:localhost", "room_id": "\#(body["room_id"] as? String ?? "")", "purpose": "summarize", "scope": \#(scopeJSON), "state": "active", "created_at_ms": \#(now), "expires_at_ms": \#(now + lifetime), "revoked_at_ms": null}"#
             )
+        }
+    }
+
+    /// `GET …/grants/{id}`: the grant's state on the service's clock (the runtime clock here).
+    private func check(_ request: HTTPRequest) -> Result<HTTPResponse, TransportError> {
+        noContent(request)
+        if let fault = faultAnswer() { return fault }
+        let id = request.url.path.split(separator: "/").last.map(String.init) ?? ""
+        let now = clock.now
+        return state.withLock { state in
+            guard let grant = state.grants[id] else {
+                return .json(404, #"{"errcode": "SY_GRANT_UNKNOWN", "error": "unknown"}"#)
+            }
+            let left = max(Duration.zero, grant.deadline - now)
+            let status = grant.revokedOnService ? "revoked" : left == .zero ? "expired" : "active"
+            let ms = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            return .json(
+                200,
+                #"{"grant_id": "\#(id)", "user_id": "@alice:localhost", "room_id": "!room:localhost", "purpose": "summarize", "scope": {"kind": "selected_messages", "event_ids": ["$m1"]}, "state": "\#(status)", "created_at_ms": 0, "expires_at_ms": 0, "expires_in_ms": \#(ms), "revoked_at_ms": null}"#
+            )
+        }
+    }
+
+    /// The service revokes `id` on its own (or another device of the member did).
+    func serviceRevokes(_ id: GrantID) {
+        state.withLock {
+            $0.grants[id.rawValue]?.revokedOnService = true
+            $0.log.append("serviceRevokes \(id.rawValue)")
         }
     }
 

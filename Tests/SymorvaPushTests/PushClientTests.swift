@@ -106,6 +106,12 @@ struct PushClientTests {
                 pushkey: "k", appID: "org.symorva.ios.dev", appDisplayName: "A", deviceDisplayName: "D",
                 gatewayURL: "http://127.0.0.1:9/notify")
         }
+        // Plain http to a host that is not loopback would carry notifications in clear.
+        await #expect(throws: PushError.invalidInput("gatewayURL")) {
+            try await push.setPusher(
+                pushkey: "k", appID: "org.symorva.ios.dev", appDisplayName: "A", deviceDisplayName: "D",
+                gatewayURL: "http://push.example.org/_matrix/push/v1/notify")
+        }
         await #expect(throws: PushError.invalidInput("pushkey")) {
             try await push.setPusher(
                 pushkey: "a/b", appID: "org.symorva.ios.dev", appDisplayName: "A", deviceDisplayName: "D",

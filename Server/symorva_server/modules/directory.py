@@ -101,7 +101,10 @@ class Directory:
         return int(self.clock() * 1000)
 
     def ensure_member(self, user_id: str) -> bool:
-        """Lists `user_id`; True when the entry is new."""
+        """Lists `user_id`; True when the entry is new. (A listed member costs a lock-free read: the
+        async routes call this on the event loop.)"""
+        if self.db.query_one("SELECT 1 FROM directory_members WHERE user_id = ?", (user_id,)) is not None:
+            return False
         with self.db.transaction() as c:
             cur = c.execute("INSERT OR IGNORE INTO directory_members (user_id, joined_at_ms) VALUES (?, ?)",
                             (user_id, self.now_ms()))
@@ -121,12 +124,16 @@ class Directory:
         if not stale:
             return
         profiles = await asyncio.gather(*(self.fetch_profile(u) for u in stale))
-        with self.db.transaction() as c:
+
+        def write(c) -> None:
             for user_id, profile in zip(stale, profiles):
                 if profile is None:
                     continue  # keeps the last known values; tried again on the next read
                 c.execute("UPDATE directory_members SET display_name = ?, avatar_url = ?, profile_fetched_at_ms = ?"
                           " WHERE user_id = ?", (profile[0], profile[1], now, user_id))
+
+        # On a worker thread: waiting for the database's write lock never blocks the event loop.
+        await self.db.run_transaction(write)
 
     def _roles(self, user_ids: list[str]) -> dict[str, list[str]]:
         if not user_ids:

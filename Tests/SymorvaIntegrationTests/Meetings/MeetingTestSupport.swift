@@ -180,8 +180,8 @@ final class MeetingMember: Sendable {
 }
 
 /// Joins an AudioBridge room with a media-session descriptor over Janus's HTTP API, as a
-/// plain-RTP participant: what a stage member's media engine does over WebRTC, without the
-/// WebRTC. The answer says whether the room accepted the descriptor's token.
+/// participant without media (rooms take no plain-RTP participants): what a stage member's media
+/// engine does before its WebRTC offer. The answer says whether the room accepted the token.
 struct JanusProbe {
     let transport: any HTTPTransport
 
@@ -200,7 +200,6 @@ struct JanusProbe {
         let body: [String: Any] = [
             "request": "join", "room": descriptor.room, "token": descriptor.token.exposedValue,
             "id": descriptor.participantID, "display": descriptor.display,
-            "rtp": ["ip": "127.0.0.1", "port": Int.random(in: 40_000...60_000), "payload_type": 100],
         ]
         let ack = try await post(base.appending(path: "\(session)/\(handle)"), ["janus": "message", "body": body])
         let transaction = ack["transaction"] as? String

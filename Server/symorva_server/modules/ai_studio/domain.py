@@ -11,6 +11,7 @@ the audit keeps grant, action, outcome, counts and event IDs.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -21,16 +22,18 @@ from typing import Any
 
 import anyio
 
-from ...config import ManifestError
+from ...config import ManifestError, check_transport_url
 from ...errors import ErrorCode, SymorvaError
 from ...db import Database
-from .membership import MembershipChecker, MembershipUnavailable
+from .membership import MembershipChecker, MembershipUnavailable, RoomEvent
 from .models import ConversationSinceScope, GrantRequest, SelectedMessagesScope, SummarizeRequest
 from .summarizer import DEFAULT_MAX_POINTS, Item, Summarizer, SummarizerError, create_summarizer
 
 log = logging.getLogger("symorva_server.studio")
 
 DEFAULT_GRANT_TTL_S = 3600
+# A member's audit keeps this many entries (the newest).
+MAX_AUDIT_PER_MEMBER = 1000
 DEFAULT_MAX_GRANT_TTL_S = 86_400
 
 
@@ -64,6 +67,8 @@ class StudioConfig:
             for key in ("url", "model"):
                 if not isinstance(summarizer.get(key), str) or not summarizer[key]:
                     raise ManifestError(f"{where}.{key}: required string for the openai backend")
+            # Conversation content goes there: https, or plain http to a loopback host only.
+            check_transport_url(summarizer["url"], f"{where}.url")
         else:
             raise ManifestError(f"{where}.backend: extractive or openai")
         return StudioConfig(ttl * 1000, cap * 1000, summarizer)
@@ -101,7 +106,7 @@ class Studio:
         return {"grant_id": row["grant_id"], "user_id": row["user_id"], "room_id": row["room_id"],
                 "purpose": row["purpose"], "scope": _scope_json(row), "state": self._state(row, now),
                 "created_at_ms": row["created_at_ms"], "expires_at_ms": row["expires_at_ms"],
-                "revoked_at_ms": row["revoked_at_ms"]}
+                "expires_in_ms": max(0, row["expires_at_ms"] - now), "revoked_at_ms": row["revoked_at_ms"]}
 
     async def create_grant(self, user_id: str, body: GrantRequest) -> dict[str, Any]:
         scope = body.scope
@@ -113,21 +118,30 @@ class Studio:
             raise SymorvaError(502, ErrorCode.HOMESERVER_UNAVAILABLE,
                                f"Could not check room membership with the homeserver: {e}") from e
         if not joined:
-            self._audit(user_id, None, "grant", ErrorCode.NOT_ROOM_MEMBER, [])
+            await self._audit_async(user_id, None, "grant", ErrorCode.NOT_ROOM_MEMBER, [])
             raise SymorvaError(403, ErrorCode.NOT_ROOM_MEMBER, f"{user_id} is not joined to {body.room_id}")
+        since = scope if isinstance(scope, ConversationSinceScope) else None
+        since_ts = None
+        if since is not None:
+            # The scope's lower bound is the homeserver's timestamp of its first message, which must
+            # be a message of this room (the client's `since_ts` is not trusted).
+            first = await self._homeserver_event(body.room_id, since.since_event_id)
+            if first is None:
+                await self._audit_async(user_id, None, "grant", ErrorCode.INVALID_PARAM, [])
+                raise SymorvaError(400, ErrorCode.INVALID_PARAM,
+                                   f"scope.since_event_id: {since.since_event_id} is not an event of {body.room_id}")
+            since_ts = first.origin_server_ts
         now = self.now_ms()
         ttl = min(body.expires_in_ms or self.config.grant_ttl_ms, self.config.max_grant_ttl_ms)
         grant_id = "gr_" + secrets.token_urlsafe(12)
         selected = json.dumps(scope.event_ids) if isinstance(scope, SelectedMessagesScope) else None
-        since = scope if isinstance(scope, ConversationSinceScope) else None
-        with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO studio_grants(grant_id, user_id, room_id, purpose, scope_kind, scope_event_ids,"
-                " scope_since_event_id, scope_since_ts, created_at_ms, expires_at_ms)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (grant_id, user_id, body.room_id, body.purpose, scope.kind, selected,
-                 since.since_event_id if since else None, since.since_ts if since else None, now, now + ttl))
-        self._audit(user_id, grant_id, "grant", "ok", [])
+        await self.db.run_transaction(lambda conn: conn.execute(
+            "INSERT INTO studio_grants(grant_id, user_id, room_id, purpose, scope_kind, scope_event_ids,"
+            " scope_since_event_id, scope_since_ts, created_at_ms, expires_at_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (grant_id, user_id, body.room_id, body.purpose, scope.kind, selected,
+             since.since_event_id if since else None, since_ts, now, now + ttl)))
+        await self._audit_async(user_id, grant_id, "grant", "ok", [])
         return self.get_grant(user_id, grant_id)
 
     def _row(self, user_id: str, grant_id: str) -> Any:
@@ -167,29 +181,63 @@ class Studio:
         if state == "expired":
             raise SymorvaError(409, ErrorCode.GRANT_EXPIRED, f"Grant {row['grant_id']} has expired")
 
-    @staticmethod
-    def _check_scope(row: Any, body: SummarizeRequest) -> None:
+    async def _homeserver_event(self, room_id: str, event_id: str) -> RoomEvent | None:
+        try:
+            return await self.membership.event(room_id, event_id)
+        except MembershipUnavailable as e:
+            raise SymorvaError(502, ErrorCode.HOMESERVER_UNAVAILABLE,
+                               f"Could not check the conversation with the homeserver: {e}") from e
+
+    async def _check_scope(self, row: Any, user_id: str, body: SummarizeRequest) -> list[Item]:
+        """Checks the request against the grant with the homeserver, never the client's word: the
+        member is still joined to the grant's room; every item is an event of that room (asked of
+        the homeserver), inside the scope by its ID or, for a conversation, by the homeserver's
+        `origin_server_ts`. Returns the items with the homeserver's sender and timestamp."""
+        try:
+            joined = await self.membership.is_joined(row["room_id"], user_id)
+        except MembershipUnavailable as e:
+            raise SymorvaError(502, ErrorCode.HOMESERVER_UNAVAILABLE,
+                               f"Could not check room membership with the homeserver: {e}") from e
+        if not joined:
+            raise SymorvaError(403, ErrorCode.NOT_ROOM_MEMBER, f"{user_id} is no longer joined to {row['room_id']}")
         selected = set(json.loads(row["scope_event_ids"])) if row["scope_kind"] == "selected_messages" else None
         seen: set[str] = set()
+
+        def outside(index: int, event_id: str) -> SymorvaError:
+            return SymorvaError(400, ErrorCode.OUT_OF_SCOPE,
+                                f"items[{index}] ({event_id}) is outside grant {row['grant_id']}'s scope",
+                                extra={"item_index": index, "event_id": event_id})
+
         for index, item in enumerate(body.items):
             if item.event_id in seen:
                 raise SymorvaError(400, ErrorCode.INVALID_PARAM, f"items[{index}]: duplicate event {item.event_id}",
                                    extra={"item_index": index, "event_id": item.event_id})
             seen.add(item.event_id)
-            inside = (item.event_id in selected if selected is not None
-                      else item.timestamp >= row["scope_since_ts"] or item.event_id == row["scope_since_event_id"])
-            if not inside:
-                raise SymorvaError(400, ErrorCode.OUT_OF_SCOPE,
-                                   f"items[{index}] ({item.event_id}) is outside grant {row['grant_id']}'s scope",
-                                   extra={"item_index": index, "event_id": item.event_id})
+            if selected is not None and item.event_id not in selected:
+                raise outside(index, item.event_id)
+        gate = asyncio.Semaphore(8)
+
+        async def lookup(event_id: str) -> RoomEvent | None:
+            async with gate:
+                return await self._homeserver_event(row["room_id"], event_id)
+
+        events = await asyncio.gather(*(lookup(i.event_id) for i in body.items))
+        items: list[Item] = []
+        for index, (item, event) in enumerate(zip(body.items, events)):
+            if event is None:
+                raise outside(index, item.event_id)  # not an event of the grant's room
+            if selected is None and not (event.origin_server_ts >= row["scope_since_ts"]
+                                         or item.event_id == row["scope_since_event_id"]):
+                raise outside(index, item.event_id)
+            items.append(Item(item.event_id, event.sender, event.origin_server_ts, item.body))
+        return items
 
     async def summarize(self, user_id: str, body: SummarizeRequest) -> dict[str, Any]:
         ids = [i.event_id for i in body.items]
         try:
             row = self._row(user_id, body.grant_id)
             self._check_usable(row)
-            self._check_scope(row, body)
-            items = [Item(i.event_id, i.sender, i.timestamp, i.body) for i in body.items]
+            items = await self._check_scope(row, user_id, body)
             max_points = body.max_points or DEFAULT_MAX_POINTS
             try:
                 points = await anyio.to_thread.run_sync(self.summarizer.summarize, items, max_points)
@@ -198,12 +246,12 @@ class Studio:
             # A revoke or the expiry that landed meanwhile fails this summary.
             self._check_usable(self._row(user_id, body.grant_id))
         except SymorvaError as e:
-            self._audit(user_id, body.grant_id, "summarize", e.errcode, ids)
+            await self._audit_async(user_id, body.grant_id, "summarize", e.errcode, ids)
             raise
-        ordered = sorted(body.items, key=lambda i: (i.timestamp, i.event_id))
+        ordered = sorted(items, key=lambda i: (i.timestamp, i.event_id))
         order = {i.event_id: n for n, i in enumerate(ordered)}
         cited = sorted({e for p in points for e in p.event_ids}, key=lambda e: order.get(e, len(order)))
-        self._audit(user_id, body.grant_id, "summarize", "ok", ids, cited)
+        await self._audit_async(user_id, body.grant_id, "summarize", "ok", ids, cited)
         log.info("studio summary grant=%s items=%d points=%d backend=%s", body.grant_id, len(ids), len(points),
                  self.summarizer.name)
         return {"grant_id": body.grant_id, "backend": self.summarizer.name, "item_count": len(ids),
@@ -211,6 +259,11 @@ class Studio:
                 "cited_event_ids": cited}
 
     # MARK: audit
+
+    async def _audit_async(self, user_id: str, grant_id: str | None, action: str, outcome: str,
+                           item_ids: list[str], cited: list[str] | None = None) -> None:
+        """`_audit` from async code: on a worker thread, never waiting for the lock on the event loop."""
+        await anyio.to_thread.run_sync(lambda: self._audit(user_id, grant_id, action, outcome, item_ids, cited))
 
     def _audit(self, user_id: str, grant_id: str | None, action: str, outcome: str, item_ids: list[str],
                cited: list[str] | None = None) -> None:
@@ -220,6 +273,9 @@ class Studio:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (self.now_ms(), user_id, grant_id, action, outcome, len(item_ids), json.dumps(item_ids),
                  json.dumps(cited or [])))
+            conn.execute("DELETE FROM studio_audit WHERE user_id = ? AND seq <= (SELECT seq FROM studio_audit"
+                         " WHERE user_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                         (user_id, user_id, MAX_AUDIT_PER_MEMBER))
 
     def audit(self, user_id: str, limit: int) -> dict[str, Any]:
         rows = self.db.query("SELECT * FROM studio_audit WHERE user_id = ? ORDER BY seq DESC LIMIT ?",

@@ -1,24 +1,35 @@
-"""Is the member in the room? Asked of the homeserver, never taken from the client.
+"""Is the member in the room, and is an event in the room? Asked of the homeserver, never taken
+from the client.
 
-`SynapseAdminMembership` uses Synapse's admin API (`GET /_synapse/admin/v1/rooms/{roomId}/members`,
-the room's joined members) with a homeserver admin account the deployment gives the services:
-`--homeserver-admin-file PATH`, a JSON file `{"userId", "password"}` or `{"accessToken"}` (the dev
-environment passes its admin.json). It logs in lazily, keeps the access token in memory and logs in
-again once when the token is refused. Without that file, `UnconfiguredMembership` refuses every
-check as unavailable (a grant is never issued unchecked).
+`SynapseAdminMembership` uses Synapse's admin API with the homeserver admin account the deployment
+gives the services (`--homeserver-admin-file PATH`, see homeserver_admin.SynapseAdmin: one session,
+device `SYMORVA_STUDIO`): `GET /_synapse/admin/v1/rooms/{roomId}/members` (the room's joined
+members) and `GET /_synapse/admin/v1/rooms/{roomId}/context/{eventId}?limit=0` (the event as the
+homeserver has it, only if it belongs to that room: its sender and `origin_server_ts`). Without
+that file, `UnconfiguredMembership` refuses every check as unavailable (a grant is never issued
+unchecked).
 """
 
 from __future__ import annotations
 
-import json
 import urllib.parse
+from dataclasses import dataclass
 from typing import Protocol
 
-import httpx
+from ...homeserver_admin import AdminUnavailable, SynapseAdmin
 
 
 class MembershipUnavailable(Exception):
     """The homeserver could not be asked (not configured, unreachable, refused the admin)."""
+
+
+@dataclass(frozen=True)
+class RoomEvent:
+    """An event of a room as the homeserver has it (never its content)."""
+
+    event_id: str
+    sender: str
+    origin_server_ts: int
 
 
 class MembershipChecker(Protocol):
@@ -26,57 +37,34 @@ class MembershipChecker(Protocol):
         """Whether `user_id` is joined to `room_id` now; raises MembershipUnavailable."""
         ...
 
+    async def event(self, room_id: str, event_id: str) -> RoomEvent | None:
+        """The event if `room_id` has it (None when the room has no such event); raises
+        MembershipUnavailable."""
+        ...
+
 
 class UnconfiguredMembership:
     async def is_joined(self, room_id: str, user_id: str) -> bool:
         raise MembershipUnavailable("no homeserver admin account is configured (--homeserver-admin-file)")
 
+    async def event(self, room_id: str, event_id: str) -> RoomEvent | None:
+        raise MembershipUnavailable("no homeserver admin account is configured (--homeserver-admin-file)")
+
 
 class SynapseAdminMembership:
-    def __init__(self, homeserver_url: str, credentials_file: str, timeout_s: float = 10.0) -> None:
-        self.base = homeserver_url.rstrip("/")
-        self.credentials_file = credentials_file
-        self.timeout_s = timeout_s
-        self._token: str | None = None
+    def __init__(self, homeserver_url: str, credentials_file: str, timeout_s: float = 10.0,
+                 admin: SynapseAdmin | None = None) -> None:
+        self.admin = admin or SynapseAdmin(homeserver_url, credentials_file, device_id="SYMORVA_STUDIO",
+                                           display_name="symorva services (studio)", timeout_s=timeout_s)
 
-    def _credentials(self) -> dict:
+    async def _get(self, path: str, params: dict | None = None):
         try:
-            with open(self.credentials_file, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError) as e:
-            raise MembershipUnavailable(f"homeserver admin file unreadable: {type(e).__name__}") from e
-        if not isinstance(data, dict):
-            raise MembershipUnavailable("homeserver admin file is not a JSON object")
-        return data
-
-    async def _login(self, client: httpx.AsyncClient) -> str:
-        creds = self._credentials()
-        if isinstance(creds.get("accessToken"), str):
-            return creds["accessToken"]
-        user, password = creds.get("userId"), creds.get("password")
-        if not isinstance(user, str) or not isinstance(password, str):
-            raise MembershipUnavailable("homeserver admin file needs userId and password (or accessToken)")
-        resp = await client.post(f"{self.base}/_matrix/client/v3/login", json={
-            "type": "m.login.password", "identifier": {"type": "m.id.user", "user": user},
-            "password": password, "initial_device_display_name": "symorva services (studio)"})
-        if resp.status_code != 200:
-            raise MembershipUnavailable(f"homeserver refused the admin login ({resp.status_code})")
-        return resp.json()["access_token"]
+            return await self.admin.get(path, params)
+        except AdminUnavailable as e:
+            raise MembershipUnavailable(str(e)) from e
 
     async def is_joined(self, room_id: str, user_id: str) -> bool:
-        path = f"/_synapse/admin/v1/rooms/{urllib.parse.quote(room_id, safe='')}/members"
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout_s, trust_env=False) as client:
-                for attempt in (1, 2):
-                    if self._token is None:
-                        self._token = await self._login(client)
-                    resp = await client.get(self.base + path, headers={"Authorization": f"Bearer {self._token}"})
-                    if resp.status_code == 401 and attempt == 1:
-                        self._token = None
-                        continue
-                    break
-        except httpx.HTTPError as e:
-            raise MembershipUnavailable(f"homeserver not reachable: {type(e).__name__}") from e
+        resp = await self._get(f"/_synapse/admin/v1/rooms/{urllib.parse.quote(room_id, safe='')}/members")
         if resp.status_code in (400, 404):
             return False  # an unknown room has no members
         if resp.status_code != 200:
@@ -85,3 +73,19 @@ class SynapseAdminMembership:
         if not isinstance(members, list):
             raise MembershipUnavailable("homeserver's members answer has no list")
         return user_id in members
+
+    async def event(self, room_id: str, event_id: str) -> RoomEvent | None:
+        room = urllib.parse.quote(room_id, safe="")
+        resp = await self._get(f"/_synapse/admin/v1/rooms/{room}/context/{urllib.parse.quote(event_id, safe='')}",
+                               {"limit": 0})
+        if resp.status_code in (400, 404):
+            return None
+        if resp.status_code != 200:
+            raise MembershipUnavailable(f"homeserver answered {resp.status_code} to the event query")
+        event = resp.json().get("event")
+        if not isinstance(event, dict) or event.get("room_id") != room_id or event.get("event_id") != event_id:
+            return None
+        sender, ts = event.get("sender"), event.get("origin_server_ts")
+        if not isinstance(sender, str) or not isinstance(ts, int):
+            raise MembershipUnavailable("homeserver's event answer lacks sender or origin_server_ts")
+        return RoomEvent(event_id, sender, ts)

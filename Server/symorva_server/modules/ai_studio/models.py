@@ -53,6 +53,9 @@ class GrantOut(BaseModel):
     state: Literal["active", "revoked", "expired"] = Field(description="On the server's clock.")
     created_at_ms: int
     expires_at_ms: int
+    expires_in_ms: int = Field(description=(
+        "How long the grant has left on the service's clock (0 once expired): what a client restoring "
+        "it after a restart counts its expiry from, never its own wall clock."))
     revoked_at_ms: int | None
 
 

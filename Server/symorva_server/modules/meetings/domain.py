@@ -21,6 +21,7 @@ import logging
 import os
 import secrets
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,11 @@ from .rooms import RoomDirectory, RoomLookupError, RoomState
 log = logging.getLogger("symorva_server.meetings")
 
 STAGE, LISTENER = "stage", "listener"
+# The change feed keeps this many changes per meeting (each answer carries the participants, so a
+# client whose cursor fell behind the oldest kept change still sees the meeting as it is).
+MAX_CHANGES_PER_MEETING = 1000
+# An ended meeting's changes are kept this long (a client still polling reads `ended`), then go.
+ENDED_CHANGES_KEPT_MS = 3600 * 1000
 
 
 class MeetingsErrorCode:
@@ -68,16 +74,23 @@ class Meetings:
         self.rooms = rooms
         self.media = media
         self._media_rooms: dict[str, MediaRoom] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        # Per meeting and per Matrix room: a lock lives while someone holds or waits for it, so
+        # neither dictionary grows with the meetings ever held.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._create_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._changed: dict[str, asyncio.Event] = {}
-        self._create_lock = asyncio.Lock()
+        # The background task (`start`): token expiry and rooms left by an earlier process.
+        self.sweep_interval_s = 1.0
+        self._sweeper: asyncio.Task | None = None
         self._end_stale_meetings()
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
 
     def _end_stale_meetings(self) -> None:
-        """Media rooms do not outlive the process: meetings still active from an earlier run end."""
+        """Meetings still active from an earlier run end (`services_restarted`); their media rooms,
+        which Janus still has, are destroyed by the background task (`cleanup_orphans`) with the
+        persisted room secrets, so nobody stays connected."""
         for row in self.db.query("SELECT meeting_id FROM meetings WHERE status = 'active'"):
             with self.db.transaction() as conn:
                 self._finish(conn, row["meeting_id"], "services_restarted")
@@ -116,7 +129,17 @@ class Meetings:
         return row
 
     def _lock(self, meeting_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(meeting_id, asyncio.Lock())
+        lock = self._locks.get(meeting_id)
+        if lock is None:
+            lock = self._locks[meeting_id] = asyncio.Lock()
+        return lock
+
+    def _create_lock(self, room_id: str) -> asyncio.Lock:
+        """Serialises opening the meeting of one Matrix room (joins of other rooms go on)."""
+        lock = self._create_locks.get(room_id)
+        if lock is None:
+            lock = self._create_locks[room_id] = asyncio.Lock()
+        return lock
 
     def _participant(self, meeting_id: str, user_id: str) -> Any:
         return self.db.query_one("SELECT * FROM meeting_participants WHERE meeting_id = ? AND user_id = ?",
@@ -137,6 +160,8 @@ class Meetings:
                      " VALUES (?, ?, ?, ?, ?, ?, ?)",
                      (meeting_id, row[0] + 1, kind, user_id, role, None if hand is None else int(hand),
                       self.now_ms()))
+        conn.execute("DELETE FROM meeting_changes WHERE meeting_id = ? AND seq <= ?",
+                     (meeting_id, row[0] + 1 - MAX_CHANGES_PER_MEETING))
 
     def _notify(self, meeting_id: str) -> None:
         event = self._changed.pop(meeting_id, None)
@@ -173,17 +198,18 @@ class Meetings:
         participant_id = secrets.randbelow(2**52) + 1
         expires = self.now_ms() + self.config.media_token_ttl_ms
         try:
-            await self.media.allow(room, token)
+            await self.media.allow(room, token, participant_id, user_id)
             if old is not None:
                 await self.media.revoke(room, old["token"])
         except MediaError as e:
             raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, f"The media server failed: {e}") from None
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("INSERT INTO meeting_media_tokens(meeting_id, user_id, token, participant_id, expires_at_ms)"
                          " VALUES (?, ?, ?, ?, ?) ON CONFLICT(meeting_id, user_id) DO UPDATE SET"
                          " token = excluded.token, participant_id = excluded.participant_id,"
                          " expires_at_ms = excluded.expires_at_ms",
                          (meeting_id, user_id, token, participant_id, expires))
+        await self.db.run_transaction(write)
         return {"server_url": self.media.public_url, "plugin": "janus.plugin.audiobridge", "room": room.room,
                 "token": token, "participant_id": participant_id, "display": user_id, "expires_at_ms": expires}
 
@@ -192,20 +218,21 @@ class Meetings:
                                 " WHERE meeting_id = ? AND user_id = ?", (meeting_id, user_id))
         if row is None:
             return
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("DELETE FROM meeting_media_tokens WHERE meeting_id = ? AND user_id = ?",
                          (meeting_id, user_id))
+        await self.db.run_transaction(write)
         room = self._media_rooms.get(meeting_id)
         if self.media is None or room is None:
             return
         try:
-            await self.media.revoke(room, row["token"])
-            await self.media.kick(room, user_id, row["participant_id"])
+            await self.media.revoke(room, row["token"])  # kicks its participant by the assigned ID
         except MediaError as e:
             log.warning("revoking a member's media token failed: %s", e)
 
     async def expire_tokens(self, meeting_id: str) -> None:
-        """Removes expired tokens from the room (lazily, on the meeting's requests)."""
+        """Removes expired tokens from the room and kicks their participants (on a join, and every
+        second from the background task, `sweep_expired`)."""
         now = self.now_ms()
         for row in self.db.query("SELECT user_id FROM meeting_media_tokens WHERE meeting_id = ? AND expires_at_ms <= ?",
                                  (meeting_id, now)):
@@ -240,11 +267,12 @@ class Meetings:
         else:
             stage_open = self._stage_count(mid) < meeting["stage_capacity"]
             role = STAGE if stage_open and (meeting["mode"] == "open" or is_host) else LISTENER
-            with self.db.transaction() as conn:
+            def write(conn) -> None:
                 conn.execute("INSERT INTO meeting_participants(meeting_id, user_id, role, hand_raised, joined_at_ms,"
                              " last_seen_ms) VALUES (?, ?, ?, 0, ?, ?)",
                              (mid, user_id, role, self.now_ms(), self.now_ms()))
                 self._append(conn, mid, "joined", user_id, role, False)
+            await self.db.run_transaction(write)
         out = {**self.snapshot(self._meeting(mid)), "role": role, "media": None, "playback": None}
         try:
             if role == STAGE:
@@ -253,10 +281,11 @@ class Meetings:
                 out["playback"] = self._playback(mid)
         except SymorvaError:
             if existing is None:
-                with self.db.transaction() as conn:
+                def write(conn) -> None:
                     conn.execute("DELETE FROM meeting_participants WHERE meeting_id = ? AND user_id = ?",
                                  (mid, user_id))
                     self._append(conn, mid, "left", user_id)
+                await self.db.run_transaction(write)
             self._notify(mid)
             raise
         self._notify(mid)
@@ -267,7 +296,7 @@ class Meetings:
     async def join(self, user_id: str, room_id: str, broadcast: bool) -> dict[str, Any]:
         state = await self._member(room_id, user_id)
         is_host = self._is_host(state, user_id)
-        async with self._create_lock:
+        async with self._create_lock(room_id):
             meeting = self.db.query_one("SELECT * FROM meetings WHERE room_id = ? AND status = 'active'", (room_id,))
             if meeting is None:
                 if broadcast and not is_host:
@@ -287,16 +316,19 @@ class Meetings:
         except MediaError as e:
             raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, f"The media server failed: {e}") from None
         self._media_rooms[meeting_id] = room
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
+            conn.execute("INSERT INTO meeting_media_rooms(meeting_id, room, secret) VALUES (?, ?, ?)",
+                         (meeting_id, room.room, room.secret))
             conn.execute("INSERT INTO meetings(meeting_id, room_id, mode, stage_capacity, media_room, status,"
                          " created_by, created_at_ms) VALUES (?, ?, ?, ?, ?, 'active', ?, ?)",
                          (meeting_id, room_id, mode, self.config.stage_capacity, room.room, user_id, self.now_ms()))
             self._append(conn, meeting_id, "opened")
+        await self.db.run_transaction(write)
         return self._meeting(meeting_id)
 
     async def _caller(self, meeting_id: str, user_id: str, *, host: bool = False) -> tuple[Any, RoomState]:
         meeting = self._active(meeting_id)
-        self.touch(meeting_id, user_id)
+        await self.touch(meeting_id, user_id)
         await self.sweep_absent(meeting_id)
         meeting = self._active(meeting_id)
         state = await self._room_state(meeting["room_id"])
@@ -309,11 +341,12 @@ class Meetings:
                        f"Only hosts (power level >= {self.config.host_power_level}) may do this")
         return meeting, state
 
-    def touch(self, meeting_id: str, user_id: str) -> None:
+    async def touch(self, meeting_id: str, user_id: str) -> None:
         """The member's client was heard from (any request of theirs for the meeting)."""
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("UPDATE meeting_participants SET last_seen_ms = ? WHERE meeting_id = ? AND user_id = ?",
                          (self.now_ms(), meeting_id, user_id))
+        await self.db.run_transaction(write)
 
     async def sweep_absent(self, meeting_id: str) -> None:
         """Takes out the participants whose client was not heard from for `presenceTimeoutSeconds`
@@ -346,10 +379,11 @@ class Meetings:
             await self._caller(meeting_id, user_id)
             row = self._require_participant(meeting_id, user_id)
             if bool(row["hand_raised"]) != raised:
-                with self.db.transaction() as conn:
+                def write(conn) -> None:
                     conn.execute("UPDATE meeting_participants SET hand_raised = ? WHERE meeting_id = ? AND user_id = ?",
                                  (int(raised), meeting_id, user_id))
                     self._append(conn, meeting_id, "hand", user_id, row["role"], raised)
+                await self.db.run_transaction(write)
                 self._notify(meeting_id)
             return self.snapshot(self._meeting(meeting_id))
 
@@ -365,10 +399,11 @@ class Meetings:
             if self._stage_count(meeting_id) >= meeting["stage_capacity"]:
                 raise _err(409, MeetingsErrorCode.STAGE_FULL, f"The stage is full ({meeting['stage_capacity']})")
             await self._issue_descriptor(meeting_id, target)
-            with self.db.transaction() as conn:
+            def write(conn) -> None:
                 conn.execute("UPDATE meeting_participants SET role = ?, hand_raised = 0"
                              " WHERE meeting_id = ? AND user_id = ?", (STAGE, meeting_id, target))
                 self._append(conn, meeting_id, "role", target, STAGE, False)
+            await self.db.run_transaction(write)
             self._notify(meeting_id)
             return self.snapshot(self._meeting(meeting_id))
 
@@ -385,10 +420,11 @@ class Meetings:
             if row["role"] != STAGE:
                 raise _err(409, MeetingsErrorCode.WRONG_ROLE, f"{target} is not on stage")
             await self._revoke_media(meeting_id, target)
-            with self.db.transaction() as conn:
+            def write(conn) -> None:
                 conn.execute("UPDATE meeting_participants SET role = ? WHERE meeting_id = ? AND user_id = ?",
                              (LISTENER, meeting_id, target))
                 self._append(conn, meeting_id, "role", target, LISTENER, bool(row["hand_raised"]))
+            await self.db.run_transaction(write)
             self._notify(meeting_id)
             return self.snapshot(self._meeting(meeting_id))
 
@@ -405,10 +441,11 @@ class Meetings:
         if self._participant(meeting_id, user_id) is None:
             return  # already out (two requests found them gone at once)
         await self._revoke_media(meeting_id, user_id)
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             conn.execute("DELETE FROM meeting_participants WHERE meeting_id = ? AND user_id = ?",
                          (meeting_id, user_id))
             self._append(conn, meeting_id, kind, user_id)
+        await self.db.run_transaction(write)
         self._notify(meeting_id)
         left = self.db.query_one("SELECT COUNT(*) AS n FROM meeting_participants WHERE meeting_id = ?", (meeting_id,))
         if left is not None and left["n"] == 0:
@@ -428,15 +465,88 @@ class Meetings:
             return self.snapshot(self._meeting(meeting_id))
 
     async def _end(self, meeting_id: str, reason: str) -> None:
-        with self.db.transaction() as conn:
+        def write(conn) -> None:
             self._finish(conn, meeting_id, reason)
+        await self.db.run_transaction(write)
         room = self._media_rooms.pop(meeting_id, None)
         if room is not None and self.media is not None:
             try:
                 await self.media.close_room(room)
             except MediaError as e:
+                # The row stays: the background task destroys the room when Janus answers.
                 log.warning("closing a meeting's media room failed: %s", e)
+            else:
+                def write(conn) -> None:
+                    conn.execute("DELETE FROM meeting_media_rooms WHERE meeting_id = ?", (meeting_id,))
+                await self.db.run_transaction(write)
         self._notify(meeting_id)
+        self._changed.pop(meeting_id, None)
+
+    # -- the background task
+
+    def start(self) -> None:
+        """Starts the background task in the running event loop (the app's lifespan): every
+        `sweep_interval_s` it removes expired tokens and their participants, and destroys media
+        rooms that no meeting of this process owns (left by an earlier process, or whose closing
+        failed)."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever())
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            try:
+                await self._sweeper
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._sweeper = None
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.cleanup_orphans()
+                await self.sweep_expired()
+                await self.forget_ended_changes()
+            except Exception:  # noqa: BLE001 - the task must outlive one bad pass
+                log.exception("meetings background pass failed")
+            await asyncio.sleep(self.sweep_interval_s)
+
+    async def forget_ended_changes(self) -> None:
+        """Drops the change feeds of meetings that ended more than an hour ago."""
+        def write(conn) -> None:
+            conn.execute("DELETE FROM meeting_changes WHERE meeting_id IN (SELECT meeting_id FROM meetings"
+                         " WHERE status = 'ended' AND ended_at_ms < ?)", (self.now_ms() - ENDED_CHANGES_KEPT_MS,))
+        await self.db.run_transaction(write)
+
+    async def sweep_expired(self) -> None:
+        """Removes every expired token of every active meeting, kicking its participant, whether
+        or not anyone joins."""
+        rows = self.db.query("SELECT DISTINCT t.meeting_id FROM meeting_media_tokens t JOIN meetings m"
+                             " ON m.meeting_id = t.meeting_id WHERE m.status = 'active' AND t.expires_at_ms <= ?",
+                             (self.now_ms(),))
+        for row in rows:
+            async with self._lock(row["meeting_id"]):
+                await self.expire_tokens(row["meeting_id"])
+
+    async def cleanup_orphans(self) -> None:
+        """Destroys the media rooms that no meeting of this process owns: those of meetings an
+        earlier services process left active (ended as `services_restarted` at start), and those
+        whose closing failed. A room stays listed while Janus cannot be asked."""
+        if self.media is None:
+            return
+        owned = {room.room for room in self._media_rooms.values()}
+        for row in self.db.query("SELECT meeting_id, room, secret FROM meeting_media_rooms"):
+            if row["room"] in owned:
+                continue
+            try:
+                await self.media.destroy_orphan(row["room"], row["secret"])
+            except MediaError as e:
+                log.info("a media room left by an earlier process is not destroyed yet (%s)", e)
+                continue
+            def write(conn) -> None:
+                conn.execute("DELETE FROM meeting_media_rooms WHERE meeting_id = ?", (row["meeting_id"],))
+            await self.db.run_transaction(write)
+            log.info("destroyed a media room an earlier services process left")
 
     async def changes(self, meeting_id: str, user_id: str, since: int, timeout_ms: int) -> dict[str, Any]:
         meeting = self._meeting(meeting_id)
@@ -449,7 +559,7 @@ class Meetings:
             return await self._wait_for_changes(meeting_id, since, deadline)
         finally:
             if self._meeting(meeting_id)["status"] == "active":
-                self.touch(meeting_id, user_id)
+                await self.touch(meeting_id, user_id)
 
     async def _wait_for_changes(self, meeting_id: str, since: int, deadline: float) -> dict[str, Any]:
         while True:

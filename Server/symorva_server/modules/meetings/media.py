@@ -4,15 +4,21 @@ listeners' HLS playback stream.
 `JanusMedia` talks to Janus's HTTP API (one long-lived control session with keepalives):
 
 - `open_room` creates an AudioBridge room (with the plugin's admin key, a random room
-  secret, an `allowed` token list enabled and plain-RTP participants allowed), starts the
-  HLS packager (`gst-launch-1.0`: udpsrc → jitter buffer → Opus depay/decode → AAC →
-  `hlssink2`, 1 s segments) on a free loopback UDP port, RTP-forwards the room's mix to it
-  and joins the room itself as a muted plain-RTP participant ("symorva-playback"), because
-  AudioBridge mixes (and forwards) only while the room has a participant.
-- `allow` / `revoke` add and remove a member's token in the room's `allowed` list;
-  `kick` removes the member's AudioBridge participant (by the participant ID of their
-  descriptor, and any participant whose display is their user ID).
-- `close_room` stops the packager and destroys the room.
+  secret, an `allowed` token list enabled and no plain-RTP participants: nobody can aim Janus
+  at an address), starts the HLS packager (`gst-launch-1.0`: udpsrc → jitter buffer → Opus
+  depay/decode → AAC → `hlssink2`, 1 s segments) on a free loopback UDP port, RTP-forwards the
+  room's mix to it (the one RTP stream the room sends, set up with the admin key) and joins the
+  room itself as a muted participant without media ("symorva-playback", with a participant ID
+  of its own), because AudioBridge mixes (and forwards) only while the room has a participant.
+- `allow` / `revoke` add and remove a member's token in the room's `allowed` list, with the
+  participant ID and display the services assigned to it. The services are authoritative about
+  who is in the room: the roster is the relay plus the (ID, display) of every token allowed now,
+  and `enforce` kicks every other participant (an ID the services did not assign, a display that
+  is not the one assigned to that ID). It runs at once when Janus tells the relay that someone
+  joined or changed (the relay's participant events) and on every watch tick. `revoke` kicks
+  the token's participant by its ID at once.
+- `close_room` stops the packager and destroys the room; `destroy_orphan` destroys a room an
+  earlier services process left (its ID and secret were persisted by the meetings module).
 
 Janus keeps its rooms in memory only. A watch task asks the control session every second
 (`keepalive`); when Janus answers that the session is gone (it restarted, or the session
@@ -22,7 +28,8 @@ member token currently allowed (a revoked token is never put back), the RTP forw
 same packager port (the packager keeps running, so the playlist goes on), and the relay
 participant. Members' media sessions reconnect with the token they have; no new admission.
 
-The admin key and the room secrets stay in this process; nothing here logs a token.
+The admin key stays in this process; room secrets are persisted by the meetings module (to end
+the rooms after a services restart); nothing here logs a token or a secret.
 """
 
 from __future__ import annotations
@@ -58,22 +65,35 @@ class MediaRoom:
     secret: str
     playback_dir: str | None = None
     relay_token: str = ""
-    # The members' tokens the room allows now (what a restored room allows again).
-    allowed: set[str] = field(default_factory=set)
+    # The relay participant's ID (assigned by the services, like every member's).
+    relay_id: int = 0
+    # The members' tokens the room allows now (what a restored room allows again), each with the
+    # participant ID and display the services assigned to it: the only members tolerated in it.
+    allowed: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # Participants the services kicked that Janus has not taken out yet (it does so asynchronously):
+    # kicked again by the next pass if still there, but not counted as intruders.
+    kicked: set[int] = field(default_factory=set)
     # The packager's UDP port, where the room's mix is RTP-forwarded.
     forward_port: int | None = None
     description: str = ""
     extra: dict = field(default_factory=dict)
 
 
+    def roster(self) -> dict[int, str]:
+        """Participant ID -> display of everyone the room may hold now."""
+        out = {pid: display for pid, display in self.allowed.values()}
+        out[self.relay_id] = RELAY_DISPLAY
+        return out
+
+
 class MediaBackend(Protocol):
     public_url: str
 
     async def open_room(self, meeting_id: str) -> MediaRoom: ...
-    async def allow(self, room: MediaRoom, token: str) -> None: ...
+    async def allow(self, room: MediaRoom, token: str, participant_id: int, display: str) -> None: ...
     async def revoke(self, room: MediaRoom, token: str) -> None: ...
-    async def kick(self, room: MediaRoom, user_id: str, participant_id: int) -> None: ...
     async def close_room(self, room: MediaRoom) -> None: ...
+    async def destroy_orphan(self, room: int, secret: str) -> None: ...
 
 
 def free_udp_port() -> int:
@@ -109,6 +129,12 @@ class JanusMedia:
         # How many times rooms were put back (for tests and the log).
         self.restores = 0
         self._stale = False
+        # Rooms whose roster is being enforced (one pass at a time per room; a request for another
+        # pass while one runs makes it run again).
+        self._enforcing: dict[int, asyncio.Task] = {}
+        self._enforce_again: set[int] = set()
+        # How many participants `enforce` kicked (for tests and the log).
+        self.intruders_kicked = 0
         self._client = httpx.AsyncClient(timeout=15, trust_env=False)
 
     # -- Janus API
@@ -156,6 +182,14 @@ class JanusMedia:
                 waiter = self._waiters.pop(str(event.get("transaction")), None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(event)
+                    continue
+                # A participant notification to a relay (someone joined, or changed their display):
+                # the room's roster is enforced at once.
+                data = event.get("plugindata", {}).get("data", {})
+                if isinstance(data, dict) and "participants" in data:
+                    room = self._rooms.get(data.get("room"))  # type: ignore[arg-type]
+                    if room is not None:
+                        self.request_enforce(room)
 
     async def _attach(self, session: int) -> int:
         data = await self._post(f"/{session}", {"janus": "attach", "plugin": "janus.plugin.audiobridge"})
@@ -190,6 +224,10 @@ class JanusMedia:
             except MediaError as e:
                 log.warning("Janus lost the control session (%s); the rooms are put back when it answers", e)
                 self._drop_session(session)
+                continue
+            # The events are the prompt path; this pass catches anything they missed.
+            for room in list(self._rooms.values()):
+                self.request_enforce(room)
 
     async def restore(self) -> None:
         """Puts every open room back at Janus as it was (see the module's doc) on a new control
@@ -266,7 +304,8 @@ class JanusMedia:
 
     async def open_room(self, meeting_id: str) -> MediaRoom:
         room = MediaRoom(room=secrets.randbelow(2**52) + 1, secret=secrets.token_urlsafe(18),
-                         relay_token=secrets.token_urlsafe(18), description=f"meeting {meeting_id}")
+                         relay_token=secrets.token_urlsafe(18), relay_id=secrets.randbelow(2**52) + 1,
+                         description=f"meeting {meeting_id}")
         async with self._rooms_lock:
             await self._create(room)
             self._rooms[room.room] = room
@@ -283,7 +322,7 @@ class JanusMedia:
         allowed = [room.relay_token, *sorted(room.allowed)]
         await self.request({"request": "create", "admin_key": self._admin_key, "room": room.room,
                             "secret": room.secret, "description": room.description, "is_private": True,
-                            "allowed": allowed, "allow_rtp_participants": True,
+                            "allowed": allowed, "allow_rtp_participants": False,
                             "sampling_rate": 48000, "audiolevel_event": False})
         await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
                             "action": "enable", "allowed": allowed})
@@ -316,47 +355,119 @@ class JanusMedia:
         room.extra["stream_id"] = forward.get("stream_id")
 
     async def _join_relay(self, room: MediaRoom) -> None:
-        """Joins the room as the muted plain-RTP participant that keeps its mixer running, on a
-        new handle of the control session."""
+        """Joins the room as the muted participant without media that keeps its mixer running, on
+        a new handle of the control session (whose events tell the services who joins)."""
         session, _ = await self._control()
         relay = await self._attach(session)
         room.extra["relay_handle"] = relay
         await self._async_request(relay, {"request": "join", "room": room.room, "token": room.relay_token,
-                                          "display": RELAY_DISPLAY, "muted": True,
-                                          "rtp": {"ip": "127.0.0.1", "port": free_udp_port(),
-                                                  "payload_type": OPUS_PT}})
+                                          "id": room.relay_id, "display": RELAY_DISPLAY, "muted": True})
 
-    async def allow(self, room: MediaRoom, token: str) -> None:
+    async def allow(self, room: MediaRoom, token: str, participant_id: int, display: str) -> None:
         async with self._rooms_lock:
-            await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
-                                "action": "add", "allowed": [token]})
-            room.allowed.add(token)
+            # On the roster before Janus accepts the token, so that its participant is never taken
+            # for an intruder.
+            room.allowed[token] = (participant_id, display)
+            try:
+                await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
+                                    "action": "add", "allowed": [token]})
+            except MediaError:
+                room.allowed.pop(token, None)
+                raise
 
     async def revoke(self, room: MediaRoom, token: str) -> None:
+        """Removes the token from the room's `allowed` list and kicks its participant (by the ID the
+        services assigned to it) at once; anyone else not on the roster goes with the next pass."""
         async with self._rooms_lock:
-            # Forgotten first: a room put back after a failed request never allows it again.
-            room.allowed.discard(token)
+            # Forgotten first: a room put back after a failed request never allows it again, and
+            # the next enforcement pass kicks its participant even if the kick below fails.
+            assigned = room.allowed.pop(token, None)
             await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
                                 "action": "remove", "allowed": [token]})
+        if assigned is not None:
+            room.kicked.add(assigned[0])
+            await self._kick(room, assigned[0])
+        self.request_enforce(room)
 
     async def participants(self, room: MediaRoom) -> list[dict]:
         return (await self.request({"request": "listparticipants", "room": room.room})).get("participants", [])
 
-    async def kick(self, room: MediaRoom, user_id: str, participant_id: int) -> None:
-        ids = {p["id"] for p in await self.participants(room)
-               if p.get("id") == participant_id or p.get("display") == user_id}
-        for pid in ids:
-            try:
-                await self.request({"request": "kick", "secret": room.secret, "room": room.room, "id": pid})
-            except MediaError as e:
-                log.warning("kick of an AudioBridge participant failed: %s", e)
+    async def _kick(self, room: MediaRoom, participant_id: int) -> bool:
+        try:
+            await self.request({"request": "kick", "secret": room.secret, "room": room.room, "id": participant_id})
+            return True
+        except MediaError as e:
+            if "487" in str(e) or "No such user" in str(e):
+                return False  # not in the room (never joined, or already gone)
+            log.warning("kick of an AudioBridge participant failed: %s", e)
+            return False
+
+    def request_enforce(self, room: MediaRoom) -> None:
+        """Runs `enforce` for the room soon (at most one pass at a time; a request while one runs
+        makes it run once more)."""
+        running = self._enforcing.get(room.room)
+        if running is not None and not running.done():
+            self._enforce_again.add(room.room)
+            return
+
+        async def passes() -> None:
+            while True:
+                self._enforce_again.discard(room.room)
+                try:
+                    await self.enforce(room)
+                except MediaError as e:
+                    log.info("roster check of an AudioBridge room failed (%s); the next tick tries again", e)
+                if room.room not in self._enforce_again:
+                    return
+
+        try:
+            self._enforcing[room.room] = asyncio.get_running_loop().create_task(passes())
+        except RuntimeError:
+            pass  # no event loop (a synchronous caller): the watch task's next tick enforces
+
+    async def enforce(self, room: MediaRoom) -> list[int]:
+        """Kicks every participant of the room that is not on its roster: an ID the services did not
+        assign to a token allowed now (a client that chose its own, or kept joining after its token
+        went), or an assigned ID under another display. Returns the kicked IDs."""
+        if room.room not in self._rooms:
+            return []
+        roster = room.roster()
+        kicked: list[int] = []
+        listed = await self.participants(room)
+        room.kicked &= {p.get("id") for p in listed}  # those Janus took out are done
+        for p in listed:
+            pid = p.get("id")
+            if isinstance(pid, int) and roster.get(pid) == p.get("display"):
+                continue
+            if isinstance(pid, int) and room.room in self._rooms and await self._kick(room, pid):
+                kicked.append(pid)
+        intruders = [pid for pid in kicked if pid not in room.kicked]
+        room.kicked.update(kicked)
+        if intruders:
+            self.intruders_kicked += len(intruders)
+            log.warning("kicked %d AudioBridge participant(s) the services did not admit", len(intruders))
+        return kicked
 
     async def close_room(self, room: MediaRoom) -> None:
         async with self._rooms_lock:
             await self._close(room)
 
+    async def destroy_orphan(self, room: int, secret: str) -> None:
+        """Destroys a room an earlier services process opened (everyone in it is dropped). A room
+        Janus no longer has (it restarted meanwhile) is fine. Raises MediaError while Janus cannot be
+        asked."""
+        try:
+            await self.request({"request": "destroy", "secret": secret, "room": room})
+        except MediaError as e:
+            if "485" not in str(e):  # 485: no such room
+                raise
+
     async def _close(self, room: MediaRoom) -> None:
         self._rooms.pop(room.room, None)
+        self._enforce_again.discard(room.room)
+        task = self._enforcing.pop(room.room, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
         process = self._packagers.pop(room.room, None)
         if process is not None and process.returncode is None:
             process.send_signal(signal.SIGTERM)

@@ -1,21 +1,19 @@
 """What the homeserver says about a Matrix room: who is joined, and their power levels.
 
 The meetings module never trusts the client for either. `SynapseRoomDirectory` asks
-Synapse's admin API (`GET /_synapse/admin/v1/rooms/{roomId}/state`) with the homeserver
-admin's access token, signing in with the admin's password (from the file the dev
-environment writes, `--homeserver-admin-file`) on first use and again when the token is
-rejected. The token and password never reach a log.
+Synapse's admin API for what a request needs — the joined members, the power levels event and
+(once per room) the create event, never the room's full state — as the homeserver admin
+(homeserver_admin.SynapseAdmin: one session, a fixed device, no login storm when a token is
+refused). The token and password never reach a log.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import quote
 
-import httpx
+from ...homeserver_admin import AdminUnavailable, SynapseAdmin
 
 
 # Room versions whose creators have "infinite" power (MSC4289): they are never listed in
@@ -88,53 +86,53 @@ class RoomDirectory(Protocol):
 
 
 class SynapseRoomDirectory:
-    def __init__(self, homeserver_url: str, admin_file: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, homeserver_url: str, admin_file: str, timeout_s: float = 10.0,
+                 admin: SynapseAdmin | None = None) -> None:
         self.homeserver_url = homeserver_url.rstrip("/")
-        self.admin_file = admin_file
-        self.timeout_s = timeout_s
-        self._token: str | None = None
-        self._login_lock = asyncio.Lock()
-        # One client, so that the room state queries of every request reuse a connection.
-        self._client: httpx.AsyncClient | None = None
-
-    def _credentials(self) -> tuple[str, str]:
-        try:
-            with open(self.admin_file, encoding="utf-8") as f:
-                data = json.load(f)
-            return data["userId"], data["password"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise RoomLookupError(f"homeserver admin credentials unreadable ({type(e).__name__})") from None
-
-    async def _login(self, client: httpx.AsyncClient) -> str:
-        async with self._login_lock:
-            user_id, password = self._credentials()
-            resp = await client.post(f"{self.homeserver_url}/_matrix/client/v3/login", json={
-                "type": "m.login.password", "identifier": {"type": "m.id.user", "user": user_id},
-                "password": password, "initial_device_display_name": "symorva-services meetings"})
-            if resp.status_code != 200:
-                raise RoomLookupError(f"homeserver admin login answered {resp.status_code}")
-            self._token = resp.json()["access_token"]
-            return self._token
+        # One admin session (device SYMORVA_MEETINGS), so that the room state queries of every
+        # request reuse a connection and a refused token never logs the admin in on each request.
+        self.admin = admin or SynapseAdmin(homeserver_url, admin_file, device_id="SYMORVA_MEETINGS",
+                                           display_name="symorva-services meetings", timeout_s=timeout_s)
+        # Each room's create event (immutable), oldest first, at most 10 000 rooms.
+        self._creates: dict[str, list[dict]] = {}
 
     async def room_state(self, room_id: str) -> RoomState:
-        url = f"{self.homeserver_url}/_synapse/admin/v1/rooms/{quote(room_id, safe='')}/state"
-        if self._client is None:
-            # trust_env=False: never send the admin's token through a proxy from the environment.
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, trust_env=False)
-        client = self._client
+        """What a meeting request needs, without the room's full state: the joined members (their
+        IDs: `GET …/rooms/{roomId}/members`), the power levels (`…/state?type=m.room.power_levels`,
+        one event, asked every time: a host's rights change at once) and the create event (asked
+        once per room: it never changes)."""
+        room = quote(room_id, safe="")
+        create = self._creates.get(room_id)
+        if create is None:
+            create = await self._state_events(room, "m.room.create")
+            if create:
+                if len(self._creates) >= 10_000:
+                    self._creates.pop(next(iter(self._creates)))
+                self._creates[room_id] = create
+        power_levels = await self._state_events(room, "m.room.power_levels")
+        members = await self._get(f"/_synapse/admin/v1/rooms/{room}/members")
+        joined = members.get("members")
+        if not isinstance(joined, list):
+            raise RoomLookupError("homeserver's members answer has no list")
+        state = RoomState.from_events([*create, *power_levels])
+        return RoomState({u: "join" for u in joined if isinstance(u, str)}, state.user_levels, state.users_default)
+
+    async def _state_events(self, room: str, event_type: str) -> list[dict]:
+        state = (await self._get(f"/_synapse/admin/v1/rooms/{room}/state", {"type": event_type})).get("state")
+        if not isinstance(state, list):
+            raise RoomLookupError("homeserver room state has no 'state' list")
+        return [e for e in state if isinstance(e, dict) and e.get("type") == event_type]
+
+    async def _get(self, path: str, params: dict | None = None) -> dict:
         try:
-            token = self._token or await self._login(client)
-            resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
-            if resp.status_code == 401:
-                token = await self._login(client)
-                resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
-        except httpx.HTTPError as e:
-            raise RoomLookupError(f"homeserver not reachable ({type(e).__name__})") from None
+            resp = await self.admin.get(path, params)
+        except AdminUnavailable as e:
+            raise RoomLookupError(str(e)) from None
         if resp.status_code in (400, 404):
             raise RoomLookupError("the homeserver has no such room", unknown_room=True)
         if resp.status_code != 200:
-            raise RoomLookupError(f"homeserver answered {resp.status_code} to the room state query")
-        state = resp.json().get("state")
-        if not isinstance(state, list):
-            raise RoomLookupError("homeserver room state has no 'state' list")
-        return RoomState.from_events(state)
+            raise RoomLookupError(f"homeserver answered {resp.status_code} to a room query")
+        body = resp.json()
+        if not isinstance(body, dict):
+            raise RoomLookupError("homeserver's room answer is not an object")
+        return body

@@ -46,4 +46,14 @@ MIGRATIONS = [
     """
     ALTER TABLE meeting_participants ADD COLUMN last_seen_ms INTEGER NOT NULL DEFAULT 0
     """,
+    # The AudioBridge room of each meeting whose room may still exist at Janus: its ID and secret
+    # (never logged), so that a later services process can end a room an earlier one left
+    # (domain.Meetings.cleanup_orphans). A row goes when the room is destroyed.
+    """
+    CREATE TABLE meeting_media_rooms (
+        meeting_id TEXT PRIMARY KEY,
+        room INTEGER NOT NULL,
+        secret TEXT NOT NULL
+    )
+    """,
 ]
