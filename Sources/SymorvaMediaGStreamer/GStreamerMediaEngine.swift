@@ -13,7 +13,8 @@
     /// Where a stage member's voice comes from.
     public enum AudioSource: Sendable, Hashable {
         /// The system's default capture device (`autoaudiosrc`). A session whose machine has none
-        /// fails with ``/SymorvaMachines/MediaEngineFailure/missingComponent``.
+        /// fails with ``/SymorvaMachines/MediaEngineFailure/missingComponent(_:)``
+        /// (``/SymorvaMachines/MissingMediaComponent/captureDevice``).
         case systemDefault
         /// A sine tone at this frequency in hertz: tests, benchmarks and headless machines.
         case testTone(frequency: Int)
@@ -60,6 +61,17 @@
                 tracer: tracer)
         }
 
+        /// A test tone of `frequency` hertz as the member's voice, for a machine without a
+        /// microphone: the room's mix plays on the default sink when an audio server is
+        /// reachable, else it only feeds the meter.
+        public static func toneEngine(frequency: Int, transport: any HTTPTransport, tracer: Tracer = .shared)
+            -> GStreamerMediaEngine
+        {
+            GStreamerMediaEngine(
+                transport: transport, source: .testTone(frequency: frequency),
+                output: GStreamerSupport.hasCaptureDevice ? .systemDefault : .meterOnly, tracer: tracer)
+        }
+
         public func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession {
             engine.makeSession(for: descriptor)
         }
@@ -77,14 +89,25 @@
 
     /// What this machine's GStreamer installation offers.
     enum GStreamerSupport {
-        /// Whether GStreamer initialised with webrtcbin, nice and Opus (and, for the player,
-        /// `tsdemux`, `faad` and `appsrc`), checked once on the GLib loop's thread.
-        static func available(forPlayback playback: Bool = false) async -> Bool {
+        /// The elements a stage session's pipeline needs (webrtcbin, its ICE agent, Opus and its
+        /// RTP payloaders), in the order they are reported missing.
+        static let sessionElements = ["webrtcbin", "nicesrc", "opusenc", "opusdec", "rtpopuspay", "rtpopusdepay"]
+        /// What a listener's player needs besides: the TS demuxer, the AAC decoder, the source.
+        static let playbackElements = ["tsdemux", "faad", "appsrc"]
+
+        /// The first thing GStreamer lacks for a stage session (or, for the player, its
+        /// `tsdemux`, `faad` and `appsrc` too), or `nil` when everything is there; checked on
+        /// the GLib loop's thread.
+        static func missing(forPlayback playback: Bool = false) async -> MissingMediaComponent? {
             await GLibLoop.shared.run {
-                guard symorva_gst_initialize() != 0 else { return false }
-                guard playback else { return true }
-                let elements: [String] = ["tsdemux", "faad", "appsrc"]
-                return elements.allSatisfy { symorva_gst_has_element($0) != 0 }
+                // Initialises GStreamer (once) and checks the session's elements.
+                let ready = symorva_gst_initialize() != 0
+                if ready, !playback { return nil }
+                let wanted = sessionElements + (playback ? playbackElements : [])
+                if let element = wanted.first(where: { symorva_gst_has_element($0) == 0 }) {
+                    return .element(element)
+                }
+                return ready ? nil : .framework("GStreamer")
             }
         }
 

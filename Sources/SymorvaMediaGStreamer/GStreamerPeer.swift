@@ -46,8 +46,10 @@
 
         func start(sending: Bool, events: @escaping @Sendable (MediaPeerEvent) -> Void) async throws(MediaSessionError)
         {
-            guard await GStreamerSupport.available() else { throw .engine(.missingComponent) }
-            if case .systemDefault = source, !GStreamerSupport.hasCaptureDevice { throw .engine(.missingComponent) }
+            if let missing = await GStreamerSupport.missing() { throw .engine(.missingComponent(missing)) }
+            if case .systemDefault = source, !GStreamerSupport.hasCaptureDevice {
+                throw .engine(.missingComponent(.captureDevice))
+            }
             let description = pipelineDescription(sending: sending)
             let started: Bool = await loop.run { self.build(description, events: events) }
             guard started else { throw .engine(.pipelineFailed) }

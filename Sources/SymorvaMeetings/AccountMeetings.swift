@@ -74,7 +74,13 @@ public final class AccountMeetings: Sendable {
     ///   ``/SymorvaMachines/MeetingError/mediaUnavailable`` when the community's media server
     ///   failed; ``/SymorvaMachines/MeetingError/accountEnded`` when the account ended meanwhile;
     ///   other refusals and transport failures.
-    public func join(roomID: RoomID, broadcast: Bool = false) async throws(MeetingError) -> MeetingRoom {
+    /// - Parameter mediaEngine: the engine of this meeting's stage media (now and after a
+    ///   promotion) instead of the account's: a test tone where the machine has no microphone,
+    ///   say. `nil` uses the account's.
+    public func join(
+        roomID: RoomID, broadcast: Bool = false, mediaEngine: (any MediaEngine)? = nil
+    ) async throws(MeetingError) -> MeetingRoom {
+        let engine = mediaEngine ?? self.engine
         if scope.isEnded { throw .accountEnded }
         let media = MediaSlot()
         let host = MachineHost(
