@@ -120,9 +120,9 @@ public enum MeetingCommands {
         "join", usage: "meeting join <room> [--broadcast] [--tone <hz>]",
         summary: "join (or open) the meeting of a room; prints the admitted role",
         details: """
-            On stage, the microphone is the machine's capture device; --tone <hz> sends a sine tone \
-            of that frequency (20…20000 Hz) instead, so the stage can be heard from a machine \
-            without a microphone. Turn it on with 'meeting mic on'.
+            On stage the microphone is the machine's capture device; --tone <hz> sends a sine tone
+            of that frequency (20…20000 Hz) instead, so the stage can be heard from a machine
+            without a microphone ('meeting mic on' turns it on).
             """,
         parse: { arguments throws(REPLError) in
             var request = JoinRequest(room: try arguments.next())
