@@ -88,7 +88,7 @@
     }
 
     /// What this machine's GStreamer installation offers.
-    enum GStreamerSupport {
+    package enum GStreamerSupport {
         /// The elements a stage session's pipeline needs (webrtcbin, its ICE agent, Opus and its
         /// RTP payloaders), in the order they are reported missing.
         static let sessionElements = ["webrtcbin", "nicesrc", "opusenc", "opusdec", "rtpopuspay", "rtpopusdepay"]
@@ -96,14 +96,16 @@
         static let playbackElements = ["tsdemux", "faad", "appsrc"]
 
         /// The first thing GStreamer lacks for a stage session (or, for the player, its
-        /// `tsdemux`, `faad` and `appsrc` too), or `nil` when everything is there; checked on
-        /// the GLib loop's thread.
-        static func missing(forPlayback playback: Bool = false) async -> MissingMediaComponent? {
+        /// `tsdemux`, `faad` and `appsrc` too; and any of `elements`, the pipeline's own source
+        /// and sink), or `nil` when everything is there; checked on the GLib loop's thread.
+        package static func missing(forPlayback playback: Bool = false, elements: [String] = []) async
+            -> MissingMediaComponent?
+        {
             await GLibLoop.shared.run {
                 // Initialises GStreamer (once) and checks the session's elements.
                 let ready = symorva_gst_initialize() != 0
-                if ready, !playback { return nil }
-                let wanted = sessionElements + (playback ? playbackElements : [])
+                if ready, !playback, elements.isEmpty { return nil }
+                let wanted = sessionElements + (playback ? playbackElements : []) + elements
                 if let element = wanted.first(where: { symorva_gst_has_element($0) == 0 }) {
                     return .element(element)
                 }

@@ -30,7 +30,8 @@ public final class AccountMeetings: Sendable {
     ///
     /// - Parameters:
     ///   - services: the account's authenticated community services client.
-    ///   - engine: the platform's real-time media engine (``UnavailableMediaEngine`` on Linux).
+    ///   - engine: the platform's real-time media engine (the community passes GStreamer's on
+    ///     Linux); ``UnavailableMediaEngine``, whose sessions throw, when none is given.
     ///   - feedWait: how long one poll of a meeting's change feed waits on the server.
     public init(
         member: UserID, services: CommunityServicesClient, scope: AccountScope,
