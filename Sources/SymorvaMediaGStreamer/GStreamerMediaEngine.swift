@@ -114,7 +114,7 @@
         }
 
         /// Whether a capture device is likely there: a PulseAudio (or PipeWire-Pulse) server.
-        static var hasCaptureDevice: Bool {
+        package static var hasCaptureDevice: Bool {
             if let server = getenv("PULSE_SERVER"), server.pointee != 0 { return true }
             guard let runtime = getenv("XDG_RUNTIME_DIR") else { return false }
             return access(String(cString: runtime) + "/pulse/native", F_OK) == 0
