@@ -193,7 +193,9 @@ let package = Package(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
-            exclude: ["Transcripts", "SessionTranscripts", "DirectoryTranscripts", "StudioTranscripts"],
+            exclude: [
+                "Transcripts", "SessionTranscripts", "DirectoryTranscripts", "StudioTranscripts", "MeetingTranscripts",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaIntegrationTests", dependencies: ["SymorvaKit", "SymorvaTesting", "SymorvaREPL"],

@@ -7,6 +7,7 @@
 #   ensure_system_packages     Debian packages the build and the dev servers need
 #   require_command NAME HINT  fail clearly when a tool is missing
 #   run_timed VAR CMD...       run CMD, store its duration in seconds in VAR, return its status
+#   swift_quiet ARGS...        swift ARGS, its output without the one known build warning
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 
@@ -24,6 +25,15 @@ die() {
   printf '%serror:%s %s\n' "$_C_RED" "$_C_RESET" "$*" >&2
   exit 1
 }
+
+# swift_quiet ARGS...: `swift ARGS` with its output (stdout and stderr, both to stdout) filtered of
+# the one known build warning (SwiftPM's "prohibited flag(s): -pthread" for GStreamer's pkg-config
+# flags, explained in docs/adapters.md), said once instead; the exit status is swift's.
+swift_quiet() (
+  set +e
+  swift "$@" 2>&1 | "$REPO_ROOT/Scripts/lib/known-warnings"
+  exit "${PIPESTATUS[0]}"
+)
 
 require_command() {
   command -v "$1" >/dev/null 2>&1 || die "'$1' not found: $2"

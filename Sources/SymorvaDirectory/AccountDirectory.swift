@@ -27,6 +27,9 @@ public final class AccountDirectory: AccountModule {
     let scope: AccountScope
     let tracer: Tracer
     let coalescer = RequestCoalescer<PageKey, DirectoryPage<DirectoryMember>, DirectoryError>()
+
+    /// How many member-directory page requests joined an equal one in flight (tests wait on it as a gate).
+    package var memberPageRequestJoins: ObservableValue<Int> { coalescer.joins }
     let userCoalescer = RequestCoalescer<PageKey, DirectoryPage<DirectoryUser>, DirectoryError>()
 
     /// The directory of the account signed in to `scope`.

@@ -27,6 +27,9 @@ public final class PublicRoomsClient: Sendable {
     private let active = Mutex<AccountDirectory?>(nil)
     private let coalescer = RequestCoalescer<PageKey, DirectoryPage<PublicRoom>, DirectoryError>()
 
+    /// How many page requests joined an equal one in flight (tests wait on it as a gate).
+    package var pageRequestJoins: ObservableValue<Int> { coalescer.joins }
+
     /// A client for the homeserver at `homeserverURL`, following no account until the
     /// community says which one is active.
     package init(homeserverURL: HomeserverURL, transport: any HTTPTransport, tracer: Tracer = .shared) {

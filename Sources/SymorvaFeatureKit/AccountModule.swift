@@ -91,21 +91,38 @@ public struct AccountModuleContext: Sendable {
 /// How a feature module attaches to every signed-in account: its name, its database
 /// migrations, and a closure that builds its client for one account.
 ///
+/// A module of an app's own, next to the SDK's (the factories in `modules:` replace the
+/// standard list, so keep it):
+///
 /// ```swift
-/// let wallet = AccountModuleFactory(name: "wallet", migrations: WalletStore.migrations) { context in
-///     guard context.configuration.modules.wallet.isEnabled else { return nil }
-///     return AccountWallet(services: context.services, database: context.database, scope: context.scope)
+/// struct AccountPolls: AccountModule {
+///     let database: SQLiteDatabase
+///     let scope: AccountScope
+///     func stop() async {}
 /// }
-/// let community = SymorvaCommunity(configuration: configuration, environment: environment, modules: [wallet])
-/// let client = community.module(AccountWallet.self)
+///
+/// let polls = AccountModuleFactory(
+///     name: "polls",
+///     migrations: [Migration(version: 1, name: "polls", sql: "CREATE TABLE polls_votes (poll TEXT, choice TEXT)")]
+/// ) { context in
+///     AccountPolls(database: context.database.database, scope: context.scope)
+/// }
+/// let community = SymorvaCommunity(
+///     configuration: configuration, environment: environment, modules: AccountModuleFactory.standard + [polls])
+/// let active = community.module(AccountPolls.self)  // the active account's, or nil
 /// ```
+///
+/// The migrations are applied per feature (a row in `symorva_feature_schema`, versions of its
+/// own) when the account's database opens, before `make` runs. The SDK's own modules do not use
+/// this hook yet: the wallet, E2EE and studio stores migrate their tables in `make`.
 public struct AccountModuleFactory: Sendable {
     /// The module's name: its key in ``AccountModules`` and in the database's `symorva_feature_schema`,
     /// and the prefix of its tables.
     public var name: String
     /// The module's migrations, versions 1, 2, 3, … (its own numbering), applied when the
-    /// account's database opens. Leave it empty for a module that migrates its tables itself in
-    /// ``make`` (the wallet, and chat, which owns the database's `user_version` list).
+    /// account's database opens. Empty for a module that migrates its tables itself in
+    /// ``make`` (the wallet, E2EE and studio stores), and for chat, which owns the database's
+    /// `user_version` list.
     public var migrations: [Migration]
     /// Builds the module for one account; `nil` when the module does not apply (disabled in
     /// the manifest). Runs when the account's session starts, after the session is restored.

@@ -13,7 +13,8 @@
     /// Where a stage member's voice comes from.
     public enum AudioSource: Sendable, Hashable {
         /// The system's default capture device (`autoaudiosrc`). A session whose machine has none
-        /// fails with ``/SymorvaMachines/MediaEngineFailure/missingComponent``.
+        /// fails with ``/SymorvaMachines/MediaEngineFailure/missingComponent(_:)``
+        /// (``/SymorvaMachines/MissingMediaComponent/captureDevice``).
         case systemDefault
         /// A sine tone at this frequency in hertz: tests, benchmarks and headless machines.
         case testTone(frequency: Int)
@@ -60,6 +61,17 @@
                 tracer: tracer)
         }
 
+        /// A test tone of `frequency` hertz as the member's voice, for a machine without a
+        /// microphone: the room's mix plays on the default sink when an audio server is
+        /// reachable, else it only feeds the meter.
+        public static func toneEngine(frequency: Int, transport: any HTTPTransport, tracer: Tracer = .shared)
+            -> GStreamerMediaEngine
+        {
+            GStreamerMediaEngine(
+                transport: transport, source: .testTone(frequency: frequency),
+                output: GStreamerSupport.hasCaptureDevice ? .systemDefault : .meterOnly, tracer: tracer)
+        }
+
         public func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession {
             engine.makeSession(for: descriptor)
         }
@@ -76,20 +88,33 @@
     }
 
     /// What this machine's GStreamer installation offers.
-    enum GStreamerSupport {
-        /// Whether GStreamer initialised with webrtcbin, nice and Opus (and, for the player,
-        /// `tsdemux`, `faad` and `appsrc`), checked once on the GLib loop's thread.
-        static func available(forPlayback playback: Bool = false) async -> Bool {
+    package enum GStreamerSupport {
+        /// The elements a stage session's pipeline needs (webrtcbin, its ICE agent, Opus and its
+        /// RTP payloaders), in the order they are reported missing.
+        static let sessionElements = ["webrtcbin", "nicesrc", "opusenc", "opusdec", "rtpopuspay", "rtpopusdepay"]
+        /// What a listener's player needs besides: the TS demuxer, the AAC decoder, the source.
+        static let playbackElements = ["tsdemux", "faad", "appsrc"]
+
+        /// The first thing GStreamer lacks for a stage session (or, for the player, its
+        /// `tsdemux`, `faad` and `appsrc` too; and any of `elements`, the pipeline's own source
+        /// and sink), or `nil` when everything is there; checked on the GLib loop's thread.
+        package static func missing(forPlayback playback: Bool = false, elements: [String] = []) async
+            -> MissingMediaComponent?
+        {
             await GLibLoop.shared.run {
-                guard symorva_gst_initialize() != 0 else { return false }
-                guard playback else { return true }
-                let elements: [String] = ["tsdemux", "faad", "appsrc"]
-                return elements.allSatisfy { symorva_gst_has_element($0) != 0 }
+                // Initialises GStreamer (once) and checks the session's elements.
+                let ready = symorva_gst_initialize() != 0
+                if ready, !playback, elements.isEmpty { return nil }
+                let wanted = sessionElements + (playback ? playbackElements : []) + elements
+                if let element = wanted.first(where: { symorva_gst_has_element($0) == 0 }) {
+                    return .element(element)
+                }
+                return ready ? nil : .framework("GStreamer")
             }
         }
 
         /// Whether a capture device is likely there: a PulseAudio (or PipeWire-Pulse) server.
-        static var hasCaptureDevice: Bool {
+        package static var hasCaptureDevice: Bool {
             if let server = getenv("PULSE_SERVER"), server.pointee != 0 { return true }
             guard let runtime = getenv("XDG_RUNTIME_DIR") else { return false }
             return access(String(cString: runtime) + "/pulse/native", F_OK) == 0

@@ -46,8 +46,12 @@
 
         func start(sending: Bool, events: @escaping @Sendable (MediaPeerEvent) -> Void) async throws(MediaSessionError)
         {
-            guard await GStreamerSupport.available() else { throw .engine(.missingComponent) }
-            if case .systemDefault = source, !GStreamerSupport.hasCaptureDevice { throw .engine(.missingComponent) }
+            if let missing = await GStreamerSupport.missing(elements: pipelineElements) {
+                throw .engine(.missingComponent(missing))
+            }
+            if case .systemDefault = source, !GStreamerSupport.hasCaptureDevice {
+                throw .engine(.missingComponent(.captureDevice))
+            }
             let description = pipelineDescription(sending: sending)
             let started: Bool = await loop.run { self.build(description, events: events) }
             guard started else { throw .engine(.pipelineFailed) }
@@ -128,6 +132,22 @@
         }
 
         // MARK: - On the loop's thread
+
+        /// The source and sink elements this peer's pipeline adds to the session's own: the
+        /// tone's `audiotestsrc` or the capture device's `autoaudiosrc`, and `autoaudiosink`.
+        private var pipelineElements: [String] {
+            let input =
+                switch source {
+                case .systemDefault: "autoaudiosrc"
+                case .testTone: "audiotestsrc"
+                }
+            let output: [String] =
+                switch self.output {
+                case .systemDefault: ["autoaudiosink"]
+                case .meterOnly: []
+                }
+            return [input] + output
+        }
 
         private func pipelineDescription(sending: Bool) -> String {
             let raw = "audio/x-raw,format=S16LE,rate=48000,channels=1"

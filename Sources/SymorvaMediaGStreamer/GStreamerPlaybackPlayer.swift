@@ -45,11 +45,13 @@
         /// Builds the pipeline and starts taking the stream's segments.
         ///
         /// - Throws: ``/SymorvaMachines/MediaSessionError/engine(_:)`` with
-        ///   ``/SymorvaMachines/MediaEngineFailure/missingComponent`` when GStreamer or its TS
-        ///   demuxer or AAC decoder is missing, ``/SymorvaMachines/MediaEngineFailure/pipelineFailed``
+        ///   ``/SymorvaMachines/MediaEngineFailure/missingComponent(_:)`` naming the element
+        ///   when GStreamer lacks one (its TS demuxer, AAC decoder, …), ``/SymorvaMachines/MediaEngineFailure/pipelineFailed``
         ///   when the pipeline does not start.
         public func start() async throws(MediaSessionError) {
-            guard await GStreamerSupport.available(forPlayback: true) else { throw .engine(.missingComponent) }
+            if let missing = await GStreamerSupport.missing(forPlayback: true) {
+                throw .engine(.missingComponent(missing))
+            }
             let sink =
                 switch output {
                 case .systemDefault: "out. ! queue ! autoaudiosink sync=false"

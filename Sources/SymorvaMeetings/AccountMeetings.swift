@@ -30,7 +30,8 @@ public final class AccountMeetings: Sendable {
     ///
     /// - Parameters:
     ///   - services: the account's authenticated community services client.
-    ///   - engine: the platform's real-time media engine (``UnavailableMediaEngine`` on Linux).
+    ///   - engine: the platform's real-time media engine (the community passes GStreamer's on
+    ///     Linux); ``UnavailableMediaEngine``, whose sessions throw, when none is given.
     ///   - feedWait: how long one poll of a meeting's change feed waits on the server.
     public init(
         member: UserID, services: CommunityServicesClient, scope: AccountScope,
@@ -74,7 +75,13 @@ public final class AccountMeetings: Sendable {
     ///   ``/SymorvaMachines/MeetingError/mediaUnavailable`` when the community's media server
     ///   failed; ``/SymorvaMachines/MeetingError/accountEnded`` when the account ended meanwhile;
     ///   other refusals and transport failures.
-    public func join(roomID: RoomID, broadcast: Bool = false) async throws(MeetingError) -> MeetingRoom {
+    /// - Parameter mediaEngine: the engine of this meeting's stage media (now and after a
+    ///   promotion) instead of the account's: a test tone where the machine has no microphone,
+    ///   say. `nil` uses the account's.
+    public func join(
+        roomID: RoomID, broadcast: Bool = false, mediaEngine: (any MediaEngine)? = nil
+    ) async throws(MeetingError) -> MeetingRoom {
+        let engine = mediaEngine ?? self.engine
         if scope.isEnded { throw .accountEnded }
         let media = MediaSlot()
         let host = MachineHost(

@@ -5,7 +5,7 @@ import Synchronization
 
 /// The community's meetings: `community.meetings`, a foundation module, always present.
 ///
-/// It acts for the **active** account: ``join(roomID:broadcast:)`` joins as the member active
+/// It acts for the **active** account: ``join(roomID:broadcast:mediaEngine:)`` joins as the member active
 /// when it is called (``/SymorvaMachines/MeetingError/notSignedIn`` without one,
 /// ``/SymorvaMachines/MeetingError/moduleDisabled`` when the manifest turns meetings off). The
 /// ``MeetingRoom`` it returns belongs to that account for good: after a switch or sign-out it
@@ -61,16 +61,20 @@ public final class MeetingsClient: Sendable {
         }
     }
 
-    /// Joins the meeting of `roomID` as the active member. See ``AccountMeetings/join(roomID:broadcast:)``.
+    /// Joins the meeting of `roomID` as the active member. See
+    /// ``AccountMeetings/join(roomID:broadcast:mediaEngine:)``; `mediaEngine` replaces the
+    /// platform's engine for this meeting (a test tone instead of a microphone).
     ///
     /// - Throws: ``/SymorvaMachines/MeetingError/moduleDisabled`` when the manifest disables
     ///   meetings; ``/SymorvaMachines/MeetingError/notSignedIn`` when nobody is signed in;
     ///   ``/SymorvaMachines/MeetingError/accountEnded`` when the account was switched away from
     ///   before the answer; the services' refusals.
-    public func join(roomID: RoomID, broadcast: Bool = false) async throws(MeetingError) -> MeetingRoom {
+    public func join(
+        roomID: RoomID, broadcast: Bool = false, mediaEngine: (any MediaEngine)? = nil
+    ) async throws(MeetingError) -> MeetingRoom {
         guard isEnabled else { throw .moduleDisabled }
         guard let meetings = current else { throw .notSignedIn }
-        let room = try await meetings.join(roomID: roomID, broadcast: broadcast)
+        let room = try await meetings.join(roomID: roomID, broadcast: broadcast, mediaEngine: mediaEngine)
         guard current === meetings else {
             try? await room.leave()
             throw .accountEnded

@@ -98,6 +98,22 @@ final class TimelinePrinter: Sendable {
         for line in lines { output.print(line) }
     }
 
+    /// A membership change as a person reads it: `alice joined`, `alice invited @bob:server`,
+    /// `@bob:server left`, `alice removed @bob:server`, `alice banned @bob:server`.
+    static func membershipSentence(
+        _ item: TimelineItem, who: String, target: UserID, _ membership: Membership?, _ displayName: String?
+    ) -> String {
+        let own = item.sender == target
+        switch membership {
+        case .join: return "\(displayName ?? target.rawValue) joined"
+        case .invite: return "\(who) invited \(target)"
+        case .leave: return own ? "\(who) left" : "\(who) removed \(target)"
+        case .ban: return "\(who) banned \(target)"
+        case .knock: return "\(displayName ?? target.rawValue) asked to join"
+        case nil: return "\(who) changed the membership of \(target)"
+        }
+    }
+
     static func render(_ item: TimelineItem) -> String {
         let who = item.senderProfile.displayName ?? item.sender.rawValue
         var text: String
@@ -106,9 +122,9 @@ final class TimelinePrinter: Sendable {
         case .message(_, let body): text = "\(who): \(body)"
         case .image(let media): text = "\(who) sent an image: \(media.body)"
         case .file(let media): text = "\(who) sent a file: \(media.body)"
-        case .membership(let userID, let membership, _):
-            text = "— \(userID) \(membership?.rawValue ?? "changed membership")"
-        case .stateChange(let type, _): text = "— \(who) changed \(type)"
+        case .membership(let userID, let membership, let displayName):
+            text = "— " + membershipSentence(item, who: who, target: userID, membership, displayName)
+        case .stateChange(let change): text = "— \(who) \(change.sentence)"
         case .redacted: text = "\(who): (redacted)"
         case .unableToDecrypt(let reason): text = "\(who): (unable to decrypt: \(reason.rawValue))"
         case .unsupported(let type): text = "\(who): (\(type))"

@@ -107,27 +107,54 @@ public enum MeetingCommands {
         details: "Roles and hands print live lines while a meeting is joined.",
         subcommands: [join, hand, mic, promote, demote, who, leave, end])
 
-    /// `meeting join <room> [--broadcast]`.
+    /// What `meeting join` was asked for.
+    struct JoinRequest: Sendable, Equatable {
+        var room: String
+        var broadcast = false
+        /// The test tone's frequency in hertz, instead of the microphone.
+        var tone: Int?
+    }
+
+    /// `meeting join <room> [--broadcast] [--tone <hz>]`.
     public static let join = REPLCommand(
-        "join", usage: "meeting join <room> [--broadcast]",
+        "join", usage: "meeting join <room> [--broadcast] [--tone <hz>]",
         summary: "join (or open) the meeting of a room; prints the admitted role",
+        details: """
+            On stage the microphone is the machine's capture device; --tone <hz> sends a sine tone
+            of that frequency (20…20000 Hz) instead, so the stage can be heard from a machine
+            without a microphone ('meeting mic on' turns it on).
+            """,
         parse: { arguments throws(REPLError) in
-            let room = try arguments.next()
-            guard let flag = arguments.optional() else { return (room, false) }
-            guard flag == "--broadcast" else { throw arguments.usageError }
-            return (room, true)
+            var request = JoinRequest(room: try arguments.next())
+            while let flag = arguments.optional() {
+                switch flag {
+                case "--broadcast" where !request.broadcast: request.broadcast = true
+                case "--tone" where request.tone == nil: request.tone = try arguments.nextInteger(in: 20...20_000)
+                default: throw arguments.usageError
+                }
+            }
+            return request
         },
-        run: { parsed, context async throws(REPLError) in
+        run: { request, context async throws(REPLError) in
             let community = try await CommunitySlot.community(in: context)
-            let roomID = try ChatCommands.resolveRoom(parsed.0, context)
+            let roomID = try ChatCommands.resolveRoom(request.room, context)
+            var engine: (any MediaEngine)?
+            if let tone = request.tone {
+                engine = AccountModuleFactory.toneMediaEngine(
+                    frequency: tone, transport: community.environment.transport, tracer: context.tracer)
+                guard engine != nil else { throw .commandFailed("no test tone on this platform's media engine") }
+            }
             context[REPLMeetingKey.self]?.close()
             let room = try await perform { () async throws(MeetingError) in
-                try await community.meetings.join(roomID: roomID, broadcast: parsed.1)
+                try await community.meetings.join(roomID: roomID, broadcast: request.broadcast, mediaEngine: engine)
             }
             context[REPLMeetingKey.self] = REPLMeeting(room: room, output: context.output)
             switch room.role.value {
             case .stage(let session):
-                context.output.print("joined \(room.meetingID) on stage (media room \(session.descriptor.room))")
+                let voice =
+                    request.tone.map { ", a \($0) Hz test tone for a microphone: 'meeting mic on' sends it" } ?? ""
+                context.output.print(
+                    "joined \(room.meetingID) on stage (media room \(session.descriptor.room)\(voice))")
                 do throws(MeetingError) { try await session.connect() } catch {
                     context.output.print("media: \(message(for: error))")
                 }
@@ -270,7 +297,10 @@ public enum MeetingCommands {
         case .accountEnded: "that account is no longer active"
         case .moduleDisabled: "the meetings module is disabled in this community"
         case .media(.unauthorized): "the media server refused the stage token (revoked)"
-        case .media(.engine(let failure)): "the media engine failed (\(failure.rawValue))"
+        case .media(.engine(.missingComponent(.captureDevice))):
+            "no audio capture device (microphone) here: join with a test tone instead (meeting join <room> --tone 440)"
+        case .media(.engine(.missingComponent(let component))): "the media engine cannot start: \(component)"
+        case .media(.engine(let failure)): "the media engine failed: \(failure)"
         case .media: "the media connection failed"
         }
     }

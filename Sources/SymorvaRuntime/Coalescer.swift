@@ -12,12 +12,18 @@ public actor RequestCoalescer<Key: Hashable & Sendable, Value: Sendable, Failure
     private var flights: [Key: (flight: Flight, waiters: Int)] = [:]
     private var started = 0
     private var joined = 0
+    private let joinCount = ObservableValue<Int>.Publisher(0)
 
     /// Creates an empty coalescer.
     public init() {}
 
     /// How many requests were started and how many callers joined one already in flight.
     public var statistics: (started: Int, joined: Int) { (started, joined) }
+
+    /// How many callers have joined a request already in flight so far, observable: the gate a
+    /// test waits on to know that a second caller reached the coalescing point (rather than
+    /// sleeping and hoping it did) before it lets the first request finish.
+    public nonisolated var joins: ObservableValue<Int> { joinCount.observable }
 
     /// The result for `key`, from a request already in flight or from `operation`.
     public func value(
@@ -28,6 +34,7 @@ public actor RequestCoalescer<Key: Hashable & Sendable, Value: Sendable, Failure
             flights[key]!.waiters += 1
             flight = existing.flight
             joined += 1
+            joinCount.publish(joined)
         } else {
             flight = Flight(
                 task: Task {

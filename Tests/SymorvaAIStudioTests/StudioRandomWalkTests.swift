@@ -20,11 +20,13 @@ struct WalkRandom: RandomNumberGenerator {
 }
 
 /// Thousands of seeded sequences of what a member and the world can do — decline, approve,
-/// summarize, revoke (also while a summary is in flight), time passing (also during a request),
-/// service errors, account switches and restarts — with the scripted service recording every
-/// request the transport actually sends. The promise, checked at each send: no request carries
-/// conversation content except a summary request under a grant that is live at that moment and
-/// covers every item; a declined consent sends nothing at all.
+/// summarize, revoke (also while a summary is in flight), revoke on another device, the service
+/// revoking a grant, time passing (also during a request) on a service clock set apart from the
+/// device's, service errors, account switches and restarts — with the scripted service
+/// recording every request the transport actually sends. The promise, checked at each send: no
+/// request carries conversation content except a summary request under a grant that is live at
+/// that moment as the service sees it (not revoked by anyone, not expired by the service's
+/// clock) and covers every item; a declined consent sends nothing at all.
 @Suite("Studio random walk")
 struct StudioRandomWalkTests {
     static let sequences = 2_000
@@ -33,15 +35,31 @@ struct StudioRandomWalkTests {
     func walk() async throws {
         var summaries = 0
         var inFlight = 0
+        var known: [UInt64: [String]] = [:]
         // `SYMORVA_STUDIO_WALK_SEED=521 swift test --filter StudioRandomWalkTests` replays one walk.
         if let only = ProcessInfo.processInfo.environment["SYMORVA_STUDIO_WALK_SEED"].flatMap(UInt64.init) {
-            _ = try await Self.run(seed: only)
+            let walk = try await Self.run(seed: only)
+            #expect(walk.knownViolations.isEmpty, "seed \(only): \(walk.knownViolations) steps=\(walk.steps)")
             return
         }
         for seed in 0..<UInt64(Self.sequences) {
             let walk = try await Self.run(seed: seed)
             summaries += walk.world.summariesSent
             inFlight += walk.inFlightEnded
+            if !walk.knownViolations.isEmpty { known[seed] = walk.knownViolations }
+        }
+        // Two ways the promise is still broken, both open in issue 23 ("Security and reliability
+        // defects", the studio): the device sends content under a grant the member revoked on
+        // another device (it learns of the revocation only from the service's refusal of that
+        // very request), and after a restart it reads a grant's expiry against its own wall
+        // clock, so a service clock ahead of it sees content after the grant expired. Counted
+        // here as a known issue; when they are fixed this stops recording one and fails:
+        // then remove the wrapper, and every violation fails the walk.
+        withKnownIssue("issue 23: grants are not re-checked with the service before content leaves") {
+            #expect(
+                known.isEmpty,
+                "\(known.count) walks, first: \(known.min { $0.key < $1.key }.map { "seed \($0.key): \($0.value)" } ?? "")"
+            )
         }
         // The walks did send content (and ended grants under requests in flight), not only refuse.
         #expect(summaries > Self.sequences / 4, "summaries sent: \(summaries)")
@@ -66,6 +84,7 @@ struct StudioRandomWalkTests {
         init(seed: UInt64) async throws {
             random = WalkRandom(seed: seed)
             world = StudioWorld(clock: clock, bodies: items.map(\.body))
+            world.serviceSkew = [Duration.zero, .seconds(90), .seconds(-90)][Int.random(in: 0..<3, using: &random)]
             database = try await SQLiteDatabase.open(path: ":memory:", configuration: .account)
             _ = tracer.addSink(trace)
             studio = try await open()
@@ -109,7 +128,7 @@ struct StudioRandomWalkTests {
 
         func step() async throws {
             world.fault = randomFault()
-            let kind = Int.random(in: 0..<9, using: &random)
+            let kind = Int.random(in: 0..<10, using: &random)
             steps.append(Self.stepNames[kind] + (world.fault == .none ? "" : "(\(world.fault))"))
             switch kind {
             case 0, 1: try await requestGrant()
@@ -117,9 +136,10 @@ struct StudioRandomWalkTests {
             case 4: if let grant = pick(grants) { try await revoke(grant) }
             case 5:
                 try await timersStarted()
-                await clock.advance(by: pick([.seconds(30), .seconds(300), .seconds(700)])!)
+                await clock.advance(by: pick([.seconds(30), .seconds(300), .seconds(620), .seconds(700)])!)
             case 6: try await inFlight(revoking: Bool.random(using: &random))
             case 7: try await switchAccount()
+            case 8: if let grant = pick(grants) { world.otherDeviceRevokes(grant.id) }
             default: try await restart()
             }
             world.fault = .none
@@ -127,7 +147,7 @@ struct StudioRandomWalkTests {
 
         static let stepNames = [
             "requestGrant", "requestGrant", "summarize", "summarize", "revoke", "advanceClock", "inFlight",
-            "switchAccount", "restart",
+            "switchAccount", "otherDeviceRevokes", "restart",
         ]
 
         func requestGrant() async throws {
@@ -155,7 +175,7 @@ struct StudioRandomWalkTests {
         func inFlight(revoking: Bool) async throws {
             world.fault = .none
             let now = clock.now
-            guard let grant = grants.first(where: { $0.status == .active && now < $0.expiresAtDeadline }) else {
+            guard let grant = grants.first(where: { $0.status == .active && now < deviceDeadline(of: $0) }) else {
                 return
             }
             let gate = TestGate()
@@ -170,7 +190,7 @@ struct StudioRandomWalkTests {
                 _ = try? await studio.revoke(grant)
             } else {
                 try await timersStarted()
-                await clock.advance(to: grant.expiresAtDeadline)
+                await clock.advance(to: deviceDeadline(of: grant))
                 // The expiry is processed before the held answer arrives: the answer is dropped.
                 let id = grant.id
                 _ = try await studio.grants.wait(until: { $0.first { $0.id == id }?.status == .expired })
@@ -184,7 +204,27 @@ struct StudioRandomWalkTests {
         /// Every live grant's expiry timer sleeps on the clock (before time moves).
         func timersStarted() async throws {
             let now = clock.now
-            try await clock.waitForSleepers(count: grants.filter { $0.host_isLive && now < $0.expiresAtDeadline }.count)
+            try await clock.waitForSleepers(
+                count: grants.filter { $0.host_isLive && now < deviceDeadline(of: $0) }.count)
+        }
+
+        /// Violations of the kinds issue 23 leaves open (see ``walk()``).
+        static func isKnown(_ violation: String) -> Bool {
+            violation.hasSuffix("revoked at the service by otherDevice")
+                || violation.hasSuffix("expired by the service's clock")
+        }
+
+        /// This walk's violations of the kinds still open.
+        var knownViolations: [String] { world.violations.filter(Self.isKnown) }
+
+        /// The grants this device read back from its store (a restart, a switch back).
+        var restored: Set<GrantID> = []
+
+        /// When the device expires `grant` on the runtime clock: the lifetime the service granted,
+        /// counted from the answer; after a restore, the service's `expires_at_ms` read against the
+        /// device's wall clock (so the service's skew moves it).
+        func deviceDeadline(of grant: ConversationGrant) -> Duration {
+            restored.contains(grant.id) ? grant.expiresAtDeadline : grant.expiresAtDeadline - world.serviceSkew
         }
 
         func switchAccount() async throws {
@@ -201,12 +241,14 @@ struct StudioRandomWalkTests {
                 await #expect(throws: StudioError.accountEnded) { _ = try await client.summarize(using: grant) }
             }
             grants = try await studio.restoreGrants()
+            restored.formUnion(grants.map(\.id))
         }
 
         func restart() async throws {
             await studio.shutdown()
             studio = try await open()
             grants = try await studio.restoreGrants()
+            restored.formUnion(grants.map(\.id))
         }
     }
 
@@ -215,14 +257,13 @@ struct StudioRandomWalkTests {
         let steps = Int.random(in: 4...10, using: &walk.random)
         for _ in 0..<steps { try await walk.step() }
         await walk.studio.shutdown()
-        #expect(
-            walk.world.violations.isEmpty,
-            "seed \(seed): \(walk.world.violations) steps=\(walk.steps) sent=\(walk.world.log)")
+        let violations = walk.world.violations.filter { !Walk.isKnown($0) }
+        #expect(violations.isEmpty, "seed \(seed): \(violations) steps=\(walk.steps) sent=\(walk.world.log)")
         let traced = walk.trace.records.map { "\($0)" }.joined(separator: "\n")
         for body in walk.items.map(\.body) {
             #expect(!traced.contains(body), "seed \(seed): a body reached a trace")
         }
-        if !walk.world.violations.isEmpty { throw TestFailure("seed \(seed) broke the promise") }
+        if !violations.isEmpty { throw TestFailure("seed \(seed) broke the promise") }
         return walk
     }
 }
@@ -230,7 +271,8 @@ struct StudioRandomWalkTests {
 extension ConversationGrant {
     /// Whether the grant's machine would let content leave now.
     var host_isLive: Bool { status == .active || status == .summarizing }
-    /// Its expiry on the runtime clock.
+    /// Its `expires_at_ms` (the service's clock) read as a runtime-clock instant against the
+    /// device's wall clock.
     var expiresAtDeadline: Duration {
         .milliseconds(expiresAt.millisecondsSince1970 - FollowingWallClock.epoch)
     }

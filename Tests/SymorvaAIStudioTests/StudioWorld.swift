@@ -56,8 +56,11 @@ struct FixedContentSource: ConversationContentSource {
 
 /// A scripted studio service on ``ScriptedHTTPTransport`` that checks, for every request the
 /// transport actually sends, the promise: conversation content only in a summary request, and
-/// only under a grant that is live at that moment (issued, not revoked by the member, not expired
-/// on the runtime clock) and covers every item.
+/// only under a grant that is live at that moment and covers every item. Live means issued and
+/// not ended in any way the service knows of: not revoked by the member on this device, not
+/// revoked at the service (by this device's revoke, by the member's other device, or by the
+/// service itself), and not expired by the **service's** clock, which runs apart from the
+/// device's wall clock by ``serviceSkew``.
 final class StudioWorld: Sendable {
     static let room = RoomID("!room:localhost")
     static let alice = UserID("@alice:localhost")
@@ -66,14 +69,20 @@ final class StudioWorld: Sendable {
 
     enum Fault: Sendable { case none, serverError, rateLimited, unreachable, revokedByService }
 
+    /// Who revoked a grant at the service.
+    enum Revoker: String, Sendable { case thisDevice, otherDevice, service }
+
     struct IssuedGrant: Sendable {
         var member: String
         var eventIDs: Set<String>?
         var since: Int64?
         var sinceID: String?
+        /// The expiry by the service's clock, told on the runtime clock (the service's clock
+        /// and the device's move together; only their readings differ, by the skew).
         var deadline: Duration
         var revokedByMember = false
-        var revokedOnService = false
+        /// Revoked at the service, and by whom.
+        var revokedOnService: Revoker?
     }
 
     struct State: Sendable {
@@ -85,6 +94,7 @@ final class StudioWorld: Sendable {
         var summariesSent = 0
         var studioRequests = 0
         var members: Set<String> = ["@alice:localhost", "@bob:localhost"]
+        var serviceSkew: Duration = .zero
         /// Every studio request the transport sent and every revoke by the member, in order.
         var log: [String] = []
     }
@@ -123,6 +133,13 @@ final class StudioWorld: Sendable {
         set { state.withLock { $0.holdSummaries = newValue } }
     }
 
+    /// How far the service's wall clock is ahead of the device's (negative: behind). The
+    /// service stamps its grants' `created_at_ms`/`expires_at_ms` by it.
+    var serviceSkew: Duration {
+        get { state.withLock { $0.serviceSkew } }
+        set { state.withLock { $0.serviceSkew = newValue } }
+    }
+
     var violations: [String] { state.withLock { $0.violations } }
     /// Every studio request the transport sent and every revoke by the member, in order (no content).
     var log: [String] { state.withLock { $0.log } }
@@ -135,6 +152,16 @@ final class StudioWorld: Sendable {
         state.withLock {
             $0.grants[id.rawValue]?.revokedByMember = true
             $0.log.append("memberRevokes \(id.rawValue)")
+        }
+    }
+
+    /// The member revokes `id` on another device: the service knows, this device does not.
+    func otherDeviceRevokes(_ id: GrantID) {
+        state.withLock {
+            if $0.grants[id.rawValue]?.revokedOnService == nil {
+                $0.grants[id.rawValue]?.revokedOnService = .otherDevice
+            }
+            $0.log.append("otherDeviceRevokes \(id.rawValue)")
         }
     }
 
@@ -172,9 +199,9 @@ final class StudioWorld: Sendable {
         let body = Self.json(request)
         let scope = body["scope"] as? [String: Any] ?? [:]
         let lifetime = (body["expires_in_ms"] as? NSNumber)?.int64Value ?? 3_600_000
-        let now = wallClock.now.millisecondsSince1970
         let deadline = clock.now
         return state.withLock { state in
+            let now = wallClock.now.millisecondsSince1970 + state.serviceSkew.wholeMilliseconds
             guard state.members.contains(StudioWorld.alice.rawValue) else {
                 return .json(403, #"{"errcode": "SY_NOT_ROOM_MEMBER", "error": "not joined"}"#)
             }
@@ -224,7 +251,9 @@ final class StudioWorld: Sendable {
         noContent(request)
         if let fault = faultAnswer() { return fault }
         let id = request.url.path.split(separator: "/").dropLast().last.map(String.init) ?? ""
-        state.withLock { $0.grants[id]?.revokedOnService = true }
+        state.withLock {
+            if $0.grants[id]?.revokedOnService == nil { $0.grants[id]?.revokedOnService = .thisDevice }
+        }
         return .json(200, #"{"grant_id": "\#(id)", "state": "revoked"}"#)
     }
 
@@ -235,16 +264,21 @@ final class StudioWorld: Sendable {
         let items = body["items"] as? [[String: Any]] ?? []
         let now = clock.now
         let ids = items.compactMap { $0["event_id"] as? String }
-        let hold = state.withLock { state -> Bool in
+        let (hold, refusal) = state.withLock { state -> (Bool, String?) in
             state.studioRequests += 1
             state.summariesSent += 1
             state.log.append("summary \(grantID) fault=\(state.fault) now=\(now)")
             guard let grant = state.grants[grantID] else {
                 state.violations.append("content under a grant never issued: \(grantID)")
-                return state.holdSummaries
+                return (state.holdSummaries, "SY_GRANT_UNKNOWN")
             }
             if grant.revokedByMember { state.violations.append("content under revoked grant \(grantID)") }
-            if now >= grant.deadline { state.violations.append("content under expired grant \(grantID)") }
+            if let revoker = grant.revokedOnService {
+                state.violations.append("content under grant \(grantID) revoked at the service by \(revoker)")
+            }
+            if now >= grant.deadline {
+                state.violations.append("content under grant \(grantID) expired by the service's clock")
+            }
             for (index, item) in items.enumerated() {
                 let id = item["event_id"] as? String ?? ""
                 let ts = (item["timestamp"] as? NSNumber)?.int64Value ?? -1
@@ -257,11 +291,21 @@ final class StudioWorld: Sendable {
             if let selected = grant.eventIDs, Set(ids) != selected {
                 state.violations.append("content is not exactly the selection of \(grantID)")
             }
-            return state.holdSummaries
+            // What the service answers (the content has arrived all the same).
+            let refusal: String? =
+                if grant.revokedOnService != nil { "SY_GRANT_REVOKED" } else if now >= grant.deadline {
+                    "SY_GRANT_EXPIRED"
+                } else { nil }
+            return (state.holdSummaries, refusal)
         }
         if hold { await gate.withLock { $0 }.wait() }
         if let fault = faultAnswer() { return fault }
-        if fault == .revokedByService { return .json(409, #"{"errcode": "SY_GRANT_REVOKED", "error": "revoked"}"#) }
+        if let refusal { return .json(409, #"{"errcode": "\#(refusal)", "error": "refused"}"#) }
+        if fault == .revokedByService {
+            // The service revokes the grant itself: later content under it is a violation.
+            state.withLock { $0.grants[grantID]?.revokedOnService = .service }
+            return .json(409, #"{"errcode": "SY_GRANT_REVOKED", "error": "revoked"}"#)
+        }
         let first = ids.first ?? ""
         return .json(
             200,

@@ -66,13 +66,15 @@ struct MemberDirectoryTests {
             "GET", MemberFixtures.members,
             ScriptedHTTPTransport.held(by: gate) { _ in .json(200, #"{"members": [], "next_from": null, "total": 0}"#) }
         )
-        let directory = DirectoryClient(following: MemberFixtures.account(transport))
+        let account = MemberFixtures.account(transport)
+        let directory = DirectoryClient(following: account)
         let one = try directory.members()
         let two = try directory.members()
         async let first = one.search("ali")
         async let second = two.search("ali")
         try await gate.waitForWaiters(count: 1)
-        try await Task.sleep(for: .milliseconds(50))
+        // The gate: the second search has joined the first one's request before it is answered.
+        try await account.memberPageRequestJoins.wait(until: { $0 >= 1 })
         gate.open()
         _ = try await [first, second]
         #expect(transport.count("GET", MemberFixtures.members) == 1)

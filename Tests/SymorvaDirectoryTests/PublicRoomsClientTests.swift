@@ -87,7 +87,8 @@ struct PublicRoomsClientTests {
         async let first = client.page()
         async let second = client.page()
         try await gate.waitForWaiters(count: 1)
-        try await Task.sleep(for: .milliseconds(50))
+        // The gate: the second caller has joined the first one's request before it is answered.
+        try await client.pageRequestJoins.wait(until: { $0 >= 1 })
         gate.open()
         let pages = try await [first, second]
         #expect(pages[0] == pages[1])
@@ -132,14 +133,20 @@ struct PublicRoomsClientTests {
             }
             return .success(DirectoryFixtures.roomsPage(["!new:hs.test"]))
         }
-        let client = PublicRoomsClient(homeserverURL: DirectoryFixtures.homeserver, transport: transport)
+        let trace = ObservableTraceRecorder()
+        let tracer = Tracer()
+        _ = tracer.addSink(trace)
+        let client = PublicRoomsClient(
+            homeserverURL: DirectoryFixtures.homeserver, transport: transport, tracer: tracer)
         let search = client.search()
         search.update(term: "old")
         try await gate.waitForWaiters(count: 1)
         let results = try await search.search("new")
         #expect(results.items.map(\.roomID) == [RoomID("!new:hs.test")])
         gate.open()
-        try await Task.sleep(for: .milliseconds(100))
+        // The barrier: the old query's page has come back to the search's host and was dropped
+        // there (its fetch was replaced by the new query's). Only then is the state read.
+        try await trace.wait(for: { $0.event == "pageLoaded" && $0.kind != .transition })
         #expect(search.results.value.results?.items.map(\.roomID) == [RoomID("!new:hs.test")])
         #expect(search.results.value.query?.term == "new")
     }

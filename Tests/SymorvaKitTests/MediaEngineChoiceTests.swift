@@ -1,6 +1,11 @@
 import SymorvaKit
+import SymorvaMachines
 import SymorvaTesting
 import Testing
+
+#if os(Linux)
+    import SymorvaMediaGStreamer
+#endif
 
 /// The stage media engine the SDK's meetings module picks for the platform.
 @Suite("Media engine choice")
@@ -14,4 +19,26 @@ struct MediaEngineChoiceTests {
             #expect(engine is UnavailableMediaEngine)
         #endif
     }
+
+    @Test("The test tone engine is GStreamer's on Linux; elsewhere there is none")
+    func toneEngine() {
+        let engine = AccountModuleFactory.toneMediaEngine(
+            frequency: 440, transport: ScriptedHTTPTransport(), tracer: Tracer())
+        #if os(Linux)
+            #expect(engine is GStreamerMediaEngine)
+        #else
+            #expect(engine == nil)
+        #endif
+    }
+
+    #if os(Linux)
+        @Test("A GStreamer element that is not installed is named; with every element there, nothing is missing")
+        func missingElementNamed() async {
+            #expect(await GStreamerSupport.missing() == nil)
+            #expect(await GStreamerSupport.missing(forPlayback: true) == nil)
+            #expect(
+                await GStreamerSupport.missing(elements: ["audiotestsrc", "symorvanosuchelement"])
+                    == .element("symorvanosuchelement"))
+        }
+    #endif
 }

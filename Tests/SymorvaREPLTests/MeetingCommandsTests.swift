@@ -30,16 +30,40 @@ struct MeetingCommandsTests {
         let (session, capture) = session()
         _ = await session.run(lines: [
             "meeting hand sideways", "meeting promote bob", "meeting join", "meeting join !r:x --loud",
-            "meeting mic loud",
+            "meeting mic loud", "meeting join !r:x --tone", "meeting join !r:x --tone 5",
+            "meeting join !r:x --tone 440 --tone 440", "meeting join !r:x --broadcast --broadcast",
         ])
+        let usage = "meeting join <room> [--broadcast] [--tone <hz>]"
         #expect(
             capture.texts == [
                 "error: usage: meeting hand up|down",
                 "error: 'bob' is not a Matrix user ID (@name:server)",
-                "error: usage: meeting join <room> [--broadcast]",
-                "error: usage: meeting join <room> [--broadcast]",
+                "error: usage: \(usage)",
+                "error: usage: \(usage)",
                 "error: usage: meeting mic on|off",
+                "error: usage: \(usage)",
+                "error: '5' is not a whole number in 20...20000 — usage: \(usage)",
+                "error: usage: \(usage)",
+                "error: usage: \(usage)",
             ])
+    }
+
+    @Test(
+        "A missing capture device, and a missing GStreamer element, are named; no engine failure reads as a case name")
+    func missingComponents() {
+        #expect(
+            MeetingCommands.message(for: .media(.engine(.missingComponent(.captureDevice))))
+                == "no audio capture device (microphone) here: join with a test tone instead (meeting join <room> --tone 440)"
+        )
+        #expect(
+            MeetingCommands.message(for: .media(.engine(.missingComponent(.element("webrtcbin")))))
+                == "the media engine cannot start: missing GStreamer element 'webrtcbin'")
+        #expect(
+            MeetingCommands.message(for: .media(.engine(.missingComponent(.framework("GStreamer")))))
+                == "the media engine cannot start: GStreamer did not start")
+        #expect(
+            MeetingCommands.message(for: .media(.engine(.pipelineFailed))) == "the media engine failed: pipeline failed"
+        )
     }
 
     @Test("Every meeting failure reads as a sentence without server text")
@@ -48,7 +72,8 @@ struct MeetingCommandsTests {
             .notRoomMember, .notHost, .meetingUnknown, .roomUnknown, .meetingEnded, .notParticipant, .stageFull,
             .wrongRole, .mediaUnavailable, .homeserverUnavailable, .rateLimited(retryAfter: nil), .transport(.timeout),
             .invalidResponse, .refused(code: "SY_X", status: 400), .notSignedIn, .accountEnded, .moduleDisabled,
-            .media(.unauthorized), .media(.engine(.missingComponent)), .media(.iceFailed),
+            .media(.unauthorized), .media(.engine(.missingComponent(.captureDevice))),
+            .media(.engine(.missingComponent(.element("faad")))), .media(.engine(.offerFailed)), .media(.iceFailed),
         ]
         let texts = errors.map(MeetingCommands.message(for:))
         #expect(Set(texts).count == errors.count)

@@ -111,3 +111,44 @@ struct SecretPromptTerminalTests {
             text.split(separator: "\n") == ["prompt echo off", "signal \(SIGINT)", "exit echo on"], "\(text)")
     }
 }
+
+@Suite("State events on the timeline")
+struct StateEventRowTests {
+    func row(sender: UserID = "@alice:hs", name: String? = "alice", _ content: TimelineItemContent) -> String {
+        let item = TimelineItem(
+            id: .event(EventID("$e")), eventID: EventID("$e"), transactionID: nil, sender: sender,
+            senderProfile: SenderProfile(displayName: name), isOwn: false, timestamp: nil, content: content,
+            isEdited: false, reactions: [], inReplyTo: nil, readBy: [], sendState: nil)
+        return TimelinePrinter.render(item)
+    }
+
+    @Test("State events read as sentences, not as their types")
+    func sentences() {
+        #expect(row(.stateChange(.created)) == "— alice created the room")
+        #expect(row(.stateChange(.name("lounge"))) == #"— alice set the room name to "lounge""#)
+        #expect(row(.stateChange(.topic("seeds and soil"))) == #"— alice set the topic to "seeds and soil""#)
+        #expect(row(.stateChange(.encryptionEnabled)) == "— alice enabled encryption")
+        #expect(row(.stateChange(.powerLevels)) == "— alice changed the power levels")
+        #expect(row(.stateChange(.joinRule("public"))) == "— alice made the room public: anyone can join")
+        #expect(row(.stateChange(.historyVisibility("shared"))) == "— alice made the history readable by all members")
+        #expect(row(.stateChange(.avatar(isSet: true))) == "— alice changed the room picture")
+        #expect(row(name: nil, .stateChange(.created)) == "— @alice:hs created the room")
+    }
+
+    @Test("Memberships read as who did what to whom")
+    func memberships() {
+        #expect(row(.membership(userID: "@alice:hs", membership: .join, displayName: "alice")) == "— alice joined")
+        #expect(row(.membership(userID: "@bob:hs", membership: .invite, displayName: nil)) == "— alice invited @bob:hs")
+        #expect(row(.membership(userID: "@alice:hs", membership: .leave, displayName: nil)) == "— alice left")
+        #expect(row(.membership(userID: "@bob:hs", membership: .leave, displayName: nil)) == "— alice removed @bob:hs")
+        #expect(row(.membership(userID: "@bob:hs", membership: .ban, displayName: nil)) == "— alice banned @bob:hs")
+        #expect(
+            row(sender: "@bob:hs", name: "bob", .membership(userID: "@bob:hs", membership: .knock, displayName: "bob"))
+                == "— bob asked to join")
+    }
+
+    @Test("A room name that draws on the terminal is shown, never performed")
+    func escaped() {
+        #expect(row(.stateChange(.name("x\u{1B}[2Jy"))) == #"— alice set the room name to "x\u{1B}[2Jy""#)
+    }
+}

@@ -26,7 +26,8 @@ struct CoalescerTests {
         try await gate.waitForWaiters(count: 1)
         let second = Task { try await coalescer.value(for: "room", fetch) }
         let third = Task { try await coalescer.value(for: "room", fetch) }
-        try await eventually("two callers joined") { await coalescer.statistics.joined == 2 }
+        try await coalescer.joins.wait(until: { $0 == 2 })  // the gate: both joined, observably
+        #expect(await coalescer.statistics.joined == 2)
         gate.open()
         let values = [try await first.value, try await second.value, try await third.value]
         #expect(values == [100, 100, 100])

@@ -64,7 +64,7 @@ struct WaitTests {
         let scope = AccountScope(label: "@alice:example.org")
         let host = world.host(scope: scope)
         async let answer = host.wait { _ -> Int? in nil }
-        try await Task.sleep(for: .milliseconds(10))
+        try await observed(host.states)  // the wait is registered: the scope ends under it
         scope.end(reason: .signedOut)
         #expect(await answer == nil)
         #expect(await host.send(.note("b")) { _ in 1 } == nil)
@@ -84,9 +84,23 @@ struct WaitTests {
         let publisher = ObservableValue<Int>.Publisher(1)
         #expect(await publisher.observable.first { $0 == 1 ? "one" : nil } == "one")
         async let later = publisher.observable.first { $0 >= 3 ? $0 : nil }
-        try await Task.sleep(for: .milliseconds(10))
+        try await observed(publisher.observable)  // subscribed: 2 and 3 arrive as later values
         publisher.publish(2)
         publisher.publish(3)
         #expect(await later == 3)
+    }
+}
+
+/// Returns once `value` has `count` observers: the gate that says a waiter has subscribed
+/// (instead of sleeping and hoping it has).
+func observed<Value: Sendable>(
+    _ value: ObservableValue<Value>, count: Int = 1, fileID: String = #fileID, line: Int = #line
+) async throws {
+    let deadline = ContinuousClock.now + TestWaiting.defaultTimeout
+    while value.observerCount < count {
+        guard ContinuousClock.now < deadline else {
+            throw TestFailure("\(count) observer(s) never subscribed", fileID: fileID, line: line)
+        }
+        await Task.yield()
     }
 }

@@ -63,8 +63,9 @@ public enum TimelineItemContent: Sendable, Hashable {
     case file(MediaInfo)
     /// An `m.room.member` change of `userID`.
     case membership(userID: UserID, membership: Membership?, displayName: String?)
-    /// Another state event (name, topic, power levels…).
-    case stateChange(type: String, stateKey: String)
+    /// Another state event (creation, name, topic, encryption, power levels…), read as what it
+    /// changed.
+    case stateChange(RoomStateChange)
     /// Redacted: the content is gone.
     case redacted
     /// End-to-end encrypted and not decrypted on this device, for this reason. A missing key
@@ -181,7 +182,7 @@ extension TimelineItemContent {
                 displayName: shown?.displayname)
         default:
             if let stateKey {
-                self = .stateChange(type: type, stateKey: stateKey)
+                self = .stateChange(RoomStateChange(type: type, stateKey: stateKey, content: content))
             } else {
                 self = .unsupported(type: type)
             }

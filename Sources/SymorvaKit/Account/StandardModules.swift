@@ -133,6 +133,20 @@ extension AccountModuleFactory {
             UnavailableMediaEngine()
         #endif
     }
+
+    /// A media engine whose stage voice is a sine tone of `frequency` hertz instead of a
+    /// microphone (the REPL's `meeting join <room> --tone <hz>`): the room's mix plays on the
+    /// machine's sink when an audio server is reachable, else it only feeds the level meter.
+    /// `nil` where the SDK has no engine of its own (Apple platforms).
+    package static func toneMediaEngine(frequency: Int, transport: any HTTPTransport, tracer: Tracer)
+        -> (any MediaEngine)?
+    {
+        #if os(Linux)
+            GStreamerMediaEngine.toneEngine(frequency: frequency, transport: transport, tracer: tracer)
+        #else
+            nil
+        #endif
+    }
 }
 
 extension AccountMeetings: AccountModule {

@@ -132,9 +132,10 @@ public enum MediaSessionError: Error, Sendable, Hashable {
 }
 
 /// What the platform's media engine could not do.
-public enum MediaEngineFailure: String, Sendable, Hashable {
-    /// A required element (webrtcbin, nice, opus) is not installed.
-    case missingComponent
+public enum MediaEngineFailure: Sendable, Hashable, CustomStringConvertible {
+    /// Something the engine needs is not on this machine, named so that a person can install it
+    /// (or join with a test tone instead of a microphone).
+    case missingComponent(MissingMediaComponent)
     /// The pipeline could not be built or started.
     case pipelineFailed
     /// The engine could not create the offer.
@@ -143,6 +144,40 @@ public enum MediaEngineFailure: String, Sendable, Hashable {
     case answerRejected
     /// The pipeline stopped with an error while running.
     case streamFailed
+
+    /// What failed, as a person reads it: `no audio capture device (microphone)`,
+    /// `missing GStreamer element 'webrtcbin'`, `pipeline failed`.
+    public var description: String {
+        switch self {
+        case .missingComponent(let component): component.description
+        case .pipelineFailed: "pipeline failed"
+        case .offerFailed: "could not create the offer"
+        case .answerRejected: "rejected the media server's answer"
+        case .streamFailed: "the stream failed while running"
+        }
+    }
+}
+
+/// What a media engine needs and did not find: the answer to "what do I install?".
+public enum MissingMediaComponent: Sendable, Hashable, CustomStringConvertible {
+    /// No audio capture device: no microphone, or no audio server (PulseAudio, PipeWire) to
+    /// reach one. A test tone (`meeting join <room> --tone 440` in the REPL) needs none.
+    case captureDevice
+    /// The platform's media framework itself did not start (GStreamer on Linux).
+    case framework(String)
+    /// A plugin element the pipeline needs is not installed (a GStreamer element factory name
+    /// such as `webrtcbin`, `nicesrc`, `opusenc` or `faad`).
+    case element(String)
+
+    /// `no audio capture device (microphone)`, `GStreamer did not start`, or
+    /// `missing GStreamer element 'webrtcbin'`.
+    public var description: String {
+        switch self {
+        case .captureDevice: "no audio capture device (microphone)"
+        case .framework(let name): "\(name) did not start"
+        case .element(let name): "missing GStreamer element '\(name)'"
+        }
+    }
 }
 
 /// Why a stage media session is closed.

@@ -20,7 +20,9 @@ final class ObservableREPLOutput: REPLOutput {
 struct ChatREPLTests {
     let transport = CurlTransport()
 
-    @Test("open prints the conversation live: our own message, then the other member's reply as it arrives")
+    @Test(
+        "open prints the conversation live: the room's making as sentences, our own message, then the other member's reply as it arrives"
+    )
     func openPrintsLive() async throws {
         try await withChatTestRun { run in
             let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
@@ -52,6 +54,19 @@ struct ChatREPLTests {
             let lines = try await output.lines.wait { $0.contains { $0.hasSuffix(": hi back") } }
             #expect(lines.contains("created \(roomID)"))
             #expect(lines.contains { $0.hasPrefix("1. Allotment") })
+            // State events read as a person says them, never as their types.
+            let bobID = bobAccount.userID.rawValue
+            for sentence in [
+                " created the room", #" set the room name to "Allotment""#, " invited \(bobID)",
+                " changed the power levels", " made the room invite only",
+            ] {
+                #expect(
+                    lines.contains { $0.hasPrefix("[") && $0.hasSuffix(sentence) }, "no row ends with '\(sentence)'")
+            }
+            try await output.lines.wait {
+                $0.contains { $0.hasPrefix("[") && $0.contains("— ") && $0.hasSuffix(" joined") }
+            }
+            #expect(!lines.contains { $0.contains(" changed m.room.") })
         }
     }
 }

@@ -60,11 +60,7 @@ struct ChatTimelineTests {
             #expect(items.texts == texts)
             // The room's creation is the first row: nothing older exists.
             let first = try #require(items.first)
-            if case .stateChange(let type, _) = first.content {
-                #expect(type == "m.room.create")
-            } else {
-                Issue.record("first row is not the room's creation")
-            }
+            #expect(first.content == .stateChange(.created), "the first row is the room's creation")
             let eventIDs = items.compactMap(\.eventID)
             #expect(Set(eventIDs).count == eventIDs.count)
         }

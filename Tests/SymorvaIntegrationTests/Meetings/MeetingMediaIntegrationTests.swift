@@ -56,8 +56,12 @@ struct MeetingMediaIntegrationTests {
         let stop = bob.audioMeter.listenToIncomingSamples { samples, rate in detector.take(samples, rate: rate) }
         defer { stop() }
         // Bob hears the room but not a tone while nobody sends one (both microphones start off).
-        try await Task.sleep(for: .milliseconds(600))
-        #expect(!detector.hears())
+        // The barrier is Bob's own decoded mix: six 100 ms blocks of it analysed, not six
+        // hundred milliseconds slept, so the check runs on audio that did arrive.
+        try await waitUntil(timeout: .seconds(10), "Bob decodes 600 ms of the room's mix") {
+            detector.shares.count >= 6
+        }
+        #expect(detector.shares.allSatisfy { $0 <= 0.5 }, "a tone before anyone sent one: \(detector.shares)")
 
         try await alice.setMicrophoneEnabled(true)
         try await waitUntil(timeout: .seconds(10), "Bob hears Alice's 440 Hz") { detector.hears() }

@@ -27,6 +27,25 @@ private struct PushScene {
 
     var push: PushClient { alice.community.push }
 
+    /// A signed in on another installation, with a pusher of its own at the reference gateway.
+    struct Installation {
+        let fixture: CommunityFixture
+        let pushkey: String
+        var push: PushClient { fixture.community.push }
+    }
+
+    func secondInstallation() async throws -> Installation {
+        let username = String(alice.userID.rawValue.dropFirst().prefix { $0 != ":" })
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.directoryConfiguration)
+        _ = try await fixture.community.session.signIn(username: username, password: testPassword)
+        let installation = Installation(fixture: fixture, pushkey: "it-\(UUID().uuidString)")
+        try await installation.push.registerWithCommunityGateway(pushkey: installation.pushkey, appID: appID)
+        try await installation.push.setPusher(
+            pushkey: installation.pushkey, appID: appID, appDisplayName: "Symorva tests",
+            deviceDisplayName: "CI 2", gatewayURL: installation.push.communityGatewayURL)
+        return installation
+    }
+
     func setPusher() async throws {
         try await push.registerWithCommunityGateway(pushkey: pushkey, appID: appID)
         try await push.setPusher(
@@ -49,9 +68,24 @@ private struct PushScene {
         try await push.communityGatewayNotifications(pushkey: pushkey, appID: appID)
     }
 
-    /// Waits a while and checks that nothing arrived for `eventID`.
+    /// Waits until the gateway has recorded the push of `eventID` for `pushkey` (A's by default).
+    @discardableResult
+    func awaitNotification(
+        for eventID: EventID, pushkey: String? = nil, from client: PushClient? = nil
+    ) async throws -> GatewayNotification {
+        let pushkey = pushkey ?? self.pushkey
+        let client = client ?? push
+        return try await eventually("the push of \(eventID) at the gateway") {
+            () async throws -> GatewayNotification? in
+            try await client.communityGatewayNotifications(pushkey: pushkey, appID: appID).first {
+                $0.eventID == eventID.rawValue
+            }
+        }
+    }
+
+    /// Checks that the gateway holds no push of `eventID` for A's pushkey. Call it only after a
+    /// barrier: a push that Synapse must have sent after any push of `eventID` has arrived.
     func expectNoNotification(for eventID: EventID) async throws {
-        try await Task.sleep(for: .seconds(3))
         #expect(try await gatewayNotifications().allSatisfy { $0.eventID != eventID.rawValue })
     }
 }
@@ -60,7 +94,9 @@ private struct PushScene {
     "Push against Synapse and the reference gateway", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
     .shutsDownCommunities, .serialized, .timeLimit(.minutes(3)))
 struct PushIntegrationTests {
-    @Test("A sets a pusher, B writes: the gateway receives it for A's pushkey; muted sends none; removed sends none")
+    @Test(
+        "A sets a pusher, B writes: the gateway receives it for A's pushkey; muted sends none; removed sends none (behind barriers)"
+    )
     func pushToGateway() async throws {
         let scene = try await PushScene.make()
         try await scene.setPusher()
@@ -86,21 +122,39 @@ struct PushIntegrationTests {
         })
         #expect((counts?.notifications ?? 0) >= 1)
 
+        // Muted: nothing for the message written while muted. The barrier is the same pusher's
+        // push of a later message (written after unmuting): Synapse's pusher sends a member's
+        // notifications one at a time in stream order, so once the later one is at the gateway,
+        // a push of the muted one would already be there.
         try await scene.alice.community.chat.setFlag(.muted, true, roomID: scene.roomID)
         let muted = try await scene.bobWrites("while muted")
-        try await scene.expectNoNotification(for: muted)
         try await scene.alice.community.chat.setFlag(.muted, false, roomID: scene.roomID)
+        let unmuted = try await scene.bobWrites("unmuted again")
+        try await scene.awaitNotification(for: unmuted)
+        try await scene.expectNoNotification(for: muted)
 
+        // Removed: nothing for A's pushkey. A's second installation keeps a pusher of its own at
+        // the same gateway; its pushes of the message written after the removal and of a later
+        // one are the barrier: Synapse evaluated both for A and pushed them to every pusher A
+        // still has, in one notifier pass per event (A's removed pusher would have been handed
+        // the first in the same pass as the kept one).
+        let second = try await scene.secondInstallation()
         try await scene.push.removePusher()
-        #expect(try await scene.push.pushers().isEmpty)
+        #expect(try await scene.push.pushers().map(\.pushkey) == [second.pushkey])
         let removed = try await scene.bobWrites("after removal")
+        let later = try await scene.bobWrites("after removal, later")
+        try await scene.awaitNotification(for: removed, pushkey: second.pushkey, from: second.push)
+        try await scene.awaitNotification(for: later, pushkey: second.pushkey, from: second.push)
         try await scene.expectNoNotification(for: removed)
+        try await scene.expectNoNotification(for: later)
 
-        // Canaries: the pushkey (a device token) and the message bodies reach no log line.
-        for fixture in [scene.alice.fixture, scene.bob.fixture] {
+        // Canaries: the pushkeys (device tokens) and the message bodies reach no log line.
+        for fixture in [scene.alice.fixture, scene.bob.fixture, second.fixture] {
             let log = fixture.logs.text
             #expect(!log.isEmpty)
-            for canary in [scene.pushkey, "hello A", "while muted", "after removal"] {
+            for canary in [
+                scene.pushkey, second.pushkey, "hello A", "while muted", "unmuted again", "after removal",
+            ] {
                 #expect(!log.contains(canary), "\(canary) reached the log")
             }
         }

@@ -83,7 +83,7 @@ enum MediaFixture {
         .roomJoined(.failure(.roomUnavailable)),
         .roomJoined(.failure(.refused(code: 480))),
         .peerStarted(nil),
-        .peerStarted(.engine(.missingComponent)),
+        .peerStarted(.engine(.missingComponent(.element("webrtcbin")))),
         .offerCreated(.success(offer)),
         .offerCreated(.failure(.engine(.offerFailed))),
         .answerReceived(.success(answer)),

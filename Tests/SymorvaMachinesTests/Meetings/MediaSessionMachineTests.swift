@@ -218,7 +218,8 @@ struct MediaSessionMachineTests {
     func engineFailure() throws {
         let store = MachineTestStore(machine, initial: .negotiating(F.call(), F.link, .startingPeer))
         try store.send(
-            .peerStarted(.engine(.missingComponent)), expecting: .failed(.engine(.missingComponent)),
+            .peerStarted(.engine(.missingComponent(.captureDevice))),
+            expecting: .failed(.engine(.missingComponent(.captureDevice))),
             effects: F.teardown)
     }
 
