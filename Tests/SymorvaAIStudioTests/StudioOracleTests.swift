@@ -111,8 +111,6 @@ struct StudioServiceClockTests {
         await h.clock.advance(by: .seconds(620))
         _ = try? await second.summarize(using: restored)
         await second.shutdown()
-        withKnownIssue("issue 23 (studio): after a restart, expiry is read against the device's wall clock") {
-            #expect(h.world.violations.isEmpty, "\(h.world.violations)")
-        }
+        #expect(h.world.violations.isEmpty, "\(h.world.violations)")
     }
 }

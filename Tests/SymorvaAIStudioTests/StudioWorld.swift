@@ -230,7 +230,7 @@ final class StudioWorld: Sendable {
                 return .json(404, #"{"errcode": "SY_GRANT_UNKNOWN", "error": "unknown"}"#)
             }
             let left = max(Duration.zero, grant.deadline - now)
-            let status = grant.revokedOnService ? "revoked" : left == .zero ? "expired" : "active"
+            let status = grant.revokedOnService != nil ? "revoked" : left == .zero ? "expired" : "active"
             let ms = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
             return .json(
                 200,
@@ -242,7 +242,7 @@ final class StudioWorld: Sendable {
     /// The service revokes `id` on its own (or another device of the member did).
     func serviceRevokes(_ id: GrantID) {
         state.withLock {
-            $0.grants[id.rawValue]?.revokedOnService = true
+            if $0.grants[id.rawValue]?.revokedOnService == nil { $0.grants[id.rawValue]?.revokedOnService = .service }
             $0.log.append("serviceRevokes \(id.rawValue)")
         }
     }
