@@ -683,7 +683,13 @@ extension CryptoEngine {
         }
         // Only the session's owner sends with it: a member who reposts someone else's ciphertext
         // is refused before the index is recorded, so the real event is not taken for a replay.
-        if kept.owner == nil { kept.owner = try await store.owner(ofCurveKey: row.senderKey) }
+        if kept.owner == nil, !kept.ownerLookedUp {
+            // A forwarded session: its owner is the user of the known device with its key. Looked
+            // up once per unpickled session (not per event); a device learnt later counts after
+            // the kept sessions are dropped.
+            kept.owner = try await store.owner(ofCurveKey: row.senderKey)
+            kept.ownerLookedUp = true
+        }
         if let owner = kept.owner, owner != sender { return .failure(.mismatched) }
         guard try await store.recordMessageIndex(sessionID: sessionID, index: decrypted.messageIndex, eventID: eventID)
         else { return .failure(.replayed) }
@@ -713,6 +719,8 @@ extension CryptoEngine {
         /// The user the session belongs to: who shared it, or for a forwarded one the owner of
         /// the known device with its sender key, once known.
         var owner: UserID?
+        /// Whether the owner of a forwarded session was looked up.
+        var ownerLookedUp = false
 
         init(row: CryptoStore.InboundSessionRow, session: any InboundGroupSession) {
             self.row = row

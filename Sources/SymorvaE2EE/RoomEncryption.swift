@@ -122,11 +122,12 @@ extension AccountCrypto {
             count += userMessages.count
         }
         if count > 0 { batches.append(batch) }
-        for (index, messages) in batches.enumerated() {
-            let devicesInBatch = messages.flatMap { user, devices in devices.keys.map { "\(user)|\($0)" } }.sorted()
-            let transactionID = TransactionID(
-                "rk-\(engine.driver.sha256(Array((sessionID + devicesInBatch.joined(separator: ",") + "#\(index)").utf8)).prefix(24))"
-            )
+        for messages in batches {
+            // The transaction ID is the batch's content: sharing the same session with the same
+            // device again (it started a new Olm session with us) is new content, so the server
+            // never takes it for a retry of the first sharing and drops it.
+            let content = (try? JSONValue.object(messages.mapValues { JSONValue.object($0) }).canonicalEncoding()) ?? []
+            let transactionID = TransactionID("rk-\(engine.driver.sha256(Array(sessionID.utf8) + content).prefix(24))")
             let endpoint: MatrixEndpoint
             do {
                 endpoint = try E2EEAPI.sendToDevice(

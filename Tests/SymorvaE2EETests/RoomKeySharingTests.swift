@@ -24,6 +24,7 @@ struct RoomKeySharingTests {
     struct Homeserver {
         let crypto: AccountCrypto
         let sent: SentBodies
+        let transport: ScriptedHTTPTransport
     }
 
     /// The `sendToDevice` bodies a homeserver received.
@@ -74,7 +75,7 @@ struct RoomKeySharingTests {
             if case .ready = $0 { return true }
             return false
         }
-        return Homeserver(crypto: crypto, sent: sent)
+        return Homeserver(crypto: crypto, sent: sent, transport: transport)
     }
 
     /// The users whose devices the `sendToDevice` requests addressed.
@@ -137,5 +138,23 @@ struct RoomKeySharingTests {
         #expect(long.milliseconds == 7 * 24 * 3_600_000)
         #expect(long.messages == 1)
         #expect(CryptoEngine.RotationPolicy(room: EncryptedRoom(roomID: roomID, joined: [])) == .init())
+    }
+
+    @Test("Sharing the same session with a device again goes out under a new transaction ID, never as a retry")
+    func reshareIsNotARetry() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let server = try await homeserver(knowing: [bob])
+        let room = EncryptedRoom(roomID: roomID, joined: [alice, bob.userID])
+        let content = Array(#"{"body":"x"}"#.utf8)
+        _ = try await server.crypto.encryptEvent(room: room, eventType: "m.room.message", content: content)
+        // Bob starts a new Olm session with us: the room's key goes to him again.
+        let bobCurve = try await bob.keys().curve25519
+        try await server.crypto.store.database.transaction { db throws(StoreError) in
+            try CryptoStore.forgetSharing(withCurveKey: bobCurve, in: db)
+        }
+        _ = try await server.crypto.encryptEvent(room: room, eventType: "m.room.message", content: content)
+        let paths = server.transport.requests.filter { $0.url.path.contains("/sendToDevice/") }.map(\.url.path)
+        #expect(paths.count == 2)
+        #expect(Set(paths).count == 2, "the same transaction ID twice: \(paths)")
     }
 }

@@ -342,4 +342,42 @@ extension NioInteropTests {
         #expect(items.first { $0.eventID == original }?.isEdited == true)
         try await peer.quit()
     }
+
+    @Test(
+        "A nio device that lost its Olm session with us unwedges it; SymorvaKit shares its room key again over the new session and nio reads on"
+    )
+    func nioUnwedges() async throws {
+        let fixture = CommunityFixture()
+        let (_, _, peer, nioUser, _, crypto, stop) = try await talkingRoom(fixture)
+        defer { stop() }
+        let ourKey = try #require(await crypto.identityKeys).curve25519
+        #expect(try await peer.forgetSessions(with: ourKey) > 0)
+
+        // A second room: SymorvaKit's new Megolm key goes to nio over the session nio forgot.
+        let chat = fixture.community.chat
+        let second = try await chat.createRoom(name: "Second", invitees: [nioUser], isEncrypted: true)
+        try await peer.waitForInvite(second)
+        try await peer.join(second)
+        let room = try await chat.conversation(id: second)
+        let stopSecond = room.observe()
+        defer { stopSecond() }
+        let lost = try await room.send(.text("nio cannot read this one")).sentEventID().rawValue
+        try await peer.waitForMessages(in: second) { _, undecrypted in undecrypted.contains { $0.eventID == lost } }
+
+        // nio finds the session wedged, starts a new one and tells us over it (m.dummy); a message
+        // after that shares the key again over the new session, and nio reads it. Until the dummy
+        // has arrived a message may still go over the old session: each is given 10 s.
+        var read: String?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while read == nil, ContinuousClock.now < deadline {
+            let next = try await room.send(.text("after unwedging")).sentEventID().rawValue
+            if (try? await peer.waitForMessages(in: second, timeout: .seconds(10)) { decrypted, _ in
+                decrypted.contains { $0.eventID == next }
+            }) != nil {
+                read = next
+            }
+        }
+        #expect(read != nil, "nio never read SymorvaKit's room again\n\(peer.stderrTail)")
+        try await peer.quit()
+    }
 }
