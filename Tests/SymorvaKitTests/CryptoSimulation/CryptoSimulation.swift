@@ -1,0 +1,455 @@
+import Foundation
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaTesting
+
+@testable import SymorvaChat
+@testable import SymorvaKit
+
+/// The shape of one simulated run.
+struct SimConfiguration: Sendable, CustomStringConvertible {
+    var accounts = 4
+    var devicesPerAccount = 3
+    var rooms = 6
+    /// Driver steps before the quiet phase.
+    var steps = 24
+    /// Sends per step at most (each step draws 1…this many, started together).
+    var sendsPerStep = 4
+    var restartPercent = 8
+    var killPercent = 8
+    var faults = SimHomeserver.NetworkFaults()
+    /// How long one step waits for the network to settle before the next (a bound, not a pause:
+    /// a step ends as soon as every device is parked in a long poll with nothing in flight).
+    var stepSettle: Duration = .seconds(3)
+    /// How long the final phase waits for every message to become readable.
+    var finalDeadline: Duration = .seconds(20)
+
+    /// The issue's shape: 4 accounts × 3 devices, 6 rooms.
+    static let standard = SimConfiguration()
+
+    /// The `Scripts/test` tier's shape: small enough for a few hundred seeds in its budget.
+    static let quick = SimConfiguration(
+        accounts: 2, devicesPerAccount: 2, rooms: 2, steps: 6, sendsPerStep: 3, stepSettle: .seconds(2),
+        finalDeadline: .seconds(10))
+
+    var description: String {
+        "\(accounts)×\(devicesPerAccount) devices, \(rooms) rooms, \(steps) steps"
+    }
+}
+
+/// The invariants the simulation checks.
+enum SimInvariant: String, Sendable, CaseIterable {
+    /// No Olm or Megolm message key is used for two different ciphertexts.
+    case messageKeyReuse = "message key used twice"
+    /// Every message becomes readable by every device that was a member when it was sent, or
+    /// shows a typed reason that the network explains (a to-device message on the link dropped).
+    case eventuallyReadable = "message not readable"
+    /// After the quiet phase and one round in which unwedging had its chance, a new room key
+    /// reaches every device from every device.
+    case wedged = "pair of devices wedged"
+    /// No planted body in any store file (databases, WAL, keys) or on the wire.
+    case plaintextAtRest = "plaintext in a store"
+}
+
+/// One broken invariant.
+struct SimFailure: Sendable, CustomStringConvertible {
+    var invariant: SimInvariant
+    var step: Int
+    var detail: String
+
+    var description: String { "[\(invariant.rawValue)] step \(step): \(detail)" }
+}
+
+/// What one seed did and found.
+struct SimReport: Sendable, CustomStringConvertible {
+    var seed: UInt64
+    var configuration: SimConfiguration
+    var failures: [SimFailure] = []
+    var messages = 0
+    var readable = 0
+    var undecryptable = 0
+    var restarts = 0
+    var kills: [String] = []
+    var network = SimHomeserver.Counts()
+    var unknownRoutes: [String] = []
+    var seconds = 0.0
+
+    func failed(_ invariant: SimInvariant) -> [SimFailure] { failures.filter { $0.invariant == invariant } }
+
+    var description: String {
+        var lines = [
+            "seed \(seed) (\(configuration)): \(failures.isEmpty ? "ok" : "\(failures.count) failure(s)") in "
+                + String(format: "%.1f", seconds) + " s",
+            "  messages=\(messages) readable=\(readable) undecryptable=\(undecryptable) restarts=\(restarts) "
+                + "kills=\(kills) \(network)",
+        ]
+        if !unknownRoutes.isEmpty { lines.append("  unsimulated routes: \(unknownRoutes)") }
+        lines += failures.prefix(12).map { "  \($0)" }
+        if failures.count > 12 { lines.append("  … \(failures.count - 12) more") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// One planted message.
+struct SimMessage: Sendable {
+    var body: String
+    var room: String
+    var sender: String
+    /// The devices that were members when it was sent (the sender included).
+    var recipients: [String]
+    var step: Int
+    /// A probe of the final phase: round 1 lets unwedging happen, round 2 must reach everyone.
+    var probeRound: Int?
+}
+
+/// The seeded simulation (`docs/e2ee.md`, "Simulation"): accounts with several devices each,
+/// encrypted rooms, and a driver whose every decision is drawn from one ``SimRandom`` — who sends
+/// where, how many at once, whom to restart, whom to kill at which ``FaultPoint`` — while the
+/// ``SimHomeserver`` mistreats to-device messages by a function of the seed. Invariants are
+/// checked after every step and after a final quiet phase.
+final class CryptoSimulation {
+    let seed: UInt64
+    let configuration: SimConfiguration
+    let server: SimHomeserver
+    let folder: String
+    private(set) var devices: [SimDevice] = []
+    /// Room ID → member user IDs.
+    private(set) var rooms: [(id: String, members: [String])] = []
+    private var random: SimRandom
+    private var messages: [SimMessage] = []
+    private var report: SimReport
+    private var step = 0
+    private var seenViolations = 0
+    private var canaries = 0
+
+    init(seed: UInt64, configuration: SimConfiguration) {
+        self.seed = seed
+        self.configuration = configuration
+        server = SimHomeserver(seed: seed, faults: configuration.faults)
+        folder = NSTemporaryDirectory() + "symorva-crypto-sim-\(seed)-\(UUID().uuidString)"
+        random = SimRandom(seed: seed)
+        report = SimReport(seed: seed, configuration: configuration)
+    }
+
+    /// Runs the seed and removes its folder.
+    func run() async -> SimReport {
+        let started = ContinuousClock.now
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        do {
+            try await setUp()
+            for step in 1...configuration.steps { await runStep(step) }
+            await finalPhase()
+        } catch {
+            report.failures.append(SimFailure(invariant: .eventuallyReadable, step: step, detail: "setup: \(error)"))
+        }
+        for device in devices { await device.stop() }
+        report.network = server.counts
+        report.unknownRoutes = server.unknownRoutes.sorted()
+        report.restarts = devices.map { $0.history.restarts }.reduce(0, +)
+        report.kills = devices.flatMap { device in device.history.kills.map { "\(device.deviceID)@\($0.rawValue)" } }
+        let elapsed = ContinuousClock.now - started
+        report.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return report
+    }
+
+    // MARK: Setup
+
+    private func setUp() async throws {
+        let users = (0..<configuration.accounts).map { "@u\($0):\(SimHomeserver.serverName)" }
+        for (index, user) in users.enumerated() {
+            for device in 0..<configuration.devicesPerAccount {
+                let deviceID = "D\(index)\(Character(UnicodeScalar(UInt8(65 + device))))"
+                server.register(user: user, deviceID: deviceID)
+                devices.append(
+                    SimDevice(
+                        user: user, deviceID: deviceID, directory: "\(folder)/\(deviceID)", server: server))
+            }
+        }
+        for number in 0..<configuration.rooms {
+            // Every room has two to all accounts, drawn from the seed.
+            var members = users.filter { _ in random.chance(60) }
+            while members.count < 2 {
+                let user = users[random.below(users.count)]
+                if !members.contains(user) { members.append(user) }
+            }
+            members.sort()
+            let id = "!r\(number):\(SimHomeserver.serverName)"
+            server.createRoom(id: id, members: members)
+            rooms.append((id, members))
+        }
+        for device in devices { try await device.create() }
+        await settle(.seconds(10))
+    }
+
+    // MARK: Steps
+
+    private func runStep(_ step: Int) async {
+        self.step = step
+        server.advance(toStep: step)
+        if random.chance(configuration.restartPercent) {
+            let device = devices[random.below(devices.count)]
+            if !device.isDead { await device.restart() }
+        }
+        if random.chance(configuration.killPercent) {
+            let points: [FaultPoint] = [.toDeviceCommitted, .messagePersisted, .syncIngest, .keysUploadAnswered]
+            devices[random.below(devices.count)].arm(points[random.below(points.count)])
+        }
+        let count = 1 + random.below(configuration.sendsPerStep)
+        var sends: [(SimDevice, String)] = []
+        for _ in 0..<count {
+            let device = devices[random.below(devices.count)]
+            let candidates = rooms.filter { $0.members.contains(device.user) }
+            guard !candidates.isEmpty else { continue }
+            sends.append((device, candidates[random.below(candidates.count)].id))
+        }
+        await send(sends, probeRound: nil)
+        await settle(configuration.stepSettle)
+        await restartTheDead()
+        checkEveryStep()
+    }
+
+    /// Starts every send at once (sends and the receives they trigger interleave on the same
+    /// Olm and Megolm sessions) and records the ones queued before any kill of their device.
+    private func send(_ sends: [(SimDevice, String)], probeRound: Int?) async {
+        var planned: [SimMessage] = []
+        for (device, room) in sends {
+            canaries += 1
+            let members = rooms.first { $0.id == room }!.members
+            planned.append(
+                SimMessage(
+                    body: SimCanary.body(seed: seed, number: canaries), room: room, sender: device.key,
+                    recipients: devices.filter { members.contains($0.user) }.map(\.key), step: step,
+                    probeRound: probeRound))
+        }
+        let byKey = Dictionary(devices.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        let queued = await withTaskGroup(of: SimMessage?.self) { group in
+            for message in planned {
+                let device = byKey[message.sender]!
+                group.addTask {
+                    guard let community = device.community, !device.isDead else { return nil }
+                    do {
+                        let conversation = try await community.chat.conversation(id: RoomID(message.room))
+                        _ = try await conversation.send(.text(message.body))
+                    } catch { return nil }
+                    // Queued before a kill: the crash image holds it. After one: it may not.
+                    return device.isDead ? nil : message
+                }
+            }
+            var queued: [SimMessage] = []
+            for await message in group { if let message { queued.append(message) } }
+            return queued
+        }
+        messages += queued.sorted { $0.body < $1.body }
+    }
+
+    /// Waits until the network is quiet (every live device parked in a long poll, nothing in
+    /// flight or held back) twice in a row, or `bound` passes.
+    private func settle(_ bound: Duration) async {
+        let deadline = ContinuousClock.now + bound
+        var quietTimes = 0
+        while ContinuousClock.now < deadline {
+            let alive = Set(devices.filter { !$0.isDead && $0.community != nil }.map(\.key))
+            if server.isQuiet(alive: alive) {
+                quietTimes += 1
+                if quietTimes >= 2 { return }
+                // Work that follows a sync without the network (decryption, the crypto machine's
+                // turn) may start a request right after: look again after the next change or a
+                // short while.
+                await server.nextChange(timeout: .milliseconds(60))
+            } else {
+                quietTimes = 0
+                await server.nextChange(timeout: .milliseconds(250))
+            }
+        }
+    }
+
+    private func restartTheDead() async {
+        for device in devices where device.isDead { await device.restart() }
+    }
+
+    // MARK: Invariants after every step
+
+    private func checkEveryStep() {
+        let violations = server.violations
+        for violation in violations.dropFirst(seenViolations) {
+            let invariant: SimInvariant =
+                violation.hasPrefix("plaintext") ? .plaintextAtRest : .messageKeyReuse
+            report.failures.append(SimFailure(invariant: invariant, step: step, detail: violation))
+        }
+        seenViolations = violations.count
+        scanStores()
+    }
+
+    /// Looks for the canary marker in every file of every device.
+    private func scanStores() {
+        let marker = Array(SimCanary.marker.utf8)
+        for device in devices {
+            for (path, bytes) in device.storeBytes() where Self.contains(bytes, marker) {
+                report.failures.append(
+                    SimFailure(invariant: .plaintextAtRest, step: step, detail: "\(device.name): \(path)"))
+            }
+        }
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, haystack.count >= needle.count else { return false }
+        return haystack.withUnsafeBufferPointer { hay in
+            var index = 0
+            let last = hay.count - needle.count
+            while index <= last {
+                if hay[index] == first {
+                    var matches = true
+                    for offset in 1..<needle.count where hay[index + offset] != needle[offset] {
+                        matches = false
+                        break
+                    }
+                    if matches { return true }
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    // MARK: The final phase
+
+    private func finalPhase() async {
+        step = configuration.steps + 1
+        for device in devices { device.disarm() }
+        server.quietNetwork()
+        await restartTheDead()
+        await settle(.seconds(10))
+        for round in 1...2 {
+            // A new room of every account: each device's probe needs a new Megolm session shared
+            // over Olm with every other device, so a wedged Olm session shows.
+            let id = "!probe\(round):\(SimHomeserver.serverName)"
+            let members = Array(Set(devices.map(\.user))).sorted()
+            server.createRoom(id: id, members: members)
+            rooms.append((id, members))
+            await settle(.seconds(10))
+            await send(devices.map { ($0, id) }, probeRound: round)
+            await settle(.seconds(10))
+            step += 1
+        }
+        checkEveryStep()
+        await checkReadable()
+    }
+
+    /// What a device's timeline shows for a message.
+    enum Seen: Equatable {
+        case readable
+        case undecryptable(String)
+        case absent
+        case wrongBody
+    }
+
+    private func checkReadable() async {
+        let deadline = ContinuousClock.now + configuration.finalDeadline
+        var outcome: [String: Seen] = [:]
+        var eventIDs: [String: EventID] = [:]
+        repeat {
+            (outcome, eventIDs) = await look()
+            if outcome.values.allSatisfy({ $0 == .readable }) { break }
+            await server.nextChange(timeout: .milliseconds(500))
+        } while ContinuousClock.now < deadline
+        report.messages = messages.count
+        let dropped = server.droppedLinks
+        for message in messages {
+            guard eventIDs[message.body] != nil else {
+                report.failures.append(
+                    SimFailure(
+                        invariant: message.probeRound == 2 ? .wedged : .eventuallyReadable, step: message.step,
+                        detail: "\(message.body) from \(message.sender) never reached the server"))
+                continue
+            }
+            for recipient in message.recipients {
+                let seen = outcome["\(message.body)|\(recipient)"] ?? .absent
+                switch seen {
+                case .readable:
+                    report.readable += 1
+                    continue
+                case .undecryptable(let reason):
+                    report.undecryptable += 1
+                    // A room key the network dropped on the way is a typed reason with an excuse.
+                    if message.probeRound == nil, dropped.contains("\(message.sender)>\(recipient)") { continue }
+                    let invariant: SimInvariant =
+                        message.probeRound == 2
+                        ? .wedged : message.probeRound == 1 ? .eventuallyReadable : .eventuallyReadable
+                    if message.probeRound == 1 { continue }  // round 1 lets unwedging start
+                    report.failures.append(
+                        SimFailure(
+                            invariant: invariant, step: message.step,
+                            detail: "\(message.sender) → \(recipient): unableToDecrypt(\(reason)) \(message.room)"))
+                case .absent, .wrongBody:
+                    if message.probeRound == 1 { continue }
+                    report.failures.append(
+                        SimFailure(
+                            invariant: message.probeRound == 2 ? .wedged : .eventuallyReadable, step: message.step,
+                            detail: "\(message.sender) → \(recipient): \(seen) \(message.room)"))
+                }
+            }
+        }
+    }
+
+    /// Every device's view of every message it should read: `body|device` → what it shows,
+    /// and each message's event ID (from the sender's timeline).
+    private func look() async -> ([String: Seen], [String: EventID]) {
+        var timelines: [String: [TimelineItem]] = [:]
+        for device in devices {
+            guard let community = device.community else { continue }
+            for room in rooms where room.members.contains(device.user) {
+                timelines["\(device.key)|\(room.id)"] = await Self.timeline(of: room.id, in: community)
+            }
+        }
+        if ProcessInfo.processInfo.environment["SYMORVA_CRYPTO_SIM_DEBUG"] != nil {
+            for (key, rows) in timelines.sorted(by: { $0.key < $1.key }) {
+                print("timeline \(key): \(rows.map { "\($0.eventID?.rawValue ?? "-") \($0.content)" })")
+            }
+        }
+        var eventIDs: [String: EventID] = [:]
+        for message in messages {
+            let rows = timelines["\(message.sender)|\(message.room)"] ?? []
+            if let row = rows.first(where: { $0.content == .message(.text, body: message.body) }), let id = row.eventID
+            {
+                eventIDs[message.body] = id
+            }
+        }
+        // A message its sender cannot read itself: its event is the sender's own row with no text.
+        var outcome: [String: Seen] = [:]
+        for message in messages {
+            for recipient in message.recipients {
+                let rows = timelines["\(recipient)|\(message.room)"] ?? []
+                let seen: Seen
+                if rows.contains(where: { $0.content == .message(.text, body: message.body) }) {
+                    seen = .readable
+                } else if let id = eventIDs[message.body], let row = rows.first(where: { $0.eventID == id }) {
+                    if case .unableToDecrypt(let reason) = row.content {
+                        seen = .undecryptable(reason.rawValue)
+                    } else {
+                        seen = .wrongBody
+                    }
+                } else {
+                    seen = .absent
+                }
+                outcome["\(message.body)|\(recipient)"] = seen
+            }
+        }
+        return (outcome, eventIDs)
+    }
+
+    /// The room's whole timeline as the device shows it (observed, paged back to its start).
+    static func timeline(of room: String, in community: SymorvaCommunity) async -> [TimelineItem] {
+        guard let conversation = try? await community.chat.conversation(id: RoomID(room)) else { return [] }
+        let unsubscribe = conversation.timeline.subscribe { _ in }
+        defer { unsubscribe() }
+        // The first page is read once the timeline is observed.
+        _ = try? await conversation.timeline.wait(timeout: .seconds(5)) { !$0.isEmpty }
+        var pages = 0
+        while pages < 20 {
+            let pagination = await conversation.paginateBackwards(50)
+            pages += 1
+            if pagination.hasReachedStart || pagination.lastError != nil { break }
+        }
+        return conversation.timeline.value
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaRuntime
+import Synchronization
+
+@testable import SymorvaCrypto
+@testable import SymorvaFeatureKit
+@testable import SymorvaKit
+
+/// One simulated device: a real SymorvaKit account stack — `SymorvaCommunity` with the crypto and
+/// chat modules as the product composes them, its SQLite files and key file in a folder of its
+/// own, the libolm driver — talking to the ``SimHomeserver`` through a ``SimTransport``.
+///
+/// A restart shuts the community down and starts a new one (a new "process") over the same
+/// folder. A kill is armed for one ``FaultPoint``: when the device's process reaches it, the
+/// observer (called synchronously on the task at the point) cuts the incarnation's network and
+/// copies its folder — the crash image, what a `SIGKILL` at that instant leaves on disk (SQLite
+/// recovers a WAL copied mid-write as it recovers a torn one). The driver later shuts the dead
+/// incarnation down, puts the crash image in place of the folder and starts a new process.
+final class SimDevice: Sendable {
+    let user: String
+    let deviceID: String
+    let directory: String
+    let server: SimHomeserver
+
+    struct Life: Sendable {
+        var community: SymorvaCommunity?
+        var number = 0
+        var armed: FaultPoint?
+        /// The point the current incarnation died at; its crash image is taken.
+        var killedAt: FaultPoint?
+        /// Every kill so far, by point.
+        var kills: [FaultPoint] = []
+        var restarts = 0
+    }
+
+    private let life = Mutex(Life())
+
+    init(user: String, deviceID: String, directory: String, server: SimHomeserver) {
+        self.user = user
+        self.deviceID = deviceID
+        self.directory = directory
+        self.server = server
+    }
+
+    var key: String { SimHomeserver.key(user, deviceID) }
+    var name: String { "\(user)/\(deviceID)" }
+    var crashImage: String { directory + ".crash" }
+    var community: SymorvaCommunity? { life.withLock { $0.community } }
+    var isDead: Bool { life.withLock { $0.killedAt != nil } }
+    var history: Life { life.withLock { $0 } }
+
+    private var keyProvider: FileKeyProvider { FileKeyProvider(directory: directory + "/keys") }
+
+    /// The first start: the account's session is stored as a sign-in would have left it.
+    func create() async throws {
+        let storage = AccountStorage(
+            dataDirectory: directory, keyProvider: keyProvider, migrations: .standard,
+            logger: Logger(category: "sim", center: LogCenter(threshold: .error)))
+        let session = Session(
+            userID: UserID(user)!, deviceID: DeviceID(deviceID),
+            homeserver: HomeserverInfo(
+                baseURL: HomeserverURL(SimHomeserver.baseURL)!, serverName: SimHomeserver.serverName,
+                versions: ServerVersions(versions: ["v1.11"])),
+            tokens: SessionTokens(accessToken: Secret("sim-token-\(deviceID)")))
+        try await storage.sessionStore(for: UserID(user)!).save(session, savedAt: Timestamp(millisecondsSince1970: 1))
+        try await storage.record(session)
+        try await storage.setActive(UserID(user)!)
+        await start()
+    }
+
+    /// Starts a new process over the folder.
+    func start() async {
+        let number = life.withLock { life in
+            life.number += 1
+            life.killedAt = nil
+            return life.number
+        }
+        let incarnation = "\(key)#\(number)"
+        let configuration = SymorvaConfiguration(
+            community: .init(name: "Sim"),
+            homeserver: .init(url: HomeserverURL(SimHomeserver.baseURL)!, serverName: SimHomeserver.serverName),
+            services: .init(url: URL(string: "https://services.sim.example.org")!),
+            modules: .init(
+                meetings: .init(isEnabled: false), aiStudio: .init(isEnabled: false),
+                wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
+        let environment = SymorvaEnvironment(
+            dataDirectory: directory,
+            transport: SimTransport(server: server, device: key, incarnation: incarnation),
+            keyProvider: keyProvider, tracer: Tracer(), logCenter: LogCenter(threshold: .error),
+            deviceDisplayName: nil)
+        let community = SymorvaCommunity(
+            configuration: configuration, environment: environment, modules: [.crypto, .chat])
+        let observer = FaultPointObserver { [weak self] point in self?.reached(point, incarnation: incarnation) }
+        await FaultPoint.$observer.withValue(observer) {
+            await community.launch()
+        }
+        life.withLock { $0.community = community }
+    }
+
+    /// Arms a kill at the next time this device reaches `point`.
+    func arm(_ point: FaultPoint) { life.withLock { $0.armed = point } }
+
+    func disarm() { life.withLock { $0.armed = nil } }
+
+    private func reached(_ point: FaultPoint, incarnation: String) {
+        let dies = life.withLock { life in
+            guard life.armed == point, life.killedAt == nil, "\(key)#\(life.number)" == incarnation else {
+                return false
+            }
+            life.armed = nil
+            life.killedAt = point
+            life.kills.append(point)
+            return true
+        }
+        guard dies else { return }
+        server.cut(incarnation)
+        let files = FileManager.default
+        try? files.removeItem(atPath: crashImage)
+        try? files.copyItem(atPath: directory, toPath: crashImage)
+    }
+
+    /// Shuts the process down; a dead one's folder is replaced by its crash image first thing
+    /// after, so nothing it did after the kill survives.
+    func stop() async {
+        let (community, dead) = life.withLock { life in
+            let community = life.community
+            life.community = nil
+            return (community, life.killedAt != nil)
+        }
+        await community?.shutdown()
+        if dead {
+            let files = FileManager.default
+            try? files.removeItem(atPath: directory)
+            try? files.moveItem(atPath: crashImage, toPath: directory)
+        }
+    }
+
+    /// A graceful restart, or the restart of a killed process from its crash image.
+    func restart() async {
+        await stop()
+        life.withLock { $0.restarts += 1 }
+        await start()
+    }
+
+    /// Every byte of the device's store files (databases, WAL, key files).
+    func storeBytes() -> [(path: String, bytes: [UInt8])] {
+        let files = FileManager.default
+        guard let paths = files.enumerator(atPath: directory)?.allObjects as? [String] else { return [] }
+        return paths.sorted().compactMap { path in
+            let full = directory + "/" + path
+            guard let data = files.contents(atPath: full) else { return nil }
+            return (path, Array(data))
+        }
+    }
+}
