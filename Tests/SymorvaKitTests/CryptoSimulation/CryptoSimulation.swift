@@ -73,6 +73,8 @@ struct SimReport: Sendable, CustomStringConvertible {
     var network = SimHomeserver.Counts()
     var unknownRoutes: [String] = []
     var seconds = 0.0
+    /// When each phase ended, from the start.
+    var phases: [(String, Duration)] = []
 
     func failed(_ invariant: SimInvariant) -> [SimFailure] { failures.filter { $0.invariant == invariant } }
 
@@ -82,6 +84,7 @@ struct SimReport: Sendable, CustomStringConvertible {
                 + String(format: "%.1f", seconds) + " s",
             "  messages=\(messages) readable=\(readable) undecryptable=\(undecryptable) restarts=\(restarts) "
                 + "kills=\(kills) \(network)",
+            "  phases: " + phases.map { "\($0.0) \($0.1)" }.joined(separator: ", "),
         ]
         if !unknownRoutes.isEmpty { lines.append("  unsimulated routes: \(unknownRoutes)") }
         lines += failures.prefix(12).map { "  \($0)" }
@@ -137,8 +140,11 @@ final class CryptoSimulation {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         do {
             try await setUp()
+            report.phases.append(("setup", ContinuousClock.now - started))
             for step in 1...configuration.steps { await runStep(step) }
+            report.phases.append(("steps", ContinuousClock.now - started))
             await finalPhase()
+            report.phases.append(("final", ContinuousClock.now - started))
         } catch {
             report.failures.append(SimFailure(invariant: .eventuallyReadable, step: step, detail: "setup: \(error)"))
         }
@@ -282,7 +288,7 @@ final class CryptoSimulation {
 
     /// Looks for the canary marker in every file of every device.
     private func scanStores() {
-        let marker = Array(SimCanary.marker.utf8)
+        let marker = Data(SimCanary.marker.utf8)
         for device in devices {
             for (path, bytes) in device.storeBytes() where Self.contains(bytes, marker) {
                 report.failures.append(
@@ -291,23 +297,23 @@ final class CryptoSimulation {
         }
     }
 
-    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+    /// Whether `needle` is in `haystack`: `memchr` for its first byte (a rare one: the marker
+    /// starts with `q`), then `memcmp` (a byte loop is too slow in a debug build).
+    static func contains(_ haystack: Data, _ needle: Data) -> Bool {
         guard let first = needle.first, haystack.count >= needle.count else { return false }
-        return haystack.withUnsafeBufferPointer { hay in
-            var index = 0
-            let last = hay.count - needle.count
-            while index <= last {
-                if hay[index] == first {
-                    var matches = true
-                    for offset in 1..<needle.count where hay[index + offset] != needle[offset] {
-                        matches = false
-                        break
-                    }
-                    if matches { return true }
+        return haystack.withUnsafeBytes { hay in
+            needle.withUnsafeBytes { pattern in
+                guard let base = hay.baseAddress, let wanted = pattern.baseAddress else { return false }
+                var offset = 0
+                let last = hay.count - pattern.count
+                while offset <= last {
+                    guard let found = memchr(base + offset, Int32(first), last - offset + 1) else { return false }
+                    let index = base.distance(to: UnsafeRawPointer(found))
+                    if memcmp(base + index, wanted, pattern.count) == 0 { return true }
+                    offset = index + 1
                 }
-                index += 1
+                return false
             }
-            return false
         }
     }
 
@@ -343,69 +349,105 @@ final class CryptoSimulation {
         case wrongBody
     }
 
+    /// Checks invariants 2 and 3 on what every device's timelines show, once every message is
+    /// readable or excused, or when the final deadline passes.
     private func checkReadable() async {
+        let observed = await observeTimelines()
+        defer { for (_, _, unsubscribe) in observed { unsubscribe() } }
+        let dropped = server.droppedLinks
         let deadline = ContinuousClock.now + configuration.finalDeadline
         var outcome: [String: Seen] = [:]
         var eventIDs: [String: EventID] = [:]
+        var failures: [SimFailure] = []
+        var stableLooks = 0
         repeat {
-            (outcome, eventIDs) = await look()
-            if outcome.values.allSatisfy({ $0 == .readable }) { break }
-            await server.nextChange(timeout: .milliseconds(500))
+            let previous = outcome
+            (outcome, eventIDs) = look(observed)
+            failures = judge(outcome, eventIDs, dropped: dropped)
+            if failures.isEmpty && outcome.values.allSatisfy({ $0 == .readable || Self.isTyped($0) }) { break }
+            // Nothing moves any more: the network is quiet and what the devices show has not
+            // changed over three looks a settle apart.
+            stableLooks = outcome == previous ? stableLooks + 1 : 0
+            if stableLooks >= 3 { break }
+            await settle(.milliseconds(500))
+            await server.nextChange(timeout: .milliseconds(100))
         } while ContinuousClock.now < deadline
+        if ProcessInfo.processInfo.environment["SYMORVA_CRYPTO_SIM_DEBUG"] != nil {
+            for (key, conversation, _) in observed {
+                let rows = conversation.timeline.value.map { "\($0.eventID?.rawValue ?? "-") \($0.content)" }
+                print("timeline \(key): \(rows)")
+            }
+        }
         report.messages = messages.count
-        let dropped = server.droppedLinks
+        report.readable = outcome.values.filter { $0 == .readable }.count
+        report.undecryptable = outcome.values.filter(Self.isTyped).count
+        report.failures += failures
+    }
+
+    static func isTyped(_ seen: Seen) -> Bool {
+        if case .undecryptable = seen { return true }
+        return false
+    }
+
+    /// The failures of invariants 2 and 3 in what the devices show now.
+    private func judge(_ outcome: [String: Seen], _ eventIDs: [String: EventID], dropped: Set<String>) -> [SimFailure] {
+        var failures: [SimFailure] = []
         for message in messages {
+            // Round 1 of the probes lets unwedging start; only round 2 must reach everyone.
+            guard message.probeRound != 1 else { continue }
+            let invariant: SimInvariant = message.probeRound == 2 ? .wedged : .eventuallyReadable
             guard eventIDs[message.body] != nil else {
-                report.failures.append(
+                failures.append(
                     SimFailure(
-                        invariant: message.probeRound == 2 ? .wedged : .eventuallyReadable, step: message.step,
-                        detail: "\(message.body) from \(message.sender) never reached the server"))
+                        invariant: invariant, step: message.step,
+                        detail: "\(message.body) from \(message.sender) not in its sender's timeline"))
                 continue
             }
             for recipient in message.recipients {
                 let seen = outcome["\(message.body)|\(recipient)"] ?? .absent
                 switch seen {
-                case .readable:
-                    report.readable += 1
-                    continue
-                case .undecryptable(let reason):
-                    report.undecryptable += 1
+                case .readable: continue
+                case .undecryptable:
                     // A room key the network dropped on the way is a typed reason with an excuse.
                     if message.probeRound == nil, dropped.contains("\(message.sender)>\(recipient)") { continue }
-                    let invariant: SimInvariant =
-                        message.probeRound == 2
-                        ? .wedged : message.probeRound == 1 ? .eventuallyReadable : .eventuallyReadable
-                    if message.probeRound == 1 { continue }  // round 1 lets unwedging start
-                    report.failures.append(
-                        SimFailure(
-                            invariant: invariant, step: message.step,
-                            detail: "\(message.sender) → \(recipient): unableToDecrypt(\(reason)) \(message.room)"))
-                case .absent, .wrongBody:
-                    if message.probeRound == 1 { continue }
-                    report.failures.append(
-                        SimFailure(
-                            invariant: message.probeRound == 2 ? .wedged : .eventuallyReadable, step: message.step,
-                            detail: "\(message.sender) → \(recipient): \(seen) \(message.room)"))
+                case .absent, .wrongBody: break
                 }
+                failures.append(
+                    SimFailure(
+                        invariant: invariant, step: message.step,
+                        detail: "\(message.sender) → \(recipient): \(seen) in \(message.room)"))
             }
         }
+        return failures
     }
 
-    /// Every device's view of every message it should read: `body|device` → what it shows,
-    /// and each message's event ID (from the sender's timeline).
-    private func look() async -> ([String: Seen], [String: EventID]) {
-        var timelines: [String: [TimelineItem]] = [:]
+    /// Every device's every room, observed (so that the timeline follows the store) and paged
+    /// back to its start.
+    private func observeTimelines() async -> [(String, Conversation, @Sendable () -> Void)] {
+        var observed: [(String, Conversation, @Sendable () -> Void)] = []
         for device in devices {
             guard let community = device.community else { continue }
             for room in rooms where room.members.contains(device.user) {
-                timelines["\(device.key)|\(room.id)"] = await Self.timeline(of: room.id, in: community)
+                guard let conversation = try? await community.chat.conversation(id: RoomID(room.id)) else { continue }
+                let unsubscribe = conversation.timeline.subscribe { _ in }
+                // The first page is read once the timeline is observed.
+                _ = try? await conversation.timeline.wait(timeout: .seconds(5)) { !$0.isEmpty }
+                for _ in 0..<20 {
+                    let pagination = await conversation.paginateBackwards(50)
+                    if pagination.hasReachedStart || pagination.lastError != nil { break }
+                }
+                observed.append(("\(device.key)|\(room.id)", conversation, unsubscribe))
             }
         }
-        if ProcessInfo.processInfo.environment["SYMORVA_CRYPTO_SIM_DEBUG"] != nil {
-            for (key, rows) in timelines.sorted(by: { $0.key < $1.key }) {
-                print("timeline \(key): \(rows.map { "\($0.eventID?.rawValue ?? "-") \($0.content)" })")
-            }
-        }
+        return observed
+    }
+
+    /// Every device's view of every message it should read (`body|device` → what it shows), and
+    /// each message's event ID (from its sender's timeline).
+    private func look(_ observed: [(String, Conversation, @Sendable () -> Void)]) -> ([String: Seen], [String: EventID])
+    {
+        var timelines: [String: [TimelineItem]] = [:]
+        for (key, conversation, _) in observed { timelines[key] = conversation.timeline.value }
         var eventIDs: [String: EventID] = [:]
         for message in messages {
             let rows = timelines["\(message.sender)|\(message.room)"] ?? []
@@ -414,7 +456,6 @@ final class CryptoSimulation {
                 eventIDs[message.body] = id
             }
         }
-        // A message its sender cannot read itself: its event is the sender's own row with no text.
         var outcome: [String: Seen] = [:]
         for message in messages {
             for recipient in message.recipients {
@@ -435,21 +476,5 @@ final class CryptoSimulation {
             }
         }
         return (outcome, eventIDs)
-    }
-
-    /// The room's whole timeline as the device shows it (observed, paged back to its start).
-    static func timeline(of room: String, in community: SymorvaCommunity) async -> [TimelineItem] {
-        guard let conversation = try? await community.chat.conversation(id: RoomID(room)) else { return [] }
-        let unsubscribe = conversation.timeline.subscribe { _ in }
-        defer { unsubscribe() }
-        // The first page is read once the timeline is observed.
-        _ = try? await conversation.timeline.wait(timeout: .seconds(5)) { !$0.isEmpty }
-        var pages = 0
-        while pages < 20 {
-            let pagination = await conversation.paginateBackwards(50)
-            pages += 1
-            if pagination.hasReachedStart || pagination.lastError != nil { break }
-        }
-        return conversation.timeline.value
     }
 }

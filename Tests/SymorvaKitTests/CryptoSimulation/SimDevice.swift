@@ -145,13 +145,13 @@ final class SimDevice: Sendable {
     }
 
     /// Every byte of the device's store files (databases, WAL, key files).
-    func storeBytes() -> [(path: String, bytes: [UInt8])] {
+    func storeBytes() -> [(path: String, bytes: Data)] {
         let files = FileManager.default
         guard let paths = files.enumerator(atPath: directory)?.allObjects as? [String] else { return [] }
         return paths.sorted().compactMap { path in
             let full = directory + "/" + path
             guard let data = files.contents(atPath: full) else { return nil }
-            return (path, Array(data))
+            return (path, data)
         }
     }
 }

@@ -75,6 +75,8 @@ final class SimHomeserver: Sendable {
         var toDeviceSends: Set<String> = []
         var megolmKeys: [String: String] = [:]
         var olmKeys: [String: String] = [:]
+        /// The keys already reported as reused (each is reported once).
+        var reusedKeys: Set<String> = []
         var violations: [String] = []
         /// `sender>recipient` links on which a to-device message was dropped.
         var droppedLinks: Set<String> = []
@@ -187,10 +189,10 @@ final class SimHomeserver: Sendable {
     }
 
     /// Whether the network is quiet: no request in flight, every device in `alive` parked in a
-    /// long poll with nothing to deliver, nothing held back.
+    /// long poll with nothing to deliver (messages held back for a later step do not count).
     func isQuiet(alive: Set<String>) -> Bool {
         state.withLock { state in
-            state.inFlight == 0 && state.delayed.isEmpty && alive.allSatisfy { state.parked[$0] != nil }
+            state.inFlight == 0 && alive.allSatisfy { state.parked[$0] != nil }
         }
     }
 
@@ -473,7 +475,7 @@ final class SimHomeserver: Sendable {
         return state.withLock { state in
             guard state.toDeviceSends.insert("\(device)|\(transaction)").inserted else { return .json(200, "{}") }
             for (key, ciphertext) in olm {
-                if let seen = state.olmKeys[key], seen != ciphertext {
+                if let seen = state.olmKeys[key], seen != ciphertext, state.reusedKeys.insert(key).inserted {
                     state.violations.append("Olm message key used twice: \(key)")
                 }
                 state.olmKeys[key] = ciphertext
@@ -550,7 +552,7 @@ final class SimHomeserver: Sendable {
                 let index = SimWire.megolmIndex(ciphertext)
             {
                 let key = "megolm|\(session)|\(index)"
-                if let seen = state.megolmKeys[key], seen != ciphertext {
+                if let seen = state.megolmKeys[key], seen != ciphertext, state.reusedKeys.insert(key).inserted {
                     state.violations.append("Megolm message index used twice: \(key) (\(room))")
                 }
                 state.megolmKeys[key] = ciphertext

@@ -20,7 +20,7 @@ struct SimTransport: HTTPTransport {
 /// The planted message bodies: each is unique, and none may ever be found in a store file or on
 /// the wire.
 enum SimCanary {
-    static let marker = "simcanary"
+    static let marker = "qzsimcanary"
 
     static func body(seed: UInt64, number: Int) -> String { "\(marker)-\(seed)-\(number)" }
 }

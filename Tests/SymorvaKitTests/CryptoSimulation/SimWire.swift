@@ -80,7 +80,7 @@ enum SimWire {
                 guard let value = varint() else { return result }
                 result.append(Field(tag: tag, varint: value))
             case 2:
-                guard let length = varint(), Int(length) <= bytes.endIndex - index else { return result }
+                guard let length = varint(), length <= UInt64(bytes.endIndex - index) else { return result }
                 result.append(Field(tag: tag, bytes: Array(bytes[index..<index + Int(length)])))
                 index += Int(length)
             default: return result
