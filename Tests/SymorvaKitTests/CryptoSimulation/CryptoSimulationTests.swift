@@ -47,10 +47,10 @@ struct SimSeeds {
     var verbose: Bool
     /// How many seeds run at once: a seed mostly waits (on its devices' long polls and
     /// settling), so several share the two cores well. Each has its own server and folders.
-    var width = 4
+    var width = 6
 
     /// Seeds of the quick tier in `Scripts/test`.
-    static let count = 40
+    static let count = 100
 
     static func fromEnvironment() -> SimSeeds {
         let environment = ProcessInfo.processInfo.environment
@@ -77,7 +77,7 @@ struct SimSeeds {
             configuration.restartPercent = churn[0]
             configuration.killPercent = churn[1]
         }
-        let width = environment["SYMORVA_CRYPTO_SIM_PARALLEL"].flatMap(Int.init) ?? 4
+        let width = environment["SYMORVA_CRYPTO_SIM_PARALLEL"].flatMap(Int.init) ?? 6
         let first = environment["SYMORVA_CRYPTO_SIM_FIRST_SEED"].flatMap(UInt64.init) ?? 1
         let count = environment["SYMORVA_CRYPTO_SIM_SEEDS"].flatMap(UInt64.init) ?? UInt64(count)
         return SimSeeds(
