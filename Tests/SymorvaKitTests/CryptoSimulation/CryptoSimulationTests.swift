@@ -20,23 +20,66 @@ struct CryptoSimulationTests {
     func seeds() async throws {
         let plan = SimSeeds.fromEnvironment()
         var failing: [String] = []
+        var totals = SimTotals()
         let started = ContinuousClock.now
         for report in await plan.run() {
             let unexplained = report.failures.contains { SimKnownDefects.defect(explaining: $0) == nil }
             if plan.verbose || unexplained { print(report) }
-            if !report.failures.isEmpty {
-                failing.append(
-                    "\(report.seed): " + Set(report.failures.map(\.invariant.rawValue)).sorted().joined(separator: ", ")
-                )
-            }
+            if !report.failures.isEmpty { failing.append("\(report.seed): \(SimTotals.summary(of: report.failures))") }
+            totals.add(report)
             SimKnownDefects.record(report)
         }
         print(
             "crypto simulation: \(ContinuousClock.now - started) for \(plan.seeds.count) seed(s), \(plan.width) at a time"
         )
+        print("crypto simulation totals: \(totals)")
         print(
             "crypto simulation: \(plan.seeds.count) seed(s) of \(plan.configuration), "
                 + "\(failing.count) with failures\(failing.isEmpty ? "" : ":\n  " + failing.joined(separator: "\n  "))")
+    }
+}
+
+/// What all the seeds of a run did together, for the run's last lines.
+struct SimTotals: CustomStringConvertible {
+    var messages = 0
+    var readable = 0
+    var undecryptable = 0
+    var restarts = 0
+    var kills: [String: Int] = [:]
+    var toDevice = 0
+    var dropped = 0
+    var duplicated = 0
+    var delayed = 0
+
+    mutating func add(_ report: SimReport) {
+        messages += report.messages
+        readable += report.readable
+        undecryptable += report.undecryptable
+        restarts += report.restarts
+        for kill in report.kills { kills[String(kill.split(separator: "@").last ?? ""), default: 0] += 1 }
+        toDevice += report.network.toDevice
+        dropped += report.network.dropped
+        duplicated += report.network.duplicated
+        delayed += report.network.delayed
+    }
+
+    var description: String {
+        "messages=\(messages) (rows readable=\(readable), typed undecryptable=\(undecryptable)) "
+            + "restarts=\(restarts) kills=\(kills.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }) "
+            + "toDevice=\(toDevice) dropped=\(dropped) duplicated=\(duplicated) delayed=\(delayed)"
+    }
+
+    /// `invariant ×count`, with Olm and Megolm reuse apart.
+    static func summary(of failures: [SimFailure]) -> String {
+        var counts: [String: Int] = [:]
+        for failure in failures {
+            var name = failure.invariant.rawValue
+            if failure.invariant == .messageKeyReuse {
+                name += failure.detail.hasPrefix("Megolm") ? " (Megolm)" : " (Olm)"
+            }
+            counts[name, default: 0] += 1
+        }
+        return counts.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
     }
 }
 
