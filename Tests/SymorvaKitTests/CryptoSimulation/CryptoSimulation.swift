@@ -196,9 +196,10 @@ final class CryptoSimulation {
             let device = devices[random.below(devices.count)]
             if !device.isDead { await device.restart() }
         }
+        var kill: (device: SimDevice, point: FaultPoint)?
         if random.chance(configuration.killPercent) {
             let points: [FaultPoint] = [.toDeviceCommitted, .messagePersisted, .syncIngest, .keysUploadAnswered]
-            devices[random.below(devices.count)].arm(points[random.below(points.count)])
+            kill = (devices[random.below(devices.count)], points[random.below(points.count)])
         }
         let count = 1 + random.below(configuration.sendsPerStep)
         var sends: [(SimDevice, String)] = []
@@ -207,6 +208,11 @@ final class CryptoSimulation {
             let candidates = rooms.filter { $0.members.contains(device.user) }
             guard !candidates.isEmpty else { continue }
             sends.append((device, candidates[random.below(candidates.count)].id))
+        }
+        if let kill {
+            // `message.persisted` is reached only by a device that sends: the step's first sender.
+            let device = kill.point == .messagePersisted ? sends.first?.0 ?? kill.device : kill.device
+            device.arm(kill.point)
         }
         await send(sends, probeRound: nil)
         await settle(configuration.stepSettle)
@@ -232,13 +238,16 @@ final class CryptoSimulation {
             for message in planned {
                 let device = byKey[message.sender]!
                 group.addTask {
-                    guard let community = device.community, !device.isDead else { return nil }
-                    do {
-                        let conversation = try await community.chat.conversation(id: RoomID(message.room))
-                        _ = try await conversation.send(.text(message.body))
-                    } catch { return nil }
+                    guard !device.isDead else { return nil }
+                    let queued = await device.inProcess { community -> Bool? in
+                        do {
+                            let conversation = try await community.chat.conversation(id: RoomID(message.room))
+                            _ = try await conversation.send(.text(message.body))
+                            return true
+                        } catch { return nil }
+                    }
                     // Queued before a kill: the crash image holds it. After one: it may not.
-                    return device.isDead ? nil : message
+                    return queued == true && !device.isDead ? message : nil
                 }
             }
             var queued: [SimMessage] = []
@@ -426,9 +435,12 @@ final class CryptoSimulation {
     private func observeTimelines() async -> [(String, Conversation, @Sendable () -> Void)] {
         var observed: [(String, Conversation, @Sendable () -> Void)] = []
         for device in devices {
-            guard let community = device.community else { continue }
             for room in rooms where room.members.contains(device.user) {
-                guard let conversation = try? await community.chat.conversation(id: RoomID(room.id)) else { continue }
+                guard
+                    let conversation = await device.inProcess({ community in
+                        try? await community.chat.conversation(id: RoomID(room.id))
+                    })
+                else { continue }
                 let unsubscribe = conversation.timeline.subscribe { _ in }
                 // The first page is read once the timeline is observed.
                 _ = try? await conversation.timeline.wait(timeout: .seconds(5)) { !$0.isEmpty }

@@ -26,6 +26,8 @@ final class SimDevice: Sendable {
 
     struct Life: Sendable {
         var community: SymorvaCommunity?
+        /// The fault point observer of the current process.
+        var observer: FaultPointObserver?
         var number = 0
         var armed: FaultPoint?
         /// The point the current incarnation died at; its crash image is taken.
@@ -96,7 +98,19 @@ final class SimDevice: Sendable {
         await FaultPoint.$observer.withValue(observer) {
             await community.launch()
         }
-        life.withLock { $0.community = community }
+        life.withLock { life in
+            life.community = community
+            life.observer = observer
+        }
+    }
+
+    /// Runs `body` as the device's process: tasks it starts (a conversation's hosts, its send
+    /// queue) inherit the process's fault point observer, so that a kill armed for
+    /// `message.persisted` is heard there too.
+    func inProcess<Result: Sendable>(_ body: @Sendable (SymorvaCommunity) async -> Result?) async -> Result? {
+        let (community, observer) = life.withLock { ($0.community, $0.observer) }
+        guard let community else { return nil }
+        return await FaultPoint.$observer.withValue(observer) { await body(community) }
     }
 
     /// Arms a kill at the next time this device reaches `point`.
