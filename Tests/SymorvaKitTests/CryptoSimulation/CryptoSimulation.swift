@@ -374,9 +374,11 @@ final class CryptoSimulation {
             (outcome, eventIDs) = look(observed)
             failures = judge(outcome, eventIDs, dropped: dropped)
             if failures.isEmpty && outcome.values.allSatisfy({ $0 == .readable || Self.isTyped($0) }) { break }
-            // Nothing moves any more: the network is quiet and what the devices show has not
-            // changed over three looks a settle apart.
-            stableLooks = outcome == previous ? stableLooks + 1 : 0
+            // Nothing moves any more: the network is quiet, no outbox holds a message and what
+            // the devices show has not changed over three looks a settle apart.
+            // A message still in an outbox (a send backing off after a restart) is on its way.
+            let sending = observed.contains { !$0.1.outbox.value.isEmpty }
+            stableLooks = outcome == previous && !sending ? stableLooks + 1 : 0
             if stableLooks >= 3 { break }
             await settle(.milliseconds(500))
             await server.nextChange(timeout: .milliseconds(100))
@@ -384,7 +386,7 @@ final class CryptoSimulation {
         if ProcessInfo.processInfo.environment["SYMORVA_CRYPTO_SIM_DEBUG"] != nil {
             for (key, conversation, _) in observed {
                 let rows = conversation.timeline.value.map { "\($0.eventID?.rawValue ?? "-") \($0.content)" }
-                print("timeline \(key): \(rows)")
+                print("timeline \(key): \(rows) outbox: \(conversation.outbox.value)")
             }
         }
         report.messages = messages.count

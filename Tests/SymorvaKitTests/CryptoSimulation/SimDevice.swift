@@ -17,11 +17,17 @@ import Synchronization
 /// observer (called synchronously on the task at the point) cuts the incarnation's network and
 /// copies its folder — the crash image, what a `SIGKILL` at that instant leaves on disk (SQLite
 /// recovers a WAL copied mid-write as it recovers a torn one). The driver later shuts the dead
-/// incarnation down, puts the crash image in place of the folder and starts a new process.
+/// incarnation down and starts a new process over the crash image.
+///
+/// The crash image is a folder of its own (`p<generation>`), never copied back over the dead
+/// process's folder: the dead process's SQLite connections outlive the "kill" in this process,
+/// and a connection that closes last for its file checkpoints and deletes its `-wal` *by path* —
+/// the new process's WAL, had it the same path. A real kill closes nothing.
 final class SimDevice: Sendable {
     let user: String
     let deviceID: String
-    let directory: String
+    /// The device's folder; each crash image is a generation below it.
+    let base: String
     let server: SimHomeserver
 
     struct Life: Sendable {
@@ -35,6 +41,8 @@ final class SimDevice: Sendable {
         /// Every kill so far, by point.
         var kills: [FaultPoint] = []
         var restarts = 0
+        /// The folder generation the current process runs on.
+        var generation = 0
     }
 
     private let life = Mutex(Life())
@@ -42,23 +50,28 @@ final class SimDevice: Sendable {
     init(user: String, deviceID: String, directory: String, server: SimHomeserver) {
         self.user = user
         self.deviceID = deviceID
-        self.directory = directory
+        self.base = directory
         self.server = server
     }
 
     var key: String { SimHomeserver.key(user, deviceID) }
     var name: String { "\(user)/\(deviceID)" }
-    var crashImage: String { directory + ".crash" }
+    /// The folder of the current process.
+    var directory: String { folder(life.withLock { $0.generation }) }
+    private func folder(_ generation: Int) -> String { "\(base)/p\(generation)" }
     var community: SymorvaCommunity? { life.withLock { $0.community } }
     var isDead: Bool { life.withLock { $0.killedAt != nil } }
     var history: Life { life.withLock { $0 } }
 
-    private var keyProvider: FileKeyProvider { FileKeyProvider(directory: directory + "/keys") }
+    private func keyProvider(_ directory: String) -> FileKeyProvider {
+        FileKeyProvider(directory: directory + "/keys")
+    }
 
     /// The first start: the account's session is stored as a sign-in would have left it.
     func create() async throws {
+        let directory = directory
         let storage = AccountStorage(
-            dataDirectory: directory, keyProvider: keyProvider, migrations: .standard,
+            dataDirectory: directory, keyProvider: keyProvider(directory), migrations: .standard,
             logger: Logger(category: "sim", center: LogCenter(threshold: .error)))
         let session = Session(
             userID: UserID(user)!, deviceID: DeviceID(deviceID),
@@ -80,6 +93,7 @@ final class SimDevice: Sendable {
             return life.number
         }
         let incarnation = "\(key)#\(number)"
+        let directory = directory
         let configuration = SymorvaConfiguration(
             community: .init(name: "Sim"),
             homeserver: .init(url: HomeserverURL(SimHomeserver.baseURL)!, serverName: SimHomeserver.serverName),
@@ -90,7 +104,7 @@ final class SimDevice: Sendable {
         let environment = SymorvaEnvironment(
             dataDirectory: directory,
             transport: SimTransport(server: server, device: key, incarnation: incarnation),
-            keyProvider: keyProvider, tracer: Tracer(), logCenter: LogCenter(threshold: .error),
+            keyProvider: keyProvider(directory), tracer: Tracer(), logCenter: LogCenter(threshold: .error),
             deviceDisplayName: nil)
         let community = SymorvaCommunity(
             configuration: configuration, environment: environment, modules: [.crypto, .chat])
@@ -119,36 +133,30 @@ final class SimDevice: Sendable {
     func disarm() { life.withLock { $0.armed = nil } }
 
     private func reached(_ point: FaultPoint, incarnation: String) {
-        let dies = life.withLock { life in
+        let generation: Int? = life.withLock { life in
             guard life.armed == point, life.killedAt == nil, "\(key)#\(life.number)" == incarnation else {
-                return false
+                return nil
             }
             life.armed = nil
             life.killedAt = point
             life.kills.append(point)
-            return true
+            return life.generation
         }
-        guard dies else { return }
+        guard let generation else { return }
         server.cut(incarnation)
-        let files = FileManager.default
-        try? files.removeItem(atPath: crashImage)
-        try? files.copyItem(atPath: directory, toPath: crashImage)
+        try? FileManager.default.copyItem(atPath: folder(generation), toPath: folder(generation + 1))
     }
 
-    /// Shuts the process down; a dead one's folder is replaced by its crash image first thing
-    /// after, so nothing it did after the kill survives.
+    /// Shuts the process down; after a kill, the next process runs on the crash image, so
+    /// nothing the dead one did after the kill survives.
     func stop() async {
-        let (community, dead) = life.withLock { life in
+        let community = life.withLock { life in
             let community = life.community
             life.community = nil
-            return (community, life.killedAt != nil)
+            if life.killedAt != nil { life.generation += 1 }
+            return community
         }
         await community?.shutdown()
-        if dead {
-            let files = FileManager.default
-            try? files.removeItem(atPath: directory)
-            try? files.moveItem(atPath: crashImage, toPath: directory)
-        }
     }
 
     /// A graceful restart, or the restart of a killed process from its crash image.
@@ -158,12 +166,12 @@ final class SimDevice: Sendable {
         await start()
     }
 
-    /// Every byte of the device's store files (databases, WAL, key files).
+    /// Every byte of the device's store files (databases, WAL, key files), of every generation.
     func storeBytes() -> [(path: String, bytes: Data)] {
         let files = FileManager.default
-        guard let paths = files.enumerator(atPath: directory)?.allObjects as? [String] else { return [] }
+        guard let paths = files.enumerator(atPath: base)?.allObjects as? [String] else { return [] }
         return paths.sorted().compactMap { path in
-            let full = directory + "/" + path
+            let full = base + "/" + path
             guard let data = files.contents(atPath: full) else { return nil }
             return (path, data)
         }
