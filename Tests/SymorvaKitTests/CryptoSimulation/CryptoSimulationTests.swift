@@ -50,8 +50,14 @@ struct SimTotals: CustomStringConvertible {
     var dropped = 0
     var duplicated = 0
     var delayed = 0
+    /// Requests the simulated server does not implement (a stack that starts using a new
+    /// endpoint shows here first), with the path's IDs replaced.
+    var unknownRoutes: Set<String> = []
 
     mutating func add(_ report: SimReport) {
+        for route in report.unknownRoutes {
+            unknownRoutes.insert(String(route.split(separator: "/").prefix(6).joined(separator: "/")))
+        }
         messages += report.messages
         readable += report.readable
         undecryptable += report.undecryptable
@@ -67,6 +73,7 @@ struct SimTotals: CustomStringConvertible {
         "messages=\(messages) (rows readable=\(readable), typed undecryptable=\(undecryptable)) "
             + "restarts=\(restarts) kills=\(kills.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }) "
             + "toDevice=\(toDevice) dropped=\(dropped) duplicated=\(duplicated) delayed=\(delayed)"
+            + (unknownRoutes.isEmpty ? "" : " unsimulated routes=\(unknownRoutes.sorted())")
     }
 
     /// `invariant ×count`, with Olm and Megolm reuse apart.
