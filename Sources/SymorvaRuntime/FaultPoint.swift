@@ -38,13 +38,32 @@ package enum FaultPoint: String, CaseIterable, Sendable {
     /// The variable that arms a point.
     package static let environmentVariable = "SYMORVA_FAULT_POINT"
 
-    /// Kills the process when this point is the armed one and this is the armed hit.
+    /// Kills the process when this point is the armed one and this is the armed hit, and tells
+    /// the task's ``observer`` (debug builds only).
     @inline(__always)
     package func reach() {
         #if DEBUG
             FaultPointArming.shared.reached(self)
+            Self.observer?.reached(self)
         #endif
     }
+}
+
+/// Who hears of fault points reached in-process: the crypto simulation
+/// (`Tests/SymorvaKitTests/CryptoSimulation`) runs many devices in one process and "kills" one
+/// by taking a crash image of its files and cutting its network at the point, instead of
+/// killing the process. Only debug builds call it, like the points themselves.
+package final class FaultPointObserver: Sendable {
+    /// Called synchronously, on the task that reached the point, before it goes on.
+    package let reached: @Sendable (FaultPoint) -> Void
+
+    /// An observer calling `reached` for every point reached.
+    package init(_ reached: @escaping @Sendable (FaultPoint) -> Void) { self.reached = reached }
+}
+
+extension FaultPoint {
+    /// The observer of the current task and the tasks it starts (`nil` outside a simulation).
+    @TaskLocal package static var observer: FaultPointObserver?
 }
 
 #if DEBUG
