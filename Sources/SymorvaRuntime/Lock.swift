@@ -13,9 +13,10 @@
 /// lock nor its unlock and reports every pair of accesses made under it from two threads as a
 /// data race. A sanitizer that always reports hides the races that are real. `Lock` is a
 /// `pthread_mutex_t`, which ThreadSanitizer intercepts on every platform, allocated once on
-/// the heap and never moved. `Scripts/layering` fails on any `Mutex` in
-/// `Sources/` or `Tests/`; `symorva-bench locks` measures the cost against `Mutex`
-/// (`docs/testing.md`, "ThreadSanitizer").
+/// the heap and never moved. `Scripts/layering` fails on any other lock (`Mutex`, `NSLock`,
+/// `os_unfair_lock`, …) in a Swift file under `Sources/`, `Tests/` or `Fuzz/`;
+/// `symorva-bench locks` measures the cost against `Mutex` (`docs/testing.md`,
+/// "ThreadSanitizer"; `docs/benchmarks.md`, "Locks").
 ///
 /// The API is `Mutex`'s: `Lock(initial)`, `withLock { value in … }`, with the same `sending`
 /// rules, so a value that is not `Sendable` can live behind it. Unlike `Mutex`, a `Lock` is
