@@ -4,7 +4,6 @@ import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaServices
 import SymorvaStore
-import Synchronization
 
 /// The AI studio of one signed-in member: grants over parts of conversations, summaries under
 /// them, and revocation.
@@ -47,7 +46,7 @@ public final class AccountStudio: Sendable {
     private let content: any ConversationContentSource
     private let revocations = RevocationList()
     private let presenterSlot: ConsentPresenterSlot
-    private let registry = Locked(Registry())
+    private let registry = Lock(Registry())
     private let grantsPublisher = ObservableValue<[GrantInfo]>.Publisher([])
     private let scope: AccountScope
     private let clock: any RuntimeClock
@@ -393,13 +392,4 @@ public final class AccountStudio: Sendable {
         republish()
         return grant
     }
-}
-
-/// A value behind a lock that closures can share (a `Mutex` cannot be captured).
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    func withLock<T>(_ body: (inout sending Value) -> sending T) -> sending T { mutex.withLock(body) }
 }

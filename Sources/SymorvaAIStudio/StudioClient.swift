@@ -1,7 +1,6 @@
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The community's AI studio: `community.aiStudio`, present exactly when the manifest enables
 /// the studio module, and then one instance for the community's whole life.
@@ -29,7 +28,7 @@ public final class StudioClient: Sendable {
         var presenter: any ConsentPresenter = UnavailableConsentPresenter()
     }
 
-    private let active = Mutex(Active())
+    private let active = Lock(Active())
     private let grantsValue = ActiveAccountValue<[GrantInfo]>(placeholder: [])
 
     /// A studio that shows nobody until the community tells it which account is active.

@@ -1,7 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
-import Synchronization
 
 /// The grants this account revoked on the device, read right before content leaves.
 ///
@@ -9,7 +8,7 @@ import Synchronization
 /// a summary request that is being sent at that moment is stopped by the last check even if the
 /// machine's cancellation has not reached it yet.
 final class RevocationList: Sendable {
-    private let revoked = Mutex<Set<GrantID>>([])
+    private let revoked = Lock<Set<GrantID>>([])
 
     func revoke(_ id: GrantID) { revoked.withLock { _ = $0.insert(id) } }
     var all: Set<GrantID> { revoked.withLock { $0 } }
@@ -18,9 +17,9 @@ final class RevocationList: Sendable {
 /// The consent presenter an account's studio asks: set by whoever holds the studio (the
 /// ``StudioClient`` installs its own when it follows the account).
 final class ConsentPresenterSlot: Sendable {
-    private let presenter: Mutex<any ConsentPresenter>
+    private let presenter: Lock<any ConsentPresenter>
 
-    init(_ presenter: any ConsentPresenter) { self.presenter = Mutex(presenter) }
+    init(_ presenter: any ConsentPresenter) { self.presenter = Lock(presenter) }
 
     var current: any ConsentPresenter {
         get { presenter.withLock { $0 } }

@@ -4,7 +4,6 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
-import Synchronization
 
 /// How an ``AccountChat`` syncs, retries and pages. The defaults suit apps; tests shorten the
 /// delays so that a retry after an outage does not take minutes.
@@ -85,21 +84,21 @@ public final class AccountChat: Sendable {
 
     private let syncInterpreter: SyncInterpreter
     private let listPublisher: ObservableValue<ConversationList>.Publisher
-    private let listState = Mutex(ListState())
-    private let handles = Mutex<[RoomID: Conversation]>([:])
+    private let listState = Lock(ListState())
+    private let handles = Lock<[RoomID: Conversation]>([:])
     private let handleCoalescer = RequestCoalescer<RoomID, Conversation, ChatError>()
-    private let tokenHandler = Mutex<(@Sendable () -> Void)?>(nil)
-    private let deviceChangesHandler = Mutex<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
-    private let encryptorSlot = Mutex<(any RoomEncryptor)?>(nil)
+    private let tokenHandler = Lock<(@Sendable () -> Void)?>(nil)
+    private let deviceChangesHandler = Lock<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
+    private let encryptorSlot = Lock<(any RoomEncryptor)?>(nil)
     /// Room keys arrived since the last decryption pass: the events waiting for a key are ready
     /// again.
-    private let keysArrived = Mutex(false)
+    private let keysArrived = Lock(false)
     /// Events one decryption pass takes.
     static let decryptionPassSize = 500
     /// Rooms this client created encrypted, known before their state syncs.
-    let encryptedRooms = Mutex<Set<RoomID>>([])
-    private let decryptorSlot = Mutex<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
-    private let stopActions = Mutex<[@Sendable () -> Void]>([])
+    let encryptedRooms = Lock<Set<RoomID>>([])
+    private let decryptorSlot = Lock<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
+    private let stopActions = Lock<[@Sendable () -> Void]>([])
 
     private struct ListState {
         var summaries: [ConversationSummary] = []
@@ -492,7 +491,7 @@ final class SerialRunner: Sendable {
         var isDirty = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let body: @Sendable () async -> Void
 
     init(_ body: @escaping @Sendable () async -> Void) { self.body = body }

@@ -1,7 +1,6 @@
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The community's chat: `community.chat`, one instance for the community's whole life.
 ///
@@ -24,7 +23,7 @@ import Synchronization
 /// let receipt = try await conversation.send(.text("Governance call starts at 18:00."))
 /// ```
 public final class ChatClient: Sendable {
-    private let active = Mutex<AccountChat?>(nil)
+    private let active = Lock<AccountChat?>(nil)
     private let list = ActiveAccountValue<ConversationList>(placeholder: .signedOut)
     private let sync = ActiveAccountValue<SyncMachine.State>(placeholder: .stopped)
 

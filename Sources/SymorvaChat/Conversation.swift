@@ -2,7 +2,6 @@ import SymorvaChatStore
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
-import Synchronization
 
 /// Where a conversation's timeline stands, for a spinner at the top and "beginning of the
 /// conversation".
@@ -75,13 +74,13 @@ public final class Conversation: Sendable {
     let encryptionPublisher = ObservableValue<RoomEncryptionState>.Publisher(.unknown)
     /// One server question at a time about the room's encryption.
     let encryptionProbe = AsyncLock()
-    private let pendingReactions = Mutex(PendingReactions())
+    private let pendingReactions = Lock(PendingReactions())
     private let sendLock = AsyncLock()
     /// Keeps one react or unreact at a time, so that an unreact finds the event of a reaction
     /// whose request was still on its way when it was called.
     let reactionLock = AsyncLock()
-    private let subscriptions = Mutex<[@Sendable () -> Void]>([])
-    private let rebuilder: Mutex<SerialRunner?> = Mutex(nil)
+    private let subscriptions = Lock<[@Sendable () -> Void]>([])
+    private let rebuilder: Lock<SerialRunner?> = Lock(nil)
 
     /// Creates the conversation; `timelineInterpreter` lets tests wrap the timeline's
     /// interpreter (to run its effects in an order of their choosing).
@@ -470,12 +469,12 @@ public final class SendReceipt: Sendable, CustomStringConvertible {
     public var state: ObservableValue<SendState> { publisher.observable }
 
     private let publisher = ObservableValue<SendState>.Publisher(.sending)
-    private let parts: Mutex<[TransactionID: SendState]>
+    private let parts: Lock<[TransactionID: SendState]>
 
     init(roomID: RoomID, transactionIDs: [TransactionID]) {
         self.roomID = roomID
         self.transactionIDs = transactionIDs
-        self.parts = Mutex(Dictionary(uniqueKeysWithValues: transactionIDs.map { ($0, SendState.sending) }))
+        self.parts = Lock(Dictionary(uniqueKeysWithValues: transactionIDs.map { ($0, SendState.sending) }))
     }
 
     /// The event IDs of the parts the server has, in order.
@@ -509,9 +508,9 @@ public final class SendReceipt: Sendable, CustomStringConvertible {
 
 /// The receipts handed out and not yet settled, by transaction.
 final class SendReceiptRegistry: Sendable {
-    private let receipts = Mutex<[TransactionID: SendReceipt]>([:])
+    private let receipts = Lock<[TransactionID: SendReceipt]>([:])
     /// Event IDs of messages this client sent (recent ones), for edits before the sync echo.
-    private let sent = Mutex<Set<EventID>>([])
+    private let sent = Lock<Set<EventID>>([])
 
     func isOwn(_ eventID: EventID) -> Bool { sent.withLock { $0.contains(eventID) } }
 

@@ -5,7 +5,6 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
-import Synchronization
 
 /// What one committed `/sync` batch changed, room by room: what the conversation list, the
 /// observed timelines and the send queues need to hear about. Derived from the decoded
@@ -95,9 +94,9 @@ final class SyncInterpreter: EffectInterpreter {
     /// Reads `Retry-After` dates.
     let wallClock: any WallClock
     let logger: Logger
-    private let pending = Mutex<[String: SyncResponseBody]>([:])
+    private let pending = Lock<[String: SyncResponseBody]>([:])
     private let filter: FilterCache
-    private let delegate = Mutex<(any SyncInterpreterDelegate)?>(nil)
+    private let delegate = Lock<(any SyncInterpreterDelegate)?>(nil)
 
     init(
         requester: any MatrixRequester, store: ChatStore, timelineLimit: Int, longPollTimeout: Duration,
@@ -225,7 +224,7 @@ final class FilterCache: Sendable {
     let store: ChatStore
     let definition: String
     private let coalescer = RequestCoalescer<Int, FilterID, MatrixRequestError>()
-    private let cached = Mutex<FilterID?>(nil)
+    private let cached = Lock<FilterID?>(nil)
 
     init(requester: any MatrixRequester, store: ChatStore, definition: String) {
         self.requester = requester

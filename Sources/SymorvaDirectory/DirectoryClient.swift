@@ -1,7 +1,6 @@
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The community's member directory: `community.directory`, present exactly when the manifest
 /// enables the directory module, and then one instance for the community's whole life.
@@ -21,7 +20,7 @@ import Synchronization
 /// let found = try await directory.users().search("bob")           // the homeserver's directory
 /// ```
 public final class DirectoryClient: Sendable {
-    private let active = Mutex<AccountDirectory?>(nil)
+    private let active = Lock<AccountDirectory?>(nil)
 
     /// A directory that shows nobody until the community tells it which account is active.
     package init() {}

@@ -3,7 +3,6 @@ import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
-import Synchronization
 
 /// The homeserver's public room directory: `community.publicRooms`, always present, signed in
 /// or not.
@@ -24,7 +23,7 @@ import Synchronization
 public final class PublicRoomsClient: Sendable {
     private let guest: GuestAccess
     private let tracer: Tracer
-    private let active = Mutex<AccountDirectory?>(nil)
+    private let active = Lock<AccountDirectory?>(nil)
     private let coalescer = RequestCoalescer<PageKey, DirectoryPage<PublicRoom>, DirectoryError>()
 
     /// How many page requests joined an equal one in flight (tests wait on it as a gate).

@@ -3,7 +3,6 @@ import SymorvaCryptoDriver
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
-import Synchronization
 
 /// The account's Olm account and what is done with it, behind one actor: libolm objects are
 /// not thread-safe, and every use of the account (signing, generating keys, pickling) is
@@ -33,11 +32,11 @@ package actor CryptoEngine {
     private var inboundSessions: [InboundKey: KeptInboundSession] = [:]
     /// An event was left undecrypted because its sender's device list could not be queried:
     /// the next `keys/query` that succeeds tells ``roomKeysStored`` so that chat tries again.
-    let decryptionAwaitsDevices = Mutex(false)
+    let decryptionAwaitsDevices = Lock(false)
     /// When a decryption's own `keys/query` of a sender last failed in a way that can pass
     /// (wall clock, milliseconds): the sender's next events wait instead of asking again, until
     /// ``senderQueryRetryMilliseconds`` passed or a query of the sender succeeds.
-    let failedSenderQueries = Mutex<[UserID: Int64]>([:])
+    let failedSenderQueries = Lock<[UserID: Int64]>([:])
     /// How long after a failed query of a sender a decryption asks again.
     static let senderQueryRetryMilliseconds: Int64 = 30_000
     /// The one critical section of every change to the account, an Olm session or a Megolm
@@ -633,7 +632,7 @@ extension CryptoEngine {
 
 /// A callback slot, called from the crypto work when something happened.
 package final class Notifier: Sendable {
-    private let handler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let handler = Lock<(@Sendable () -> Void)?>(nil)
 
     package init() {}
 

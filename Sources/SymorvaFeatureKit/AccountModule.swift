@@ -4,7 +4,6 @@ import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaServices
 import SymorvaStore
-import Synchronization
 
 /// A feature module's client for one signed-in account (the wallet, chat, …).
 ///
@@ -141,7 +140,7 @@ public struct AccountModuleFactory: Sendable {
 
 /// The modules built so far for one account, while its factories run.
 package final class BuiltModules: Sendable {
-    private let modules = Mutex<[any AccountModule]>([])
+    private let modules = Lock<[any AccountModule]>([])
 
     package init() {}
 
@@ -179,7 +178,7 @@ extension ObservableValue where Value == SessionMachine.State {
     /// one seen signed in (the state at subscription is the baseline, so a session soft logged
     /// out then counts its re-authentication), until the returned function is called.
     package func onNewAccessToken(_ handler: @escaping @Sendable () -> Void) -> Unsubscribe {
-        let seen = Mutex<(isFirst: Bool, token: Secret<String>?)>((true, nil))
+        let seen = Lock<(isFirst: Bool, token: Secret<String>?)>((true, nil))
         return subscribe { state in
             let token: Secret<String>? =
                 if case .signedIn(let session) = state { session.tokens.accessToken } else { nil }

@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 
 /// An observable value that shows the active account's value of some observable (its
 /// conversation list, its sync state, its balances) and a placeholder while no account is
@@ -30,7 +29,7 @@ package final class ActiveAccountValue<Value: Sendable>: Sendable {
     private let publisher: ObservableValue<Value>.Publisher
     private let placeholder: Value
     private let isSame: @Sendable (Value, Value) -> Bool
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// A value that shows `placeholder` until it follows a source.
     ///

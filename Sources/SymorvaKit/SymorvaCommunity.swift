@@ -5,9 +5,9 @@ import SymorvaFeatureKit
 import SymorvaMatrix
 import SymorvaMeetings
 import SymorvaPush
+import SymorvaRuntime
 import SymorvaServices
 import SymorvaWallet
-import Synchronization
 
 /// A Symorva community: the SDK's entry point, built from the community's manifest.
 ///
@@ -119,7 +119,7 @@ public final class SymorvaCommunity: Sendable {
         // the clients follow a new account before `session.state` says it is signed in, and
         // `register`, `signIn` and `switchAccount` (which return on that state) never hand back
         // control while `community.chat` still answers `.notSignedIn`.
-        let following = Mutex(())
+        let following = Lock(())
         let active = sessions.active
         _ = active.subscribe { _ in
             following.withLock { _ in

@@ -4,7 +4,6 @@
     import SymorvaMachines
     import SymorvaMeetings
     import SymorvaRuntime
-    import Synchronization
 
     /// One WebRTC connection to the media server over GStreamer's `webrtcbin`.
     ///
@@ -22,7 +21,7 @@
         private let source: AudioSource
         private let output: AudioOutput
         private let meter: AudioMeter
-        private let lock = Mutex<Pending>(Pending())
+        private let lock = Lock<Pending>(Pending())
 
         private var pipeline: UnsafeMutablePointer<GstElement>?
         private var webrtc: UnsafeMutablePointer<GstElement>?

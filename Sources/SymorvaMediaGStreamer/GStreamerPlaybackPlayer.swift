@@ -4,7 +4,6 @@
     import SymorvaMachines
     import SymorvaMeetings
     import SymorvaRuntime
-    import Synchronization
 
     /// Plays a listener's ``/SymorvaMeetings/PlaybackStream`` (the meeting's HLS mix) through
     /// GStreamer: the stream's MPEG-TS segments go into an `appsrc`, then `tsdemux`, `aacparse`,
@@ -25,7 +24,7 @@
         private let stream: any PlaybackStream
         private let output: AudioOutput
         private let meter = AudioMeter()
-        private let feeder = Mutex<Task<Void, Never>?>(nil)
+        private let feeder = Lock<Task<Void, Never>?>(nil)
         private var pipeline: UnsafeMutablePointer<GstElement>?
         private var appsrc: UnsafeMutablePointer<GstElement>?
         private var tap: TapContext?

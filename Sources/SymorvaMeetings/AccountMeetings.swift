@@ -2,7 +2,6 @@ import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaServices
-import Synchronization
 
 /// The meetings of one signed-in member, bound to that account for its whole life.
 ///
@@ -123,7 +122,7 @@ public final class AccountMeetings: Sendable {
 
 /// The meeting rooms of one account, by meeting.
 private final class RoomRegistry: Sendable {
-    private let rooms = Mutex<[MeetingID: MeetingRoom]>([:])
+    private let rooms = Lock<[MeetingID: MeetingRoom]>([:])
 
     var all: [MeetingRoom] { rooms.withLock { Array($0.values) } }
 

@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The SDK's playback stream on every platform: a live HLS client over the SDK's transport.
 ///
@@ -23,7 +22,7 @@ public final class HLSPlaybackStream: PlaybackStream {
     private let statePublisher = ObservableValue<PlaybackState>.Publisher(.idle)
     private let bufferedPublisher = ObservableValue<Duration>.Publisher(.zero)
     private let latencyPublisher = ObservableValue<Duration?>.Publisher(nil)
-    private let shared = Mutex(Shared())
+    private let shared = Lock(Shared())
 
     private struct Shared {
         var task: Task<Void, Never>?

@@ -1,7 +1,6 @@
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -23,8 +22,8 @@ package final class JanusClient: Sendable {
     private let requestTimeout: Duration
     private let pollWait: Duration
     private let answerTimeout: Duration
-    private let waiters = Mutex<[String: CheckedContinuation<JanusMessage, Never>]>([:])
-    private let early = Mutex<[String: JanusMessage]>([:])
+    private let waiters = Lock<[String: CheckedContinuation<JanusMessage, Never>]>([:])
+    private let early = Lock<[String: JanusMessage]>([:])
 
     /// A client over `transport`. A message acknowledged but not answered on the event stream
     /// within `answerTimeout` fails with a timeout (so a room that never answers a mute change

@@ -1,7 +1,6 @@
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// A stage member's media session with the community's Janus AudioBridge, over WebRTC.
 ///
@@ -11,7 +10,7 @@ import Synchronization
 /// room refuses (a demotion revoked it) closes it.
 package final class JanusMediaSession: MediaSession {
     private let host: MachineHost<MediaSessionMachine>
-    private let current: Mutex<MediaSessionDescriptor>
+    private let current: Lock<MediaSessionDescriptor>
     private let meter: AudioMeter
 
     /// A session for `descriptor`, not connected.
@@ -20,7 +19,7 @@ package final class JanusMediaSession: MediaSession {
         machine: MediaSessionMachine = MediaSessionMachine(), clock: any RuntimeClock = SystemClock(),
         tracer: Tracer = .shared
     ) {
-        current = Mutex(descriptor)
+        current = Lock(descriptor)
         let meter = AudioMeter()
         self.meter = meter
         let interpreter = MediaSessionInterpreter(

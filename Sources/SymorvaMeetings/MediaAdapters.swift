@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// A stage member's real-time media session: the SDK page's media provider adapter.
 ///
@@ -50,13 +49,13 @@ public struct UnavailableMediaEngine: MediaEngine {
 
 /// A stage session without a media engine: it holds the descriptor, and connecting fails.
 public final class UnavailableMediaSession: MediaSession {
-    private let current: Mutex<MediaSessionDescriptor>
+    private let current: Lock<MediaSessionDescriptor>
     private let idle: ObservableValue<MediaSessionMachine.State>.Publisher
     private let silence = ObservableValue<MediaAudioLevels>.Publisher(MediaAudioLevels())
 
     /// A session for `descriptor`.
     public init(descriptor: MediaSessionDescriptor) {
-        current = Mutex(descriptor)
+        current = Lock(descriptor)
         idle = .init(.idle(MediaCall(descriptor: descriptor)))
     }
 

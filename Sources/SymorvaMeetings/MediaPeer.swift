@@ -99,8 +99,8 @@ package final class AudioMeter: Sendable {
     }
 
     private let publisher = ObservableValue<MediaAudioLevels>.Publisher(MediaAudioLevels())
-    private let windows = Mutex<[AudioDirection: Window]>([:])
-    private let listeners = Mutex<[UInt64: @Sendable ([Int16], Int) -> Void]>([:])
+    private let windows = Lock<[AudioDirection: Window]>([:])
+    private let listeners = Lock<[UInt64: @Sendable ([Int16], Int) -> Void]>([:])
     private let nextListener = Atomic<UInt64>(0)
     private let incomingSamples = Atomic<UInt64>(0)
 

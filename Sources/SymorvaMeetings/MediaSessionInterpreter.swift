@@ -1,10 +1,9 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The peer of the connection in progress, shared by the effects that act on it.
 final class PeerSlot: Sendable {
-    private let peer = Mutex<(any MediaPeer)?>(nil)
+    private let peer = Lock<(any MediaPeer)?>(nil)
 
     var current: (any MediaPeer)? { peer.withLock { $0 } }
 

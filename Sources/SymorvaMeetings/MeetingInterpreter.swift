@@ -1,11 +1,10 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The stage member's media session in use, shared by a meeting room and its interpreter (which
 /// disconnects it on ``/SymorvaMachines/MeetingMachine/Effect/closeMediaSession``).
 final class MediaSlot: Sendable {
-    private let session = Mutex<(any MediaSession)?>(nil)
+    private let session = Lock<(any MediaSession)?>(nil)
 
     var current: (any MediaSession)? { session.withLock { $0 } }
 

@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// What the member does in a meeting now, with the media for it.
 public enum MeetingRole: Sendable {
@@ -59,7 +58,7 @@ public final class MeetingRoom: Sendable {
     private let rolePublisher: ObservableValue<MeetingRole>.Publisher
     private let participantsPublisher: ObservableValue<[MeetingParticipant]>.Publisher
     private let playback: HLSPlaybackStream
-    private let unsubscribe = Mutex<ObservableValue<MeetingMachine.State>.Unsubscribe?>(nil)
+    private let unsubscribe = Lock<ObservableValue<MeetingMachine.State>.Unsubscribe?>(nil)
 
     init(
         joined: JoinedMeeting, initialRole: MeetingRole, host: MachineHost<MeetingMachine>, service: MeetingsService,

@@ -1,7 +1,6 @@
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The community's meetings: `community.meetings`, a foundation module, always present.
 ///
@@ -29,7 +28,7 @@ public final class MeetingsClient: Sendable {
         case meetings(AccountMeetings)
     }
 
-    private let active = Mutex<Active>(.none)
+    private let active = Lock<Active>(.none)
 
     /// A client that acts for nobody until the community tells it which account is active.
     package init(isEnabled: Bool) {

@@ -3,7 +3,6 @@ import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
-import Synchronization
 
 /// Push notifications: `community.push`, one instance for the community's whole life, acting
 /// for the active account (``/SymorvaMachines/PushError/notSignedIn`` without one).
@@ -28,9 +27,9 @@ import Synchronization
 public final class PushClient: Sendable {
     private let tag: InstallationProfileTag
     private let chat: ChatClient
-    private let active = Mutex<AccountPush?>(nil)
+    private let active = Lock<AccountPush?>(nil)
     private let countsPublisher: ObservableValue<NotificationCounts>.Publisher
-    private let countsSubscription = Mutex<ObservableValue<ConversationList>.Unsubscribe?>(nil)
+    private let countsSubscription = Lock<ObservableValue<ConversationList>.Unsubscribe?>(nil)
     private let services: String
 
     /// Push for the installation whose data folder is `dataDirectory`; counts come from `chat`'s

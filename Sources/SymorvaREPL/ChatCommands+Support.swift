@@ -1,7 +1,7 @@
 import SymorvaChat
 import SymorvaKit
 import SymorvaMachines
-import Synchronization
+import SymorvaRuntime
 
 /// The chat commands' state between lines: the last `rooms` listing, the open conversation and
 /// the numbers given to its messages.
@@ -15,7 +15,7 @@ final class ChatREPLState: REPLStateKey, Sendable {
         var stop: (@Sendable () -> Void)?
     }
 
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
 
     func listing(_ rooms: [RoomID]) -> ChatREPLState {
         storage.withLock { $0.listing = rooms }
@@ -62,7 +62,7 @@ final class TimelinePrinter: Sendable {
     }
 
     private let output: any REPLOutput
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
 
     init(output: any REPLOutput) { self.output = output }
 

@@ -1,7 +1,6 @@
 import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The REPL's current meeting: the room joined by `meeting join`, and what prints its live lines.
 public enum REPLMeetingKey: REPLStateKey {
@@ -13,7 +12,7 @@ public enum REPLMeetingKey: REPLStateKey {
 public final class REPLMeeting: Sendable {
     /// The meeting.
     public let room: MeetingRoom
-    private let stops: Mutex<[@Sendable () -> Void]>
+    private let stops: Lock<[@Sendable () -> Void]>
 
     init(room: MeetingRoom, output: any REPLOutput) {
         self.room = room
@@ -21,7 +20,7 @@ public final class REPLMeeting: Sendable {
         let people = room.participants.subscribe { printer.show($0) }
         let role = room.role.subscribe { printer.show(role: $0.kind) }
         let state = room.state.subscribe { printer.show(state: $0) }
-        stops = Mutex([people, role, state])
+        stops = Lock([people, role, state])
     }
 
     /// Stops printing.
@@ -39,7 +38,7 @@ public final class REPLMeeting: Sendable {
 private final class MeetingPrinter: Sendable {
     private let output: any REPLOutput
     private let member: UserID
-    private let last = Mutex<(people: [UserID: MeetingParticipant]?, role: ParticipantRole?, final: Bool)>(
+    private let last = Lock<(people: [UserID: MeetingParticipant]?, role: ParticipantRole?, final: Bool)>(
         (nil, nil, false))
 
     init(output: any REPLOutput, member: UserID) {

@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 
 /// What the REPL was started with: the community manifest and the development environment.
 ///
@@ -169,7 +168,7 @@ public final class REPLContext: Sendable {
         var values: [ObjectIdentifier: any Sendable] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// A context writing to `output`. Tests pass their own tracer and log center so that
     /// parallel tests do not see each other's traces.

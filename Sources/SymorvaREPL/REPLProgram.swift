@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import SymorvaRuntime
 
 #if canImport(Glibc)
     import Glibc
@@ -185,12 +185,12 @@ public protocol REPLInput: Sendable {
 /// A secret is read from `secrets` when one is given, else it is the next line: a transcript
 /// writes the secret as an input line right after the command that asks for it.
 public final class REPLLinesInput: REPLInput {
-    private let state: Mutex<(lines: [String], next: Int)>
+    private let state: Lock<(lines: [String], next: Int)>
     private let secrets: (any REPLInput)?
 
     /// Reads `lines` in order, numbering them from 1; secrets come from `secrets` or the lines.
     public init(_ lines: [String], secrets: (any REPLInput)? = nil) {
-        self.state = Mutex((lines, 0))
+        self.state = Lock((lines, 0))
         self.secrets = secrets
     }
 
@@ -232,7 +232,7 @@ public final class StandardREPLInput: REPLInput {
     public let prompt: String
 
     private let queue = DispatchQueue(label: "symorva.repl.stdin")
-    private let lineCount = Mutex(0)
+    private let lineCount = Lock(0)
 
     /// Standard input, with `prompt` shown on a terminal.
     public init(prompt: String = "symorva> ") {
@@ -345,7 +345,7 @@ extension REPLOutput {
 
 /// Writes to the process's standard output and standard error, unbuffered, a line at a time.
 public struct StandardREPLOutput: REPLOutput {
-    private static let lock = Mutex(())
+    private static let lock = Lock(())
 
     /// The process's standard streams.
     public init() {}
@@ -375,7 +375,7 @@ public final class CapturingREPLOutput: REPLOutput {
         }
     }
 
-    private let storage = Mutex<[Line]>([])
+    private let storage = Lock<[Line]>([])
 
     /// An empty capture.
     public init() {}

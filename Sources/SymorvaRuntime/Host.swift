@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The actor that runs one machine instance.
 ///
 /// A host owns the machine's state and processes one ordered mailbox: events sent by callers
@@ -38,7 +36,7 @@ public final actor MachineHost<Machine: StateMachine> {
     // the state (about 4,000 instructions per event instead of a few hundred).
 
     @usableFromInline nonisolated let publisher: ObservableValue<Machine.State>.Publisher
-    @usableFromInline nonisolated let inbox = Mutex(Inbox())
+    @usableFromInline nonisolated let inbox = Lock(Inbox())
     @usableFromInline let interpreter: any EffectInterpreter<Machine>
     @usableFromInline let scope: AccountScope?
     @usableFromInline let clock: any RuntimeClock

@@ -157,7 +157,7 @@ public final class LogCenter: Sendable {
         var sinks: [UInt64: any LogSink] = [:]
         var nextID: UInt64 = 0
     }
-    private let configuration: Mutex<Configuration>
+    private let configuration: Lock<Configuration>
     private let thresholdRaw: Atomic<Int>
 
     /// The process-wide center: standard error, at the level the `SYMORVA_LOG` environment
@@ -179,7 +179,7 @@ public final class LogCenter: Sendable {
             configuration.sinks[configuration.nextID] = sink
             configuration.nextID += 1
         }
-        self.configuration = Mutex(configuration)
+        self.configuration = Lock(configuration)
         self.thresholdRaw = Atomic(threshold.rawValue)
     }
 
@@ -224,7 +224,7 @@ public struct StandardErrorLogSink: LogSink {
 
 /// A sink that keeps every line in memory, for tests and the REPL's `log` command.
 public final class CapturingLogSink: LogSink {
-    private let lines = Mutex<[LogRecord]>([])
+    private let lines = Lock<[LogRecord]>([])
     /// Creates an empty capture.
     public init() {}
     public func write(_ record: LogRecord) { lines.withLock { $0.append(record) } }

@@ -68,13 +68,13 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         }
     }
 
-    @usableFromInline let storage: Mutex<Storage>
+    @usableFromInline let storage: Lock<Storage>
     /// The number of publications so far. Written under `storage`'s lock; read without it by a
     /// publication that checks, before each listener, whether a newer one has begun.
     @usableFromInline let version = Atomic<UInt64>(0)
-    private let hooks: Mutex<ObserverHooks>
+    private let hooks: Lock<ObserverHooks>
     /// Count changes whose hooks have not run yet, in order, and whether a thread is running them.
-    private let pendingHooks = Mutex<(changes: [ObserverChange], isRunning: Bool)>(([], false))
+    private let pendingHooks = Lock<(changes: [ObserverChange], isRunning: Bool)>(([], false))
 
     private enum ObserverChange {
         case first, lastGone
@@ -87,8 +87,8 @@ public final class ObservableValue<Value: Sendable>: Sendable {
 
     /// Creates a value with its owner's hooks.
     public init(_ initial: Value, hooks: ObserverHooks = ObserverHooks()) {
-        storage = Mutex(Storage(value: initial))
-        self.hooks = Mutex(hooks)
+        storage = Lock(Storage(value: initial))
+        self.hooks = Lock(hooks)
         #if canImport(Observation)
             valueKeyPath = \.value
         #endif

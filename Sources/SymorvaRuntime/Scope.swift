@@ -40,7 +40,7 @@ public final class AccountScope: Sendable {
 
     /// The account this scope belongs to (a Matrix user ID), or a label for non-account scopes.
     public let label: String
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
     private let currentEpoch = Atomic<UInt64>(1)
 
     /// Creates a scope at epoch 1.

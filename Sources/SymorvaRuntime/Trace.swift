@@ -260,7 +260,7 @@ public final class Tracer: Sendable {
         /// `byID`'s values, rebuilt when a sink comes or goes, so that recording only retains it.
         var snapshot: [any TraceSink] = []
     }
-    private let sinks = Mutex(Sinks())
+    private let sinks = Lock(Sinks())
     private let nextID = Atomic<UInt64>(0)
     @usableFromInline let sinkCount = Atomic<Int>(0)
     /// Bumped (under the lock) whenever a sink comes or goes: a ``Cache`` whose generation is
@@ -343,7 +343,7 @@ public final class Tracer: Sendable {
 
 /// Keeps trace records in memory (tests, the REPL's `trace` history).
 public final class TraceRecorder: TraceSink {
-    private let storage = Mutex<[TraceRecord]>([])
+    private let storage = Lock<[TraceRecord]>([])
     /// Creates an empty recorder.
     public init() {}
     public func record(_ record: TraceRecord) { storage.withLock { $0.append(record) } }

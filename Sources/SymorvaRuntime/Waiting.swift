@@ -1,5 +1,3 @@
-import Synchronization
-
 extension ObservableValue {
     /// Waits for the first value, the current one or a later one, that `answer` maps to an
     /// answer, and returns that answer; `nil` when `scope` moves on (ends or advances) or when
@@ -55,7 +53,7 @@ package final class OneShot<Outcome: Sendable>: Sendable {
         var cleanups: [@Sendable () -> Void] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// A one-shot with no outcome yet.
     package init() {}

@@ -535,7 +535,7 @@ public final class StoreExecutor: SerialExecutor {
             var jobs: [(job: UnownedJob, executor: UnownedSerialExecutor)] = []
             var stopped = false
         }
-        let queue = Mutex(Queue())
+        let queue = Lock(Queue())
         let wakeUp = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         let threadID = Atomic<UInt>(0)

@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 
 /// An ``/SymorvaRuntime/EffectInterpreter`` that holds every effect until the test releases it, then performs
 /// it with the interpreter it wraps: the way to run a host's effects in any order the host
@@ -35,7 +34,7 @@ public final class HeldEffectsInterpreter<Machine: StateMachine>: EffectInterpre
     }
 
     private let base: any EffectInterpreter<Machine>
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
     private let heldPublisher = ObservableValue<[Machine.Effect]>.Publisher([])
 
     /// Holds the effects that `base` performs once released.

@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 
 /// A ``/SymorvaRuntime/RuntimeClock`` whose time moves only when a test calls ``advance(by:)``.
 ///
@@ -34,12 +33,12 @@ public final class ManualClock: RuntimeClock {
         case sleeping
     }
 
-    private let storage: Mutex<Storage>
+    private let storage: Lock<Storage>
     private let count = ObservableValue<Int>.Publisher(0)
 
     /// A clock standing at `now`.
     public init(now: Duration = .zero) {
-        storage = Mutex(Storage(now: now))
+        storage = Lock(Storage(now: now))
     }
 
     /// The clock's current time.

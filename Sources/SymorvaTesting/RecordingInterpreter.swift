@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 
 /// An ``/SymorvaRuntime/EffectInterpreter`` for host-level tests: records every effect it is asked to perform
 /// and answers with events from a script.
@@ -20,7 +19,7 @@ public final class RecordingInterpreter<Machine: StateMachine>: EffectInterprete
     public typealias Script = @Sendable (Machine.Effect, EffectContext<Machine.Event>) async -> Machine.Event?
 
     private let script: Script
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private let log = ObservableValue<[Machine.Effect]>.Publisher([])
     private let finishedCount = ObservableValue<Int>.Publisher(0)
 
@@ -85,7 +84,7 @@ public final class TestGate: Sendable {
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextID: UInt64 = 0
     }
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
     private let waiting = ObservableValue<Int>.Publisher(0)
 
     /// A closed gate.

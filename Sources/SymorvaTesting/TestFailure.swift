@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 
 /// A failed expectation of a SymorvaTesting helper, with where it was asserted.
 ///
@@ -43,7 +42,7 @@ final class OneShot<Value: Sendable>: Sendable {
         var outcome: Value??
         var cleanups: [@Sendable () -> Void] = []
     }
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
 
     func install(_ continuation: CheckedContinuation<Value?, Never>) {
         let ready = storage.withLock { storage -> Value?? in
@@ -139,7 +138,7 @@ extension ObservableValue where Value: Equatable {
 /// record that proves what they assert (a `.stale` drop, an ignored event).
 public final class ObservableTraceRecorder: TraceSink {
     private let publisher = ObservableValue<[TraceRecord]>.Publisher([])
-    private let lock = Mutex(())
+    private let lock = Lock(())
 
     /// Creates an empty recorder.
     public init() {}

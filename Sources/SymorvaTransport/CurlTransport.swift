@@ -163,7 +163,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     let counters = CurlCounters()
     private let multi: UnsafeMutableRawPointer
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     private let logger: Logger
     /// Loop thread only.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]

@@ -1,7 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
-import Synchronization
 
 /// The live transfer hosts of one ``AccountWallet``, and its pending commands.
 ///
@@ -30,9 +29,9 @@ final class TransferRegistry: Sendable {
         var onSettled: (@Sendable () -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Serialises publications so that the last one always carries the newest list.
-    private let publishing = Mutex(())
+    private let publishing = Lock(())
     private let publisher = ObservableValue<[PendingTransfer]>.Publisher([])
     private let store: WalletStore
     private let logger = Logger(category: "wallet")

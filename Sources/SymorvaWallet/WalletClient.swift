@@ -1,7 +1,6 @@
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The community's wallet: `community.wallet`, present exactly when the manifest enables the
 /// wallet module, and then one instance for the community's whole life.
@@ -35,7 +34,7 @@ public final class WalletClient: Sendable {
         case wallet(AccountWallet)
     }
 
-    private let active = Mutex<Active>(.none)
+    private let active = Lock<Active>(.none)
     private let balanceValue = ActiveAccountValue<[Balance]>(placeholder: [])
     private let pendingValue = ActiveAccountValue<[PendingTransfer]>(placeholder: []) { lhs, rhs in
         lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { $0 === $1 }

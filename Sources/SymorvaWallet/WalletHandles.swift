@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -29,7 +28,7 @@ public final class TransferDraft: Sendable {
 
     let host: MachineHost<TransferMachine>
     let registry: TransferRegistry
-    private let isConfirming = Mutex(false)
+    private let isConfirming = Lock(false)
 
     init(
         draft: SymorvaMachines.TransferDraft, offered: Set<VerificationMethod>, host: MachineHost<TransferMachine>,

@@ -42,6 +42,7 @@ enum BenchmarkModes {
             StudioBenchmark(),
             MegolmBenchmark(),
             E2EESendBenchmark(),
+            LockBenchmark(),
         ] + platformModes
 
     #if os(Linux)

@@ -10,7 +10,6 @@ import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
-import Synchronization
 
 /// `symorva-bench e2ee-send [--runs N] [--users N] [--devices N]`: the first message in a new
 /// encrypted room whose members' devices have no Olm session with the sender, against the local
@@ -256,7 +255,7 @@ final class TimingTransport: HTTPTransport {
     }
 
     private let base: any HTTPTransport
-    private let noted = Mutex<[Record]>([])
+    private let noted = Lock<[Record]>([])
 
     init(_ base: any HTTPTransport) { self.base = base }
 

@@ -9,7 +9,6 @@
     import SymorvaServices
     import SymorvaTesting
     import SymorvaTransport
-    import Synchronization
 
     /// `symorva-bench media [--rounds N]`: stage audio over GStreamer's webrtcbin and the dev Janus
     /// (`Scripts/dev-server start --test`), through ``GStreamerMediaEngine`` with test-tone sources
@@ -208,7 +207,7 @@
             var heardAt: ContinuousClock.Instant?
         }
         private let frequency: Double
-        private let progress = Mutex(Progress())
+        private let progress = Lock(Progress())
 
         init(frequency: Double) { self.frequency = frequency }
 

@@ -330,14 +330,14 @@ private final class RoundTripProbe: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
         var completed = 0
     }
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let clock: SystemClock
 
     init(capacity: Int, clock: SystemClock) {
         self.clock = clock
         var initial = State()
         initial.latencies.reserveCapacity(capacity)
-        state = Mutex(initial)
+        state = Lock(initial)
     }
 
     /// The listener: records a latency when a new completed push shows up.

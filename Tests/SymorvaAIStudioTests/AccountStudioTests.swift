@@ -17,8 +17,8 @@ struct AccountStudioTests {
         let database: SQLiteDatabase
         let scope = AccountScope(label: StudioWorld.alice.rawValue)
         let items = StudioFixtures.messages(6)
-        let answers = Locked<[ConsentAnswer]>([])
-        let sheets = Locked<[ConsentSheet]>([])
+        let answers = Lock<[ConsentAnswer]>([])
+        let sheets = Lock<[ConsentSheet]>([])
 
         init() async throws {
             world = StudioWorld(clock: clock, bodies: items.map(\.body))

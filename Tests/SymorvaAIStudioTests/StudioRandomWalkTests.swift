@@ -91,7 +91,7 @@ struct StudioRandomWalkTests {
         }
 
         func open() async throws -> AccountStudio {
-            let answer = Locked(self.answer)
+            let answer = Lock(self.answer)
             let studio = try await AccountStudio(
                 member: StudioWorld.alice, services: world.services(), content: FixedContentSource(items: items),
                 database: database, scope: scope,

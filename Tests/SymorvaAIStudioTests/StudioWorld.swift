@@ -7,7 +7,6 @@ import SymorvaRuntime
 import SymorvaServices
 import SymorvaStore
 import SymorvaTesting
-import Synchronization
 
 /// Hands out a fixed OpenID token.
 struct FixedOpenIDSource: OpenIDTokenSource {
@@ -102,9 +101,9 @@ final class StudioWorld: Sendable {
     let clock: ManualClock
     let wallClock: FollowingWallClock
     let transport = ScriptedHTTPTransport.communityServices()
-    let gate = Locked(TestGate())
+    let gate = Lock(TestGate())
     let bodies: [String]
-    private let state = Locked(State())
+    private let state = Lock(State())
 
     init(clock: ManualClock, bodies: [String]) {
         self.clock = clock
@@ -312,13 +311,6 @@ final class StudioWorld: Sendable {
             #"{"grant_id": "\#(grantID)", "backend": "extractive-lexrank", "item_count": \#(ids.count), "points": [{"text": "point", "event_ids": ["\#(first)"]}], "cited_event_ids": ["\#(first)"]}"#
         )
     }
-}
-
-/// A value behind a lock that closures can share.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<T>(_ body: (inout sending Value) -> sending T) -> sending T { mutex.withLock(body) }
 }
 
 enum StudioFixtures {

@@ -1,6 +1,6 @@
 import SymorvaChatStore
+import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 /// Opens an empty in-memory chat store.
@@ -198,7 +198,7 @@ struct SyncIngestorTests {
     @Test("A queued message is committed with synchronous=FULL, all parts in one transaction; sync stays NORMAL")
     func durableSendQueue() async throws {
         let store = try await makeChatStore()
-        let commits = Mutex<[[Int]]>([])
+        let commits = Lock<[[Int]]>([])
         await store.databaseForTesting.setCommitProbe { db, synchronous in
             let rows = (try? db.queryOne("SELECT COUNT(*) FROM send_queue") { $0.int(0) }) ?? nil
             commits.withLock { $0.append([synchronous, rows ?? -1]) }

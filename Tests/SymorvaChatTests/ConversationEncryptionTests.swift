@@ -4,7 +4,6 @@ import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaChat
@@ -15,11 +14,11 @@ import Testing
 /// Synapse): it "encrypts" and seals by flipping every byte, so a test can tell whether
 /// something written or sent still holds the plaintext, and recognises what it sealed.
 final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
-    let encrypted = Mutex<[RoomID]>([])
+    let encrypted = Lock<[RoomID]>([])
     /// Whether the "room key" is there: without it every decryption waits (`nil`).
-    let hasKey = Mutex(true)
+    let hasKey = Lock(true)
     /// How many decryptions were asked for.
-    let decryptions = Mutex(0)
+    let decryptions = Lock(0)
 
     static func flipped(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 ^ 0x5A } }
 
@@ -56,8 +55,8 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     }
 
     /// The rooms whose keys were asked for again, and how many requests each is to send.
-    let askedAgain = Mutex<[RoomID]>([])
-    let requestsToResend = Mutex(0)
+    let askedAgain = Lock<[RoomID]>([])
+    let requestsToResend = Lock(0)
 
     func requestKeysAgain(in roomID: RoomID) async throws(StoreError) -> Int {
         askedAgain.withLock { $0.append(roomID) }

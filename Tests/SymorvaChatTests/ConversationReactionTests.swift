@@ -3,7 +3,6 @@ import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaChat
@@ -22,7 +21,7 @@ final class ReactionHomeserver: Sendable {
 
     /// The counts, shared with the transport's answer.
     private final class Shared: Sendable {
-        let counts = Mutex(Counts())
+        let counts = Lock(Counts())
     }
 
     static let unrecognized: ScriptedHTTPTransport.Answer = { _ in .json(404, #"{"errcode": "M_UNRECOGNIZED"}"#) }

@@ -6,7 +6,6 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
-import Synchronization
 import Testing
 
 @testable import SymorvaE2EE
@@ -285,7 +284,7 @@ extension KeyRequestEngineTests {
             try await store.keyRequestLeft(request)
         }
         // r1 and r3 are sent; r2 still waits to go out the first time.
-        let fresh = Mutex(0)
+        let fresh = Lock(0)
         let again = try await store.resendKeyRequests(roomID: "!r:x") {
             fresh.withLock {
                 $0 += 1

@@ -29,7 +29,7 @@ struct RoomKeySharingTests {
 
     /// The `sendToDevice` bodies a homeserver received.
     final class SentBodies: Sendable {
-        let bodies = Mutex<[JSONValue]>([])
+        let bodies = Lock<[JSONValue]>([])
         func withLock<T>(_ body: (inout [JSONValue]) -> T) -> T { bodies.withLock { body(&$0) } }
     }
 

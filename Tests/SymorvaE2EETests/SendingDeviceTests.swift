@@ -7,7 +7,6 @@ import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaE2EE
@@ -23,7 +22,7 @@ struct SendingDeviceTests {
 
     /// A wall clock the test moves.
     final class MovingClock: WallClock, Sendable {
-        let milliseconds = Mutex<Int64>(1_000_000)
+        let milliseconds = Lock<Int64>(1_000_000)
         var now: Timestamp { Timestamp(millisecondsSince1970: milliseconds.withLock { $0 }) }
         func advance(_ delta: Int64) { milliseconds.withLock { $0 += delta } }
     }
@@ -51,7 +50,7 @@ struct SendingDeviceTests {
 
         let wallClock = MovingClock()
         // The homeserver answers keys/query with 502 until told otherwise.
-        let healthy = Mutex(false)
+        let healthy = Lock(false)
         let transport = ScriptedHTTPTransport()
         transport.on("POST", "/_matrix/client/v3/keys/query") { _ in
             healthy.withLock { $0 } ? .json(200, answer) : .json(502, #"{"errcode": "M_UNKNOWN"}"#)
@@ -86,7 +85,7 @@ struct SendingDeviceTests {
         ]).canonicalEncoding()
 
         // The query fails: the event is not decrypted for good with an unknown device.
-        let retries = Mutex(0)
+        let retries = Lock(0)
         crypto.onRoomKeysStored { retries.withLock { $0 += 1 } }
         let eventID = EventID("$event")
         #expect(await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: bob) == nil)

@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 import Testing
 
 @testable import SymorvaFeatureKit
@@ -25,7 +24,7 @@ struct ActiveAccountValueTests {
         let alice = ObservableValue<String>.Publisher("alice 1")
         let bob = ObservableValue<String>.Publisher("bob 1")
         value.follow(alice.observable)
-        let seen = Mutex<[String]>([])
+        let seen = Lock<[String]>([])
         let stop = value.observable.subscribe { text in seen.withLock { $0.append(text) } }
         alice.publish("alice 2")
         let aliceGeneration = value.generation
@@ -45,7 +44,7 @@ struct ActiveAccountValueTests {
         value.follow(source.observable)
         #expect(source.observable.observerCount == 0)
         source.publish(2)
-        let seen = Mutex<[Int]>([])
+        let seen = Lock<[Int]>([])
         let stop = value.observable.subscribe { number in seen.withLock { $0.append(number) } }
         #expect(source.observable.observerCount == 1)
         #expect(seen.withLock { $0 } == [2])

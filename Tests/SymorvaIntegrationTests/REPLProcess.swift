@@ -1,7 +1,6 @@
 import Foundation
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -28,7 +27,7 @@ final class REPLProcess: Sendable {
     /// Publishes the transcript; changes come from three threads, one at a time.
     private final class Recorder: Sendable {
         let publisher = ObservableValue<Transcript>.Publisher(Transcript())
-        private let lock = Mutex(())
+        private let lock = Lock(())
 
         func update(_ change: @Sendable (inout Transcript) -> Void) {
             lock.withLock { _ in publisher.update(change) }
@@ -43,7 +42,7 @@ final class REPLProcess: Sendable {
     private let recorder = Recorder()
     private let processID: Int32
     private let input: FileHandle
-    private let process: Mutex<Process?>
+    private let process: Lock<Process?>
 
     /// Starts `symorva` (piped mode: no prompt; secrets are the next input line).
     init(environment extra: [String: String], arguments: [String] = []) throws {
@@ -65,7 +64,7 @@ final class REPLProcess: Sendable {
         try process.run()
         processID = process.processIdentifier
         input = inputPipe.fileHandleForWriting
-        self.process = Mutex(process)
+        self.process = Lock(process)
         Self.collectLines(from: outputPipe.fileHandleForReading) { lines in
             recorder.update { $0.output += lines }
         }

@@ -5,7 +5,6 @@ import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaServices
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaMeetings
@@ -124,7 +123,7 @@ struct MeetingInterpreterTests {
 }
 
 final class RecordingMediaSession: MediaSession {
-    let disconnects = Mutex(0)
+    let disconnects = Lock(0)
     let idle = ObservableValue<MediaSessionMachine.State>.Publisher(
         .idle(MediaCall(descriptor: MediaAdapterTests.descriptor)))
     let silence = ObservableValue<MediaAudioLevels>.Publisher(MediaAudioLevels())
@@ -159,7 +158,7 @@ struct HLSPlaybackStreamTests {
             clock: clock, rateLimitPolicy: .never)
         let service = MeetingsService(
             services: services, userID: "@me:localhost", requestTimeout: .seconds(5), feedWait: .seconds(1))
-        let current = Mutex(Self.playlist(1...3))
+        let current = Lock(Self.playlist(1...3))
         transport.on("GET", Self.playlistPath) { _ in .json(200, current.withLock { $0 }) }
         transport.on("GET", pathPrefix: "/_symorva/v1/meetings/mt_01/playback/seg") { request in
             .success(HTTPResponse(status: 200, headers: [:], body: Array(request.url.path.utf8.suffix(8))))

@@ -1,6 +1,5 @@
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @Suite("Request coalescer")
@@ -13,7 +12,7 @@ struct CoalescerTests {
     func joins() async throws {
         let coalescer = RequestCoalescer<String, Int, FetchError>()
         let gate = TestGate()
-        let calls = Mutex(0)
+        let calls = Lock(0)
         let fetch: @Sendable () async throws(FetchError) -> Int = {
             let call = calls.withLock { calls -> Int in
                 calls += 1
@@ -61,7 +60,7 @@ struct CoalescerTests {
     @Test("A finished request frees its key: the next caller starts afresh")
     func resultsAreNotCached() async throws {
         let coalescer = RequestCoalescer<String, Int, FetchError>()
-        let calls = Mutex(0)
+        let calls = Lock(0)
         let fetch: @Sendable () async throws(FetchError) -> Int = {
             calls.withLock { calls -> Int in
                 calls += 1

@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 import Testing
 
 @Suite("Machine host")
@@ -23,7 +22,7 @@ struct HostTests {
     func observers() async throws {
         let world = ProbeWorld()
         let host = world.host(interpreter: world.interpreter, initial: .idle)
-        let seen = Mutex<[ProbeMachine.State]>([])
+        let seen = Lock<[ProbeMachine.State]>([])
         let unsubscribe = host.states.subscribe { state in seen.withLock { $0.append(state) } }
         defer { unsubscribe() }
         await host.send(.start)

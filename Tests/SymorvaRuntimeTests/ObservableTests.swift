@@ -2,15 +2,14 @@ import Foundation
 import Observation
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @Suite("Observable values")
 struct ObservableTests {
     @Test("First and last observer hooks follow the observer count")
     func hooks() {
-        let firsts = Mutex(0)
-        let lasts = Mutex(0)
+        let firsts = Lock(0)
+        let lasts = Lock(0)
         let publisher = ObservableValue<Int>.Publisher(
             0,
             hooks: .init(
@@ -34,11 +33,11 @@ struct ObservableTests {
 
     @Test("Unsubscribing twice is harmless and leaves other observers alone")
     func unsubscribeIdempotent() {
-        let lasts = Mutex(0)
+        let lasts = Lock(0)
         let publisher = ObservableValue<Int>.Publisher(
             0, hooks: .init(lastObserverGone: { lasts.withLock { $0 += 1 } }))
-        let received = Mutex<[Int]>([])
-        let kept = Mutex<[Int]>([])
+        let received = Lock<[Int]>([])
+        let kept = Lock<[Int]>([])
         let unsubscribe = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
         let keep = publisher.observable.subscribe { value in kept.withLock { $0.append(value) } }
         publisher.publish(1)
@@ -57,7 +56,7 @@ struct ObservableTests {
     @Test("A computed publication publishes only what its closure returns, under the lock")
     func publishComputing() {
         let publisher = ObservableValue<Int>.Publisher(1)
-        let received = Mutex<[Int]>([])
+        let received = Lock<[Int]>([])
         let stop = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
         #expect(publisher.publish { $0 + 1 })
         #expect(!publisher.publish { _ in nil })
@@ -68,12 +67,12 @@ struct ObservableTests {
 
     @Test("While unobserved, the value reads the owner's source; a first observer starts from it")
     func unobservedValue() {
-        let source = Mutex(10)
+        let source = Lock(10)
         let publisher = ObservableValue<Int>.Publisher(0)
         publisher.observable.setHooks(.init(unobservedValue: { source.withLock { $0 } }))
         #expect(publisher.observable.value == 10)
         source.withLock { $0 = 11 }
-        let received = Mutex<[Int]>([])
+        let received = Lock<[Int]>([])
         let stop = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
         source.withLock { $0 = 12 }
         // Observed: the published value counts, not the source.
@@ -87,7 +86,7 @@ struct ObservableTests {
     @Test("Subscribers get the current value, then every published value in order")
     func subscribeOrder() {
         let publisher = ObservableValue<Int>.Publisher(7)
-        let received = Mutex<[Int]>([])
+        let received = Lock<[Int]>([])
         let unsubscribe = publisher.observable.subscribe { value in received.withLock { $0.append(value) } }
         publisher.publish(8)
         publisher.update { $0 += 1 }
@@ -100,7 +99,7 @@ struct ObservableTests {
     @Test("The listeners of one publication run in the order they subscribed")
     func listenerOrder() {
         let publisher = ObservableValue<Int>.Publisher(0)
-        let calls = Mutex<[String]>([])
+        let calls = Lock<[String]>([])
         let first = publisher.observable.subscribe { value in calls.withLock { $0.append("first \(value)") } }
         let second = publisher.observable.subscribe { value in calls.withLock { $0.append("second \(value)") } }
         calls.withLock { $0.removeAll() }
@@ -168,7 +167,7 @@ struct ObservableTests {
     @Test("Reading the value inside Observation tracking is told of the next publication, and only once")
     func observationTracking() {
         let publisher = ObservableValue<Int>.Publisher(1)
-        let changes = Mutex(0)
+        let changes = Lock(0)
         let seen = withObservationTracking {
             publisher.observable.value
         } onChange: {
@@ -181,7 +180,7 @@ struct ObservableTests {
         publisher.publish(3)  // tracking ends at the first change, as Observation defines it
         #expect(changes.withLock { $0 } == 1)
 
-        let computed = Mutex(0)
+        let computed = Lock(0)
         _ = withObservationTracking {
             publisher.observable.value
         } onChange: {
@@ -199,7 +198,7 @@ struct ObservableTests {
         // The first-observer hook runs after the subscription is registered and before the
         // listener gets its first value: exactly where another thread's publication can land.
         publisher.observable.setHooks(.init(firstObserver: { publisher.publish(2) }))
-        let seen = Mutex<[Int]>([])
+        let seen = Lock<[Int]>([])
         let unsubscribe = publisher.observable.subscribe { value in seen.withLock { $0.append(value) } }
         defer { unsubscribe() }
         #expect(seen.withLock { $0 } == [2, 1, 2])
@@ -210,11 +209,11 @@ struct ObservableTests {
     @Test("Observer hooks run in the order of the count changes, even when one is slow on another thread")
     func hookOrder() {
         let publisher = ObservableValue<Int>.Publisher(0)
-        let calls = Mutex<[String]>([])
+        let calls = Lock<[String]>([])
         let insideLastGone = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
-        let isFirstLastGone = Mutex(true)
+        let isFirstLastGone = Lock(true)
         publisher.observable.setHooks(
             .init(
                 firstObserver: { calls.withLock { $0.append("first") } },

@@ -1,6 +1,5 @@
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 
 /// A small machine that exercises every runtime feature: plain, keyed and cancelled effects,
 /// a state timeout and a named timer. Its state is a log of what reached it.
@@ -104,7 +103,7 @@ final class ProbeWorld: Sendable {
     let gate = TestGate()
     let tracer = Tracer()
     let trace = ObservableTraceRecorder()
-    let cancelled = Mutex<[String]>([])
+    let cancelled = Lock<[String]>([])
     let cancellations = ObservableValue<Int>.Publisher(0)
 
     init() { tracer.addSink(trace) }

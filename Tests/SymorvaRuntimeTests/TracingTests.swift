@@ -1,5 +1,4 @@
 import SymorvaRuntime
-import Synchronization
 import Testing
 
 /// A tally whose three types name their cases in the three ways ``CaseNamed`` allows: the state
@@ -89,9 +88,9 @@ private struct SilentInterpreter: EffectInterpreter {
 
 /// Keeps every batch it is handed, as it was handed.
 private final class BatchKeeper: TraceSink {
-    let batches = Mutex<[TraceRecords]>([])
+    let batches = Lock<[TraceRecords]>([])
     /// Records as read at the moment each batch arrived.
-    let readOnArrival = Mutex<[[TraceRecord]]>([])
+    let readOnArrival = Lock<[[TraceRecord]]>([])
 
     func record(_ record: TraceRecord) { Issue.record("batches should arrive whole") }
 
@@ -150,7 +149,7 @@ struct TracingTests {
         let keeper = BatchKeeper()
         tracer.addSink(keeper)
         let host = makeHost(tracer: tracer)
-        let tracedWhenPublished = Mutex<[Int]>([])
+        let tracedWhenPublished = Lock<[Int]>([])
         let unsubscribe = host.states.subscribe { _ in
             let count = keeper.batches.withLock { $0.reduce(0) { $0 + $1.count } }
             tracedWhenPublished.withLock { $0.append(count) }
@@ -186,7 +185,7 @@ struct TracingTests {
     @Test("A sink without a batch method receives each record in order")
     func defaultBatchMethod() async {
         let tracer = Tracer()
-        let events = Mutex<[String]>([])
+        let events = Lock<[String]>([])
         tracer.addSink(ClosureTraceSink { record in events.withLock { $0.append(record.event) } })
         let host = makeHost(tracer: tracer)
         await host.send(contentsOf: [.add(1), .add(2), .report, .stop])

@@ -2,7 +2,6 @@ import Foundation
 import SymorvaRuntime
 import SymorvaStore
 import SymorvaWallet
-import Synchronization
 import Testing
 
 @Suite("Wallet store")
@@ -50,7 +49,7 @@ struct WalletStoreTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let database = try await SQLiteDatabase.open(path: path)
         let store = try await WalletStore.open(on: database)
-        let commits = Mutex<[[Int]]>([])
+        let commits = Lock<[[Int]]>([])
         await database.setCommitProbe { db, synchronous in
             let rows = (try? db.queryOne("SELECT COUNT(*) FROM wallet_pending_commands") { $0.int(0) }) ?? nil
             commits.withLock { $0.append([synchronous, rows ?? -1]) }

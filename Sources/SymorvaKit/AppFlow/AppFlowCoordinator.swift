@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// Runs the app's top-level flow: restores accounts at launch, signs in, switches and signs out,
 /// and gives each signed-in account its own ``AccountScope``.
@@ -103,7 +102,7 @@ final class AccountScopes: Sendable {
         var active: UserID?
     }
 
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
     private let activePublisher = ObservableValue<AccountScope?>.Publisher(nil)
 
     /// The scope of the account whose session started last and has not ended.

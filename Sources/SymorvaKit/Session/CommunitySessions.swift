@@ -280,7 +280,7 @@ actor CommunitySessions: SessionDriver {
 
 /// The callback for sessions that end by themselves, set once the product layer exists.
 final class EndedHandler: Sendable {
-    private let handler = Mutex<(@Sendable (UserID) -> Void)?>(nil)
+    private let handler = Lock<(@Sendable (UserID) -> Void)?>(nil)
     func set(_ newHandler: @escaping @Sendable (UserID) -> Void) { handler.withLock { $0 = newHandler } }
     func call(_ account: UserID) { handler.withLock { $0 }?(account) }
 }

@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 
 /// The member's session: sign in, register, sign out, several accounts side by side, switching
 /// between them, and re-authentication after a soft logout.
@@ -24,8 +23,8 @@ public final class SessionClient: Sendable {
     private let operations = AsyncLock()
     private let statePublisher = ObservableValue<SessionState>.Publisher(.launching)
     private let accountsPublisher = ObservableValue<[Account]>.Publisher([])
-    private let combiner: Mutex<Combiner>
-    private let subscriptions = Mutex<[ObservableValue<Void>.Unsubscribe]>([])
+    private let combiner: Lock<Combiner>
+    private let subscriptions = Lock<[ObservableValue<Void>.Unsubscribe]>([])
 
     private struct Combiner: ~Copyable {
         var flow: AppFlowMachine.State = .launching
@@ -37,7 +36,7 @@ public final class SessionClient: Sendable {
     init(coordinator: AppFlowCoordinator, sessions: CommunitySessions) {
         self.coordinator = coordinator
         self.sessions = sessions
-        self.combiner = Mutex(Combiner())
+        self.combiner = Lock(Combiner())
         let accountsPublisher = self.accountsPublisher
         let unsubscribeAccounts = sessions.storage.accounts.subscribe { stored in
             accountsPublisher.publish(stored.map(Account.init))

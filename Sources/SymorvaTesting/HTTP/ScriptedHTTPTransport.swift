@@ -1,6 +1,6 @@
 import Foundation
 import SymorvaHTTP
-import Synchronization
+import SymorvaRuntime
 
 /// An ``/SymorvaHTTP/HTTPTransport`` that answers from a script keyed by `METHOD path` and records what was
 /// sent: the HTTP double of unit tests and benchmarks (the package has no other).
@@ -38,13 +38,13 @@ public final class ScriptedHTTPTransport: HTTPTransport {
         }
     }
 
-    private let script: Mutex<Script>
+    private let script: Lock<Script>
     private let fallback: Answer
 
     /// A transport answering `answers` (keys `"METHOD path"`), and every other request with
     /// `fallback`.
     public init(_ answers: [String: Answer] = [:], fallback: Answer? = nil) {
-        script = Mutex(Script(answers: answers))
+        script = Lock(Script(answers: answers))
         self.fallback = fallback ?? { _ in .json(404, #"{"errcode": "M_NOT_FOUND", "error": "no route"}"#) }
     }
 
@@ -107,7 +107,7 @@ public final class ScriptedHTTPTransport: HTTPTransport {
     /// An answer that gives `answers` in turn, then the last one for good.
     public static func sequence(_ answers: [Result<HTTPResponse, TransportError>]) -> Answer {
         precondition(!answers.isEmpty, "a sequence needs at least one answer")
-        let queue = Mutex(answers)
+        let queue = Lock(answers)
         return { _ in queue.withLock { queue in queue.count > 1 ? queue.removeFirst() : queue[0] } }
     }
 }

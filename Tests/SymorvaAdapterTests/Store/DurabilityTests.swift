@@ -1,13 +1,13 @@
 import Foundation
+import SymorvaRuntime
 import SymorvaStore
-import Synchronization
 import Testing
 
 @Suite("SQLite durability")
 struct DurabilityTests {
     /// The synchronous level and the row count of `items`, read inside each commit.
     final class Commits: Sendable {
-        let seen = Mutex<[[Int]]>([])
+        let seen = Lock<[[Int]]>([])
         var all: [[Int]] { seen.withLock { $0 } }
     }
 

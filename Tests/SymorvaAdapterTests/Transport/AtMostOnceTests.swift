@@ -1,7 +1,7 @@
 import Foundation
 import SymorvaHTTP
+import SymorvaRuntime
 import SymorvaTransport
-import Synchronization
 import Testing
 
 /// libcurl resends a request whose reused keep-alive connection closes before any answer byte.
@@ -10,7 +10,7 @@ import Testing
 struct AtMostOnceTests {
     /// A server that answers GETs, drops the first POST without an answer and answers later POSTs.
     private static func server() throws -> TestHTTPServer {
-        let posts = Mutex(0)
+        let posts = Lock(0)
         return try TestHTTPServer { request in
             guard request.method == "POST" else { return .respond(status: 200, headers: [], body: Array("ok".utf8)) }
             let number = posts.withLock { count -> Int in

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SymorvaRuntime
 
 #if canImport(Glibc)
     import Glibc
@@ -49,7 +49,7 @@ final class TestHTTPServer: Sendable {
 
     let port: Int
     private let listener: Int32
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let handler: @Sendable (Request) -> Action
 
     init(handler: @escaping @Sendable (Request) -> Action) throws {

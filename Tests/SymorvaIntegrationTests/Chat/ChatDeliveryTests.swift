@@ -2,8 +2,8 @@ import Foundation
 import SymorvaChat
 import SymorvaKit
 import SymorvaMachines
+import SymorvaRuntime
 import SymorvaTransport
-import Synchronization
 import Testing
 
 @Suite(
@@ -153,7 +153,7 @@ struct ChatDeliveryTests {
 
 /// Values seen by a subscriber, shared with the test.
 final class SeenValues<Value: Sendable & Equatable>: Sendable {
-    private let values = Mutex<[Value]>([])
+    private let values = Lock<[Value]>([])
     /// Appends `value` unless it repeats the last one.
     func append(_ value: Value) { values.withLock { if $0.last != value { $0.append(value) } } }
     var all: [Value] { values.withLock { $0 } }

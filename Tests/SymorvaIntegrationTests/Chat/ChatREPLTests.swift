@@ -3,13 +3,12 @@ import SymorvaKit
 import SymorvaREPL
 import SymorvaRuntime
 import SymorvaTransport
-import Synchronization
 import Testing
 
 /// REPL output whose lines can be awaited.
 final class ObservableREPLOutput: REPLOutput {
     private let publisher = ObservableValue<[String]>.Publisher([])
-    private let lock = Mutex(())
+    private let lock = Lock(())
     var lines: ObservableValue<[String]> { publisher.observable }
     func write(_ line: String, to stream: REPLStream) {
         lock.withLock { _ in publisher.update { $0.append(line) } }

@@ -6,7 +6,6 @@ import SymorvaKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
-import Synchronization
 
 /// One registered account with a AccountChat on its own temporary database.
 struct ChatTestAccount: Sendable {
@@ -49,7 +48,7 @@ struct ChatTestAccount: Sendable {
 /// test ends: a failed expectation or a thrown error must not leave sync loops and relays
 /// running for the tests after it. `defer` cannot await, so tests run in ``withChatTestRun(_:)``.
 final class ChatTestRun: Sendable {
-    private let cleanups = Mutex<[@Sendable () async -> Void]>([])
+    private let cleanups = Lock<[@Sendable () async -> Void]>([])
 
     /// Runs `cleanup` when the run ends, before the ones registered earlier. Stopping a client
     /// or closing a proxy the test already stopped or closed does nothing.

@@ -3,7 +3,6 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -54,7 +53,7 @@ final class NioPeer: Sendable {
 
     private final class Lines: Sendable {
         let publisher = ObservableValue<(output: [String], exited: Bool)>.Publisher(([], false))
-        private let lock = Mutex(())
+        private let lock = Lock(())
         func update(_ change: @Sendable (inout (output: [String], exited: Bool)) -> Void) {
             lock.withLock { _ in publisher.update(change) }
         }
@@ -63,7 +62,7 @@ final class NioPeer: Sendable {
     private let lines = Lines()
     private let input: FileHandle
     private let processID: Int32
-    private let nextID = Mutex(0)
+    private let nextID = Lock(0)
     /// Where the peer's standard error (nio's warnings) goes, shown when a request fails.
     private let errorLog: URL
 

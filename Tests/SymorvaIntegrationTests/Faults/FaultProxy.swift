@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SymorvaRuntime
 
 #if canImport(Glibc)
     import Glibc
@@ -60,7 +60,7 @@ final class FaultProxy: Sendable {
     /// The port clients connect to (stable across ``close()`` and ``open()``).
     let port: UInt16
     private let targetPort: UInt16
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     private struct Armed {
         var rule: Rule

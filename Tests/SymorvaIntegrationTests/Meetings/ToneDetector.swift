@@ -1,5 +1,5 @@
+import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 
 /// Finds a tone in decoded PCM with a Goertzel filter: per 100 ms block of mono 16-bit
 /// samples, the share of the block's energy at the tone's frequency. A pure tone puts nearly
@@ -10,7 +10,7 @@ final class ToneDetector: Sendable {
         var pending: [Int16] = []
         var shares: [Double] = []
     }
-    private let blocks = Mutex(Blocks())
+    private let blocks = Lock(Blocks())
 
     init(frequency: Double) { self.frequency = frequency }
 

@@ -1,16 +1,16 @@
 import Foundation
 import SymorvaHTTP
 import SymorvaKit
+import SymorvaRuntime
 import SymorvaServices
 import SymorvaTransport
-import Synchronization
 import Testing
 
 /// The real transport, with every answer's status noted: how a test sees that the server did
 /// limit requests that the client then waited out.
 final class StatusRecordingTransport: HTTPTransport {
     private let base: any HTTPTransport
-    private let recorded = Mutex<[Int]>([])
+    private let recorded = Lock<[Int]>([])
 
     init(_ base: any HTTPTransport) { self.base = base }
 

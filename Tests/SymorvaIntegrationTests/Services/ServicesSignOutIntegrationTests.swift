@@ -2,7 +2,6 @@ import Foundation
 import SymorvaHTTP
 import SymorvaRuntime
 import SymorvaTransport
-import Synchronization
 import Testing
 
 @testable import SymorvaKit
@@ -10,7 +9,7 @@ import Testing
 /// Passes requests on and keeps the bearer tokens the SDK presented to the services.
 private final class ServicesTokenCapture: HTTPTransport {
     let base: any HTTPTransport
-    private let tokens = Mutex<[Secret<String>]>([])
+    private let tokens = Lock<[Secret<String>]>([])
 
     init(_ base: any HTTPTransport) { self.base = base }
 

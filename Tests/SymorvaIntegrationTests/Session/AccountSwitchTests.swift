@@ -2,7 +2,6 @@ import Foundation
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaChat
@@ -148,7 +147,7 @@ struct AccountSwitchTests {
         #expect(chat.userID == alice.userID)
         if let wallet { #expect(wallet.member == alice.userID) }
 
-        let seen = Mutex<[ConversationList]>([])
+        let seen = Lock<[ConversationList]>([])
         let stop = chat.conversations.subscribe { list in seen.withLock { $0.append(list) } }
         defer { stop() }
         let roomID = try await chat.createRoom(name: "Allotment")

@@ -2,7 +2,6 @@ import Foundation
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaKit
@@ -94,8 +93,8 @@ struct SessionRefreshTests {
 
 /// Every product state published, in order.
 final class StateLog: Sendable {
-    private let storage = Mutex<[SessionState]>([])
-    private let unsubscribe = Mutex<ObservableValue<SessionState>.Unsubscribe?>(nil)
+    private let storage = Lock<[SessionState]>([])
+    private let unsubscribe = Lock<ObservableValue<SessionState>.Unsubscribe?>(nil)
 
     init(_ observable: ObservableValue<SessionState>) {
         let token = observable.subscribe { [weak self] state in self?.storage.withLock { $0.append(state) } }

@@ -27,8 +27,8 @@ final class TemporaryDataDirectory: Sendable {
 /// gate (after the server answered, ignoring cancellation, like I/O that cannot be interrupted).
 final class RecordingTransport: HTTPTransport {
     let base: any HTTPTransport
-    private let counts = Mutex<[String: Int]>([:])
-    private let held = Mutex<(path: String, gate: TestGate)?>(nil)
+    private let counts = Lock<[String: Int]>([:])
+    private let held = Lock<(path: String, gate: TestGate)?>(nil)
 
     init(_ base: any HTTPTransport) { self.base = base }
 
@@ -57,7 +57,7 @@ final class RecordingTransport: HTTPTransport {
 /// A transport that fails every request: proves that something needs no network.
 final class OfflineTransport: HTTPTransport {
     private let attempts = Atomic<Int>(0)
-    private let paths = Mutex<[String]>([])
+    private let paths = Lock<[String]>([])
     var attemptCount: Int { attempts.load(ordering: .relaxed) }
     /// The paths of every attempted request, in order.
     var attemptedPaths: [String] { paths.withLock { $0 } }
@@ -110,7 +110,7 @@ extension DevEnvironment {
 /// servers for the rest of the run).
 final class FixtureRun: Sendable {
     @TaskLocal static var current: FixtureRun?
-    private let communities = Mutex<[SymorvaCommunity]>([])
+    private let communities = Lock<[SymorvaCommunity]>([])
 
     func add(_ community: SymorvaCommunity) { communities.withLock { $0.append(community) } }
 

@@ -8,7 +8,6 @@ import SymorvaServices
 import SymorvaStore
 import SymorvaTesting
 import SymorvaTransport
-import Synchronization
 import Testing
 
 /// The AI studio against the real Synapse and the reference server: consent first (counted at
@@ -69,7 +68,7 @@ struct StudioIntegrationTests {
     }
 
     final class LockedAnswers: Sendable {
-        private let state = Locked<(answer: ConsentAnswer, sheets: [ConsentSheet])>((.approved, []))
+        private let state = Lock<(answer: ConsentAnswer, sheets: [ConsentSheet])>((.approved, []))
         func set(_ answer: ConsentAnswer) { state.withLock { $0.answer = answer } }
         var sheets: [ConsentSheet] { state.withLock { $0.sheets } }
         func answer(_ sheet: ConsentSheet) -> ConsentAnswer {
@@ -235,13 +234,6 @@ struct StudioIntegrationTests {
             #expect(!text.contains("canary-\(tag)"), "a body reached the services log")
         }
     }
-}
-
-/// A value behind a lock that closures can share.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<T>(_ body: (inout sending Value) -> sending T) -> sending T { mutex.withLock(body) }
 }
 
 /// A community of the dev environment with the AI studio enabled (the shared

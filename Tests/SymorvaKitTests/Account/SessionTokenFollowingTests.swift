@@ -1,6 +1,5 @@
 import SymorvaMachines
 import SymorvaRuntime
-import Synchronization
 import Testing
 
 @testable import SymorvaKit
@@ -13,7 +12,7 @@ struct SessionTokenFollowingTests {
 
     /// Counts the calls of a token follower.
     final class Calls: Sendable {
-        private let count = Mutex(0)
+        private let count = Lock(0)
         var value: Int { count.withLock { $0 } }
         func follow(_ states: ObservableValue<SessionMachine.State>)
             -> ObservableValue<SessionMachine.State>.Unsubscribe

@@ -2,7 +2,6 @@ import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 
 /// A stand-in for one account's session: loads a resource through a slow effect.
 struct FakeSessionMachine: StateMachine {
@@ -48,16 +47,16 @@ final class FakeSessionDriver: SessionDriver {
     let trace = ObservableTraceRecorder()
     let gate = TestGate()
     let signInGate = TestGate()
-    private let stored: Mutex<RestoredAccounts>
-    private let signInResult: Mutex<Result<UserID, AppFlowError>>
+    private let stored: Lock<RestoredAccounts>
+    private let signInResult: Lock<Result<UserID, AppFlowError>>
     private let hostsPublisher = ObservableValue<[UserID: MachineHost<FakeSessionMachine>]>.Publisher([:])
     private let endedPublisher = ObservableValue<[Ended]>.Publisher([])
     private let cancelledSignIns = ObservableValue<Int>.Publisher(0)
-    private let lock = Mutex(())
+    private let lock = Lock(())
 
     init(accounts: [UserID], active: UserID?, signIn: Result<UserID, AppFlowError> = .failure(.sessionFailed)) {
-        stored = Mutex(RestoredAccounts(accounts: accounts, active: active))
-        signInResult = Mutex(signIn)
+        stored = Lock(RestoredAccounts(accounts: accounts, active: active))
+        signInResult = Lock(signIn)
         tracer.addSink(trace)
     }
 
@@ -69,7 +68,7 @@ final class FakeSessionDriver: SessionDriver {
     var signInCancellations: ObservableValue<Int> { cancelledSignIns.observable }
 
     /// Makes the next sign-in wait at `signInGate` (cancellably) before answering.
-    let holdSignIn = Mutex(false)
+    let holdSignIn = Lock(false)
 
     func restoreAccounts() async throws(AppFlowError) -> RestoredAccounts {
         stored.withLock { $0 }

@@ -45,7 +45,7 @@ final class SimDevice: Sendable {
         var generation = 0
     }
 
-    private let life = Mutex(Life())
+    private let life = Lock(Life())
 
     init(user: String, deviceID: String, directory: String, server: SimHomeserver) {
         self.user = user

@@ -1,5 +1,6 @@
 import Foundation
 import SymorvaHTTP
+import SymorvaRuntime
 import Synchronization
 
 /// An in-process Matrix homeserver for the crypto simulation: the client-server endpoints the
@@ -109,7 +110,7 @@ final class SimHomeserver: Sendable {
 
     let seed: UInt64
     let faults: NetworkFaults
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(seed: UInt64, faults: NetworkFaults) {
         self.seed = seed

@@ -4,7 +4,6 @@ import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaChat
@@ -129,7 +128,7 @@ struct CommunityClientsTests {
         let wallet = try #require(community.wallet)
         // Who the clients act for at the moment each signed-in state is published: what an app
         // (or the REPL) that calls them as soon as `register` or `switchAccount` returns meets.
-        let seen = Mutex<[String]>([])
+        let seen = Lock<[String]>([])
         let stop = community.session.state.subscribe { state in
             guard case .signedIn(let account) = state else { return }
             let actors =
@@ -170,7 +169,7 @@ struct CommunityClientsTests {
         let community = try await signedInCommunity()
         let chat = community.chat
         let alice = try #require(community.module(AccountChat.self))
-        let seen = Mutex<[ConversationList]>([])
+        let seen = Lock<[ConversationList]>([])
         let stop = chat.conversations.subscribe { list in seen.withLock { $0.append(list) } }
         defer { stop() }
 
@@ -199,7 +198,7 @@ struct CommunityClientsTests {
         let community = try await signedInCommunity()
         let chat = community.chat
         let alice = try #require(community.module(AccountChat.self))
-        let changes = Mutex(0)
+        let changes = Lock(0)
         func track() -> [ConversationListItem] {
             withObservationTracking {
                 chat.conversations.items

@@ -3,7 +3,6 @@ import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaKit
@@ -11,7 +10,7 @@ import Testing
 
 /// What the OpenID exchanges sent.
 final class ExchangeLog: Sendable {
-    private let bodies = Mutex<[[UInt8]]>([])
+    private let bodies = Lock<[[UInt8]]>([])
     func append(_ body: [UInt8]) { bodies.withLock { $0.append(body) } }
     var first: [UInt8]? { bodies.withLock { $0.first } }
 }

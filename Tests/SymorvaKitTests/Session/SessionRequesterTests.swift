@@ -3,7 +3,6 @@ import SymorvaHTTP
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaTesting
-import Synchronization
 import Testing
 
 @testable import SymorvaFeatureKit
@@ -25,8 +24,8 @@ final class HomeserverTokens: Sendable {
 
     /// The token state, shared with the transport's answers.
     private final class Shared: Sendable {
-        let tokens: Mutex<Tokens>
-        init(_ tokens: Tokens) { self.tokens = Mutex(tokens) }
+        let tokens: Lock<Tokens>
+        init(_ tokens: Tokens) { self.tokens = Lock(tokens) }
     }
 
     /// The transport the account uses.
@@ -89,8 +88,8 @@ final class HomeserverTokens: Sendable {
 
 /// A wall clock a test sets by hand.
 final class SettableWallClock: WallClock {
-    private let instant: Mutex<Timestamp>
-    init(_ instant: Timestamp) { self.instant = Mutex(instant) }
+    private let instant: Lock<Timestamp>
+    init(_ instant: Timestamp) { self.instant = Lock(instant) }
     var now: Timestamp { instant.withLock { $0 } }
     func set(_ new: Timestamp) { instant.withLock { $0 = new } }
 }
