@@ -75,6 +75,8 @@ package actor CryptoEngine {
     /// Loads the stored account, or creates and stores one; reports what the machine needs.
     package func load() async throws(CryptoStoreError) -> CryptoAccountStatus {
         try await exclusively { () async throws(CryptoStoreError) in try await loadAccount() }
+        // Events that came before the account was loaded wait for keys: try them now.
+        roomKeysStored.notify()
         // The account's own devices are tracked like everyone else's.
         _ = try await store.track([userID])
         return CryptoAccountStatus(
@@ -665,7 +667,11 @@ extension CryptoEngine {
     package func decryptRoomEvent(roomID: String, eventID: String, sender: UserID, content: [UInt8])
         async throws(CryptoStoreError) -> Result<DecryptedEvent, DecryptionRefusal>?
     {
-        guard pickleKey != nil, case .object(let members)? = try? JSONValue(parsing: content) else {
+        // Before the account is loaded (the first syncs after a start) no key can be read yet:
+        // the event waits like one whose key has not arrived, and the load tells chat to try
+        // again. It is never refused for good for that.
+        guard pickleKey != nil else { return nil }
+        guard case .object(let members)? = try? JSONValue(parsing: content) else {
             return .failure(.unsupportedAlgorithm)
         }
         guard members["algorithm"] == .string(Self.megolmAlgorithm) else { return .failure(.unsupportedAlgorithm) }

@@ -149,4 +149,16 @@ struct MegolmProtocolTests {
         #expect(content["m.relates_to"] == relation)
         #expect(content["m.new_content"] != nil)
     }
+
+    @Test("An event met before the account is loaded waits (like a missing key) instead of being refused for good")
+    func decryptBeforeLoad() async throws {
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        let session = try fixture.driver.newOutboundGroupSession()
+        let content = try bobsMessages(session, count: 1)[0]
+        // A second engine over the same store, not loaded yet (a start whose first sync came first).
+        let starting = CryptoEngine(driver: fixture.driver, store: alice.store, userID: alice.userID, deviceID: "ALICE")
+        let result = try await starting.decryptRoomEvent(
+            roomID: roomID, eventID: "$early", sender: "@bob:example.org", content: content)
+        #expect(result == nil, "refused: \(String(describing: result))")
+    }
 }

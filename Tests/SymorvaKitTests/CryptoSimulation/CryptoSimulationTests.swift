@@ -162,25 +162,9 @@ struct SimSeeds {
 /// printed; any other failure fails the test. When a defect is fixed, its entry goes: its
 /// failures then fail the test.
 enum SimKnownDefects {
-    /// Issue 22: "Lost updates under concurrency (high)". `CryptoEngine` loads an Olm session,
-    /// awaits and saves; a send and a receive on one session interleave and one save overwrites
-    /// the other's ratchet advance, so the next Olm message reuses a message key, the peer
-    /// refuses it and the room key it carried is lost; two Megolm encryptions for one room can
-    /// reuse an index the same way. Seen with no network fault, restart or kill at all
-    /// (`SYMORVA_CRYPTO_SIM_FAULTS=0,0,0 SYMORVA_CRYPTO_SIM_CHURN=0,0`).
-    static let lostUpdates = "Lost updates under concurrency (issue 22): a reused Olm/Megolm message key"
-    /// Issue 22: "there is no Olm unwedging". A pair whose Olm session broke (above) stays
-    /// broken: a new room key sent over it in the second probe round never arrives.
-    static let noUnwedging = "No Olm unwedging (issue 22): a broken Olm session is never replaced"
-
-    /// Found by the simulation, not in issue 22's list: after a (re)start, chat decrypts the
-    /// events of the first syncs while the crypto module is still loading its account
-    /// (`AccountCrypto.start()` only posts `.started`; the machine's `loadAccount` runs later),
-    /// and `CryptoEngine.decryptRoomEvent` refuses an event for good as `unsupportedAlgorithm`
-    /// when its pickle key is not loaded yet (its `pickleKey != nil` guard), instead of leaving it
-    /// to be tried again. Seen mostly after kills (the restart's first sync brings a backlog).
-    static let decryptBeforeLoad =
-        "Decrypting before the account is loaded (found by the simulation): refused for good as unsupportedAlgorithm"
+    // Fixed in issue 22 and no longer listed (their failures fail the tier again): lost updates
+    // under concurrency (the engine's critical section), no Olm unwedging (unwedgeSessions), and
+    // decrypting before the account is loaded (the event waits; the load asks for a retry).
 
     /// Open, not told apart yet: rarely, after a kill (mostly at `message.persisted`), the
     /// restarted device shows nothing at all — its own messages and everyone else's are absent
@@ -208,17 +192,7 @@ enum SimKnownDefects {
     /// The defect that explains `failure`, or `nil` when none listed does.
     static func defect(explaining failure: SimFailure) -> String? {
         switch failure.invariant {
-        case .messageKeyReuse:
-            return lostUpdates
-        case .eventuallyReadable:
-            // A room key lost on its way over Olm: the row shows the typed reason `missingKey`.
-            // A message missing from a timeline, shown wrong, or undecryptable for another
-            // reason is not explained.
-            if failure.detail.contains(#"undecryptable("unsupportedAlgorithm")"#) { return decryptBeforeLoad }
-            return failure.detail.contains(#"undecryptable("missingKey")"#) ? lostUpdates : nil
-        case .wedged:
-            return failure.detail.contains(#"undecryptable("missingKey")"#) ? noUnwedging : nil
-        case .plaintextAtRest:
+        case .messageKeyReuse, .eventuallyReadable, .wedged, .plaintextAtRest:
             return nil
         }
     }
