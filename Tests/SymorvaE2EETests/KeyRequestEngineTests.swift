@@ -15,41 +15,21 @@ import Testing
 @Suite("Room key requests in the crypto store and engine")
 struct KeyRequestEngineTests {
     let user = UserID("@alice:example.org")
-    let driver = OlmCryptoDriver()
 
-    struct Device {
-        let database: SQLiteDatabase
-        let store: CryptoStore
-        let engine: CryptoEngine
-        let deviceID: String
-    }
+    let fixture = EngineFixture()
+    var driver: OlmCryptoDriver { fixture.driver }
 
-    func device(_ deviceID: String) async throws -> Device {
-        let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
-        let store = try await CryptoStore.open(on: database, userID: user, key: try SecretBox.generateKey())
-        let engine = CryptoEngine(driver: driver, store: store, userID: user, deviceID: deviceID)
-        _ = try await engine.load()
-        return Device(database: database, store: store, engine: engine, deviceID: deviceID)
+    /// A device of the account, its account loaded.
+    func device(_ deviceID: String) async throws -> EngineFixture.Device {
+        try await fixture.device(user.rawValue, deviceID)
     }
 
     /// `device` as another device's store lists it after a `keys/query`.
-    func listed(_ device: Device) async throws -> CryptoStore.Device {
-        let keys = try #require(await device.engine.identityKeys)
-        return CryptoStore.Device(
-            userID: user, deviceID: device.deviceID, curve25519: keys.curve25519, ed25519: keys.ed25519,
-            displayName: nil, keyChanged: false)
-    }
+    func listed(_ device: EngineFixture.Device) async throws -> CryptoStore.Device { try await device.listed() }
 
     /// Stores a to-device event in `device`'s database, as chat's sync ingest does.
-    func deliver(type: String, sender: UserID, content: JSONValue, to device: Device) async throws {
-        let raw = try JSONValue.object([
-            "type": .string(type), "sender": .string(sender.rawValue), "content": content,
-        ]).canonicalEncoding()
-        try await device.database.transaction { db throws(StoreError) in
-            try db.execute(
-                "INSERT INTO to_device_events(type, sender, raw) VALUES (?, ?, ?)",
-                [.text(type), .text(sender.rawValue), .blob(raw)])
-        }
+    func deliver(type: String, sender: UserID, content: JSONValue, to device: EngineFixture.Device) async throws {
+        try await fixture.deliver(type: type, sender: sender, content: content, to: device)
     }
 
     @Test("A request is recorded once per session; the key's arrival turns a sent request into a cancellation")
