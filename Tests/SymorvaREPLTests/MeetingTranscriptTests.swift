@@ -8,30 +8,12 @@ import Testing
 /// (Joining, on stage with a test tone, runs against the real servers in `MeetingREPLTests`.)
 @Suite("Meeting command transcripts")
 struct MeetingTranscriptTests {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("MeetingTranscripts")
-
-    static var names: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
-            .filter { $0.hasSuffix(".transcript") }.sorted()
-    }
+    static let folder = TranscriptFolder("MeetingTranscripts")
+    static var names: [String] { folder.names }
 
     @Test("Meeting transcript replays exactly", .timeLimit(.minutes(1)), arguments: names)
     func replay(name: String) async throws {
-        let transcript = Transcript(
-            text: try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8))
-        let capture = CapturingREPLOutput()
-        let context = REPLContext(
-            output: capture, configuration: REPLConfiguration(environment: REPLEnvironment(processValues: [:])),
-            tracer: Tracer(), logCenter: LogCenter(threshold: .warning))
-        let session = REPLSession(context: context, commands: SessionCommands.all + MeetingCommands.commands)
-        let actual = await transcript.actual(running: session, capture: capture)
-        if let diff = LineDiff.unified(
-            expected: transcript.expected, actual: actual, expectedName: "MeetingTranscripts/\(name)",
-            actualName: "REPL output")
-        {
-            Issue.record("transcript \(name) does not match:\n\(diff)")
-        }
+        try await Self.folder.replay(name, commands: SessionCommands.all + MeetingCommands.commands)
     }
 
     @Test("The meeting transcripts exist")

@@ -8,30 +8,12 @@ import Testing
 /// against the real servers in `StudioREPLTests`.)
 @Suite("Studio command transcripts")
 struct StudioTranscriptTests {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("StudioTranscripts")
-
-    static var names: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
-            .filter { $0.hasSuffix(".transcript") }.sorted()
-    }
+    static let folder = TranscriptFolder("StudioTranscripts")
+    static var names: [String] { folder.names }
 
     @Test("Studio transcript replays exactly", .timeLimit(.minutes(1)), arguments: names)
     func replay(name: String) async throws {
-        let transcript = Transcript(
-            text: try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8))
-        let capture = CapturingREPLOutput()
-        let context = REPLContext(
-            output: capture, configuration: REPLConfiguration(environment: REPLEnvironment(processValues: [:])),
-            tracer: Tracer(), logCenter: LogCenter(threshold: .warning))
-        let session = REPLSession(context: context, commands: SessionCommands.all + StudioCommands.commands)
-        let actual = await transcript.actual(running: session, capture: capture)
-        if let diff = LineDiff.unified(
-            expected: transcript.expected, actual: actual, expectedName: "StudioTranscripts/\(name)",
-            actualName: "REPL output")
-        {
-            Issue.record("transcript \(name) does not match:\n\(diff)")
-        }
+        try await Self.folder.replay(name, commands: SessionCommands.all + StudioCommands.commands)
     }
 
     @Test("The studio transcripts exist")
