@@ -27,6 +27,8 @@ public final class AccountCrypto: Sendable {
     let wallClock: any WallClock
     let logger: Logger
     private let seed: UInt64
+    /// The last ticket drawn for a request of a room's key.
+    let shareTickets = Lock<UInt64>(0)
 
     /// The crypto machine's state: `ready` once this device's keys are published.
     public var state: ObservableValue<CryptoMachine.State> { host.states }

@@ -408,62 +408,43 @@ extension CryptoEngine {
 // MARK: - Sending
 
 extension CryptoEngine {
-    /// How long an outbound session lives and how many messages it carries (the defaults of
-    /// `m.room.encryption`: one week, 100 messages).
-    package struct RotationPolicy: Sendable, Equatable {
-        package var messages = 100
-        package var milliseconds: Int64 = Self.week
-        package init() {}
-
-        static let hour: Int64 = 3_600_000
-        static let week: Int64 = 7 * 24 * 3_600_000
-
-        /// The room's `rotation_period_ms` and `rotation_period_msgs`, kept within an hour to a
-        /// week and 1 to 10,000 messages (a room's state cannot make the key live longer, nor
-        /// make every message start a session); the defaults where the room states none.
-        package init(room: EncryptedRoom) {
-            if let stated = room.rotationPeriodMessages { messages = min(max(stated, 1), 10_000) }
-            if let stated = room.rotationPeriodMilliseconds { milliseconds = min(max(stated, Self.hour), Self.week) }
-        }
-    }
-
-    /// A device a room key goes to.
+    /// A device a room key goes to, as the outbound session's record of sharing keeps it
+    /// (`user device curve25519`).
     static func line(_ device: CryptoStore.Device) -> String {
         "\(device.userID.rawValue) \(device.deviceID) \(device.curve25519)"
     }
 
-    /// The room's outbound session ready to encrypt with: the current one, or a new one when
-    /// the current one is too old or used too often, or a device it was shared with is gone
-    /// (a member left, a device was removed). Returns its ID and key and the devices that do
-    /// not have it yet. A new session is stored before anyone gets its key.
-    package func prepareOutbound(
-        roomID: String, for devices: [CryptoStore.Device], nowMilliseconds: Int64, policy: RotationPolicy
-    ) async throws(CryptoStoreError) -> (sessionID: String, key: Secret<String>, missing: [CryptoStore.Device]) {
-        try await exclusively {
-            () async throws(CryptoStoreError) -> (sessionID: String, key: Secret<String>, missing: [CryptoStore.Device])
-            in
+    /// The device of a ``line(_:)``; `nil` when it does not read as one.
+    static func shareDevice(line: String) -> ShareDevice? {
+        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count >= 3, let user = UserID(String(parts[0])) else { return nil }
+        return ShareDevice(
+            userID: user, deviceID: parts[1..<(parts.count - 1)].joined(separator: " "),
+            curve25519: String(parts[parts.count - 1]))
+    }
+
+    /// The room's outbound session to share: a new one (``SessionChoice/new``, stored before
+    /// anyone gets its key, and kept as an inbound session so that this device reads its own
+    /// messages), or the current one by ID — refused with `outboundSessionReplaced` when the
+    /// room's session is another one by now. The machine decides which (``RoomKeySharing``).
+    package func outboundSession(roomID: String, choice: SessionChoice, nowMilliseconds: Int64)
+        async throws(CryptoStoreError) -> (sessionID: String, key: Secret<String>)
+    {
+        try await exclusively { () async throws(CryptoStoreError) -> (sessionID: String, key: Secret<String>) in
             guard let pickleKey else { throw .driver(.library("account not loaded")) }
-            let wanted = Set(devices.map(Self.line))
-            var row = try await store.outboundSession(roomID: roomID)
-            if let current = row {
-                let expired =
-                    current.messageCount >= policy.messages
-                    || nowMilliseconds - current.createdMilliseconds >= policy.milliseconds
-                let someoneLeft = !current.sharedWith.isSubset(of: wanted)
-                if expired || someoneLeft { row = nil }
-            }
             do {
-                if let row {
+                if case .current(let sessionID) = choice {
+                    guard let row = try await store.outboundSession(roomID: roomID), row.sessionID == sessionID else {
+                        throw CryptoStoreError.outboundSessionReplaced
+                    }
                     let session = try driver.outboundGroupSession(pickle: row.pickle, key: pickleKey)
-                    let missing = devices.filter { !row.sharedWith.contains(Self.line($0)) }
-                    return (row.sessionID, try session.sessionKey(), missing)
+                    return (row.sessionID, try session.sessionKey())
                 }
                 let session = try driver.newOutboundGroupSession()
                 let created = CryptoStore.OutboundSessionRow(
                     sessionID: session.sessionID, pickle: try session.pickle(key: pickleKey),
                     createdMilliseconds: nowMilliseconds, messageCount: 0, sharedWith: [])
                 try await store.saveOutboundSession(created, roomID: roomID)
-                // This device reads its own messages with the same session.
                 let key = try session.sessionKey()
                 if let account {
                     let own = try driver.inboundGroupSession(sessionKey: key)
@@ -473,7 +454,7 @@ extension CryptoEngine {
                             signingKey: account.identityKeys.ed25519, forwarded: false,
                             pickle: try own.pickle(key: pickleKey), senderUser: userID))
                 }
-                return (session.sessionID, key, devices)
+                return (session.sessionID, key)
             } catch let error as CryptoStoreError {
                 throw error
             } catch let error as CryptoDriverError {
@@ -571,8 +552,8 @@ extension CryptoEngine {
         }
     }
 
-    /// Encrypts an event with the room's outbound session `sessionID` (the one
-    /// ``prepareOutbound(roomID:for:nowMilliseconds:policy:)`` returned and the devices received):
+    /// Encrypts an event with the room's outbound session `sessionID` (the one the machine's
+    /// round of sharing ended with, ``ShareOutcome/shared(sessionID:)``):
     /// the `m.room.encrypted` content. The session is stored advanced before the content is
     /// returned. When the room's session is another one by now (a concurrent send rotated it),
     /// nothing is encrypted: the caller prepares again.

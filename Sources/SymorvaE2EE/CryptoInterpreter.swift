@@ -45,6 +45,17 @@ struct CryptoInterpreter: EffectInterpreter {
             return .keyRequestsAnswered(await answerKeyRequests())
         case .unwedgeSessions:
             return .sessionsUnwedged(await unwedgeSessions())
+        case .loadRoomKeyFacts(let room, let round):
+            do throws(CryptoStoreError) {
+                return .roomKeyFactsLoaded(room.roomID, round: round, .success(try await roomKeyFacts(room)))
+            } catch {
+                logger.error("room key facts not read error=\(error)")
+                return .roomKeyFactsLoaded(room.roomID, round: round, .failure(Self.cryptoError(error)))
+            }
+        case .claimOneTimeKeys(let roomID, let round, let devices):
+            return .oneTimeKeysClaimed(roomID, round: round, await claimOneTimeKeys(for: devices))
+        case .sendRoomKey(let roomID, let round, let batch):
+            return .roomKeySent(roomID, round: round, await sendRoomKey(roomID: roomID, batch: batch))
         case .scheduleRetry, .cancel:
             // Timers and cancellations are performed by the host.
             return nil

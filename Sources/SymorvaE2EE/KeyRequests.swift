@@ -280,7 +280,7 @@ extension CryptoInterpreter {
                     return .failure(Self.requestError(error, now: wallClock.now))
                 }
                 _ = try await engine.createSessions(
-                    AccountCrypto.claimedKeys(in: response.body, for: withoutSession), nowMilliseconds: now)
+                    CryptoInterpreter.claimedKeys(in: response.body, for: withoutSession), nowMilliseconds: now)
             }
             // Rounds of one forwarded key per device, each removed once the server took it.
             var remaining = answerable
@@ -357,7 +357,7 @@ extension CryptoInterpreter {
                 } catch {
                     return .failure(Self.requestError(error, now: wallClock.now))
                 }
-                let claimed = AccountCrypto.claimedKeys(in: response.body, for: devices)
+                let claimed = CryptoInterpreter.claimedKeys(in: response.body, for: devices)
                 _ = try await engine.createSessions(claimed, nowMilliseconds: now)
                 let started = Set(claimed.map { $0.0.curve25519 })
                 let dummy = JSONValue.object(["type": .string("m.dummy"), "content": .object([:])])

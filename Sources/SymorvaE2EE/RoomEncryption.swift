@@ -14,135 +14,189 @@ package enum RoomEncryptionError: Error, Sendable, Hashable {
 }
 
 extension AccountCrypto {
-    /// How many to-device messages one `sendToDevice` request carries at most.
-    static let toDeviceBatchSize = 250
-
-    /// Encrypts an event for `room` (`m.megolm.v1.aes-sha2`): makes sure every device of every
-    /// recipient (the joined members, and the invited ones unless the history is visible to
-    /// joined members only) has the room's current Megolm session — querying outdated device
-    /// lists, claiming one-time keys in one request for the devices without an Olm session,
-    /// sending the `m.room_key` Olm-encrypted in batched `sendToDevice` requests — and returns the
-    /// `m.room.encrypted` content. The session rotates after the room's `rotation_period_msgs`
-    /// or `rotation_period_ms` (100 messages and a week by default, ``CryptoEngine/RotationPolicy``),
-    /// and when a device it was shared with is gone; a restart never rotates it.
+    /// Encrypts an event for `room` (`m.megolm.v1.aes-sha2`) and returns the `m.room.encrypted`
+    /// content. First the machine makes sure every device of every recipient (the joined
+    /// members, and the invited ones unless the history is visible to joined members only) has
+    /// the room's current Megolm session (``CryptoMachine/Event/roomKeyNeeded(_:_:)``: it
+    /// queries outdated device lists, replaces the session by the room's rotation settings,
+    /// claims one-time keys and sends the key in batches — ``RoomKeySharing``); then the event
+    /// is encrypted with the session the round ended with. Concurrent sends of one room share
+    /// one round at a time; a restart never rotates the session.
     package func encryptEvent(room: EncryptedRoom, eventType: String, content: [UInt8])
         async throws(RoomEncryptionError)
         -> [UInt8]
     {
-        let roomID = room.roomID
-        let rotation = CryptoEngine.RotationPolicy(room: room)
-        switch host.states.value {
-        case .ready: break
-        case .idle, .failed: throw .failed("crypto not running")
-        case .loading, .publishing, .backingOff:
-            // The device's keys are on their way: the send queue retries with its backoff.
-            throw .transient(.network)
-        }
-        let now = wallClock.now.millisecondsSince1970
-        do {
-            let members = room.recipients
-            _ = try await store.track(members)
-            let outdated = Set(try await store.outdatedUsers()).intersection(members)
-            if !outdated.isEmpty, case .failure(let error) = await interpreter.query(outdated.sorted()),
-                error.isRetryable
-            {
-                throw RoomEncryptionError.transient(error)
-            }
-            var devices: [CryptoStore.Device] = []
-            for member in members {
-                devices += try await store.devices(of: member).filter {
-                    !$0.keyChanged && !($0.userID == userID && $0.deviceID == deviceID.rawValue)
+        var attempts = 0
+        while true {
+            let sessionID = try await shareRoomKey(room)
+            do throws(CryptoStoreError) {
+                return try await engine.megolmEncrypt(
+                    roomID: room.roomID.rawValue, sessionID: sessionID, eventType: eventType, content: content)
+            } catch {
+                // Another round replaced the session between this one's end and the encryption
+                // (a member left meanwhile): share again.
+                guard error == .outboundSessionReplaced, attempts < 3 else {
+                    let failure = CryptoInterpreter.requestError(error)
+                    if failure.isRetryable { throw .transient(failure) }
+                    throw .failed(error.description)
                 }
+                attempts += 1
             }
-            // A concurrent send may rotate the session between sharing and encrypting: then the
-            // new session is shared before this event is encrypted with it.
-            var attempts = 0
-            while true {
-                let (sessionID, key, missing) = try await engine.prepareOutbound(
-                    roomID: roomID.rawValue, for: devices, nowMilliseconds: now, policy: rotation)
-                if !missing.isEmpty {
-                    try await share(roomID: roomID, sessionID: sessionID, key: key, with: missing, now: now)
-                }
-                do throws(CryptoStoreError) {
-                    return try await engine.megolmEncrypt(
-                        roomID: roomID.rawValue, sessionID: sessionID, eventType: eventType, content: content)
-                } catch {
-                    guard error == .outboundSessionReplaced, attempts < 3 else { throw error }
-                    attempts += 1
-                }
-            }
-        } catch let error as RoomEncryptionError {
-            throw error
-        } catch let error as CryptoStoreError {
-            let failure = CryptoInterpreter.requestError(error)
-            if failure.isRetryable { throw .transient(failure) }
-            throw .failed(error.description)
-        } catch {
-            throw .failed("unexpected")
         }
     }
 
-    /// Shares the session with `devices`: Olm sessions first (one `keys/claim` for all that lack
-    /// one), then the key in batched `sendToDevice` requests, then records who has it.
-    private func share(
-        roomID: RoomID, sessionID: String, key: Secret<String>, with devices: [CryptoStore.Device], now: Int64
-    ) async throws {
+    /// Asks the machine to share the room's key and waits for the round's outcome: the session
+    /// to encrypt with.
+    func shareRoomKey(_ room: EncryptedRoom) async throws(RoomEncryptionError) -> String {
+        let ticket = ShareTicket(
+            shareTickets.withLock { count in
+                count += 1
+                return count
+            })
+        enum Answer: Sendable {
+            case outcome(ShareOutcome)
+            case notReady
+            case stopped
+        }
+        let answer: Answer? = await host.send(
+            .roomKeyNeeded(room, ticket),
+            ignored: { state -> Answer? in
+                switch state {
+                case .idle, .failed: .stopped
+                // The device's keys are on their way, or a request is backing off: the send
+                // queue retries with its own backoff.
+                case .loading, .publishing, .backingOff, .ready: .notReady
+                }
+            },
+            until: { state -> Answer? in
+                switch state {
+                case .idle, .failed: .stopped
+                default: state.work?.shareOutcomes[ticket].map(Answer.outcome)
+                }
+            })
+        switch answer {
+        case .outcome(let outcome)?:
+            host.post(.shareOutcomeTaken(ticket))
+            switch outcome {
+            case .shared(let sessionID): return sessionID
+            case .failed(let error) where error.isRetryable: throw .transient(error)
+            case .failed(let error): throw .failed("room key not shared: \(error)")
+            }
+        case .notReady?: throw .transient(.network)
+        case .stopped?, nil: throw .failed("crypto not running")
+        }
+    }
+}
+
+extension CryptoInterpreter {
+    /// How ``RoomKeySharing`` sees a stored device.
+    static func shareDevice(_ device: CryptoStore.Device) -> ShareDevice {
+        ShareDevice(userID: device.userID, deviceID: device.deviceID, curve25519: device.curve25519)
+    }
+
+    /// Tracks the room's recipients and reads what sharing its key depends on.
+    func roomKeyFacts(_ room: EncryptedRoom) async throws(CryptoStoreError) -> RoomKeyFacts {
+        let store = engine.store
+        let members = room.recipients
+        _ = try await store.track(members)
+        let outdated = Set(try await store.outdatedUsers()).intersection(members)
+        var devices: [CryptoStore.Device] = []
+        for member in members {
+            devices += try await store.devices(of: member).filter {
+                !$0.keyChanged && !($0.userID == engine.userID && $0.deviceID == engine.deviceID)
+            }
+        }
         let withoutSession = try await engine.devicesWithoutSession(devices)
-        if !withoutSession.isEmpty {
-            let wanted = Dictionary(grouping: withoutSession, by: \.userID).mapValues { $0.map(\.deviceID) }
+        let outbound = try await store.outboundSession(roomID: room.roomID.rawValue).map { row in
+            OutboundSessionFacts(
+                sessionID: row.sessionID, createdMilliseconds: row.createdMilliseconds, messageCount: row.messageCount,
+                sharedWith: Set(row.sharedWith.compactMap(CryptoEngine.shareDevice(line:))))
+        }
+        return RoomKeyFacts(
+            devices: devices.map(Self.shareDevice).sorted(),
+            withoutOlmSession: Set(withoutSession.map(Self.shareDevice)),
+            outdatedUsers: outdated.sorted(), outbound: outbound, nowMilliseconds: wallClock.now.millisecondsSince1970)
+    }
+
+    /// The stored devices behind `devices` (with their signing keys), those still known.
+    func storedDevices(_ devices: [ShareDevice]) async throws(CryptoStoreError) -> [CryptoStore.Device] {
+        let wanted = Set(devices)
+        var found: [CryptoStore.Device] = []
+        for user in Set(devices.map(\.userID)).sorted() {
+            found += try await engine.store.devices(of: user).filter { wanted.contains(Self.shareDevice($0)) }
+        }
+        return found
+    }
+
+    /// `keys/claim` for `devices` in one request; an Olm session from each signed one-time key
+    /// that verifies. Returns the devices that have a session now.
+    func claimOneTimeKeys(for devices: [ShareDevice]) async -> Result<[ShareDevice], CryptoRequestError> {
+        do throws(CryptoStoreError) {
+            let stored = try await storedDevices(devices)
+            guard !stored.isEmpty else { return .success([]) }
+            let wanted = Dictionary(grouping: stored, by: \.userID).mapValues { $0.map(\.deviceID) }
             let endpoint: MatrixEndpoint
-            do { endpoint = try E2EEAPI.claim(wanted) } catch { throw RoomEncryptionError.failed("canonical JSON") }
+            do { endpoint = try E2EEAPI.claim(wanted) } catch { return .failure(.local(.driver("canonical JSON"))) }
             let response: HTTPResponse
             do throws(MatrixRequestError) {
                 response = try await requester.send(endpoint)
             } catch {
-                throw RoomEncryptionError.transient(CryptoInterpreter.requestError(error, now: wallClock.now))
+                logger.info("keys claim failed error=\(error)")
+                return .failure(Self.requestError(error, now: wallClock.now))
             }
-            let claimed = Self.claimedKeys(in: response.body, for: withoutSession)
-            let created = try await engine.createSessions(claimed, nowMilliseconds: now)
-            if created < withoutSession.count {
-                logger.notice("devices without a usable one-time key count=\(withoutSession.count - created)")
+            let claimed = Self.claimedKeys(in: response.body, for: stored)
+            let created = try await engine.createSessions(claimed, nowMilliseconds: wallClock.now.millisecondsSince1970)
+            if created < stored.count {
+                logger.notice("devices without a usable one-time key count=\(stored.count - created)")
             }
+            let still = Set(try await engine.devicesWithoutSession(stored).map(Self.shareDevice))
+            return .success(stored.map(Self.shareDevice).filter { !still.contains($0) }.sorted())
+        } catch {
+            return .failure(Self.requestError(error))
         }
-        let (messages, sent) = try await engine.roomKeyMessages(
-            roomID: roomID.rawValue, sessionID: sessionID, key: key, for: devices, nowMilliseconds: now)
-        // Batches of whole users' devices, up to the batch size each (a user larger than that
-        // goes alone). The transaction ID is the batch's content key: a retry reuses it.
-        var batch: [String: [String: JSONValue]] = [:]
-        var count = 0
-        var batches: [[String: [String: JSONValue]]] = []
-        for user in messages.keys.sorted() {
-            let userMessages = messages[user]!
-            if count > 0 && count + userMessages.count > Self.toDeviceBatchSize {
-                batches.append(batch)
-                batch = [:]
-                count = 0
+    }
+
+    /// One batch of the room's key: the session (new or current), its `m.room_key`
+    /// Olm-encrypted for each device of the batch with a session, one `sendToDevice`, then the
+    /// record of who has it.
+    func sendRoomKey(roomID: RoomID, batch: RoomKeyBatch) async -> Result<RoomKeySent, CryptoRequestError> {
+        let now = wallClock.now.millisecondsSince1970
+        do throws(CryptoStoreError) {
+            let (sessionID, key) = try await engine.outboundSession(
+                roomID: roomID.rawValue, choice: batch.session, nowMilliseconds: now)
+            let devices = try await storedDevices(batch.devices)
+            let (messages, sent) = try await engine.roomKeyMessages(
+                roomID: roomID.rawValue, sessionID: sessionID, key: key, for: devices, nowMilliseconds: now)
+            if !messages.isEmpty {
+                // The transaction ID is the batch's content: a retry of this request reuses it,
+                // and sharing the same session with the same device again (it started a new Olm
+                // session with us) is new content, so the server never takes it for a retry of
+                // the first sharing and drops it.
+                let content =
+                    (try? JSONValue.object(messages.mapValues { JSONValue.object($0) }).canonicalEncoding()) ?? []
+                let transactionID = TransactionID(
+                    "rk-\(engine.driver.sha256(Array(sessionID.utf8) + content).prefix(24))")
+                let endpoint: MatrixEndpoint
+                do {
+                    endpoint = try E2EEAPI.sendToDevice(
+                        eventType: "m.room.encrypted", transactionID: transactionID, messages: messages)
+                } catch {
+                    return .failure(.local(.driver("canonical JSON")))
+                }
+                do throws(MatrixRequestError) {
+                    _ = try await requester.send(endpoint)
+                } catch {
+                    logger.info("room key not sent error=\(error)")
+                    return .failure(Self.requestError(error, now: wallClock.now))
+                }
             }
-            batch[user] = userMessages
-            count += userMessages.count
+            try await engine.markShared(roomID: roomID.rawValue, sessionID: sessionID, with: sent)
+            logger.info("room key shared devices=\(sent.count) new_session=\(batch.session == .new)")
+            return .success(RoomKeySent(sessionID: sessionID, devices: sent.map(Self.shareDevice).sorted()))
+        } catch {
+            logger.error("room key not shared error=\(error)")
+            return .failure(Self.requestError(error))
         }
-        if count > 0 { batches.append(batch) }
-        for messages in batches {
-            // The transaction ID is the batch's content: sharing the same session with the same
-            // device again (it started a new Olm session with us) is new content, so the server
-            // never takes it for a retry of the first sharing and drops it.
-            let content = (try? JSONValue.object(messages.mapValues { JSONValue.object($0) }).canonicalEncoding()) ?? []
-            let transactionID = TransactionID("rk-\(engine.driver.sha256(Array(sessionID.utf8) + content).prefix(24))")
-            let endpoint: MatrixEndpoint
-            do {
-                endpoint = try E2EEAPI.sendToDevice(
-                    eventType: "m.room.encrypted", transactionID: transactionID, messages: messages)
-            } catch {
-                throw RoomEncryptionError.failed("canonical JSON")
-            }
-            do throws(MatrixRequestError) {
-                _ = try await requester.send(endpoint)
-            } catch {
-                throw RoomEncryptionError.transient(CryptoInterpreter.requestError(error, now: wallClock.now))
-            }
-        }
-        try await engine.markShared(roomID: roomID.rawValue, sessionID: sessionID, with: sent)
-        logger.info("room key shared devices=\(sent.count) requests=\(batches.count)")
     }
 
     /// The signed one-time key claimed for each device, from a `keys/claim` answer.
@@ -157,7 +211,9 @@ extension AccountCrypto {
             return (device, signed)
         }
     }
+}
 
+extension AccountCrypto {
     /// Decrypts a Megolm event content of `roomID` with a stored room key: the plaintext event
     /// JSON (`{type, content, room_id}`), or `nil` when the key has not arrived.
     package func decryptEvent(roomID: RoomID, content: [UInt8]) async throws(CryptoStoreError) -> Secret<[UInt8]>? {
@@ -221,7 +277,7 @@ extension AccountCrypto {
 
     /// The device of `sender` that holds the session's keys. A sender whose device list is not
     /// up to date (not tracked yet, or outdated: a room just joined, a device just added) is
-    /// queried first: the decrypted event records whether its device is known, so that must not
+    /// queried first, by the machine: the decrypted event records whether its device is known, so that must not
     /// depend on whether the machine's own query of the new member happened to answer before
     /// the event was decrypted, nor be settled by a query that failed.
     func sendingDevice(of sender: UserID, senderKey: String, signingKey: String) async throws(CryptoStoreError)
@@ -245,22 +301,25 @@ extension AccountCrypto {
             engine.decryptionAwaitsDevices.withLock { $0 = true }
             return .unsettled
         }
-        switch await interpreter.query([sender]) {
-        case .success(let report) where report.unanswered.contains(sender):
-            // The sender's server could not answer: nothing is settled, as after a failure.
+        // The machine's one `keys/query` asks for the sender (after a running query, together
+        // with users changed meanwhile); this waits for it to answer. While the machine backs
+        // off, the event waits with the others instead (a successful query asks chat to try
+        // again).
+        let asked: Bool? = await host.send(.usersTracked([sender])) { state -> Bool? in
+            switch state {
+            case .ready(let work):
+                work.outdated.contains(sender) || work.querying?.contains(sender) == true ? nil : true
+            case .idle, .failed, .backingOff: false
+            case .loading, .publishing: nil
+            }
+        }
+        guard asked == true, !(try await store.isOutdated(sender)) else {
+            // Not answered (the sender's server is in `failures`, or the query failed): nothing
+            // is settled, and the sender is not asked again for a while.
             logger.info("sender's devices not answered")
             engine.failedSenderQueries.withLock { $0[sender] = now }
             engine.decryptionAwaitsDevices.withLock { $0 = true }
             return .unsettled
-        case .success: break
-        case .failure(let error):
-            logger.info("sender's devices not queried error=\(error)")
-            // A query refused for good settles it as unknown (no retry could do better).
-            if error.isRetryable {
-                engine.failedSenderQueries.withLock { $0[sender] = now }
-                engine.decryptionAwaitsDevices.withLock { $0 = true }
-                return .unsettled
-            }
         }
         return .settled(try await find())
     }

@@ -123,8 +123,8 @@ struct MegolmProtocolTests {
     )
     func relationInTheClear() async throws {
         let alice = try await fixture.device("@alice:example.org", "ALICE")
-        let outbound = try await alice.engine.prepareOutbound(
-            roomID: roomID, for: [], nowMilliseconds: 0, policy: .init())
+        let outbound = try await alice.engine.outboundSession(
+            roomID: roomID, choice: .new, nowMilliseconds: 0)
         let edit =
             #"{"msgtype":"m.text","body":"* hi","m.new_content":{"msgtype":"m.text","body":"hi"},"m.relates_to":{"rel_type":"m.replace","event_id":"$original"}}"#
         let encrypted = try await alice.engine.megolmEncrypt(

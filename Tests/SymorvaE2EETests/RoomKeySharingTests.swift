@@ -129,15 +129,15 @@ struct RoomKeySharingTests {
     func rotationClamped() {
         let room = EncryptedRoom(
             roomID: roomID, joined: [], rotationPeriodMilliseconds: 1_000, rotationPeriodMessages: 1_000_000)
-        let policy = CryptoEngine.RotationPolicy(room: room)
+        let policy = RotationPolicy(room: room)
         #expect(policy.milliseconds == 3_600_000)
         #expect(policy.messages == 10_000)
-        let long = CryptoEngine.RotationPolicy(
+        let long = RotationPolicy(
             room: EncryptedRoom(roomID: roomID, joined: [], rotationPeriodMilliseconds: .max, rotationPeriodMessages: 0)
         )
         #expect(long.milliseconds == 7 * 24 * 3_600_000)
         #expect(long.messages == 1)
-        #expect(CryptoEngine.RotationPolicy(room: EncryptedRoom(roomID: roomID, joined: [])) == .init())
+        #expect(RotationPolicy(room: EncryptedRoom(roomID: roomID, joined: [])) == .init())
     }
 
     @Test("Sharing the same session with a device again goes out under a new transaction ID, never as a retry")

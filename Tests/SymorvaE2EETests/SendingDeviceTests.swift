@@ -28,7 +28,7 @@ struct SendingDeviceTests {
     }
 
     @Test(
-        "A sender not tracked yet is queried before the event is decrypted; while the query fails the event waits (asking again only after 30 s), then it names the device"
+        "A sender not tracked yet is queried (by the machine's one keys/query) before the event is decrypted; while the query fails the event waits without a query each, and the machine's retry names the device"
     )
     func senderQueriedFirst() async throws {
         // Bob: a device with signed keys, and a Megolm session of his.
@@ -55,6 +55,10 @@ struct SendingDeviceTests {
         transport.on("POST", "/_matrix/client/v3/keys/query") { _ in
             healthy.withLock { $0 } ? .json(200, answer) : .json(502, #"{"errcode": "M_UNKNOWN"}"#)
         }
+        transport.on("POST", "/_matrix/client/v3/keys/upload") { _ in
+            .json(200, #"{"one_time_key_counts": {"signed_curve25519": 50}}"#)
+        }
+        let clock = ManualClock()
         let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
         let crypto = try await AccountCrypto(
             userID: alice, deviceID: DeviceID("ALICEPHONE"), database: database,
@@ -62,9 +66,13 @@ struct SendingDeviceTests {
             requester: FixedTokenMatrixRequester(
                 homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: alice,
                 accessToken: Secret("token"), transport: transport),
-            scope: AccountScope(label: alice.rawValue), clock: ManualClock(), wallClock: wallClock,
+            scope: AccountScope(label: alice.rawValue), clock: clock, wallClock: wallClock,
             tracer: Tracer(), logCenter: LogCenter(threshold: .trace))
-        _ = try await crypto.engine.load()
+        await crypto.start()
+        try await crypto.state.wait {
+            if case .ready = $0 { return true }
+            return false
+        }
 
         // Alice holds Bob's session (as an m.room_key from his device would have left it).
         let session = try driver.newOutboundGroupSession()
@@ -96,8 +104,16 @@ struct SendingDeviceTests {
         #expect(await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: bob) == nil)
         #expect(transport.count("POST", "/_matrix/client/v3/keys/query") == 1)
 
+        // The machine backs off and queries again when its timer fires: that query names Bob's
+        // device and asks chat to decrypt again.
         healthy.withLock { $0 = true }
-        wallClock.advance(1)
+        try await clock.waitForSleepers(count: 1)
+        await clock.advance(by: .seconds(600))
+        try await crypto.state.wait {
+            if case .ready(let work) = $0 { return work.querying == nil && work.outdated.isEmpty }
+            return false
+        }
+        #expect(retries.withLock { $0 } == 1, "the query that answered asks chat to decrypt again")
         guard
             case .success(let decrypted)? = await crypto.decrypt(
                 content: content, roomID: roomID, eventID: eventID, sender: bob)
@@ -108,7 +124,6 @@ struct SendingDeviceTests {
         #expect(decrypted.deviceID == "BOBPHONE")
         #expect(decrypted.isKnown)
         #expect(transport.count("POST", "/_matrix/client/v3/keys/query") == 2)
-        #expect(retries.withLock { $0 } == 1, "the query that answered asks chat to decrypt again")
 
         // Known now: the next event of his is not queried again.
         _ = await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: bob)

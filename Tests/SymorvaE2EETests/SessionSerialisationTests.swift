@@ -31,8 +31,8 @@ struct SessionSerialisationTests {
     @Test("Concurrent encryptions for one room never use a Megolm message index twice")
     func concurrentMegolmEncryptions() async throws {
         let alice = try await fixture.device("@alice:example.org", "ALICE")
-        let outbound = try await alice.engine.prepareOutbound(
-            roomID: roomID, for: [], nowMilliseconds: 0, policy: .init())
+        let outbound = try await alice.engine.outboundSession(
+            roomID: roomID, choice: .new, nowMilliseconds: 0)
         let engine = alice.engine
         let room = roomID
         let contents = try await withThrowingTaskGroup(of: [UInt8].self) { group in

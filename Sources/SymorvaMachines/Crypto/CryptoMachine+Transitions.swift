@@ -16,7 +16,8 @@ extension CryptoMachine {
         case .stopped:
             return .move(to: .idle)
         case .accountLoaded, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
-            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .timerFired:
+            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .roomKeyNeeded,
+            .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent, .shareOutcomeTaken, .timerFired:
             return .ignored
         }
     }
@@ -51,7 +52,8 @@ extension CryptoMachine {
         case .stopped:
             return .move(to: .idle)
         case .started, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
-            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .timerFired:
+            .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .roomKeyNeeded,
+            .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent, .shareOutcomeTaken, .timerFired:
             // What a sync, a membership change or a decryption brought is in the store: the
             // load reads it.
             return .ignored
@@ -87,10 +89,12 @@ extension CryptoMachine {
             next.isUploading = false
             return failed(next, error)
         case .stopped:
-            return stop()
+            return stop(work)
         case .started, .accountLoaded, .keysQueried, .toDeviceProcessed, .keyRequestsSent, .keyRequestsAnswered,
-            .sessionsUnwedged, .timerFired:
-            // Nothing but the first upload is in flight while publishing.
+            .sessionsUnwedged, .roomKeyNeeded, .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent,
+            .shareOutcomeTaken, .timerFired:
+            // Nothing but the first upload is in flight while publishing (no key is shared
+            // before the device's keys are published).
             return .ignored
         }
     }
@@ -99,6 +103,11 @@ extension CryptoMachine {
 
     func ready(_ work: CryptoWork, on event: Event) -> Transition<State, Effect> {
         var next = work
+        if let effects = share(event, work: &next, accepting: true) {
+            let pending = startPending(&next)
+            return next == work ? .stay : .move(to: .ready(next), effects: effects + pending)
+        }
+        var sharing: [Effect] = []
         switch event {
         case .syncCommitted(let summary):
             absorb(summary, into: &next, startingUploads: true)
@@ -119,13 +128,16 @@ extension CryptoMachine {
                     // Refused for good: these users stay outdated in the store (queried again at
                     // the next start), not in a loop now.
                     next.outdated.subtract(querying)
-                    return .move(to: .ready(next), effects: startPending(&next))
+                    sharing = queryAnswered(result, queried: querying, work: &next)
+                    return .move(to: .ready(next), effects: sharing + startPending(&next))
                 }
                 next.outdated.formUnion(querying)
-                return failed(next, error)
+                sharing = queryAnswered(result, queried: querying, work: &next)
+                return failed(next, error, alongside: sharing)
             }
             next.failures = 0
             devicesUpdated(&next)
+            sharing = queryAnswered(result, queried: querying, work: &next)
         case .toDeviceProcessed(let result):
             guard work.isProcessingToDevice else { return .stay }  // stale
             next.isProcessingToDevice = false
@@ -151,11 +163,12 @@ extension CryptoMachine {
             if let error = applyUnwedged(result, to: &next) { return backOff(next, retryAfter: error.retryAfter) }
             if case .success = result { next.failures = 0 }
         case .stopped:
-            return stop()
-        case .started, .accountLoaded, .timerFired:
+            return stop(work)
+        case .started, .accountLoaded, .timerFired, .roomKeyNeeded, .roomKeyFactsLoaded, .oneTimeKeysClaimed,
+            .roomKeySent, .shareOutcomeTaken:
             return .ignored
         }
-        let effects = startPending(&next)
+        let effects = sharing + startPending(&next)
         return next == work ? .stay : .move(to: .ready(next), effects: effects)
     }
 
@@ -163,6 +176,10 @@ extension CryptoMachine {
 
     func backingOff(_ work: CryptoWork, on event: Event) -> Transition<State, Effect> {
         var next = work
+        if let effects = share(event, work: &next, accepting: false) {
+            return next == work ? .stay : .move(to: .backingOff(next), effects: effects)
+        }
+        var sharing: [Effect] = []
         switch event {
         case .timerFired(.retry):
             if next.upload?.deviceKeys == true {
@@ -186,15 +203,17 @@ extension CryptoMachine {
             guard let querying = work.querying else { return .stay }  // stale
             next.querying = nil
             switch result {
-            case .failure(let error): if error.isRetryable { next.outdated.formUnion(querying) }
+            case .failure(let error):
+                if error.isRetryable { next.outdated.formUnion(querying) } else { next.outdated.subtract(querying) }
             case .success: devicesUpdated(&next)
             }
+            sharing = queryAnswered(result, queried: querying, work: &next)
         case .toDeviceProcessed(let result):
             guard work.isProcessingToDevice else { return .stay }  // stale
             next.isProcessingToDevice = false
             switch result {
             case .failure(let error):
-                guard Self.isTransient(error) else { return .move(to: .failed(error), effects: stopEffects) }
+                guard Self.isTransient(error) else { return .move(to: .failed(error), effects: stopEffects(work)) }
                 next.toDevicePending = true
             case .success(let report):
                 absorb(report, into: &next)
@@ -211,12 +230,14 @@ extension CryptoMachine {
             guard work.isUnwedging else { return .stay }  // stale
             _ = applyUnwedged(result, to: &next)
         case .stopped:
-            return stop()
-        case .started, .accountLoaded:
+            return stop(work)
+        case .started, .accountLoaded, .roomKeyNeeded, .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent,
+            .shareOutcomeTaken:
+            // A send while backing off is refused (the send queue retries): only `ready` shares.
             return .ignored
         }
         // The retry timer runs under its own key: moving within backingOff keeps it.
-        return next == work ? .stay : .move(to: .backingOff(next))
+        return next == work ? .stay : .move(to: .backingOff(next), effects: sharing)
     }
 
     // MARK: Helpers
@@ -272,7 +293,9 @@ extension CryptoMachine {
     }
 
     /// A request failed: back off when it can pass, else fail for good.
-    private func failed(_ work: CryptoWork, _ error: CryptoRequestError) -> Transition<State, Effect> {
+    private func failed(_ work: CryptoWork, _ error: CryptoRequestError, alongside effects: [Effect] = [])
+        -> Transition<State, Effect>
+    {
         guard error.isRetryable else {
             let failure: CryptoError =
                 switch error {
@@ -280,22 +303,24 @@ extension CryptoMachine {
                 case .local(let error): error
                 default: .driver("unexpected")
                 }
-            return .move(to: .failed(failure), effects: stopEffects)
+            return .move(to: .failed(failure), effects: stopEffects(work))
         }
-        return backOff(work, retryAfter: error.retryAfter)
+        return backOff(work, retryAfter: error.retryAfter, alongside: effects)
     }
 
     /// To-device processing failed: a full or busy store passes, anything else does not.
     private func failedProcessing(_ work: CryptoWork, _ error: CryptoError) -> Transition<State, Effect> {
-        guard Self.isTransient(error) else { return .move(to: .failed(error), effects: stopEffects) }
+        guard Self.isTransient(error) else { return .move(to: .failed(error), effects: stopEffects(work)) }
         return backOff(work, retryAfter: nil)
     }
 
-    func backOff(_ work: CryptoWork, retryAfter: Duration?) -> Transition<State, Effect> {
+    func backOff(_ work: CryptoWork, retryAfter: Duration?, alongside effects: [Effect] = [])
+        -> Transition<State, Effect>
+    {
         var next = work
         next.failures += 1
         let delay = next.jitter.delay(attempt: next.failures, backoff: backoff, retryAfter: retryAfter)
-        return .move(to: .backingOff(next), effects: [.scheduleRetry(after: delay)])
+        return .move(to: .backingOff(next), effects: effects + [.scheduleRetry(after: delay)])
     }
 
     static func isTransient(_ error: CryptoError) -> Bool {
@@ -303,9 +328,12 @@ extension CryptoMachine {
         return false
     }
 
-    private var stopEffects: [Effect] { Self.effectKeys.map { .cancel($0) } }
+    /// Cancels every effect, the rounds of sharing in progress included.
+    private func stopEffects(_ work: CryptoWork?) -> [Effect] {
+        (Self.effectKeys + shareKeys(work)).map { .cancel($0) }
+    }
 
-    private func stop() -> Transition<State, Effect> {
-        .move(to: .idle, effects: stopEffects)
+    private func stop(_ work: CryptoWork? = nil) -> Transition<State, Effect> {
+        .move(to: .idle, effects: stopEffects(work))
     }
 }

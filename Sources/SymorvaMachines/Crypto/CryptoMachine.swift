@@ -27,6 +27,9 @@ public struct CryptoMachine: ChartedMachine {
     public static let keyAnswersKey: EffectKey = "crypto.keyAnswers"
     /// The key of the running unwedging of Olm sessions.
     public static let unwedgeKey: EffectKey = "crypto.unwedge"
+    /// The key of a round of sharing a room's key (one per room at a time; the round's number
+    /// is the machine's own count, never data).
+    public static func shareKey(_ round: UInt64) -> EffectKey { EffectKey("crypto.share.\(round)") }
     /// The key of the retry timer (not the state timeout: results arriving while backing off
     /// move the machine without re-arming it).
     public static let retryKey: EffectKey = "crypto.retry"
@@ -107,6 +110,18 @@ public struct CryptoMachine: ChartedMachine {
         case keyRequestsAnswered(Result<KeyRequestAnswers, CryptoRequestError>)
         /// ``Effect/unwedgeSessions`` answered: how many devices got a new session, or why not.
         case sessionsUnwedged(Result<Int, CryptoRequestError>)
+        /// A send needs the room's key to reach every recipient device (the caller waits for
+        /// ``CryptoWork/shareOutcomes`` to hold the ticket's outcome). Taken only when `ready`.
+        case roomKeyNeeded(EncryptedRoom, ShareTicket)
+        /// ``Effect/loadRoomKeyFacts(_:round:)`` answered.
+        case roomKeyFactsLoaded(RoomID, round: UInt64, Result<RoomKeyFacts, CryptoError>)
+        /// ``Effect/claimOneTimeKeys(_:round:_:)`` answered: the devices that have an Olm session
+        /// now (the others had no usable one-time key), or why not.
+        case oneTimeKeysClaimed(RoomID, round: UInt64, Result<[ShareDevice], CryptoRequestError>)
+        /// ``Effect/sendRoomKey(_:round:_:)`` answered.
+        case roomKeySent(RoomID, round: UInt64, Result<RoomKeySent, CryptoRequestError>)
+        /// The caller read the ticket's outcome: forget it.
+        case shareOutcomeTaken(ShareTicket)
         /// A timer of this machine fired.
         case timerFired(CryptoTimer)
         /// Stop (sign-out, account switch).
@@ -115,6 +130,7 @@ public struct CryptoMachine: ChartedMachine {
         public static let allCaseNames = [
             "started", "accountLoaded", "syncCommitted", "usersTracked", "keysUploaded", "keysQueried",
             "toDeviceProcessed", "roomKeysMissing", "keyRequestsSent", "keyRequestsAnswered", "sessionsUnwedged",
+            "roomKeyNeeded", "roomKeyFactsLoaded", "oneTimeKeysClaimed", "roomKeySent", "shareOutcomeTaken",
             "timerFired", "stopped",
         ]
 
@@ -131,6 +147,11 @@ public struct CryptoMachine: ChartedMachine {
             case .keyRequestsSent: "keyRequestsSent"
             case .keyRequestsAnswered: "keyRequestsAnswered"
             case .sessionsUnwedged: "sessionsUnwedged"
+            case .roomKeyNeeded: "roomKeyNeeded"
+            case .roomKeyFactsLoaded: "roomKeyFactsLoaded"
+            case .oneTimeKeysClaimed: "oneTimeKeysClaimed"
+            case .roomKeySent: "roomKeySent"
+            case .shareOutcomeTaken: "shareOutcomeTaken"
             case .timerFired: "timerFired"
             case .stopped: "stopped"
             }
@@ -166,6 +187,18 @@ public struct CryptoMachine: ChartedMachine {
         /// each in one `keys/claim`, and send each an `m.dummy` over the new session so that it
         /// uses it too. Keyed by ``CryptoMachine/unwedgeKey``.
         case unwedgeSessions
+        /// Track the room's recipients and read what sharing its key depends on: their devices
+        /// (and which lack an Olm session), who is outdated, the room's outbound session.
+        /// Answers ``Event/roomKeyFactsLoaded(_:round:_:)``. Keyed by ``CryptoMachine/shareKey(_:)``.
+        case loadRoomKeyFacts(EncryptedRoom, round: UInt64)
+        /// `POST keys/claim` for these devices in one request, and create an Olm session from
+        /// each signed one-time key that verifies. Answers ``Event/oneTimeKeysClaimed(_:round:_:)``.
+        /// Keyed by ``CryptoMachine/shareKey(_:)``.
+        case claimOneTimeKeys(RoomID, round: UInt64, [ShareDevice])
+        /// Create the session (``SessionChoice/new``) or take the current one, Olm-encrypt its
+        /// `m.room_key` for each device of the batch, send them in one `sendToDevice`, and record
+        /// who has it. Answers ``Event/roomKeySent(_:round:_:)``. Keyed by ``CryptoMachine/shareKey(_:)``.
+        case sendRoomKey(RoomID, round: UInt64, RoomKeyBatch)
         /// Fire ``Event/timerFired(_:)`` with ``CryptoTimer/retry`` after the delay.
         case scheduleRetry(after: Duration)
         /// Cancel the effect running under this key.
@@ -180,6 +213,9 @@ public struct CryptoMachine: ChartedMachine {
             case .sendKeyRequests: "sendKeyRequests"
             case .answerKeyRequests: "answerKeyRequests"
             case .unwedgeSessions: "unwedgeSessions"
+            case .loadRoomKeyFacts: "loadRoomKeyFacts"
+            case .claimOneTimeKeys: "claimOneTimeKeys"
+            case .sendRoomKey: "sendRoomKey"
             case .scheduleRetry: "scheduleRetry"
             case .cancel: "cancel"
             }
@@ -194,6 +230,8 @@ public struct CryptoMachine: ChartedMachine {
             case .sendKeyRequests: .keyed(CryptoMachine.keyRequestsKey)
             case .answerKeyRequests: .keyed(CryptoMachine.keyAnswersKey)
             case .unwedgeSessions: .keyed(CryptoMachine.unwedgeKey)
+            case .loadRoomKeyFacts(_, let round), .claimOneTimeKeys(_, let round, _), .sendRoomKey(_, let round, _):
+                .keyed(CryptoMachine.shareKey(round))
             case .scheduleRetry(let after): .timer(CryptoMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
             }
@@ -389,6 +427,12 @@ public struct CryptoWork: Sendable, Equatable {
     /// Some requests came from own devices not known yet: answered again after the next
     /// successful `keys/query`.
     public var answersAwaitDevices: Bool = false
+    /// The rooms whose key is being shared: one round per room at a time.
+    public var sharing: [RoomID: RoomKeyShare] = [:]
+    /// How sends' requests for their room's key ended, until each caller takes its outcome.
+    public var shareOutcomes: [ShareTicket: ShareOutcome] = [:]
+    /// The number of the next round of sharing.
+    public var nextShareRound: UInt64 = 1
 
     /// Work.
     public init(

@@ -367,7 +367,7 @@ struct CryptoMachineTests {
         var unwedgingBackingOff = work(failures: 1)
         unwedgingBackingOff.isUnwedging = true
         let topUp = KeyUploadPlan(newOneTimeKeys: 10)
-        let states: [CryptoMachine.State] = [
+        var states: [CryptoMachine.State] = [
             .idle, .loading(CryptoStart(jitterSeed: 1)),
             .publishing(work(count: nil, upload: Self.firstUpload, uploading: true)),
             .ready(work()), .ready(work(count: 40, upload: topUp, uploading: true)),
@@ -381,6 +381,21 @@ struct CryptoMachineTests {
             .ready(unwedgingWork), .backingOff(unwedgingBackingOff),
             .failed(.accountUnreadable),
         ]
+        let room = EncryptedRoom(roomID: RoomID("!r:x"), joined: [alice, bob])
+        let bobDevice = ShareDevice(userID: bob, deviceID: "B", curve25519: "bk")
+        let steps: [RoomKeyShare.Step] = [
+            .loadingFacts, .awaitingQuery([bob]),
+            .claiming(session: .new, recipients: [bobDevice], claiming: [bobDevice]),
+            .sending(session: .current("S"), remaining: [[bobDevice]]),
+        ]
+        for step in steps {
+            for failures in [0, 1] {
+                var sharing = work(querying: step == .awaitingQuery([bob]) ? [bob] : nil, failures: failures)
+                sharing.sharing[room.roomID] = RoomKeyShare(room: room, round: 1, step: step, tickets: [ShareTicket(1)])
+                sharing.shareOutcomes[ShareTicket(9)] = .shared(sessionID: "S")
+                states.append(failures == 0 ? .ready(sharing) : .backingOff(sharing))
+            }
+        }
         let events: [CryptoMachine.Event] = [
             .started(CryptoStart(jitterSeed: 2)),
             .accountLoaded(.success(CryptoAccountStatus(deviceKeysPublished: false))),
@@ -408,6 +423,18 @@ struct CryptoMachineTests {
             .toDeviceProcessed(.success(ToDeviceReport(processed: 1, heldForUsers: [carol], sessionsWedged: true))),
             .sessionsUnwedged(.success(1)), .sessionsUnwedged(.failure(.network)),
             .sessionsUnwedged(.failure(.rejected(status: 400, errorCode: "M_INVALID_PARAM"))),
+            .roomKeyNeeded(room, ShareTicket(2)),
+            .roomKeyFactsLoaded(
+                room.roomID, round: 1, .success(RoomKeyFacts(devices: [bobDevice], nowMilliseconds: 0))),
+            .roomKeyFactsLoaded(
+                room.roomID, round: 1, .success(RoomKeyFacts(devices: [], outdatedUsers: [bob], nowMilliseconds: 0))),
+            .roomKeyFactsLoaded(room.roomID, round: 1, .failure(.store(.busy))),
+            .roomKeyFactsLoaded(room.roomID, round: 5, .failure(.store(.busy))),
+            .oneTimeKeysClaimed(room.roomID, round: 1, .success([bobDevice])),
+            .oneTimeKeysClaimed(room.roomID, round: 1, .failure(.network)),
+            .roomKeySent(room.roomID, round: 1, .success(RoomKeySent(sessionID: "S", devices: [bobDevice]))),
+            .roomKeySent(room.roomID, round: 1, .failure(.network)),
+            .shareOutcomeTaken(ShareTicket(9)), .shareOutcomeTaken(ShareTicket(3)),
             .timerFired(.retry), .stopped,
         ]
         try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .idle)
