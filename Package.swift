@@ -99,7 +99,7 @@ let package = Package(
         .target(name: "SymorvaPush", dependencies: ["SymorvaChat", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaE2EE",
-            dependencies: ["SymorvaFeatureKit", "SymorvaChatStore", "SymorvaCryptoDriver", "SymorvaCrypto"],
+            dependencies: ["SymorvaFeatureKit", "SymorvaCryptoDriver", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaAIStudio", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
@@ -180,7 +180,8 @@ let package = Package(
             name: "SymorvaAIStudioTests", dependencies: ["SymorvaAIStudio", "SymorvaTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "SymorvaE2EETests", dependencies: ["SymorvaE2EE", "SymorvaTesting"], swiftSettings: swiftSettings),
+            name: "SymorvaE2EETests", dependencies: ["SymorvaE2EE", "SymorvaChatStore", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaMeetingsTests", dependencies: ["SymorvaMeetings", "SymorvaTesting"],
             swiftSettings: swiftSettings),

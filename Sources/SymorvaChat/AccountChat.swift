@@ -199,9 +199,14 @@ public final class AccountChat: Sendable {
         tokenHandler.withLock { $0 = handler }
     }
 
-    /// Sets what to call after each committed sync with what it said about devices and keys
-    /// (the crypto module's input), before the conversation list is updated.
-    package func onDeviceChanges(_ handler: @escaping @Sendable (SyncDeviceChanges) async -> Void) {
+    /// Connects the crypto module: `inbox` receives each sync's to-device events, device lists
+    /// and key counts inside the sync's transaction, and `handler` is called after each
+    /// committed sync with what it said about devices and keys (with the members of encrypted
+    /// rooms when rooms changed), before the conversation list is updated.
+    package func connectDevices(
+        inbox: @escaping SyncInboxWriter, onChanges handler: @escaping @Sendable (SyncDeviceChanges) async -> Void
+    ) {
+        syncInterpreter.setInbox(inbox)
         deviceChangesHandler.withLock { $0 = handler }
     }
 
@@ -417,7 +422,17 @@ public final class AccountChat: Sendable {
     // MARK: Sync routing
 
     func syncCommitted(_ changes: SyncChanges) async {
-        if let handler = deviceChangesHandler.withLock({ $0 }) { await handler(changes.devices) }
+        if let handler = deviceChangesHandler.withLock({ $0 }) {
+            var devices = changes.devices
+            if devices.roomsChanged {
+                do throws(ChatStoreError) {
+                    devices.encryptedRoomMembers = try await store.membersOfEncryptedRooms()
+                } catch {
+                    logger.error("members of encrypted rooms not read error=\(error)")
+                }
+            }
+            await handler(devices)
+        }
         // Stored events wait for a key: they are tried again when keys arrive (the crypto module
         // says so), and new encrypted events when they are stored, not after every sync.
         if changes.hasEncryptedEvents { encryptedEventsStored() }

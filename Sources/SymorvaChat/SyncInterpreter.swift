@@ -97,6 +97,8 @@ final class SyncInterpreter: EffectInterpreter {
     private let pending = Lock<[String: SyncResponseBody]>([:])
     private let filter: FilterCache
     private let delegate = Lock<(any SyncInterpreterDelegate)?>(nil)
+    /// The crypto module's inbox, once connected.
+    private let inbox = Lock<SyncInboxWriter?>(nil)
 
     init(
         requester: any MatrixRequester, store: ChatStore, timelineLimit: Int, longPollTimeout: Duration,
@@ -115,6 +117,9 @@ final class SyncInterpreter: EffectInterpreter {
 
     /// Sets the delegate (held weakly by the caller's design: the client owns the interpreter).
     func setDelegate(_ newDelegate: any SyncInterpreterDelegate) { delegate.withLock { $0 = newDelegate } }
+
+    /// Sets where each sync's share for end-to-end encryption goes (in the sync's transaction).
+    func setInbox(_ writer: @escaping SyncInboxWriter) { inbox.withLock { $0 = writer } }
 
     func perform(_ effect: SyncMachine.Effect, context: EffectContext<SyncMachine.Event>) async -> SyncMachine.Event? {
         switch effect {
@@ -194,7 +199,7 @@ final class SyncInterpreter: EffectInterpreter {
             return .persisted(.failure(.storeFailed))
         }
         do {
-            let report = try await SyncIngestor(store: store).ingest(body)
+            let report = try await SyncIngestor(store: store, inbox: inbox.withLock { $0 }).ingest(body)
             if report.malformedEvents > 0 {
                 logger.notice("sync skipped \(report.malformedEvents) malformed event(s)")
             }

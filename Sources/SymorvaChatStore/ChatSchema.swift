@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaStore
 
 /// The per-account chat database: its versioned migrations and the rules they follow.
@@ -60,7 +61,23 @@ package enum ChatSchema {
         Migration(
             version: 7, name: "own_echo_plaintext",
             sql: "ALTER TABLE decrypted_events ADD COLUMN transaction_id TEXT;  -- sealed as the queue's"),
+        Migration(version: 8, name: "device_inbox_handed_over", sql: deviceInboxHandedOver),
     ]
+
+    /// Version 8: encryption's share of each sync goes to the crypto module's own inbox
+    /// (``SyncInboxWriter``, in the sync's transaction). The rows chat's ingest had stored for it
+    /// move to that inbox (``SymorvaMatrix/SyncDeviceInbox/tables``, created here if the crypto
+    /// module has not created it yet), so that an upgrade loses no room key whichever module
+    /// migrates first; chat's tables go. Chat's only statement naming a crypto table, run once.
+    static let deviceInboxHandedOver = """
+        \(SyncDeviceInbox.tables)
+        INSERT INTO e2ee_inbox_to_device(type, sender, raw) SELECT type, sender, raw FROM to_device_events ORDER BY id;
+        INSERT OR REPLACE INTO e2ee_inbox_device_lists(user_id, change) SELECT user_id, change FROM device_list_changes;
+        INSERT OR REPLACE INTO e2ee_inbox_key_counts(algorithm, count) SELECT algorithm, count FROM one_time_key_counts;
+        DROP TABLE to_device_events;
+        DROP TABLE device_list_changes;
+        DROP TABLE one_time_key_counts;
+        """
 
     /// Version 1: rooms, state, linked-chunk timeline, receipts, account data, sync position.
     static let roomsAndTimeline = """

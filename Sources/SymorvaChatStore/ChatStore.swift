@@ -141,40 +141,18 @@ package struct ChatStore: Sendable {
 
     // MARK: Encryption inputs
 
-    /// To-device events not yet consumed, oldest first: their store ID and raw JSON.
-    package func pendingToDeviceEvents(limit: Int = 100) async throws(ChatStoreError) -> [(id: Int64, raw: [UInt8])] {
-        let rows = try await read { db throws(StoreError) in
-            try db.queryAll("SELECT id, raw FROM to_device_events ORDER BY id LIMIT ?", [.int(limit)]) {
-                StoredToDevice(id: $0.int64(0), raw: $0.blob(1))
-            }
+    /// The joined and invited members of the account's encrypted rooms: the users whose
+    /// devices the crypto module tracks (chat's room state is the one source of truth for it).
+    package func membersOfEncryptedRooms() async throws(ChatStoreError) -> [UserID] {
+        let raw = try await read { db throws(StoreError) in
+            try db.queryAll(
+                """
+                SELECT DISTINCT m.state_key FROM room_state m JOIN rooms r ON r.room_nid = m.room_nid
+                WHERE r.is_encrypted = 1 AND r.membership = 0 AND m.type = 'm.room.member'
+                  AND json_extract(CAST(m.content AS TEXT), '$.membership') IN ('join', 'invite')
+                """
+            ) { $0.string(0) }
         }
-        return rows.map { ($0.id, $0.raw) }
+        return raw.compactMap(UserID.init)
     }
-
-    /// Deletes the to-device events up to `id`, once the crypto machine has consumed them.
-    package func removeToDeviceEvents(through id: Int64) async throws(ChatStoreError) {
-        try await write { db throws(StoreError) in
-            try db.execute("DELETE FROM to_device_events WHERE id <= ?", [.integer(id)])
-        }
-    }
-
-    /// The server's count of this device's unused one-time keys, by algorithm.
-    package func oneTimeKeyCounts() async throws(ChatStoreError) -> [String: Int64] {
-        let pairs = try await read { db throws(StoreError) in
-            try db.queryAll("SELECT algorithm, count FROM one_time_key_counts") {
-                KeyCount(name: $0.string(0), count: $0.int64(1))
-            }
-        }
-        return Dictionary(pairs.map { ($0.name, $0.count) }, uniquingKeysWith: { $1 })
-    }
-}
-
-private struct StoredToDevice: Sendable {
-    var id: Int64
-    var raw: [UInt8]
-}
-
-private struct KeyCount: Sendable {
-    var name: String
-    var count: Int64
 }

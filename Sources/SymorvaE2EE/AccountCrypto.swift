@@ -91,8 +91,8 @@ public final class AccountCrypto: Sendable {
         var changed: [UserID] = []
         do throws(CryptoStoreError) {
             if changes.hasDeviceListChanges { changed = try await store.applyDeviceListChanges() }
-            if changes.roomsChanged {
-                let tracked = try await store.track(try await store.membersOfEncryptedRooms())
+            if let members = changes.encryptedRoomMembers {
+                let tracked = try await store.track(members)
                 if !tracked.isEmpty { await host.send(.usersTracked(tracked)) }
             }
         } catch {

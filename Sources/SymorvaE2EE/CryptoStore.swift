@@ -1,6 +1,7 @@
 import SymorvaCrypto
 import SymorvaCryptoDriver
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
 
@@ -147,7 +148,34 @@ package struct CryptoStore: Sendable {
                     unwedged_ms INTEGER NOT NULL
                 ) STRICT, WITHOUT ROWID;
                 """),
+        // The inbox chat's ingest hands each sync's to-device events, device lists and key counts
+        // to, in the sync's transaction (`SyncDeviceInbox`); chat's schema 8 moved what it had
+        // stored for us here (creating these tables if it migrated first).
+        Migration(version: 9, name: "e2ee_inbox", sql: SyncDeviceInbox.tables),
     ]
+
+    /// Writes a sync's share for end-to-end encryption into the inbox, inside the sync's
+    /// transaction (chat's ingest calls it through `SyncInboxWriter`): to-device events in
+    /// arrival order, the latest device-list change per user, the key counts.
+    package static func writeInbox(_ inbox: SyncDeviceInbox, in db: isolated SQLiteDatabase) throws(StoreError) {
+        for event in inbox.toDevice {
+            try db.execute(
+                "INSERT INTO e2ee_inbox_to_device(type, sender, raw) VALUES (?, ?, ?)",
+                [.text(event.type), .text(event.sender), .blob(event.raw)])
+        }
+        for (users, change) in [(inbox.deviceListsChanged, 1), (inbox.deviceListsLeft, 2)] {
+            for user in users {
+                try db.execute(
+                    "INSERT INTO e2ee_inbox_device_lists(user_id, change) VALUES (?, ?) ON CONFLICT DO UPDATE SET change = excluded.change",
+                    [.text(user), .int(change)])
+            }
+        }
+        for (algorithm, count) in inbox.oneTimeKeyCounts {
+            try db.execute(
+                "INSERT INTO e2ee_inbox_key_counts(algorithm, count) VALUES (?, ?) ON CONFLICT DO UPDATE SET count = excluded.count",
+                [.text(algorithm), .integer(count)])
+        }
+    }
 
     /// A device of a tracked user, as verified from its self-signed keys.
     package struct Device: Sendable, Hashable {
@@ -381,7 +409,7 @@ package struct CryptoStore: Sendable {
 
     // MARK: To-device messages
 
-    /// A to-device event as the sync ingest stored it (chat's `to_device_events`).
+    /// A to-device event as the sync ingest handed it over (the inbox, `e2ee_inbox_to_device`).
     package struct ToDeviceRow: Sendable {
         package var id: Int64
         package var type: String
@@ -473,7 +501,8 @@ package struct CryptoStore: Sendable {
         do {
             return try await database.run { db throws(StoreError) in
                 try db.queryAll(
-                    "SELECT id, type, sender, raw FROM to_device_events ORDER BY id LIMIT ?", [.integer(Int64(limit))]
+                    "SELECT id, type, sender, raw FROM e2ee_inbox_to_device ORDER BY id LIMIT ?",
+                    [.integer(Int64(limit))]
                 ) {
                     ToDeviceRow(id: $0.int64(0), type: $0.string(1), sender: $0.string(2), raw: $0.blob(3))
                 }
@@ -578,7 +607,7 @@ package struct CryptoStore: Sendable {
                         "DELETE FROM e2ee_incoming_key_requests WHERE device_id = ? AND request_id = ?",
                         [.text(cancelled.deviceID), .text(cancelled.requestID)])
                 }
-                try db.execute("DELETE FROM to_device_events WHERE id = ?", [.integer(outcome.rowID)])
+                try db.execute("DELETE FROM e2ee_inbox_to_device WHERE id = ?", [.integer(outcome.rowID)])
                 return (requestedKeyArrived, wedged)
             }
         } catch {
@@ -609,7 +638,7 @@ package struct CryptoStore: Sendable {
         }
     }
 
-    /// Applies chat's stored `device_list_changes` to the tracked users and removes them, in one
+    /// Applies the inbox's device-list changes to the tracked users and removes them, in one
     /// transaction: a changed tracked user becomes outdated, a user who left every shared
     /// encrypted room is no longer tracked (their devices are forgotten).
     ///
@@ -617,7 +646,7 @@ package struct CryptoStore: Sendable {
     package func applyDeviceListChanges() async throws(CryptoStoreError) -> [UserID] {
         do {
             let changed = try await database.transaction { db throws(StoreError) -> [String] in
-                let rows = try db.queryAll("SELECT user_id, change FROM device_list_changes") {
+                let rows = try db.queryAll("SELECT user_id, change FROM e2ee_inbox_device_lists") {
                     ($0.string(0), $0.int(1))
                 }
                 var changed: [String] = []
@@ -630,28 +659,10 @@ package struct CryptoStore: Sendable {
                         if db.changes > 0 { changed.append(user) }
                     }
                 }
-                try db.execute("DELETE FROM device_list_changes")
+                try db.execute("DELETE FROM e2ee_inbox_device_lists")
                 return changed
             }
             return changed.compactMap(UserID.init)
-        } catch {
-            throw .store(error)
-        }
-    }
-
-    /// The joined and invited members of the account's encrypted rooms (chat's tables).
-    package func membersOfEncryptedRooms() async throws(CryptoStoreError) -> [UserID] {
-        do {
-            let raw = try await database.run { db throws(StoreError) in
-                try db.queryAll(
-                    """
-                    SELECT DISTINCT m.state_key FROM room_state m JOIN rooms r ON r.room_nid = m.room_nid
-                    WHERE r.is_encrypted = 1 AND r.membership = 0 AND m.type = 'm.room.member'
-                      AND json_extract(CAST(m.content AS TEXT), '$.membership') IN ('join', 'invite')
-                    """
-                ) { $0.string(0) }
-            }
-            return raw.compactMap(UserID.init)
         } catch {
             throw .store(error)
         }
@@ -786,11 +797,11 @@ package struct CryptoStore: Sendable {
 
     // MARK: Sync data
 
-    /// The server's last `signed_curve25519` count, committed with a sync token (chat's table).
+    /// The server's last `signed_curve25519` count, committed with a sync token (the inbox).
     package func serverOneTimeKeyCount() async throws(CryptoStoreError) -> Int? {
         do {
             return try await database.run { db throws(StoreError) in
-                try db.queryOne("SELECT count FROM one_time_key_counts WHERE algorithm = 'signed_curve25519'") {
+                try db.queryOne("SELECT count FROM e2ee_inbox_key_counts WHERE algorithm = 'signed_curve25519'") {
                     Int($0.int(0))
                 }
             }
@@ -799,11 +810,11 @@ package struct CryptoStore: Sendable {
         }
     }
 
-    /// Whether to-device events wait in chat's `to_device_events`.
+    /// Whether to-device events wait in the inbox.
     package func hasPendingToDevice() async throws(CryptoStoreError) -> Bool {
         do {
             return try await database.run { db throws(StoreError) in
-                try db.queryOne("SELECT EXISTS (SELECT 1 FROM to_device_events)") { $0.int(0) != 0 } ?? false
+                try db.queryOne("SELECT EXISTS (SELECT 1 FROM e2ee_inbox_to_device)") { $0.int(0) != 0 } ?? false
             }
         } catch {
             throw .store(error)

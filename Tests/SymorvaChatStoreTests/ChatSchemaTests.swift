@@ -1,4 +1,5 @@
 import SymorvaChatStore
+import SymorvaMatrix
 import SymorvaStore
 import SymorvaTesting
 import Testing
@@ -14,10 +15,9 @@ struct ChatSchemaTests {
         ) { $0.string(0) }
         #expect(
             tables == [
-                "account_data", "decrypted_events", "device_list_changes", "events", "malformed_events",
-                "one_time_key_counts", "pending_decryption", "receipts", "room_state", "rooms", "send_queue",
-                "sync_state", "timeline_chunks",
-                "timeline_gaps", "to_device_events", "undecryptable_events",
+                "account_data", "decrypted_events", "e2ee_inbox_device_lists", "e2ee_inbox_key_counts",
+                "e2ee_inbox_to_device", "events", "malformed_events", "pending_decryption", "receipts", "room_state",
+                "rooms", "send_queue", "sync_state", "timeline_chunks", "timeline_gaps", "undecryptable_events",
             ])
         let indexes = try await store.databaseForTesting.queryAll(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name"
@@ -41,6 +41,42 @@ struct ChatSchemaTests {
             #expect(queued.map(\.transactionID) == ["t1", "t2"])
             #expect(queued[0].state == .failed && queued[0].failureReason == "forbidden" && queued[0].attempts == 2)
             #expect(queued.allSatisfy { $0.content == Array("{}".utf8) && $0.encryptedContent == nil })
+        }
+    }
+
+    @Test(
+        "Upgrading to version 8 hands what chat had stored for encryption to the crypto inbox, whether or not the crypto schema created it first"
+    )
+    func deviceInboxHandedOver() async throws {
+        for inboxFirst in [false, true] {
+            let database = try await SQLiteDatabase.open(
+                path: ":memory:", migrations: Array(ChatSchema.migrations.prefix(7)))
+            try await database.executeScript(
+                """
+                INSERT INTO to_device_events(type, sender, raw) VALUES ('m.room.encrypted', '@b:x', X'7B7D'), ('m.dummy', '@c:x', X'7B7D');
+                INSERT INTO device_list_changes(user_id, change) VALUES ('@b:x', 1), ('@c:x', 2);
+                INSERT INTO one_time_key_counts(algorithm, count) VALUES ('signed_curve25519', 12);
+                """)
+            if inboxFirst { try await database.executeScript(SyncDeviceInbox.tables) }
+            try await database.migrate(ChatSchema.migrations)
+            #expect(
+                try await database.queryAll("SELECT type, sender FROM e2ee_inbox_to_device ORDER BY id") {
+                    "\($0.string(0)) \($0.string(1))"
+                } == ["m.room.encrypted @b:x", "m.dummy @c:x"])
+            #expect(
+                try await database.queryAll("SELECT user_id, change FROM e2ee_inbox_device_lists ORDER BY user_id") {
+                    "\($0.string(0)) \($0.int(1))"
+                } == ["@b:x 1", "@c:x 2"])
+            #expect(
+                try await database.queryOne(
+                    "SELECT count FROM e2ee_inbox_key_counts WHERE algorithm = 'signed_curve25519'"
+                ) {
+                    $0.int(0)
+                } == 12)
+            #expect(
+                try await database.queryOne(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('to_device_events', 'device_list_changes', 'one_time_key_counts')"
+                ) { $0.int(0) } == 0)
         }
     }
 

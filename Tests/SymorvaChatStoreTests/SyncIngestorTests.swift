@@ -1,5 +1,7 @@
 import SymorvaChatStore
+import SymorvaMatrix
 import SymorvaRuntime
+import SymorvaStore
 import SymorvaTesting
 import Testing
 
@@ -18,7 +20,8 @@ struct SyncIngestorTests {
     @Test("A response is stored whole: rooms, state, timeline, receipts, account data, device data, token")
     func writesEverything() async throws {
         let store = try await makeChatStore()
-        let ingestor = SyncIngestor(store: store)
+        let handed = Lock<[SyncDeviceInbox]>([])
+        let ingestor = SyncIngestor(store: store, inbox: { inbox, _ in handed.withLock { $0.append(inbox) } })
         let report = try await ingestor.ingest(SyncSamples.specBytes)
         #expect(report.rooms == 2 && report.timelineEvents == 8 && report.stateEvents == 5)
         #expect(report.redactionsApplied == 1 && report.gapsCreated == 1 && report.nextBatch == "s72595_4483_1934")
@@ -29,9 +32,24 @@ struct SyncIngestorTests {
         #expect(try await count("receipts", in: store) == 2)
         #expect(try await count("receipts", in: store, where: "thread_id = 'main'") == 1)
         #expect(try await count("account_data", in: store) == 2)
-        #expect(try await count("to_device_events", in: store) == 1)
-        #expect(try await count("device_list_changes", in: store) == 2)
-        #expect(try await store.oneTimeKeyCounts() == ["signed_curve25519": 20])
+        // Encryption's share went to the crypto module's inbox, not to chat's tables.
+        let inbox = try #require(handed.withLock { $0 }.first)
+        #expect(handed.withLock { $0.count } == 1)
+        #expect(inbox.toDevice.map(\.type) == ["m.new_device"] && inbox.toDevice[0].sender == "@alice:example.com")
+        #expect(inbox.deviceListsChanged.count + inbox.deviceListsLeft.count == 2)
+        #expect(inbox.oneTimeKeyCounts == ["signed_curve25519": 20])
+    }
+
+    @Test("The crypto inbox is written in the sync's transaction: when it fails, nothing is stored and the token stays")
+    func inboxInTheTransaction() async throws {
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store, inbox: { _, _ throws(StoreError) in throw StoreError.full })
+        await #expect(throws: ChatStoreError.store(.full)) { try await ingestor.ingest(SyncSamples.specBytes) }
+        #expect(try await store.sinceToken() == nil)
+        #expect(try await count("rooms", in: store) == 0)
+        // Without an inbox (no encryption on the account) the share is dropped, the rest stored.
+        _ = try await SyncIngestor(store: store).ingest(SyncSamples.specBytes)
+        #expect(try await store.sinceToken() == "s72595_4483_1934")
     }
 
     @Test("The conversation list carries the summary: heroes, counts, tags, encryption, preview")

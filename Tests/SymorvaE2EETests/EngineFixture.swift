@@ -85,7 +85,7 @@ struct EngineFixture {
         ]).canonicalEncoding()
         try await device.database.transaction { db throws(StoreError) in
             try db.execute(
-                "INSERT INTO to_device_events(type, sender, raw) VALUES (?, ?, ?)",
+                "INSERT INTO e2ee_inbox_to_device(type, sender, raw) VALUES (?, ?, ?)",
                 [.text(type), .text(sender.rawValue), .blob(raw)])
         }
     }

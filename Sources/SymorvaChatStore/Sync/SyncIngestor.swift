@@ -1,3 +1,4 @@
+import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
 
@@ -41,10 +42,14 @@ package struct SyncIngestReport: Sendable, Hashable {
 package struct SyncIngestor: Sendable {
     /// The store written to.
     package let store: ChatStore
+    /// Where the response's to-device events, device lists and key counts go, in the same
+    /// transaction (the crypto module's inbox); `nil` drops them (no encryption on this account).
+    package let inbox: SyncInboxWriter?
 
-    /// Creates an ingestor for `store`.
-    package init(store: ChatStore) {
+    /// Creates an ingestor for `store`, handing encryption's share of each response to `inbox`.
+    package init(store: ChatStore, inbox: SyncInboxWriter? = nil) {
         self.store = store
+        self.inbox = inbox
     }
 
     /// Decodes `document` (a `/sync` response body) and stores it with its `next_batch`.
@@ -70,11 +75,16 @@ package struct SyncIngestor: Sendable {
             var writer = try SyncWriter(db: db)
             try writer.write(response.rooms, document: response.document, db: db)
             if writer.report.rooms > 0 { FaultPoint.syncIngest.reach() }
-            try writer.finish(response.head, document: response.document, db: db)
+            try writer.finish(response.head, document: response.document, inbox: inbox, db: db)
             return writer.report
         }
     }
 }
+
+/// Writes what a sync response holds for end-to-end encryption into the crypto module's inbox,
+/// inside the response's transaction: the crypto store's hand-off (``SymorvaMatrix/SyncDeviceInbox``).
+/// Chat's ingest knows no crypto table; the crypto module runs no SQL on chat's.
+package typealias SyncInboxWriter = @Sendable (SyncDeviceInbox, isolated SQLiteDatabase) throws(StoreError) -> Void
 
 /// Writes decoded rooms and the response's top level inside one transaction.
 struct SyncWriter {
@@ -108,9 +118,11 @@ struct SyncWriter {
         try result.get()
     }
 
-    /// Writes the top level — account data, to-device events, device lists, key counts,
-    /// malformed events — and then the new token.
-    mutating func finish(_ head: SyncResponseHead, document: [UInt8], db: isolated SQLiteDatabase) throws(StoreError) {
+    /// Writes the top level — account data, malformed events, and encryption's share (to-device
+    /// events, device lists, key counts) into `inbox` — and then the new token.
+    mutating func finish(
+        _ head: SyncResponseHead, document: [UInt8], inbox: SyncInboxWriter? = nil, db: isolated SQLiteDatabase
+    ) throws(StoreError) {
         let previousToken = previousToken
         let result = document.withUnsafeBytes { bytes in
             Result { () throws(StoreError) in
@@ -118,6 +130,16 @@ struct SyncWriter {
             }
         }
         try result.get()
+        if let inbox {
+            let handed = SyncDeviceInbox(
+                toDevice: head.toDevice.map { event in
+                    SyncDeviceInbox.ToDevice(
+                        type: event.type, sender: event.sender ?? "", raw: Array(document[event.range]))
+                },
+                deviceListsChanged: head.deviceListsChanged, deviceListsLeft: head.deviceListsLeft,
+                oneTimeKeyCounts: head.oneTimeKeyCounts)
+            if !handed.isEmpty { try inbox(handed, db) }
+        }
         try db.execute(
             "INSERT INTO sync_state(id, since_token) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET since_token = excluded.since_token",
             [.text(head.nextBatch)])
@@ -143,27 +165,6 @@ private struct GlobalWriter {
                 try statement.step()
             }
             if event.type == "m.push_rules" { try applyPushRules(content, db: db) }
-        }
-        for event in head.toDevice {
-            try db.withStatement("INSERT INTO to_device_events(type, sender, raw) VALUES (?, ?, ?)") {
-                statement throws(StoreError) in
-                try statement.bind(event.type, at: 1)
-                try statement.bind(event.sender ?? "", at: 2)
-                try statement.bind(bytes: UnsafeRawBufferPointer(rebasing: bytes[event.range]), at: 3)
-                try statement.step()
-            }
-        }
-        for (users, change) in [(head.deviceListsChanged, 1), (head.deviceListsLeft, 2)] {
-            for user in users {
-                try db.execute(
-                    "INSERT INTO device_list_changes(user_id, change) VALUES (?, ?) ON CONFLICT DO UPDATE SET change = excluded.change",
-                    [.text(user), .int(change)])
-            }
-        }
-        for (algorithm, count) in head.oneTimeKeyCounts {
-            try db.execute(
-                "INSERT INTO one_time_key_counts(algorithm, count) VALUES (?, ?) ON CONFLICT DO UPDATE SET count = excluded.count",
-                [.text(algorithm), .integer(count)])
         }
         for event in head.malformedEvents {
             try db.withStatement(

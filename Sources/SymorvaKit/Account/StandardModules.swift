@@ -71,7 +71,9 @@ extension AccountModuleFactory {
             options: ChatOptions(encryptsNewRooms: context.configuration.encryption.isEnabledByDefault))
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
-            chat.onDeviceChanges { changes in await crypto.syncCommitted(changes) }
+            chat.connectDevices(inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) }) {
+                changes in await crypto.syncCommitted(changes)
+            }
             chat.setEncryptor(CryptoRoomEncryptor(crypto: crypto))
             chat.setDecryptor(CryptoRoomDecryptor(crypto: crypto))
             crypto.onRoomKeysStored { [weak chat] in chat?.roomKeysArrived() }

@@ -511,8 +511,8 @@ public enum CryptoError: Error, Sendable, Hashable, CaseNamed {
 }
 
 /// What a committed sync response says about devices and keys, as chat's sync loop hands it to
-/// the crypto module (which turns it into a ``CryptoSyncSummary`` after applying the stored
-/// device-list changes).
+/// the crypto module after the commit (which turns it into a ``CryptoSyncSummary`` after
+/// applying the device-list changes its inbox received in the sync's transaction).
 public struct SyncDeviceChanges: Sendable, Equatable {
     /// `device_one_time_keys_count.signed_curve25519`, when present.
     public var oneTimeKeyCount: Int?
@@ -524,12 +524,16 @@ public struct SyncDeviceChanges: Sendable, Equatable {
     public var toDeviceEvents: Int
     /// Whether any room's state changed (members to track may have joined or left).
     public var roomsChanged: Bool
+    /// The joined and invited members of the account's encrypted rooms, when rooms changed
+    /// (read by chat from its room state after the commit): the users to track.
+    public var encryptedRoomMembers: [UserID]?
 
     /// Changes.
     public init(
         oneTimeKeyCount: Int? = nil, unusedFallbackKeyTypes: [String]? = nil, hasDeviceListChanges: Bool = false,
-        toDeviceEvents: Int = 0, roomsChanged: Bool = false
+        toDeviceEvents: Int = 0, roomsChanged: Bool = false, encryptedRoomMembers: [UserID]? = nil
     ) {
+        self.encryptedRoomMembers = encryptedRoomMembers
         self.oneTimeKeyCount = oneTimeKeyCount
         self.unusedFallbackKeyTypes = unusedFallbackKeyTypes
         self.hasDeviceListChanges = hasDeviceListChanges

@@ -115,7 +115,7 @@ struct CryptoKillTests {
     static func toDeviceEvents(at path: String) async throws -> Int {
         let database = try await SQLiteDatabase.open(path: path, migrations: ChatSchema.migrations)
         return try await database.run { db throws(StoreError) in
-            try db.queryOne("SELECT COUNT(*) FROM to_device_events") { $0.int(0) } ?? 0
+            try db.queryOne("SELECT COUNT(*) FROM e2ee_inbox_to_device") { $0.int(0) } ?? 0
         }
     }
 
