@@ -5,6 +5,7 @@ the change feed and its cursor, typed errors."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 
@@ -52,6 +53,7 @@ class FakeMedia:
         self.allowed: dict[int, set[str]] = {}
         self.assigned: dict[str, tuple[int, str]] = {}  # token -> (participant ID, display)
         self.kicked: list[str] = []
+        self.joins: list[tuple[int, str, int, str]] = []  # (room, token, participant ID, display) the services joined
         self.closed: list[int] = []
         self.destroyed: list[tuple[int, str]] = []  # (room, secret) of rooms left by an earlier process
         self.fail = False
@@ -83,6 +85,17 @@ class FakeMedia:
         self.allowed[room.room].discard(token)
         if token in self.assigned:
             self.kicked.append(self.assigned.pop(token)[1])
+
+    async def connect(self, room: MediaRoom, token: str) -> tuple[int, int]:
+        if self.fail:
+            raise MediaError("Janus not reachable")
+        assert token in self.allowed[room.room]
+        self.joins.append((room.room, token) + self.assigned[token])
+        return 5000 + len(self.joins), 6000 + len(self.joins)
+
+    def token_of(self, participant_id: int) -> str:
+        """The token the services assigned `participant_id` (members never see it)."""
+        return next(t for t, (pid, _) in self.assigned.items() if pid == participant_id)
 
     async def kick(self, room: MediaRoom, user_id: str, participant_id: int) -> None:
         pass  # (the revoke kicks by the assigned ID)
@@ -134,18 +147,23 @@ def test_admission_fills_the_stage_then_admits_listeners(svc, media):
     assert [a["role"], b["role"], c["role"]] == ["stage", "stage", "listener"]
     d = a["media"]
     assert d["server_url"] == media.public_url and d["plugin"] == "janus.plugin.audiobridge"
-    assert d["token"] in media.allowed[d["room"]] and d["display"] == HOST and d["expires_at_ms"] > 0
+    assert "token" not in d and d["display"] == HOST and d["expires_at_ms"] > 0
+    assert media.assigned[media.token_of(d["participant_id"])] == (d["participant_id"], HOST)
+    assert media.token_of(d["participant_id"]) in media.allowed[d["room"]]
     assert c["media"] is None and c["playback"]["playlist_path"] == f"{M}/{a['meeting']['meeting_id']}/playback/live.m3u8"
     assert a["meeting"]["meeting_id"] == c["meeting"]["meeting_id"]
     assert [p["role"] for p in c["participants"]] == ["stage", "stage", "listener"]
 
 
-def test_joining_again_keeps_the_role_and_replaces_the_token(svc, media):
+def test_joining_again_keeps_the_role_and_the_participant_with_a_later_expiry(svc, media, clock):
     client, h = svc()
     first = join(client, h[HOST])
+    clock.advance(60)
     again = join(client, h[HOST])
-    assert again["role"] == "stage" and again["media"]["token"] != first["media"]["token"]
-    assert media.allowed[first["media"]["room"]] == {again["media"]["token"]}
+    assert again["role"] == "stage" and again["media"]["participant_id"] == first["media"]["participant_id"]
+    assert again["media"]["expires_at_ms"] == first["media"]["expires_at_ms"] + 60_000
+    assert media.allowed[first["media"]["room"]] == {media.token_of(first["media"]["participant_id"])}
+    assert media.kicked == []  # a connected session goes on
     assert len(again["participants"]) == 1
 
 
@@ -222,7 +240,7 @@ def test_only_hosts_promote_demote_and_end(svc, media):
     roles = {p["user_id"]: (p["role"], p["hand_raised"]) for p in r.json()["participants"]}
     assert roles == {HOST: ("stage", False), BOB: ("listener", False), CAROL: ("stage", False)}
     d = client.post(f"{M}/{mid}/media", headers=h[CAROL]).json()
-    assert d["token"] in media.allowed[room]
+    assert "token" not in d and media.token_of(d["participant_id"]) in media.allowed[room]
     assert_error(client.post(f"{M}/{mid}/media", headers=h[BOB]), 409, "SY_WRONG_ROLE")
     end = client.post(f"{M}/{mid}/end", headers=h[HOST]).json()
     assert end["meeting"]["status"] == "ended" and end["meeting"]["end_reason"] == "ended_by_host"
@@ -342,7 +360,7 @@ def test_an_expired_token_is_removed_and_kicked_without_anyone_joining(svc, cloc
     with client:  # the app's lifespan runs the meetings' background task
         client.app.state.ctx.meetings.sweep_interval_s = 0.02
         a = join(client, h[HOST])
-        token = a["media"]["token"]
+        token = media.token_of(a["media"]["participant_id"])
         assert token in media.allowed[a["media"]["room"]]
         clock.advance(3601)  # mediaTokenTtlSeconds (1 h) later; nobody asks for anything
         wait_for(lambda: token not in media.allowed[a["media"]["room"]], what="expired token revoked")
@@ -479,3 +497,28 @@ def test_a_slow_transaction_does_not_stall_the_event_loop(svc):
             holder.join(10)
             poll.join(10)
             health.join(10)
+
+
+def test_the_services_join_a_stage_member_to_the_media_room_and_hand_over_only_the_session(svc, media):
+    """`POST …/media/connect`: the services join the member's participant themselves (the token,
+    assigned ID and display stay with them) and answer only what the member continues on."""
+    client, h = svc(capacity=1)
+    a = join(client, h[HOST])
+    join(client, h[BOB])  # a listener
+    mid = a["meeting"]["meeting_id"]
+    r = client.post(f"{M}/{mid}/media/connect", headers=h[HOST])
+    assert r.status_code == 200, r.text
+    c = r.json()
+    assert set(c) == {"server_url", "session_id", "handle_id", "room", "participant_id", "display", "expires_at_ms"}
+    token = media.token_of(a["media"]["participant_id"])
+    assert media.joins == [(a["media"]["room"], token, a["media"]["participant_id"], HOST)]
+    assert token not in r.text and token not in json.dumps(a)
+    assert (c["participant_id"], c["display"], c["room"]) == (a["media"]["participant_id"], HOST, a["media"]["room"])
+    # Listeners, non-participants and an ended meeting get nothing.
+    assert_error(client.post(f"{M}/{mid}/media/connect", headers=h[BOB]), 409, "SY_WRONG_ROLE")
+    assert_error(client.post(f"{M}/{mid}/media/connect", headers=h[CAROL]), 409, "SY_NOT_PARTICIPANT")
+    media.fail = True
+    assert_error(client.post(f"{M}/{mid}/media/connect", headers=h[HOST]), 503, "SY_MEDIA_UNAVAILABLE")
+    media.fail = False
+    client.post(f"{M}/{mid}/end", headers=h[HOST])
+    assert_error(client.post(f"{M}/{mid}/media/connect", headers=h[HOST]), 409, "SY_MEETING_ENDED")

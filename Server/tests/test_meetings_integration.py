@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from .meetings_helpers import HS, JANUS, SVC, JanusPeer, M, account, create_room, join_room, leave_room, \
-    listparticipants
+from .meetings_helpers import HS, JANUS, SVC, JanusPeer, M, account, connect, create_room, join_room, \
+    leave_room, listparticipants
 
 pytestmark = [
     pytest.mark.integration,
@@ -42,10 +42,21 @@ def test_stage_listener_hand_promotion_demotion_and_end_over_janus(http):
     assert (j_host["role"], j_bob["role"], j_carol["role"]) == ("stage", "stage", "listener")
     assert j_carol["media"] is None and j_carol["playback"]["playlist_path"].endswith("live.m3u8")
 
-    peers = [JanusPeer(http, j_host["media"]), JanusPeer(http, j_bob["media"])]
+    assert "token" not in json.dumps([j_host, j_bob, j_carol])  # the services keep the tokens
+    peers = []
     try:
-        for p in peers:
-            assert p.join()["audiobridge"] == "joined"
+        # The services join each stage member to the AudioBridge room as the participant they assigned.
+        for member, j in ((host, j_host), (bob, j_bob)):
+            c = connect(http, member, mid)
+            assert c.status_code == 200, c.text
+            assert (c.json()["participant_id"], c.json()["display"]) == (j["media"]["participant_id"], member["user_id"])
+            peers.append(JanusPeer.connected(http, c.json()))
+        listed = {p["id"]: p.get("display") for p in listparticipants(http, j_host["media"])}
+        assert listed[j_host["media"]["participant_id"]] == host["user_id"]
+        assert listed[j_bob["media"]["participant_id"]] == bob["user_id"]
+        # A listener is joined to nothing.
+        r = connect(http, carol, mid)
+        assert r.status_code == 409 and r.json()["errcode"] == "SY_WRONG_ROLE"
         # The listener's playback stream has live segments.
         playlist = j_carol["playback"]["playlist_path"]
         deadline = time.monotonic() + 15
@@ -76,7 +87,7 @@ def test_stage_listener_hand_promotion_demotion_and_end_over_janus(http):
         r = http.post(f"{SVC}{M}/{mid}/promote", headers=host["headers"], json={"user_id": carol["user_id"]})
         assert r.status_code == 409 and r.json()["errcode"] == "SY_STAGE_FULL"
 
-        # Demoting Bob revokes his token at Janus and kicks him.
+        # Demoting Bob revokes his token at Janus and kicks him; the services join him no more.
         r = http.post(f"{SVC}{M}/{mid}/demote", headers=host["headers"], json={"user_id": bob["user_id"]})
         assert r.status_code == 200, r.text
         deadline = time.monotonic() + 5
@@ -86,30 +97,22 @@ def test_stage_listener_hand_promotion_demotion_and_end_over_janus(http):
                 break
             time.sleep(0.2)
         assert bob["user_id"] not in names and host["user_id"] in names, names
-        again = JanusPeer(http, j_bob["media"])
-        try:
-            refused = again.join()
-            assert refused.get("error_code") == 489, refused  # not in the allowed list
-        finally:
-            again.close()
-        # Bob's token is his own: the host's peer cannot reuse it after Bob is demoted (not with
-        # the host's participant ID and display, not with one of its own).
-        reuse = JanusPeer(http, j_host["media"])
-        try:
-            for who in ({}, {"participant_id": 424242, "display": host["user_id"]}):
-                refused = reuse.join(j_bob["media"]["token"], **who)
-                assert refused.get("error_code") == 489, (who, refused)
-        finally:
-            reuse.close()
+        r = connect(http, bob, mid)
+        assert r.status_code == 409 and r.json()["errcode"] == "SY_WRONG_ROLE"
+        # On the handle he was handed, Bob cannot join again: he holds no token.
+        refused = peers[1].join(j_host["media"]["room"], participant_id=j_bob["media"]["participant_id"],
+                                display=bob["user_id"], handle=peers[1].attach())
+        assert refused.get("error_code") == 489, refused
 
         # The host promotes Carol; her role becomes stage with a working descriptor.
         r = http.post(f"{SVC}{M}/{mid}/promote", headers=host["headers"], json={"user_id": carol["user_id"]})
         assert r.status_code == 200, r.text
         me = http.post(f"{SVC}{M}/{mid}/media", headers=carol["headers"])
-        assert me.status_code == 200, me.text
-        carol_peer = JanusPeer(http, me.json())
-        peers.append(carol_peer)
-        assert carol_peer.join()["audiobridge"] == "joined"
+        assert me.status_code == 200 and "token" not in me.json(), me.text
+        c = connect(http, carol, mid)
+        assert c.status_code == 200, c.text
+        peers.append(JanusPeer.connected(http, c.json()))
+        assert carol["user_id"] in [p.get("display") for p in listparticipants(http, j_host["media"])]
         view = http.get(f"{SVC}{M}/{mid}", headers=bob["headers"]).json()
         roles = {p["user_id"]: (p["role"], p["hand_raised"]) for p in view["participants"]}
         assert roles == {host["user_id"]: ("stage", False), bob["user_id"]: ("listener", False),
@@ -185,10 +188,14 @@ def wait_until_gone(http, descriptor: dict, participant_id: int, seconds: float 
         time.sleep(0.1)
 
 
-def test_a_modified_client_cannot_stay_in_the_audio_under_its_own_id_or_display(http):
-    """An adversarial stage member joins with their valid token but a participant ID and display of
-    their own choosing (posing as the host): the services kick it at once, and after the member's
-    demotion nothing of theirs stays in the room, whatever ID or display it used."""
+def test_a_stage_member_cannot_join_as_another_live_member(http):
+    """An adversarial stage member (Bob) holds the Janus session and handle the services joined for
+    him, and Janus shows every participant's ID. He tries to take the host's participant ID and
+    display: joining again on his handle, moving there with `changeroom`, joining on a new handle of
+    his session or of a session of his own, while the host is connected and while not. He holds no
+    token (the services never hand one out), so the room refuses every one of them; renaming
+    himself as the host on his own handle gets him kicked. Before the services made the join
+    themselves, he could join with the host's ID and display while the host was not connected."""
     host, bob = account(http), account(http)
     room = create_room(http, host)
     join_room(http, bob, room)
@@ -196,46 +203,69 @@ def test_a_modified_client_cannot_stay_in_the_audio_under_its_own_id_or_display(
     j_bob = http.post(f"{SVC}{M}/join", headers=bob["headers"], json={"room_id": room}).json()
     assert (j_host["role"], j_bob["role"]) == ("stage", "stage")
     mid = j_host["meeting"]["meeting_id"]
-    honest, posing, renamed = (JanusPeer(http, j) for j in (j_host["media"], j_bob["media"], j_bob["media"]))
+    audio_room = j_host["media"]["room"]
+    host_id, bob_id = j_host["media"]["participant_id"], j_bob["media"]["participant_id"]
+    answers = [connect(http, host, mid), connect(http, bob, mid)]
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    assert not any("token" in a.text for a in answers)
+    honest, adversary = (JanusPeer.connected(http, a.json()) for a in answers)
+    own = JanusPeer(http, answers[1].json()["server_url"])  # a session Bob makes himself
+    pose = {"participant_id": host_id, "display": host["user_id"]}
     try:
-        assert honest.join()["audiobridge"] == "joined"
-        chosen = 987654321
-        answer = posing.join(participant_id=chosen, display=host["user_id"])
-        assert answer.get("audiobridge") == "joined", answer  # Janus itself lets the token in
-        listed = wait_until_gone(http, j_host["media"], chosen)
-        assert [p["id"] for p in listed if p.get("display") == host["user_id"]] == [j_host["media"]["participant_id"]]
+        def attempts() -> list[dict]:
+            return [
+                adversary.join(audio_room, **pose),  # again, on the handle he was handed
+                adversary.join(audio_room, request="changeroom", **pose),
+                adversary.join(audio_room, handle=adversary.attach(), **pose),  # a new handle of his session
+                own.join(audio_room, **pose),  # a session of his own
+                own.join(audio_room, rtp=True, **pose),  # as a plain-RTP participant
+            ]
 
-        # With the assigned ID but another display later (configure): kicked too.
-        assert renamed.join()["audiobridge"] == "joined"
-        assert renamed.configure(display=host["user_id"]).get("result") == "ok"
-        wait_until_gone(http, j_host["media"], j_bob["media"]["participant_id"])
+        for answer in attempts():
+            assert answer.get("audiobridge") != "joined" and answer.get("error_code"), answer
+        listed = listparticipants(http, j_host["media"])
+        assert [p["id"] for p in listed if p.get("display") == host["user_id"]] == [host_id], listed
 
-        # Back as assigned, then demoted: gone at once.
-        again = JanusPeer(http, j_bob["media"])
-        try:
-            assert again.join()["audiobridge"] == "joined"
-            r = http.post(f"{SVC}{M}/{mid}/demote", headers=host["headers"], json={"user_id": bob["user_id"]})
-            assert r.status_code == 200, r.text
-            listed = wait_until_gone(http, j_host["media"], j_bob["media"]["participant_id"])
-            assert bob["user_id"] not in [p.get("display") for p in listed], listed
-        finally:
-            again.close()
+        # The host not connected (their session gone): the ID is free, and still nobody else takes it.
+        honest.close()
+        listed = wait_until_gone(http, j_host["media"], host_id)
+        for answer in attempts():
+            assert answer.get("audiobridge") != "joined" and answer.get("error_code"), answer
+        assert host_id not in [p["id"] for p in listparticipants(http, j_host["media"])]
+
+        # Renaming himself as the host on his own handle (configure): kicked.
+        assert adversary.configure(display=host["user_id"]).get("result") == "ok"
+        wait_until_gone(http, j_host["media"], bob_id)
+        # Joined again by the services (as assigned), then demoted: gone at once, and joined no more.
+        again = connect(http, bob, mid)
+        assert again.status_code == 200, again.text
+        r = http.post(f"{SVC}{M}/{mid}/demote", headers=host["headers"], json={"user_id": bob["user_id"]})
+        assert r.status_code == 200, r.text
+        listed = wait_until_gone(http, j_host["media"], bob_id)
+        assert bob["user_id"] not in [p.get("display") for p in listed], listed
+        assert connect(http, bob, mid).json()["errcode"] == "SY_WRONG_ROLE"
     finally:
-        for p in (honest, posing, renamed):
+        for p in (adversary, own):
             p.close()
         http.post(f"{SVC}{M}/{mid}/end", headers=host["headers"])
 
 
 def test_no_stage_member_can_make_janus_stream_to_an_address(http):
-    """Rooms allow no plain-RTP participants: a stage member who asks Janus to send the mix to an
-    address of their choosing is refused (only the services' own forwarder streams the mix)."""
+    """Rooms allow no plain-RTP participants, and members hold no token: a stage member who asks
+    Janus to send the mix to an address of their choosing is refused, on the handle the services
+    joined for them or on one of their own (only the services' own forwarder streams the mix)."""
     host = account(http)
     room = create_room(http, host)
     j = http.post(f"{SVC}{M}/join", headers=host["headers"], json={"room_id": room}).json()
-    peer = JanusPeer(http, j["media"])
+    mid = j["meeting"]["meeting_id"]
+    c = connect(http, host, mid)
+    assert c.status_code == 200, c.text
+    peer = JanusPeer.connected(http, c.json())
     try:
-        answer = peer.join(rtp=True)
-        assert answer.get("audiobridge") != "joined" and answer.get("error_code"), answer
+        for handle in (peer.handle, peer.attach()):
+            answer = peer.join(j["media"]["room"], participant_id=j["media"]["participant_id"],
+                               display=host["user_id"], rtp=True, handle=handle)
+            assert answer.get("audiobridge") != "joined" and answer.get("error_code"), answer
     finally:
         peer.close()
-        http.post(f"{SVC}{M}/{j['meeting']['meeting_id']}/end", headers=host["headers"])
+        http.post(f"{SVC}{M}/{mid}/end", headers=host["headers"])

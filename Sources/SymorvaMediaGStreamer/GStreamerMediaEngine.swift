@@ -72,8 +72,8 @@
                 output: GStreamerSupport.hasCaptureDevice ? .systemDefault : .meterOnly, tracer: tracer)
         }
 
-        public func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession {
-            engine.makeSession(for: descriptor)
+        public func makeSession(_ context: MediaSessionContext) -> any MediaSession {
+            engine.makeSession(context)
         }
     }
 

@@ -51,13 +51,10 @@ public final class AccountMeetings: Sendable {
         let service = self.service
         _ = scope.onAdvance { _ in
             let open = rooms.removeAll()
-            // The scope's own work is cancelled; tell the services out of it.
+            // The scope's own work is cancelled (the meetings' hosts and their media sessions,
+            // children in the same scope, which disconnect); tell the services out of it.
             for room in open where !room.isFinished {
                 Task.detached { try? await service.leave(room.meetingID) }
-            }
-            // A stage session belongs to no scope of its own: end it with the account's.
-            for room in open {
-                Task.detached { await room.closeMedia() }
             }
         }
     }
@@ -101,21 +98,14 @@ public final class AccountMeetings: Sendable {
         }
         let playback = HLSPlaybackStream(
             descriptor: joined.playback, service: service, clock: clock, wallClock: wallClock)
-        let role: MeetingRole
-        if case .stage(_, let descriptor) = settled {
-            let session = engine.makeSession(for: descriptor)
-            media.set(session)
-            role = .stage(session)
-        } else {
-            role = .listener(playback)
-        }
+        // The room makes the stage media session (now, or when promoted later): one place.
         let room = MeetingRoom(
-            joined: joined, initialRole: role, host: host, service: service, scope: scope, media: media,
-            engine: engine, playback: playback)
+            joined: joined, host: host, service: service, scope: scope, media: media, engine: engine,
+            playback: playback)
         let replaced = rooms.insert(room)
         if let replaced { await replaced.host.stop() }
         if scope.isEnded { throw .accountEnded }
-        logger.info("joined meeting meeting=\(joined.meetingID) role=\(LogLabel(role.kind.rawValue))")
+        logger.info("joined meeting meeting=\(joined.meetingID) role=\(LogLabel(room.role.value.kind.rawValue))")
         return room
     }
 }

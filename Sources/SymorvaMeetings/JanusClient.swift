@@ -8,133 +8,83 @@ import SymorvaRuntime
     import Foundation
 #endif
 
-/// The media server's HTTP API (Janus), as a stage member's session uses it: sessions, the
-/// AudioBridge handle, messages with their asynchronous answers, trickle, keep-alive, the event
-/// stream (long poll) and hang-up.
+/// The media server's HTTP API (Janus), as a stage member's session uses it on the session and
+/// AudioBridge handle the community services joined for the member: the offer and mute changes,
+/// trickle, keep-alive, the event stream (long poll) and hang-up.
 ///
-/// A message answered asynchronously (`ack`, then an `event` with the same transaction on the
-/// session's event stream) waits here until ``dispatch(_:)`` hands it the event that
-/// ``poll(session:)`` read; a waiter is registered before its request leaves, so an answer that
-/// overtakes the `ack` is never lost. Requests carry the member's token only in the join's body:
-/// nothing here logs a request or an answer.
-package final class JanusClient: Sendable {
+/// Nothing waits here for an asynchronous answer: a plugin message is sent under the transaction
+/// its machine chose and Janus acknowledges it; its answer (an `event` with that transaction)
+/// arrives on the event stream, which ``poll(_:)`` reads and the interpreter hands to the machine
+/// as an event (``JanusMessage/event(participantID:)``). The member holds no token; nothing here
+/// logs a request or an answer.
+package struct JanusClient: Sendable {
     private let transport: any HTTPTransport
     private let requestTimeout: Duration
     private let pollWait: Duration
-    private let answerTimeout: Duration
-    private let waiters = Lock<[String: CheckedContinuation<JanusMessage, Never>]>([:])
-    private let early = Lock<[String: JanusMessage]>([:])
 
-    /// A client over `transport`. A message acknowledged but not answered on the event stream
-    /// within `answerTimeout` fails with a timeout (so a room that never answers a mute change
-    /// leaves no request waiting forever).
+    /// A client over `transport`.
     package init(
-        transport: any HTTPTransport, requestTimeout: Duration = .seconds(10), pollWait: Duration = .seconds(30),
-        answerTimeout: Duration = .seconds(15)
+        transport: any HTTPTransport, requestTimeout: Duration = .seconds(10), pollWait: Duration = .seconds(30)
     ) {
         self.transport = transport
         self.requestTimeout = requestTimeout
         self.pollWait = pollWait
-        self.answerTimeout = answerTimeout
     }
 
     // MARK: - Requests
 
-    /// Creates a session; its ID.
-    package func createSession(_ serverURL: String) async throws(MediaSessionError) -> UInt64 {
-        let answer = try await post(try url(serverURL), JanusRequest(janus: "create"))
-        guard let id = answer.data?.id else { throw .invalidResponse }
-        return id
-    }
-
-    /// Attaches `plugin` in `session`; the handle's ID.
-    package func attach(_ serverURL: String, session: UInt64, plugin: String) async throws(MediaSessionError) -> UInt64
-    {
-        var request = JanusRequest(janus: "attach")
-        request.plugin = plugin
-        let answer = try await post(try url(serverURL, session), request)
-        guard let id = answer.data?.id else { throw .invalidResponse }
-        return id
-    }
-
-    /// Joins the AudioBridge room; the participant ID the room confirms.
-    package func join(_ serverURL: String, _ link: MediaServerLink, _ join: MediaRoomJoin)
-        async throws(MediaSessionError)
-        -> UInt64
-    {
-        var body = JanusBody(request: "join")
-        body.room = join.room
-        body.id = join.participantID
-        body.display = join.display
-        body.token = join.token.exposedValue
-        body.muted = join.muted
-        let event = try await message(serverURL, link, body: body)
-        let data = event.plugindata?.data
-        if let code = data?.errorCode { throw Self.error(pluginCode: code) }
-        guard data?.audiobridge == "joined" else { throw .invalidResponse }
-        return data?.id ?? join.participantID
-    }
-
-    /// Sends the offer with the mute state (`configure` with JSEP); the room's answer.
+    /// Sends the offer with the mute state (`configure` with JSEP) under `transaction`. `nil` once
+    /// Janus acknowledged it (the room's answer comes on the event stream), or the reply when
+    /// Janus answered at once.
     package func offer(
-        _ serverURL: String, _ link: MediaServerLink, _ offer: SessionDescription, muted: Bool
-    ) async throws(MediaSessionError) -> SessionDescription {
+        _ link: MediaServerLink, _ offer: SessionDescription, muted: Bool, transaction: String
+    ) async throws(MediaSessionError) -> MediaServerReply? {
         var body = JanusBody(request: "configure")
         body.muted = muted
-        let event = try await message(serverURL, link, body: body, jsep: JanusJSEP(type: "offer", sdp: offer.sdp))
-        if let code = event.plugindata?.data?.errorCode { throw Self.error(pluginCode: code) }
-        guard let jsep = event.jsep, jsep.type == "answer" else { throw .invalidResponse }
-        return SessionDescription(sdp: jsep.sdp)
+        return try await message(
+            link, body: body, jsep: JanusJSEP(type: "offer", sdp: offer.sdp), transaction: transaction)
     }
 
-    /// Tells the room the member is (un)muted.
-    package func configure(_ serverURL: String, _ link: MediaServerLink, muted: Bool) async throws(MediaSessionError) {
+    /// Tells the room the member is (un)muted; its reply is not waited for.
+    package func configure(_ link: MediaServerLink, muted: Bool) async throws(MediaSessionError) {
         var body = JanusBody(request: "configure")
         body.muted = muted
-        let event = try await message(serverURL, link, body: body)
-        if let code = event.plugindata?.data?.errorCode { throw Self.error(pluginCode: code) }
+        _ = try await message(link, body: body, transaction: JanusRequest.newTransaction())
     }
 
     /// Trickles a local candidate, or (with `nil`) the end of gathering.
-    package func trickle(_ serverURL: String, _ link: MediaServerLink, _ candidate: IceCandidate?)
-        async throws(MediaSessionError)
-    {
+    package func trickle(_ link: MediaServerLink, _ candidate: IceCandidate?) async throws(MediaSessionError) {
         var request = JanusRequest(janus: "trickle")
         request.candidate =
             candidate.map { JanusCandidate(candidate: $0.candidate, sdpMLineIndex: $0.mlineIndex) }
             ?? JanusCandidate(completed: true)
-        _ = try await post(try url(serverURL, link.session, link.handle), request)
+        _ = try await post(try url(link.serverURL, link.session, link.handle), request)
     }
 
-    /// Keeps `session` alive.
-    package func keepalive(_ serverURL: String, session: UInt64) async throws(MediaSessionError) {
-        _ = try await post(try url(serverURL, session), JanusRequest(janus: "keepalive"))
+    /// Keeps the link's session alive.
+    package func keepalive(_ link: MediaServerLink) async throws(MediaSessionError) {
+        _ = try await post(try url(link.serverURL, link.session), JanusRequest(janus: "keepalive"))
     }
 
     /// Leaves the room, hangs the handle up and destroys the session; failures are ignored
     /// (the server times the session out anyway).
-    package func hangUp(_ serverURL: String, _ link: MediaServerLink) async {
-        if let handleURL = try? url(serverURL, link.session, link.handle) {
+    package func hangUp(_ link: MediaServerLink) async {
+        if let handleURL = try? url(link.serverURL, link.session, link.handle) {
             var leave = JanusRequest(janus: "message")
             leave.body = JanusBody(request: "leave")
             _ = try? await post(handleURL, leave)
             _ = try? await post(handleURL, JanusRequest(janus: "hangup"))
         }
-        await destroy(serverURL, session: link.session)
-    }
-
-    /// Destroys `session`, ignoring failures.
-    package func destroy(_ serverURL: String, session: UInt64) async {
-        guard let sessionURL = try? url(serverURL, session) else { return }
-        _ = try? await post(sessionURL, JanusRequest(janus: "destroy"))
+        if let sessionURL = try? url(link.serverURL, link.session) {
+            _ = try? await post(sessionURL, JanusRequest(janus: "destroy"))
+        }
     }
 
     // MARK: - The event stream
 
-    /// Reads the session's next events (a long poll of up to 30 s); answers to messages are
-    /// handed to their waiters, the rest returned.
-    package func poll(_ serverURL: String, session: UInt64) async throws(MediaSessionError) -> [JanusMessage] {
-        var components = URLComponents(url: try url(serverURL, session), resolvingAgainstBaseURL: false)
+    /// Reads the session's next events (a long poll of up to 30 s), in order.
+    package func poll(_ link: MediaServerLink) async throws(MediaSessionError) -> [JanusMessage] {
+        var components = URLComponents(url: try url(link.serverURL, link.session), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "maxev", value: "10")]
         guard let pollURL = components?.url else { throw .invalidResponse }
         let response: HTTPResponse
@@ -153,80 +103,27 @@ package final class JanusClient: Sendable {
         } else {
             throw .invalidResponse
         }
-        var rest: [JanusMessage] = []
-        for message in messages {
-            if message.janus == "error", message.error?.code == 458 { throw .sessionLost }
-            if !dispatch(message) { rest.append(message) }
-        }
-        return rest
-    }
-
-    /// Hands `message` to the waiter of its transaction; whether there was one (or may be one:
-    /// an answer that overtook its `ack` is kept for it).
-    @discardableResult
-    package func dispatch(_ message: JanusMessage) -> Bool {
-        guard message.janus == "event", let transaction = message.transaction else { return false }
-        let waiter: CheckedContinuation<JanusMessage, Never>? = waiters.withLock { waiters in
-            if let waiter = waiters.removeValue(forKey: transaction) { return waiter }
-            early.withLock { early in
-                // Answers nobody waits for any more (a cancelled request) must not pile up.
-                if early.count >= 32 { early.removeAll() }
-                early[transaction] = message
-            }
-            return nil
-        }
-        waiter?.resume(returning: message)
-        return true
+        if messages.contains(where: { $0.janus == "error" && $0.error?.code == 458 }) { throw .sessionLost }
+        return messages
     }
 
     // MARK: - Plumbing
 
-    /// Sends a plugin message and returns its answer: the synchronous one, or the event with its
-    /// transaction that the event stream delivers.
+    /// Sends a plugin message under `transaction`: `nil` when acknowledged (the answer comes on
+    /// the event stream), the reply when Janus answered at once.
     private func message(
-        _ serverURL: String, _ link: MediaServerLink, body: JanusBody, jsep: JanusJSEP? = nil
-    ) async throws(MediaSessionError) -> JanusMessage {
+        _ link: MediaServerLink, body: JanusBody, jsep: JanusJSEP? = nil, transaction: String
+    ) async throws(MediaSessionError) -> MediaServerReply? {
         var request = JanusRequest(janus: "message")
+        request.transaction = transaction
         request.body = body
         request.jsep = jsep
-        let transaction = request.transaction
-        let answer = try await post(try url(serverURL, link.session, link.handle), request)
-        if answer.janus == "success" { return answer }
-        guard answer.janus == "ack" else { throw .invalidResponse }
-        return try await awaitEvent(transaction)
-    }
-
-    private func awaitEvent(_ transaction: String) async throws(MediaSessionError) -> JanusMessage {
-        if let ready = early.withLock({ $0.removeValue(forKey: transaction) }) { return ready }
-        let deadline = Task { [self] in
-            guard (try? await Task.sleep(for: answerTimeout)) != nil else { return }
-            // The waiter, or (not registered yet) a timeout it finds when it registers.
-            let waiter: CheckedContinuation<JanusMessage, Never>? = waiters.withLock { waiters in
-                if let waiter = waiters.removeValue(forKey: transaction) { return waiter }
-                early.withLock { $0[transaction] = JanusMessage(janus: "cancelled") }
-                return nil
-            }
-            waiter?.resume(returning: JanusMessage(janus: "cancelled"))
+        let answer = try await post(try url(link.serverURL, link.session, link.handle), request)
+        switch answer.janus {
+        case "ack": return nil
+        case "success": return answer.reply
+        default: throw .invalidResponse
         }
-        defer { deadline.cancel() }
-        let message: JanusMessage? = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<JanusMessage, Never>) in
-                // The early check and the registration are one step under the waiters' lock, so
-                // an answer dispatched in between is never lost.
-                let ready: JanusMessage? = waiters.withLock { waiters in
-                    if let ready = early.withLock({ $0.removeValue(forKey: transaction) }) { return ready }
-                    if Task.isCancelled { return JanusMessage(janus: "cancelled") }
-                    waiters[transaction] = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        } onCancel: {
-            waiters.withLock { $0.removeValue(forKey: transaction) }?.resume(
-                returning: JanusMessage(janus: "cancelled"))
-        }
-        guard let message, message.janus != "cancelled" else { throw .transport(.timeout) }
-        return message
     }
 
     private func post(_ url: URL, _ request: JanusRequest) async throws(MediaSessionError) -> JanusMessage {
@@ -283,13 +180,16 @@ package final class JanusClient: Sendable {
 /// A request to the Janus API.
 struct JanusRequest: Encodable {
     var janus: String
-    var transaction = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    var transaction = JanusRequest.newTransaction()
     var plugin: String?
     var body: JanusBody?
     var jsep: JanusJSEP?
     var candidate: JanusCandidate?
 
     init(janus: String) { self.janus = janus }
+
+    /// A transaction for a request whose answer nobody matches.
+    static func newTransaction() -> String { String(UInt64.random(in: 1...UInt64.max), radix: 36) }
 }
 
 /// An AudioBridge request body.
@@ -369,8 +269,6 @@ package struct JanusMessage: Decodable, Sendable {
         case janus, transaction, sender, data, error, plugindata, jsep, type, receiving
     }
 
-    init(janus: String) { self.janus = janus }
-
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         janus = try container.decode(String.self, forKey: .janus)
@@ -385,18 +283,28 @@ package struct JanusMessage: Decodable, Sendable {
         receiving = try? container.decodeIfPresent(Bool.self, forKey: .receiving)
     }
 
-    /// What this message, read on the stream, says about the member's handle, if anything.
-    func serverEvent(participantID: UInt64) -> MediaServerEvent? {
+    /// The plugin's reply in this message: the room's answer to an offer, a refusal, or done.
+    var reply: MediaServerReply {
+        if let code = plugindata?.data?.errorCode { return .failed(JanusClient.error(pluginCode: code)) }
+        if let jsep, jsep.type == "answer" { return .description(SessionDescription(sdp: jsep.sdp)) }
+        return .accepted
+    }
+
+    /// This message, read on the stream, as an event of the member's media session: a reply to one
+    /// of its requests (by transaction), or what it says about the member's handle; `nil` for the
+    /// rest (other participants joining, talking…).
+    package func event(participantID: UInt64) -> MediaSessionMachine.Event? {
         switch janus {
-        case "webrtcup": return .webrtcUp
-        case "hangup", "detached": return .hangup
-        case "timeout": return .sessionLost
+        case "webrtcup": return .serverEvent(.webrtcUp)
+        case "hangup", "detached": return .serverEvent(.hangup)
+        case "timeout": return .serverEvent(.sessionLost)
         case "media":
             guard type == "audio", let receiving else { return nil }
-            return .audioReceiving(receiving)
+            return .serverEvent(.audioReceiving(receiving))
         case "event":
+            if let transaction { return .serverReplied(transaction: transaction, reply) }
             guard let body = plugindata?.data else { return nil }
-            if body.kicked == participantID || body.leaving == participantID { return .removed }
+            if body.kicked == participantID || body.leaving == participantID { return .serverEvent(.removed) }
             return nil
         default: return nil
         }

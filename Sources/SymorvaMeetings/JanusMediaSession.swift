@@ -4,33 +4,29 @@ import SymorvaRuntime
 
 /// A stage member's media session with the community's Janus AudioBridge, over WebRTC.
 ///
-/// A ``/SymorvaMachines/MediaSessionMachine`` host drives it: the Janus HTTP signalling runs
-/// over the SDK's transport, the audio over the platform's peer (GStreamer's `webrtcbin` on
-/// Linux). It reconnects by itself when the media path drops, with the same token; a token the
-/// room refuses (a demotion revoked it) closes it.
+/// A ``/SymorvaMachines/MediaSessionMachine`` host in the account's scope drives it (the scope's
+/// end disconnects it): the community services join the member to the room and hand over the
+/// Janus session, whose HTTP signalling runs over the SDK's transport, the audio over the
+/// platform's peer (GStreamer's `webrtcbin` on Linux). It reconnects by itself when the media
+/// path drops; the services taking the member off stage closes it.
 package final class JanusMediaSession: MediaSession {
     private let host: MachineHost<MediaSessionMachine>
-    private let current: Lock<MediaSessionDescriptor>
     private let meter: AudioMeter
 
-    /// A session for `descriptor`, not connected.
+    /// A session of `context`'s member, not connected.
     package init(
-        descriptor: MediaSessionDescriptor, transport: any HTTPTransport, peers: any MediaPeerFactory,
+        context: MediaSessionContext, transport: any HTTPTransport, peers: any MediaPeerFactory,
         machine: MediaSessionMachine = MediaSessionMachine(), clock: any RuntimeClock = SystemClock(),
         tracer: Tracer = .shared
     ) {
-        current = Lock(descriptor)
         let meter = AudioMeter()
         self.meter = meter
         let interpreter = MediaSessionInterpreter(
-            janus: JanusClient(transport: transport), factory: peers, meter: meter, serverURL: descriptor.serverURL,
-            participantID: descriptor.participantID)
+            janus: JanusClient(transport: transport), connector: context.connector, factory: peers, meter: meter)
         host = MachineHost(
-            machine: machine, initial: .idle(MediaCall(descriptor: descriptor)), interpreter: interpreter,
-            instance: String(descriptor.participantID), clock: clock, tracer: tracer)
+            machine: machine, initial: .idle(MediaCall()), interpreter: interpreter,
+            instance: context.meetingID.rawValue, scope: context.scope, clock: clock, tracer: tracer)
     }
-
-    package var descriptor: MediaSessionDescriptor { current.withLock { $0 } }
 
     package var state: ObservableValue<MediaSessionMachine.State> { host.states }
 
@@ -67,11 +63,6 @@ package final class JanusMediaSession: MediaSession {
         }
     }
 
-    package func update(_ descriptor: MediaSessionDescriptor) async {
-        current.withLock { $0 = descriptor }
-        await host.send(.descriptorUpdated(descriptor))
-    }
-
     package func disconnect() async {
         _ = await host.send(.disconnectRequested, ignored: { $0 }, until: { $0.isFinal ? $0 : nil })
         await host.stop()
@@ -97,7 +88,37 @@ package struct JanusMediaEngine: MediaEngine {
         self.tracer = tracer
     }
 
-    package func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession {
-        JanusMediaSession(descriptor: descriptor, transport: transport, peers: peers, machine: machine, tracer: tracer)
+    package func makeSession(_ context: MediaSessionContext) -> any MediaSession {
+        JanusMediaSession(context: context, transport: transport, peers: peers, machine: machine, tracer: tracer)
+    }
+}
+
+/// The services' join of one meeting's stage member: `POST …/media/connect`.
+struct ServicesMediaConnector: MediaRoomConnector {
+    let service: MeetingsService
+    let meetingID: MeetingID
+
+    func joinMediaRoom() async throws(MediaSessionError) -> MediaServerLink {
+        do throws(MeetingError) {
+            return try await service.connectMedia(meetingID)
+        } catch {
+            throw Self.mediaError(error)
+        }
+    }
+
+    /// A services refusal in the media session's terms: off stage (or out of the meeting) closes
+    /// it, a media room not there for now is retried, anything else fails or retries as its kind.
+    static func mediaError(_ error: MeetingError) -> MediaSessionError {
+        switch error {
+        case .wrongRole, .notParticipant, .notRoomMember, .meetingEnded, .meetingUnknown, .accountEnded,
+            .notSignedIn:
+            .unauthorized
+        case .mediaUnavailable, .homeserverUnavailable, .rateLimited: .roomUnavailable
+        case .transport(let problem): .transport(problem)
+        case .media(let media): media
+        case .invalidResponse: .invalidResponse
+        case .refused(_, let status): .refused(code: status)
+        case .notHost, .roomUnknown, .stageFull, .moduleDisabled: .refused(code: 0)
+        }
     }
 }

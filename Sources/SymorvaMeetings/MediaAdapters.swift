@@ -3,63 +3,84 @@ import SymorvaRuntime
 
 /// A stage member's real-time media session: the SDK page's media provider adapter.
 ///
-/// The SDK hands each stage member one, carrying the media-session descriptor the services
-/// issued (the media server's URL, the AudioBridge room, the member's own token and its expiry).
-/// Apple platforms plug their WebRTC engine in through ``MediaEngine``; on Linux the SDK's is
-/// GStreamer's `webrtcbin` signalling with Janus (`SymorvaMediaGStreamer`). A platform without
-/// an engine gets ``UnavailableMediaSession``, whose ``connect()`` throws
+/// The SDK hands each stage member one, a child of their meeting in the account's scope: it
+/// ends with the meeting's media (demotion, leaving) and with the account (sign-out, switch).
+/// To connect, it has the community services join the member to the meeting's media room
+/// (``MediaSessionContext/connector``) and continues on the media-server session they hand over;
+/// it never holds a token. Apple platforms plug their WebRTC engine in through ``MediaEngine``;
+/// on Linux the SDK's is GStreamer's `webrtcbin` signalling with Janus (`SymorvaMediaGStreamer`).
+/// A platform without an engine gets ``UnavailableMediaSession``, whose ``connect()`` throws
 /// ``/SymorvaMachines/MeetingError/mediaUnavailable``: never a silent no-op.
 public protocol MediaSession: AnyObject, Sendable {
-    /// What the services issued for this member: renewed before its token expires.
-    var descriptor: MediaSessionDescriptor { get }
     /// Where the connection is (connecting, negotiating, connected, reconnecting, closed, failed).
     var state: ObservableValue<MediaSessionMachine.State> { get }
     /// The audio levels and speaking indications of both directions.
     var audioLevels: ObservableValue<MediaAudioLevels> { get }
-    /// Connects to the media server with the descriptor (joins the AudioBridge room, microphone
-    /// off) and returns once audio flows; throws ``/SymorvaMachines/MeetingError/media(_:)`` with
-    /// the reason when it cannot (``/SymorvaMachines/MediaSessionError/unauthorized``: the token
-    /// was revoked).
+    /// Connects to the meeting's media room (the services join the member, microphone off) and
+    /// returns once audio flows; throws ``/SymorvaMachines/MeetingError/media(_:)`` with the
+    /// reason when it cannot (``/SymorvaMachines/MediaSessionError/unauthorized``: the member is
+    /// not on stage any more).
     func connect() async throws(MeetingError)
     /// Turns the member's microphone on or off: off stops sending audio and tells the room the
     /// member is muted. Remembered for a connection still being made.
     func setMicrophoneEnabled(_ enabled: Bool) async throws(MeetingError)
-    /// Takes a renewed descriptor (a fresh token); a connected session rejoins with it.
-    func update(_ descriptor: MediaSessionDescriptor) async
     /// Leaves the media server. Idempotent.
     func disconnect() async
 }
 
-/// Makes the stage members' media sessions: the platform's real-time media engine.
-public protocol MediaEngine: Sendable {
-    /// A session for `descriptor`, not connected yet.
-    func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession
+/// How a media session gets into the meeting's media room: the community services join the
+/// member (with the participant, display and token they assigned) on a new media-server session
+/// and hand over that session and its joined handle.
+public protocol MediaRoomConnector: Sendable {
+    /// Has the services join the member on a new media-server session; the link to continue on.
+    ///
+    /// - Throws: ``/SymorvaMachines/MediaSessionError/unauthorized`` when the member is not on
+    ///   stage (any more); ``/SymorvaMachines/MediaSessionError/roomUnavailable`` when the media
+    ///   room is not there for now; transport failures.
+    func joinMediaRoom() async throws(MediaSessionError) -> MediaServerLink
 }
 
-/// The media engine of a platform that has none: its sessions carry the descriptor and refuse
-/// to connect with ``/SymorvaMachines/MeetingError/mediaUnavailable``.
+/// What a media engine gets to make one stage member's session.
+public struct MediaSessionContext: Sendable {
+    /// The meeting the session belongs to (names it in traces).
+    public let meetingID: MeetingID
+    /// Joins the member to the meeting's media room (the services do it).
+    public let connector: any MediaRoomConnector
+    /// The account's scope: its end ends the session (``MediaSessionMachine`` disconnects).
+    public let scope: AccountScope?
+
+    /// A context.
+    public init(meetingID: MeetingID, connector: any MediaRoomConnector, scope: AccountScope?) {
+        self.meetingID = meetingID
+        self.connector = connector
+        self.scope = scope
+    }
+}
+
+/// Makes the stage members' media sessions: the platform's real-time media engine.
+public protocol MediaEngine: Sendable {
+    /// A session for one stage member of one meeting, not connected yet.
+    func makeSession(_ context: MediaSessionContext) -> any MediaSession
+}
+
+/// The media engine of a platform that has none: its sessions refuse to connect with
+/// ``/SymorvaMachines/MeetingError/mediaUnavailable``.
 public struct UnavailableMediaEngine: MediaEngine {
     /// The engine.
     public init() {}
 
-    public func makeSession(for descriptor: MediaSessionDescriptor) -> any MediaSession {
-        UnavailableMediaSession(descriptor: descriptor)
+    public func makeSession(_ context: MediaSessionContext) -> any MediaSession {
+        UnavailableMediaSession()
     }
 }
 
-/// A stage session without a media engine: it holds the descriptor, and connecting fails.
+/// A stage session without a media engine: connecting fails.
 public final class UnavailableMediaSession: MediaSession {
-    private let current: Lock<MediaSessionDescriptor>
-    private let idle: ObservableValue<MediaSessionMachine.State>.Publisher
+    private let idle = ObservableValue<MediaSessionMachine.State>.Publisher(.idle(MediaCall()))
     private let silence = ObservableValue<MediaAudioLevels>.Publisher(MediaAudioLevels())
 
-    /// A session for `descriptor`.
-    public init(descriptor: MediaSessionDescriptor) {
-        current = Lock(descriptor)
-        idle = .init(.idle(MediaCall(descriptor: descriptor)))
-    }
-
-    public var descriptor: MediaSessionDescriptor { current.withLock { $0 } }
+    /// A session.
+    public init() {}
 
     /// Always idle: it never connects.
     public var state: ObservableValue<MediaSessionMachine.State> { idle.observable }
@@ -72,10 +93,6 @@ public final class UnavailableMediaSession: MediaSession {
 
     /// Always throws ``/SymorvaMachines/MeetingError/mediaUnavailable``.
     public func setMicrophoneEnabled(_ enabled: Bool) async throws(MeetingError) { throw .mediaUnavailable }
-
-    public func update(_ descriptor: MediaSessionDescriptor) async {
-        current.withLock { $0 = descriptor }
-    }
 
     public func disconnect() async {}
 }

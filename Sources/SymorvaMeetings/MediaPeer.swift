@@ -103,6 +103,10 @@ package final class AudioMeter: Sendable {
     private let listeners = Lock<[UInt64: @Sendable ([Int16], Int) -> Void]>([:])
     private let nextListener = Atomic<UInt64>(0)
     private let incomingSamples = Atomic<UInt64>(0)
+    /// Whether received samples arrived since the last ``takeIncomingArrival()``.
+    private let incomingArrived = Atomic<Bool>(false)
+    /// The one wait for the next received samples (``incomingArrival()``), if any.
+    private let arrivalWaiter = Lock<CheckedContinuation<Void, Never>?>(nil)
 
     /// How many received samples the meter has taken so far (whether the room's audio arrives).
     package var incomingSampleCount: UInt64 { incomingSamples.load(ordering: .relaxed) }
@@ -131,6 +135,12 @@ package final class AudioMeter: Sendable {
         }
         if direction == .incoming {
             incomingSamples.wrappingAdd(UInt64(samples.count), ordering: .relaxed)
+            if !incomingArrived.exchange(true, ordering: .acquiringAndReleasing) {
+                arrivalWaiter.withLock { waiter in
+                    defer { waiter = nil }
+                    return waiter
+                }?.resume()
+            }
             let handlers = listeners.withLock { Array($0.values) }
             if !handlers.isEmpty {
                 let copy = Array(samples)
@@ -141,6 +151,35 @@ package final class AudioMeter: Sendable {
         let decibels = meanSquare > 1e-10 ? max(-100, 10 * log10(meanSquare)) : -100
         let level = AudioLevel(decibels: decibels, isSpeaking: decibels > Self.speakingThreshold)
         publish(level, direction)
+    }
+
+    /// Whether received samples arrived since the last call (and starts counting anew).
+    package func takeIncomingArrival() -> Bool {
+        incomingArrived.exchange(false, ordering: .acquiringAndReleasing)
+    }
+
+    /// Returns once received samples arrive (at once if some did since the last
+    /// ``takeIncomingArrival()``), taking the arrival; or once the calling task is cancelled. A wait
+    /// on the engine's next buffer, not a sleep; one waiter at a time.
+    package func incomingArrival() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // The check and the registration are one step under the lock that `record` takes
+                // after raising the flag, so an arrival in between is never missed.
+                let ready = arrivalWaiter.withLock { waiter -> Bool in
+                    if incomingArrived.load(ordering: .acquiring) || Task.isCancelled { return true }
+                    waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            arrivalWaiter.withLock { waiter in
+                defer { waiter = nil }
+                return waiter
+            }?.resume()
+        }
+        _ = takeIncomingArrival()
     }
 
     /// Sets a direction to silence (a stopped microphone, a closed connection).
@@ -167,36 +206,5 @@ package final class AudioMeter: Sendable {
             }
             return next == current ? nil : next
         }
-    }
-}
-
-/// Whether the room's audio reaches a peer, from a meter's received-sample count read at a fixed
-/// interval: it flows from the first new samples, and stops after `silentChecks` readings in a
-/// row without any. Only the changes are reported.
-package struct IncomingAudioWatch: Sendable {
-    private let silentChecks: Int
-    private var lastCount: UInt64
-    private var silentInARow = 0
-    private var flowing = false
-
-    /// A watch that starts at `count` (samples already taken by a previous peer don't count).
-    package init(startingAt count: UInt64, silentChecks: Int) {
-        self.lastCount = count
-        self.silentChecks = max(1, silentChecks)
-    }
-
-    /// Takes a reading; returns the new state when it changed.
-    package mutating func check(count: UInt64) -> Bool? {
-        defer { lastCount = count }
-        if count != lastCount {
-            silentInARow = 0
-            guard !flowing else { return nil }
-            flowing = true
-            return true
-        }
-        silentInARow += 1
-        guard flowing, silentInARow >= silentChecks else { return nil }
-        flowing = false
-        return false
     }
 }

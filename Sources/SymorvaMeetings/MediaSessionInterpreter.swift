@@ -17,54 +17,37 @@ final class PeerSlot: Sendable {
     }
 }
 
-/// Performs a media session machine's effects: Janus over the SDK's HTTP transport, and the
-/// platform's peer.
+/// Performs a media session machine's effects: the services' join (through the connector), Janus
+/// over the SDK's HTTP transport, and the platform's peer. It never waits for a machine: the
+/// media server's replies and events, the peer's events and the room's audio arriving come back
+/// as events, and the machine's timers decide when to look again.
 struct MediaSessionInterpreter: EffectInterpreter {
     typealias Machine = MediaSessionMachine
 
     let janus: JanusClient
+    let connector: any MediaRoomConnector
     let factory: any MediaPeerFactory
     let meter: AudioMeter
     let peers = PeerSlot()
-    /// The descriptor's server and participant, fixed for the session.
-    let serverURL: String
-    let participantID: UInt64
-
-    /// How often a running peer's received audio is looked at.
-    static let audioCheckInterval: Duration = .milliseconds(250)
-    /// How long without received audio counts as the room's audio stopping.
-    static let silenceBeforeStop: Duration = .seconds(1)
 
     func perform(_ effect: MediaSessionMachine.Effect, context: EffectContext<MediaSessionMachine.Event>) async
         -> MediaSessionMachine.Event?
     {
         switch effect {
-        case .createSession(let url):
+        case .requestJoin:
             do throws(MediaSessionError) {
-                return .sessionCreated(.success(try await janus.createSession(url)))
+                return .roomJoined(.success(try await connector.joinMediaRoom()))
             } catch {
-                return .sessionCreated(.failure(error))
+                return .roomJoined(.failure(error))
             }
-        case .attachPlugin(let session, let plugin):
+        case .readEvents(let link):
+            return await readEvents(link, context: context)
+        case .sendKeepalive(let link):
             do throws(MediaSessionError) {
-                return .pluginAttached(.success(try await janus.attach(serverURL, session: session, plugin: plugin)))
-            } catch {
-                return .pluginAttached(.failure(error))
-            }
-        case .readEvents(let session):
-            return await readEvents(session, context: context)
-        case .sendKeepalive(let session):
-            do throws(MediaSessionError) {
-                try await janus.keepalive(serverURL, session: session)
+                try await janus.keepalive(link)
                 return .keepaliveAnswered(nil)
             } catch {
                 return .keepaliveAnswered(error)
-            }
-        case .joinRoom(let link, let join):
-            do throws(MediaSessionError) {
-                return .roomJoined(.success(try await janus.join(serverURL, link, join)))
-            } catch {
-                return .roomJoined(.failure(error))
             }
         case .startPeer(let sending):
             return await runPeer(sending: sending, context: context)
@@ -75,11 +58,13 @@ struct MediaSessionInterpreter: EffectInterpreter {
             } catch {
                 return .offerCreated(.failure(error))
             }
-        case .sendOffer(let link, let offer, let muted):
+        case .sendOffer(let link, let offer, let muted, let transaction):
             do throws(MediaSessionError) {
-                return .answerReceived(.success(try await janus.offer(serverURL, link, offer, muted: muted)))
+                // Acknowledged: the room's answer comes on the event stream.
+                let reply = try await janus.offer(link, offer, muted: muted, transaction: transaction)
+                return reply.map { .serverReplied(transaction: transaction, $0) }
             } catch {
-                return .answerReceived(.failure(error))
+                return .serverReplied(transaction: transaction, .failed(error))
             }
         case .applyAnswer(let answer):
             guard let peer = peers.current else { return .answerApplied(.engine(.answerRejected)) }
@@ -90,44 +75,41 @@ struct MediaSessionInterpreter: EffectInterpreter {
                 return .answerApplied(error)
             }
         case .trickle(let link, let candidate):
-            try? await janus.trickle(serverURL, link, candidate)
+            try? await janus.trickle(link, candidate)
             return nil
         case .trickleComplete(let link):
-            try? await janus.trickle(serverURL, link, nil)
+            try? await janus.trickle(link, nil)
             return nil
         case .setSending(let enabled):
             await peers.current?.setSending(enabled)
             if !enabled { meter.reset(.outgoing) }
             return nil
         case .configureMuted(let link, let muted):
-            do throws(MediaSessionError) {
-                try await janus.configure(serverURL, link, muted: muted)
-                return .configureAnswered(nil)
-            } catch {
-                return .configureAnswered(error)
-            }
+            try? await janus.configure(link, muted: muted)
+            return nil
         case .hangUp(let link):
-            await janus.hangUp(serverURL, link)
+            await janus.hangUp(link)
             return nil
-        case .destroySession(let session):
-            await janus.destroy(serverURL, session: session)
-            return nil
+        case .checkIncomingAudio:
+            return .incomingAudioChecked(arrived: meter.takeIncomingArrival())
+        case .awaitIncomingAudio:
+            await meter.incomingArrival()
+            return Task.isCancelled ? nil : .incomingAudioChecked(arrived: true)
         case .scheduleKeepalive, .scheduleRetry, .startAttemptTimeout, .startStallTimeout, .startUpstreamTimeout,
-            .cancel:
+            .scheduleAudioCheck, .cancel:
             return nil  // the host performs timers and cancellations itself
         }
     }
 
-    /// Reads the event stream until it fails or the effect is cancelled.
+    /// Reads the event stream until it fails or the effect is cancelled; every message that means
+    /// something to the session goes to its mailbox.
     private func readEvents(
-        _ session: UInt64, context: EffectContext<MediaSessionMachine.Event>
+        _ link: MediaServerLink, context: EffectContext<MediaSessionMachine.Event>
     ) async -> MediaSessionMachine.Event? {
         while !Task.isCancelled {
             do throws(MediaSessionError) {
-                for message in try await janus.poll(serverURL, session: session) {
-                    if let event = message.serverEvent(participantID: participantID) {
-                        context.emit(.serverEvent(event))
-                    }
+                for message in try await janus.poll(link) {
+                    if let event = message.event(participantID: link.participantID) { context.emit(event) }
                 }
             } catch {
                 return Task.isCancelled ? nil : .eventsFailed(error)
@@ -136,7 +118,8 @@ struct MediaSessionInterpreter: EffectInterpreter {
         return nil
     }
 
-    /// Starts a peer, reports it started, forwards its events, and closes it when the effect is cancelled.
+    /// Starts a peer, reports it started, forwards its events until the effect is cancelled, then
+    /// closes it.
     private func runPeer(
         sending: Bool, context: EffectContext<MediaSessionMachine.Event>
     ) async -> MediaSessionMachine.Event? {
@@ -156,22 +139,26 @@ struct MediaSessionInterpreter: EffectInterpreter {
             peers.clear(peer)
             return .peerStarted(error)
         }
+        _ = meter.takeIncomingArrival()  // samples of an earlier peer don't count
         context.emit(.peerStarted(nil))
-        // While the peer runs: whether the room's audio reaches it (nothing for a second is a
-        // stop; the machine decides when that is a cut path).
-        var watch = IncomingAudioWatch(
-            startingAt: meter.incomingSampleCount, silentChecks: Int(Self.silenceBeforeStop / Self.audioCheckInterval))
-        while !Task.isCancelled {
-            try? await Task.sleep(for: Self.audioCheckInterval)
-            if Task.isCancelled { break }
-            if let flowing = watch.check(count: meter.incomingSampleCount) {
-                context.emit(.incomingAudioChanged(flowing: flowing))
-            }
-        }
+        await Task.cancellation()
         await peer.close()
         peers.clear(peer)
         meter.reset(.incoming)
         meter.reset(.outgoing)
         return nil
+    }
+}
+
+extension Task where Success == Never, Failure == Never {
+    /// Returns once the current task is cancelled (at once if it is already): a wait on an event,
+    /// not a sleep.
+    static func cancellation() async {
+        let (stream, continuation) = AsyncStream<Never>.makeStream()
+        await withTaskCancellationHandler {
+            for await _ in stream {}
+        } onCancel: {
+            continuation.finish()
+        }
     }
 }

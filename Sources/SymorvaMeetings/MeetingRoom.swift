@@ -60,8 +60,10 @@ public final class MeetingRoom: Sendable {
     private let playback: HLSPlaybackStream
     private let unsubscribe = Lock<ObservableValue<MeetingMachine.State>.Unsubscribe?>(nil)
 
+    /// A room following `host`; its role starts with the host's state (a stage member's media
+    /// session is made here, and only here, when the state is stage).
     init(
-        joined: JoinedMeeting, initialRole: MeetingRole, host: MachineHost<MeetingMachine>, service: MeetingsService,
+        joined: JoinedMeeting, host: MachineHost<MeetingMachine>, service: MeetingsService,
         scope: AccountScope, media: MediaSlot, engine: any MediaEngine, playback: HLSPlaybackStream
     ) {
         roomID = joined.snapshot.roomID
@@ -73,7 +75,7 @@ public final class MeetingRoom: Sendable {
         self.media = media
         self.engine = engine
         self.playback = playback
-        rolePublisher = .init(initialRole)
+        rolePublisher = .init(.listener(playback))
         participantsPublisher = .init(joined.snapshot.participants)
         let stop = host.states.subscribe { [weak self] state in self?.follow(state) }
         unsubscribe.withLock { $0 = stop }
@@ -86,15 +88,17 @@ public final class MeetingRoom: Sendable {
             _ = participantsPublisher.publish { $0 == list ? nil : list }
         }
         switch state {
-        case .stage(_, let descriptor):
-            if let session = media.current {
-                if session.descriptor != descriptor { Task { await session.update(descriptor) } }
-            } else {
-                let session = engine.makeSession(for: descriptor)
-                media.set(session)
-                playback.pause()
-                rolePublisher.publish(.stage(session))
-            }
+        case .stage:
+            // A renewed descriptor changes nothing for a session: the services renewed the
+            // member's admission, and the participant stays.
+            guard media.current == nil else { break }
+            let session = engine.makeSession(
+                MediaSessionContext(
+                    meetingID: meetingID, connector: ServicesMediaConnector(service: service, meetingID: meetingID),
+                    scope: scope))
+            media.set(session)
+            playback.pause()
+            rolePublisher.publish(.stage(session))
         case .listener, .handRaised:
             if case .stage = rolePublisher.observable.value { rolePublisher.publish(.listener(playback)) }
         case .ended, .left, .failed:
@@ -161,11 +165,6 @@ public final class MeetingRoom: Sendable {
         case nil: throw .accountEnded
         default: return
         }
-    }
-
-    /// Disconnects the stage media session, if any (the account's scope ended).
-    func closeMedia() async {
-        await media.take()?.disconnect()
     }
 
     /// Whether the member's part in the meeting is over (left, ended, failed).

@@ -85,6 +85,17 @@ struct MeetingsService: Sendable {
         return media.descriptor
     }
 
+    /// Has the services join the member to the meeting's media room on a new media-server session
+    /// (with the participant, display and token they assigned, which stays with them); the
+    /// session and handle to continue on.
+    func connectMedia(_ id: MeetingID) async throws(MeetingError) -> MediaServerLink {
+        let answer = try await call(.post, MeetingsWire.Path.mediaConnect(id))
+        guard let connection = MeetingsWire.decode(MeetingsWire.MediaConnection.self, from: answer) else {
+            throw .invalidResponse
+        }
+        return connection.link
+    }
+
     /// A file of the playback stream (the playlist or a segment), by its path on the services.
     func playbackFile(_ path: String) async throws(MeetingError) -> [UInt8] {
         try await call(.get, path)

@@ -19,6 +19,7 @@ enum MeetingsWire {
         static func promote(_ id: MeetingID) -> String { meeting(id) + "/promote" }
         static func demote(_ id: MeetingID) -> String { meeting(id) + "/demote" }
         static func media(_ id: MeetingID) -> String { meeting(id) + "/media" }
+        static func mediaConnect(_ id: MeetingID) -> String { meeting(id) + "/media/connect" }
         static func leave(_ id: MeetingID) -> String { meeting(id) + "/leave" }
         static func end(_ id: MeetingID) -> String { meeting(id) + "/end" }
     }
@@ -75,13 +76,12 @@ enum MeetingsWire {
         var serverURL: String
         var plugin: String
         var room: UInt64
-        var token: String
         var participantID: UInt64
         var display: String
         var expiresAtMilliseconds: Int64
         enum CodingKeys: String, CodingKey {
             case serverURL = "server_url"
-            case plugin, room, token
+            case plugin, room
             case participantID = "participant_id"
             case display
             case expiresAtMilliseconds = "expires_at_ms"
@@ -89,8 +89,27 @@ enum MeetingsWire {
 
         var descriptor: MediaSessionDescriptor {
             MediaSessionDescriptor(
-                serverURL: serverURL, plugin: plugin, room: room, token: Secret(token), participantID: participantID,
+                serverURL: serverURL, plugin: plugin, room: room, participantID: participantID,
                 display: display, expiresAt: Timestamp(millisecondsSince1970: expiresAtMilliseconds))
+        }
+    }
+
+    /// The services' answer to `POST …/media/connect`: the media-server session and handle they
+    /// joined to the room as the member's participant.
+    struct MediaConnection: Decodable {
+        var serverURL: String
+        var session: UInt64
+        var handle: UInt64
+        var participantID: UInt64
+        enum CodingKeys: String, CodingKey {
+            case serverURL = "server_url"
+            case session = "session_id"
+            case handle = "handle_id"
+            case participantID = "participant_id"
+        }
+
+        var link: MediaServerLink {
+            MediaServerLink(serverURL: serverURL, session: session, handle: handle, participantID: participantID)
         }
     }
 

@@ -152,8 +152,11 @@ public enum MeetingCommands {
             case .stage(let session):
                 let voice =
                     request.tone.map { ", a \($0) Hz test tone for a microphone: 'meeting mic on' sends it" } ?? ""
-                context.output.print(
-                    "joined \(room.meetingID) on stage (media room \(session.descriptor.room)\(voice))")
+                let mediaRoom =
+                    if case .stage(_, let descriptor) = room.state.value { "media room \(descriptor.room)" } else {
+                        "media room"
+                    }
+                context.output.print("joined \(room.meetingID) on stage (\(mediaRoom)\(voice))")
                 do throws(MeetingError) { try await session.connect() } catch {
                     context.output.print("media: \(message(for: error))")
                 }

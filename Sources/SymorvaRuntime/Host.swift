@@ -383,10 +383,17 @@ public final actor MachineHost<Machine: StateMachine> {
     @usableFromInline
     func registerWithScopeIfNeeded() {
         guard unregisterFromScope == nil, let scope else { return }
-        unregisterFromScope = scope.onAdvance { [weak self] _ in
+        unregisterFromScope = scope.onAdvance { [weak self] reason in
             guard let self else { return }
-            Task { await self.cancelAllEffects() }
+            Task { await self.scopeMovedOn(reason) }
         }
+    }
+
+    /// Cancels every running effect, then applies the machine's event for a scope that moved on, if any.
+    func scopeMovedOn(_ reason: AccountScope.Reason) {
+        cancelAllEffects()
+        guard !isStopped, let event = machine.event(scopeMovedOn: reason) else { return }
+        send(event)
     }
 
     /// Cancels every running effect; their results will never be applied.

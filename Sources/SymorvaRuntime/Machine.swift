@@ -22,10 +22,18 @@ public protocol StateMachine: Sendable {
     /// delivers when it fires. The default, `nil`, fires nothing: a machine that declares timers
     /// implements it.
     func event(firing timer: Effect) -> Event?
+
+    /// The event a host in an account scope applies when that scope moves on (sign-out, switch,
+    /// cache clear), after the scope's end cancelled its effects: how a machine whose work
+    /// belongs to the account ends it (a media session disconnects). The effects it asks for
+    /// still run; their results are stale. The default, `nil`, applies nothing: the effects are
+    /// cancelled and the state stays.
+    func event(scopeMovedOn reason: AccountScope.Reason) -> Event?
 }
 
 extension StateMachine {
     public func event(firing timer: Effect) -> Event? { nil }
+    public func event(scopeMovedOn reason: AccountScope.Reason) -> Event? { nil }
 }
 
 /// The outcome of one event in one state.

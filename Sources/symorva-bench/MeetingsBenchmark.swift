@@ -18,8 +18,8 @@ import SymorvaTransport
 /// - join → admitted role (the listener's join; the host's, which opens the meeting and its Janus
 ///   room and packager, apart);
 /// - hand raised → seen by the host (the host's change feed);
-/// - promotion → stage descriptor accepted by Janus (promote request, the listener's feed, its
-///   own descriptor, and an AudioBridge join (without media) with it that Janus answers `joined`);
+/// - promotion → joined to the media room (promote request, the listener's feed, its own
+///   descriptor, and the services' AudioBridge join of the member, `POST …/media/connect`);
 /// - listener live latency: the age of the newest segment when the playback stream fetched it.
 struct MeetingsBenchmark: DevServerBenchmark {
     /// The mode's word on the command line.
@@ -107,9 +107,12 @@ struct MeetingsBenchmark: DevServerBenchmark {
             start = clock.now
             try await hostRoom.promote(listener.userID)
             let role = try await until(listenerRoom.role) { (role: MeetingRole) in role.kind == ParticipantRole.stage }
-            guard case .stage(let session) = role else { throw BenchFailure("no stage session") }
-            let answer = try await JanusJoin(transport: transport).join(with: session.descriptor)
-            guard answer == "joined" else { throw BenchFailure("Janus refused the promoted descriptor: \(answer)") }
+            guard case .stage = role else { throw BenchFailure("no stage session") }
+            // The services join the promoted member to the AudioBridge room and hand over the session.
+            let answer = try await listener.services.send(
+                .post, "/_symorva/v1/meetings/\(listenerRoom.meetingID.rawValue)/media/connect")
+            let joined = (try JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any])?["handle_id"]
+            guard joined != nil else { throw BenchFailure("the services did not join the promoted member") }
             promotions.append(clock.now - start)
 
             try await hostRoom.end()
@@ -119,7 +122,7 @@ struct MeetingsBenchmark: DevServerBenchmark {
         report("open (first join: Janus room, packager)", opens)
         report("join → admitted role (listener)", joins)
         report("hand raised → seen by the host", hands)
-        report("promotion → descriptor accepted by Janus", promotions)
+        report("promotion → joined to the media room", promotions)
         report("listener live latency (newest segment age)", latencies)
     }
 
@@ -162,59 +165,5 @@ struct MeetingsBenchmark: DevServerBenchmark {
                 bearerToken: token))
         guard response.isSuccess else { throw BenchFailure("\(path) answered \(response.status)") }
         return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
-    }
-}
-
-/// An AudioBridge join (without media) with a media-session descriptor over Janus's HTTP API: what
-/// proves that Janus accepts the descriptor's token.
-struct JanusJoin {
-    let transport: CurlTransport
-
-    /// `"joined"`, or the AudioBridge error code.
-    func join(with descriptor: MediaSessionDescriptor) async throws -> String {
-        guard let base = URL(string: descriptor.serverURL) else { throw BenchFailure("bad media server URL") }
-        let session = try id(try await post(base, ["janus": "create"]))
-        let sessionURL = base.appending(path: "\(session)")
-        let handle = try id(try await post(sessionURL, ["janus": "attach", "plugin": descriptor.plugin]))
-        let ack = try await post(
-            sessionURL.appending(path: "\(handle)"),
-            [
-                "janus": "message",
-                "body": [
-                    "request": "join", "room": descriptor.room, "token": descriptor.token.exposedValue,
-                    "id": descriptor.participantID, "display": descriptor.display,
-                ] as [String: Any],
-            ])
-        defer { Task { _ = try? await post(sessionURL, ["janus": "destroy"]) } }
-        for _ in 0..<10 {
-            var components = URLComponents(url: sessionURL, resolvingAgainstBaseURL: false)!
-            components.queryItems = [URLQueryItem(name: "maxev", value: "5")]
-            let response = try await transport.send(
-                HTTPRequest(method: .get, url: components.url!, timeout: .seconds(40)))
-            let parsed = try JSONSerialization.jsonObject(with: Data(response.body))
-            let events = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
-            for event in events where event["transaction"] as? String == ack["transaction"] as? String {
-                let data = ((event["plugindata"] as? [String: Any])?["data"] as? [String: Any]) ?? [:]
-                if let code = data["error_code"] as? Int { return String(code) }
-                return (data["audiobridge"] as? String) ?? "?"
-            }
-        }
-        throw BenchFailure("no answer to the AudioBridge join")
-    }
-
-    private func post(_ url: URL, _ body: [String: Any]) async throws -> [String: Any] {
-        var body = body
-        body["transaction"] = UUID().uuidString
-        let response = try await transport.send(
-            .json(.post, url: url, body: Array(try JSONSerialization.data(withJSONObject: body))))
-        guard response.isSuccess else { throw BenchFailure("Janus answered \(response.status)") }
-        return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
-    }
-
-    private func id(_ answer: [String: Any]) throws -> UInt64 {
-        guard let data = answer["data"] as? [String: Any], let id = (data["id"] as? NSNumber)?.uint64Value else {
-            throw BenchFailure("Janus gave no id")
-        }
-        return id
     }
 }

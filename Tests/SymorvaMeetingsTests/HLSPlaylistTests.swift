@@ -63,21 +63,23 @@ struct HLSPlaylistTests {
 
 @Suite("Meeting media adapters")
 struct MediaAdapterTests {
-    static let descriptor = MediaSessionDescriptor(
-        serverURL: "http://127.0.0.1:1/janus", plugin: "janus.plugin.audiobridge", room: 1, token: Secret("canary"),
-        participantID: 2, display: "@me:example.org", expiresAt: Timestamp(millisecondsSince1970: 0))
+    struct NoConnector: MediaRoomConnector {
+        func joinMediaRoom() async throws(MediaSessionError) -> MediaServerLink { throw .unauthorized }
+    }
 
     @Test("Without a media engine, connecting the stage session fails with mediaUnavailable, never silently")
     func unavailable() async {
-        let session = UnavailableMediaEngine().makeSession(for: Self.descriptor)
-        #expect(session.descriptor == Self.descriptor)
+        let session = UnavailableMediaEngine().makeSession(
+            MediaSessionContext(meetingID: MeetingID("mt_1"), connector: NoConnector(), scope: nil))
         await #expect(throws: MeetingError.mediaUnavailable) { try await session.connect() }
         await #expect(throws: MeetingError.mediaUnavailable) { try await session.setMicrophoneEnabled(true) }
     }
 
-    @Test("A descriptor never prints its token")
-    func redacted() {
-        #expect(!String(describing: Self.descriptor).contains("canary"))
-        #expect(!String(reflecting: Self.descriptor).contains("canary"))
+    @Test("The services' refusals in the media session's terms: off stage closes, a media room away is retried")
+    func connectorErrors() {
+        #expect(ServicesMediaConnector.mediaError(.wrongRole) == .unauthorized)
+        #expect(ServicesMediaConnector.mediaError(.notParticipant) == .unauthorized)
+        #expect(ServicesMediaConnector.mediaError(.mediaUnavailable) == .roomUnavailable)
+        #expect(ServicesMediaConnector.mediaError(.transport(.timeout)) == .transport(.timeout))
     }
 }

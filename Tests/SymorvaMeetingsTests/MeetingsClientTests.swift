@@ -124,15 +124,12 @@ struct MeetingInterpreterTests {
 
 final class RecordingMediaSession: MediaSession {
     let disconnects = Lock(0)
-    let idle = ObservableValue<MediaSessionMachine.State>.Publisher(
-        .idle(MediaCall(descriptor: MediaAdapterTests.descriptor)))
+    let idle = ObservableValue<MediaSessionMachine.State>.Publisher(.idle(MediaCall()))
     let silence = ObservableValue<MediaAudioLevels>.Publisher(MediaAudioLevels())
-    var descriptor: MediaSessionDescriptor { MediaAdapterTests.descriptor }
     var state: ObservableValue<MediaSessionMachine.State> { idle.observable }
     var audioLevels: ObservableValue<MediaAudioLevels> { silence.observable }
     func connect() async throws(MeetingError) {}
     func setMicrophoneEnabled(_ enabled: Bool) async throws(MeetingError) {}
-    func update(_ descriptor: MediaSessionDescriptor) async {}
     func disconnect() async { disconnects.withLock { $0 += 1 } }
 }
 

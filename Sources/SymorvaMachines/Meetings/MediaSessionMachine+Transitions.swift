@@ -1,7 +1,7 @@
 import SymorvaRuntime
 
 extension MediaSessionMachine {
-    /// The events of the retry, keep-alive and attempt timers, which the host performs.
+    /// The events of the machine's timers, which the host performs.
     public func event(firing timer: Effect) -> Event? {
         switch timer {
         case .scheduleRetry: .timerFired(.retry)
@@ -9,17 +9,21 @@ extension MediaSessionMachine {
         case .startAttemptTimeout: .timerFired(.attempt)
         case .startStallTimeout: .timerFired(.stall)
         case .startUpstreamTimeout: .timerFired(.upstream)
-        case .createSession, .attachPlugin, .readEvents, .sendKeepalive, .joinRoom, .startPeer, .createOffer,
-            .sendOffer, .applyAnswer, .trickle, .trickleComplete, .setSending, .configureMuted, .hangUp,
-            .destroySession, .cancel:
+        case .scheduleAudioCheck: .timerFired(.audioCheck)
+        case .requestJoin, .readEvents, .sendKeepalive, .startPeer, .createOffer, .sendOffer, .applyAnswer, .trickle,
+            .trickleComplete, .setSending, .configureMuted, .hangUp, .checkIncomingAudio, .awaitIncomingAudio, .cancel:
             nil
         }
     }
 
+    /// The account's scope moving on (sign-out, switch, cache clear) ends the session as a
+    /// disconnect does: the session is a child of the meeting in that scope.
+    public func event(scopeMovedOn reason: AccountScope.Reason) -> Event? { .disconnectRequested }
+
     public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle(let call): inIdle(call, on: event)
-        case .connecting(let call, let step): inConnecting(call, step, on: event)
+        case .connecting(let call): inConnecting(call, on: event)
         case .negotiating(let call, let link, let step): inNegotiating(call, link, step, on: event)
         case .connected(let call, let link): inConnected(call, link, on: event)
         case .reconnecting(let call, let error): inReconnecting(call, error, on: event)
@@ -37,71 +41,39 @@ extension MediaSessionMachine {
             return .move(to: .closed(.requested))
         case .microphoneRequested(let enabled):
             return .move(to: .idle(call.with(microphone: enabled)))
-        case .descriptorUpdated(let descriptor):
-            return .move(to: .idle(call.with(descriptor)))
-        case .sessionCreated, .pluginAttached, .roomJoined, .peerStarted, .offerCreated, .answerReceived,
-            .answerApplied, .localCandidate, .localCandidatesGathered, .iceStateChanged, .incomingAudioChanged,
-            .peerFailed, .serverEvent, .eventsFailed, .keepaliveAnswered, .configureAnswered, .timerFired:
+        case .roomJoined, .peerStarted, .offerCreated, .serverReplied, .answerApplied, .localCandidate,
+            .localCandidatesGathered, .iceStateChanged, .incomingAudioChecked, .peerFailed, .serverEvent, .eventsFailed,
+            .keepaliveAnswered, .timerFired:
             return .ignored
         }
     }
 
-    private func inConnecting(_ call: MediaCall, _ step: ConnectStep, on event: Event) -> Transition<State, Effect> {
-        let teardown = tearDown(step)
+    private func inConnecting(_ call: MediaCall, on event: Event) -> Transition<State, Effect> {
+        // The services' join in flight and the attempt's deadline; a session they made after a
+        // cancel is never handed over, and Janus times it out (or the next join destroys it).
+        let teardown: [Effect] = [.cancel(Keys.request), .cancel(Keys.attempt)]
         switch event {
         case .connectRequested:
             return .stay
         case .disconnectRequested:
             return .move(to: .closed(.requested), effects: teardown)
         case .microphoneRequested(let enabled):
-            return .move(to: .connecting(call.with(microphone: enabled), step))
-        case .descriptorUpdated(let descriptor):
-            return .move(to: .connecting(call.with(descriptor), step))
-        case .sessionCreated(let result):
-            guard case .creatingSession = step else { return .stay }  // a late answer of another attempt
-            switch result {
-            case .success(let session):
-                return .move(
-                    to: .connecting(call, .attaching(session: session)),
-                    effects: [
-                        .attachPlugin(session: session, plugin: call.descriptor.plugin), .readEvents(session: session),
-                        .scheduleKeepalive(after: configuration.keepaliveInterval),
-                    ])
-            case .failure(let error):
-                return retryOrFail(call, error, teardown: teardown)
-            }
-        case .pluginAttached(let result):
-            guard case .attaching(let session) = step else { return .stay }
-            switch result {
-            case .success(let handle):
-                let link = MediaServerLink(session: session, handle: handle)
-                return .move(
-                    to: .connecting(call, .joining(link)),
-                    effects: [.joinRoom(link, MediaRoomJoin(call.descriptor, muted: !call.microphoneEnabled))])
-            case .failure(let error):
-                return retryOrFail(call, error, teardown: teardown)
-            }
-        case .roomJoined(let result):
-            guard case .joining(let link) = step else { return .stay }
-            switch result {
-            case .success:
-                return .move(
-                    to: .negotiating(call, link, .startingPeer),
-                    effects: [.startPeer(sending: call.microphoneEnabled)])
-            case .failure(let error):
-                return retryOrFail(call, error, teardown: teardown)
-            }
-        case .serverEvent(let serverEvent):
-            return serverSaid(serverEvent, call, teardown: teardown)
-        case .eventsFailed(let error):
+            return .move(to: .connecting(call.with(microphone: enabled)))
+        case .roomJoined(.success(let link)):
+            return .move(
+                to: .negotiating(call, link, .startingPeer),
+                effects: [
+                    .readEvents(link), .scheduleKeepalive(after: configuration.keepaliveInterval),
+                    .startPeer(sending: call.microphoneEnabled),
+                ])
+        case .roomJoined(.failure(let error)):
             return retryOrFail(call, error, teardown: teardown)
-        case .keepaliveAnswered(let error):
-            guard let error else { return .stay }
-            return retryOrFail(call, error, teardown: teardown)
-        case .timerFired(let timer):
-            return timerFired(timer, call, session: step.session, teardown: teardown)
-        case .peerStarted, .offerCreated, .answerReceived, .answerApplied, .localCandidate, .localCandidatesGathered,
-            .iceStateChanged, .incomingAudioChanged, .peerFailed, .configureAnswered:
+        case .timerFired(.attempt):
+            return retryOrFail(call, .timedOut, teardown: teardown)
+        case .timerFired:
+            return .stay  // a late timer of an earlier connection
+        case .peerStarted, .offerCreated, .serverReplied, .answerApplied, .localCandidate, .localCandidatesGathered,
+            .iceStateChanged, .incomingAudioChecked, .peerFailed, .serverEvent, .eventsFailed, .keepaliveAnswered:
             return .ignored
         }
     }
@@ -119,8 +91,6 @@ extension MediaSessionMachine {
             return .move(
                 to: .negotiating(call.with(microphone: enabled), link, step),
                 effects: [.setSending(enabled), .configureMuted(link, muted: !enabled)])
-        case .descriptorUpdated(let descriptor):
-            return .move(to: .negotiating(call.with(descriptor), link, step))
         case .peerStarted(let error):
             guard step == .startingPeer else { return .stay }
             if let error { return retryOrFail(call, error, teardown: teardown) }
@@ -131,16 +101,21 @@ extension MediaSessionMachine {
             case .success(let offer):
                 return .move(
                     to: .negotiating(call, link, .awaitingAnswer),
-                    effects: [.sendOffer(link, offer, muted: !call.microphoneEnabled)])
+                    effects: [
+                        .sendOffer(link, offer, muted: !call.microphoneEnabled, transaction: call.offerTransaction)
+                    ])
             case .failure(let error):
                 return retryOrFail(call, error, teardown: teardown)
             }
-        case .answerReceived(let result):
-            guard step == .awaitingAnswer else { return .stay }
-            switch result {
-            case .success(let answer):
+        case .serverReplied(let transaction, let reply):
+            // Replies to anything but this connection's offer (mute changes) need nothing.
+            guard step == .awaitingAnswer, transaction == call.offerTransaction else { return .stay }
+            switch reply {
+            case .description(let answer):
                 return .move(to: .negotiating(call, link, .applyingAnswer), effects: [.applyAnswer(answer)])
-            case .failure(let error):
+            case .accepted:
+                return retryOrFail(call, .invalidResponse, teardown: teardown)  // an offer's reply carries the answer
+            case .failed(let error):
                 return retryOrFail(call, error, teardown: teardown)
             }
         case .answerApplied(let error):
@@ -159,24 +134,22 @@ extension MediaSessionMachine {
                 let expectAudio = call.microphoneEnabled && !call.serverReceivesAudio
                 return .move(
                     to: .connected(fresh, link),
-                    effects: [.cancel(Keys.attempt)]
+                    effects: [.cancel(Keys.attempt), .scheduleAudioCheck(after: configuration.audioCheckInterval)]
                         + (expectAudio ? [.startUpstreamTimeout(after: configuration.stallTimeout)] : []))
             case .failed:
                 return retryOrFail(call, .iceFailed, teardown: teardown)
             case .new, .checking, .disconnected, .closed:
                 return .stay
             }
-        case .incomingAudioChanged:
+        case .incomingAudioChecked:
             return .ignored  // watched once connected
         case .serverEvent(.audioReceiving(let receiving)):
             return .move(to: .negotiating(call.with(serverReceivesAudio: receiving), link, step))
         case .serverEvent(let serverEvent):
             return serverSaid(serverEvent, call, teardown: teardown)
-        case .configureAnswered:
-            return .stay
         case .timerFired(let timer):
-            return timerFired(timer, call, session: link.session, teardown: teardown)
-        case .sessionCreated, .pluginAttached, .roomJoined:
+            return timerFired(timer, call, link, teardown: teardown)
+        case .roomJoined:
             return .ignored
         }
     }
@@ -184,7 +157,7 @@ extension MediaSessionMachine {
     private func inConnected(_ call: MediaCall, _ link: MediaServerLink, on event: Event) -> Transition<State, Effect> {
         let teardown = tearDown(link)
         switch event {
-        case .connectRequested, .configureAnswered:
+        case .connectRequested, .serverReplied:
             return .stay
         case .disconnectRequested:
             return .move(to: .closed(.requested), effects: teardown)
@@ -193,19 +166,17 @@ extension MediaSessionMachine {
                 to: .connected(call.with(microphone: enabled), link),
                 effects: [.setSending(enabled), .configureMuted(link, muted: !enabled)]
                     + upstreamWatch(microphoneTurned: enabled, call))
-        case .descriptorUpdated(let descriptor):
-            return .move(to: .connected(call.with(descriptor), link))
         case .localCandidate, .localCandidatesGathered, .peerFailed, .eventsFailed, .keepaliveAnswered:
             return whileJoined(event, call, link, teardown: teardown)
         case .iceStateChanged(let ice):
             if ice == .failed { return retryOrFail(call, .iceFailed, teardown: teardown) }
             return .stay
-        case .incomingAudioChanged(let flowing):
-            // The room sends its mix all the time: audio that stays away means a cut path.
-            return .stay(
-                effects: flowing ? [.cancel(Keys.stall)] : [.startStallTimeout(after: configuration.stallTimeout)])
+        case .incomingAudioChecked(let arrived):
+            return incomingAudio(arrived: arrived, call, link)
         case .timerFired(.stall), .timerFired(.upstream):
             return retryOrFail(call, .mediaStalled, teardown: teardown)
+        case .timerFired(.audioCheck):
+            return .stay(effects: [.checkIncomingAudio])
         case .serverEvent(.audioReceiving(let receiving)):
             return .move(
                 to: .connected(call.with(serverReceivesAudio: receiving), link),
@@ -215,9 +186,8 @@ extension MediaSessionMachine {
         case .timerFired(.attempt):
             return .stay  // a late deadline of the attempt that connected
         case .timerFired(let timer):
-            return timerFired(timer, call, session: link.session, teardown: teardown)
-        case .sessionCreated, .pluginAttached, .roomJoined, .peerStarted, .offerCreated, .answerReceived,
-            .answerApplied:
+            return timerFired(timer, call, link, teardown: teardown)
+        case .roomJoined, .peerStarted, .offerCreated, .answerApplied:
             return .ignored
         }
     }
@@ -232,15 +202,14 @@ extension MediaSessionMachine {
             return .move(to: .closed(.requested), effects: [.cancel(Keys.retry)])
         case .microphoneRequested(let enabled):
             return .move(to: .reconnecting(call.with(microphone: enabled), error))
-        case .descriptorUpdated(let descriptor):
-            return .move(to: .reconnecting(call.with(descriptor), error))
         case .timerFired(.retry):
             return startAttempt(call)
-        case .timerFired(.keepalive), .timerFired(.attempt), .timerFired(.stall), .timerFired(.upstream):
+        case .timerFired(.keepalive), .timerFired(.attempt), .timerFired(.stall), .timerFired(.upstream),
+            .timerFired(.audioCheck):
             return .stay  // a late timer of the connection that dropped
-        case .sessionCreated, .pluginAttached, .roomJoined, .peerStarted, .offerCreated, .answerReceived,
-            .answerApplied, .localCandidate, .localCandidatesGathered, .iceStateChanged, .incomingAudioChanged,
-            .peerFailed, .serverEvent, .eventsFailed, .keepaliveAnswered, .configureAnswered:
+        case .roomJoined, .peerStarted, .offerCreated, .serverReplied, .answerApplied, .localCandidate,
+            .localCandidatesGathered, .iceStateChanged, .incomingAudioChecked, .peerFailed, .serverEvent, .eventsFailed,
+            .keepaliveAnswered:
             return .ignored
         }
     }
@@ -262,6 +231,24 @@ extension MediaSessionMachine {
         }
     }
 
+    /// The room's audio while connected: it arriving (again) cancels the stall timer and looks
+    /// again after an interval; none since the last look starts the stall timer, and the next
+    /// samples are waited for rather than looked for. The room sends its mix all the time, so
+    /// audio that stays away means a cut path; audio that never came starts no timer.
+    private func incomingAudio(arrived: Bool, _ call: MediaCall, _ link: MediaServerLink) -> Transition<
+        State, Effect
+    > {
+        let next = call.with(incomingAudio: arrived)
+        let look: Effect = arrived ? .scheduleAudioCheck(after: configuration.audioCheckInterval) : .awaitIncomingAudio
+        switch (call.incomingAudio, arrived) {
+        case (false, true): return .move(to: .connected(next, link), effects: [.cancel(Keys.stall), look])
+        case (true, false):
+            return .move(
+                to: .connected(next, link), effects: [.startStallTimeout(after: configuration.stallTimeout), look])
+        case (true, true), (false, false): return .stay(effects: [look])
+        }
+    }
+
     /// The watch on the member's audio at the server once the microphone changed: off, nothing
     /// is expected; on while the server hears nothing from the member, it is to say it does.
     private func upstreamWatch(microphoneTurned enabled: Bool, _ call: MediaCall) -> [Effect] {
@@ -278,15 +265,14 @@ extension MediaSessionMachine {
     }
 
     private func startAttempt(_ call: MediaCall) -> Transition<State, Effect> {
-        .move(
-            to: .connecting(call, .creatingSession),
-            effects: [
-                .createSession(serverURL: call.descriptor.serverURL),
-                .startAttemptTimeout(after: configuration.attemptTimeout),
-            ])
+        var next = call
+        next.connection += 1
+        return .move(
+            to: .connecting(next),
+            effects: [.requestJoin, .startAttemptTimeout(after: configuration.attemptTimeout)])
     }
 
-    /// A failure of the connection: the token refused closes, a permanent failure or one too
+    /// A failure of the connection: the member off stage closes, a permanent failure or one too
     /// many fails, anything else reconnects after a backoff. The connection is torn down in every case.
     private func retryOrFail(
         _ call: MediaCall, _ error: MediaSessionError, teardown: [Effect]
@@ -299,6 +285,7 @@ extension MediaSessionMachine {
         var next = call
         next.failures = failures
         next.serverReceivesAudio = false  // a new connection: the server has heard nothing yet
+        next.incomingAudio = false
         let delay = configuration.reconnectBackoff.delay(attempt: failures, jitter: 0)
         return .move(to: .reconnecting(next, error), effects: teardown + [.scheduleRetry(after: delay)])
     }
@@ -315,54 +302,26 @@ extension MediaSessionMachine {
     }
 
     private func timerFired(
-        _ timer: MediaSessionTimer, _ call: MediaCall, session: UInt64?, teardown: [Effect]
+        _ timer: MediaSessionTimer, _ call: MediaCall, _ link: MediaServerLink, teardown: [Effect]
     ) -> Transition<State, Effect> {
         switch timer {
         case .keepalive:
-            guard let session else { return .stay }
-            return .stay(
-                effects: [.sendKeepalive(session: session), .scheduleKeepalive(after: configuration.keepaliveInterval)])
+            return .stay(effects: [.sendKeepalive(link), .scheduleKeepalive(after: configuration.keepaliveInterval)])
         case .attempt:
             return retryOrFail(call, .timedOut, teardown: teardown)
-        case .retry, .stall, .upstream:
-            return .stay  // a late retry timer; the stall timer only runs while connected
+        case .retry, .stall, .upstream, .audioCheck:
+            return .stay  // a late retry timer; the audio timers only run while connected
         }
     }
 
-    /// Everything of a connection still being made: its request, stream, keep-alive and deadline,
-    /// and the session once it exists.
-    private func tearDown(_ step: ConnectStep) -> [Effect] {
-        switch step {
-        case .creatingSession:
-            [.cancel(Keys.request), .cancel(Keys.attempt)]
-        case .attaching(let session):
-            [
-                .cancel(Keys.request), .cancel(Keys.events), .cancel(Keys.keepalive), .cancel(Keys.attempt),
-                .destroySession(session),
-            ]
-        case .joining(let link):
-            tearDown(link)
-        }
-    }
-
-    /// Everything of a joined connection: its requests, stream, keep-alive, deadline and peer,
-    /// then the hang-up.
+    /// Everything of a joined connection: its requests, stream, keep-alive, deadline, peer and
+    /// audio watches, then the hang-up.
     private func tearDown(_ link: MediaServerLink) -> [Effect] {
         [
             .cancel(Keys.request), .cancel(Keys.events), .cancel(Keys.keepalive), .cancel(Keys.peer),
-            .cancel(Keys.attempt), .cancel(Keys.stall), .cancel(Keys.upstream), .hangUp(link),
+            .cancel(Keys.attempt), .cancel(Keys.stall), .cancel(Keys.upstream), .cancel(Keys.audioCheck),
+            .cancel(Keys.audioWait), .hangUp(link),
         ]
-    }
-}
-
-extension MediaSessionMachine.ConnectStep {
-    /// The media-server session, once created.
-    var session: UInt64? {
-        switch self {
-        case .creatingSession: nil
-        case .attaching(let session): session
-        case .joining(let link): link.session
-        }
     }
 }
 
@@ -379,9 +338,9 @@ extension MediaCall {
         return call
     }
 
-    func with(_ descriptor: MediaSessionDescriptor) -> MediaCall {
+    func with(incomingAudio arrived: Bool) -> MediaCall {
         var call = self
-        call.descriptor = descriptor
+        call.incomingAudio = arrived
         return call
     }
 }

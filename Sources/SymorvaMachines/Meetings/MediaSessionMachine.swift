@@ -5,27 +5,31 @@ import SymorvaRuntime
 ///
 /// ```
 /// idle → connecting → negotiating → connected
-///            ↑  │          │            │ ICE failed, hangup, session lost
+///            ↑  │          │            │ ICE failed, hangup, session lost, audio stalled
 ///            │  └──────────┴→ reconnecting ←┘
 ///            └── retry ────────────┘
-///  unauthorized (token revoked) → closed(revoked);  disconnect → closed(requested);
+///  not on stage any more, or kicked → closed(revoked);  disconnect, the account's end → closed(requested);
 ///  an engine failure or too many attempts → failed
 /// ```
 ///
-/// - **connecting**: a media-server session is created, the AudioBridge plugin attached, and
-///   the room joined with the member's own token (muted unless the microphone is on). The
-///   server's event stream is polled and the session kept alive from the moment it exists.
-/// - **negotiating**: the platform's peer starts (its audio source and receiver), creates an
-///   offer that goes to the room (`configure` with the JSEP offer); the server's answer is
-///   applied and local ICE candidates trickle as they are found. ICE connected → connected.
+/// - **connecting**: the community services join the member to the meeting's room on a new
+///   media-server session, with the participant ID, display and token they assigned (the token
+///   never reaches the member), and hand over that session and its AudioBridge handle.
+/// - **negotiating**: the server's event stream is read and the session kept alive; the
+///   platform's peer starts (its audio source and receiver) and creates an offer that goes to the
+///   room (`configure` with the JSEP offer); the room's answer, which arrives on the event stream
+///   as an event of the machine, is applied, and local ICE candidates trickle as they are found.
+///   ICE connected → connected.
 /// - **reconnecting**: the media path dropped (ICE failure, the server hung up or lost the
-///   session, the event stream or a keep-alive failed); everything of the old connection is torn
-///   down and a new one starts after a backoff, with the same token and no new admission.
-/// - A token the room refuses (revoked by a demotion, or expired) closes the session (`revoked`).
+///   session, the event stream or a keep-alive failed, the audio stalled); everything of the old
+///   connection is torn down and a new one starts after a backoff: the services join the member
+///   again (no new admission).
+/// - The services refusing (the member is off stage) or the room kicking the member closes the
+///   session (`revoked`).
 ///
 /// Every effect that belongs to a connection runs under a key and is cancelled when the
-/// connection ends; events and effects describe themselves by case name only (the join
-/// carries the token).
+/// connection ends; the media server's events and replies arrive through the mailbox like every
+/// other answer. Events and effects describe themselves by case name only.
 public struct MediaSessionMachine: StateMachine {
     public static let name = "MediaSession"
 
@@ -35,7 +39,8 @@ public struct MediaSessionMachine: StateMachine {
         public var reconnectBackoff: RetryBackoff
         /// Failed attempts in a row after which the session fails.
         public var maximumAttempts: Int
-        /// How long connecting and negotiating may take before the attempt counts as failed.
+        /// How long connecting and negotiating may take before the attempt counts as failed (also
+        /// the bound on the room's answer to the offer).
         public var attemptTimeout: Duration
         /// How often the media-server session is kept alive (Janus times sessions out after 60 s);
         /// a keep-alive is also how a session the server lost (a restart) is noticed soonest.
@@ -46,18 +51,23 @@ public struct MediaSessionMachine: StateMachine {
         /// path is found. Also how long, with the microphone on, the media server may say the
         /// member's audio does not reach it (the other direction of the path).
         public var stallTimeout: Duration
+        /// While the room's audio arrives, how often the machine asks whether any arrived since
+        /// the last look (none: it stopped). While it does not arrive, nothing is asked: the peer's
+        /// first new samples answer.
+        public var audioCheckInterval: Duration
 
         /// Creates a configuration.
         public init(
             reconnectBackoff: RetryBackoff = .mediaReconnect, maximumAttempts: Int = 8,
             attemptTimeout: Duration = .seconds(20), keepaliveInterval: Duration = .seconds(10),
-            stallTimeout: Duration = .seconds(3)
+            stallTimeout: Duration = .seconds(3), audioCheckInterval: Duration = .seconds(1)
         ) {
             self.reconnectBackoff = reconnectBackoff
             self.maximumAttempts = maximumAttempts
             self.attemptTimeout = attemptTimeout
             self.keepaliveInterval = keepaliveInterval
             self.stallTimeout = stallTimeout
+            self.audioCheckInterval = audioCheckInterval
         }
     }
 
@@ -71,7 +81,7 @@ public struct MediaSessionMachine: StateMachine {
 
     /// Keys of the machine's cancellable effects and timers.
     public enum Keys {
-        /// The request in flight of the connection steps (create, attach, join, offer).
+        /// The request in flight of the connection steps (the services' join, offer, answer).
         public static let request = EffectKey("media.request")
         /// The media server's event stream (long poll).
         public static let events = EffectKey("media.events")
@@ -88,19 +98,13 @@ public struct MediaSessionMachine: StateMachine {
         /// The wait, while the microphone is on but the media server says the member's audio is
         /// not reaching it, before the media path counts as lost.
         public static let upstream = EffectKey("media.upstream")
+        /// The next look at whether the room's audio still arrives.
+        public static let audioCheck = EffectKey("media.audioCheck")
+        /// The wait for the room's audio to arrive (again).
+        public static let audioWait = EffectKey("media.audioWait")
     }
 
     // MARK: - State
-
-    /// Where a connection is while it is being made.
-    public enum ConnectStep: Sendable, Hashable {
-        /// Creating the media-server session.
-        case creatingSession
-        /// Attaching the AudioBridge plugin in the session.
-        case attaching(session: UInt64)
-        /// Joining the room with the member's token.
-        case joining(MediaServerLink)
-    }
 
     /// Where the WebRTC negotiation is.
     public enum NegotiationStep: Sendable, Hashable {
@@ -108,7 +112,7 @@ public struct MediaSessionMachine: StateMachine {
         case startingPeer
         /// The peer is creating its offer.
         case creatingOffer
-        /// The offer is with the room; waiting for its answer.
+        /// The offer is with the room; waiting for its answer (``MediaCall/offerTransaction``).
         case awaitingAnswer
         /// The answer is being applied to the peer.
         case applyingAnswer
@@ -120,15 +124,15 @@ public struct MediaSessionMachine: StateMachine {
     public enum State: Sendable, Equatable, CaseNamed {
         /// Not connected yet.
         case idle(MediaCall)
-        /// Creating the media-server session, attaching the plugin, joining the room.
-        case connecting(MediaCall, ConnectStep)
+        /// The services are joining the member to the room on a new media-server session.
+        case connecting(MediaCall)
         /// Joined: the peer negotiates the audio path with the room.
         case negotiating(MediaCall, MediaServerLink, NegotiationStep)
         /// Audio flows both ways (while the microphone is on).
         case connected(MediaCall, MediaServerLink)
-        /// The media path dropped: waiting before a new connection with the same token.
+        /// The media path dropped: waiting before a new connection.
         case reconnecting(MediaCall, MediaSessionError)
-        /// Closed for good: disconnected, or the token was revoked.
+        /// Closed for good: disconnected, or the member is off stage.
         case closed(MediaCloseReason)
         /// The session cannot work (an engine failure, a refusal, too many failed attempts).
         case failed(MediaSessionError)
@@ -153,10 +157,18 @@ public struct MediaSessionMachine: StateMachine {
         /// The call, in every state that has one.
         public var call: MediaCall? {
             switch self {
-            case .idle(let call), .connecting(let call, _), .negotiating(let call, _, _), .connected(let call, _),
+            case .idle(let call), .connecting(let call), .negotiating(let call, _, _), .connected(let call, _),
                 .reconnecting(let call, _):
                 call
             case .closed, .failed: nil
+            }
+        }
+
+        /// The connection's place on the media server, while there is one.
+        public var link: MediaServerLink? {
+            switch self {
+            case .negotiating(_, let link, _), .connected(_, let link): link
+            case .idle, .connecting, .reconnecting, .closed, .failed: nil
             }
         }
 
@@ -175,24 +187,20 @@ public struct MediaSessionMachine: StateMachine {
     public enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
         /// The member asked to connect.
         case connectRequested
-        /// The member (or the meeting) asked to disconnect.
+        /// The member (or the meeting, or the end of the account's scope) asked to disconnect.
         case disconnectRequested
         /// The member turned their microphone on or off.
         case microphoneRequested(enabled: Bool)
-        /// The services renewed the descriptor (a fresh token for the next join).
-        case descriptorUpdated(MediaSessionDescriptor)
-        /// The media server answered the session creation with its ID.
-        case sessionCreated(Result<UInt64, MediaSessionError>)
-        /// The media server answered the plugin attach with the handle's ID.
-        case pluginAttached(Result<UInt64, MediaSessionError>)
-        /// The room answered the join with the member's participant ID.
-        case roomJoined(Result<UInt64, MediaSessionError>)
+        /// The services answered the join: the media-server session and handle they joined to the
+        /// room as the member's participant.
+        case roomJoined(Result<MediaServerLink, MediaSessionError>)
         /// The platform peer started (or could not).
         case peerStarted(MediaSessionError?)
         /// The peer created its offer.
         case offerCreated(Result<SessionDescription, MediaSessionError>)
-        /// The room answered the offer.
-        case answerReceived(Result<SessionDescription, MediaSessionError>)
+        /// The media server replied to the request of this transaction (read on the event stream,
+        /// or the request failed on its way).
+        case serverReplied(transaction: String, MediaServerReply)
         /// The peer applied the answer (or refused it).
         case answerApplied(MediaSessionError?)
         /// The peer found a local ICE candidate.
@@ -201,9 +209,9 @@ public struct MediaSessionMachine: StateMachine {
         case localCandidatesGathered
         /// The peer's ICE connection state changed.
         case iceStateChanged(IceConnectionState)
-        /// The room's audio stopped reaching the peer (`false`: nothing for a second) or reaches
-        /// it again (`true`).
-        case incomingAudioChanged(flowing: Bool)
+        /// Whether any of the room's audio reached the peer since the last look (or, waited for,
+        /// that it arrives again).
+        case incomingAudioChecked(arrived: Bool)
         /// The peer's pipeline stopped with an error.
         case peerFailed(MediaSessionError)
         /// The media server said something about the handle or session.
@@ -212,17 +220,15 @@ public struct MediaSessionMachine: StateMachine {
         case eventsFailed(MediaSessionError)
         /// A keep-alive answered (nil: fine).
         case keepaliveAnswered(MediaSessionError?)
-        /// The room answered a mute change (nil: applied).
-        case configureAnswered(MediaSessionError?)
         /// A timer set by the machine fired.
         case timerFired(MediaSessionTimer)
 
         /// Every event case name, in declaration order: the chart's event names.
         public static let caseNames = [
-            "connectRequested", "disconnectRequested", "microphoneRequested", "descriptorUpdated", "sessionCreated",
-            "pluginAttached", "roomJoined", "peerStarted", "offerCreated", "answerReceived", "answerApplied",
-            "localCandidate", "localCandidatesGathered", "iceStateChanged", "incomingAudioChanged", "peerFailed",
-            "serverEvent", "eventsFailed", "keepaliveAnswered", "configureAnswered", "timerFired",
+            "connectRequested", "disconnectRequested", "microphoneRequested", "roomJoined", "peerStarted",
+            "offerCreated", "serverReplied", "answerApplied", "localCandidate", "localCandidatesGathered",
+            "iceStateChanged", "incomingAudioChecked", "peerFailed", "serverEvent", "eventsFailed",
+            "keepaliveAnswered", "timerFired",
         ]
 
         public var caseNameLiteral: StaticString? {
@@ -230,28 +236,24 @@ public struct MediaSessionMachine: StateMachine {
             case .connectRequested: "connectRequested"
             case .disconnectRequested: "disconnectRequested"
             case .microphoneRequested: "microphoneRequested"
-            case .descriptorUpdated: "descriptorUpdated"
-            case .sessionCreated: "sessionCreated"
-            case .pluginAttached: "pluginAttached"
             case .roomJoined: "roomJoined"
             case .peerStarted: "peerStarted"
             case .offerCreated: "offerCreated"
-            case .answerReceived: "answerReceived"
+            case .serverReplied: "serverReplied"
             case .answerApplied: "answerApplied"
             case .localCandidate: "localCandidate"
             case .localCandidatesGathered: "localCandidatesGathered"
             case .iceStateChanged: "iceStateChanged"
-            case .incomingAudioChanged: "incomingAudioChanged"
+            case .incomingAudioChecked: "incomingAudioChecked"
             case .peerFailed: "peerFailed"
             case .serverEvent: "serverEvent"
             case .eventsFailed: "eventsFailed"
             case .keepaliveAnswered: "keepaliveAnswered"
-            case .configureAnswered: "configureAnswered"
             case .timerFired: "timerFired"
             }
         }
 
-        /// The case name only: events may carry tokens.
+        /// The case name only.
         public var description: String { caseName }
     }
 
@@ -267,32 +269,33 @@ public struct MediaSessionMachine: StateMachine {
         case stall
         /// The member's audio did not reach the media server for too long, microphone on.
         case upstream
+        /// Look whether the room's audio still arrives.
+        case audioCheck
     }
 
     // MARK: - Effect
 
     /// What the interpreter must do.
     public enum Effect: MachineEffect, Equatable, CustomStringConvertible {
-        /// Create a media-server session; answers ``Event/sessionCreated(_:)``.
-        case createSession(serverURL: String)
-        /// Attach the plugin in the session; answers ``Event/pluginAttached(_:)``.
-        case attachPlugin(session: UInt64, plugin: String)
-        /// Read the session's event stream until cancelled: emits ``Event/serverEvent(_:)``,
-        /// ends with ``Event/eventsFailed(_:)``; answers to requests go to their waiters.
-        case readEvents(session: UInt64)
+        /// Ask the services to join the member to the room on a new media-server session;
+        /// answers ``Event/roomJoined(_:)``.
+        case requestJoin
+        /// Read the session's event stream until cancelled: emits ``Event/serverEvent(_:)`` and
+        /// ``Event/serverReplied(transaction:_:)``, ends with ``Event/eventsFailed(_:)``.
+        case readEvents(MediaServerLink)
         /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/keepalive`` after this delay.
         case scheduleKeepalive(after: Duration)
         /// Keep the session alive; answers ``Event/keepaliveAnswered(_:)``.
-        case sendKeepalive(session: UInt64)
-        /// Join the room; answers ``Event/roomJoined(_:)``.
-        case joinRoom(MediaServerLink, MediaRoomJoin)
+        case sendKeepalive(MediaServerLink)
         /// Start the platform peer, sending when `sending`; answers ``Event/peerStarted(_:)``,
         /// then emits its candidates, ICE states and failures until cancelled (which closes it).
         case startPeer(sending: Bool)
         /// Have the peer create its offer; answers ``Event/offerCreated(_:)``.
         case createOffer
-        /// Send the offer to the room (`configure` with the JSEP offer); answers ``Event/answerReceived(_:)``.
-        case sendOffer(MediaServerLink, SessionDescription, muted: Bool)
+        /// Send the offer to the room (`configure` with the JSEP offer) under `transaction`; the
+        /// room's answer comes from the event stream, a failed send as
+        /// ``Event/serverReplied(transaction:_:)`` at once.
+        case sendOffer(MediaServerLink, SessionDescription, muted: Bool, transaction: String)
         /// Apply the room's answer to the peer; answers ``Event/answerApplied(_:)``.
         case applyAnswer(SessionDescription)
         /// Trickle a local candidate to the media server.
@@ -301,12 +304,10 @@ public struct MediaSessionMachine: StateMachine {
         case trickleComplete(MediaServerLink)
         /// Start or stop sending the peer's audio.
         case setSending(Bool)
-        /// Tell the room the member is (un)muted; answers ``Event/configureAnswered(_:)``.
+        /// Tell the room the member is (un)muted (its reply is not waited for).
         case configureMuted(MediaServerLink, muted: Bool)
-        /// Hang the handle up, leave the room and destroy the session (best effort, no answer).
+        /// Leave the room, hang the handle up and destroy the session (best effort, no answer).
         case hangUp(MediaServerLink)
-        /// Destroy a session that has no joined handle yet (best effort, no answer).
-        case destroySession(UInt64)
         /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/retry`` after this delay.
         case scheduleRetry(after: Duration)
         /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/attempt`` after this delay,
@@ -319,13 +320,20 @@ public struct MediaSessionMachine: StateMachine {
         /// unless the media server says the member's audio reaches it first (or the microphone
         /// goes off).
         case startUpstreamTimeout(after: Duration)
+        /// Fire ``Event/timerFired(_:)`` with ``MediaSessionTimer/audioCheck`` after this delay.
+        case scheduleAudioCheck(after: Duration)
+        /// Say whether any of the room's audio arrived since the last look; answers
+        /// ``Event/incomingAudioChecked(arrived:)``.
+        case checkIncomingAudio
+        /// Wait until the room's audio arrives; answers ``Event/incomingAudioChecked(arrived:)``
+        /// (`true`).
+        case awaitIncomingAudio
         /// Cancel the effect or timer running under this key.
         case cancel(EffectKey)
 
         public var directive: EffectDirective {
             switch self {
-            case .createSession, .attachPlugin, .joinRoom, .createOffer, .sendOffer, .applyAnswer:
-                .keyed(Keys.request)
+            case .requestJoin, .createOffer, .sendOffer, .applyAnswer: .keyed(Keys.request)
             case .readEvents: .keyed(Keys.events)
             case .scheduleKeepalive(let delay): .timer(Keys.keepalive, .after(delay))
             case .startPeer: .keyed(Keys.peer)
@@ -333,7 +341,10 @@ public struct MediaSessionMachine: StateMachine {
             case .startAttemptTimeout(let delay): .timer(Keys.attempt, .after(delay))
             case .startStallTimeout(let delay): .timer(Keys.stall, .after(delay))
             case .startUpstreamTimeout(let delay): .timer(Keys.upstream, .after(delay))
-            case .sendKeepalive, .trickle, .trickleComplete, .setSending, .configureMuted, .hangUp, .destroySession:
+            case .scheduleAudioCheck(let delay): .timer(Keys.audioCheck, .after(delay))
+            case .awaitIncomingAudio: .keyed(Keys.audioWait)
+            case .sendKeepalive, .trickle, .trickleComplete, .setSending, .configureMuted, .hangUp,
+                .checkIncomingAudio:
                 .perform
             case .cancel(let key): .cancel(key)
             }
@@ -341,20 +352,18 @@ public struct MediaSessionMachine: StateMachine {
 
         /// Every effect case name, in declaration order.
         public static let caseNames = [
-            "createSession", "attachPlugin", "readEvents", "scheduleKeepalive", "sendKeepalive", "joinRoom",
-            "startPeer", "createOffer", "sendOffer", "applyAnswer", "trickle", "trickleComplete", "setSending",
-            "configureMuted", "hangUp", "destroySession", "scheduleRetry", "startAttemptTimeout", "startStallTimeout",
-            "startUpstreamTimeout", "cancel",
+            "requestJoin", "readEvents", "scheduleKeepalive", "sendKeepalive", "startPeer", "createOffer",
+            "sendOffer", "applyAnswer", "trickle", "trickleComplete", "setSending", "configureMuted", "hangUp",
+            "scheduleRetry", "startAttemptTimeout", "startStallTimeout", "startUpstreamTimeout",
+            "scheduleAudioCheck", "checkIncomingAudio", "awaitIncomingAudio", "cancel",
         ]
 
         public var caseNameLiteral: StaticString? {
             switch self {
-            case .createSession: "createSession"
-            case .attachPlugin: "attachPlugin"
+            case .requestJoin: "requestJoin"
             case .readEvents: "readEvents"
             case .scheduleKeepalive: "scheduleKeepalive"
             case .sendKeepalive: "sendKeepalive"
-            case .joinRoom: "joinRoom"
             case .startPeer: "startPeer"
             case .createOffer: "createOffer"
             case .sendOffer: "sendOffer"
@@ -364,16 +373,18 @@ public struct MediaSessionMachine: StateMachine {
             case .setSending: "setSending"
             case .configureMuted: "configureMuted"
             case .hangUp: "hangUp"
-            case .destroySession: "destroySession"
             case .scheduleRetry: "scheduleRetry"
             case .startAttemptTimeout: "startAttemptTimeout"
             case .startStallTimeout: "startStallTimeout"
             case .startUpstreamTimeout: "startUpstreamTimeout"
+            case .scheduleAudioCheck: "scheduleAudioCheck"
+            case .checkIncomingAudio: "checkIncomingAudio"
+            case .awaitIncomingAudio: "awaitIncomingAudio"
             case .cancel: "cancel"
             }
         }
 
-        /// The case name only: the join carries the member's token.
+        /// The case name only.
         public var description: String { caseName }
     }
 }

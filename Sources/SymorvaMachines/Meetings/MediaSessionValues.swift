@@ -1,25 +1,31 @@
 import SymorvaRuntime
 
-/// A media-server session and the plugin handle attached in it (Janus's `session_id` and
-/// `handle_id`). Safe to log: neither grants anything without the member's token.
+/// Where a stage member's connection continues on the media server: the Janus session and the
+/// AudioBridge handle that the community services made and joined to the meeting's room with the
+/// member's assigned participant (Janus's `session_id` and `handle_id`). Safe to log: the member
+/// holds no token, and the handle is joined as that participant only.
 public struct MediaServerLink: Sendable, Hashable {
+    /// The media server's HTTP API (Janus), e.g. `http://127.0.0.1:8088/janus`.
+    public let serverURL: String
     /// The media server's session.
     public let session: UInt64
-    /// The AudioBridge plugin handle in that session.
+    /// The AudioBridge plugin handle in that session, joined to the room.
     public let handle: UInt64
+    /// The participant the services joined the handle as.
+    public let participantID: UInt64
 
     /// A link.
-    public init(session: UInt64, handle: UInt64) {
+    public init(serverURL: String, session: UInt64, handle: UInt64, participantID: UInt64) {
+        self.serverURL = serverURL
         self.session = session
         self.handle = handle
+        self.participantID = participantID
     }
 }
 
-/// What a stage session knows across its connections: the descriptor (renewed tokens replace
-/// it), whether the member wants their microphone on, and how many attempts failed in a row.
+/// What a stage session knows across its connections: whether the member wants their microphone
+/// on, how many attempts failed in a row, and what it learnt about the connection in use.
 public struct MediaCall: Sendable, Hashable {
-    /// The services' descriptor: the media server, the room and the member's own token.
-    public var descriptor: MediaSessionDescriptor
     /// Whether the member's microphone should send (and the room show them unmuted).
     public var microphoneEnabled: Bool
     /// Connection attempts that failed since the session was last connected.
@@ -27,17 +33,38 @@ public struct MediaCall: Sendable, Hashable {
     /// Whether the media server last said the member's audio reaches it, on this connection
     /// (Janus's `media` events; false until it says so, and again on every new connection).
     public var serverReceivesAudio: Bool
+    /// Connections started so far: names this connection's requests (their Janus transactions),
+    /// so that a reply is matched to the request it answers.
+    public var connection: Int
+    /// Whether the room's audio reaches the peer on this connection (false until it does, and
+    /// again after a check found none).
+    public var incomingAudio: Bool
 
     /// A call, microphone off, no failures.
     public init(
-        descriptor: MediaSessionDescriptor, microphoneEnabled: Bool = false, failures: Int = 0,
-        serverReceivesAudio: Bool = false
+        microphoneEnabled: Bool = false, failures: Int = 0, serverReceivesAudio: Bool = false, connection: Int = 0,
+        incomingAudio: Bool = false
     ) {
-        self.descriptor = descriptor
         self.microphoneEnabled = microphoneEnabled
         self.failures = failures
         self.serverReceivesAudio = serverReceivesAudio
+        self.connection = connection
+        self.incomingAudio = incomingAudio
     }
+
+    /// The transaction of this connection's offer.
+    public var offerTransaction: String { "offer-\(connection)" }
+}
+
+/// The media server's reply to one of the member's requests, read on the session's event stream
+/// (Janus answers a plugin message with `ack`, then an `event` with the same transaction).
+public enum MediaServerReply: Sendable, Hashable {
+    /// A session description: the room's answer to the member's offer.
+    case description(SessionDescription)
+    /// Done, nothing to hand over.
+    case accepted
+    /// The request failed (the room refused it, or it never reached the server).
+    case failed(MediaSessionError)
 }
 
 /// A session description (SDP) of the WebRTC negotiation. Not a secret, but long: it prints
@@ -89,7 +116,7 @@ public enum MediaServerEvent: Sendable, Hashable {
     case webrtcUp
     /// The server hung the PeerConnection up (ICE or DTLS failure, a restart of the plugin).
     case hangup
-    /// The member was taken out of the room (a host demoted them: their token is revoked).
+    /// The member was taken out of the room (kicked: a host demoted them, their token went).
     case removed
     /// The server no longer knows the session (it timed out, or the server restarted).
     case sessionLost
@@ -100,7 +127,8 @@ public enum MediaServerEvent: Sendable, Hashable {
 
 /// Why a stage media session failed, or could not connect this time.
 public enum MediaSessionError: Error, Sendable, Hashable {
-    /// The room does not accept the member's token (not in its allowed list: revoked or expired).
+    /// The member may not be in the room any more (the services no longer have them on stage,
+    /// or the room refused them).
     case unauthorized
     /// The media server has no such room (the meeting's room is gone).
     case roomUnavailable
@@ -184,32 +212,6 @@ public enum MissingMediaComponent: Sendable, Hashable, CustomStringConvertible {
 public enum MediaCloseReason: String, Sendable, Hashable {
     /// The member (or the meeting: demotion, leaving) disconnected it.
     case requested
-    /// The media server refused the member's token: the services revoked it (demotion).
+    /// The member is not on stage any more: the services took them out of the room (demotion).
     case revoked
-}
-
-/// How the member joins the AudioBridge room: the descriptor's room, participant and token.
-public struct MediaRoomJoin: Sendable, Hashable, CustomStringConvertible {
-    /// The AudioBridge room.
-    public let room: UInt64
-    /// The participant ID to join with.
-    public let participantID: UInt64
-    /// The display to join with.
-    public let display: String
-    /// The member's token (redacted in every description).
-    public let token: Secret<String>
-    /// Whether to join muted.
-    public let muted: Bool
-
-    /// The join for `descriptor`.
-    public init(_ descriptor: MediaSessionDescriptor, muted: Bool) {
-        room = descriptor.room
-        participantID = descriptor.participantID
-        display = descriptor.display
-        token = descriptor.token
-        self.muted = muted
-    }
-
-    /// The room and participant only.
-    public var description: String { "join(room: \(room), participant: \(participantID))" }
 }

@@ -45,10 +45,12 @@ public struct MeetingParticipant: Sendable, Hashable {
     }
 }
 
-/// What a stage member needs to connect to the media server: its URL, the AudioBridge room,
-/// their own token in the room's allowed list, and when it expires.
+/// What a stage member knows of their place in the meeting's media room: the media server, the
+/// AudioBridge room, the participant ID and display the services assigned them, and when the
+/// services' admission (their token, which never leaves the services) expires unless renewed.
 ///
-/// The token is a ``/SymorvaRuntime/Secret``: descriptors print `<redacted>` for it.
+/// It grants nothing: the services join the member to the room themselves and hand over only the
+/// media-server session to continue on (``MediaServerLink``), so no client can join as anyone else.
 public struct MediaSessionDescriptor: Sendable, Hashable {
     /// The media server's HTTP API (Janus), e.g. `http://127.0.0.1:8088/janus`.
     public let serverURL: String
@@ -56,24 +58,21 @@ public struct MediaSessionDescriptor: Sendable, Hashable {
     public let plugin: String
     /// The AudioBridge room.
     public let room: UInt64
-    /// The member's token for the room; revoked when they leave the stage.
-    public let token: Secret<String>
-    /// The participant ID to join the room with.
+    /// The participant ID the services join the member as.
     public let participantID: UInt64
-    /// The display name to join with (the member's user ID).
+    /// The display name the services join the member with (the member's user ID).
     public let display: String
-    /// When the token stops being accepted.
+    /// When the admission expires unless renewed (``MeetingMachine`` renews it before).
     public let expiresAt: Timestamp
 
     /// Creates a descriptor.
     public init(
-        serverURL: String, plugin: String, room: UInt64, token: Secret<String>, participantID: UInt64,
-        display: String, expiresAt: Timestamp
+        serverURL: String, plugin: String, room: UInt64, participantID: UInt64, display: String,
+        expiresAt: Timestamp
     ) {
         self.serverURL = serverURL
         self.plugin = plugin
         self.room = room
-        self.token = token
         self.participantID = participantID
         self.display = display
         self.expiresAt = expiresAt

@@ -7,7 +7,7 @@ import SymorvaTransport
 import Testing
 
 /// Meetings against the real Synapse, the reference services and Janus: admission with a stage
-/// capacity of 2 (the dev manifest's), descriptors Janus accepts, the listener's live playback
+/// capacity of 2 (the dev manifest's), stage members the services join to the media room, the listener's live playback
 /// stream, hands, promotion rights, demotion revoking the token at Janus, leaving, ending, and
 /// the feed resuming from its cursor after a relay drop.
 @Suite(
@@ -27,18 +27,15 @@ struct MeetingIntegrationTests {
         let roomID = try await host.createRoom()
         try await bob.joinRoom(roomID)
         try await carol.joinRoom(roomID)
-        let janus = JanusProbe(transport: transport)
-
-        // Capacity 2: the host and Bob are on stage, each with a descriptor Janus accepts.
+        // Capacity 2: the host and Bob are on stage, each joined to the media room by the services.
         let hostRoom = try await host.meetings.join(roomID: roomID)
         let bobRoom = try await bob.meetings.join(roomID: roomID)
         let carolRoom = try await carol.meetings.join(roomID: roomID)
         #expect(hostRoom.role.value.kind == .stage && bobRoom.role.value.kind == .stage)
         #expect(carolRoom.role.value.kind == .listener)
         let hostSession = try #require(hostRoom.stageSession)
-        let bobDescriptor = try #require(bobRoom.stageSession).descriptor
-        #expect(try await janus.join(with: hostSession.descriptor) == "joined")
-        #expect(try await janus.join(with: bobDescriptor) == "joined")
+        #expect(await host.connectMedia(hostRoom.meetingID) == "joined")
+        #expect(await bob.connectMedia(bobRoom.meetingID) == "joined")
         // Built without a media engine (UnavailableMediaEngine), connecting is a typed refusal.
         await #expect(throws: MeetingError.mediaUnavailable) { try await hostSession.connect() }
 
@@ -61,12 +58,12 @@ struct MeetingIntegrationTests {
         await #expect(throws: MeetingError.stageFull) { try await hostRoom.promote(carol.userID) }
         try await hostRoom.demote(bob.userID)
         try await bobRoom.role.wait(timeout: .seconds(15)) { $0.kind == .listener }
-        #expect(try await janus.join(with: bobDescriptor) == "489")  // revoked: not in the allowed list
+        #expect(await bob.connectMedia(bobRoom.meetingID) == "refused")  // off stage: no join any more
 
-        // Promoted, Carol's role becomes stage with a descriptor Janus accepts.
+        // Promoted, Carol's role becomes stage, and the services join her to the media room.
         try await hostRoom.promote(carol.userID)
         try await carolRoom.role.wait(timeout: .seconds(15)) { $0.kind == .stage }
-        #expect(try await janus.join(with: try #require(carolRoom.stageSession).descriptor) == "joined")
+        #expect(await carol.connectMedia(carolRoom.meetingID) == "joined")
         try await playback.state.wait(timeout: .seconds(5)) { $0 == .paused || $0 == .stopped }
 
         // Bob's relay drops: his feed reconnects and, from its cursor, misses nothing.

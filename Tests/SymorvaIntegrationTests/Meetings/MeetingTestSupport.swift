@@ -179,45 +179,9 @@ final class MeetingMember: Sendable {
     }
 }
 
-/// Joins an AudioBridge room with a media-session descriptor over Janus's HTTP API, as a
-/// participant without media (rooms take no plain-RTP participants): what a stage member's media
-/// engine does before its WebRTC offer. The answer says whether the room accepted the token.
+/// Janus's HTTP API, for what a test does to the media server behind a member's back.
 struct JanusProbe {
     let transport: any HTTPTransport
-
-    /// `"joined"`, or the AudioBridge error code (489: the token is not in the allowed list).
-    func join(with descriptor: MediaSessionDescriptor) async throws -> String {
-        guard let base = URL(string: descriptor.serverURL) else { throw IntegrationFailure("bad server URL") }
-        let session = try await id(post(base, ["janus": "create"]))
-        defer {
-            Task { [transport] in
-                _ = try? await JanusProbe(transport: transport).post(
-                    base.appending(path: "\(session)"), ["janus": "destroy"])
-            }
-        }
-        let handle = try await id(
-            post(base.appending(path: "\(session)"), ["janus": "attach", "plugin": descriptor.plugin]))
-        let body: [String: Any] = [
-            "request": "join", "room": descriptor.room, "token": descriptor.token.exposedValue,
-            "id": descriptor.participantID, "display": descriptor.display,
-        ]
-        let ack = try await post(base.appending(path: "\(session)/\(handle)"), ["janus": "message", "body": body])
-        let transaction = ack["transaction"] as? String
-        for _ in 0..<10 {
-            var components = URLComponents(url: base.appending(path: "\(session)"), resolvingAgainstBaseURL: false)!
-            components.queryItems = [URLQueryItem(name: "maxev", value: "5")]
-            let response = try await transport.send(
-                HTTPRequest(method: .get, url: components.url!, timeout: .seconds(40)))
-            let parsed = try JSONSerialization.jsonObject(with: Data(response.body))
-            let events = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
-            for event in events where event["transaction"] as? String == transaction {
-                let data = ((event["plugindata"] as? [String: Any])?["data"] as? [String: Any]) ?? [:]
-                if let code = data["error_code"] as? Int { return String(code) }
-                return (data["audiobridge"] as? String) ?? "?"
-            }
-        }
-        throw IntegrationFailure("no answer to the AudioBridge join")
-    }
 
     /// Destroys a media-server session under its owner (what a restart of the server does to it).
     func destroy(session: UInt64, at serverURL: String) async throws {
@@ -239,6 +203,46 @@ struct JanusProbe {
             throw IntegrationFailure("Janus: no id in \(answer["janus"] ?? "?")")
         }
         return id
+    }
+}
+
+extension MeetingMember {
+    /// Has the services join this member to the meeting's media room (`POST …/media/connect`,
+    /// what the member's media session does to connect): `"joined"` when they hand over a Janus
+    /// session and handle, else `"refused"`.
+    func connectMedia(_ meetingID: MeetingID) async -> String {
+        guard
+            let answer = try? await services.send(.post, "/_symorva/v1/meetings/\(meetingID.rawValue)/media/connect"),
+            let json = try? JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any],
+            json["handle_id"] != nil
+        else { return "refused" }
+        return "joined"
+    }
+}
+
+/// The services' own database in the dev environment: the media tokens they hold, which no
+/// member ever receives (the log canaries look for them).
+enum ServicesDatabase {
+    /// The media tokens the services hold now for `meetingID`'s stage members.
+    static func mediaTokens(_ meetingID: MeetingID) throws -> [String] {
+        guard let state = ProcessInfo.processInfo.environment["SYMORVA_STATE_DIR"] else {
+            throw IntegrationFailure("SYMORVA_STATE_DIR is not set (the env file of Scripts/dev-server)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                + "print('\\n'.join(r[0] for r in c.execute('SELECT token FROM meeting_media_tokens WHERE meeting_id = ?', (sys.argv[2],))))",
+            state + "/services/services.db", meetingID.rawValue,
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw IntegrationFailure("reading the services database failed") }
+        return output.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
     }
 }
 

@@ -14,10 +14,11 @@ enum MeetingFixture {
         playlistPath: "/_symorva/v1/meetings/mt_0001/playback/live.m3u8", segmentDuration: .seconds(1))
     static let expiry = Timestamp(millisecondsSince1970: 1_800_000_000_000)
 
-    static func descriptor(_ token: String = "token-1", expiresAt: Timestamp = expiry) -> MediaSessionDescriptor {
+    /// The member's descriptor; `participant` tells renewed ones apart in tests.
+    static func descriptor(participant: UInt64 = 7, expiresAt: Timestamp = expiry) -> MediaSessionDescriptor {
         MediaSessionDescriptor(
             serverURL: "http://127.0.0.1:8088/janus", plugin: "janus.plugin.audiobridge", room: 42,
-            token: Secret(token), participantID: 7, display: me.rawValue, expiresAt: expiresAt)
+            participantID: participant, display: me.rawValue, expiresAt: expiresAt)
     }
 
     static func people(_ myRole: ParticipantRole?, hand: Bool = false) -> [MeetingParticipant] {
@@ -101,7 +102,7 @@ enum MeetingFixture {
         .snapshotReceived(snapshot(nil, cursor: 7)),
         .snapshotReceived(snapshot(nil, cursor: 7, ended: true)),
         .snapshotReceived(snapshot(.listener, cursor: 1)),
-        .mediaSessionResponse(.success(descriptor("token-2"))),
+        .mediaSessionResponse(.success(descriptor(participant: 8))),
         .mediaSessionResponse(.failure(.transport(.timeout))),
         .mediaSessionResponse(.failure(.wrongRole)),
         .mediaSessionClosed,

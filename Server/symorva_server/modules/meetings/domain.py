@@ -7,9 +7,11 @@ hosts (power level >= `hostPowerLevel`) may also promote, demote and end. Admiss
 - open meeting: stage while fewer than `stageCapacity` members are on it, else listener;
 - broadcast meeting (opened by a host with `broadcast: true`): only hosts start on stage.
 
-Stage members get a media-session descriptor (the Janus URL, the AudioBridge room, their
-own token in the room's `allowed` list, its expiry); moving them off stage (demote, leave,
-end, losing room membership) removes the token and kicks them from the room. Every change
+Stage members get a media-session descriptor (the Janus URL, the AudioBridge room, the
+participant ID and display the services assigned them, the expiry of their token in the room's
+`allowed` list, which stays here); the services join them to the room themselves on a media-server
+session they hand over (`connect_media`). Moving them off stage (demote, leave, end, losing room
+membership) removes the token and kicks them from the room. Every change
 is a row of `meeting_changes` with a per-meeting sequence number, which is the feed's cursor.
 The last participant leaving ends the meeting.
 """
@@ -189,20 +191,25 @@ class Meetings:
         return room
 
     async def _issue_descriptor(self, meeting_id: str, user_id: str) -> dict[str, Any]:
+        """The member's media-session descriptor: what they need to know about the media room (its
+        server, room, the participant ID and display the services assigned to them, the expiry).
+        A member who holds a token keeps it (and its participant ID) with a later expiry; one who
+        holds none gets a new one. The token itself never leaves the services: they join the member
+        themselves (`connect_media`)."""
         if self.media is None:
             raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, "No media server is configured")
         room = await self._media_room(meeting_id)
-        old = self.db.query_one("SELECT token FROM meeting_media_tokens WHERE meeting_id = ? AND user_id = ?",
-                                (meeting_id, user_id))
-        token = secrets.token_urlsafe(24)
-        participant_id = secrets.randbelow(2**52) + 1
+        old = self.db.query_one("SELECT token, participant_id FROM meeting_media_tokens"
+                                " WHERE meeting_id = ? AND user_id = ?", (meeting_id, user_id))
         expires = self.now_ms() + self.config.media_token_ttl_ms
-        try:
-            await self.media.allow(room, token, participant_id, user_id)
-            if old is not None:
-                await self.media.revoke(room, old["token"])
-        except MediaError as e:
-            raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, f"The media server failed: {e}") from None
+        if old is not None:
+            token, participant_id = old["token"], old["participant_id"]
+        else:
+            token, participant_id = secrets.token_urlsafe(24), secrets.randbelow(2**52) + 1
+            try:
+                await self.media.allow(room, token, participant_id, user_id)
+            except MediaError as e:
+                raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, f"The media server failed: {e}") from None
         def write(conn) -> None:
             conn.execute("INSERT INTO meeting_media_tokens(meeting_id, user_id, token, participant_id, expires_at_ms)"
                          " VALUES (?, ?, ?, ?, ?) ON CONFLICT(meeting_id, user_id) DO UPDATE SET"
@@ -211,7 +218,7 @@ class Meetings:
                          (meeting_id, user_id, token, participant_id, expires))
         await self.db.run_transaction(write)
         return {"server_url": self.media.public_url, "plugin": "janus.plugin.audiobridge", "room": room.room,
-                "token": token, "participant_id": participant_id, "display": user_id, "expires_at_ms": expires}
+                "participant_id": participant_id, "display": user_id, "expires_at_ms": expires}
 
     async def _revoke_media(self, meeting_id: str, user_id: str) -> None:
         row = self.db.query_one("SELECT token, participant_id FROM meeting_media_tokens"
@@ -429,13 +436,44 @@ class Meetings:
             return self.snapshot(self._meeting(meeting_id))
 
     async def media_session(self, meeting_id: str, user_id: str) -> dict[str, Any]:
-        """A fresh descriptor for a stage member (their previous token is revoked)."""
+        """A stage member's descriptor with a later expiry (the renewal; their token and participant
+        ID stay, so a connected session goes on)."""
         async with self._lock(meeting_id):
             await self._caller(meeting_id, user_id)
             row = self._require_participant(meeting_id, user_id)
             if row["role"] != STAGE:
                 raise _err(409, MeetingsErrorCode.WRONG_ROLE, f"{user_id} is not on stage")
             return await self._issue_descriptor(meeting_id, user_id)
+
+    async def connect_media(self, meeting_id: str, user_id: str) -> dict[str, Any]:
+        """Joins a stage member's participant to the meeting's AudioBridge room on a new media-server
+        session, with the participant ID, display and token the services assigned, and hands the
+        member only that session and its handle: they continue there (`configure` with their offer,
+        keep-alives, the event stream). The token never reaches the member, so no client can join the
+        room as anyone else. The member's previous session made here is destroyed first (one live
+        connection per member; its participant ID is free again)."""
+        async with self._lock(meeting_id):
+            await self._caller(meeting_id, user_id)
+            row = self._require_participant(meeting_id, user_id)
+            if row["role"] != STAGE:
+                raise _err(409, MeetingsErrorCode.WRONG_ROLE, f"{user_id} is not on stage")
+            await self.expire_tokens(meeting_id)
+            held = self.db.query_one("SELECT token FROM meeting_media_tokens WHERE meeting_id = ? AND user_id = ?",
+                                     (meeting_id, user_id))
+            if held is None:  # expired (and swept) while on stage: a new token
+                await self._issue_descriptor(meeting_id, user_id)
+            token = self.db.query_one("SELECT token, participant_id, expires_at_ms FROM meeting_media_tokens"
+                                      " WHERE meeting_id = ? AND user_id = ?", (meeting_id, user_id))
+            room = await self._media_room(meeting_id)
+            assert self.media is not None and token is not None
+            try:
+                session, handle = await self.media.connect(room, token["token"])
+            except MediaError as e:
+                raise _err(503, MeetingsErrorCode.MEDIA_UNAVAILABLE, f"The media server failed: {e}") from None
+            out = {"server_url": self.media.public_url, "session_id": session, "handle_id": handle,
+                   "room": room.room, "participant_id": token["participant_id"], "display": user_id,
+                   "expires_at_ms": token["expires_at_ms"]}
+            return out
 
     async def _remove(self, meeting_id: str, user_id: str, kind: str) -> None:
         if self._participant(meeting_id, user_id) is None:

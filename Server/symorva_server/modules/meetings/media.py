@@ -70,6 +70,9 @@ class MediaRoom:
     # The members' tokens the room allows now (what a restored room allows again), each with the
     # participant ID and display the services assigned to it: the only members tolerated in it.
     allowed: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # The media-server session the services made for each token's member (`connect`): destroyed
+    # when the member connects again, so one connection per member holds the participant ID.
+    sessions: dict[str, int] = field(default_factory=dict)
     # Participants the services kicked that Janus has not taken out yet (it does so asynchronously):
     # kicked again by the next pass if still there, but not counted as intruders.
     kicked: set[int] = field(default_factory=set)
@@ -92,6 +95,7 @@ class MediaBackend(Protocol):
     async def open_room(self, meeting_id: str) -> MediaRoom: ...
     async def allow(self, room: MediaRoom, token: str, participant_id: int, display: str) -> None: ...
     async def revoke(self, room: MediaRoom, token: str) -> None: ...
+    async def connect(self, room: MediaRoom, token: str) -> tuple[int, int]: ...
     async def close_room(self, room: MediaRoom) -> None: ...
     async def destroy_orphan(self, room: int, secret: str) -> None: ...
 
@@ -382,12 +386,74 @@ class JanusMedia:
             # Forgotten first: a room put back after a failed request never allows it again, and
             # the next enforcement pass kicks its participant even if the kick below fails.
             assigned = room.allowed.pop(token, None)
+            room.sessions.pop(token, None)
             await self.request({"request": "allowed", "secret": room.secret, "room": room.room,
                                 "action": "remove", "allowed": [token]})
         if assigned is not None:
             room.kicked.add(assigned[0])
             await self._kick(room, assigned[0])
         self.request_enforce(room)
+
+    async def connect(self, room: MediaRoom, token: str) -> tuple[int, int]:
+        """Joins the member of `token` to the room on a new media-server session (muted, with the
+        participant ID and display assigned to the token) and returns that session and its
+        AudioBridge handle, which the member continues on: `configure` with their WebRTC offer,
+        keep-alives, the session's event stream. Janus's HTTP sessions belong to no connection, so
+        the member's requests on them work like the services' own. The member never sees the
+        token. The session the services made for the token before is destroyed first (its
+        participant leaves; the ID is free for this one)."""
+        assigned = room.allowed.get(token)
+        if assigned is None:
+            raise MediaError("AudioBridge join: the token is not allowed in the room")
+        participant_id, display = assigned
+        old = room.sessions.pop(token, None)
+        if old is not None:
+            try:
+                await self._post(f"/{old}", {"janus": "destroy"})
+            except MediaError:
+                pass  # gone already (timed out, Janus restarted, the member destroyed it)
+        session = (await self._post("", {"janus": "create"}))["data"]["id"]
+        try:
+            handle = await self._attach(session)
+            await self._join_on(session, handle, {"request": "join", "room": room.room, "token": token,
+                                                  "id": participant_id, "display": display, "muted": True})
+        except MediaError:
+            try:
+                await self._post(f"/{session}", {"janus": "destroy"})
+            except MediaError:
+                pass
+            raise
+        room.sessions[token] = session
+        return session, handle
+
+    async def _join_on(self, session: int, handle: int, body: dict) -> None:
+        """An AudioBridge join on a member's session: its answer arrives on that session's event
+        stream (not the control session's), read here before the member is handed the session."""
+        transaction = secrets.token_hex(8)
+        try:
+            resp = await self._client.post(f"{self.url}/{session}/{handle}", json={
+                "janus": "message", "body": body, "transaction": transaction})
+            data = resp.json()
+        except (httpx.HTTPError, ValueError) as e:
+            raise MediaError(f"Janus not reachable ({type(e).__name__})") from None
+        if data.get("janus") == "error":
+            raise MediaError(f"Janus error {data.get('error', {}).get('code')}")
+        event = data if data.get("janus") == "success" else None
+        deadline = asyncio.get_running_loop().time() + 20
+        while event is None:
+            if asyncio.get_running_loop().time() > deadline:
+                raise MediaError("AudioBridge join: no answer")
+            try:
+                resp = await self._client.get(f"{self.url}/{session}", params={"maxev": 5}, timeout=25)
+                events = resp.json()
+            except (httpx.HTTPError, ValueError) as e:
+                raise MediaError(f"Janus not reachable ({type(e).__name__})") from None
+            for e in events if isinstance(events, list) else [events]:
+                if isinstance(e, dict) and e.get("transaction") == transaction:
+                    event = e
+        plugin = event.get("plugindata", {}).get("data", {})
+        if "error_code" in plugin:
+            raise MediaError(f"AudioBridge join: {plugin.get('error_code')} {plugin.get('error')}")
 
     async def participants(self, room: MediaRoom) -> list[dict]:
         return (await self.request({"request": "listparticipants", "room": room.room})).get("participants", [])

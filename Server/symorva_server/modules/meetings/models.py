@@ -44,10 +44,22 @@ class MediaSessionOut(BaseModel):
     server_url: str = Field(description="Janus HTTP API base URL.")
     plugin: str = Field(description="janus.plugin.audiobridge")
     room: int = Field(description="The AudioBridge room.")
-    token: str = Field(description="This member's token in the room's allowed list (join with it).")
-    participant_id: int = Field(description="The AudioBridge participant ID to join with.")
-    display: str = Field(description="The display name to join with (the member's user ID).")
-    expires_at_ms: int = Field(description="When the token stops being accepted (server clock, ms).")
+    participant_id: int = Field(description="The AudioBridge participant ID the services assigned to the member.")
+    display: str = Field(description="The display name the services assigned (the member's user ID).")
+    expires_at_ms: int = Field(description="When the member's token (kept by the services) stops being "
+                                           "accepted unless renewed (server clock, ms).")
+
+
+class MediaConnectOut(BaseModel):
+    server_url: str = Field(description="Janus HTTP API base URL.")
+    session_id: int = Field(description="The Janus session the services made and joined on: send keep-alives "
+                                        "and read its events (long poll) there.")
+    handle_id: int = Field(description="The AudioBridge handle, joined to the room: send `configure` with the "
+                                       "WebRTC offer (and mute changes) and trickle candidates there.")
+    room: int = Field(description="The AudioBridge room.")
+    participant_id: int = Field(description="The participant ID the services joined with.")
+    display: str = Field(description="The display the services joined with.")
+    expires_at_ms: int = Field(description="When the member's token expires unless renewed (server clock, ms).")
 
 
 class PlaybackOut(BaseModel):

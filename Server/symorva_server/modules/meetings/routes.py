@@ -13,7 +13,8 @@ from ...auth import AUTH_ERRORS, AuthenticatedUser, require_user
 from ...errors import ErrorBody
 from .domain import Meetings
 from .media import PLAYLIST
-from .models import ChangesOut, HandRequest, JoinOut, JoinRequest, MediaSessionOut, SnapshotOut, TargetRequest
+from .models import ChangesOut, HandRequest, JoinOut, JoinRequest, MediaConnectOut, MediaSessionOut, SnapshotOut, \
+    TargetRequest
 
 PREFIX = "/_symorva/v1/meetings"
 
@@ -96,10 +97,19 @@ async def meetings_demote(body: TargetRequest, request: Request, meeting_id: str
 
 @router.post(f"{PREFIX}/{{meeting_id}}/media", response_model=MediaSessionOut,
              responses={403: _MEMBER, 404: _404, 409: _STATE, **_5XX},
-             summary="A stage member's fresh media-session descriptor (the previous token is revoked)")
+             summary="A stage member's media-session descriptor, renewed (same participant, later expiry)")
 async def meetings_media(request: Request, meeting_id: str = _ID,
                          user: AuthenticatedUser = Depends(require_user)) -> Any:
     return await _meetings(request).media_session(meeting_id, user.user_id)
+
+
+@router.post(f"{PREFIX}/{{meeting_id}}/media/connect", response_model=MediaConnectOut,
+             responses={403: _MEMBER, 404: _404, 409: _STATE, **_5XX},
+             summary="Stage members: the services join the member to the AudioBridge room and hand over the "
+                     "Janus session and handle to continue on (the token never leaves the services)")
+async def meetings_media_connect(request: Request, meeting_id: str = _ID,
+                                 user: AuthenticatedUser = Depends(require_user)) -> Any:
+    return await _meetings(request).connect_media(meeting_id, user.user_id)
 
 
 @router.post(f"{PREFIX}/{{meeting_id}}/leave", response_model=SnapshotOut, responses={404: _404, 409: _STATE},
