@@ -1,10 +1,9 @@
 import SymorvaRuntime
 
-// Minimal Matrix identifier types for the chat machines.
-//
-// The session feature owns `UserID` and the other account-level identifiers; until it lands,
-// chat code names users with the ``UserID`` placeholder below. Identifiers are opaque
-// wrappers: the machines compare and store them, never parse them.
+// The Matrix identifiers of rooms, events and their positions, shared by every feature (chat,
+// crypto, meetings, the studio, the directory). Identifiers are opaque wrappers: the machines
+// compare and store them, never parse them. The account's identifiers (`UserID`, `DeviceID`,
+// `HomeserverURL`) are in `AccountIdentifiers.swift`.
 
 /// A Matrix room ID (`!opaque:example.org`). Safe to log: Matrix IDs are not secrets.
 public struct RoomID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, LogSafe {
