@@ -13,7 +13,7 @@ public protocol MediaSession: AnyObject, Sendable {
     /// What the services issued for this member: renewed before its token expires.
     var descriptor: MediaSessionDescriptor { get }
     /// Where the connection is (connecting, negotiating, connected, reconnecting, closed, failed).
-    var state: ObservableValue<MediaSessionMachine.State> { get }
+    var state: ObservableValue<MediaSessionState> { get }
     /// The audio levels and speaking indications of both directions.
     var audioLevels: ObservableValue<MediaAudioLevels> { get }
     /// Connects to the media server with the descriptor (joins the AudioBridge room, microphone
@@ -62,7 +62,7 @@ public final class UnavailableMediaSession: MediaSession {
     public var descriptor: MediaSessionDescriptor { current.withLock { $0 } }
 
     /// Always idle: it never connects.
-    public var state: ObservableValue<MediaSessionMachine.State> { idle.observable }
+    public var state: ObservableValue<MediaSessionState> { idle.observable }
 
     /// Always silence.
     public var audioLevels: ObservableValue<MediaAudioLevels> { silence.observable }

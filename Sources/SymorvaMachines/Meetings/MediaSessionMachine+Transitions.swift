@@ -2,7 +2,7 @@ import SymorvaRuntime
 
 extension MediaSessionMachine {
     /// The events of the retry, keep-alive and attempt timers, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         switch timer {
         case .scheduleRetry: .timerFired(.retry)
         case .scheduleKeepalive: .timerFired(.keepalive)
@@ -16,7 +16,7 @@ extension MediaSessionMachine {
         }
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle(let call): inIdle(call, on: event)
         case .connecting(let call, let step): inConnecting(call, step, on: event)
@@ -355,7 +355,7 @@ extension MediaSessionMachine {
     }
 }
 
-extension MediaSessionMachine.ConnectStep {
+extension MediaConnectStep {
     /// The media-server session, once created.
     var session: UInt64? {
         switch self {

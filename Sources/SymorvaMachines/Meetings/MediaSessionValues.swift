@@ -42,31 +42,31 @@ public struct MediaCall: Sendable, Hashable {
 
 /// A session description (SDP) of the WebRTC negotiation. Not a secret, but long: it prints
 /// its length only.
-public struct SessionDescription: Sendable, Hashable, CustomStringConvertible {
+package struct SessionDescription: Sendable, Hashable, CustomStringConvertible {
     /// The SDP text.
-    public let sdp: String
+    package let sdp: String
     /// Wraps SDP text.
-    public init(sdp: String) { self.sdp = sdp }
+    package init(sdp: String) { self.sdp = sdp }
     /// `sdp(<n> bytes)`.
-    public var description: String { "sdp(\(sdp.utf8.count) bytes)" }
+    package var description: String { "sdp(\(sdp.utf8.count) bytes)" }
 }
 
 /// One ICE candidate of the local peer, to trickle to the media server (or of the server's).
-public struct IceCandidate: Sendable, Hashable {
+package struct IceCandidate: Sendable, Hashable {
     /// The media line index it belongs to.
-    public let mlineIndex: UInt32
+    package let mlineIndex: UInt32
     /// The `candidate:` attribute.
-    public let candidate: String
+    package let candidate: String
 
     /// A candidate.
-    public init(mlineIndex: UInt32, candidate: String) {
+    package init(mlineIndex: UInt32, candidate: String) {
         self.mlineIndex = mlineIndex
         self.candidate = candidate
     }
 }
 
 /// The WebRTC ICE connection state the peer reports (the W3C `RTCIceConnectionState`).
-public enum IceConnectionState: String, Sendable, Hashable, CaseIterable {
+package enum IceConnectionState: String, Sendable, Hashable, CaseIterable {
     /// Not started.
     case new
     /// Checking candidate pairs.
@@ -84,7 +84,7 @@ public enum IceConnectionState: String, Sendable, Hashable, CaseIterable {
 }
 
 /// What the media server says about the member's handle outside the answers to its requests.
-public enum MediaServerEvent: Sendable, Hashable {
+package enum MediaServerEvent: Sendable, Hashable {
     /// The WebRTC PeerConnection is up on the server's side.
     case webrtcUp
     /// The server hung the PeerConnection up (ICE or DTLS failure, a restart of the plugin).
@@ -189,20 +189,20 @@ public enum MediaCloseReason: String, Sendable, Hashable {
 }
 
 /// How the member joins the AudioBridge room: the descriptor's room, participant and token.
-public struct MediaRoomJoin: Sendable, Hashable, CustomStringConvertible {
+package struct MediaRoomJoin: Sendable, Hashable, CustomStringConvertible {
     /// The AudioBridge room.
-    public let room: UInt64
+    package let room: UInt64
     /// The participant ID to join with.
-    public let participantID: UInt64
+    package let participantID: UInt64
     /// The display to join with.
-    public let display: String
+    package let display: String
     /// The member's token (redacted in every description).
-    public let token: Secret<String>
+    package let token: Secret<String>
     /// Whether to join muted.
-    public let muted: Bool
+    package let muted: Bool
 
     /// The join for `descriptor`.
-    public init(_ descriptor: MediaSessionDescriptor, muted: Bool) {
+    package init(_ descriptor: MediaSessionDescriptor, muted: Bool) {
         room = descriptor.room
         participantID = descriptor.participantID
         display = descriptor.display
@@ -211,5 +211,5 @@ public struct MediaRoomJoin: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The room and participant only.
-    public var description: String { "join(room: \(room), participant: \(participantID))" }
+    package var description: String { "join(room: \(room), participant: \(participantID))" }
 }

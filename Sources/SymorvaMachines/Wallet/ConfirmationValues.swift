@@ -165,7 +165,7 @@ public enum TransferError: Error, Sendable, Hashable {
 }
 
 /// The service's answer to a prepare request.
-public enum PrepareResult: Sendable, Equatable {
+package enum PrepareResult: Sendable, Equatable {
     /// The service priced the transfer.
     case drafted(TransferDraft)
     /// The service refused to prepare it.
@@ -175,7 +175,7 @@ public enum PrepareResult: Sendable, Equatable {
 }
 
 /// The service's answer to a confirm request, or what the transport made of it.
-public enum ConfirmResult: Sendable, Equatable {
+package enum ConfirmResult: Sendable, Equatable {
     /// The money moved.
     case settled(Transfer)
     /// The service refused the command; the answer is definitive and the command is spent.
@@ -189,7 +189,7 @@ public enum ConfirmResult: Sendable, Equatable {
 }
 
 /// The service's answer to a query by command ID, or what the transport made of it.
-public enum QueryResult: Sendable, Equatable {
+package enum QueryResult: Sendable, Equatable {
     /// The command executed and the money moved.
     case settled(Transfer)
     /// The command was refused.
