@@ -18,9 +18,9 @@ import SymorvaStore
 /// ```
 ///
 /// Each grant runs in its own ``/SymorvaRuntime/MachineHost`` of
-/// ``/SymorvaMachines/StudioGrantMachine`` in the account's scope. Conversation content is read
+/// `StudioGrantMachine` in the account's scope. Conversation content is read
 /// on the device (``ConversationContentSource``) only to be handed to the grant's machine, which
-/// alone turns it into the ``/SymorvaMachines/GrantedContent`` a summary request is made of.
+/// alone turns it into the `GrantedContent` a summary request is made of.
 /// Expiry is the machine's timer on the runtime clock. Ending the scope (sign-out, switch) stops
 /// every grant host; the grants and this client then throw ``StudioError/accountEnded``.
 public final class AccountStudio: Sendable {

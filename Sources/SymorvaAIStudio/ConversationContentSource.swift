@@ -12,7 +12,7 @@ import SymorvaRuntime
 /// Where the content of a grant's scope is read on the device.
 ///
 /// The content is read only to be handed to a granted machine; it leaves the device only inside
-/// a ``/SymorvaMachines/GrantedContent``. An app with its own decrypted message store plugs it in
+/// a `GrantedContent`. An app with its own decrypted message store plugs it in
 /// here (``AccountStudio`` takes one), so that messages of encrypted rooms are decrypted on the
 /// device and never reach the service any other way.
 public protocol ConversationContentSource: Sendable {

@@ -68,7 +68,7 @@ public final class AccountChat: Sendable {
     public var conversations: ObservableValue<ConversationList> { listPublisher.observable }
     /// The sync loop's state: stopped, initial sync, catching up, live, backing off,
     /// awaiting a token, failed.
-    public var syncState: ObservableValue<SyncMachine.State> { syncHost.states }
+    public var syncState: ObservableValue<SyncState> { syncHost.states }
 
     let requester: any MatrixRequester
     let store: ChatStore

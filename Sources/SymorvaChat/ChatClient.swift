@@ -59,7 +59,7 @@ public final class ChatClient: Sendable {
 
     /// The active account's sync loop: initial sync, catching up, live, backing off, awaiting a
     /// token, failed; `.stopped` while nobody is signed in.
-    public var syncState: ObservableValue<SyncMachine.State> { sync.observable }
+    public var syncState: ObservableValue<SyncState> { sync.observable }
 
     /// The active account, or `nil` while nobody is signed in.
     public var userID: UserID? { current?.userID }

@@ -389,7 +389,7 @@ extension Conversation {
 
 /// What to send: the kinds of message a member writes.
 ///
-/// Text over ``/SymorvaMachines/MessageSplitter/limit`` UTF-16 code units is split into several messages by
+/// Text over `MessageSplitter.limit` UTF-16 code units is split into several messages by
 /// the SDK's one documented rule, in order.
 public enum OutgoingMessage: Sendable, Hashable, CustomStringConvertible {
     /// `m.text`.

@@ -10,20 +10,20 @@ import SymorvaRuntime
 /// and libsodium's point validation) before libolm sees them; every buffer that held key material
 /// or plaintext is cleared with `sodium_memzero` after use; every libolm object is cleared
 /// (`olm_clear_*`) before its memory is freed.
-public struct OlmCryptoDriver: CryptoDriver {
+package struct OlmCryptoDriver: CryptoDriver {
     /// The driver.
-    public init() {}
+    package init() {}
 
-    public var name: String { "libolm \(OlmLibrary.versionString)" }
+    package var name: String { "libolm \(OlmLibrary.versionString)" }
 
-    public func newAccount() throws(CryptoDriverError) -> any CryptoAccount {
+    package func newAccount() throws(CryptoDriverError) -> any CryptoAccount {
         let account = OlmAccountObject()
         let random = try RandomBytes(olm_create_account_random_length(account.pointer))
         try account.check(olm_create_account(account.pointer, random.pointer, random.count))
         return account
     }
 
-    public func account(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError) -> any CryptoAccount {
+    package func account(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError) -> any CryptoAccount {
         let account = OlmAccountObject()
         var input = pickle
         defer { Memory.clear(&input) }
@@ -34,7 +34,7 @@ public struct OlmCryptoDriver: CryptoDriver {
         return account
     }
 
-    public func session(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError) -> any CryptoSession {
+    package func session(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError) -> any CryptoSession {
         let session = OlmSessionObject()
         var input = pickle
         defer { Memory.clear(&input) }
@@ -45,14 +45,14 @@ public struct OlmCryptoDriver: CryptoDriver {
         return session
     }
 
-    public func newOutboundGroupSession() throws(CryptoDriverError) -> any OutboundGroupSession {
+    package func newOutboundGroupSession() throws(CryptoDriverError) -> any OutboundGroupSession {
         let session = OlmOutboundGroupObject()
         let random = try RandomBytes(olm_init_outbound_group_session_random_length(session.pointer))
         try session.check(olm_init_outbound_group_session(session.pointer, random.bytes, random.count))
         return session
     }
 
-    public func outboundGroupSession(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError)
+    package func outboundGroupSession(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError)
         -> any OutboundGroupSession
     {
         let session = OlmOutboundGroupObject()
@@ -65,7 +65,7 @@ public struct OlmCryptoDriver: CryptoDriver {
         return session
     }
 
-    public func inboundGroupSession(sessionKey: Secret<String>) throws(CryptoDriverError) -> any InboundGroupSession {
+    package func inboundGroupSession(sessionKey: Secret<String>) throws(CryptoDriverError) -> any InboundGroupSession {
         var decoded = try Base64Check.bytes(sessionKey.exposedValue, or: .badSessionKey)
         Memory.clear(&decoded)
         let session = OlmInboundGroupObject()
@@ -75,7 +75,7 @@ public struct OlmCryptoDriver: CryptoDriver {
         return session
     }
 
-    public func inboundGroupSession(exportedKey: Secret<String>) throws(CryptoDriverError) -> any InboundGroupSession {
+    package func inboundGroupSession(exportedKey: Secret<String>) throws(CryptoDriverError) -> any InboundGroupSession {
         var decoded = try Base64Check.bytes(exportedKey.exposedValue, or: .badSessionKey)
         Memory.clear(&decoded)
         let session = OlmInboundGroupObject()
@@ -85,7 +85,7 @@ public struct OlmCryptoDriver: CryptoDriver {
         return session
     }
 
-    public func inboundGroupSession(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError)
+    package func inboundGroupSession(pickle: [UInt8], key: Secret<[UInt8]>) throws(CryptoDriverError)
         -> any InboundGroupSession
     {
         let session = OlmInboundGroupObject()
@@ -98,7 +98,7 @@ public struct OlmCryptoDriver: CryptoDriver {
         return session
     }
 
-    public func verifyEd25519(signature: String, of message: [UInt8], key: String) throws(CryptoDriverError) {
+    package func verifyEd25519(signature: String, of message: [UInt8], key: String) throws(CryptoDriverError) {
         let keyBytes = try Ed25519Check.keyBytes(key)
         _ = try Ed25519Check.signatureBytes(signature)
         // Small-order and non-canonical point encodings never reach libolm.
@@ -116,7 +116,7 @@ public struct OlmCryptoDriver: CryptoDriver {
         }
     }
 
-    public func sha256(_ bytes: [UInt8]) -> String {
+    package func sha256(_ bytes: [UInt8]) -> String {
         let utility = OlmUtilityObject()
         var output = [UInt8](repeating: 0, count: olm_sha256_length(utility.pointer))
         let written = bytes.withUnsafeBytes { input in

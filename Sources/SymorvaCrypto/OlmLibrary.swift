@@ -2,9 +2,9 @@ import COlm
 
 /// The libolm the SDK is linked with: what the end-to-end encryption driver (the E2EE issue)
 /// builds on, and what `docs/security.md` will pin.
-public enum OlmLibrary {
+package enum OlmLibrary {
     /// libolm's version, as the library reports it (`olm_get_library_version`).
-    public static var version: (major: Int, minor: Int, patch: Int) {
+    package static var version: (major: Int, minor: Int, patch: Int) {
         var major: UInt8 = 0
         var minor: UInt8 = 0
         var patch: UInt8 = 0
@@ -13,7 +13,7 @@ public enum OlmLibrary {
     }
 
     /// The version as `major.minor.patch`.
-    public static var versionString: String {
+    package static var versionString: String {
         let version = version
         return "\(version.major).\(version.minor).\(version.patch)"
     }

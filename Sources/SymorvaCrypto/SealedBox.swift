@@ -1,14 +1,14 @@
 import CSodium
 
 /// Why sealing for a recipient failed.
-public enum SealedBoxError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum SealedBoxError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The recipient's public key does not have the X25519 length (bytes given).
     case invalidPublicKey(length: Int)
     /// libsodium could not be initialised or failed to encrypt.
     case cryptoUnavailable
 
     /// The case name and the key length; no key material.
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidPublicKey(let length): "invalidPublicKey(length: \(length))"
         case .cryptoUnavailable: "cryptoUnavailable"
@@ -22,14 +22,14 @@ public enum SealedBoxError: Error, Sendable, Hashable, CustomStringConvertible {
 /// Each call uses a fresh ephemeral key pair, so two seals of the same PIN differ and the
 /// sender cannot be identified. The output is `crypto_box_SEALBYTES` (48) bytes longer than
 /// the input.
-public enum SealedBox {
+package enum SealedBox {
     /// The length of a recipient public key.
-    public static let publicKeyLength = crypto_box_publickeybytes()
+    package static let publicKeyLength = crypto_box_publickeybytes()
     /// How many bytes sealing adds.
-    public static let overhead = crypto_box_sealbytes()
+    package static let overhead = crypto_box_sealbytes()
 
     /// Encrypts `plaintext` for the holder of the secret key matching `recipientPublicKey`.
-    public static func seal(_ plaintext: [UInt8], recipientPublicKey: [UInt8]) throws(SealedBoxError) -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], recipientPublicKey: [UInt8]) throws(SealedBoxError) -> [UInt8] {
         guard Sodium.isReady else { throw .cryptoUnavailable }
         guard recipientPublicKey.count == publicKeyLength else {
             throw .invalidPublicKey(length: recipientPublicKey.count)

@@ -17,11 +17,11 @@ import SymorvaRuntime
 /// associated data — the version byte plus the row's identity, e.g. ``associatedData(account:field:)`` —
 /// is authenticated but not stored: a ciphertext copied into another row, another account or
 /// another field fails to open with ``SecretsError/decryptionFailed``, as does any flipped bit.
-public struct SecretBox: Sendable {
+package struct SecretBox: Sendable {
     /// The format version written as the first byte.
-    public static let formatVersion: UInt8 = 1
+    package static let formatVersion: UInt8 = 1
     /// The key length in bytes.
-    public static let keyLength = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
+    package static let keyLength = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
     private static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
     private static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
 
@@ -31,14 +31,14 @@ public struct SecretBox: Sendable {
     ///
     /// - Throws: `.invalidKey` unless the key is 32 bytes; `.cryptoUnavailable` when libsodium
     ///   cannot start.
-    public init(key: Secret<[UInt8]>) throws(SecretsError) {
+    package init(key: Secret<[UInt8]>) throws(SecretsError) {
         try Sodium.ensureInitialized()
         guard key.exposedValue.count == Self.keyLength else { throw .invalidKey(length: key.exposedValue.count) }
         self.key = key
     }
 
     /// A fresh random key.
-    public static func generateKey() throws(SecretsError) -> Secret<[UInt8]> {
+    package static func generateKey() throws(SecretsError) -> Secret<[UInt8]> {
         try Sodium.ensureInitialized()
         var key = [UInt8](repeating: 0, count: keyLength)
         crypto_aead_xchacha20poly1305_ietf_keygen(&key)
@@ -47,7 +47,7 @@ public struct SecretBox: Sendable {
 
     /// Associated data naming one field of one account's row; lengths are encoded so that
     /// different (account, field) pairs never produce the same bytes.
-    public static func associatedData(account: String, field: String) -> [UInt8] {
+    package static func associatedData(account: String, field: String) -> [UInt8] {
         var data = Array("symorva.secret".utf8)
         for part in [account, field] {
             let bytes = Array(part.utf8)
@@ -58,7 +58,7 @@ public struct SecretBox: Sendable {
     }
 
     /// Encrypts `plaintext`, binding it to `associatedData`.
-    public func seal(_ plaintext: Secret<[UInt8]>, associatedData: [UInt8]) throws(SecretsError) -> [UInt8] {
+    package func seal(_ plaintext: Secret<[UInt8]>, associatedData: [UInt8]) throws(SecretsError) -> [UInt8] {
         let message = plaintext.exposedValue
         var output = [UInt8](repeating: 0, count: 1 + Self.nonceLength + message.count + Self.tagLength)
         output[0] = Self.formatVersion
@@ -76,7 +76,7 @@ public struct SecretBox: Sendable {
     }
 
     /// Encrypts a UTF-8 string (a token).
-    public func seal(_ plaintext: Secret<String>, associatedData: [UInt8]) throws(SecretsError) -> [UInt8] {
+    package func seal(_ plaintext: Secret<String>, associatedData: [UInt8]) throws(SecretsError) -> [UInt8] {
         try seal(plaintext.map { Array($0.utf8) }, associatedData: associatedData)
     }
 
@@ -84,7 +84,7 @@ public struct SecretBox: Sendable {
     ///
     /// - Throws: `.decryptionFailed` for a wrong version, a short input, a wrong key, other
     ///   associated data, or any modification.
-    public func open(_ sealed: [UInt8], associatedData: [UInt8]) throws(SecretsError) -> Secret<[UInt8]> {
+    package func open(_ sealed: [UInt8], associatedData: [UInt8]) throws(SecretsError) -> Secret<[UInt8]> {
         guard sealed.count >= 1 + Self.nonceLength + Self.tagLength, sealed[0] == Self.formatVersion else {
             throw .decryptionFailed
         }
@@ -106,7 +106,7 @@ public struct SecretBox: Sendable {
     }
 
     /// Decrypts a UTF-8 string sealed with ``seal(_:associatedData:)-(Secret<String>,_)``.
-    public func openString(_ sealed: [UInt8], associatedData: [UInt8]) throws(SecretsError) -> Secret<String> {
+    package func openString(_ sealed: [UInt8], associatedData: [UInt8]) throws(SecretsError) -> Secret<String> {
         let bytes = try open(sealed, associatedData: associatedData).exposedValue
         guard let text = String(validating: bytes, as: UTF8.self) else { throw .decryptionFailed }
         return Secret(text)
@@ -159,7 +159,7 @@ public enum SecretsError: Error, Sendable, Hashable, CustomStringConvertible, Lo
     public var logDescription: String { description }
 }
 
-/// Supplies the 32-byte key that protects an account's secrets at rest (``SecretBox``).
+/// Supplies the 32-byte key that protects an account's secrets at rest (`SecretBox`).
 ///
 /// Linux uses ``FileKeyProvider``; Apple platforms may provide a Keychain-backed one.
 public protocol KeyProvider: Sendable {

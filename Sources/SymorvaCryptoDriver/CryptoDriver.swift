@@ -12,7 +12,7 @@ import SymorvaRuntime
 /// time (not `Sendable`): a crypto actor creates, uses and pickles it. Pickles are encrypted
 /// with a pickle key the caller keeps sealed at rest; keys and plaintexts travel in
 /// ``/SymorvaRuntime/Secret`` wrappers.
-public protocol CryptoDriver: Sendable {
+package protocol CryptoDriver: Sendable {
     /// What the driver is, for diagnostics: `libolm 3.2.13`.
     var name: String { get }
 
@@ -51,7 +51,7 @@ public protocol CryptoDriver: Sendable {
 }
 
 /// A device's long-term Olm account: identity keys, one-time keys and the fallback key.
-public protocol CryptoAccount: AnyObject {
+package protocol CryptoAccount: AnyObject {
     /// The account's Curve25519 and Ed25519 identity keys.
     var identityKeys: IdentityKeys { get }
     /// How many one-time keys the account can hold (libolm: 100).
@@ -85,7 +85,7 @@ public protocol CryptoAccount: AnyObject {
 }
 
 /// An Olm session with one other device (a double ratchet).
-public protocol CryptoSession: AnyObject {
+package protocol CryptoSession: AnyObject {
     /// The session's ID (unpadded base64).
     var sessionID: String { get }
     /// Whether the session has received a message (a sender stops sending pre-key messages then).
@@ -104,7 +104,7 @@ public protocol CryptoSession: AnyObject {
 }
 
 /// A Megolm session this device sends with.
-public protocol OutboundGroupSession: AnyObject {
+package protocol OutboundGroupSession: AnyObject {
     /// The session's ID (unpadded base64).
     var sessionID: String { get }
     /// The index the next message will have.
@@ -119,7 +119,7 @@ public protocol OutboundGroupSession: AnyObject {
 }
 
 /// A Megolm session this device reads with.
-public protocol InboundGroupSession: AnyObject {
+package protocol InboundGroupSession: AnyObject {
     /// The session's ID (unpadded base64).
     var sessionID: String { get }
     /// The first message index this session can decrypt.

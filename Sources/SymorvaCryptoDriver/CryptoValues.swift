@@ -15,9 +15,9 @@ public struct IdentityKeys: Sendable, Hashable {
 }
 
 /// An Olm message as it travels in `m.room.encrypted` to-device content.
-public struct OlmMessage: Sendable, Hashable {
+package struct OlmMessage: Sendable, Hashable {
     /// The message type: a pre-key message (which starts a session) or a normal one.
-    public enum Kind: Int, Sendable, Hashable {
+    package enum Kind: Int, Sendable, Hashable {
         /// Type 0: carries what the receiver needs to create the session.
         case preKey = 0
         /// Type 1: a message of an established session.
@@ -25,33 +25,33 @@ public struct OlmMessage: Sendable, Hashable {
     }
 
     /// The type.
-    public var kind: Kind
+    package var kind: Kind
     /// The ciphertext, base64.
-    public var body: String
+    package var body: String
 
     /// A message as given.
-    public init(kind: Kind, body: String) {
+    package init(kind: Kind, body: String) {
         self.kind = kind
         self.body = body
     }
 }
 
 /// A decrypted Megolm message.
-public struct MegolmPlaintext: Sendable {
+package struct MegolmPlaintext: Sendable {
     /// The plaintext JSON (`{type, content, room_id}`).
-    public var plaintext: Secret<[UInt8]>
+    package var plaintext: Secret<[UInt8]>
     /// The message's index in its session: the same index for two different events is a replay.
-    public var messageIndex: Int
+    package var messageIndex: Int
 
     /// A plaintext and its index.
-    public init(plaintext: Secret<[UInt8]>, messageIndex: Int) {
+    package init(plaintext: Secret<[UInt8]>, messageIndex: Int) {
         self.plaintext = plaintext
         self.messageIndex = messageIndex
     }
 }
 
 /// Why a crypto driver refused.
-public enum CryptoDriverError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum CryptoDriverError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A key is not the unpadded base64 of 32 bytes (or the library refused it as a key).
     case malformedKey
     /// A signature is not the unpadded base64 of 64 bytes.
@@ -77,7 +77,7 @@ public enum CryptoDriverError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Another error the library reported, by its name.
     case library(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformedKey: "malformed key"
         case .malformedSignature: "malformed signature"

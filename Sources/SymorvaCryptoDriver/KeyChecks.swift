@@ -1,7 +1,7 @@
 /// Unpadded base64 (RFC 4648 §4 without `=`), the encoding of Matrix keys and signatures,
 /// decoded strictly: only the standard alphabet, no whitespace, and the unused bits of the last
 /// character zero, so that every byte string has exactly one accepted text.
-public enum UnpaddedBase64 {
+package enum UnpaddedBase64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let values: [Int8] = {
         var table = [Int8](repeating: -1, count: 256)
@@ -11,7 +11,7 @@ public enum UnpaddedBase64 {
 
     /// The bytes of `text`, or `nil` when it is not canonical unpadded base64. Trailing `=`
     /// padding of a correctly padded text is tolerated (clients should accept it).
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         var characters = Array(text.utf8)
         if characters.count % 4 == 0 {
             var padding = 0
@@ -41,7 +41,7 @@ public enum UnpaddedBase64 {
     }
 
     /// `bytes` as unpadded base64.
-    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count * 4 + 2) / 3)
         var accumulator: UInt32 = 0
@@ -65,7 +65,7 @@ public enum UnpaddedBase64 {
 /// order `L`, so anyone can turn a valid signature into a second valid one (CVE-2024-45193,
 /// signature malleability). These checks refuse such signatures, and malformed keys, whatever
 /// the driver: a signature must be the canonical encoding of 64 bytes with `S < L`.
-public enum Ed25519Check {
+package enum Ed25519Check {
     /// The group order `L = 2^252 + 27742317777372353535851937790883648493`, little-endian.
     static let order: [UInt8] = [
         0xED, 0xD3, 0xF5, 0x5C, 0x1A, 0x63, 0x12, 0x58, 0xD6, 0x9C, 0xF7, 0xA2, 0xDE, 0xF9, 0xDE, 0x14,
@@ -75,7 +75,7 @@ public enum Ed25519Check {
     /// The 32 bytes of an Ed25519 or Curve25519 public key.
     ///
     /// - Throws: `.malformedKey` unless `key` is canonical unpadded base64 of 32 bytes.
-    public static func keyBytes(_ key: String) throws(CryptoDriverError) -> [UInt8] {
+    package static func keyBytes(_ key: String) throws(CryptoDriverError) -> [UInt8] {
         guard let bytes = UnpaddedBase64.decode(key), bytes.count == 32 else { throw .malformedKey }
         return bytes
     }
@@ -84,7 +84,7 @@ public enum Ed25519Check {
     ///
     /// - Throws: `.malformedSignature` unless `signature` is canonical unpadded base64 of 64
     ///   bytes; `.nonCanonicalSignature` when its scalar is not below `L`.
-    public static func signatureBytes(_ signature: String) throws(CryptoDriverError) -> [UInt8] {
+    package static func signatureBytes(_ signature: String) throws(CryptoDriverError) -> [UInt8] {
         guard let bytes = UnpaddedBase64.decode(signature), bytes.count == 64 else { throw .malformedSignature }
         guard isReduced(bytes[32..<64]) else { throw .nonCanonicalSignature }
         return bytes
@@ -107,11 +107,11 @@ public enum Ed25519Check {
 /// leniently: it ignores stray bits and maps characters outside the alphabet to something. What
 /// reaches it is therefore first decoded here, strictly (``UnpaddedBase64``), and refused unless
 /// it is canonical: malformed or ambiguous input never reaches libolm, whoever sent it.
-public enum Base64Check {
+package enum Base64Check {
     /// The bytes `text` encodes.
     ///
     /// - Throws: `failure` unless `text` is canonical unpadded base64 of at least `minimumBytes`.
-    public static func bytes(_ text: String, minimumBytes: Int = 1, or failure: CryptoDriverError)
+    package static func bytes(_ text: String, minimumBytes: Int = 1, or failure: CryptoDriverError)
         throws(CryptoDriverError) -> [UInt8]
     {
         guard let bytes = UnpaddedBase64.decode(text), bytes.count >= minimumBytes, !text.hasSuffix("=") else {

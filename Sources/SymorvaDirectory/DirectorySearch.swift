@@ -4,7 +4,7 @@ import SymorvaRuntime
 /// An observable search of one directory (public rooms, members, users): the member types,
 /// ``results`` shows the answer to the latest query only.
 ///
-/// Each search runs a ``/SymorvaMachines/DirectorySearchMachine`` in its own host: typing the
+/// Each search runs a `DirectorySearchMachine` in its own host: typing the
 /// same query again starts nothing, a new query cancels the request of the old one, and a page
 /// that answers an older query is dropped rather than shown. Requests with the same key (source,
 /// term, page) from different searches of one client join one request in flight.
@@ -19,7 +19,7 @@ import SymorvaRuntime
 public final class DirectorySearch<Item: Sendable & Equatable>: Sendable {
     /// The search machine's state: idle, searching, loaded (with the results so far),
     /// loadingMore or failed.
-    public var results: ObservableValue<DirectorySearchMachine<Item>.State> { host.states }
+    public var results: ObservableValue<DirectorySearchState<Item>> { host.states }
 
     /// What this search reads.
     public let source: DirectorySource

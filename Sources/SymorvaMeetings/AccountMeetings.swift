@@ -6,7 +6,7 @@ import SymorvaServices
 /// The meetings of one signed-in member, bound to that account for its whole life.
 ///
 /// Apps use ``MeetingsClient`` (`community.meetings`), which follows the active account and
-/// delegates here. Each joined meeting runs a ``/SymorvaMachines/MeetingMachine`` host in the
+/// delegates here. Each joined meeting runs a `MeetingMachine` host in the
 /// account's scope. When the scope ends (sign-out, switch) every meeting is left: the services
 /// are told (best effort, while the account's services session still answers; otherwise their
 /// presence timeout takes the member out once the feed stops polling), the feeds and media stop,
@@ -32,7 +32,7 @@ public final class AccountMeetings: Sendable {
     ///   - engine: the platform's real-time media engine (the community passes GStreamer's on
     ///     Linux); ``UnavailableMediaEngine``, whose sessions throw, when none is given.
     ///   - feedWait: how long one poll of a meeting's change feed waits on the server.
-    public init(
+    package init(
         member: UserID, services: CommunityServicesClient, scope: AccountScope,
         engine: any MediaEngine = UnavailableMediaEngine(), requestTimeout: Duration = .seconds(30),
         feedWait: Duration = .seconds(20), machine: MeetingMachine = MeetingMachine(),

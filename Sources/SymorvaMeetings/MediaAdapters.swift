@@ -13,7 +13,7 @@ import SymorvaRuntime
 /// ``/SymorvaMachines/MeetingError/mediaUnavailable``: never a silent no-op.
 public protocol MediaSession: AnyObject, Sendable {
     /// Where the connection is (connecting, negotiating, connected, reconnecting, closed, failed).
-    var state: ObservableValue<MediaSessionMachine.State> { get }
+    var state: ObservableValue<MediaSessionState> { get }
     /// The audio levels and speaking indications of both directions.
     var audioLevels: ObservableValue<MediaAudioLevels> { get }
     /// Connects to the meeting's media room (the services join the member, microphone off) and
@@ -83,7 +83,7 @@ public final class UnavailableMediaSession: MediaSession {
     public init() {}
 
     /// Always idle: it never connects.
-    public var state: ObservableValue<MediaSessionMachine.State> { idle.observable }
+    public var state: ObservableValue<MediaSessionState> { idle.observable }
 
     /// Always silence.
     public var audioLevels: ObservableValue<MediaAudioLevels> { silence.observable }

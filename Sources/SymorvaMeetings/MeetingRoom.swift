@@ -48,7 +48,7 @@ public final class MeetingRoom: Sendable {
     /// Everyone in the meeting with their role and hand, as of the last feed answer.
     public var participants: ObservableValue<[MeetingParticipant]> { participantsPublisher.observable }
     /// The member's meeting machine state (stage, listener, handRaised, promoting, …, left, ended).
-    public var state: ObservableValue<MeetingMachine.State> { host.states }
+    public var state: ObservableValue<MeetingState> { host.states }
 
     let host: MachineHost<MeetingMachine>
     private let service: MeetingsService

@@ -11,7 +11,7 @@ import SymorvaServices
     import Foundation
 #endif
 
-/// Push for one signed-in account: its pusher (a ``/SymorvaMachines/PusherMachine`` host in the
+/// Push for one signed-in account: its pusher (a `PusherMachine` host in the
 /// account's scope), push rules and pushed events, bound to the account for its whole life.
 ///
 /// Apps use ``PushClient`` (`community.push`), which follows the active account and delegates here.
@@ -19,7 +19,7 @@ public final class AccountPush: AccountModule {
     /// The signed-in member.
     public let userID: UserID
     /// The account's pusher as this installation set it.
-    public var pusher: ObservableValue<PusherMachine.State> { host.states }
+    public var pusher: ObservableValue<PusherState> { host.states }
 
     let requester: any MatrixRequester
     let services: CommunityServicesClient

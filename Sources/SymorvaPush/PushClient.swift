@@ -69,7 +69,7 @@ public final class PushClient: Sendable {
 
     /// The active account's pusher as this installation set it (unregistered while nobody is
     /// signed in).
-    public var pusherState: PusherMachine.State {
+    public var pusherState: PusherState {
         active.withLock { $0?.pusher.value } ?? .unregistered
     }
 
@@ -186,20 +186,20 @@ public final class PushClient: Sendable {
     /// Registers `pushkey` with the community services' reference Push Gateway, as a platform
     /// would register a device token: notifications for it are recorded there, and the gateway
     /// no longer answers them `rejected`.
-    public func registerWithCommunityGateway(pushkey: String, appID: String) async throws(PushError) {
+    package func registerWithCommunityGateway(pushkey: String, appID: String) async throws(PushError) {
         try Self.check(pushkey: pushkey, appID: appID)
         try await account().registerWithGateway(pushkey: pushkey, appID: appID)
     }
 
     /// Forgets `pushkey` at the reference gateway: later notifications for it are `rejected`
     /// (and the homeserver then deletes its pusher).
-    public func unregisterFromCommunityGateway(pushkey: String, appID: String) async throws(PushError) {
+    package func unregisterFromCommunityGateway(pushkey: String, appID: String) async throws(PushError) {
         try Self.check(pushkey: pushkey, appID: appID)
         try await account().unregisterFromGateway(pushkey: pushkey, appID: appID)
     }
 
     /// What the reference gateway recorded for one of the member's pushkeys, after `after`.
-    public func communityGatewayNotifications(pushkey: String, appID: String, after: Int = 0) async throws(PushError)
+    package func communityGatewayNotifications(pushkey: String, appID: String, after: Int = 0) async throws(PushError)
         -> [GatewayNotification]
     {
         try Self.check(pushkey: pushkey, appID: appID)

@@ -106,22 +106,22 @@ public struct PushedEvent: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A notification the community's reference Push Gateway received for a pushkey.
-public struct GatewayNotification: Sendable, Hashable {
+package struct GatewayNotification: Sendable, Hashable {
     /// Increasing; pass the last one as `after` to read only newer ones.
-    public var sequence: Int
+    package var sequence: Int
     /// The event it was for.
-    public var eventID: String?
+    package var eventID: String?
     /// The event's room.
-    public var roomID: String?
+    package var roomID: String?
     /// The event's sender.
-    public var sender: String?
+    package var sender: String?
     /// The unread count the homeserver sent with it.
-    public var unread: Int?
+    package var unread: Int?
     /// `high` or `low`.
-    public var priority: String?
+    package var priority: String?
 
     /// A notification.
-    public init(sequence: Int, eventID: String?, roomID: String?, sender: String?, unread: Int?, priority: String?) {
+    package init(sequence: Int, eventID: String?, roomID: String?, sender: String?, unread: Int?, priority: String?) {
         self.sequence = sequence
         self.eventID = eventID
         self.roomID = roomID

@@ -8,25 +8,25 @@ import Synchronization
 /// The REPL's community (``CommunitySlot``) stores a provider under ``REPLChatProviderKey``
 /// that answers with `community.chat`, which follows the active account. Without a provider,
 /// or while nobody is signed in, every chat command prints `error: not signed in`.
-public protocol REPLChatProvider: Sendable {
+package protocol REPLChatProvider: Sendable {
     /// The chat client, or `nil` when there is none.
     var chatClient: ChatClient? { get }
 }
 
 /// The REPL slot that holds the ``REPLChatProvider``.
-public enum REPLChatProviderKey: REPLStateKey {
+package enum REPLChatProviderKey: REPLStateKey {
     /// What the slot holds.
-    public typealias Value = any REPLChatProvider
+    package typealias Value = any REPLChatProvider
 }
 
 /// A provider that always answers with one client (tools and tests that build a client themselves).
-public struct FixedREPLChatProvider: REPLChatProvider {
+package struct FixedREPLChatProvider: REPLChatProvider {
     /// The client.
-    public let chatClient: ChatClient?
+    package let chatClient: ChatClient?
     /// A provider for `client`.
-    public init(_ client: ChatClient) { self.chatClient = client }
+    package init(_ client: ChatClient) { self.chatClient = client }
     /// A provider for one account's chat (tools and tests that build an ``/SymorvaChat/AccountChat`` themselves).
-    public init(_ chat: AccountChat) { self.chatClient = ChatClient(following: chat) }
+    package init(_ chat: AccountChat) { self.chatClient = ChatClient(following: chat) }
 }
 
 /// The chat commands of the REPL: `rooms`, `create`, `join`, `leave`, `invite`, `open`,
@@ -36,9 +36,9 @@ public struct FixedREPLChatProvider: REPLChatProvider {
 /// `open` makes one conversation current: its timeline is observed (so it is live) and every
 /// new row is printed as it arrives, numbered; `react`, `edit` and `redact` take that number or
 /// an event ID. Rooms are named by room ID, alias or their number in the last `rooms` listing.
-public enum ChatCommands {
+package enum ChatCommands {
     /// Every chat command, for ``REPLProgram/run(arguments:environment:commands:output:launch:)``.
-    public static var all: [REPLCommand] {
+    package static var all: [REPLCommand] {
         [
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,

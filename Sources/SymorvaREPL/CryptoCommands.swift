@@ -2,12 +2,12 @@ import SymorvaChat
 import SymorvaKit
 
 /// The REPL's end-to-end encryption commands.
-public enum CryptoCommands {
+package enum CryptoCommands {
     /// Every command of this group.
-    public static var commands: [REPLCommand] { [devices, encryption] }
+    package static var commands: [REPLCommand] { [devices, encryption] }
 
     /// `encryption <room> [on|keys]`.
-    public static let encryption = REPLCommand(
+    package static let encryption = REPLCommand(
         "encryption", usage: "encryption <room> [on|keys]",
         summary:
             "whether a room is end-to-end encrypted; 'on' turns encryption on for good, 'keys' asks the account's other devices again for missing keys",
@@ -42,7 +42,7 @@ public enum CryptoCommands {
         })
 
     /// `devices [<@user>]`.
-    public static let devices = REPLCommand(
+    package static let devices = REPLCommand(
         "devices", usage: "devices [<@user>]",
         summary: "the account's own devices, or a user's, with their keys (* marks this device, ! a changed key)",
         parse: { arguments throws(REPLError) -> UserID? in

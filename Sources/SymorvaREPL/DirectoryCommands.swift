@@ -4,12 +4,12 @@ import SymorvaRuntime
 
 /// The `directory` command group: the homeserver's public rooms (signed out too), the
 /// community's member directory and the homeserver's user directory.
-public enum DirectoryCommands {
+package enum DirectoryCommands {
     /// The commands to register: the `directory` group.
-    public static var commands: [REPLCommand] { [directory] }
+    package static var commands: [REPLCommand] { [directory] }
 
     /// `directory rooms|people|users|resolve|join|publish`.
-    public static let directory = REPLCommand.group(
+    package static let directory = REPLCommand.group(
         "directory", summary: "public rooms, the member directory, the user directory",
         details: "'directory rooms' works signed out; the others need a signed-in community.",
         subcommands: [rooms, people, users, resolve, join, publish])

@@ -3,15 +3,15 @@ import SymorvaMachines
 import SymorvaRuntime
 
 /// The REPL's current meeting: the room joined by `meeting join`, and what prints its live lines.
-public enum REPLMeetingKey: REPLStateKey {
+package enum REPLMeetingKey: REPLStateKey {
     /// What the slot holds.
-    public typealias Value = REPLMeeting
+    package typealias Value = REPLMeeting
 }
 
 /// The meeting the REPL is in, with the subscriptions that print its changes.
-public final class REPLMeeting: Sendable {
+package final class REPLMeeting: Sendable {
     /// The meeting.
-    public let room: MeetingRoom
+    package let room: MeetingRoom
     private let stops: Lock<[@Sendable () -> Void]>
 
     init(room: MeetingRoom, output: any REPLOutput) {
@@ -96,12 +96,12 @@ private final class MeetingPrinter: Sendable {
 }
 
 /// The `meeting` command group: join, hand, mic, promote, demote, who, leave, end.
-public enum MeetingCommands {
+package enum MeetingCommands {
     /// The commands to register: the `meeting` group.
-    public static var commands: [REPLCommand] { [meeting] }
+    package static var commands: [REPLCommand] { [meeting] }
 
     /// `meeting join|hand|promote|demote|who|leave|end`.
-    public static let meeting = REPLCommand.group(
+    package static let meeting = REPLCommand.group(
         "meeting", summary: "meetings of the signed-in member's rooms",
         details: "Roles and hands print live lines while a meeting is joined.",
         subcommands: [join, hand, mic, promote, demote, who, leave, end])
@@ -115,7 +115,7 @@ public enum MeetingCommands {
     }
 
     /// `meeting join <room> [--broadcast] [--tone <hz>]`.
-    public static let join = REPLCommand(
+    package static let join = REPLCommand(
         "join", usage: "meeting join <room> [--broadcast] [--tone <hz>]",
         summary: "join (or open) the meeting of a room; prints the admitted role",
         details: """
@@ -167,7 +167,7 @@ public enum MeetingCommands {
         })
 
     /// `meeting hand up|down`.
-    public static let hand = REPLCommand(
+    package static let hand = REPLCommand(
         "hand", usage: "meeting hand up|down", summary: "raise or lower your hand (a signal to the hosts)",
         parse: { arguments throws(REPLError) in
             switch try arguments.next() {
@@ -185,7 +185,7 @@ public enum MeetingCommands {
         })
 
     /// `meeting mic on|off`.
-    public static let mic = REPLCommand(
+    package static let mic = REPLCommand(
         "mic", usage: "meeting mic on|off", summary: "stage: turn your microphone on or off (off shows you muted)",
         parse: { arguments throws(REPLError) in
             switch try arguments.next() {
@@ -204,7 +204,7 @@ public enum MeetingCommands {
         })
 
     /// `meeting promote <@user>`.
-    public static let promote = REPLCommand(
+    package static let promote = REPLCommand(
         "promote", usage: "meeting promote <@user>", summary: "hosts: move a listener to the stage",
         parse: { arguments throws(REPLError) in try member(try arguments.next()) },
         run: { target, context async throws(REPLError) in
@@ -214,7 +214,7 @@ public enum MeetingCommands {
         })
 
     /// `meeting demote <@user>`.
-    public static let demote = REPLCommand(
+    package static let demote = REPLCommand(
         "demote", usage: "meeting demote <@user>", summary: "hosts: move a stage member back to listener",
         parse: { arguments throws(REPLError) in try member(try arguments.next()) },
         run: { target, context async throws(REPLError) in
@@ -224,7 +224,7 @@ public enum MeetingCommands {
         })
 
     /// `meeting who`.
-    public static let who = REPLCommand(
+    package static let who = REPLCommand(
         "who", usage: "meeting who", summary: "list the participants, their roles and hands",
         run: { context async throws(REPLError) in
             let room = try current(context)
@@ -235,7 +235,7 @@ public enum MeetingCommands {
         })
 
     /// `meeting leave`.
-    public static let leave = REPLCommand(
+    package static let leave = REPLCommand(
         "leave", usage: "meeting leave", summary: "leave the meeting",
         run: { context async throws(REPLError) in
             let room = try current(context)
@@ -246,7 +246,7 @@ public enum MeetingCommands {
         })
 
     /// `meeting end`.
-    public static let end = REPLCommand(
+    package static let end = REPLCommand(
         "end", usage: "meeting end", summary: "hosts: end the meeting for everyone",
         run: { context async throws(REPLError) in
             let room = try current(context)
@@ -279,7 +279,7 @@ public enum MeetingCommands {
     }
 
     /// A meeting failure as the member reads it.
-    public static func message(for error: MeetingError) -> String {
+    package static func message(for error: MeetingError) -> String {
         switch error {
         case .notRoomMember: "you are not a member of that room"
         case .notHost: "only hosts can do that"

@@ -3,12 +3,12 @@ import SymorvaMachines
 import SymorvaRuntime
 
 /// The push commands: `pusher set|list|remove` and `notifications`.
-public enum PushCommands {
+package enum PushCommands {
     /// The commands to register: the `pusher` group and `notifications`.
-    public static var commands: [REPLCommand] { [pusher, notifications] }
+    package static var commands: [REPLCommand] { [pusher, notifications] }
 
     /// `pusher set|list|remove|tag`.
-    public static let pusher = REPLCommand.group(
+    package static let pusher = REPLCommand.group(
         "pusher", summary: "the signed-in account's push notification pushers",
         details: """
             'pusher set' registers a pushkey with the community's reference Push Gateway and sets an
@@ -89,7 +89,7 @@ public enum PushCommands {
         })
 
     /// `notifications`: the counts per room and in total.
-    public static let notifications = REPLCommand(
+    package static let notifications = REPLCommand(
         "notifications", summary: "unread notification and highlight counts, per room and in total",
         run: { context async throws(REPLError) in
             let push = try await signedIn(context)

@@ -18,19 +18,19 @@
 ///     })
 /// session.register(.group("wallet", summary: "wallet commands", subcommands: [send]))
 /// ```
-public struct REPLCommand: Sendable {
+package struct REPLCommand: Sendable {
     /// The word that selects the command (`trace`), or the subcommand word inside a group (`send`).
-    public let name: String
+    package let name: String
     /// Other words that select the same command (`exit` for `quit`).
-    public let aliases: [String]
+    package let aliases: [String]
     /// The full usage line shown by `help` and in usage errors (`trace on|off`).
-    public let usage: String
+    package let usage: String
     /// One line that says what the command is for.
-    public let summary: String
+    package let summary: String
     /// More help shown by `help <command>`, or `nil`.
-    public let details: String?
+    package let details: String?
     /// The subcommands of a group; empty for a command that runs a handler.
-    public let subcommands: [REPLCommand]
+    package let subcommands: [REPLCommand]
 
     let body: (@Sendable (inout REPLArguments, REPLContext) async throws(REPLError) -> Void)?
 
@@ -39,7 +39,7 @@ public struct REPLCommand: Sendable {
     /// `parse` reads words from the ``REPLArguments`` cursor; any word it leaves unread makes
     /// the line a usage error, so a parser never has to check for extra words itself. Parsing
     /// finishes before anything runs: a bad line has no effects.
-    public init<Arguments: Sendable>(
+    package init<Arguments: Sendable>(
         _ name: String,
         aliases: [String] = [],
         usage: String,
@@ -62,7 +62,7 @@ public struct REPLCommand: Sendable {
     }
 
     /// A command that takes no arguments.
-    public init(
+    package init(
         _ name: String,
         aliases: [String] = [],
         usage: String? = nil,
@@ -90,7 +90,7 @@ public struct REPLCommand: Sendable {
     ///
     /// Each subcommand's `name` is the word after the group's name, and its `usage` should be
     /// the full line (`wallet send <member> <amount> <asset>`). Groups may nest.
-    public static func group(
+    package static func group(
         _ name: String, summary: String, details: String? = nil, subcommands: [REPLCommand]
     ) -> REPLCommand {
         precondition(!subcommands.isEmpty, "REPL command group '\(name)' has no subcommands")
@@ -98,18 +98,18 @@ public struct REPLCommand: Sendable {
     }
 
     /// Whether this command only dispatches to subcommands.
-    public var isGroup: Bool { body == nil }
+    package var isGroup: Bool { body == nil }
 
     /// Whether `word` selects this command.
-    public func answers(to word: String) -> Bool { name == word || aliases.contains(word) }
+    package func answers(to word: String) -> Bool { name == word || aliases.contains(word) }
 
     /// The subcommand selected by `word`, if any.
-    public func subcommand(named word: String) -> REPLCommand? {
+    package func subcommand(named word: String) -> REPLCommand? {
         subcommands.first { $0.answers(to: word) }
     }
 
     /// This command and every command below it that runs a handler, in registration order.
-    public var leaves: [REPLCommand] {
+    package var leaves: [REPLCommand] {
         isGroup ? subcommands.flatMap(\.leaves) : [self]
     }
 }
@@ -118,51 +118,51 @@ public struct REPLCommand: Sendable {
 ///
 /// Every reading method throws the command's usage error when the words do not fit, so a
 /// parser reads what it expects and the REPL reports `error: usage: …` for everything else.
-public struct REPLArguments: Sendable {
+package struct REPLArguments: Sendable {
     /// Every argument word, after the command's name (and subcommand names).
-    public let words: [String]
+    package let words: [String]
     /// The usage line of the command being parsed.
-    public let usage: String
+    package let usage: String
     /// The index of the next unread word.
-    public private(set) var position = 0
+    package private(set) var position = 0
 
     /// A cursor at the first of `words`.
-    public init(_ words: [String], usage: String) {
+    package init(_ words: [String], usage: String) {
         self.words = words
         self.usage = usage
     }
 
     /// Whether every word has been read.
-    public var isAtEnd: Bool { position >= words.count }
+    package var isAtEnd: Bool { position >= words.count }
 
     /// The words not read yet.
-    public var remaining: ArraySlice<String> { words[min(position, words.count)...] }
+    package var remaining: ArraySlice<String> { words[min(position, words.count)...] }
 
     /// The usage error of this command, for parsers that find a problem themselves.
-    public var usageError: REPLError { .usage(usage) }
+    package var usageError: REPLError { .usage(usage) }
 
     /// Reads the next word; a usage error when there is none.
-    public mutating func next() throws(REPLError) -> String {
+    package mutating func next() throws(REPLError) -> String {
         guard let word = optional() else { throw usageError }
         return word
     }
 
     /// Reads the next word if there is one.
-    public mutating func optional() -> String? {
+    package mutating func optional() -> String? {
         guard !isAtEnd else { return nil }
         defer { position += 1 }
         return words[position]
     }
 
     /// Reads the next word, which must be one of `choices`.
-    public mutating func next(oneOf choices: [String]) throws(REPLError) -> String {
+    package mutating func next(oneOf choices: [String]) throws(REPLError) -> String {
         let word = try next()
         guard choices.contains(word) else { throw usageError }
         return word
     }
 
     /// Reads the next word as an integer within `range`.
-    public mutating func nextInteger(in range: ClosedRange<Int> = Int.min...Int.max) throws(REPLError) -> Int {
+    package mutating func nextInteger(in range: ClosedRange<Int> = Int.min...Int.max) throws(REPLError) -> Int {
         let word = try next()
         guard let value = Int(word), range.contains(value) else {
             throw .invalidArgument(
@@ -172,29 +172,29 @@ public struct REPLArguments: Sendable {
     }
 
     /// Reads every remaining word; a usage error when fewer than `minimum` remain.
-    public mutating func rest(minimum: Int = 0) throws(REPLError) -> [String] {
+    package mutating func rest(minimum: Int = 0) throws(REPLError) -> [String] {
         guard words.count - position >= minimum else { throw usageError }
         defer { position = words.count }
         return Array(remaining)
     }
 
     /// Fails with the usage error when words are left unread. The REPL calls this after a parser.
-    public func finish() throws(REPLError) {
+    package func finish() throws(REPLError) {
         guard isAtEnd else { throw usageError }
     }
 }
 
 /// The commands a session knows, by name.
-public struct REPLCommandRegistry: Sendable {
+package struct REPLCommandRegistry: Sendable {
     /// Every registered command, sorted by name.
-    public private(set) var commands: [REPLCommand] = []
+    package private(set) var commands: [REPLCommand] = []
 
     /// An empty registry.
-    public init() {}
+    package init() {}
 
     /// Adds a command. Registering a name or alias twice is a programming error and traps,
     /// naming the word, because two features would otherwise silently fight over it.
-    public mutating func register(_ command: REPLCommand) {
+    package mutating func register(_ command: REPLCommand) {
         for word in [command.name] + command.aliases {
             precondition(self.command(named: word) == nil, "REPL command '\(word)' is registered twice")
         }
@@ -203,18 +203,18 @@ public struct REPLCommandRegistry: Sendable {
     }
 
     /// The command that answers to `word`, if any.
-    public func command(named word: String) -> REPLCommand? {
+    package func command(named word: String) -> REPLCommand? {
         commands.first { $0.answers(to: word) }
     }
 
     /// Every word that selects a command.
-    public var words: [String] { commands.flatMap { [$0.name] + $0.aliases } }
+    package var words: [String] { commands.flatMap { [$0.name] + $0.aliases } }
 
     /// Resolves the words of a line to the command that runs and its argument words.
     ///
     /// Walks down groups one word at a time; fails with `unknownCommand` or
     /// `unknownSubcommand` (with a suggestion), or with a group's usage when a group ends the line.
-    public func resolve(_ words: [String]) throws(REPLError) -> (command: REPLCommand, arguments: [String]) {
+    package func resolve(_ words: [String]) throws(REPLError) -> (command: REPLCommand, arguments: [String]) {
         guard let first = words.first else { throw .usage("help") }
         guard var command = command(named: first) else {
             throw .unknownCommand(first, suggestion: REPLSuggestion.closest(to: first, among: self.words))

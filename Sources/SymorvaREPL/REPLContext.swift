@@ -5,16 +5,16 @@ import SymorvaRuntime
 /// Feature commands read it to build their clients (`login` needs the homeserver URL). Nothing
 /// here is required: a REPL started without a manifest or an environment file still runs its
 /// built-in commands, and a feature command that needs a value says which one is missing.
-public struct REPLConfiguration: Sendable {
+package struct REPLConfiguration: Sendable {
     /// The manifest (`symorva.config.json`) given with `--config`, else `SYMORVA_MANIFEST`.
-    public var manifestPath: String?
+    package var manifestPath: String?
     /// The environment file that was read (`--env-file`, else `SYMORVA_ENV_FILE`), if any.
-    public var environmentFilePath: String?
+    package var environmentFilePath: String?
     /// Variables from the process and the environment file.
-    public var environment: REPLEnvironment
+    package var environment: REPLEnvironment
 
     /// A configuration; the manifest path falls back to `SYMORVA_MANIFEST` in `environment`.
-    public init(
+    package init(
         manifestPath: String? = nil, environmentFilePath: String? = nil,
         environment: REPLEnvironment = REPLEnvironment()
     ) {
@@ -29,32 +29,32 @@ public struct REPLConfiguration: Sendable {
 /// The development servers write `KEY=VALUE` lines (`SYMORVA_HOMESERVER_URL`,
 /// `SYMORVA_ADMIN_PASSWORD`, …); a variable set in the process wins over the file, so a
 /// caller can override one value without editing the file.
-public struct REPLEnvironment: Sendable, Equatable {
+package struct REPLEnvironment: Sendable, Equatable {
     /// The homeserver's base URL.
-    public static let homeserverURLKey = "SYMORVA_HOMESERVER_URL"
+    package static let homeserverURLKey = "SYMORVA_HOMESERVER_URL"
     /// The community services' base URL.
-    public static let servicesURLKey = "SYMORVA_SERVICES_URL"
+    package static let servicesURLKey = "SYMORVA_SERVICES_URL"
     /// The path of the community manifest.
-    public static let manifestKey = "SYMORVA_MANIFEST"
+    package static let manifestKey = "SYMORVA_MANIFEST"
     /// The path of the environment file itself.
-    public static let environmentFileKey = "SYMORVA_ENV_FILE"
+    package static let environmentFileKey = "SYMORVA_ENV_FILE"
 
     /// Values read from the process environment.
-    public var processValues: [String: String]
+    package var processValues: [String: String]
     /// Values read from the environment file.
-    public var fileValues: [String: String]
+    package var fileValues: [String: String]
 
     /// An environment from both sources.
-    public init(processValues: [String: String] = [:], fileValues: [String: String] = [:]) {
+    package init(processValues: [String: String] = [:], fileValues: [String: String] = [:]) {
         self.processValues = processValues
         self.fileValues = fileValues
     }
 
     /// The value of `key`: the process's, else the file's.
-    public subscript(key: String) -> String? { processValues[key] ?? fileValues[key] }
+    package subscript(key: String) -> String? { processValues[key] ?? fileValues[key] }
 
     /// Every `SYMORVA_` variable from either source, the process's value winning.
-    public var symorvaValues: [String: String] {
+    package var symorvaValues: [String: String] {
         fileValues.merging(processValues) { _, process in process }.filter { $0.key.hasPrefix("SYMORVA_") }
     }
 
@@ -62,7 +62,7 @@ public struct REPLEnvironment: Sendable, Equatable {
     /// `PASSWORD`, `TOKEN`, `SECRET`, `PIN`, `KEY` or `PASSPHRASE`, or any word is `PASSWORD` or
     /// `SECRET` (`SYMORVA_ADMIN_PASSWORD`, `SYMORVA_REGISTRATION_SHARED_SECRET`; not
     /// `SYMORVA_ACCESS_TOKEN_LIFETIME`).
-    public static func isSecret(_ key: String) -> Bool {
+    package static func isSecret(_ key: String) -> Bool {
         let words = key.uppercased().split(separator: "_")
         guard let last = words.last else { return false }
         if ["PASSWORD", "TOKEN", "SECRET", "PIN", "KEY", "PASSPHRASE"].contains(last) { return true }
@@ -73,7 +73,7 @@ public struct REPLEnvironment: Sendable, Equatable {
     /// `#` comments and blank lines. A value may be wrapped in single or double quotes; double
     /// quotes understand `\"`, `\\` and `\n`. Lines that are not assignments are skipped, so a
     /// newer file with lines this version does not understand still loads.
-    public static func parseFile(_ text: String) -> [String: String] {
+    package static func parseFile(_ text: String) -> [String: String] {
         var values: [String: String] = [:]
         for rawLine in text.split(whereSeparator: \.isNewline) {
             var line = rawLine.drop { $0 == " " || $0 == "\t" }
@@ -140,7 +140,7 @@ extension Substring {
 /// enum CommunityKey: REPLStateKey { typealias Value = SymorvaCommunity }
 /// context[CommunityKey.self] = community
 /// ```
-public protocol REPLStateKey {
+package protocol REPLStateKey {
     /// What the slot holds.
     associatedtype Value: Sendable
 }
@@ -150,15 +150,15 @@ public protocol REPLStateKey {
 ///
 /// One context lives as long as its ``REPLSession``. It is safe to use from any task: the
 /// mutable parts sit behind a lock that is never held across an `await`.
-public final class REPLContext: Sendable {
+package final class REPLContext: Sendable {
     /// Where commands write.
-    public let output: any REPLOutput
+    package let output: any REPLOutput
     /// The manifest and environment the REPL was started with.
-    public let configuration: REPLConfiguration
+    package let configuration: REPLConfiguration
     /// The tracer whose records `trace on` prints; hosts made by feature commands must use it.
-    public let tracer: Tracer
+    package let tracer: Tracer
     /// The log center whose threshold `log level` sets.
-    public let logCenter: LogCenter
+    package let logCenter: LogCenter
 
     private struct State: ~Copyable {
         var registry = REPLCommandRegistry()
@@ -172,7 +172,7 @@ public final class REPLContext: Sendable {
 
     /// A context writing to `output`. Tests pass their own tracer and log center so that
     /// parallel tests do not see each other's traces.
-    public init(
+    package init(
         output: any REPLOutput = StandardREPLOutput(),
         configuration: REPLConfiguration = REPLConfiguration(),
         tracer: Tracer = .shared,
@@ -185,7 +185,7 @@ public final class REPLContext: Sendable {
     }
 
     /// The commands registered so far.
-    public var commands: REPLCommandRegistry { state.withLock { $0.registry } }
+    package var commands: REPLCommandRegistry { state.withLock { $0.registry } }
 
     func register(_ command: REPLCommand) { state.withLock { $0.registry.register(command) } }
 
@@ -197,7 +197,7 @@ public final class REPLContext: Sendable {
     ///
     /// The value comes back wrapped in ``/SymorvaRuntime/Secret`` so it cannot reach output or logs by accident.
     /// Fails with ``REPLError/inputEnded`` when the input has no more lines.
-    public func readSecret(prompt: String) async throws(REPLError) -> Secret<String> {
+    package func readSecret(prompt: String) async throws(REPLError) -> Secret<String> {
         guard let input = state.withLock({ $0.input }), let value = await input.readSecret(prompt: prompt) else {
             throw .inputEnded
         }
@@ -207,18 +207,18 @@ public final class REPLContext: Sendable {
     // MARK: Exit
 
     /// Asks the session to stop reading after the current command (`quit`).
-    public func requestExit() { state.withLock { $0.isExitRequested = true } }
+    package func requestExit() { state.withLock { $0.isExitRequested = true } }
 
     /// Whether a command asked the session to stop.
-    public var isExitRequested: Bool { state.withLock { $0.isExitRequested } }
+    package var isExitRequested: Bool { state.withLock { $0.isExitRequested } }
 
     // MARK: Tracing
 
     /// Whether `trace on` is in effect.
-    public var isTracing: Bool { state.withLock { $0.stopTracing != nil } }
+    package var isTracing: Bool { state.withLock { $0.stopTracing != nil } }
 
     /// Starts printing every trace record as `trace: <record>`; does nothing when already tracing.
-    public func startTracing() {
+    package func startTracing() {
         let output = self.output
         state.withLock { state in
             guard state.stopTracing == nil else { return }
@@ -227,7 +227,7 @@ public final class REPLContext: Sendable {
     }
 
     /// Stops printing trace records.
-    public func stopTracing() {
+    package func stopTracing() {
         let stop = state.withLock { state -> (@Sendable () -> Void)? in
             defer { state.stopTracing = nil }
             return state.stopTracing
@@ -238,7 +238,7 @@ public final class REPLContext: Sendable {
     // MARK: Feature state
 
     /// The value a feature keeps under `key`, or `nil`.
-    public subscript<Key: REPLStateKey>(key: Key.Type) -> Key.Value? {
+    package subscript<Key: REPLStateKey>(key: Key.Type) -> Key.Value? {
         get { state.withLock { $0.values[ObjectIdentifier(key)] } as? Key.Value }
         set { state.withLock { $0.values[ObjectIdentifier(key)] = newValue } }
     }

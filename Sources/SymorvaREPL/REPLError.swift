@@ -4,7 +4,7 @@
 /// printed after `error: `. Feature commands wrap their own typed errors with
 /// ``commandFailed(_:)`` (usually through ``failure(_:)``), so the REPL never has to format
 /// `any Error`.
-public enum REPLError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum REPLError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The first word names no registered command. `suggestion` is the closest name, if any is close.
     case unknownCommand(String, suggestion: String?)
     /// A command group was given a subcommand it does not have.
@@ -25,7 +25,7 @@ public enum REPLError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreadableFile(path: String, reason: String)
 
     /// The message printed after `error: `.
-    public var description: String {
+    package var description: String {
         switch self {
         case .unknownCommand(let name, let suggestion):
             if let suggestion { return "unknown command '\(name)' — did you mean '\(suggestion)'?" }
@@ -54,7 +54,7 @@ public enum REPLError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Wraps a feature's typed error. Its description must already be redacted, which the
     /// SDK's error types guarantee by describing secrets as `<redacted>`.
-    public static func failure(_ error: some Error) -> REPLError {
+    package static func failure(_ error: some Error) -> REPLError {
         .commandFailed(String(describing: error))
     }
 }
@@ -67,9 +67,9 @@ public enum REPLError: Error, Sendable, Equatable, CustomStringConvertible {
 /// - Outside quotes a backslash takes the next character literally (`a\ b` is one word).
 /// - `#` at the start of a word begins a comment that runs to the end of the line.
 /// - `""` and `''` make an empty word.
-public enum REPLLineParser {
+package enum REPLLineParser {
     /// The words of `line`; an empty array for blank and comment-only lines.
-    public static func words(of line: String) throws(REPLError) -> [String] {
+    package static func words(of line: String) throws(REPLError) -> [String] {
         var words: [String] = []
         var current = ""
         var inWord = false
@@ -130,11 +130,11 @@ public enum REPLLineParser {
 }
 
 /// Finds the name a mistyped word most probably meant.
-public enum REPLSuggestion {
+package enum REPLSuggestion {
     /// The candidate closest to `word` by edit distance, when it is close enough to be a typo:
     /// at most two edits and at most half the word's length (one for short words). Ties go to the
     /// alphabetically first name so that suggestions are stable.
-    public static func closest(to word: String, among candidates: some Sequence<String>) -> String? {
+    package static func closest(to word: String, among candidates: some Sequence<String>) -> String? {
         let limit = min(2, max(1, word.count / 2))
         var best: (name: String, distance: Int)?
         for candidate in candidates {
@@ -152,7 +152,7 @@ public enum REPLSuggestion {
 
     /// The Levenshtein distance between two strings, by characters, with transpositions
     /// counting as one edit (`hlep` → `help`).
-    public static func editDistance(_ lhs: String, _ rhs: String) -> Int {
+    package static func editDistance(_ lhs: String, _ rhs: String) -> Int {
         let a = Array(lhs)
         let b = Array(rhs)
         if a.isEmpty { return b.count }

@@ -10,25 +10,25 @@ import SymorvaRuntime
 #endif
 
 /// The options of the `symorva` program.
-public struct REPLCommandLineOptions: Sendable, Equatable {
+package struct REPLCommandLineOptions: Sendable, Equatable {
     /// `--script FILE`: run the file's lines, stop at the first failure.
-    public var scriptPath: String?
+    package var scriptPath: String?
     /// `--config PATH`: the community manifest for feature commands.
-    public var manifestPath: String?
+    package var manifestPath: String?
     /// `--env-file PATH`: `KEY=VALUE` lines, usually written by `Scripts/dev-server`.
-    public var environmentFilePath: String?
+    package var environmentFilePath: String?
     /// `--help`: print the usage and exit.
-    public var showsUsage = false
+    package var showsUsage = false
 
     /// No options: an interactive REPL (or standard input, when it is not a terminal).
-    public init(scriptPath: String? = nil, manifestPath: String? = nil, environmentFilePath: String? = nil) {
+    package init(scriptPath: String? = nil, manifestPath: String? = nil, environmentFilePath: String? = nil) {
         self.scriptPath = scriptPath
         self.manifestPath = manifestPath
         self.environmentFilePath = environmentFilePath
     }
 
     /// The program's usage text.
-    public static let usage = """
+    package static let usage = """
         usage: symorva [--config PATH] [--env-file PATH] [--script FILE]
 
           --config PATH     community manifest (symorva.config.json); default: $SYMORVA_MANIFEST
@@ -42,7 +42,7 @@ public struct REPLCommandLineOptions: Sendable, Equatable {
 
     /// Parses the program's arguments (without the program name). Accepts `--name value` and
     /// `--name=value`; anything else is an ``REPLError/usage(_:)`` error.
-    public static func parse(_ arguments: [String]) throws(REPLError) -> REPLCommandLineOptions {
+    package static func parse(_ arguments: [String]) throws(REPLError) -> REPLCommandLineOptions {
         var options = REPLCommandLineOptions()
         var index = 0
         func value(for name: String, inline: String?) throws(REPLError) -> String {
@@ -74,12 +74,12 @@ public struct REPLCommandLineOptions: Sendable, Equatable {
 /// `main.swift` is one call to ``run(arguments:environment:commands:output:launch:)``; feature
 /// modules add their commands by passing them in `commands`, and `launch` prepares the context
 /// before the first command (the `symorva` program restores the community's signed-in account).
-public enum REPLProgram {
+package enum REPLProgram {
     /// Runs the program and returns its exit status: `0` when every command succeeded (and
     /// always for an interactive terminal session, whose errors a person has already seen), `1`
     /// when a command of a script or of piped input failed, `2` when the command line or the
     /// script file was unusable.
-    public static func run(
+    package static func run(
         arguments: [String],
         environment: [String: String],
         commands: [REPLCommand] = [],
@@ -130,7 +130,7 @@ public enum REPLProgram {
     /// Builds the configuration: the process environment over the environment file, which is
     /// optional. A missing file is reported as a warning, never a failure, so the REPL starts
     /// before the development servers have ever run.
-    public static func loadConfiguration(
+    package static func loadConfiguration(
         _ options: REPLCommandLineOptions, environment: [String: String], output: any REPLOutput
     ) -> REPLConfiguration {
         let path = options.environmentFilePath ?? environment[REPLEnvironment.environmentFileKey]
@@ -154,14 +154,14 @@ public enum REPLProgram {
 }
 
 /// One line of REPL input and where it came from.
-public struct REPLLine: Sendable, Equatable {
+package struct REPLLine: Sendable, Equatable {
     /// The line's number in its source, from 1.
-    public var number: Int
+    package var number: Int
     /// The text, without its newline.
-    public var text: String
+    package var text: String
 
     /// A numbered line.
-    public init(number: Int, text: String) {
+    package init(number: Int, text: String) {
         self.number = number
         self.text = text
     }
@@ -171,7 +171,7 @@ public struct REPLLine: Sendable, Equatable {
 ///
 /// The session asks for one line at a time and only after the previous command has finished,
 /// so an input may print a prompt before reading.
-public protocol REPLInput: Sendable {
+package protocol REPLInput: Sendable {
     /// The next command line, or `nil` at the end of the input.
     func nextLine() async -> REPLLine?
 
@@ -184,18 +184,18 @@ public protocol REPLInput: Sendable {
 ///
 /// A secret is read from `secrets` when one is given, else it is the next line: a transcript
 /// writes the secret as an input line right after the command that asks for it.
-public final class REPLLinesInput: REPLInput {
+package final class REPLLinesInput: REPLInput {
     private let state: Lock<(lines: [String], next: Int)>
     private let secrets: (any REPLInput)?
 
     /// Reads `lines` in order, numbering them from 1; secrets come from `secrets` or the lines.
-    public init(_ lines: [String], secrets: (any REPLInput)? = nil) {
+    package init(_ lines: [String], secrets: (any REPLInput)? = nil) {
         self.state = Lock((lines, 0))
         self.secrets = secrets
     }
 
     /// Splits `text` into lines (a final newline does not make an extra empty line).
-    public convenience init(text: String, secrets: (any REPLInput)? = nil) {
+    package convenience init(text: String, secrets: (any REPLInput)? = nil) {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
             $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
         }
@@ -203,9 +203,9 @@ public final class REPLLinesInput: REPLInput {
         self.init(lines, secrets: secrets)
     }
 
-    public func nextLine() async -> REPLLine? { take() }
+    package func nextLine() async -> REPLLine? { take() }
 
-    public func readSecret(prompt: String) async -> String? {
+    package func readSecret(prompt: String) async -> String? {
         if let secrets { return await secrets.readSecret(prompt: prompt) }
         return take()?.text
     }
@@ -225,22 +225,22 @@ public final class REPLLinesInput: REPLInput {
 /// (termios). On a pipe or a file it prints no prompt and a secret is simply the next line,
 /// so `printf 'login alice\nhunter2\n' | symorva` works. Reads happen on one serial queue,
 /// never on the concurrency pool, so a waiting REPL does not hold up the hosts.
-public final class StandardREPLInput: REPLInput {
+package final class StandardREPLInput: REPLInput {
     /// Whether standard input is a terminal.
-    public let isTerminal: Bool
+    package let isTerminal: Bool
     /// What is printed before each command line on a terminal.
-    public let prompt: String
+    package let prompt: String
 
     private let queue = DispatchQueue(label: "symorva.repl.stdin")
     private let lineCount = Lock(0)
 
     /// Standard input, with `prompt` shown on a terminal.
-    public init(prompt: String = "symorva> ") {
+    package init(prompt: String = "symorva> ") {
         self.isTerminal = Terminal.isStandardInputTerminal
         self.prompt = prompt
     }
 
-    public func nextLine() async -> REPLLine? {
+    package func nextLine() async -> REPLLine? {
         let prompt = isTerminal ? self.prompt : nil
         guard let text = await read(prompt: prompt, hidden: false) else { return nil }
         let number = lineCount.withLock { count in
@@ -250,7 +250,7 @@ public final class StandardREPLInput: REPLInput {
         return REPLLine(number: number, text: text)
     }
 
-    public func readSecret(prompt: String) async -> String? {
+    package func readSecret(prompt: String) async -> String? {
         guard isTerminal else {
             let line = await read(prompt: nil, hidden: false)
             if line != nil { lineCount.withLock { $0 += 1 } }
@@ -304,7 +304,7 @@ enum TextFile {
 }
 
 /// Which stream a line of REPL output belongs to.
-public enum REPLStream: Sendable, Equatable {
+package enum REPLStream: Sendable, Equatable {
     /// Results of commands and trace lines (standard output).
     case standard
     /// Error reports (standard error).
@@ -315,7 +315,7 @@ public enum REPLStream: Sendable, Equatable {
 ///
 /// Lines may arrive from any thread (trace lines come from the hosts' executors), so an
 /// output must keep each line whole and in the order it was written.
-public protocol REPLOutput: Sendable {
+package protocol REPLOutput: Sendable {
     /// Writes one line; `line` has no trailing newline.
     func write(_ line: String, to stream: REPLStream)
 }
@@ -323,17 +323,17 @@ public protocol REPLOutput: Sendable {
 extension REPLOutput {
     /// Writes a line of normal output, its control characters escaped
     /// (``TerminalText/sanitizedLine(_:)``).
-    public func print(_ line: String) { write(TerminalText.sanitizedLine(line), to: .standard) }
+    package func print(_ line: String) { write(TerminalText.sanitizedLine(line), to: .standard) }
 
     /// Writes a line to the error stream, its control characters escaped
     /// (``TerminalText/sanitizedLine(_:)``).
-    public func printError(_ line: String) { write(TerminalText.sanitizedLine(line), to: .error) }
+    package func printError(_ line: String) { write(TerminalText.sanitizedLine(line), to: .error) }
 
     /// Writes rows as two aligned columns: `  left  right`, the left column padded to the
     /// widest entry (at most `maximumWidth` characters; longer entries push their right text).
     /// Each cell is one line: its control characters, line breaks included, are escaped
     /// (``TerminalText/escaped(_:)``).
-    public func printColumns(_ rows: [(String, String)], indent: String = "  ", maximumWidth: Int = 40) {
+    package func printColumns(_ rows: [(String, String)], indent: String = "  ", maximumWidth: Int = 40) {
         let rows = rows.map { (TerminalText.escaped($0.0), TerminalText.escaped($0.1)) }
         let width = min(maximumWidth, rows.map(\.0.count).max() ?? 0)
         for (left, right) in rows {
@@ -344,13 +344,13 @@ extension REPLOutput {
 }
 
 /// Writes to the process's standard output and standard error, unbuffered, a line at a time.
-public struct StandardREPLOutput: REPLOutput {
+package struct StandardREPLOutput: REPLOutput {
     private static let lock = Lock(())
 
     /// The process's standard streams.
-    public init() {}
+    package init() {}
 
-    public func write(_ line: String, to stream: REPLStream) {
+    package func write(_ line: String, to stream: REPLStream) {
         Self.lock.withLock { _ in
             Terminal.write(line + "\n", to: stream == .standard ? 1 : 2)
         }
@@ -360,16 +360,16 @@ public struct StandardREPLOutput: REPLOutput {
 /// Keeps every line in memory, both streams interleaved in the order written.
 ///
 /// Tests read ``lines`` to compare with a transcript; ``text`` is the same as one string.
-public final class CapturingREPLOutput: REPLOutput {
+package final class CapturingREPLOutput: REPLOutput {
     /// One captured line.
-    public struct Line: Sendable, Equatable {
+    package struct Line: Sendable, Equatable {
         /// The stream it was written to.
-        public var stream: REPLStream
+        package var stream: REPLStream
         /// Its text.
-        public var text: String
+        package var text: String
 
         /// A captured line.
-        public init(stream: REPLStream, text: String) {
+        package init(stream: REPLStream, text: String) {
             self.stream = stream
             self.text = text
         }
@@ -378,9 +378,9 @@ public final class CapturingREPLOutput: REPLOutput {
     private let storage = Lock<[Line]>([])
 
     /// An empty capture.
-    public init() {}
+    package init() {}
 
-    public func write(_ line: String, to stream: REPLStream) {
+    package func write(_ line: String, to stream: REPLStream) {
         // A multi-line write becomes several lines so that transcripts compare line by line.
         let parts = line.split(separator: "\n", omittingEmptySubsequences: false)
         storage.withLock { lines in
@@ -389,16 +389,16 @@ public final class CapturingREPLOutput: REPLOutput {
     }
 
     /// Every line so far.
-    public var lines: [Line] { storage.withLock { $0 } }
+    package var lines: [Line] { storage.withLock { $0 } }
 
     /// Every line's text so far, both streams.
-    public var texts: [String] { lines.map(\.text) }
+    package var texts: [String] { lines.map(\.text) }
 
     /// Everything so far, a line per entry.
-    public var text: String { texts.joined(separator: "\n") }
+    package var text: String { texts.joined(separator: "\n") }
 
     /// Forgets everything captured.
-    public func reset() { storage.withLock { $0.removeAll() } }
+    package func reset() { storage.withLock { $0.removeAll() } }
 }
 
 /// The few terminal operations the REPL needs, on raw file descriptors.

@@ -1,39 +1,39 @@
 import SymorvaRuntime
 
 /// How a session reports failures and whether it goes on after one.
-public struct REPLRunOptions: Sendable, Equatable {
+package struct REPLRunOptions: Sendable, Equatable {
     /// The name errors are located in (`demo.symorva`, `<stdin>`): errors print as
     /// `<source>:<line>: error: …`. `nil` prints plain `error: …`, as at a terminal.
-    public var sourceName: String?
+    package var sourceName: String?
     /// Whether the first failing command ends the run (script mode).
-    public var stopsOnFailure: Bool
+    package var stopsOnFailure: Bool
 
     /// Options for a run.
-    public init(sourceName: String? = nil, stopsOnFailure: Bool = false) {
+    package init(sourceName: String? = nil, stopsOnFailure: Bool = false) {
         self.sourceName = sourceName
         self.stopsOnFailure = stopsOnFailure
     }
 
     /// A person at a terminal: plain errors, keep going.
-    public static let interactive = REPLRunOptions()
+    package static let interactive = REPLRunOptions()
 
     /// A script file: located errors, stop at the first failure.
-    public static func script(named name: String) -> REPLRunOptions {
+    package static func script(named name: String) -> REPLRunOptions {
         REPLRunOptions(sourceName: name, stopsOnFailure: true)
     }
 }
 
 /// A command line that failed, and why.
-public struct REPLFailure: Sendable, Equatable {
+package struct REPLFailure: Sendable, Equatable {
     /// Its line number in the input.
-    public var line: Int
+    package var line: Int
     /// The line as read.
-    public var text: String
+    package var text: String
     /// What went wrong.
-    public var error: REPLError
+    package var error: REPLError
 
     /// A failure record.
-    public init(line: Int, text: String, error: REPLError) {
+    package init(line: Int, text: String, error: REPLError) {
         self.line = line
         self.text = text
         self.error = error
@@ -41,21 +41,21 @@ public struct REPLFailure: Sendable, Equatable {
 }
 
 /// What a run did: how many commands ran, which failed, and why it ended.
-public struct REPLRunSummary: Sendable, Equatable {
+package struct REPLRunSummary: Sendable, Equatable {
     /// Lines that named a command (blank and comment lines are not counted), failed or not.
-    public var commandsRun = 0
+    package var commandsRun = 0
     /// Every failed line, in order.
-    public var failures: [REPLFailure] = []
+    package var failures: [REPLFailure] = []
     /// Whether a command (`quit`) ended the run.
-    public var exitRequested = false
+    package var exitRequested = false
     /// Whether the run stopped at a failure before the end of its input.
-    public var stoppedAtFailure = false
+    package var stoppedAtFailure = false
 
     /// An empty summary.
-    public init() {}
+    package init() {}
 
     /// `0` when every command succeeded, else `1`: the process exit status.
-    public var exitStatus: Int32 { failures.isEmpty ? 0 : 1 }
+    package var exitStatus: Int32 { failures.isEmpty ? 0 : 1 }
 }
 
 /// The REPL's core: a context, the registered commands, and a loop that runs lines.
@@ -64,28 +64,28 @@ public struct REPLRunSummary: Sendable, Equatable {
 /// program hands it standard input and the terminal, tests hand it an array of lines and a
 /// ``CapturingREPLOutput``. Built-in commands are registered on creation; features add theirs
 /// with ``register(_:)-(REPLCommand)``.
-public final class REPLSession: Sendable {
+package final class REPLSession: Sendable {
     /// Everything commands can reach.
-    public let context: REPLContext
+    package let context: REPLContext
 
     /// A session with the built-in commands (`help`, `quit`, `trace`, `log`, `echo`, `sleep`,
     /// `config`) and, when given, more commands.
-    public init(context: REPLContext = REPLContext(), commands: [REPLCommand] = []) {
+    package init(context: REPLContext = REPLContext(), commands: [REPLCommand] = []) {
         self.context = context
         for command in REPLBuiltins.commands + commands { context.register(command) }
     }
 
     /// Adds a command. A name that is already taken traps: see ``REPLCommandRegistry/register(_:)``.
-    public func register(_ command: REPLCommand) { context.register(command) }
+    package func register(_ command: REPLCommand) { context.register(command) }
 
     /// Adds several commands.
-    public func register(_ commands: [REPLCommand]) {
+    package func register(_ commands: [REPLCommand]) {
         for command in commands { context.register(command) }
     }
 
     /// Runs one line. Returns `false` for a blank or comment-only line, which runs nothing.
     @discardableResult
-    public func execute(_ line: String) async throws(REPLError) -> Bool {
+    package func execute(_ line: String) async throws(REPLError) -> Bool {
         let words = try REPLLineParser.words(of: line)
         guard !words.isEmpty else { return false }
         let (command, argumentWords) = try context.commands.resolve(words)
@@ -97,7 +97,7 @@ public final class REPLSession: Sendable {
 
     /// Runs every line of `input` until it ends, a command asks to exit, or (when the options
     /// say so) a command fails. Errors are printed to the error stream; the REPL goes on.
-    public func run(_ input: any REPLInput, options: REPLRunOptions = .interactive) async -> REPLRunSummary {
+    package func run(_ input: any REPLInput, options: REPLRunOptions = .interactive) async -> REPLRunSummary {
         context.setInput(input)
         defer { context.setInput(nil) }
         var summary = REPLRunSummary()
@@ -119,7 +119,7 @@ public final class REPLSession: Sendable {
     }
 
     /// Runs `lines` in order (tests, `--script`). Secrets are read from the following line.
-    public func run(lines: [String], options: REPLRunOptions = .interactive) async -> REPLRunSummary {
+    package func run(lines: [String], options: REPLRunOptions = .interactive) async -> REPLRunSummary {
         await run(REPLLinesInput(lines), options: options)
     }
 
@@ -133,14 +133,14 @@ public final class REPLSession: Sendable {
 }
 
 /// The commands every session has, whatever features are linked in.
-public enum REPLBuiltins {
+package enum REPLBuiltins {
     /// `help`, `quit`/`exit`, `trace`, `log level`, `echo`, `sleep` and `config`.
-    public static var commands: [REPLCommand] {
+    package static var commands: [REPLCommand] {
         [help, quit, trace, log, echo, sleep, config]
     }
 
     /// `help [command …]`: every command, or one command's usage and details.
-    public static let help = REPLCommand(
+    package static let help = REPLCommand(
         "help", usage: "help [<command> …]", summary: "list the commands, or explain one",
         parse: { arguments throws(REPLError) in try arguments.rest() },
         run: { words, context async throws(REPLError) in
@@ -152,13 +152,13 @@ public enum REPLBuiltins {
         })
 
     /// `quit` (also `exit`): ends the session after the current line.
-    public static let quit = REPLCommand(
+    package static let quit = REPLCommand(
         "quit", aliases: ["exit"], summary: "leave the REPL (also: exit)",
         details: "In a script, the rest of the file is not run and the exit status is 0 unless a command failed.",
         run: { context async throws(REPLError) in context.requestExit() })
 
     /// `trace on|off`: prints every transition of every host as it happens.
-    public static let trace = REPLCommand(
+    package static let trace = REPLCommand(
         "trace", usage: "trace on|off", summary: "print every state-machine transition as it happens",
         details: """
             Each step of every machine host prints one line:
@@ -180,7 +180,7 @@ public enum REPLBuiltins {
     private static let levelNames = LogLevel.allCases.map(\.description)
 
     /// `log level [<level>]`: shows or sets the log threshold.
-    public static let log = REPLCommand.group(
+    package static let log = REPLCommand.group(
         "log", summary: "logging controls",
         subcommands: [
             REPLCommand(
@@ -204,13 +204,13 @@ public enum REPLBuiltins {
         ])
 
     /// `echo <text> …`: prints its arguments joined by single spaces.
-    public static let echo = REPLCommand(
+    package static let echo = REPLCommand(
         "echo", usage: "echo [<text> …]", summary: "print the text (marks steps in scripts and transcripts)",
         parse: { arguments throws(REPLError) in try arguments.rest() },
         run: { words, context async throws(REPLError) in context.output.print(words.joined(separator: " ")) })
 
     /// `sleep <milliseconds>`: waits, so that asynchronous output (traces, sync) can arrive.
-    public static let sleep = REPLCommand(
+    package static let sleep = REPLCommand(
         "sleep", usage: "sleep <milliseconds>", summary: "wait, so that asynchronous output can arrive",
         parse: { arguments throws(REPLError) in try arguments.nextInteger(in: 0...600_000) },
         run: { milliseconds, _ async throws(REPLError) in
@@ -218,7 +218,7 @@ public enum REPLBuiltins {
         })
 
     /// `config`: shows the manifest and the `SYMORVA_` variables the session started with.
-    public static let config = REPLCommand(
+    package static let config = REPLCommand(
         "config", summary: "show the manifest and environment the REPL was started with",
         details:
             "Values of variables named like secrets (…_PASSWORD, …_TOKEN, …_SECRET, …_PIN, …_KEY) print as <redacted>.",

@@ -6,17 +6,17 @@ import SymorvaRuntime
 
 /// The REPL's state slot for the community: built from the manifest on first use and shared by
 /// every feature's commands (wallet, chat, …) through ``community(in:)``.
-public enum CommunitySlot: REPLStateKey {
+package enum CommunitySlot: REPLStateKey {
     /// The community the REPL works with.
-    public typealias Value = SymorvaCommunity
+    package typealias Value = SymorvaCommunity
 
     /// The data folder variable: where accounts are kept (default: the platform's data folder).
-    public static let dataDirectoryKey = "SYMORVA_DATA_DIR"
+    package static let dataDirectoryKey = "SYMORVA_DATA_DIR"
 
     /// The REPL's community: the one in the slot, or a new one built from the manifest
     /// (`--config` or `SYMORVA_MANIFEST`) with its data in `SYMORVA_DATA_DIR` (else the default
     /// data folder), launched (the last active account is restored) before it is returned.
-    public static func community(in context: REPLContext) async throws(REPLError) -> SymorvaCommunity {
+    package static func community(in context: REPLContext) async throws(REPLError) -> SymorvaCommunity {
         if let community = context[CommunitySlot.self] { return community }
         guard let manifestPath = context.configuration.manifestPath, !manifestPath.isEmpty else {
             throw .commandFailed("no community manifest: start with --config PATH or set SYMORVA_MANIFEST")
@@ -42,7 +42,7 @@ public enum CommunitySlot: REPLStateKey {
     /// commands work at once for an account that is still signed in on this device. Without a
     /// manifest, or when it cannot be used, nothing happens here: the first session command
     /// reports the problem.
-    public static func launchIfConfigured(in context: REPLContext) async {
+    package static func launchIfConfigured(in context: REPLContext) async {
         guard let path = context.configuration.manifestPath, !path.isEmpty else { return }
         _ = try? await community(in: context)
     }
@@ -50,7 +50,7 @@ public enum CommunitySlot: REPLStateKey {
     /// Fills the wallet commands' ``REPLWalletKey`` with the community's wallet (which always
     /// shows the active account) while someone is signed in, and empties it otherwise, so that
     /// signed-out commands say "not signed in". Session commands call it after every change.
-    public static func updateModuleSlots(in context: REPLContext) {
+    package static func updateModuleSlots(in context: REPLContext) {
         guard let community = context[CommunitySlot.self], community.session.state.value.account != nil else {
             context[REPLWalletKey.self] = nil
             context[REPLStudioKey.self] = nil
@@ -62,9 +62,9 @@ public enum CommunitySlot: REPLStateKey {
 }
 
 /// `login`, `register`, `logout`, `whoami`, `accounts` and `switch`: the session feature in the REPL.
-public enum SessionCommands {
+package enum SessionCommands {
     /// Every session command.
-    public static var all: [REPLCommand] { [login, register, logout, whoami, accounts, switchAccount] }
+    package static var all: [REPLCommand] { [login, register, logout, whoami, accounts, switchAccount] }
 
     private struct Credentials: Sendable {
         var username: String
@@ -88,7 +88,7 @@ public enum SessionCommands {
     }
 
     /// `login <user> [--password-stdin]`.
-    public static let login = REPLCommand(
+    package static let login = REPLCommand(
         "login", usage: "login <user> [--password-stdin]", summary: "sign in (the password is read without echo)",
         details: """
             <user> is a localpart (alice) or a full user ID (@alice:example.org). The password is read
@@ -117,7 +117,7 @@ public enum SessionCommands {
         })
 
     /// `register <user> [--password-stdin]`.
-    public static let register = REPLCommand(
+    package static let register = REPLCommand(
         "register", usage: "register <user> [--password-stdin]", summary: "create an account and sign in",
         parse: parseCredentials,
         run: { credentials, context async throws(REPLError) in
@@ -133,7 +133,7 @@ public enum SessionCommands {
         })
 
     /// `logout`.
-    public static let logout = REPLCommand(
+    package static let logout = REPLCommand(
         "logout", summary: "sign the active account out (its tokens are revoked, its local data wiped)",
         run: { context async throws(REPLError) in
             let community = try await CommunitySlot.community(in: context)
@@ -149,7 +149,7 @@ public enum SessionCommands {
         })
 
     /// `whoami`.
-    public static let whoami = REPLCommand(
+    package static let whoami = REPLCommand(
         "whoami", summary: "show the active account",
         run: { context async throws(REPLError) in
             let community = try await CommunitySlot.community(in: context)
@@ -157,7 +157,7 @@ public enum SessionCommands {
         })
 
     /// `accounts`.
-    public static let accounts = REPLCommand(
+    package static let accounts = REPLCommand(
         "accounts", summary: "list the accounts on this device (* marks the active one)",
         run: { context async throws(REPLError) in
             let community = try await CommunitySlot.community(in: context)
@@ -173,7 +173,7 @@ public enum SessionCommands {
         })
 
     /// `switch <user>`.
-    public static let switchAccount = REPLCommand(
+    package static let switchAccount = REPLCommand(
         "switch", usage: "switch <user>", summary: "make another account of this device the active one",
         parse: { arguments throws(REPLError) in try arguments.next() },
         run: { username, context async throws(REPLError) in

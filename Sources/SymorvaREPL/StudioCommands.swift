@@ -8,7 +8,7 @@ import SymorvaRuntime
 /// The session commands put this in the ``REPLStudioKey`` slot: `.available(studio)` when the
 /// community enables the AI studio, `.disabled` when its manifest does not. An empty slot means
 /// nobody is signed in.
-public enum REPLStudioAccess: Sendable {
+package enum REPLStudioAccess: Sendable {
     /// The community's studio (`community.aiStudio`), which acts for the active account.
     case available(StudioClient)
     /// The community is signed in to, but its manifest disables the AI studio.
@@ -16,9 +16,9 @@ public enum REPLStudioAccess: Sendable {
 }
 
 /// The state slot the studio commands read their studio from.
-public enum REPLStudioKey: REPLStateKey {
+package enum REPLStudioKey: REPLStateKey {
     /// What the slot holds.
-    public typealias Value = REPLStudioAccess
+    package typealias Value = REPLStudioAccess
 }
 
 /// Shows the consent sheet in the REPL and reads the member's answer (`yes` or `no`) as the
@@ -37,12 +37,12 @@ struct REPLConsentPresenter: ConsentPresenter {
 }
 
 /// The `studio` command group: grant, summarize, revoke, grants.
-public enum StudioCommands {
+package enum StudioCommands {
     /// The commands to register: the `studio` group.
-    public static var commands: [REPLCommand] { [studio] }
+    package static var commands: [REPLCommand] { [studio] }
 
     /// `studio grant|summarize|revoke|grants`.
-    public static let studio = REPLCommand.group(
+    package static let studio = REPLCommand.group(
         "studio", summary: "the AI studio: consent-first grants and summaries",
         details: """
             Needs a signed-in community whose manifest enables the aiStudio module. Every grant shows
@@ -56,7 +56,7 @@ public enum StudioCommands {
     }
 
     /// `studio grant <room> --messages <id>… | --since <id>`.
-    public static let grant = REPLCommand(
+    package static let grant = REPLCommand(
         "grant", usage: "studio grant <room> --messages <id>… | --since <id>",
         summary: "ask for a grant (shows the consent sheet, asks yes/no)",
         details: """
@@ -87,7 +87,7 @@ public enum StudioCommands {
         })
 
     /// `studio summarize [<grant>]`.
-    public static let summarize = REPLCommand(
+    package static let summarize = REPLCommand(
         "summarize", usage: "studio summarize [<grant>]", summary: "summarize a grant's messages (default: the newest)",
         parse: { arguments throws(REPLError) in arguments.optional() },
         run: { id, context async throws(REPLError) in
@@ -102,7 +102,7 @@ public enum StudioCommands {
         })
 
     /// `studio revoke <grant>`.
-    public static let revoke = REPLCommand(
+    package static let revoke = REPLCommand(
         "revoke", usage: "studio revoke <grant>", summary: "revoke a grant at once",
         parse: { arguments throws(REPLError) in try arguments.next() },
         run: { id, context async throws(REPLError) in
@@ -113,7 +113,7 @@ public enum StudioCommands {
         })
 
     /// `studio grants`.
-    public static let grants = REPLCommand(
+    package static let grants = REPLCommand(
         "grants", usage: "studio grants", summary: "list this run's grants and their status",
         run: { context async throws(REPLError) in
             let grants = try studioClient(in: context).grants.value

@@ -11,17 +11,17 @@
 /// - ``REPLOutput/print(_:)`` and ``REPLOutput/printError(_:)`` pass every line through
 ///   ``sanitizedLine(_:)``, which escapes every control character but the line breaks the REPL
 ///   writes itself: whatever a command forgets is still harmless.
-public enum TerminalText {
+package enum TerminalText {
     /// `text` with every control character (C0 including line breaks and tabs, DEL, C1) and
     /// every invisible direction or line-separator character (which could make a line read
     /// differently than it is) replaced by a visible escape.
-    public static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { needsEscape($0, keepingLineBreaks: false) }) else { return text }
         return escape(text, keepingLineBreaks: false)
     }
 
     /// `line` with every control character but `\n` escaped: what the outputs do to each line.
-    public static func sanitizedLine(_ line: String) -> String {
+    package static func sanitizedLine(_ line: String) -> String {
         guard line.unicodeScalars.contains(where: { needsEscape($0, keepingLineBreaks: true) }) else { return line }
         return escape(line, keepingLineBreaks: true)
     }

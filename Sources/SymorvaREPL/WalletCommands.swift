@@ -8,7 +8,7 @@ import SymorvaWallet
 /// The sign-in commands put this in the session's ``REPLWalletKey`` slot: `.available(wallet)`
 /// when the community enables the wallet module, `.disabled` when its manifest does not. An
 /// empty slot means nobody is signed in.
-public enum REPLWalletAccess: Sendable {
+package enum REPLWalletAccess: Sendable {
     /// The community's wallet (`community.wallet`), which acts for the active account.
     case available(WalletClient)
     /// The community is signed in to, but its manifest disables the wallet module.
@@ -23,24 +23,24 @@ public enum REPLWalletAccess: Sendable {
 /// // in `logout`:
 /// context[REPLWalletKey.self] = nil
 /// ```
-public enum REPLWalletKey: REPLStateKey {
+package enum REPLWalletKey: REPLStateKey {
     /// What the slot holds.
-    public typealias Value = REPLWalletAccess
+    package typealias Value = REPLWalletAccess
 }
 
 /// The `wallet` command group: balances, pin, send, pending, query, history.
-public enum WalletCommands {
+package enum WalletCommands {
     /// The commands to register: the `wallet` group.
-    public static var commands: [REPLCommand] { [wallet] }
+    package static var commands: [REPLCommand] { [wallet] }
 
     /// `wallet balances|pin|send|pending|query|history`.
-    public static let wallet = REPLCommand.group(
+    package static let wallet = REPLCommand.group(
         "wallet", summary: "the signed-in member's wallet",
         details: "Needs a signed-in community whose manifest enables the wallet module.",
         subcommands: [balances, pin, send, pending, query, history])
 
     /// `wallet balances`: fetches and prints the member's balances.
-    public static let balances = REPLCommand(
+    package static let balances = REPLCommand(
         "balances", usage: "wallet balances", summary: "show the member's balances",
         run: { context async throws(REPLError) in
             let wallet = try walletClient(in: context)
@@ -54,7 +54,7 @@ public enum WalletCommands {
     /// Every PIN is read without echo; the new one is asked twice and must match. The PINs go
     /// only to ``/SymorvaWallet/WalletClient/setPIN(_:replacing:)``, which seals them to the
     /// service: they never reach the output, the log or a trace.
-    public static let pin = REPLCommand(
+    package static let pin = REPLCommand(
         "pin", usage: "wallet pin [--change]", summary: "set the wallet PIN, or change it (--change)",
         details: """
             Asks for the new PIN twice (4 to 12 digits, never echoed or logged); with --change it first
@@ -82,7 +82,7 @@ public enum WalletCommands {
         })
 
     /// `wallet send <member> <amount> <asset>`: prepares, shows the draft, reads the PIN, confirms.
-    public static let send = REPLCommand(
+    package static let send = REPLCommand(
         "send", usage: "wallet send <member> <amount> <asset>", summary: "send money to a member (asks for the PIN)",
         details: """
             Shows the draft (amount, fee, total) and asks for the wallet PIN, which is never echoed or logged.
@@ -118,7 +118,7 @@ public enum WalletCommands {
         })
 
     /// `wallet pending`: lists the commands whose outcome is not known yet.
-    public static let pending = REPLCommand(
+    package static let pending = REPLCommand(
         "pending", usage: "wallet pending", summary: "list transfers whose outcome is not known yet",
         run: { context async throws(REPLError) in
             let pending = try walletClient(in: context).pendingCommands.value
@@ -134,7 +134,7 @@ public enum WalletCommands {
         })
 
     /// `wallet query <commandID>`: asks the service about a pending command now.
-    public static let query = REPLCommand(
+    package static let query = REPLCommand(
         "query", usage: "wallet query <commandID>", summary: "ask the service about a pending transfer now",
         parse: { arguments throws(REPLError) in try arguments.next() },
         run: { word, context async throws(REPLError) in
@@ -150,7 +150,7 @@ public enum WalletCommands {
         })
 
     /// `wallet history`: the member's recent transfers and credits.
-    public static let history = REPLCommand(
+    package static let history = REPLCommand(
         "history", usage: "wallet history", summary: "show recent transfers and credits, newest first",
         run: { context async throws(REPLError) in
             let wallet = try walletClient(in: context)

@@ -2,10 +2,10 @@ import Foundation
 
 /// Finds an executable product of this package built beside the running tests, so that tests
 /// can run the real program (`symorva`) as a child process.
-public enum BuiltExecutable {
+package enum BuiltExecutable {
     /// The executable `name` from the test process's build folder (`.build/<triple>/debug/`),
     /// or `nil` when it was not built. `filePath` locates the package root as a last resort.
-    public static func url(named name: String, filePath: String = #filePath) -> URL? {
+    package static func url(named name: String, filePath: String = #filePath) -> URL? {
         var directories: [URL] = []
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             directories.append(URL(fileURLWithPath: executable).deletingLastPathComponent())

@@ -4,9 +4,9 @@ import Foundation
 /// normalised by the block's total energy (Parseval: a pure sine at the bin's frequency gives 1,
 /// silence 0). The media tests and `symorva-bench media` detect a 440 Hz tone in decoded audio
 /// with it.
-public enum ToneEnergy {
+package enum ToneEnergy {
     /// The share, 0…1, of `block`'s energy at `frequency` for samples taken at `rate` Hz.
-    public static func share(of frequency: Double, in block: [Int16], rate: Double) -> Double {
+    package static func share(of frequency: Double, in block: [Int16], rate: Double) -> Double {
         let n = Double(block.count)
         guard n > 0 else { return 0 }
         let k = (n * frequency / rate).rounded()

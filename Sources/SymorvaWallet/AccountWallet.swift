@@ -22,7 +22,7 @@ import SymorvaStore
 /// }
 /// ```
 ///
-/// Each transfer runs in its own ``/SymorvaRuntime/MachineHost`` of ``/SymorvaMachines/TransferMachine`` in the
+/// Each transfer runs in its own ``/SymorvaRuntime/MachineHost`` of `TransferMachine` in the
 /// account's scope, with a `TransferInterpreter`. A confirmation whose outcome is unknown is queried with
 /// backoff until it resolves, and shows in ``pendingCommands`` meanwhile. After a restart, call
 /// ``resumePendingCommands()`` once the account is signed in: every command left in the store is

@@ -55,7 +55,7 @@ public final class TransferDraft: Sendable {
     public var total: Amount { summary.total }
 
     /// The transfer's state, observable (for a "confirming…" indicator, or to see it expire).
-    public var states: ObservableValue<TransferMachine.State> { host.states }
+    public var states: ObservableValue<TransferState> { host.states }
 
     /// Whether a confirmation may be sent now: the draft is neither confirming nor finished.
     public var canConfirm: Bool {
@@ -163,7 +163,7 @@ public final class PendingTransfer: Sendable, Identifiable {
     public var id: CommandID { commandID }
 
     /// The transfer's state, observable: `unknown` and `querying` until it resolves.
-    public var states: ObservableValue<TransferMachine.State> { host.states }
+    public var states: ObservableValue<TransferState> { host.states }
 
     /// Queries the command now (or joins the query in flight) and returns what the service
     /// said: `.settled`, `.failed` (``/SymorvaMachines/TransferFailure/notReceived`` when the service never got

@@ -9,20 +9,20 @@ import SymorvaRuntime
 /// `endSession(a)` follows each `startSession(a)`.
 ///
 /// Chart: `StateCharts/AppFlow.scxml`.
-public struct AppFlowMachine: ChartedMachine {
+package struct AppFlowMachine: ChartedMachine {
     /// `AppFlow`.
-    public static let name = "AppFlow"
+    package static let name = "AppFlow"
 
     /// The key of the sign-in effect, so that cancelling sign-in drops its late result.
-    public static let signInKey: EffectKey = "appFlow.signIn"
+    package static let signInKey: EffectKey = "appFlow.signIn"
     /// The key of the session start, so that a newer start supersedes an older one.
-    public static let sessionKey: EffectKey = "appFlow.session"
+    package static let sessionKey: EffectKey = "appFlow.session"
 
     /// Creates the machine.
-    public init() {}
+    package init() {}
 
     /// Where the app is.
-    public enum State: Sendable, Hashable, CaseNameListing {
+    package enum State: Sendable, Hashable, CaseNameListing {
         /// The process started; nothing is known yet.
         case launching
         /// Reading the stored accounts.
@@ -39,12 +39,12 @@ public struct AppFlowMachine: ChartedMachine {
         case signingOut(UserID)
 
         /// Every state case name, in declaration order.
-        public static let allCaseNames = [
+        package static let allCaseNames = [
             "launching", "restoring", "signedOut", "signingIn", "signedIn", "switching", "signingOut",
         ]
 
         /// The case name, without data.
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .launching: "launching"
             case .restoring: "restoring"
@@ -57,7 +57,7 @@ public struct AppFlowMachine: ChartedMachine {
         }
 
         /// The account whose session is (or is about to be) running in this state.
-        public var activeAccount: UserID? {
+        package var activeAccount: UserID? {
             switch self {
             case .launching, .restoring, .signedOut, .signingOut: nil
             case .signingIn(let attempt): attempt.returnTo
@@ -68,7 +68,7 @@ public struct AppFlowMachine: ChartedMachine {
     }
 
     /// What happened.
-    public enum Event: Sendable, Hashable, CaseNameListing {
+    package enum Event: Sendable, Hashable, CaseNameListing {
         /// The app finished launching; restoring may begin.
         case launched
         /// The stored accounts were read.
@@ -93,13 +93,13 @@ public struct AppFlowMachine: ChartedMachine {
         case signOutFinished(remaining: [UserID])
 
         /// Every event case name, in declaration order.
-        public static let allCaseNames = [
+        package static let allCaseNames = [
             "launched", "restoreFinished", "restoreFailed", "signInRequested", "signInSucceeded", "signInFailed",
             "signInCancelled", "switchRequested", "sessionStarted", "signOutRequested", "signOutFinished",
         ]
 
         /// The case name, without data.
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .launched: "launched"
             case .restoreFinished: "restoreFinished"
@@ -117,7 +117,7 @@ public struct AppFlowMachine: ChartedMachine {
     }
 
     /// What the coordinator must do.
-    public enum Effect: MachineEffect, Hashable {
+    package enum Effect: MachineEffect, Hashable {
         /// Read the stored accounts; answers ``Event/restoreFinished(_:)`` or ``Event/restoreFailed(_:)``.
         case restoreAccounts
         /// Run the sign-in flow; answers ``Event/signInSucceeded(_:)`` or ``Event/signInFailed(_:)``.
@@ -132,7 +132,7 @@ public struct AppFlowMachine: ChartedMachine {
         case forgetAccount(UserID)
 
         /// How the host schedules the effect.
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .beginSignIn: .keyed(AppFlowMachine.signInKey)
             case .cancelSignIn: .cancel(AppFlowMachine.signInKey)
@@ -142,7 +142,7 @@ public struct AppFlowMachine: ChartedMachine {
         }
 
         /// The case name, without data.
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .restoreAccounts: "restoreAccounts"
             case .beginSignIn: "beginSignIn"
@@ -158,7 +158,7 @@ public struct AppFlowMachine: ChartedMachine {
     ///
     /// Each state's function switches over every event without `default:`, so a new event does
     /// not compile until every state has decided what it means.
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .launching: launching(on: event)
         case .restoring: restoring(on: event)
@@ -271,17 +271,17 @@ public struct AppFlowMachine: ChartedMachine {
 // MARK: - Values of the flow
 
 /// One run of the sign-in flow, and where to go back to if it does not end with an account.
-public struct SignInAttempt: Hashable, Sendable {
+package struct SignInAttempt: Hashable, Sendable {
     /// The account that was active when sign-in started (adding a second account), or `nil`
     /// when nobody was signed in. Cancelling or failing returns to it.
-    public var returnTo: UserID?
+    package var returnTo: UserID?
 
     /// Creates an attempt.
-    public init(returnTo: UserID? = nil) { self.returnTo = returnTo }
+    package init(returnTo: UserID? = nil) { self.returnTo = returnTo }
 }
 
 /// Why the app flow could not reach a signed-in account.
-public enum AppFlowError: Error, Hashable, Sendable {
+package enum AppFlowError: Error, Hashable, Sendable {
     /// The stored accounts could not be read (store missing, corrupt or locked).
     case storeUnavailable
     /// The homeserver rejected the credentials.
@@ -293,21 +293,21 @@ public enum AppFlowError: Error, Hashable, Sendable {
 }
 
 /// What restoring found on the device.
-public struct RestoredAccounts: Hashable, Sendable {
+package struct RestoredAccounts: Hashable, Sendable {
     /// Every account with stored credentials, in the order the member added them.
-    public var accounts: [UserID]
+    package var accounts: [UserID]
     /// The account that was active when the app last ran, if any.
-    public var active: UserID?
+    package var active: UserID?
 
     /// Creates a restore result.
-    public init(accounts: [UserID], active: UserID?) {
+    package init(accounts: [UserID], active: UserID?) {
         self.accounts = accounts
         self.active = active
     }
 
     /// The account to activate: the last active one if it still has credentials, else the
     /// first stored one, else none.
-    public var accountToActivate: UserID? {
+    package var accountToActivate: UserID? {
         if let active, accounts.contains(active) { return active }
         return accounts.first
     }

@@ -22,9 +22,9 @@
 ///    is segmented anew.
 ///
 /// Every part is at most ``limit`` UTF-16 code units and not empty; an empty text has no parts.
-public enum MessageSplitter {
+package enum MessageSplitter {
     /// The largest message body, in UTF-16 code units.
-    public static let limit = 4_096
+    package static let limit = 4_096
 
     /// The no-break spaces, which are `White_Space` but must not be cut at.
     static let noBreakSpaces: Set<UInt32> = [0x00A0, 0x2007, 0x202F]
@@ -33,7 +33,7 @@ public enum MessageSplitter {
     ///
     /// - Parameter limit: the maximum length of a part in UTF-16 code units (at least 2, so that
     ///   any scalar fits); other values than ``limit`` are for tests.
-    public static func split(_ text: String, limit: Int = MessageSplitter.limit) -> [String] {
+    package static func split(_ text: String, limit: Int = MessageSplitter.limit) -> [String] {
         let limit = max(2, limit)
         var parts: [String] = []
         var rest = text

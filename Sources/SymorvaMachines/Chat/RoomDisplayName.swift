@@ -158,11 +158,11 @@ public enum RoomDisplayName: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The specification's "Calculating the display name for a user".
-public enum MemberDisplayName {
+package enum MemberDisplayName {
     /// The name to show for `userID`: its `displayname`, disambiguated with the user ID when
     /// another joined or invited member uses the same one (anti-spoofing), or the bare user ID
     /// when there is no `displayname`.
-    public static func disambiguated(_ userID: UserID, among members: [RoomMember]) -> String {
+    package static func disambiguated(_ userID: UserID, among members: [RoomMember]) -> String {
         guard let member = members.first(where: { $0.userID == userID }),
             let displayName = member.displayName, !displayName.isEmpty
         else { return userID.rawValue }
@@ -176,17 +176,17 @@ public enum MemberDisplayName {
 // MARK: - Conversation order
 
 /// What the conversation list is sorted by.
-public struct ConversationSortKey: Sendable, Hashable {
+package struct ConversationSortKey: Sendable, Hashable {
     /// The room.
-    public var roomID: RoomID
+    package var roomID: RoomID
     /// `origin_server_ts` of the room's latest activity (a message, an invite, the user joining);
     /// `nil` when the room has none yet.
-    public var latestActivity: MatrixTimestamp?
+    package var latestActivity: MatrixTimestamp?
     /// The room's computed name as shown, for the tie-break.
-    public var displayName: String
+    package var displayName: String
 
     /// Creates a key.
-    public init(roomID: RoomID, latestActivity: MatrixTimestamp?, displayName: String) {
+    package init(roomID: RoomID, latestActivity: MatrixTimestamp?, displayName: String) {
         self.roomID = roomID
         self.latestActivity = latestActivity
         self.displayName = displayName
@@ -198,9 +198,9 @@ public struct ConversationSortKey: Sendable, Hashable {
 /// Ties break by the shown name (case-insensitively, then exactly) and finally by room ID, so
 /// the order is total and the same on every device for the same data: rows never swap places
 /// between two refreshes that change nothing.
-public enum ConversationSorting {
+package enum ConversationSorting {
     /// Whether `lhs` comes before `rhs`.
-    public static func areInIncreasingOrder(_ lhs: ConversationSortKey, _ rhs: ConversationSortKey) -> Bool {
+    package static func areInIncreasingOrder(_ lhs: ConversationSortKey, _ rhs: ConversationSortKey) -> Bool {
         switch (lhs.latestActivity, rhs.latestActivity) {
         case (let left?, let right?) where left != right: return left > right
         case (.some, .none): return true
@@ -215,7 +215,7 @@ public enum ConversationSorting {
     }
 
     /// `keys` in conversation-list order.
-    public static func sorted(_ keys: [ConversationSortKey]) -> [ConversationSortKey] {
+    package static func sorted(_ keys: [ConversationSortKey]) -> [ConversationSortKey] {
         keys.sorted(by: areInIncreasingOrder)
     }
 }

@@ -8,27 +8,27 @@ import SymorvaRuntime
 /// The machine never looks inside; it only hands the content to the store, the encryptor and
 /// the transport. A message body must never reach a log, so every textual form of this value
 /// shows the event type only.
-public struct MessageContent: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+package struct MessageContent: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     /// The Matrix event type: `m.room.message`, `m.reaction`, `m.room.encrypted`.
-    public var eventType: String
+    package var eventType: String
     /// The event content as JSON text. Private: never log it.
-    public var json: String
+    package var json: String
 
     /// Creates content.
-    public init(eventType: String, json: String) {
+    package init(eventType: String, json: String) {
         self.eventType = eventType
         self.json = json
     }
 
-    public var description: String { "MessageContent(\(eventType), <private>)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["eventType": eventType], displayStyle: .struct) }
+    package var description: String { "MessageContent(\(eventType), <private>)" }
+    package var debugDescription: String { description }
+    package var customMirror: Mirror { Mirror(self, children: ["eventType": eventType], displayStyle: .struct) }
 }
 
 /// Where one queued event is in its life.
-public enum SendItemStatus: Sendable, Hashable, CaseNamed {
+package enum SendItemStatus: Sendable, Hashable, CaseNamed {
     /// Waiting for its turn, for its first write to the store, or for a retry.
     case queued
     /// Being encrypted for the room (encrypted rooms only), before its first PUT.
@@ -44,7 +44,7 @@ public enum SendItemStatus: Sendable, Hashable, CaseNamed {
     case cancelled
 
     /// Whether the item still takes part in the queue's order (not sent, not cancelled).
-    public var isActive: Bool {
+    package var isActive: Bool {
         switch self {
         case .queued, .encrypting, .sending, .failed: true
         case .sent, .cancelled: false
@@ -52,7 +52,7 @@ public enum SendItemStatus: Sendable, Hashable, CaseNamed {
     }
 
     /// Whether a request for the item is running now.
-    public var isInFlight: Bool {
+    package var isInFlight: Bool {
         switch self {
         case .encrypting, .sending: true
         case .queued, .sent, .failed, .cancelled: false
@@ -61,22 +61,22 @@ public enum SendItemStatus: Sendable, Hashable, CaseNamed {
 }
 
 /// One outgoing event of a room's queue.
-public struct SendQueueItem: Sendable, Hashable {
+package struct SendQueueItem: Sendable, Hashable {
     /// Chosen once when the event is enqueued, stored, and reused for every attempt.
-    public let transactionID: TransactionID
+    package let transactionID: TransactionID
     /// What the user sent (shown as the local echo).
-    public var content: MessageContent
+    package var content: MessageContent
     /// The `m.room.encrypted` content, once encrypted. Reused on retries.
-    public var encryptedContent: MessageContent?
+    package var encryptedContent: MessageContent?
     /// Where the item is in its life.
-    public var status: SendItemStatus
+    package var status: SendItemStatus
     /// Whether the store has the item. No attempt starts before it does.
-    public var isPersisted: Bool
+    package var isPersisted: Bool
     /// Transient failures so far: the attempt number of the next retry.
-    public var failedAttempts: Int
+    package var failedAttempts: Int
 
     /// Creates an item.
-    public init(
+    package init(
         transactionID: TransactionID, content: MessageContent, encryptedContent: MessageContent? = nil,
         status: SendItemStatus = .queued, isPersisted: Bool = false, failedAttempts: Int = 0
     ) {
@@ -132,7 +132,7 @@ public enum SendFailureReason: Sendable, Hashable {
 }
 
 /// Why one attempt to encrypt or send an event failed, as the interpreter classifies it.
-public enum SendError: Error, Sendable, Hashable, CaseNamed {
+package enum SendError: Error, Sendable, Hashable, CaseNamed {
     /// No usable response (offline, reset, timeout). The queue pauses and retries with backoff.
     case network
     /// A 5xx answer. The queue pauses and retries with backoff.
@@ -147,7 +147,7 @@ public enum SendError: Error, Sendable, Hashable, CaseNamed {
 }
 
 /// What the whole room queue is doing: the chart's states.
-public enum SendQueueStatus: Sendable, Hashable, CaseNameListing {
+package enum SendQueueStatus: Sendable, Hashable, CaseNameListing {
     /// Nothing in flight: the queue is empty, or its head waits for its first store write.
     case idle
     /// The head is being encrypted or its PUT is in flight.
@@ -159,10 +159,10 @@ public enum SendQueueStatus: Sendable, Hashable, CaseNameListing {
     /// The head failed for good; later items wait until it is resent or cancelled.
     case blocked(TransactionID)
 
-    public static let allCaseNames = ["idle", "sending", "waitingRetry", "waitingToken", "blocked"]
+    package static let allCaseNames = ["idle", "sending", "waitingRetry", "waitingToken", "blocked"]
 
     /// The case name without reflection: the queue's state is named on every transition.
-    public var caseNameLiteral: StaticString? {
+    package var caseNameLiteral: StaticString? {
         switch self {
         case .idle: "idle"
         case .sending: "sending"
@@ -174,7 +174,7 @@ public enum SendQueueStatus: Sendable, Hashable, CaseNameListing {
 }
 
 /// The send queue's timers.
-public enum SendQueueTimer: Sendable, Hashable, CaseNamed {
+package enum SendQueueTimer: Sendable, Hashable, CaseNamed {
     /// The backoff delay of a transient failure is over.
     case retry
 }

@@ -16,37 +16,37 @@ import SymorvaRuntime
 ///
 /// The state is the ordered item list plus the queue's ``SendQueueStatus``, whose case names
 /// are the chart's state ids (`StateCharts/SendQueue.scxml`).
-public struct SendQueueMachine: ChartedMachine {
-    public static let name = "SendQueue"
+package struct SendQueueMachine: ChartedMachine {
+    package static let name = "SendQueue"
 
     /// The key of the head's running request (encryption or PUT).
-    public static let requestKey: EffectKey = "sendQueue.request"
+    package static let requestKey: EffectKey = "sendQueue.request"
     /// The key of the retry timer. A named timer, not a state timeout: the state changes with
     /// every enqueued item, and that must not cancel the retry.
-    public static let retryKey: EffectKey = "sendQueue.retry"
+    package static let retryKey: EffectKey = "sendQueue.retry"
 
     /// Delays between transient failures.
-    public var backoff: RetryBackoff
+    package var backoff: RetryBackoff
 
     /// Creates the machine.
-    public init(backoff: RetryBackoff = .sendQueue) {
+    package init(backoff: RetryBackoff = .sendQueue) {
         self.backoff = backoff
     }
 
     /// A room's queue.
-    public struct State: Sendable, Equatable, CaseNameListing {
+    package struct State: Sendable, Equatable, CaseNameListing {
         /// Items in enqueue order, including sent items awaiting their remote echo and cancelled
         /// items awaiting their deletion from the store.
-        public var items: [SendQueueItem]
+        package var items: [SendQueueItem]
         /// What the queue is doing; its case name is the chart state.
-        public var status: SendQueueStatus
+        package var status: SendQueueStatus
         /// Whether events must be encrypted before they are sent (`m.room.encryption` is set).
-        public var roomIsEncrypted: Bool
+        package var roomIsEncrypted: Bool
         /// The jitter stream for retry delays, seeded by whoever creates the queue.
-        public var jitter: JitterSource
+        package var jitter: JitterSource
 
         /// An empty, idle queue.
-        public init(
+        package init(
             items: [SendQueueItem] = [], status: SendQueueStatus = .idle, roomIsEncrypted: Bool,
             jitter: JitterSource
         ) {
@@ -57,21 +57,21 @@ public struct SendQueueMachine: ChartedMachine {
         }
 
         /// The queue status's case name: the chart state.
-        public var caseNameLiteral: StaticString? { status.caseNameLiteral }
+        package var caseNameLiteral: StaticString? { status.caseNameLiteral }
 
-        public static var allCaseNames: [String] { SendQueueStatus.allCaseNames }
+        package static var allCaseNames: [String] { SendQueueStatus.allCaseNames }
 
         /// The index of the first item that still takes part in the order.
-        public var headIndex: Int? { items.firstIndex { $0.status.isActive } }
+        package var headIndex: Int? { items.firstIndex { $0.status.isActive } }
 
         /// The index of the item with this transaction ID.
-        public func index(of transactionID: TransactionID) -> Int? {
+        package func index(of transactionID: TransactionID) -> Int? {
             items.firstIndex { $0.transactionID == transactionID }
         }
     }
 
     /// What happened to the queue.
-    public enum Event: Sendable, Equatable, CaseNameListing {
+    package enum Event: Sendable, Equatable, CaseNameListing {
         /// The items the store kept from an earlier run (all persisted), sent first by whoever
         /// creates the queue. Accepted only while nothing is in flight.
         case restored([SendQueueItem])
@@ -104,7 +104,7 @@ public struct SendQueueMachine: ChartedMachine {
         /// The room turned on end-to-end encryption (it can never be turned off).
         case encryptionEnabled
 
-        public static let allCaseNames = [
+        package static let allCaseNames = [
             "restored", "enqueued", "persisted", "persistFailed", "encrypted", "sendResponse", "remoteEchoReceived",
             "timerFired",
             "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
@@ -112,7 +112,7 @@ public struct SendQueueMachine: ChartedMachine {
         ]
 
         /// The case name, without data (never the content).
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .restored: "restored"
             case .enqueued: "enqueued"
@@ -133,7 +133,7 @@ public struct SendQueueMachine: ChartedMachine {
     }
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable {
+    package enum Effect: MachineEffect, Equatable {
         /// Write the item to the store; answer ``Event/persisted(_:)``.
         case persist(SendQueueItem)
         /// Encrypt the content for the room; answer ``Event/encrypted(_:_:)``. Keyed by
@@ -158,7 +158,7 @@ public struct SendQueueMachine: ChartedMachine {
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .persist: "persist"
             case .encrypt: "encrypt"
@@ -173,7 +173,7 @@ public struct SendQueueMachine: ChartedMachine {
             }
         }
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .encrypt, .sendEvent: .keyed(SendQueueMachine.requestKey)
             case .scheduleRetry(let after): .timer(SendQueueMachine.retryKey, .after(after))
@@ -184,18 +184,18 @@ public struct SendQueueMachine: ChartedMachine {
     }
 
     /// Every queue status case name: the state ids of `StateCharts/SendQueue.scxml`.
-    public static var stateCaseNames: [String] { State.allCaseNames }
+    package static var stateCaseNames: [String] { State.allCaseNames }
 
     /// Every ``Event`` case name: the event names of `StateCharts/SendQueue.scxml`.
-    public static var eventCaseNames: [String] { Event.allCaseNames }
+    package static var eventCaseNames: [String] { Event.allCaseNames }
 
     /// The event of the retry timer, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         if case .scheduleRetry = timer { return .timerFired(.retry) }
         return nil
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         var next = state
         let effects: [Effect]?
         switch event {

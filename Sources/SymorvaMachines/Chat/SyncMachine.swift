@@ -9,65 +9,30 @@ import SymorvaRuntime
 /// since-token and send the next request, so a crash between the two never skips a batch.
 ///
 /// The observable sync status of the product API is this machine's state.
-public struct SyncMachine: ChartedMachine {
-    public static let name = "Sync"
+package struct SyncMachine: ChartedMachine {
+    package static let name = "Sync"
 
     /// The key of the running `/sync` request: a new request replaces the old one.
-    public static let requestKey: EffectKey = "sync.request"
+    package static let requestKey: EffectKey = "sync.request"
     /// The key of the running store transaction.
-    public static let storeKey: EffectKey = "sync.store"
+    package static let storeKey: EffectKey = "sync.store"
 
     /// How long the server may hold a live request open (`timeout` of `/sync`).
-    public var longPollTimeout: Duration
+    package var longPollTimeout: Duration
     /// Delays between failed attempts.
-    public var backoff: RetryBackoff
+    package var backoff: RetryBackoff
 
     /// Creates the machine.
-    public init(longPollTimeout: Duration = .seconds(30), backoff: RetryBackoff = .sync) {
+    package init(longPollTimeout: Duration = .seconds(30), backoff: RetryBackoff = .sync) {
         self.longPollTimeout = longPollTimeout
         self.backoff = backoff
     }
 
-    /// Where the sync loop is.
-    public enum State: Sendable, Equatable, CaseNameListing {
-        /// Not syncing: before sign-in completes, after sign-out, or paused by the app.
-        case stopped
-        /// The first sync of this account (no since-token yet): full state, `timeout=0`.
-        case initialSync(SyncProgress)
-        /// Syncing from a stored since-token with `timeout=0` to reach the present quickly,
-        /// after a start, a retry, a network change or a token refresh.
-        case catchingUp(SyncProgress)
-        /// Up to date; long-polling with ``SyncMachine/longPollTimeout``.
-        case live(SyncProgress)
-        /// The last request failed transiently; retry number `attempt` is due `after` the
-        /// failure. The retry timer is this state's timeout, so leaving the state cancels it.
-        case backingOff(SyncProgress, attempt: Int, after: Duration)
-        /// The server rejected the access token; the session is refreshing it. Nothing is
-        /// sent until ``Event/tokenRefreshed``.
-        case awaitingToken(SyncProgress)
-        /// A permanent error: the loop stops until it is started again.
-        case failed(SyncError)
-
-        public static let allCaseNames = [
-            "stopped", "initialSync", "catchingUp", "live", "backingOff", "awaitingToken", "failed",
-        ]
-
-        /// The case name, without data.
-        public var caseNameLiteral: StaticString? {
-            switch self {
-            case .stopped: "stopped"
-            case .initialSync: "initialSync"
-            case .catchingUp: "catchingUp"
-            case .live: "live"
-            case .backingOff: "backingOff"
-            case .awaitingToken: "awaitingToken"
-            case .failed: "failed"
-            }
-        }
-    }
+    /// The machine state: ``SyncState`` (public: an app observes it).
+    package typealias State = SyncState
 
     /// What happened to the sync loop.
-    public enum Event: Sendable, Equatable, CaseNameListing {
+    package enum Event: Sendable, Equatable, CaseNameListing {
         /// The session is signed in: start syncing from the stored since-token (if any).
         case started(SyncStart)
         /// Stop syncing (sign-out, app in background, account switch).
@@ -85,13 +50,13 @@ public struct SyncMachine: ChartedMachine {
         /// The session obtained a fresh access token.
         case tokenRefreshed
 
-        public static let allCaseNames = [
+        package static let allCaseNames = [
             "started", "stopped", "syncResponse", "persisted", "timerFired", "networkChanged", "tokenRejected",
             "tokenRefreshed",
         ]
 
         /// The case name, without data.
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .started: "started"
             case .stopped: "stopped"
@@ -106,7 +71,7 @@ public struct SyncMachine: ChartedMachine {
     }
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable {
+    package enum Effect: MachineEffect, Equatable {
         /// `GET /sync` with these parameters. Keyed by ``SyncMachine/requestKey``.
         case sendSync(since: SyncToken?, timeout: Duration, filterID: FilterID?)
         /// Commit the payload of the response whose `next_batch` is `nextBatch`, together with
@@ -120,7 +85,7 @@ public struct SyncMachine: ChartedMachine {
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .sendSync: "sendSync"
             case .storeSyncResponse: "storeSyncResponse"
@@ -130,7 +95,7 @@ public struct SyncMachine: ChartedMachine {
             }
         }
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .sendSync: .keyed(SyncMachine.requestKey)
             case .storeSyncResponse: .keyed(SyncMachine.storeKey)
@@ -142,18 +107,18 @@ public struct SyncMachine: ChartedMachine {
     }
 
     /// Every ``State`` case name: the state ids of `StateCharts/Sync.scxml`.
-    public static var stateCaseNames: [String] { State.allCaseNames }
+    package static var stateCaseNames: [String] { State.allCaseNames }
 
     /// Every ``Event`` case name: the event names of `StateCharts/Sync.scxml`.
-    public static var eventCaseNames: [String] { Event.allCaseNames }
+    package static var eventCaseNames: [String] { Event.allCaseNames }
 
     /// The event of the retry timer, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         if case .scheduleRetry = timer { return .timerFired(.retry) }
         return nil
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .stopped, .failed:
             return idle(on: event)
@@ -167,6 +132,47 @@ public struct SyncMachine: ChartedMachine {
             return backingOff(progress, on: event)
         case .awaitingToken(let progress):
             return awaitingToken(progress, on: event)
+        }
+    }
+}
+
+/// Where an account's `/sync` loop is: the sync status an app observes (`ChatClient.syncState`).
+///
+/// The state of the SDK's sync machine; the machine, its events and its effects are internal
+/// to the SDK (`package`).
+public enum SyncState: Sendable, Equatable, CaseNameListing {
+    /// Not syncing: before sign-in completes, after sign-out, or paused by the app.
+    case stopped
+    /// The first sync of this account (no since-token yet): full state, `timeout=0`.
+    case initialSync(SyncProgress)
+    /// Syncing from a stored since-token with `timeout=0` to reach the present quickly,
+    /// after a start, a retry, a network change or a token refresh.
+    case catchingUp(SyncProgress)
+    /// Up to date; long-polling with `SyncMachine.longPollTimeout`.
+    case live(SyncProgress)
+    /// The last request failed transiently; retry number `attempt` is due `after` the
+    /// failure. The retry timer is this state's timeout, so leaving the state cancels it.
+    case backingOff(SyncProgress, attempt: Int, after: Duration)
+    /// The server rejected the access token; the session is refreshing it. Nothing is
+    /// sent until `Event.tokenRefreshed`.
+    case awaitingToken(SyncProgress)
+    /// A permanent error: the loop stops until it is started again.
+    case failed(SyncError)
+
+    public static let allCaseNames = [
+        "stopped", "initialSync", "catchingUp", "live", "backingOff", "awaitingToken", "failed",
+    ]
+
+    /// The case name, without data.
+    public var caseNameLiteral: StaticString? {
+        switch self {
+        case .stopped: "stopped"
+        case .initialSync: "initialSync"
+        case .catchingUp: "catchingUp"
+        case .live: "live"
+        case .backingOff: "backingOff"
+        case .awaitingToken: "awaitingToken"
+        case .failed: "failed"
         }
     }
 }
@@ -200,16 +206,16 @@ public struct SyncProgress: Sendable, Equatable {
 }
 
 /// What the loop starts from.
-public struct SyncStart: Sendable, Equatable {
+package struct SyncStart: Sendable, Equatable {
     /// The since-token read from the store, `nil` for a first sync.
-    public var since: SyncToken?
+    package var since: SyncToken?
     /// The filter to use.
-    public var filterID: FilterID?
+    package var filterID: FilterID?
     /// Randomness for retry jitter, drawn by the caller (machines draw none).
-    public var jitterSeed: UInt64
+    package var jitterSeed: UInt64
 
     /// Creates a start.
-    public init(since: SyncToken?, filterID: FilterID? = nil, jitterSeed: UInt64) {
+    package init(since: SyncToken?, filterID: FilterID? = nil, jitterSeed: UInt64) {
         self.since = since
         self.filterID = filterID
         self.jitterSeed = jitterSeed
@@ -217,22 +223,22 @@ public struct SyncStart: Sendable, Equatable {
 }
 
 /// What the machine learns from one `/sync` response: its position and its size, never its data.
-public struct SyncBatchSummary: Sendable, Equatable {
+package struct SyncBatchSummary: Sendable, Equatable {
     /// `next_batch`: the since-token of the following request.
-    public var nextBatch: SyncToken
+    package var nextBatch: SyncToken
     /// Joined rooms with updates.
-    public var joinedRoomCount: Int
+    package var joinedRoomCount: Int
     /// Rooms with pending invites.
-    public var invitedRoomCount: Int
+    package var invitedRoomCount: Int
     /// Rooms left.
-    public var leftRoomCount: Int
+    package var leftRoomCount: Int
     /// Timeline events across all rooms.
-    public var timelineEventCount: Int
+    package var timelineEventCount: Int
     /// Rooms whose timeline was `limited` (a gap the timeline fills with `/messages`).
-    public var limitedRoomCount: Int
+    package var limitedRoomCount: Int
 
     /// Creates a summary.
-    public init(
+    package init(
         nextBatch: SyncToken, joinedRoomCount: Int = 0, invitedRoomCount: Int = 0, leftRoomCount: Int = 0,
         timelineEventCount: Int = 0, limitedRoomCount: Int = 0
     ) {
@@ -246,7 +252,7 @@ public struct SyncBatchSummary: Sendable, Equatable {
 }
 
 /// The sync machine's timers.
-public enum SyncTimer: Sendable, Equatable, CaseNamed {
+package enum SyncTimer: Sendable, Equatable, CaseNamed {
     /// The backoff delay is over: send the request again.
     case retry
 }

@@ -30,22 +30,22 @@ import SymorvaRuntime
 ///
 /// The machine holds event IDs, never event content; the product layer reads content from
 /// the store and merges the send queue's local echoes by transaction ID.
-public struct TimelineMachine: ChartedMachine {
-    public static let name = "Timeline"
+package struct TimelineMachine: ChartedMachine {
+    package static let name = "Timeline"
 
     /// The key of the running page load (store or server), one per room host.
-    public static let paginateKey: EffectKey = "timeline.paginate"
+    package static let paginateKey: EffectKey = "timeline.paginate"
 
     /// How many events the first load of an observed timeline asks for.
-    public var initialPageSize: Int
+    package var initialPageSize: Int
 
     /// Creates the machine.
-    public init(initialPageSize: Int = 20) {
+    package init(initialPageSize: Int = 20) {
         self.initialPageSize = max(1, initialPageSize)
     }
 
     /// Where the room's timeline is.
-    public enum State: Sendable, Equatable, CaseNameListing {
+    package enum State: Sendable, Equatable, CaseNameListing {
         /// Nobody observes the room: live updates are ignored, nothing loads, nothing is held.
         case idle
         /// Observed and up to date. Older events are in the store before `olderInStore`;
@@ -61,10 +61,10 @@ public struct TimelineMachine: ChartedMachine {
         /// (a limited sync left a hole, or the store has never held older events).
         case gap(TimelineWindow, token: PaginationToken)
 
-        public static let allCaseNames = ["idle", "live", "paginatingBackwards", "reachedStart", "gap"]
+        package static let allCaseNames = ["idle", "live", "paginatingBackwards", "reachedStart", "gap"]
 
         /// The case name, without data.
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .idle: "idle"
             case .live: "live"
@@ -76,7 +76,7 @@ public struct TimelineMachine: ChartedMachine {
     }
 
     /// What happened to the timeline.
-    public enum Event: Sendable, Equatable, CaseNameListing {
+    package enum Event: Sendable, Equatable, CaseNameListing {
         /// The first observer arrived: the newest page loads and live updates apply from now on.
         case observed
         /// The last observer left: live updates are ignored from now on and a loading page is
@@ -95,13 +95,13 @@ public struct TimelineMachine: ChartedMachine {
         /// `prev_batch` is `token`. The events themselves arrive with ``liveEventsArrived(_:)``.
         case gapDetected(PaginationToken)
 
-        public static let allCaseNames = [
+        package static let allCaseNames = [
             "observed", "unobserved", "paginateRequested", "storePageLoaded", "serverPageLoaded",
             "liveEventsArrived", "gapDetected",
         ]
 
         /// The case name, without data.
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .observed: "observed"
             case .unobserved: "unobserved"
@@ -115,7 +115,7 @@ public struct TimelineMachine: ChartedMachine {
     }
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable {
+    package enum Effect: MachineEffect, Equatable {
         /// Read up to `count` events before `before` (the newest ones when `nil`) from the store;
         /// answer ``Event/storePageLoaded(_:)``. Keyed by ``TimelineMachine/paginateKey``.
         case loadFromStore(before: StoreCursor?, count: Int)
@@ -125,7 +125,7 @@ public struct TimelineMachine: ChartedMachine {
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .loadFromStore: "loadFromStore"
             case .fetchMessages: "fetchMessages"
@@ -133,7 +133,7 @@ public struct TimelineMachine: ChartedMachine {
             }
         }
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .loadFromStore, .fetchMessages: .keyed(TimelineMachine.paginateKey)
             case .cancel(let key): .cancel(key)
@@ -142,12 +142,12 @@ public struct TimelineMachine: ChartedMachine {
     }
 
     /// Every ``State`` case name: the state ids of `StateCharts/Timeline.scxml`.
-    public static var stateCaseNames: [String] { State.allCaseNames }
+    package static var stateCaseNames: [String] { State.allCaseNames }
 
     /// Every ``Event`` case name: the event names of `StateCharts/Timeline.scxml`.
-    public static var eventCaseNames: [String] { Event.allCaseNames }
+    package static var eventCaseNames: [String] { Event.allCaseNames }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle:
             guard case .observed = event else { return .ignored }
@@ -194,20 +194,20 @@ public struct TimelineMachine: ChartedMachine {
 // MARK: - Values
 
 /// The loaded part of a room's timeline: event IDs, oldest first.
-public struct TimelineWindow: Sendable, Equatable {
+package struct TimelineWindow: Sendable, Equatable {
     /// The loaded events, oldest first, each once.
-    public var eventIDs: [EventID]
+    package var eventIDs: [EventID]
     /// Why the last page failed to load, until a page loads.
-    public var lastError: TimelineError?
+    package var lastError: TimelineError?
 
     /// Creates a window.
-    public init(eventIDs: [EventID] = [], lastError: TimelineError? = nil) {
+    package init(eventIDs: [EventID] = [], lastError: TimelineError? = nil) {
         self.eventIDs = eventIDs
         self.lastError = lastError
     }
 
     /// The window with `newer` appended, skipping events it already holds.
-    public func appending(_ newer: [EventID]) -> TimelineWindow {
+    package func appending(_ newer: [EventID]) -> TimelineWindow {
         var known = Set(eventIDs)
         var next = self
         for eventID in newer where known.insert(eventID).inserted { next.eventIDs.append(eventID) }
@@ -215,7 +215,7 @@ public struct TimelineWindow: Sendable, Equatable {
     }
 
     /// The window with `older` prepended, skipping events it already holds.
-    public func prepending(_ older: [EventID]) -> TimelineWindow {
+    package func prepending(_ older: [EventID]) -> TimelineWindow {
         var known = Set(eventIDs)
         let fresh = older.filter { known.insert($0).inserted }
         return TimelineWindow(eventIDs: fresh + eventIDs, lastError: lastError)
@@ -223,7 +223,7 @@ public struct TimelineWindow: Sendable, Equatable {
 }
 
 /// Where a page is loading from.
-public enum PageSource: Sendable, Hashable {
+package enum PageSource: Sendable, Hashable {
     /// The store, before this position (`nil`: the newest events).
     case store(before: StoreCursor?)
     /// The server, from this `/messages` token.
@@ -231,7 +231,7 @@ public enum PageSource: Sendable, Hashable {
 }
 
 /// What precedes the oldest event of a page.
-public enum PageBoundary: Sendable, Hashable {
+package enum PageBoundary: Sendable, Hashable {
     /// More events in the store, before this position.
     case stored(StoreCursor)
     /// A hole the server must fill, starting from this token.
@@ -241,14 +241,14 @@ public enum PageBoundary: Sendable, Hashable {
 }
 
 /// One page of older events.
-public struct TimelinePage: Sendable, Equatable {
+package struct TimelinePage: Sendable, Equatable {
     /// The page's events, oldest first.
-    public var eventIDs: [EventID]
+    package var eventIDs: [EventID]
     /// What precedes the page's oldest event.
-    public var before: PageBoundary
+    package var before: PageBoundary
 
     /// Creates a page.
-    public init(eventIDs: [EventID], before: PageBoundary) {
+    package init(eventIDs: [EventID], before: PageBoundary) {
         self.eventIDs = eventIDs
         self.before = before
     }

@@ -16,77 +16,27 @@ import SymorvaRuntime
 /// - **Stale results are dropped.** Every request carries the search's generation; a page
 ///   that answers an older generation (a query the member has typed over) is ignored, never
 ///   shown, even if the host delivered it before the cancellation took hold.
-public struct DirectorySearchMachine<Item: Sendable & Equatable>: StateMachine {
-    public static var name: String { "DirectorySearch" }
+package struct DirectorySearchMachine<Item: Sendable & Equatable>: StateMachine {
+    package static var name: String { "DirectorySearch" }
 
     /// A machine.
-    public init() {}
+    package init() {}
 
     /// Keys of the machine's cancellable effects.
-    public enum Keys {
+    package enum Keys {
         /// The page request in flight; a new one replaces it.
-        public static var fetch: EffectKey { EffectKey("directory.request.page") }
+        package static var fetch: EffectKey { EffectKey("directory.request.page") }
     }
 
     // MARK: - State
 
-    /// Where the search is.
-    public enum State: Sendable, Equatable, CaseNamed {
-        /// Nothing asked yet, or the search was cleared. `generation` counts the searches so far.
-        case idle(generation: Int)
-        /// The first page of `query` is being fetched.
-        case searching(DirectoryQuery, generation: Int)
-        /// The results so far; more may be fetched when `results.nextPage` is set.
-        case loaded(DirectoryResults<Item>, generation: Int)
-        /// The next page of the shown results is being fetched.
-        case loadingMore(DirectoryResults<Item>, generation: Int)
-        /// The first page of `query` could not be fetched.
-        case failed(DirectoryQuery, DirectoryFailure, generation: Int)
-
-        /// The generation of the search this state belongs to.
-        public var generation: Int {
-            switch self {
-            case .idle(let generation), .searching(_, let generation), .loaded(_, let generation),
-                .loadingMore(_, let generation), .failed(_, _, let generation):
-                generation
-            }
-        }
-
-        /// The query being searched or shown, `nil` while idle.
-        public var query: DirectoryQuery? {
-            switch self {
-            case .idle: nil
-            case .searching(let query, _), .failed(let query, _, _): query
-            case .loaded(let results, _), .loadingMore(let results, _): results.query
-            }
-        }
-
-        /// The results shown now (empty while idle, searching or failed).
-        public var results: DirectoryResults<Item>? {
-            switch self {
-            case .loaded(let results, _), .loadingMore(let results, _): results
-            case .idle, .searching, .failed: nil
-            }
-        }
-
-        /// Every state case name, in declaration order: the chart's state ids.
-        public static var caseNames: [String] { ["idle", "searching", "loaded", "loadingMore", "failed"] }
-
-        public var caseNameLiteral: StaticString? {
-            switch self {
-            case .idle: "idle"
-            case .searching: "searching"
-            case .loaded: "loaded"
-            case .loadingMore: "loadingMore"
-            case .failed: "failed"
-            }
-        }
-    }
+    /// The machine state: ``DirectorySearchState`` (public: an app observes it).
+    package typealias State = DirectorySearchState<Item>
 
     // MARK: - Event
 
     /// What happened.
-    public enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
+    package enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
         /// The member's query is now this one (typed, or asked for by another observer).
         case queryChanged(DirectoryQuery)
         /// A page request answered, for the search of `generation`.
@@ -99,11 +49,11 @@ public struct DirectorySearchMachine<Item: Sendable & Equatable>: StateMachine {
         case cleared
 
         /// Every event case name, in declaration order: the chart's event names.
-        public static var caseNames: [String] {
+        package static var caseNames: [String] {
             ["queryChanged", "pageLoaded", "moreRequested", "refreshRequested", "cleared"]
         }
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .queryChanged: "queryChanged"
             case .pageLoaded: "pageLoaded"
@@ -114,20 +64,20 @@ public struct DirectorySearchMachine<Item: Sendable & Equatable>: StateMachine {
         }
 
         /// The case name only: queries are what the member typed, results hold names.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     // MARK: - Effect
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable, CustomStringConvertible {
+    package enum Effect: MachineEffect, Equatable, CustomStringConvertible {
         /// Fetch one page of `query` (from its start when `page` is `nil`); answers
         /// ``Event/pageLoaded(generation:_:)`` with `generation`.
         case fetchPage(DirectoryQuery, page: DirectoryPageToken?, generation: Int)
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .fetchPage: .keyed(Keys.fetch)
             case .cancel(let key): .cancel(key)
@@ -135,9 +85,9 @@ public struct DirectorySearchMachine<Item: Sendable & Equatable>: StateMachine {
         }
 
         /// Every effect case name, in declaration order.
-        public static var caseNames: [String] { ["fetchPage", "cancel"] }
+        package static var caseNames: [String] { ["fetchPage", "cancel"] }
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .fetchPage: "fetchPage"
             case .cancel: "cancel"
@@ -145,17 +95,17 @@ public struct DirectorySearchMachine<Item: Sendable & Equatable>: StateMachine {
         }
 
         /// The case name only: a query is what the member typed.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// Every state case name: the chart checker compares these with its samples and the chart.
-    public static var stateCaseNames: [String] { State.caseNames }
+    package static var stateCaseNames: [String] { State.caseNames }
     /// Every event case name: the chart checker compares these with its samples and the chart.
-    public static var eventCaseNames: [String] { Event.caseNames }
+    package static var eventCaseNames: [String] { Event.caseNames }
 
     // MARK: - Transition
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch event {
         case .queryChanged(let query):
             if state.query == query, !state.isFailed { return .stay }  // one request per query key
@@ -218,7 +168,63 @@ public struct DirectorySearchMachine<Item: Sendable & Equatable>: StateMachine {
     }
 }
 
-extension DirectorySearchMachine.State {
+/// Where a directory search is: what an app observes (`DirectorySearch.results`).
+///
+/// The state of the SDK's directory-search machine; the machine, its events and its effects
+/// are internal to the SDK (`package`).
+public enum DirectorySearchState<Item: Sendable & Equatable>: Sendable, Equatable, CaseNamed {
+    /// Nothing asked yet, or the search was cleared. `generation` counts the searches so far.
+    case idle(generation: Int)
+    /// The first page of `query` is being fetched.
+    case searching(DirectoryQuery, generation: Int)
+    /// The results so far; more may be fetched when `results.nextPage` is set.
+    case loaded(DirectoryResults<Item>, generation: Int)
+    /// The next page of the shown results is being fetched.
+    case loadingMore(DirectoryResults<Item>, generation: Int)
+    /// The first page of `query` could not be fetched.
+    case failed(DirectoryQuery, DirectoryFailure, generation: Int)
+
+    /// The generation of the search this state belongs to.
+    public var generation: Int {
+        switch self {
+        case .idle(let generation), .searching(_, let generation), .loaded(_, let generation),
+            .loadingMore(_, let generation), .failed(_, _, let generation):
+            generation
+        }
+    }
+
+    /// The query being searched or shown, `nil` while idle.
+    public var query: DirectoryQuery? {
+        switch self {
+        case .idle: nil
+        case .searching(let query, _), .failed(let query, _, _): query
+        case .loaded(let results, _), .loadingMore(let results, _): results.query
+        }
+    }
+
+    /// The results shown now (empty while idle, searching or failed).
+    public var results: DirectoryResults<Item>? {
+        switch self {
+        case .loaded(let results, _), .loadingMore(let results, _): results
+        case .idle, .searching, .failed: nil
+        }
+    }
+
+    /// Every state case name, in declaration order: the chart's state ids.
+    public static var caseNames: [String] { ["idle", "searching", "loaded", "loadingMore", "failed"] }
+
+    public var caseNameLiteral: StaticString? {
+        switch self {
+        case .idle: "idle"
+        case .searching: "searching"
+        case .loaded: "loaded"
+        case .loadingMore: "loadingMore"
+        case .failed: "failed"
+        }
+    }
+}
+
+extension DirectorySearchState {
     var isFailed: Bool {
         if case .failed = self { return true }
         return false
@@ -227,10 +233,10 @@ extension DirectorySearchMachine.State {
 
 extension DirectorySearchMachine: ChartedMachine {}
 
-extension DirectorySearchMachine.State: CaseNameListing {
+extension DirectorySearchState: CaseNameListing {
     public static var allCaseNames: [String] { caseNames }
 }
 
 extension DirectorySearchMachine.Event: CaseNameListing {
-    public static var allCaseNames: [String] { caseNames }
+    package static var allCaseNames: [String] { caseNames }
 }

@@ -2,7 +2,7 @@ import SymorvaRuntime
 
 extension MediaSessionMachine {
     /// The events of the machine's timers, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         switch timer {
         case .scheduleRetry: .timerFired(.retry)
         case .scheduleKeepalive: .timerFired(.keepalive)
@@ -18,9 +18,9 @@ extension MediaSessionMachine {
 
     /// The account's scope moving on (sign-out, switch, cache clear) ends the session as a
     /// disconnect does: the session is a child of the meeting in that scope.
-    public func event(scopeMovedOn reason: AccountScope.Reason) -> Event? { .disconnectRequested }
+    package func event(scopeMovedOn reason: AccountScope.Reason) -> Event? { .disconnectRequested }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle(let call): inIdle(call, on: event)
         case .connecting(let call): inConnecting(call, on: event)

@@ -30,34 +30,34 @@ import SymorvaRuntime
 /// Every effect that belongs to a connection runs under a key and is cancelled when the
 /// connection ends; the media server's events and replies arrive through the mailbox like every
 /// other answer. Events and effects describe themselves by case name only.
-public struct MediaSessionMachine: StateMachine {
-    public static let name = "MediaSession"
+package struct MediaSessionMachine: StateMachine {
+    package static let name = "MediaSession"
 
     /// What the machine needs to know about its environment.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// Waits before a new connection after a failed one; no jitter is drawn.
-        public var reconnectBackoff: RetryBackoff
+        package var reconnectBackoff: RetryBackoff
         /// Failed attempts in a row after which the session fails.
-        public var maximumAttempts: Int
+        package var maximumAttempts: Int
         /// How long connecting and negotiating may take before the attempt counts as failed (also
         /// the bound on the room's answer to the offer).
-        public var attemptTimeout: Duration
+        package var attemptTimeout: Duration
         /// How often the media-server session is kept alive (Janus times sessions out after 60 s);
         /// a keep-alive is also how a session the server lost (a restart) is noticed soonest.
-        public var keepaliveInterval: Duration
+        package var keepaliveInterval: Duration
         /// How long the room's audio may stay away while connected before the media path counts
         /// as lost. The room sends its mix all the time (silence included), and ICE does not
         /// notice a path that stopped carrying packets, so audio that stops arriving is how a cut
         /// path is found. Also how long, with the microphone on, the media server may say the
         /// member's audio does not reach it (the other direction of the path).
-        public var stallTimeout: Duration
+        package var stallTimeout: Duration
         /// While the room's audio arrives, how often the machine asks whether any arrived since
         /// the last look (none: it stopped). While it does not arrive, nothing is asked: the peer's
         /// first new samples answer.
-        public var audioCheckInterval: Duration
+        package var audioCheckInterval: Duration
 
         /// Creates a configuration.
-        public init(
+        package init(
             reconnectBackoff: RetryBackoff = .mediaReconnect, maximumAttempts: Int = 8,
             attemptTimeout: Duration = .seconds(20), keepaliveInterval: Duration = .seconds(10),
             stallTimeout: Duration = .seconds(3), audioCheckInterval: Duration = .seconds(1)
@@ -72,119 +72,50 @@ public struct MediaSessionMachine: StateMachine {
     }
 
     /// The machine's configuration.
-    public let configuration: Configuration
+    package let configuration: Configuration
 
     /// Creates the machine.
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
     /// Keys of the machine's cancellable effects and timers.
-    public enum Keys {
+    package enum Keys {
         /// The request in flight of the connection steps (the services' join, offer, answer).
-        public static let request = EffectKey("media.request")
+        package static let request = EffectKey("media.request")
         /// The media server's event stream (long poll).
-        public static let events = EffectKey("media.events")
+        package static let events = EffectKey("media.events")
         /// The keep-alive timer.
-        public static let keepalive = EffectKey("media.keepalive")
+        package static let keepalive = EffectKey("media.keepalive")
         /// The platform peer (pipeline, ICE agent): running while the key is.
-        public static let peer = EffectKey("media.peer")
+        package static let peer = EffectKey("media.peer")
         /// The wait before the next connection attempt.
-        public static let retry = EffectKey("media.retry")
+        package static let retry = EffectKey("media.retry")
         /// The deadline of the connection attempt in progress.
-        public static let attempt = EffectKey("media.attempt")
+        package static let attempt = EffectKey("media.attempt")
         /// The wait, while the room's audio is not arriving, before the media path counts as lost.
-        public static let stall = EffectKey("media.stall")
+        package static let stall = EffectKey("media.stall")
         /// The wait, while the microphone is on but the media server says the member's audio is
         /// not reaching it, before the media path counts as lost.
-        public static let upstream = EffectKey("media.upstream")
+        package static let upstream = EffectKey("media.upstream")
         /// The next look at whether the room's audio still arrives.
-        public static let audioCheck = EffectKey("media.audioCheck")
+        package static let audioCheck = EffectKey("media.audioCheck")
         /// The wait for the room's audio to arrive (again).
-        public static let audioWait = EffectKey("media.audioWait")
+        package static let audioWait = EffectKey("media.audioWait")
     }
 
     // MARK: - State
 
-    /// Where the WebRTC negotiation is.
-    public enum NegotiationStep: Sendable, Hashable {
-        /// The peer (audio source, encoder, ICE agent) is starting.
-        case startingPeer
-        /// The peer is creating its offer.
-        case creatingOffer
-        /// The offer is with the room; waiting for its answer (``MediaCall/offerTransaction``).
-        case awaitingAnswer
-        /// The answer is being applied to the peer.
-        case applyingAnswer
-        /// The answer is applied; waiting for ICE to connect.
-        case connectingMedia
-    }
+    /// A step of the state: ``MediaNegotiationStep`` (package: an app observes it).
+    package typealias NegotiationStep = MediaNegotiationStep
 
-    /// Where the session is.
-    public enum State: Sendable, Equatable, CaseNamed {
-        /// Not connected yet.
-        case idle(MediaCall)
-        /// The services are joining the member to the room on a new media-server session.
-        case connecting(MediaCall)
-        /// Joined: the peer negotiates the audio path with the room.
-        case negotiating(MediaCall, MediaServerLink, NegotiationStep)
-        /// Audio flows both ways (while the microphone is on).
-        case connected(MediaCall, MediaServerLink)
-        /// The media path dropped: waiting before a new connection.
-        case reconnecting(MediaCall, MediaSessionError)
-        /// Closed for good: disconnected, or the member is off stage.
-        case closed(MediaCloseReason)
-        /// The session cannot work (an engine failure, a refusal, too many failed attempts).
-        case failed(MediaSessionError)
-
-        /// Every state case name, in declaration order: the chart's state ids.
-        public static let caseNames = [
-            "idle", "connecting", "negotiating", "connected", "reconnecting", "closed", "failed",
-        ]
-
-        public var caseNameLiteral: StaticString? {
-            switch self {
-            case .idle: "idle"
-            case .connecting: "connecting"
-            case .negotiating: "negotiating"
-            case .connected: "connected"
-            case .reconnecting: "reconnecting"
-            case .closed: "closed"
-            case .failed: "failed"
-            }
-        }
-
-        /// The call, in every state that has one.
-        public var call: MediaCall? {
-            switch self {
-            case .idle(let call), .connecting(let call), .negotiating(let call, _, _), .connected(let call, _),
-                .reconnecting(let call, _):
-                call
-            case .closed, .failed: nil
-            }
-        }
-
-        /// The connection's place on the media server, while there is one.
-        public var link: MediaServerLink? {
-            switch self {
-            case .negotiating(_, let link, _), .connected(_, let link): link
-            case .idle, .connecting, .reconnecting, .closed, .failed: nil
-            }
-        }
-
-        /// Whether no event changes the state any more.
-        public var isFinal: Bool {
-            switch self {
-            case .closed, .failed: true
-            case .idle, .connecting, .negotiating, .connected, .reconnecting: false
-            }
-        }
-    }
+    /// The machine state: ``MediaSessionState`` (package: an app observes it).
+    package typealias State = MediaSessionState
 
     // MARK: - Event
 
     /// What happened.
-    public enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
+    package enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
         /// The member asked to connect.
         case connectRequested
         /// The member (or the meeting, or the end of the account's scope) asked to disconnect.
@@ -224,14 +155,14 @@ public struct MediaSessionMachine: StateMachine {
         case timerFired(MediaSessionTimer)
 
         /// Every event case name, in declaration order: the chart's event names.
-        public static let caseNames = [
+        package static let caseNames = [
             "connectRequested", "disconnectRequested", "microphoneRequested", "roomJoined", "peerStarted",
             "offerCreated", "serverReplied", "answerApplied", "localCandidate", "localCandidatesGathered",
             "iceStateChanged", "incomingAudioChecked", "peerFailed", "serverEvent", "eventsFailed",
             "keepaliveAnswered", "timerFired",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .connectRequested: "connectRequested"
             case .disconnectRequested: "disconnectRequested"
@@ -254,11 +185,11 @@ public struct MediaSessionMachine: StateMachine {
         }
 
         /// The case name only.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// The machine's timers.
-    public enum MediaSessionTimer: Sendable, Hashable {
+    package enum MediaSessionTimer: Sendable, Hashable {
         /// Start the next connection attempt.
         case retry
         /// Keep the media-server session alive.
@@ -276,7 +207,7 @@ public struct MediaSessionMachine: StateMachine {
     // MARK: - Effect
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable, CustomStringConvertible {
+    package enum Effect: MachineEffect, Equatable, CustomStringConvertible {
         /// Ask the services to join the member to the room on a new media-server session;
         /// answers ``Event/roomJoined(_:)``.
         case requestJoin
@@ -331,7 +262,7 @@ public struct MediaSessionMachine: StateMachine {
         /// Cancel the effect or timer running under this key.
         case cancel(EffectKey)
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .requestJoin, .createOffer, .sendOffer, .applyAnswer: .keyed(Keys.request)
             case .readEvents: .keyed(Keys.events)
@@ -351,14 +282,14 @@ public struct MediaSessionMachine: StateMachine {
         }
 
         /// Every effect case name, in declaration order.
-        public static let caseNames = [
+        package static let caseNames = [
             "requestJoin", "readEvents", "scheduleKeepalive", "sendKeepalive", "startPeer", "createOffer",
             "sendOffer", "applyAnswer", "trickle", "trickleComplete", "setSending", "configureMuted", "hangUp",
             "scheduleRetry", "startAttemptTimeout", "startStallTimeout", "startUpstreamTimeout",
             "scheduleAudioCheck", "checkIncomingAudio", "awaitIncomingAudio", "cancel",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .requestJoin: "requestJoin"
             case .readEvents: "readEvents"
@@ -385,7 +316,7 @@ public struct MediaSessionMachine: StateMachine {
         }
 
         /// The case name only.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 }
 
@@ -396,11 +327,86 @@ extension MediaSessionMachine.State: CaseNameListing {
 }
 
 extension MediaSessionMachine.Event: CaseNameListing {
-    public static var allCaseNames: [String] { caseNames }
+    package static var allCaseNames: [String] { caseNames }
 }
 
 extension RetryBackoff {
     /// New media connections after a dropped one: 1 s doubling to 10 s, no jitter.
-    public static let mediaReconnect = RetryBackoff(
+    package static let mediaReconnect = RetryBackoff(
         initialDelay: .seconds(1), maximumDelay: .seconds(10), jitterRatio: 0)
+}
+
+/// Where the WebRTC negotiation is.
+public enum MediaNegotiationStep: Sendable, Hashable {
+    /// The peer (audio source, encoder, ICE agent) is starting.
+    case startingPeer
+    /// The peer is creating its offer.
+    case creatingOffer
+    /// The offer is with the room; waiting for its answer (``MediaCall/offerTransaction``).
+    case awaitingAnswer
+    /// The answer is being applied to the peer.
+    case applyingAnswer
+    /// The answer is applied; waiting for ICE to connect.
+    case connectingMedia
+}
+
+/// Where the session is.
+public enum MediaSessionState: Sendable, Equatable, CaseNamed {
+    /// Not connected yet.
+    case idle(MediaCall)
+    /// The services are joining the member to the room on a new media-server session.
+    case connecting(MediaCall)
+    /// Joined: the peer negotiates the audio path with the room.
+    case negotiating(MediaCall, MediaServerLink, MediaNegotiationStep)
+    /// Audio flows both ways (while the microphone is on).
+    case connected(MediaCall, MediaServerLink)
+    /// The media path dropped: waiting before a new connection.
+    case reconnecting(MediaCall, MediaSessionError)
+    /// Closed for good: disconnected, or the member is off stage.
+    case closed(MediaCloseReason)
+    /// The session cannot work (an engine failure, a refusal, too many failed attempts).
+    case failed(MediaSessionError)
+
+    /// Every state case name, in declaration order: the chart's state ids.
+    public static let caseNames = [
+        "idle", "connecting", "negotiating", "connected", "reconnecting", "closed", "failed",
+    ]
+
+    public var caseNameLiteral: StaticString? {
+        switch self {
+        case .idle: "idle"
+        case .connecting: "connecting"
+        case .negotiating: "negotiating"
+        case .connected: "connected"
+        case .reconnecting: "reconnecting"
+        case .closed: "closed"
+        case .failed: "failed"
+        }
+    }
+
+    /// The call, in every state that has one.
+    public var call: MediaCall? {
+        switch self {
+        case .idle(let call), .connecting(let call), .negotiating(let call, _, _), .connected(let call, _),
+            .reconnecting(let call, _):
+            call
+        case .closed, .failed: nil
+        }
+    }
+
+    /// The connection's place on the media server, while there is one.
+    public var link: MediaServerLink? {
+        switch self {
+        case .negotiating(_, let link, _), .connected(_, let link): link
+        case .idle, .connecting, .reconnecting, .closed, .failed: nil
+        }
+    }
+
+    /// Whether no event changes the state any more.
+    public var isFinal: Bool {
+        switch self {
+        case .closed, .failed: true
+        case .idle, .connecting, .negotiating, .connected, .reconnecting: false
+        }
+    }
 }

@@ -58,7 +58,7 @@ public struct MediaCall: Sendable, Hashable {
 
 /// The media server's reply to one of the member's requests, read on the session's event stream
 /// (Janus answers a plugin message with `ack`, then an `event` with the same transaction).
-public enum MediaServerReply: Sendable, Hashable {
+package enum MediaServerReply: Sendable, Hashable {
     /// A session description: the room's answer to the member's offer.
     case description(SessionDescription)
     /// Done, nothing to hand over.
@@ -69,31 +69,31 @@ public enum MediaServerReply: Sendable, Hashable {
 
 /// A session description (SDP) of the WebRTC negotiation. Not a secret, but long: it prints
 /// its length only.
-public struct SessionDescription: Sendable, Hashable, CustomStringConvertible {
+package struct SessionDescription: Sendable, Hashable, CustomStringConvertible {
     /// The SDP text.
-    public let sdp: String
+    package let sdp: String
     /// Wraps SDP text.
-    public init(sdp: String) { self.sdp = sdp }
+    package init(sdp: String) { self.sdp = sdp }
     /// `sdp(<n> bytes)`.
-    public var description: String { "sdp(\(sdp.utf8.count) bytes)" }
+    package var description: String { "sdp(\(sdp.utf8.count) bytes)" }
 }
 
 /// One ICE candidate of the local peer, to trickle to the media server (or of the server's).
-public struct IceCandidate: Sendable, Hashable {
+package struct IceCandidate: Sendable, Hashable {
     /// The media line index it belongs to.
-    public let mlineIndex: UInt32
+    package let mlineIndex: UInt32
     /// The `candidate:` attribute.
-    public let candidate: String
+    package let candidate: String
 
     /// A candidate.
-    public init(mlineIndex: UInt32, candidate: String) {
+    package init(mlineIndex: UInt32, candidate: String) {
         self.mlineIndex = mlineIndex
         self.candidate = candidate
     }
 }
 
 /// The WebRTC ICE connection state the peer reports (the W3C `RTCIceConnectionState`).
-public enum IceConnectionState: String, Sendable, Hashable, CaseIterable {
+package enum IceConnectionState: String, Sendable, Hashable, CaseIterable {
     /// Not started.
     case new
     /// Checking candidate pairs.
@@ -111,7 +111,7 @@ public enum IceConnectionState: String, Sendable, Hashable, CaseIterable {
 }
 
 /// What the media server says about the member's handle outside the answers to its requests.
-public enum MediaServerEvent: Sendable, Hashable {
+package enum MediaServerEvent: Sendable, Hashable {
     /// The WebRTC PeerConnection is up on the server's side.
     case webrtcUp
     /// The server hung the PeerConnection up (ICE or DTLS failure, a restart of the plugin).

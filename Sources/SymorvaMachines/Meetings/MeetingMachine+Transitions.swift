@@ -2,7 +2,7 @@ import SymorvaRuntime
 
 extension MeetingMachine {
     /// The events of the feed-retry and media-request timers, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         switch timer {
         case .scheduleFeedRetry: .timerFired(.feedRetry)
         case .scheduleMediaRenewal, .scheduleMediaRetry: .timerFired(.mediaRequest)
@@ -10,7 +10,7 @@ extension MeetingMachine {
         }
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle: inIdle(on: event)
         case .joining(let roomID, _): inJoining(roomID, on: event)
@@ -258,7 +258,7 @@ extension MeetingMachine {
     }
 }
 
-extension MeetingMachine.State {
+extension MeetingState {
     /// The same state with `joined` in place of its meeting.
     func replacing(_ joined: JoinedMeeting) -> Self {
         switch self {

@@ -22,18 +22,18 @@ import SymorvaRuntime
 ///   is missed; a feed that says the meeting ended, or no longer lists the member, ends the
 ///   member's part.
 /// - A stage member's token is renewed before it expires (``MeetingTimer/mediaRequest``).
-public struct MeetingMachine: StateMachine {
-    public static let name = "Meeting"
+package struct MeetingMachine: StateMachine {
+    package static let name = "Meeting"
 
     /// What the machine needs to know about its environment.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// Waits between failed feed polls (and media-session requests); no jitter is drawn.
-        public var feedBackoff: RetryBackoff
+        package var feedBackoff: RetryBackoff
         /// How long before a stage token's expiry a fresh descriptor is asked for.
-        public var renewalMargin: Duration
+        package var renewalMargin: Duration
 
         /// Creates a configuration.
-        public init(feedBackoff: RetryBackoff = .meetingFeed, renewalMargin: Duration = .seconds(60)) {
+        package init(feedBackoff: RetryBackoff = .meetingFeed, renewalMargin: Duration = .seconds(60)) {
             self.feedBackoff = feedBackoff
             self.renewalMargin = renewalMargin
         }
@@ -44,99 +44,36 @@ public struct MeetingMachine: StateMachine {
     }
 
     /// The machine's configuration.
-    public let configuration: Configuration
+    package let configuration: Configuration
 
     /// Creates the machine.
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
     /// Keys of the machine's cancellable effects and named timers.
-    public enum Keys {
+    package enum Keys {
         /// The join request.
-        public static let join = EffectKey("meeting.request.join")
+        package static let join = EffectKey("meeting.request.join")
         /// The change feed's poll in flight.
-        public static let feed = EffectKey("meeting.feed")
+        package static let feed = EffectKey("meeting.feed")
         /// The timer before the next poll after a failed one.
-        public static let feedRetry = EffectKey("meeting.feed.retry")
+        package static let feedRetry = EffectKey("meeting.feed.retry")
         /// The media-session request in flight.
-        public static let media = EffectKey("meeting.request.media")
+        package static let media = EffectKey("meeting.request.media")
         /// The timer of the media-session request: the stage token's renewal, or a retry.
-        public static let mediaTimer = EffectKey("meeting.media.timer")
+        package static let mediaTimer = EffectKey("meeting.media.timer")
     }
 
     // MARK: - State
 
-    /// Where the member is in the meeting.
-    public enum State: Sendable, Equatable, CaseNamed {
-        /// Nothing asked yet.
-        case idle
-        /// The join request is with the services.
-        case joining(roomID: RoomID, broadcast: Bool)
-        /// On stage with a media-session descriptor.
-        case stage(JoinedMeeting, MediaSessionDescriptor)
-        /// Listening to the playback stream.
-        case listener(JoinedMeeting)
-        /// Listening, with the hand raised (a signal to hosts; never the stage by itself).
-        case handRaised(JoinedMeeting)
-        /// Promoted by a host: asking for the member's own media-session descriptor.
-        case promoting(JoinedMeeting)
-        /// Demoted by a host: the media session is being closed before the member listens.
-        case demoting(JoinedMeeting)
-        /// The leave request is with the services; media and feed are stopped.
-        case leaving(JoinedMeeting)
-        /// The member is out of the meeting.
-        case left(LeaveReason)
-        /// The meeting ended (a host ended it, or it emptied).
-        case ended(MeetingSnapshot)
-        /// The join was refused or could not be made.
-        case failed(MeetingError)
-
-        /// Every state case name, in declaration order: the chart's state ids.
-        public static let caseNames = [
-            "idle", "joining", "stage", "listener", "handRaised", "promoting", "demoting", "leaving", "left",
-            "ended", "failed",
-        ]
-
-        public var caseNameLiteral: StaticString? {
-            switch self {
-            case .idle: "idle"
-            case .joining: "joining"
-            case .stage: "stage"
-            case .listener: "listener"
-            case .handRaised: "handRaised"
-            case .promoting: "promoting"
-            case .demoting: "demoting"
-            case .leaving: "leaving"
-            case .left: "left"
-            case .ended: "ended"
-            case .failed: "failed"
-            }
-        }
-
-        /// The meeting, in every state that is in one.
-        public var joined: JoinedMeeting? {
-            switch self {
-            case .stage(let joined, _), .listener(let joined), .handRaised(let joined), .promoting(let joined),
-                .demoting(let joined), .leaving(let joined):
-                joined
-            case .idle, .joining, .left, .ended, .failed: nil
-            }
-        }
-
-        /// Whether no event changes the state any more.
-        public var isFinal: Bool {
-            switch self {
-            case .left, .ended, .failed: true
-            default: false
-            }
-        }
-    }
+    /// The machine state: ``MeetingState`` (public: an app observes it).
+    package typealias State = MeetingState
 
     // MARK: - Event
 
     /// What happened.
-    public enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
+    package enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
         /// The member asked to join the meeting of a room (opening it as a broadcast if asked).
         case joinRequested(RoomID, broadcast: Bool)
         /// The services answered the join.
@@ -158,12 +95,12 @@ public struct MeetingMachine: StateMachine {
         case leaveResponse(LeaveOutcome)
 
         /// Every event case name, in declaration order: the chart's event names.
-        public static let caseNames = [
+        package static let caseNames = [
             "joinRequested", "joinResponse", "feedResponse", "snapshotReceived", "mediaSessionResponse",
             "mediaSessionClosed", "timerFired", "leaveRequested", "leaveResponse",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .joinRequested: "joinRequested"
             case .joinResponse: "joinResponse"
@@ -178,11 +115,11 @@ public struct MeetingMachine: StateMachine {
         }
 
         /// The case name only: events may carry media tokens.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// The machine's named timers.
-    public enum MeetingTimer: Sendable, Hashable {
+    package enum MeetingTimer: Sendable, Hashable {
         /// Poll the feed again after a failed poll.
         case feedRetry
         /// Ask for a media-session descriptor again: the stage token's renewal, or a retry.
@@ -192,7 +129,7 @@ public struct MeetingMachine: StateMachine {
     // MARK: - Effect
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable, CustomStringConvertible {
+    package enum Effect: MachineEffect, Equatable, CustomStringConvertible {
         /// Ask the services to join; answers ``Event/joinResponse(_:)``.
         case sendJoin(RoomID, broadcast: Bool)
         /// Long-poll the change feed after `since`; answers ``Event/feedResponse(_:)``.
@@ -212,7 +149,7 @@ public struct MeetingMachine: StateMachine {
         /// Cancel the effect or timer running under this key.
         case cancel(EffectKey)
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .sendJoin: .keyed(Keys.join)
             case .pollFeed: .keyed(Keys.feed)
@@ -226,12 +163,12 @@ public struct MeetingMachine: StateMachine {
         }
 
         /// Every effect case name, in declaration order.
-        public static let caseNames = [
+        package static let caseNames = [
             "sendJoin", "pollFeed", "scheduleFeedRetry", "requestMediaSession", "scheduleMediaRenewal",
             "scheduleMediaRetry", "closeMediaSession", "sendLeave", "cancel",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .sendJoin: "sendJoin"
             case .pollFeed: "pollFeed"
@@ -246,26 +183,96 @@ public struct MeetingMachine: StateMachine {
         }
 
         /// The case name only.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// Every state case name: the chart checker compares these with its samples and the chart.
-    public static var stateCaseNames: [String] { State.caseNames }
+    package static var stateCaseNames: [String] { State.caseNames }
     /// Every event case name: the chart checker compares these with its samples and the chart.
-    public static var eventCaseNames: [String] { Event.caseNames }
+    package static var eventCaseNames: [String] { Event.caseNames }
+}
+
+/// Where the member is in a meeting: what an app observes on a meeting room
+/// (`MeetingRoom.state`).
+///
+/// The state of the SDK's meeting machine; the machine, its events and its effects are
+/// internal to the SDK (`package`).
+public enum MeetingState: Sendable, Equatable, CaseNamed {
+    /// Nothing asked yet.
+    case idle
+    /// The join request is with the services.
+    case joining(roomID: RoomID, broadcast: Bool)
+    /// On stage with a media-session descriptor.
+    case stage(JoinedMeeting, MediaSessionDescriptor)
+    /// Listening to the playback stream.
+    case listener(JoinedMeeting)
+    /// Listening, with the hand raised (a signal to hosts; never the stage by itself).
+    case handRaised(JoinedMeeting)
+    /// Promoted by a host: asking for the member's own media-session descriptor.
+    case promoting(JoinedMeeting)
+    /// Demoted by a host: the media session is being closed before the member listens.
+    case demoting(JoinedMeeting)
+    /// The leave request is with the services; media and feed are stopped.
+    case leaving(JoinedMeeting)
+    /// The member is out of the meeting.
+    case left(LeaveReason)
+    /// The meeting ended (a host ended it, or it emptied).
+    case ended(MeetingSnapshot)
+    /// The join was refused or could not be made.
+    case failed(MeetingError)
+
+    /// Every state case name, in declaration order: the chart's state ids.
+    public static let caseNames = [
+        "idle", "joining", "stage", "listener", "handRaised", "promoting", "demoting", "leaving", "left",
+        "ended", "failed",
+    ]
+
+    public var caseNameLiteral: StaticString? {
+        switch self {
+        case .idle: "idle"
+        case .joining: "joining"
+        case .stage: "stage"
+        case .listener: "listener"
+        case .handRaised: "handRaised"
+        case .promoting: "promoting"
+        case .demoting: "demoting"
+        case .leaving: "leaving"
+        case .left: "left"
+        case .ended: "ended"
+        case .failed: "failed"
+        }
+    }
+
+    /// The meeting, in every state that is in one.
+    public var joined: JoinedMeeting? {
+        switch self {
+        case .stage(let joined, _), .listener(let joined), .handRaised(let joined), .promoting(let joined),
+            .demoting(let joined), .leaving(let joined):
+            joined
+        case .idle, .joining, .left, .ended, .failed: nil
+        }
+    }
+
+    /// Whether no event changes the state any more.
+    public var isFinal: Bool {
+        switch self {
+        case .left, .ended, .failed: true
+        default: false
+        }
+    }
 }
 
 extension MeetingMachine: ChartedMachine {}
 
-extension MeetingMachine.State: CaseNameListing {
+extension MeetingState: CaseNameListing {
     public static var allCaseNames: [String] { caseNames }
 }
 
 extension MeetingMachine.Event: CaseNameListing {
-    public static var allCaseNames: [String] { caseNames }
+    package static var allCaseNames: [String] { caseNames }
 }
 
 extension RetryBackoff {
     /// Feed polls and media-session requests after a failure: 1 s doubling to 30 s, no jitter.
-    public static let meetingFeed = RetryBackoff(initialDelay: .seconds(1), maximumDelay: .seconds(30), jitterRatio: 0)
+    package static let meetingFeed = RetryBackoff(initialDelay: .seconds(1), maximumDelay: .seconds(30), jitterRatio: 0)
 }

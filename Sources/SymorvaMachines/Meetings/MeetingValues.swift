@@ -123,9 +123,9 @@ public struct MeetingSnapshot: Sendable, Hashable {
 }
 
 /// The services' answer to a join: the meeting and the admitted role with what it needs.
-public struct JoinAnswer: Sendable, Hashable {
+package struct JoinAnswer: Sendable, Hashable {
     /// The admitted role's media.
-    public enum Admission: Sendable, Hashable {
+    package enum Admission: Sendable, Hashable {
         /// On stage, with the media-session descriptor.
         case stage(MediaSessionDescriptor)
         /// A listener, with the playback stream.
@@ -133,16 +133,16 @@ public struct JoinAnswer: Sendable, Hashable {
     }
 
     /// The member the services admitted (the caller).
-    public let userID: UserID
+    package let userID: UserID
     /// The meeting as the join left it.
-    public let snapshot: MeetingSnapshot
+    package let snapshot: MeetingSnapshot
     /// The admitted role.
-    public let admission: Admission
+    package let admission: Admission
     /// The playback stream of the meeting (also for stage members, for after a demotion).
-    public let playback: PlaybackDescriptor
+    package let playback: PlaybackDescriptor
 
     /// Creates an answer.
-    public init(userID: UserID, snapshot: MeetingSnapshot, admission: Admission, playback: PlaybackDescriptor) {
+    package init(userID: UserID, snapshot: MeetingSnapshot, admission: Admission, playback: PlaybackDescriptor) {
         self.userID = userID
         self.snapshot = snapshot
         self.admission = admission
@@ -151,16 +151,16 @@ public struct JoinAnswer: Sendable, Hashable {
 }
 
 /// One answer of the change feed: the participants after the changes, and the next cursor.
-public struct FeedBatch: Sendable, Hashable {
+package struct FeedBatch: Sendable, Hashable {
     /// Pass to the next poll.
-    public let cursor: Int
+    package let cursor: Int
     /// Whether the meeting has ended.
-    public let ended: Bool
+    package let ended: Bool
     /// Everyone in the meeting after the changes.
-    public let participants: [MeetingParticipant]
+    package let participants: [MeetingParticipant]
 
     /// Creates a batch.
-    public init(cursor: Int, ended: Bool, participants: [MeetingParticipant]) {
+    package init(cursor: Int, ended: Bool, participants: [MeetingParticipant]) {
         self.cursor = cursor
         self.ended = ended
         self.participants = participants
@@ -261,7 +261,7 @@ public enum MeetingError: Error, Sendable, Hashable {
 }
 
 /// What the member's leave request came to.
-public enum LeaveOutcome: Sendable, Hashable {
+package enum LeaveOutcome: Sendable, Hashable {
     /// The services took the member out (or no longer had them).
     case left
     /// The services could not be told: the member may still be listed there until the services'

@@ -10,56 +10,23 @@ import SymorvaRuntime
 /// One request at a time: a new ``Event/setRequested(_:)`` replaces a set in flight (its
 /// request is cancelled), a removal cancels a set in flight, and an answer is applied only in
 /// the state that asked for it. Setting the pusher that is already registered starts nothing.
-public struct PusherMachine: StateMachine {
-    public static let name = "Pusher"
+package struct PusherMachine: StateMachine {
+    package static let name = "Pusher"
 
     /// A machine.
-    public init() {}
+    package init() {}
 
     /// Keys of the machine's cancellable effects.
-    public enum Keys {
+    package enum Keys {
         /// The set or remove request in flight.
-        public static let request = EffectKey("push.request.pusher")
+        package static let request = EffectKey("push.request.pusher")
     }
 
-    /// Where the account's pusher is.
-    public enum State: Sendable, Equatable, CaseNamed {
-        /// No pusher set by this installation (or it was removed).
-        case unregistered
-        /// The homeserver is setting this pusher.
-        case registering(Pusher)
-        /// The homeserver pushes to this pusher.
-        case registered(Pusher)
-        /// The homeserver is removing this pusher.
-        case removing(Pusher)
-        /// The last set or remove failed; `pusher` is the one it was for.
-        case failed(Pusher, PushError)
-
-        /// Every state case name, in declaration order: the chart's state ids.
-        public static let caseNames = ["unregistered", "registering", "registered", "removing", "failed"]
-
-        public var caseNameLiteral: StaticString? {
-            switch self {
-            case .unregistered: "unregistered"
-            case .registering: "registering"
-            case .registered: "registered"
-            case .removing: "removing"
-            case .failed: "failed"
-            }
-        }
-
-        /// The pusher this state is about, if any.
-        public var pusher: Pusher? {
-            switch self {
-            case .unregistered: nil
-            case .registering(let pusher), .registered(let pusher), .removing(let pusher), .failed(let pusher, _):
-                pusher
-            }
-        }
-    }
+    /// The machine state: ``PusherState`` (public: an app observes it).
+    package typealias State = PusherState
 
     /// What happened.
-    public enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
+    package enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
         /// The app asked for this pusher.
         case setRequested(Pusher)
         /// The homeserver answered the set request.
@@ -72,9 +39,9 @@ public struct PusherMachine: StateMachine {
         case adopted(Pusher)
 
         /// Every event case name, in declaration order: the chart's event names.
-        public static let caseNames = ["setRequested", "setAnswered", "removeRequested", "removeAnswered", "adopted"]
+        package static let caseNames = ["setRequested", "setAnswered", "removeRequested", "removeAnswered", "adopted"]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .setRequested: "setRequested"
             case .setAnswered: "setAnswered"
@@ -85,22 +52,22 @@ public struct PusherMachine: StateMachine {
         }
 
         /// The case name only: a pusher carries a device token.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable, CustomStringConvertible {
+    package enum Effect: MachineEffect, Equatable, CustomStringConvertible {
         /// `POST /pushers/set` with the pusher; answers ``Event/setAnswered(_:)``.
         case setPusher(Pusher)
         /// `POST /pushers/set` with `kind: null`; answers ``Event/removeAnswered(_:)``.
         case removePusher(Pusher)
 
-        public var directive: EffectDirective { .keyed(Keys.request) }
+        package var directive: EffectDirective { .keyed(Keys.request) }
 
         /// Every effect case name, in declaration order.
-        public static let caseNames = ["setPusher", "removePusher"]
+        package static let caseNames = ["setPusher", "removePusher"]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .setPusher: "setPusher"
             case .removePusher: "removePusher"
@@ -108,15 +75,15 @@ public struct PusherMachine: StateMachine {
         }
 
         /// The case name only: a pusher carries a device token.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// Every state case name: the chart checker compares these with its samples and the chart.
-    public static var stateCaseNames: [String] { State.caseNames }
+    package static var stateCaseNames: [String] { State.caseNames }
     /// Every event case name: the chart checker compares these with its samples and the chart.
-    public static var eventCaseNames: [String] { Event.caseNames }
+    package static var eventCaseNames: [String] { Event.caseNames }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch (state, event) {
         case (.registered(let current), .setRequested(let pusher)) where current == pusher:
             return .stay
@@ -160,12 +127,51 @@ public struct PusherMachine: StateMachine {
     }
 }
 
+/// Where the account's pusher is: what an app observes (`PushClient.pusherState`).
+///
+/// The state of the SDK's pusher machine; the machine, its events and its effects are internal
+/// to the SDK (`package`).
+public enum PusherState: Sendable, Equatable, CaseNamed {
+    /// No pusher set by this installation (or it was removed).
+    case unregistered
+    /// The homeserver is setting this pusher.
+    case registering(Pusher)
+    /// The homeserver pushes to this pusher.
+    case registered(Pusher)
+    /// The homeserver is removing this pusher.
+    case removing(Pusher)
+    /// The last set or remove failed; `pusher` is the one it was for.
+    case failed(Pusher, PushError)
+
+    /// Every state case name, in declaration order: the chart's state ids.
+    public static let caseNames = ["unregistered", "registering", "registered", "removing", "failed"]
+
+    public var caseNameLiteral: StaticString? {
+        switch self {
+        case .unregistered: "unregistered"
+        case .registering: "registering"
+        case .registered: "registered"
+        case .removing: "removing"
+        case .failed: "failed"
+        }
+    }
+
+    /// The pusher this state is about, if any.
+    public var pusher: Pusher? {
+        switch self {
+        case .unregistered: nil
+        case .registering(let pusher), .registered(let pusher), .removing(let pusher), .failed(let pusher, _):
+            pusher
+        }
+    }
+}
+
 extension PusherMachine: ChartedMachine {}
 
-extension PusherMachine.State: CaseNameListing {
+extension PusherState: CaseNameListing {
     public static var allCaseNames: [String] { caseNames }
 }
 
 extension PusherMachine.Event: CaseNameListing {
-    public static var allCaseNames: [String] { caseNames }
+    package static var allCaseNames: [String] { caseNames }
 }

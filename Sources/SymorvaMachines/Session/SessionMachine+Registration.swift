@@ -28,7 +28,7 @@ extension SessionMachine {
 
     /// The stage to submit next: the first remaining stage of the shortest flow whose
     /// remaining stages are all supported.
-    public static func nextStage(for challenge: AuthenticationChallenge) -> RegistrationAuth? {
+    package static func nextStage(for challenge: AuthenticationChallenge) -> RegistrationAuth? {
         for flow in challenge.flows.sorted(by: { $0.stages.count < $1.stages.count }) {
             let remaining = flow.stages.filter { !challenge.completed.contains($0) }
             guard let first = remaining.first, remaining.allSatisfy(supportedRegistrationStages.contains) else {

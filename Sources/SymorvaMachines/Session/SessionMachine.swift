@@ -15,22 +15,22 @@ import SymorvaRuntime
 ///
 /// The chart is `StateCharts/Session.scxml`. Whether an event is ignored depends only on the
 /// state's and the event's case, never on their data, so the chart can list every pair.
-public struct SessionMachine: ChartedMachine {
-    public static let name = "Session"
+package struct SessionMachine: ChartedMachine {
+    package static let name = "Session"
 
     /// How long before expiry the access token is refreshed.
-    public var refreshMargin: Duration
+    package var refreshMargin: Duration
     /// How many times a rate-limited login or registration is sent before giving up.
-    public var maxAttempts: Int
+    package var maxAttempts: Int
     /// The first delay of the refresh back-off; it doubles per attempt.
-    public var initialRetryDelay: Duration
+    package var initialRetryDelay: Duration
     /// The longest back-off between two refresh attempts.
-    public var maxRetryDelay: Duration
+    package var maxRetryDelay: Duration
     /// The name new devices get, as other members see it.
-    public var deviceDisplayName: String?
+    package var deviceDisplayName: String?
 
     /// A session machine with its policy.
-    public init(
+    package init(
         refreshMargin: Duration = .seconds(60), maxAttempts: Int = 3, initialRetryDelay: Duration = .seconds(1),
         maxRetryDelay: Duration = .seconds(300), deviceDisplayName: String? = nil
     ) {
@@ -42,7 +42,7 @@ public struct SessionMachine: ChartedMachine {
     }
 
     /// Where the session is.
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// No session: the starting point, and where sign-out ends.
         case signedOut
         /// Loading the stored session of an account, without the network.
@@ -75,7 +75,7 @@ public struct SessionMachine: ChartedMachine {
     }
 
     /// What happened.
-    public enum Event: Sendable, Equatable {
+    package enum Event: Sendable, Equatable {
         /// The user or the manifest asked to find a homeserver.
         case discoveryRequested(ServerAddress)
         /// `.well-known/matrix/client` answered: the base URL it names, or `nil` when the
@@ -122,7 +122,7 @@ public struct SessionMachine: ChartedMachine {
     }
 
     /// What the interpreter must do.
-    public enum Effect: Sendable, Equatable {
+    package enum Effect: Sendable, Equatable {
         /// Read the stored session of an account; answer ``Event/restored(_:)`` or ``Event/storeFailed(_:)``.
         case loadStoredSession(UserID)
         /// `GET https://<serverName>/.well-known/matrix/client`; answer ``Event/wellKnownResponse(_:)``.
@@ -157,27 +157,27 @@ public struct SessionMachine: ChartedMachine {
     }
 
     /// The keys of the machine's cancellable effects.
-    public enum Keys {
+    package enum Keys {
         /// `.well-known` and `/versions`: a new discovery replaces the old one.
-        public static let discovery: EffectKey = "session.discovery"
+        package static let discovery: EffectKey = "session.discovery"
         /// `/login`.
-        public static let login: EffectKey = "session.login"
+        package static let login: EffectKey = "session.login"
         /// `/register`.
-        public static let register: EffectKey = "session.register"
+        package static let register: EffectKey = "session.register"
         /// `/refresh`: the key makes refresh single-flight at the host as well.
-        public static let refresh: EffectKey = "session.refresh"
+        package static let refresh: EffectKey = "session.refresh"
         /// The timer that refreshes before expiry.
-        public static let refreshTimer: EffectKey = "session.refreshTimer"
+        package static let refreshTimer: EffectKey = "session.refreshTimer"
         /// The timer that resends a rate-limited or failed request.
-        public static let retryTimer: EffectKey = "session.retryTimer"
+        package static let retryTimer: EffectKey = "session.retryTimer"
         /// `/logout`.
-        public static let logout: EffectKey = "session.logout"
+        package static let logout: EffectKey = "session.logout"
         /// Saving the session.
-        public static let persist: EffectKey = "session.persist"
+        package static let persist: EffectKey = "session.persist"
     }
 
     /// The events of the machine's two timers, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         switch timer {
         case .scheduleRefresh: .refreshTimerFired
         case .scheduleRetry: .retryTimerFired
@@ -187,7 +187,7 @@ public struct SessionMachine: ChartedMachine {
         }
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .signedOut: signedOut(on: event)
         case .restoring: restoring(on: event)
@@ -211,7 +211,7 @@ public struct SessionMachine: ChartedMachine {
 
     /// The delay after the `number`-th failed try of a transient failure: ``initialRetryDelay``
     /// doubling per try, capped at ``maxRetryDelay``. Used when the server names no `retry_after`.
-    public func backoff(attempt number: Int) -> Duration {
+    package func backoff(attempt number: Int) -> Duration {
         var delay = initialRetryDelay
         for _ in 1..<min(max(number, 1), 32) where delay < maxRetryDelay { delay = delay * 2 }
         return min(delay, maxRetryDelay)
@@ -254,7 +254,7 @@ public struct SessionMachine: ChartedMachine {
 
 extension SessionMachine {
     /// Every ``State`` case name, in declaration order: the state ids of `StateCharts/Session.scxml`.
-    public static var stateCaseNames: [String] {
+    package static var stateCaseNames: [String] {
         [
             "signedOut", "restoring", "discovering", "awaitingCredentials", "authenticating", "registering",
             "persisting", "signedIn", "refreshing", "softLoggedOut", "signingOut", "wipingLocalData", "failed",
@@ -262,7 +262,7 @@ extension SessionMachine {
     }
 
     /// Every ``Event`` case name, in declaration order: the event names of `StateCharts/Session.scxml`.
-    public static var eventCaseNames: [String] {
+    package static var eventCaseNames: [String] {
         [
             "discoveryRequested", "wellKnownResponse", "versionsResponse", "passwordSubmitted",
             "loginTokenSubmitted", "loginResponse", "registrationRequested", "registrationResponse",
@@ -273,7 +273,7 @@ extension SessionMachine {
     }
 
     /// Every ``Effect`` case name, in declaration order.
-    public static var effectCaseNames: [String] {
+    package static var effectCaseNames: [String] {
         [
             "loadStoredSession", "fetchWellKnown", "fetchVersions", "sendLogin", "sendRegister", "persistSession",
             "activate", "scheduleRefresh", "scheduleRetry", "sendRefresh", "sendLogout", "wipeLocalData",
@@ -285,7 +285,7 @@ extension SessionMachine {
 extension SessionMachine.State: CaseNameListing, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    public var caseNameLiteral: StaticString? {
+    package var caseNameLiteral: StaticString? {
         switch self {
         case .signedOut: "signedOut"
         case .restoring: "restoring"
@@ -303,17 +303,17 @@ extension SessionMachine.State: CaseNameListing, CustomStringConvertible, Custom
         }
     }
 
-    public static var allCaseNames: [String] { SessionMachine.stateCaseNames }
+    package static var allCaseNames: [String] { SessionMachine.stateCaseNames }
 
-    public var description: String { "Session.State.\(caseName)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { redactedMirror(self, caseName) }
+    package var description: String { "Session.State.\(caseName)" }
+    package var debugDescription: String { description }
+    package var customMirror: Mirror { redactedMirror(self, caseName) }
 }
 
 extension SessionMachine.Event: CaseNameListing, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    public var caseNameLiteral: StaticString? {
+    package var caseNameLiteral: StaticString? {
         switch self {
         case .discoveryRequested: "discoveryRequested"
         case .wellKnownResponse: "wellKnownResponse"
@@ -339,17 +339,17 @@ extension SessionMachine.Event: CaseNameListing, CustomStringConvertible, Custom
         }
     }
 
-    public static var allCaseNames: [String] { SessionMachine.eventCaseNames }
+    package static var allCaseNames: [String] { SessionMachine.eventCaseNames }
 
-    public var description: String { "Session.Event.\(caseName)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { redactedMirror(self, caseName) }
+    package var description: String { "Session.Event.\(caseName)" }
+    package var debugDescription: String { description }
+    package var customMirror: Mirror { redactedMirror(self, caseName) }
 }
 
 extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    public var caseNameLiteral: StaticString? {
+    package var caseNameLiteral: StaticString? {
         switch self {
         case .loadStoredSession: "loadStoredSession"
         case .fetchWellKnown: "fetchWellKnown"
@@ -371,7 +371,7 @@ extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomD
     /// Requests and timers are keyed so that a newer one replaces an older one and a state
     /// change can cancel them; timers are performed by the host (see
     /// ``SessionMachine/event(firing:)``); the rest are plain performs.
-    public var directive: EffectDirective {
+    package var directive: EffectDirective {
         typealias Keys = SessionMachine.Keys
         switch self {
         case .fetchWellKnown, .fetchVersions: return .keyed(Keys.discovery)
@@ -388,13 +388,13 @@ extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomD
     }
 
     /// The case name, plus the key of a `cancel` (keys are program-chosen, safe to show).
-    public var description: String {
+    package var description: String {
         if case .cancel(let key) = self { return "Session.Effect.cancel(\(key))" }
         return "Session.Effect.\(caseName)"
     }
 
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { redactedMirror(self, caseName) }
+    package var debugDescription: String { description }
+    package var customMirror: Mirror { redactedMirror(self, caseName) }
 }
 
 /// A mirror that shows the case name and hides the payload, so that `dump` and reflection-based

@@ -5,17 +5,17 @@ import SymorvaRuntime
 /// Both tokens are ``/SymorvaRuntime/Secret``s: no description, trace or log ever shows them. They are saved
 /// (encrypted) before they are used, so that a crash can never leave the device holding a
 /// token the store does not know about.
-public struct SessionTokens: Sendable, Equatable, CustomStringConvertible {
+package struct SessionTokens: Sendable, Equatable, CustomStringConvertible {
     /// Sent as `Authorization: Bearer …` with every authenticated request.
-    public var accessToken: Secret<String>
+    package var accessToken: Secret<String>
     /// Exchanged at `/refresh` for a new access token; `nil` when the server issued none, in
     /// which case the access token does not expire or the user must sign in again when it does.
-    public var refreshToken: Secret<String>?
+    package var refreshToken: Secret<String>?
     /// When the access token expires; `nil` when the server gave no lifetime.
-    public var expiry: TokenExpiry?
+    package var expiry: TokenExpiry?
 
     /// Creates a set of tokens.
-    public init(accessToken: Secret<String>, refreshToken: Secret<String>? = nil, expiry: TokenExpiry? = nil) {
+    package init(accessToken: Secret<String>, refreshToken: Secret<String>? = nil, expiry: TokenExpiry? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.expiry = expiry
@@ -23,12 +23,12 @@ public struct SessionTokens: Sendable, Equatable, CustomStringConvertible {
 
     /// These tokens after a refresh that returned `new`: a refresh response without a refresh
     /// token means the old one stays valid (spec, `POST /refresh`).
-    public func refreshed(with new: SessionTokens) -> SessionTokens {
+    package func refreshed(with new: SessionTokens) -> SessionTokens {
         SessionTokens(
             accessToken: new.accessToken, refreshToken: new.refreshToken ?? refreshToken, expiry: new.expiry)
     }
 
-    public var description: String {
+    package var description: String {
         "SessionTokens(access: <redacted>, refresh: \(refreshToken == nil ? "none" : "<redacted>"), expiry: "
             + "\(expiry.map { "\($0.expiresAt)" } ?? "none"))"
     }
@@ -36,27 +36,27 @@ public struct SessionTokens: Sendable, Equatable, CustomStringConvertible {
 
 /// When an access token was issued and when it expires, as wall-clock instants stamped by the
 /// interpreter from the response's `expires_in_ms`.
-public struct TokenExpiry: Sendable, Hashable {
+package struct TokenExpiry: Sendable, Hashable {
     /// When the response carrying the token arrived.
-    public var issuedAt: Timestamp
+    package var issuedAt: Timestamp
     /// `issuedAt` plus the token's lifetime.
-    public var expiresAt: Timestamp
+    package var expiresAt: Timestamp
 
     /// An expiry.
-    public init(issuedAt: Timestamp, expiresAt: Timestamp) {
+    package init(issuedAt: Timestamp, expiresAt: Timestamp) {
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
     }
 
     /// An expiry `lifetime` after `issuedAt`.
-    public init(issuedAt: Timestamp, lifetime: Duration) {
+    package init(issuedAt: Timestamp, lifetime: Duration) {
         self.init(issuedAt: issuedAt, expiresAt: issuedAt.advanced(by: lifetime))
     }
 
     /// When to refresh: `margin` before expiry, but never earlier than three quarters of the
     /// lifetime, so that a server issuing very short tokens cannot make the client refresh in
     /// a tight loop.
-    public func refreshDeadline(margin: Duration) -> Timestamp {
+    package func refreshDeadline(margin: Duration) -> Timestamp {
         let lifetime = expiresAt.duration(since: issuedAt)
         let earliest = issuedAt.advanced(by: lifetime * 3 / 4)
         return max(expiresAt.advanced(by: .zero - margin), earliest)
@@ -64,26 +64,26 @@ public struct TokenExpiry: Sendable, Hashable {
 }
 
 /// The `/versions` answer: which spec versions and unstable features the homeserver offers.
-public struct ServerVersions: Sendable, Hashable, Codable {
+package struct ServerVersions: Sendable, Hashable, Codable {
     /// Spec versions, e.g. `["r0.6.1", "v1.1", …, "v1.12"]`.
-    public var versions: [String]
+    package var versions: [String]
     /// Unstable features the server switched on (`org.matrix.simplified_msc3575`, …).
-    public var unstableFeatures: [String: Bool]
+    package var unstableFeatures: [String: Bool]
 
     /// Server versions.
-    public init(versions: [String], unstableFeatures: [String: Bool] = [:]) {
+    package init(versions: [String], unstableFeatures: [String: Bool] = [:]) {
         self.versions = versions
         self.unstableFeatures = unstableFeatures
     }
 
     /// Whether the server speaks a client-server API this SDK supports: v1.1 or later.
-    public var isSupported: Bool { highestMinorVersion.map { $0 >= 1 } ?? false }
+    package var isSupported: Bool { highestMinorVersion.map { $0 >= 1 } ?? false }
 
     /// Whether refresh tokens are part of the spec the server speaks (v1.3 or later).
-    public var supportsRefreshTokens: Bool { highestMinorVersion.map { $0 >= 3 } ?? false }
+    package var supportsRefreshTokens: Bool { highestMinorVersion.map { $0 >= 3 } ?? false }
 
     /// Whether the server advertises simplified sliding sync (MSC3575 as implemented by Synapse).
-    public var supportsSimplifiedSlidingSync: Bool {
+    package var supportsSimplifiedSlidingSync: Bool {
         unstableFeatures["org.matrix.simplified_msc3575"] == true
     }
 
@@ -97,16 +97,16 @@ public struct ServerVersions: Sendable, Hashable, Codable {
 }
 
 /// A homeserver that discovery found and checked.
-public struct HomeserverInfo: Sendable, Hashable, Codable {
+package struct HomeserverInfo: Sendable, Hashable, Codable {
     /// Where to send client-server API requests.
-    public var baseURL: HomeserverURL
+    package var baseURL: HomeserverURL
     /// The server name (the part after `:` in user IDs), when known before signing in.
-    public var serverName: String?
+    package var serverName: String?
     /// What the server offers.
-    public var versions: ServerVersions
+    package var versions: ServerVersions
 
     /// A homeserver.
-    public init(baseURL: HomeserverURL, serverName: String?, versions: ServerVersions) {
+    package init(baseURL: HomeserverURL, serverName: String?, versions: ServerVersions) {
         self.baseURL = baseURL
         self.serverName = serverName
         self.versions = versions
@@ -114,43 +114,43 @@ public struct HomeserverInfo: Sendable, Hashable, Codable {
 }
 
 /// One signed-in device of one account: who, where, and the tokens to prove it.
-public struct Session: Sendable, Equatable, CustomStringConvertible {
+package struct Session: Sendable, Equatable, CustomStringConvertible {
     /// The signed-in user.
-    public var userID: UserID
+    package var userID: UserID
     /// This device.
-    public var deviceID: DeviceID
+    package var deviceID: DeviceID
     /// The homeserver the session lives on.
-    public var homeserver: HomeserverInfo
+    package var homeserver: HomeserverInfo
     /// The device's tokens.
-    public var tokens: SessionTokens
+    package var tokens: SessionTokens
 
     /// A session.
-    public init(userID: UserID, deviceID: DeviceID, homeserver: HomeserverInfo, tokens: SessionTokens) {
+    package init(userID: UserID, deviceID: DeviceID, homeserver: HomeserverInfo, tokens: SessionTokens) {
         self.userID = userID
         self.deviceID = deviceID
         self.homeserver = homeserver
         self.tokens = tokens
     }
 
-    public var description: String { "Session(\(userID), device: \(deviceID), \(homeserver.baseURL))" }
+    package var description: String { "Session(\(userID), device: \(deviceID), \(homeserver.baseURL))" }
 }
 
 /// A session as the store keeps it between launches.
-public struct StoredSession: Sendable, Equatable {
+package struct StoredSession: Sendable, Equatable {
     /// The saved session.
-    public var session: Session
+    package var session: Session
     /// Whether the app quit while the session was soft logged out: restore it in that state.
-    public var isSoftLoggedOut: Bool
+    package var isSoftLoggedOut: Bool
 
     /// A stored session.
-    public init(session: Session, isSoftLoggedOut: Bool = false) {
+    package init(session: Session, isSoftLoggedOut: Bool = false) {
         self.session = session
         self.isSoftLoggedOut = isSoftLoggedOut
     }
 }
 
 /// What the user proves their identity with.
-public enum Credentials: Sendable, Equatable {
+package enum Credentials: Sendable, Equatable {
     /// A user name (a localpart or a full user ID, sent as an `m.id.user` identifier) and password.
     case password(username: String, password: Secret<String>)
     /// A short-lived `m.login.token`, from single sign-on or another signed-in device.
@@ -158,16 +158,16 @@ public enum Credentials: Sendable, Equatable {
 }
 
 /// What a successful `/login` or `/register` returned, with the expiry already stamped.
-public struct SessionGrant: Sendable, Equatable {
+package struct SessionGrant: Sendable, Equatable {
     /// The user the server signed in (it may differ in case or form from the name typed).
-    public var userID: UserID
+    package var userID: UserID
     /// The device the tokens belong to.
-    public var deviceID: DeviceID
+    package var deviceID: DeviceID
     /// The new tokens; not usable until saved.
-    public var tokens: SessionTokens
+    package var tokens: SessionTokens
 
     /// A grant.
-    public init(userID: UserID, deviceID: DeviceID, tokens: SessionTokens) {
+    package init(userID: UserID, deviceID: DeviceID, tokens: SessionTokens) {
         self.userID = userID
         self.deviceID = deviceID
         self.tokens = tokens
@@ -175,24 +175,24 @@ public struct SessionGrant: Sendable, Equatable {
 }
 
 /// One flow of user-interactive authentication: the stages to complete, in order.
-public struct AuthenticationFlow: Sendable, Hashable {
+package struct AuthenticationFlow: Sendable, Hashable {
     /// Stage types such as `m.login.dummy` or `m.login.recaptcha`.
-    public var stages: [String]
+    package var stages: [String]
     /// A flow.
-    public init(stages: [String]) { self.stages = stages }
+    package init(stages: [String]) { self.stages = stages }
 }
 
 /// A `401` answer of a user-interactive-authentication endpoint: what is still required.
-public struct AuthenticationChallenge: Sendable, Hashable {
+package struct AuthenticationChallenge: Sendable, Hashable {
     /// The UIA session to send back with the next stage; absent when the server gave none.
-    public var session: String?
+    package var session: String?
     /// The flows the server accepts.
-    public var flows: [AuthenticationFlow]
+    package var flows: [AuthenticationFlow]
     /// The stages already completed in this UIA session.
-    public var completed: [String]
+    package var completed: [String]
 
     /// A challenge.
-    public init(session: String?, flows: [AuthenticationFlow], completed: [String] = []) {
+    package init(session: String?, flows: [AuthenticationFlow], completed: [String] = []) {
         self.session = session
         self.flows = flows
         self.completed = completed
@@ -200,7 +200,7 @@ public struct AuthenticationChallenge: Sendable, Hashable {
 }
 
 /// How a `/register` call ended when it did not fail.
-public enum RegistrationOutcome: Sendable, Equatable {
+package enum RegistrationOutcome: Sendable, Equatable {
     /// The account exists and the device is signed in.
     case registered(SessionGrant)
     /// The server wants another authentication stage first.
@@ -208,13 +208,13 @@ public enum RegistrationOutcome: Sendable, Equatable {
 }
 
 /// The stage data sent in a `/register` call's `auth` field.
-public enum RegistrationAuth: Sendable, Hashable {
+package enum RegistrationAuth: Sendable, Hashable {
     /// `{"type": "m.login.dummy", "session": …}`: the stage that proves nothing and is offered
     /// by servers that allow open registration.
     case dummy(session: String?)
 
     /// The stage type this auth completes.
-    public var stageType: String {
+    package var stageType: String {
         switch self {
         case .dummy: "m.login.dummy"
         }
@@ -222,20 +222,20 @@ public enum RegistrationAuth: Sendable, Hashable {
 }
 
 /// Everything the interpreter needs to call `/login`.
-public struct LoginRequest: Sendable, Equatable {
+package struct LoginRequest: Sendable, Equatable {
     /// The homeserver to call.
-    public var homeserverURL: HomeserverURL
+    package var homeserverURL: HomeserverURL
     /// What proves the user's identity.
-    public var credentials: Credentials
+    package var credentials: Credentials
     /// The device to sign in again (after a soft logout); `nil` creates a new device.
-    public var deviceID: DeviceID?
+    package var deviceID: DeviceID?
     /// The new device's name as other members see it.
-    public var deviceDisplayName: String?
+    package var deviceDisplayName: String?
     /// Whether to ask for a refresh token (`"refresh_token": true`).
-    public var requestsRefreshToken: Bool
+    package var requestsRefreshToken: Bool
 
     /// A login request.
-    public init(
+    package init(
         homeserverURL: HomeserverURL, credentials: Credentials, deviceID: DeviceID? = nil,
         deviceDisplayName: String? = nil, requestsRefreshToken: Bool = true
     ) {
@@ -248,22 +248,22 @@ public struct LoginRequest: Sendable, Equatable {
 }
 
 /// Everything the interpreter needs to call `/register`.
-public struct RegisterRequest: Sendable, Equatable {
+package struct RegisterRequest: Sendable, Equatable {
     /// The homeserver to call.
-    public var homeserverURL: HomeserverURL
+    package var homeserverURL: HomeserverURL
     /// The desired localpart.
-    public var username: String
+    package var username: String
     /// The new account's password.
-    public var password: Secret<String>
+    package var password: Secret<String>
     /// The UIA stage being completed; `nil` on the first call, which asks for the flows.
-    public var auth: RegistrationAuth?
+    package var auth: RegistrationAuth?
     /// The new device's name as other members see it.
-    public var deviceDisplayName: String?
+    package var deviceDisplayName: String?
     /// Whether to ask for a refresh token (`"refresh_token": true`).
-    public var requestsRefreshToken: Bool
+    package var requestsRefreshToken: Bool
 
     /// A register request.
-    public init(
+    package init(
         homeserverURL: HomeserverURL, username: String, password: Secret<String>, auth: RegistrationAuth? = nil,
         deviceDisplayName: String? = nil, requestsRefreshToken: Bool = true
     ) {
@@ -277,35 +277,35 @@ public struct RegisterRequest: Sendable, Equatable {
 }
 
 /// Everything the interpreter needs to call `/refresh`.
-public struct RefreshRequest: Sendable, Equatable {
+package struct RefreshRequest: Sendable, Equatable {
     /// The homeserver to call.
-    public var homeserverURL: HomeserverURL
+    package var homeserverURL: HomeserverURL
     /// The refresh token to exchange.
-    public var refreshToken: Secret<String>
+    package var refreshToken: Secret<String>
 
     /// A refresh request.
-    public init(homeserverURL: HomeserverURL, refreshToken: Secret<String>) {
+    package init(homeserverURL: HomeserverURL, refreshToken: Secret<String>) {
         self.homeserverURL = homeserverURL
         self.refreshToken = refreshToken
     }
 }
 
 /// Everything the interpreter needs to call `/logout`.
-public struct LogoutRequest: Sendable, Equatable {
+package struct LogoutRequest: Sendable, Equatable {
     /// The homeserver to call.
-    public var homeserverURL: HomeserverURL
+    package var homeserverURL: HomeserverURL
     /// The access token whose device is signed out.
-    public var accessToken: Secret<String>
+    package var accessToken: Secret<String>
 
     /// A logout request.
-    public init(homeserverURL: HomeserverURL, accessToken: Secret<String>) {
+    package init(homeserverURL: HomeserverURL, accessToken: Secret<String>) {
         self.homeserverURL = homeserverURL
         self.accessToken = accessToken
     }
 }
 
 /// Where discovery is.
-public enum DiscoveryStep: Sendable, Hashable {
+package enum DiscoveryStep: Sendable, Hashable {
     /// Reading `.well-known/matrix/client` of the server name.
     case wellKnown
     /// Checking `/versions` at this base URL.
@@ -313,40 +313,40 @@ public enum DiscoveryStep: Sendable, Hashable {
 }
 
 /// Which try of a request this is, and whether it is on the wire or waiting to be resent.
-public struct Attempt: Sendable, Hashable {
+package struct Attempt: Sendable, Hashable {
     /// 1 for the first try.
-    public var number: Int
+    package var number: Int
     /// `true` while waiting out a rate limit or back-off before the next try.
-    public var isWaitingToRetry: Bool
+    package var isWaitingToRetry: Bool
 
     /// An attempt.
-    public init(number: Int, isWaitingToRetry: Bool = false) {
+    package init(number: Int, isWaitingToRetry: Bool = false) {
         self.number = number
         self.isWaitingToRetry = isWaitingToRetry
     }
 
     /// The first try, on the wire.
-    public static let first = Attempt(number: 1)
+    package static let first = Attempt(number: 1)
 
     /// This try, now waiting to be resent.
-    public var waiting: Attempt { Attempt(number: number, isWaitingToRetry: true) }
+    package var waiting: Attempt { Attempt(number: number, isWaitingToRetry: true) }
 
     /// The next try, on the wire.
-    public var next: Attempt { Attempt(number: number + 1) }
+    package var next: Attempt { Attempt(number: number + 1) }
 }
 
 /// A sign-in under way.
-public struct LoginAttempt: Sendable, Equatable {
+package struct LoginAttempt: Sendable, Equatable {
     /// What the user submitted; kept (as ``/SymorvaRuntime/Secret``s) to resend after a rate limit.
-    public var credentials: Credentials
+    package var credentials: Credentials
     /// The soft-logged-out session being resumed, if any: the login reuses its device and must
     /// sign in the same user.
-    public var resuming: Session?
+    package var resuming: Session?
     /// Which try this is.
-    public var attempt: Attempt
+    package var attempt: Attempt
 
     /// A sign-in attempt.
-    public init(credentials: Credentials, resuming: Session? = nil, attempt: Attempt = .first) {
+    package init(credentials: Credentials, resuming: Session? = nil, attempt: Attempt = .first) {
         self.credentials = credentials
         self.resuming = resuming
         self.attempt = attempt
@@ -354,20 +354,20 @@ public struct LoginAttempt: Sendable, Equatable {
 }
 
 /// A registration under way.
-public struct RegistrationAttempt: Sendable, Equatable {
+package struct RegistrationAttempt: Sendable, Equatable {
     /// The desired localpart.
-    public var username: String
+    package var username: String
     /// The new account's password.
-    public var password: Secret<String>
+    package var password: Secret<String>
     /// The stage data sent with the last call (`nil` for the first call).
-    public var auth: RegistrationAuth?
+    package var auth: RegistrationAuth?
     /// How many UIA stages have been submitted; bounds a server that keeps asking.
-    public var stagesSubmitted: Int
+    package var stagesSubmitted: Int
     /// Which try of the current call this is.
-    public var attempt: Attempt
+    package var attempt: Attempt
 
     /// A registration attempt.
-    public init(
+    package init(
         username: String, password: Secret<String>, auth: RegistrationAuth? = nil, stagesSubmitted: Int = 0,
         attempt: Attempt = .first
     ) {
@@ -380,7 +380,7 @@ public struct RegistrationAttempt: Sendable, Equatable {
 }
 
 /// Where tokens being saved came from; decides where a save failure leads.
-public enum TokenOrigin: Sendable, Hashable {
+package enum TokenOrigin: Sendable, Hashable {
     /// A fresh `/login`.
     case login
     /// A successful `/register`.
@@ -392,7 +392,7 @@ public enum TokenOrigin: Sendable, Hashable {
 }
 
 /// The part of the session's life an error happened in.
-public enum SessionStep: Sendable, Hashable {
+package enum SessionStep: Sendable, Hashable {
     /// Loading the stored session.
     case restore
     /// `.well-known` or `/versions`.

@@ -2,7 +2,7 @@ import SymorvaRuntime
 
 extension StudioGrantMachine {
     /// The event of the expiry timer, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         switch timer {
         case .scheduleExpiry: .expiryReached
         case .presentConsent, .sendGrantRequest, .sendSummarize, .sendRevoke, .persistGrant, .forgetGrant, .cancel:
@@ -10,7 +10,7 @@ extension StudioGrantMachine {
         }
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle: inIdle(on: event)
         case .awaitingConsent(let request): inAwaitingConsent(request, on: event)

@@ -19,28 +19,28 @@ import SymorvaRuntime
 /// - Revoking or the expiry (a named timer on the runtime's clock that survives the moves
 ///   between granted and summarizing) cancels a summary request that has not left yet; nothing
 ///   leads from revoked or expired back to granted.
-public struct StudioGrantMachine: StateMachine {
-    public static let name = "StudioGrant"
+package struct StudioGrantMachine: StateMachine {
+    package static let name = "StudioGrant"
 
     /// Creates the machine.
-    public init() {}
+    package init() {}
 
     /// Keys of the machine's cancellable effects.
-    public enum Keys {
+    package enum Keys {
         /// The consent sheet on screen.
-        public static let consent = EffectKey("studio.consent")
+        package static let consent = EffectKey("studio.consent")
         /// The grant request.
-        public static let grant = EffectKey("studio.request.grant")
+        package static let grant = EffectKey("studio.request.grant")
         /// The summary request in flight: cancelled by revoke and expiry.
-        public static let summarize = EffectKey("studio.request.summarize")
+        package static let summarize = EffectKey("studio.request.summarize")
         /// The grant's expiry timer (a named timer: it survives granted ⇄ summarizing).
-        public static let expiry = EffectKey("studio.expiry")
+        package static let expiry = EffectKey("studio.expiry")
     }
 
     // MARK: - State
 
     /// Where the grant is.
-    public enum State: Sendable, Equatable, CaseNamed {
+    package enum State: Sendable, Equatable, CaseNamed {
         /// Nothing asked yet. A new grant gets ``Event/grantRequested(_:)``; one rebuilt from the
         /// account's store gets ``Event/restored(_:)``.
         case idle
@@ -65,12 +65,12 @@ public struct StudioGrantMachine: StateMachine {
         case failed(GrantRequest, StudioFailure)
 
         /// Every state case name, in declaration order: the chart's state ids.
-        public static let caseNames = [
+        package static let caseNames = [
             "idle", "awaitingConsent", "declined", "requestingGrant", "granted", "summarizing", "revoking", "revoked",
             "expired", "failed",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .idle: "idle"
             case .awaitingConsent: "awaitingConsent"
@@ -86,7 +86,7 @@ public struct StudioGrantMachine: StateMachine {
         }
 
         /// The grant, once the service issued it.
-        public var grant: StudioGrant? {
+        package var grant: StudioGrant? {
             switch self {
             case .granted(let active), .summarizing(let active, _): active.grant
             case .revoking(let grant), .revoked(let grant, _), .expired(let grant): grant
@@ -95,7 +95,7 @@ public struct StudioGrantMachine: StateMachine {
         }
 
         /// Whether content may be summarized under the grant now.
-        public var isLive: Bool {
+        package var isLive: Bool {
             switch self {
             case .granted, .summarizing: true
             default: false
@@ -104,7 +104,7 @@ public struct StudioGrantMachine: StateMachine {
 
         /// Whether no event changes the state any more (a revoke the service did not confirm may
         /// still be sent again).
-        public var isFinal: Bool {
+        package var isFinal: Bool {
             switch self {
             case .declined, .expired, .failed, .revoked(_, confirmed: true): true
             default: false
@@ -115,7 +115,7 @@ public struct StudioGrantMachine: StateMachine {
     // MARK: - Event
 
     /// What happened.
-    public enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
+    package enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
         /// The member asked for a grant.
         case grantRequested(GrantRequest)
         /// The member answered the consent sheet.
@@ -136,12 +136,12 @@ public struct StudioGrantMachine: StateMachine {
         case restored(StudioGrant)
 
         /// Every event case name, in declaration order: the chart's event names.
-        public static let caseNames = [
+        package static let caseNames = [
             "grantRequested", "consentAnswered", "grantResponse", "summarizeRequested", "summaryResponse",
             "revokeRequested", "revokeResponse", "expiryReached", "restored",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .grantRequested: "grantRequested"
             case .consentAnswered: "consentAnswered"
@@ -156,13 +156,13 @@ public struct StudioGrantMachine: StateMachine {
         }
 
         /// The case name only: events may carry message bodies and summaries.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     // MARK: - Effect
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable, CustomStringConvertible {
+    package enum Effect: MachineEffect, Equatable, CustomStringConvertible {
         /// Show the consent sheet; answers ``Event/consentAnswered(_:)``.
         case presentConsent(ConsentSheet)
         /// Ask the service for the grant; answers ``Event/grantResponse(_:)``. Carries no content.
@@ -181,7 +181,7 @@ public struct StudioGrantMachine: StateMachine {
         /// Cancel the effect (or timer) running under this key.
         case cancel(EffectKey)
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .presentConsent: .keyed(Keys.consent)
             case .sendGrantRequest: .keyed(Keys.grant)
@@ -193,12 +193,12 @@ public struct StudioGrantMachine: StateMachine {
         }
 
         /// Every effect case name, in declaration order.
-        public static let caseNames = [
+        package static let caseNames = [
             "presentConsent", "sendGrantRequest", "scheduleExpiry", "sendSummarize", "sendRevoke", "persistGrant",
             "forgetGrant", "cancel",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .presentConsent: "presentConsent"
             case .sendGrantRequest: "sendGrantRequest"
@@ -212,48 +212,48 @@ public struct StudioGrantMachine: StateMachine {
         }
 
         /// The case name only: ``sendSummarize(_:)`` carries message bodies.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// Every state case name: the chart checker compares these with its samples and the chart.
-    public static var stateCaseNames: [String] { State.caseNames }
+    package static var stateCaseNames: [String] { State.caseNames }
     /// Every event case name: the chart checker compares these with its samples and the chart.
-    public static var eventCaseNames: [String] { Event.caseNames }
+    package static var eventCaseNames: [String] { Event.caseNames }
 }
 
 extension StudioGrantMachine: ChartedMachine {}
 
 extension StudioGrantMachine.State: CaseNameListing {
-    public static var allCaseNames: [String] { caseNames }
+    package static var allCaseNames: [String] { caseNames }
 }
 
 extension StudioGrantMachine.Event: CaseNameListing {
-    public static var allCaseNames: [String] { caseNames }
+    package static var allCaseNames: [String] { caseNames }
 }
 
 /// A live grant and what became of its last summary request.
-public struct ActiveGrant: Sendable, Equatable {
+package struct ActiveGrant: Sendable, Equatable {
     /// The grant.
-    public let grant: StudioGrant
+    package let grant: StudioGrant
     /// The last summary request's outcome, if one was made.
-    public let last: SummaryOutcome?
+    package let last: SummaryOutcome?
 
     /// Creates a live grant.
-    public init(grant: StudioGrant, last: SummaryOutcome? = nil) {
+    package init(grant: StudioGrant, last: SummaryOutcome? = nil) {
         self.grant = grant
         self.last = last
     }
 }
 
 /// The outcome of one summary request.
-public enum SummaryOutcome: Sendable, Equatable {
+package enum SummaryOutcome: Sendable, Equatable {
     /// The service summarized the content.
     case summarized(SummaryRequestID, Summary)
     /// The request was refused (on the device or by the service); the grant stays live.
     case refused(SummaryRequestID, StudioFailure)
 
     /// The request it answers.
-    public var requestID: SummaryRequestID {
+    package var requestID: SummaryRequestID {
         switch self {
         case .summarized(let id, _), .refused(let id, _): id
         }

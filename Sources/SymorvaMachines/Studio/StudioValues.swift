@@ -33,25 +33,25 @@ public enum GrantPurpose: String, Sendable, Hashable, LogSafe {
 }
 
 /// A grant the member asked for, before the service issued it.
-public struct GrantRequest: Sendable, Hashable {
+package struct GrantRequest: Sendable, Hashable {
     /// The member asking (the grant is theirs alone).
-    public let member: UserID
+    package let member: UserID
     /// The conversation.
-    public let roomID: RoomID
+    package let roomID: RoomID
     /// What of it may be read.
-    public let scope: GrantScope
+    package let scope: GrantScope
     /// For ``GrantScope/conversation(since:)``: the first message's `origin_server_ts`, which
     /// bounds the scope (read from the device's copy of the message). `nil` for selected messages.
-    public let sinceTimestamp: MatrixTimestamp?
+    package let sinceTimestamp: MatrixTimestamp?
     /// What for.
-    public let purpose: GrantPurpose
+    package let purpose: GrantPurpose
     /// How long the grant is asked to live (the service may cap it).
-    public let lifetime: Duration
+    package let lifetime: Duration
     /// Who receives the content: the community's assistant, as the consent sheet names it.
-    public let recipient: String
+    package let recipient: String
 
     /// Creates a request.
-    public init(
+    package init(
         member: UserID, roomID: RoomID, scope: GrantScope, sinceTimestamp: MatrixTimestamp? = nil,
         purpose: GrantPurpose = .summarize, lifetime: Duration, recipient: String
     ) {
@@ -65,7 +65,7 @@ public struct GrantRequest: Sendable, Hashable {
     }
 
     /// What the member is shown before anything is asked of the service.
-    public var consentSheet: ConsentSheet {
+    package var consentSheet: ConsentSheet {
         ConsentSheet(roomID: roomID, scope: scope, purpose: purpose, recipient: recipient, lifetime: lifetime)
     }
 }
@@ -121,26 +121,26 @@ public enum ConsentAnswer: Sendable, Hashable {
 
 /// A grant the service issued: one member, one conversation, one scope, one purpose, until
 /// it expires.
-public struct StudioGrant: Sendable, Hashable {
+package struct StudioGrant: Sendable, Hashable {
     /// The service's ID.
-    public let id: GrantID
+    package let id: GrantID
     /// The member it belongs to.
-    public let member: UserID
+    package let member: UserID
     /// The conversation.
-    public let roomID: RoomID
+    package let roomID: RoomID
     /// What of it may be read.
-    public let scope: GrantScope
+    package let scope: GrantScope
     /// The lower bound of a ``GrantScope/conversation(since:)`` scope.
-    public let sinceTimestamp: MatrixTimestamp?
+    package let sinceTimestamp: MatrixTimestamp?
     /// What for.
-    public let purpose: GrantPurpose
+    package let purpose: GrantPurpose
     /// When it expires, on the wall clock (as the service said).
-    public let expiresAt: Timestamp
+    package let expiresAt: Timestamp
     /// When it expires on the runtime's clock: the instant the machine's expiry timer fires.
-    public let expiryDeadline: Duration
+    package let expiryDeadline: Duration
 
     /// Creates a grant.
-    public init(
+    package init(
         id: GrantID, member: UserID, roomID: RoomID, scope: GrantScope, sinceTimestamp: MatrixTimestamp? = nil,
         purpose: GrantPurpose = .summarize, expiresAt: Timestamp, expiryDeadline: Duration
     ) {
@@ -155,7 +155,7 @@ public struct StudioGrant: Sendable, Hashable {
     }
 
     /// Whether `item` is inside the scope.
-    public func covers(_ item: ConversationItem) -> Bool {
+    package func covers(_ item: ConversationItem) -> Bool {
         switch scope {
         case .selectedMessages(let ids):
             return ids.contains(item.eventID)
@@ -169,7 +169,7 @@ public struct StudioGrant: Sendable, Hashable {
     /// The first item outside the scope, or the first selected message missing: `nil` when
     /// `items` covers exactly the scope (every selected message once, or only messages from
     /// the first one on, each once).
-    public func firstMismatch(in items: [ConversationItem]) -> ScopeMismatch? {
+    package func firstMismatch(in items: [ConversationItem]) -> ScopeMismatch? {
         var seen = Set<EventID>()
         for item in items {
             guard covers(item) else { return .outside(item.eventID) }
@@ -203,7 +203,7 @@ public struct ConversationItem: Sendable, Hashable, CustomStringConvertible, Cus
     public let sender: UserID
     /// Its `origin_server_ts`.
     public let timestamp: MatrixTimestamp
-    /// Its text. Leaves the device only inside a ``GrantedContent``.
+    /// Its text. Leaves the device only inside a `GrantedContent`.
     public let body: String
 
     /// Creates an item.
@@ -224,13 +224,13 @@ public struct ConversationItem: Sendable, Hashable, CustomStringConvertible, Cus
 /// Its initializer is internal to the machines module, so no other code can make one: the
 /// request that carries conversation content to the service takes this type and nothing else,
 /// and checks it again (``recheck(at:revoked:)``) right before it leaves.
-public struct GrantedContent: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+package struct GrantedContent: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// The grant it was made under.
-    public let grant: StudioGrant
+    package let grant: StudioGrant
     /// Which summary request it answers.
-    public let requestID: SummaryRequestID
+    package let requestID: SummaryRequestID
     /// The messages, in the order given.
-    public let items: [ConversationItem]
+    package let items: [ConversationItem]
 
     init(grant: StudioGrant, requestID: SummaryRequestID, items: [ConversationItem]) {
         self.grant = grant
@@ -240,28 +240,28 @@ public struct GrantedContent: Sendable, Hashable, CustomStringConvertible, Custo
 
     /// The last check before the content leaves: the grant has not expired at `now` (runtime
     /// clock), is not among `revoked`, and the items still cover exactly its scope.
-    public func recheck(at now: Duration, revoked: Set<GrantID>) -> StudioFailure? {
+    package func recheck(at now: Duration, revoked: Set<GrantID>) -> StudioFailure? {
         if revoked.contains(grant.id) { return .grantRevoked }
         if now >= grant.expiryDeadline { return .grantExpired }
         if let mismatch = grant.firstMismatch(in: items) { return .outOfScope(mismatch) }
         return nil
     }
 
-    public var description: String { "GrantedContent(\(grant.id.rawValue), items: \(items.count))" }
-    public var customMirror: Mirror {
+    package var description: String { "GrantedContent(\(grant.id.rawValue), items: \(items.count))" }
+    package var customMirror: Mirror {
         Mirror(self, children: ["grant": grant.id, "items": items.count], displayStyle: .struct)
     }
 }
 
 /// Tells one summary request from another of the same grant (chosen by the product layer).
-public struct SummaryRequestID: RawRepresentable, Hashable, Sendable, LogSafe {
+package struct SummaryRequestID: RawRepresentable, Hashable, Sendable, LogSafe {
     /// The number.
-    public let rawValue: Int
+    package let rawValue: Int
     /// Wraps a number.
-    public init(rawValue: Int) { self.rawValue = rawValue }
+    package init(rawValue: Int) { self.rawValue = rawValue }
     /// Wraps a number.
-    public init(_ rawValue: Int) { self.rawValue = rawValue }
-    public var logDescription: String { String(rawValue) }
+    package init(_ rawValue: Int) { self.rawValue = rawValue }
+    package var logDescription: String { String(rawValue) }
 }
 
 /// A summary: points, each citing the messages it was drawn from. Derived from message bodies,

@@ -104,24 +104,6 @@ public enum VerificationError: Error, Sendable, Hashable {
     case sealingFailed
 }
 
-/// How a request to the wallet service failed below the HTTP answer, or with a 5xx.
-///
-/// For a confirmation every one of these is ambiguous: the service may have executed the
-/// command before the failure reached us. The machine treats them all alike: the outcome is
-/// unknown and is found out by query.
-public enum TransportProblem: Sendable, Hashable {
-    /// No answer within the request's deadline.
-    case timeout
-    /// The connection broke while the request or the answer was in transit.
-    case connectionReset
-    /// The service answered 5xx: it may have committed before failing.
-    case serverError(status: Int)
-    /// An answer arrived but was truncated or unreadable.
-    case responseDropped
-    /// No connection could be made. A confirm may still have reached a proxy, so it is queried too.
-    case unreachable
-}
-
 /// Why a transfer did not happen, as the member is told.
 public enum TransferFailure: Error, Sendable, Hashable {
     /// The PIN was wrong; the draft stays confirmable with a new command ID.
@@ -183,7 +165,7 @@ public enum TransferError: Error, Sendable, Hashable {
 }
 
 /// The service's answer to a prepare request.
-public enum PrepareResult: Sendable, Equatable {
+package enum PrepareResult: Sendable, Equatable {
     /// The service priced the transfer.
     case drafted(TransferDraft)
     /// The service refused to prepare it.
@@ -193,7 +175,7 @@ public enum PrepareResult: Sendable, Equatable {
 }
 
 /// The service's answer to a confirm request, or what the transport made of it.
-public enum ConfirmResult: Sendable, Equatable {
+package enum ConfirmResult: Sendable, Equatable {
     /// The money moved.
     case settled(Transfer)
     /// The service refused the command; the answer is definitive and the command is spent.
@@ -207,7 +189,7 @@ public enum ConfirmResult: Sendable, Equatable {
 }
 
 /// The service's answer to a query by command ID, or what the transport made of it.
-public enum QueryResult: Sendable, Equatable {
+package enum QueryResult: Sendable, Equatable {
     /// The command executed and the money moved.
     case settled(Transfer)
     /// The command was refused.

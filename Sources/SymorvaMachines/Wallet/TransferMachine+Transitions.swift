@@ -2,7 +2,7 @@ import SymorvaRuntime
 
 extension TransferMachine {
     /// The events of the draft-expiry and query timers, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         switch timer {
         case .scheduleDraftExpiry: .draftExpired
         case .scheduleQuery: .timerFired(.query)
@@ -12,7 +12,7 @@ extension TransferMachine {
         }
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle: inIdle(on: event)
         case .preparing(let request): inPreparing(request, on: event)

@@ -20,130 +20,60 @@ import SymorvaRuntime
 /// - The PIN exists only in ``Event/confirmRequested(_:commandID:)`` and
 ///   ``Effect/sealVerification(_:context:)``; states hold the sealed bytes at most, and only
 ///   until the confirm request is built.
-public struct TransferMachine: StateMachine {
-    public static let name = "Transfer"
+package struct TransferMachine: StateMachine {
+    package static let name = "Transfer"
 
     /// What the machine needs to know about its environment.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// Whether a `BiometricVerifier` adapter is present on this platform (never on Linux).
-        public var biometricVerifierPresent: Bool
+        package var biometricVerifierPresent: Bool
         /// How long to wait between queries of an unknown command. The machine draws no jitter:
         /// give it a backoff without (``/SymorvaMachines/SymorvaRuntime/RetryBackoff/transferQuery``'s `jitterRatio` is 0); with
         /// one, it waits the shortest delay.
-        public var queryBackoff: RetryBackoff
+        package var queryBackoff: RetryBackoff
 
         /// Creates a configuration.
-        public init(biometricVerifierPresent: Bool = false, queryBackoff: RetryBackoff = .transferQuery) {
+        package init(biometricVerifierPresent: Bool = false, queryBackoff: RetryBackoff = .transferQuery) {
             self.biometricVerifierPresent = biometricVerifierPresent
             self.queryBackoff = queryBackoff
         }
     }
 
     /// The machine's configuration.
-    public let configuration: Configuration
+    package let configuration: Configuration
 
     /// Creates the machine.
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
     /// The verification methods the member may be offered for `draft`: those the service
     /// advertises, minus biometrics when no verifier adapter is present.
-    public func offeredMethods(for draft: TransferDraft) -> Set<VerificationMethod> {
+    package func offeredMethods(for draft: TransferDraft) -> Set<VerificationMethod> {
         var methods = draft.verificationMethods
         if !configuration.biometricVerifierPresent { methods.remove(.biometric) }
         return methods
     }
 
     /// Keys of the machine's cancellable effects.
-    public enum Keys {
+    package enum Keys {
         /// The prepare request, cancelled when the member cancels.
-        public static let prepare = EffectKey("wallet.request.prepare")
+        package static let prepare = EffectKey("wallet.request.prepare")
         /// The sealing or biometric prompt, cancelled when the member cancels.
-        public static let verification = EffectKey("wallet.verification")
+        package static let verification = EffectKey("wallet.verification")
         /// The query in flight; a new query replaces it.
-        public static let query = EffectKey("wallet.request.query")
+        package static let query = EffectKey("wallet.request.query")
     }
 
     // MARK: - State
 
-    /// Where the transfer is.
-    public enum State: Sendable, Equatable, CaseNamed {
-        /// A fresh transfer host: nothing asked yet. A new transfer gets
-        /// ``Event/prepareRequested(_:)``; a host rebuilt after a restart gets ``Event/restored(_:)``.
-        case idle
-        /// The service is pricing the request.
-        case preparing(TransferRequest)
-        /// The member sees the draft and may confirm it. Carries why the last confirmation did
-        /// not go through, if one did not, and the command IDs already spent on this draft.
-        case drafted(DraftedTransfer)
-        /// The device is sealing the PIN or asking the biometric verifier. Nothing is stored or
-        /// sent yet.
-        case verifying(ConfirmAttempt)
-        /// The command ID is being written to the account's store; the sealed confirmation waits
-        /// here and is dropped as soon as the request is built.
-        case persisting(ConfirmAttempt, SealedVerification)
-        /// The confirm request has left (or is leaving). Only its answer moves on from here.
-        case confirming(ConfirmAttempt)
-        /// The command's outcome is not known; a query is scheduled. `attempt` counts the
-        /// queries already answered without a resolution.
-        case unknown(PendingCommand, attempt: Int)
-        /// A query for the command is in flight; `attempt` is its number, from 1.
-        case querying(PendingCommand, attempt: Int)
-        /// The money moved.
-        case settled(Transfer)
-        /// The transfer did not happen; the summary is there when the figures are known.
-        case failed(TransferFailure, TransferSummary?)
-        /// The draft expired before a confirmation was sent.
-        case expired(TransferDraft)
-        /// The member abandoned the transfer before anything was sent.
-        case cancelled
-
-        /// Every state case name, in declaration order: the chart's state ids.
-        public static let caseNames = [
-            "idle", "preparing", "drafted", "verifying", "persisting", "confirming", "unknown", "querying",
-            "settled", "failed", "expired", "cancelled",
-        ]
-
-        public var caseNameLiteral: StaticString? {
-            switch self {
-            case .idle: "idle"
-            case .preparing: "preparing"
-            case .drafted: "drafted"
-            case .verifying: "verifying"
-            case .persisting: "persisting"
-            case .confirming: "confirming"
-            case .unknown: "unknown"
-            case .querying: "querying"
-            case .settled: "settled"
-            case .failed: "failed"
-            case .expired: "expired"
-            case .cancelled: "cancelled"
-            }
-        }
-
-        /// The command whose outcome is being found out, in ``unknown(_:attempt:)`` and
-        /// ``querying(_:attempt:)``: what the product layer shows as an unknown outcome.
-        public var pendingCommand: PendingCommand? {
-            switch self {
-            case .unknown(let pending, _), .querying(let pending, _): pending
-            default: nil
-            }
-        }
-
-        /// Whether the transfer has reached an outcome that no event changes.
-        public var isFinal: Bool {
-            switch self {
-            case .settled, .failed, .expired, .cancelled: true
-            default: false
-            }
-        }
-    }
+    /// The machine state: ``TransferState`` (public: an app observes it).
+    package typealias State = TransferState
 
     // MARK: - Event
 
     /// What happened.
-    public enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
+    package enum Event: Sendable, Equatable, CaseNamed, CustomStringConvertible {
         /// The member asked to send money.
         case prepareRequested(TransferRequest)
         /// The service answered the prepare request.
@@ -172,13 +102,13 @@ public struct TransferMachine: StateMachine {
         case cancelled
 
         /// Every event case name, in declaration order: the chart's event names.
-        public static let caseNames = [
+        package static let caseNames = [
             "prepareRequested", "prepareResponse", "confirmRequested", "verificationSealed", "commandPersisted",
             "persistenceFailed", "confirmResponse", "queryRequested", "queryResponse", "timerFired", "draftExpired",
             "restored", "cancelled",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .prepareRequested: "prepareRequested"
             case .prepareResponse: "prepareResponse"
@@ -197,11 +127,11 @@ public struct TransferMachine: StateMachine {
         }
 
         /// The case name only: events may carry a PIN (in a ``/SymorvaRuntime/Secret``) and money figures.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// The machine's named timers.
-    public enum TransferTimer: Sendable, Hashable {
+    package enum TransferTimer: Sendable, Hashable {
         /// Time to query an unknown command again.
         case query
     }
@@ -209,7 +139,7 @@ public struct TransferMachine: StateMachine {
     // MARK: - Effect
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable, CustomStringConvertible {
+    package enum Effect: MachineEffect, Equatable, CustomStringConvertible {
         /// Ask the service to price the request; answers ``Event/prepareResponse(_:)``.
         case sendPrepare(TransferRequest)
         /// Fire ``Event/draftExpired`` at this runtime-clock instant (at once if it has passed).
@@ -234,7 +164,7 @@ public struct TransferMachine: StateMachine {
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .sendPrepare: .keyed(Keys.prepare)
             case .sealVerification: .keyed(Keys.verification)
@@ -247,12 +177,12 @@ public struct TransferMachine: StateMachine {
         }
 
         /// Every effect case name, in declaration order.
-        public static let caseNames = [
+        package static let caseNames = [
             "sendPrepare", "scheduleDraftExpiry", "sealVerification", "persistPendingCommand", "sendConfirm",
             "sendQuery", "scheduleQuery", "clearPendingCommand", "cancel",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .sendPrepare: "sendPrepare"
             case .scheduleDraftExpiry: "scheduleDraftExpiry"
@@ -267,23 +197,100 @@ public struct TransferMachine: StateMachine {
         }
 
         /// The case name only: effects may carry a PIN (in a ``/SymorvaRuntime/Secret``) and money figures.
-        public var description: String { caseName }
+        package var description: String { caseName }
     }
 
     /// Every state case name: the chart checker compares these with its samples and the chart.
-    public static var stateCaseNames: [String] { State.caseNames }
+    package static var stateCaseNames: [String] { State.caseNames }
     /// Every event case name: the chart checker compares these with its samples and the chart.
-    public static var eventCaseNames: [String] { Event.caseNames }
+    package static var eventCaseNames: [String] { Event.caseNames }
+}
+
+/// Where a wallet transfer is: what an app observes on a transfer draft or a pending transfer
+/// (`TransferDraft.states`, `PendingTransfer.states`).
+///
+/// The state of the SDK's transfer machine; the machine, its events and its effects are
+/// internal to the SDK (`package`).
+public enum TransferState: Sendable, Equatable, CaseNamed {
+    /// A fresh transfer host: nothing asked yet. A new transfer gets
+    /// `Event.prepareRequested(_:)`; a host rebuilt after a restart gets `Event.restored(_:)`.
+    case idle
+    /// The service is pricing the request.
+    case preparing(TransferRequest)
+    /// The member sees the draft and may confirm it. Carries why the last confirmation did
+    /// not go through, if one did not, and the command IDs already spent on this draft.
+    case drafted(DraftedTransfer)
+    /// The device is sealing the PIN or asking the biometric verifier. Nothing is stored or
+    /// sent yet.
+    case verifying(ConfirmAttempt)
+    /// The command ID is being written to the account's store; the sealed confirmation waits
+    /// here and is dropped as soon as the request is built.
+    case persisting(ConfirmAttempt, SealedVerification)
+    /// The confirm request has left (or is leaving). Only its answer moves on from here.
+    case confirming(ConfirmAttempt)
+    /// The command's outcome is not known; a query is scheduled. `attempt` counts the
+    /// queries already answered without a resolution.
+    case unknown(PendingCommand, attempt: Int)
+    /// A query for the command is in flight; `attempt` is its number, from 1.
+    case querying(PendingCommand, attempt: Int)
+    /// The money moved.
+    case settled(Transfer)
+    /// The transfer did not happen; the summary is there when the figures are known.
+    case failed(TransferFailure, TransferSummary?)
+    /// The draft expired before a confirmation was sent.
+    case expired(TransferDraft)
+    /// The member abandoned the transfer before anything was sent.
+    case cancelled
+
+    /// Every state case name, in declaration order: the chart's state ids.
+    public static let caseNames = [
+        "idle", "preparing", "drafted", "verifying", "persisting", "confirming", "unknown", "querying",
+        "settled", "failed", "expired", "cancelled",
+    ]
+
+    public var caseNameLiteral: StaticString? {
+        switch self {
+        case .idle: "idle"
+        case .preparing: "preparing"
+        case .drafted: "drafted"
+        case .verifying: "verifying"
+        case .persisting: "persisting"
+        case .confirming: "confirming"
+        case .unknown: "unknown"
+        case .querying: "querying"
+        case .settled: "settled"
+        case .failed: "failed"
+        case .expired: "expired"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// The command whose outcome is being found out, in ``unknown(_:attempt:)`` and
+    /// ``querying(_:attempt:)``: what the product layer shows as an unknown outcome.
+    public var pendingCommand: PendingCommand? {
+        switch self {
+        case .unknown(let pending, _), .querying(let pending, _): pending
+        default: nil
+        }
+    }
+
+    /// Whether the transfer has reached an outcome that no event changes.
+    public var isFinal: Bool {
+        switch self {
+        case .settled, .failed, .expired, .cancelled: true
+        default: false
+        }
+    }
 }
 
 extension TransferMachine: ChartedMachine {}
 
-extension TransferMachine.State: CaseNameListing {
+extension TransferState: CaseNameListing {
     public static var allCaseNames: [String] { caseNames }
 }
 
 extension TransferMachine.Event: CaseNameListing {
-    public static var allCaseNames: [String] { caseNames }
+    package static var allCaseNames: [String] { caseNames }
 }
 
 /// A draft the member may confirm, with what happened to earlier confirmations of it.

@@ -1,10 +1,9 @@
 import SymorvaRuntime
 
-// Minimal Matrix identifier types for the chat machines.
-//
-// The session feature owns `UserID` and the other account-level identifiers; until it lands,
-// chat code names users with the ``UserID`` placeholder below. Identifiers are opaque
-// wrappers: the machines compare and store them, never parse them.
+// The Matrix identifiers of rooms, events and their positions, shared by every feature (chat,
+// crypto, meetings, the studio, the directory). Identifiers are opaque wrappers: the machines
+// compare and store them, never parse them. The account's identifiers (`UserID`, `DeviceID`,
+// `HomeserverURL`) are in `AccountIdentifiers.swift`.
 
 /// A Matrix room ID (`!opaque:example.org`). Safe to log: Matrix IDs are not secrets.
 public struct RoomID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, LogSafe {
@@ -63,13 +62,13 @@ public struct SyncToken: RawRepresentable, Hashable, Sendable {
 }
 
 /// A `/messages` pagination token (a limited sync's `prev_batch`, a page's `end`).
-public struct PaginationToken: RawRepresentable, Hashable, Sendable {
+package struct PaginationToken: RawRepresentable, Hashable, Sendable {
     /// The token as the server spelled it.
-    public let rawValue: String
+    package let rawValue: String
     /// Wraps a token.
-    public init(rawValue: String) { self.rawValue = rawValue }
+    package init(rawValue: String) { self.rawValue = rawValue }
     /// Wraps a token.
-    public init(_ rawValue: String) { self.rawValue = rawValue }
+    package init(_ rawValue: String) { self.rawValue = rawValue }
 }
 
 /// The ID of a filter uploaded with `POST /user/{userId}/filter`.
@@ -86,13 +85,13 @@ public struct FilterID: RawRepresentable, Hashable, Sendable {
 ///
 /// Produced and interpreted by the store; the timeline machine only hands it back to ask for
 /// the events before it.
-public struct StoreCursor: Hashable, Sendable {
+package struct StoreCursor: Hashable, Sendable {
     /// The linked chunk the position is in.
-    public let chunkID: Int64
+    package let chunkID: Int64
     /// The index of the event inside its chunk.
-    public let index: Int
+    package let index: Int
     /// Creates a position.
-    public init(chunkID: Int64, index: Int) {
+    package init(chunkID: Int64, index: Int) {
         self.chunkID = chunkID
         self.index = index
     }

@@ -75,12 +75,12 @@ public struct UserID: Sendable, Hashable, Comparable, Codable, LogSafe, CustomSt
 
 /// The grammar of a Matrix server name: a DNS name, an IPv4 address or a bracketed IPv6
 /// address, with an optional port (`example.org`, `localhost:8448`, `[::1]:8008`).
-public enum MatrixServerName {
+package enum MatrixServerName {
     /// Whether `name` is a valid server name.
-    public static func isValid(_ name: String) -> Bool { isValid(name[...]) }
+    package static func isValid(_ name: String) -> Bool { isValid(name[...]) }
 
     /// Whether `name` is a valid server name.
-    public static func isValid(_ name: Substring) -> Bool {
+    package static func isValid(_ name: Substring) -> Bool {
         guard !name.isEmpty, name.utf8.count <= 255 else { return false }
         var host = name
         if host.hasPrefix("[") {
