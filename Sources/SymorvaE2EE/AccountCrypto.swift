@@ -9,7 +9,7 @@ import Synchronization
 
 /// End-to-end encryption for one signed-in account: its Olm account and device keys, the
 /// devices of the users it shares encrypted rooms with, and the room keys other devices send
-/// it. The work is the ``/SymorvaMachines/CryptoMachine``'s, hosted in the account's scope.
+/// it. The work is the crypto machine's (`CryptoMachine`), hosted in the account's scope.
 ///
 /// Built by the crypto module when the account's session starts; ``start()`` loads (or
 /// creates) the account and publishes its keys. Chat's sync hands it what each committed batch
@@ -31,7 +31,7 @@ public final class AccountCrypto: Sendable {
     let shareTickets = Lock<UInt64>(0)
 
     /// The crypto machine's state: `ready` once this device's keys are published.
-    public var state: ObservableValue<CryptoMachine.State> { host.states }
+    public var state: ObservableValue<CryptoState> { host.states }
 
     package init(
         userID: UserID, deviceID: DeviceID, database: SQLiteDatabase, secretsKey: Secret<[UInt8]>,

@@ -7,8 +7,7 @@
 // `ObservableValue`, and the seams an app may plug into (`HTTPTransport`, `KeyProvider`, the
 // meetings' `MediaEngine`). Internals that modules share are `package` (the machines, their
 // events and effects, the crypto driver and libolm's types, the REPL), so re-exporting shows
-// none of them; `Scripts/public-api-count` counts what it shows. (The E2EE machine,
-// `CryptoMachine`, is still public while it is rewritten.)
+// none of them; `Scripts/public-api-count` counts what it shows.
 @_exported import SymorvaAIStudio
 @_exported import SymorvaChat
 @_exported import SymorvaChatStore

@@ -46,7 +46,7 @@ public struct MediaSessionContext: Sendable {
     public let meetingID: MeetingID
     /// Joins the member to the meeting's media room (the services do it).
     public let connector: any MediaRoomConnector
-    /// The account's scope: its end ends the session (``MediaSessionMachine`` disconnects).
+    /// The account's scope: its end ends the session (the media session machine disconnects).
     public let scope: AccountScope?
 
     /// A context.

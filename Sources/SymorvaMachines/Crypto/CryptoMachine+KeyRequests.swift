@@ -1,22 +1,22 @@
 import SymorvaRuntime
 
 /// What processing the stored to-device messages brought, beyond room keys.
-public struct ToDeviceReport: Sendable, Equatable {
+package struct ToDeviceReport: Sendable, Equatable {
     /// How many events were processed (and removed).
-    public var processed: Int
+    package var processed: Int
     /// Another device of the account asked for room keys (stored): answer.
-    public var keyRequestsReceived: Bool
+    package var keyRequestsReceived: Bool
     /// A room key this device had asked for arrived: cancel the request at the other devices.
-    public var requestedKeysArrived: Bool
+    package var requestedKeysArrived: Bool
     /// Users from whose unknown devices room keys arrived: the keys are held (not used) until a
     /// `keys/query` shows the device as theirs, so these users are queried.
-    public var heldForUsers: [UserID]
+    package var heldForUsers: [UserID]
     /// A device's Olm message could not be decrypted (its session with this device is wedged):
     /// a new session is due (recorded in the store).
-    public var sessionsWedged: Bool
+    package var sessionsWedged: Bool
 
     /// A report.
-    public init(
+    package init(
         processed: Int, keyRequestsReceived: Bool = false, requestedKeysArrived: Bool = false,
         heldForUsers: [UserID] = [], sessionsWedged: Bool = false
     ) {
@@ -29,14 +29,14 @@ public struct ToDeviceReport: Sendable, Equatable {
 }
 
 /// What answering other own devices' room key requests did.
-public struct KeyRequestAnswers: Sendable, Equatable {
+package struct KeyRequestAnswers: Sendable, Equatable {
     /// Requests answered with a forwarded key.
-    public var answered: Int
+    package var answered: Int
     /// Requests kept because their device is not known yet (or has no one-time key to reach it).
-    public var waitingForDevices: Int
+    package var waitingForDevices: Int
 
     /// Answers.
-    public init(answered: Int, waitingForDevices: Int = 0) {
+    package init(answered: Int, waitingForDevices: Int = 0) {
         self.answered = answered
         self.waitingForDevices = waitingForDevices
     }

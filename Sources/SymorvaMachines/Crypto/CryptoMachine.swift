@@ -12,78 +12,41 @@ import SymorvaRuntime
 /// interpreter persists the account (with any keys it generates) **before** a `keys/upload`
 /// leaves — so a crash between any two steps loses nothing: the next start reloads the same
 /// state and sends the same request again.
-public struct CryptoMachine: ChartedMachine {
-    public static let name = "Crypto"
+package struct CryptoMachine: ChartedMachine {
+    package static let name = "Crypto"
 
     /// The key of the running `keys/upload`.
-    public static let uploadKey: EffectKey = "crypto.upload"
+    package static let uploadKey: EffectKey = "crypto.upload"
     /// The key of the running `keys/query`.
-    public static let queryKey: EffectKey = "crypto.query"
+    package static let queryKey: EffectKey = "crypto.query"
     /// The key of the running to-device processing.
-    public static let toDeviceKey: EffectKey = "crypto.toDevice"
+    package static let toDeviceKey: EffectKey = "crypto.toDevice"
     /// The key of the running sending of room key requests and their cancellations.
-    public static let keyRequestsKey: EffectKey = "crypto.keyRequests"
+    package static let keyRequestsKey: EffectKey = "crypto.keyRequests"
     /// The key of the running answering of other own devices' room key requests.
-    public static let keyAnswersKey: EffectKey = "crypto.keyAnswers"
+    package static let keyAnswersKey: EffectKey = "crypto.keyAnswers"
     /// The key of the running unwedging of Olm sessions.
-    public static let unwedgeKey: EffectKey = "crypto.unwedge"
+    package static let unwedgeKey: EffectKey = "crypto.unwedge"
     /// The key of a round of sharing a room's key (one per room at a time; the round's number
     /// is the machine's own count, never data).
-    public static func shareKey(_ round: UInt64) -> EffectKey { EffectKey("crypto.share.\(round)") }
+    package static func shareKey(_ round: UInt64) -> EffectKey { EffectKey("crypto.share.\(round)") }
     /// The key of the retry timer (not the state timeout: results arriving while backing off
     /// move the machine without re-arming it).
-    public static let retryKey: EffectKey = "crypto.retry"
+    package static let retryKey: EffectKey = "crypto.retry"
 
     /// Delays between failed attempts.
-    public var backoff: RetryBackoff
+    package var backoff: RetryBackoff
 
     /// The machine.
-    public init(backoff: RetryBackoff = .crypto) {
+    package init(backoff: RetryBackoff = .crypto) {
         self.backoff = backoff
     }
 
-    /// Where the account's crypto work is.
-    public enum State: Sendable, Equatable, CaseNameListing {
-        /// Not running (signed out, or not started yet).
-        case idle
-        /// Reading (or creating) the account and the tracking state from the store.
-        case loading(CryptoStart)
-        /// The device keys have never been accepted by the server: the first `keys/upload`
-        /// (device keys, one-time keys, fallback key) is in flight. Nothing else leaves first.
-        case publishing(CryptoWork)
-        /// Published; topping up keys, querying devices and processing to-device messages as needed.
-        case ready(CryptoWork)
-        /// A request failed transiently (``CryptoWork/failures`` in a row); what it was doing is
-        /// redone when the retry timer fires. Results of requests still in flight are applied.
-        case backingOff(CryptoWork)
-        /// A permanent failure (the store cannot hold the account, the server refuses the keys):
-        /// nothing is sent until the machine is started again.
-        case failed(CryptoError)
-
-        public static let allCaseNames = ["idle", "loading", "publishing", "ready", "backingOff", "failed"]
-
-        public var caseNameLiteral: StaticString? {
-            switch self {
-            case .idle: "idle"
-            case .loading: "loading"
-            case .publishing: "publishing"
-            case .ready: "ready"
-            case .backingOff: "backingOff"
-            case .failed: "failed"
-            }
-        }
-
-        /// The work in progress, when there is any.
-        public var work: CryptoWork? {
-            switch self {
-            case .publishing(let work), .ready(let work), .backingOff(let work): work
-            case .idle, .loading, .failed: nil
-            }
-        }
-    }
+    /// The machine state: ``CryptoState`` (public: an app observes it, `AccountCrypto.state`).
+    package typealias State = CryptoState
 
     /// What happened.
-    public enum Event: Sendable, Equatable, CaseNameListing {
+    package enum Event: Sendable, Equatable, CaseNameListing {
         /// The session is signed in: load the account and start.
         case started(CryptoStart)
         /// The store answered ``Effect/loadAccount``.
@@ -127,14 +90,14 @@ public struct CryptoMachine: ChartedMachine {
         /// Stop (sign-out, account switch).
         case stopped
 
-        public static let allCaseNames = [
+        package static let allCaseNames = [
             "started", "accountLoaded", "syncCommitted", "usersTracked", "keysUploaded", "keysQueried",
             "toDeviceProcessed", "roomKeysMissing", "keyRequestsSent", "keyRequestsAnswered", "sessionsUnwedged",
             "roomKeyNeeded", "roomKeyFactsLoaded", "oneTimeKeysClaimed", "roomKeySent", "shareOutcomeTaken",
             "timerFired", "stopped",
         ]
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .started: "started"
             case .accountLoaded: "accountLoaded"
@@ -159,7 +122,7 @@ public struct CryptoMachine: ChartedMachine {
     }
 
     /// What the interpreter must do.
-    public enum Effect: MachineEffect, Equatable {
+    package enum Effect: MachineEffect, Equatable {
         /// Read the account (create and store one when there is none) and the tracking state;
         /// answer ``Event/accountLoaded(_:)``.
         case loadAccount
@@ -204,7 +167,7 @@ public struct CryptoMachine: ChartedMachine {
         /// Cancel the effect running under this key.
         case cancel(EffectKey)
 
-        public var caseNameLiteral: StaticString? {
+        package var caseNameLiteral: StaticString? {
             switch self {
             case .loadAccount: "loadAccount"
             case .uploadKeys: "uploadKeys"
@@ -221,7 +184,7 @@ public struct CryptoMachine: ChartedMachine {
             }
         }
 
-        public var directive: EffectDirective {
+        package var directive: EffectDirective {
             switch self {
             case .loadAccount: .perform
             case .uploadKeys: .keyed(CryptoMachine.uploadKey)
@@ -239,18 +202,18 @@ public struct CryptoMachine: ChartedMachine {
     }
 
     /// Every ``State`` case name: the state ids of `StateCharts/Crypto.scxml`.
-    public static var stateCaseNames: [String] { State.allCaseNames }
+    package static var stateCaseNames: [String] { State.allCaseNames }
 
     /// Every ``Event`` case name: the event names of `StateCharts/Crypto.scxml`.
-    public static var eventCaseNames: [String] { Event.allCaseNames }
+    package static var eventCaseNames: [String] { Event.allCaseNames }
 
     /// The event of the retry timer, which the host performs.
-    public func event(firing timer: Effect) -> Event? {
+    package func event(firing timer: Effect) -> Event? {
         if case .scheduleRetry = timer { return .timerFired(.retry) }
         return nil
     }
 
-    public func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+    package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .idle, .failed:
             return idle(on: event)
@@ -270,39 +233,39 @@ public struct CryptoMachine: ChartedMachine {
 
 extension RetryBackoff {
     /// End-to-end encryption requests: 2 s doubling to 5 min.
-    public static let crypto = RetryBackoff(initialDelay: .seconds(2), maximumDelay: .seconds(300))
+    package static let crypto = RetryBackoff(initialDelay: .seconds(2), maximumDelay: .seconds(300))
 }
 
 /// What the machine starts from.
 public struct CryptoStart: Sendable, Equatable {
     /// Randomness for retry jitter, drawn by the caller (machines draw none).
-    public var jitterSeed: UInt64
+    package var jitterSeed: UInt64
 
     /// A start.
-    public init(jitterSeed: UInt64) { self.jitterSeed = jitterSeed }
+    package init(jitterSeed: UInt64) { self.jitterSeed = jitterSeed }
 }
 
 /// What the store knows when the account is loaded.
-public struct CryptoAccountStatus: Sendable, Equatable {
+package struct CryptoAccountStatus: Sendable, Equatable {
     /// Whether the server has accepted this device's keys (a `keys/upload` answered 200).
-    public var deviceKeysPublished: Bool
+    package var deviceKeysPublished: Bool
     /// How many one-time keys the account can hold (libolm: 100).
-    public var maxOneTimeKeys: Int
+    package var maxOneTimeKeys: Int
     /// The server's last reported `signed_curve25519` one-time key count, if known.
-    public var serverOneTimeKeyCount: Int?
+    package var serverOneTimeKeyCount: Int?
     /// Tracked users whose device lists are outdated (persisted), to query.
-    public var outdatedUsers: [UserID]
+    package var outdatedUsers: [UserID]
     /// Whether to-device messages wait in the store.
-    public var hasPendingToDevice: Bool
+    package var hasPendingToDevice: Bool
     /// Whether room key requests (or their cancellations) wait to be sent.
-    public var hasKeyRequestsToSend: Bool
+    package var hasKeyRequestsToSend: Bool
     /// Whether other own devices' room key requests wait to be answered.
-    public var hasKeyRequestsToAnswer: Bool
+    package var hasKeyRequestsToAnswer: Bool
     /// Whether devices with wedged Olm sessions wait for new ones.
-    public var hasWedgedSessions: Bool
+    package var hasWedgedSessions: Bool
 
     /// A status.
-    public init(
+    package init(
         deviceKeysPublished: Bool, maxOneTimeKeys: Int = 100, serverOneTimeKeyCount: Int? = nil,
         outdatedUsers: [UserID] = [], hasPendingToDevice: Bool = false, hasKeyRequestsToSend: Bool = false,
         hasKeyRequestsToAnswer: Bool = false, hasWedgedSessions: Bool = false
@@ -319,18 +282,18 @@ public struct CryptoAccountStatus: Sendable, Equatable {
 }
 
 /// What the machine learns from a committed sync response.
-public struct CryptoSyncSummary: Sendable, Equatable {
+package struct CryptoSyncSummary: Sendable, Equatable {
     /// `device_one_time_keys_count.signed_curve25519`, when the response has it.
-    public var oneTimeKeyCount: Int?
+    package var oneTimeKeyCount: Int?
     /// `device_unused_fallback_key_types`, when the response has it.
-    public var unusedFallbackKeyTypes: [String]?
+    package var unusedFallbackKeyTypes: [String]?
     /// Tracked users in `device_lists.changed` (persisted as outdated by the ingest).
-    public var changedUsers: [UserID]
+    package var changedUsers: [UserID]
     /// How many to-device events the response carried.
-    public var toDeviceEvents: Int
+    package var toDeviceEvents: Int
 
     /// A summary.
-    public init(
+    package init(
         oneTimeKeyCount: Int? = nil, unusedFallbackKeyTypes: [String]? = nil, changedUsers: [UserID] = [],
         toDeviceEvents: Int = 0
     ) {
@@ -342,29 +305,29 @@ public struct CryptoSyncSummary: Sendable, Equatable {
 }
 
 /// What one `keys/upload` carries.
-public struct KeyUploadPlan: Sendable, Hashable {
+package struct KeyUploadPlan: Sendable, Hashable {
     /// The device keys (signed): only until the server has accepted them once.
-    public var deviceKeys: Bool
+    package var deviceKeys: Bool
     /// How many unpublished one-time keys the upload carries: the interpreter generates only
     /// what the account lacks of this number, so a plan redone after a crash re-sends the keys
     /// generated (and stored) before it, instead of making more.
-    public var newOneTimeKeys: Int
+    package var newOneTimeKeys: Int
     /// Upload a new fallback key (generated unless an unpublished one is already stored): the
     /// first one, or a replacement for one the server has handed out.
-    public var rotateFallbackKey: Bool
+    package var rotateFallbackKey: Bool
 
     /// A plan.
-    public init(deviceKeys: Bool = false, newOneTimeKeys: Int = 0, rotateFallbackKey: Bool = false) {
+    package init(deviceKeys: Bool = false, newOneTimeKeys: Int = 0, rotateFallbackKey: Bool = false) {
         self.deviceKeys = deviceKeys
         self.newOneTimeKeys = newOneTimeKeys
         self.rotateFallbackKey = rotateFallbackKey
     }
 
     /// Whether there is anything to upload.
-    public var isEmpty: Bool { !deviceKeys && newOneTimeKeys == 0 && !rotateFallbackKey }
+    package var isEmpty: Bool { !deviceKeys && newOneTimeKeys == 0 && !rotateFallbackKey }
 
     /// Both plans' content in one upload.
-    public func merged(with other: KeyUploadPlan) -> KeyUploadPlan {
+    package func merged(with other: KeyUploadPlan) -> KeyUploadPlan {
         KeyUploadPlan(
             deviceKeys: deviceKeys || other.deviceKeys, newOneTimeKeys: max(newOneTimeKeys, other.newOneTimeKeys),
             rotateFallbackKey: rotateFallbackKey || other.rotateFallbackKey)
@@ -372,18 +335,18 @@ public struct KeyUploadPlan: Sendable, Hashable {
 }
 
 /// What a `keys/query` found.
-public struct KeyQueryReport: Sendable, Equatable {
+package struct KeyQueryReport: Sendable, Equatable {
     /// Users whose devices are now up to date.
-    public var users: [UserID]
+    package var users: [UserID]
     /// Devices refused: a bad self-signature, or a known device whose keys changed (flagged).
-    public var refusedDevices: Int
+    package var refusedDevices: Int
     /// Users the answer did not speak for (their server is in `failures`, or they are not
     /// listed): still outdated in the store, with the devices they had; queried again when a send
     /// or a decryption needs them, or at the next start.
-    public var unanswered: [UserID]
+    package var unanswered: [UserID]
 
     /// A report.
-    public init(users: [UserID], refusedDevices: Int = 0, unanswered: [UserID] = []) {
+    package init(users: [UserID], refusedDevices: Int = 0, unanswered: [UserID] = []) {
         self.users = users
         self.refusedDevices = refusedDevices
         self.unanswered = unanswered
@@ -393,49 +356,49 @@ public struct KeyQueryReport: Sendable, Equatable {
 /// Everything in progress.
 public struct CryptoWork: Sendable, Equatable {
     /// How many one-time keys the account can hold.
-    public var maxOneTimeKeys: Int
+    package var maxOneTimeKeys: Int
     /// The server's last reported one-time key count.
-    public var serverOneTimeKeyCount: Int?
+    package var serverOneTimeKeyCount: Int?
     /// The `keys/upload` in flight, or the one to redo after a backoff.
-    public var upload: KeyUploadPlan?
+    package var upload: KeyUploadPlan?
     /// Whether ``upload`` is in flight now (not waiting for a retry).
-    public var isUploading: Bool
+    package var isUploading: Bool
     /// The users of the `keys/query` in flight.
-    public var querying: [UserID]?
+    package var querying: [UserID]?
     /// Users to query next (changed while a query ran, or after a failed one).
-    public var outdated: Set<UserID>
+    package var outdated: Set<UserID>
     /// Whether to-device processing is in flight.
-    public var isProcessingToDevice: Bool
+    package var isProcessingToDevice: Bool
     /// Whether to-device messages arrived (or a processing failed) and wait to be processed.
-    public var toDevicePending: Bool
+    package var toDevicePending: Bool
     /// Transient failures since the last success: the attempt number of the next retry.
-    public var failures: Int
+    package var failures: Int
     /// The jitter stream of retry delays.
-    public var jitter: JitterSource
+    package var jitter: JitterSource
     /// Room key requests or cancellations wait to be sent (recorded, or a sending failed).
-    public var keyRequestsPending: Bool = false
+    package var keyRequestsPending: Bool = false
     /// Whether ``CryptoMachine/Effect/sendKeyRequests`` is in flight.
-    public var isSendingKeyRequests: Bool = false
+    package var isSendingKeyRequests: Bool = false
     /// Other own devices' room key requests wait to be answered.
-    public var keyAnswersPending: Bool = false
+    package var keyAnswersPending: Bool = false
     /// Whether ``CryptoMachine/Effect/answerKeyRequests`` is in flight.
-    public var isAnsweringKeyRequests: Bool = false
+    package var isAnsweringKeyRequests: Bool = false
     /// Devices whose Olm sessions are wedged wait for new sessions (stored).
-    public var unwedgePending: Bool = false
+    package var unwedgePending: Bool = false
     /// ``CryptoMachine/Effect/unwedgeSessions`` is in flight.
-    public var isUnwedging: Bool = false
+    package var isUnwedging: Bool = false
     /// Some requests came from own devices not known yet: answered again after the next
     /// successful `keys/query`.
-    public var answersAwaitDevices: Bool = false
+    package var answersAwaitDevices: Bool = false
     /// The rooms whose key is being shared: one round per room at a time.
-    public var sharing: [RoomID: RoomKeyShare] = [:]
+    package var sharing: [RoomID: RoomKeyShare] = [:]
     /// How sends' requests for their room's key ended, until each caller takes its outcome.
-    public var shareOutcomes: [ShareTicket: ShareOutcome] = [:]
+    package var shareOutcomes: [ShareTicket: ShareOutcome] = [:]
     /// The number of the next round of sharing.
-    public var nextShareRound: UInt64 = 1
+    package var nextShareRound: UInt64 = 1
 
     /// Work.
-    public init(
+    package init(
         maxOneTimeKeys: Int, serverOneTimeKeyCount: Int? = nil, upload: KeyUploadPlan? = nil, isUploading: Bool = false,
         querying: [UserID]? = nil, outdated: Set<UserID> = [], isProcessingToDevice: Bool = false,
         toDevicePending: Bool = false, failures: Int = 0, jitter: JitterSource
@@ -453,7 +416,7 @@ public struct CryptoWork: Sendable, Equatable {
     }
 
     /// The one-time keys to add so that the server holds half of what the account can hold.
-    public var oneTimeKeysToTopUp: Int {
+    package var oneTimeKeysToTopUp: Int {
         guard let count = serverOneTimeKeyCount else { return 0 }
         let target = maxOneTimeKeys / 2
         return count < target ? target - count : 0
@@ -461,13 +424,13 @@ public struct CryptoWork: Sendable, Equatable {
 }
 
 /// The crypto machine's timers.
-public enum CryptoTimer: Sendable, Equatable, CaseNamed {
+package enum CryptoTimer: Sendable, Equatable, CaseNamed {
     /// The backoff delay is over.
     case retry
 }
 
 /// Why a crypto request failed.
-public enum CryptoRequestError: Error, Sendable, Hashable, CaseNamed {
+package enum CryptoRequestError: Error, Sendable, Hashable, CaseNamed {
     /// No usable answer (offline, reset, timeout). Retried.
     case network
     /// A 5xx answer. Retried.
@@ -485,7 +448,7 @@ public enum CryptoRequestError: Error, Sendable, Hashable, CaseNamed {
     case local(CryptoError)
 
     /// Whether retrying later can succeed.
-    public var isRetryable: Bool {
+    package var isRetryable: Bool {
         switch self {
         case .network, .server, .rateLimited, .unauthorized, .storeUnavailable: true
         case .rejected, .local: false
@@ -513,23 +476,23 @@ public enum CryptoError: Error, Sendable, Hashable, CaseNamed {
 /// What a committed sync response says about devices and keys, as chat's sync loop hands it to
 /// the crypto module after the commit (which turns it into a ``CryptoSyncSummary`` after
 /// applying the device-list changes its inbox received in the sync's transaction).
-public struct SyncDeviceChanges: Sendable, Equatable {
+package struct SyncDeviceChanges: Sendable, Equatable {
     /// `device_one_time_keys_count.signed_curve25519`, when present.
-    public var oneTimeKeyCount: Int?
+    package var oneTimeKeyCount: Int?
     /// `device_unused_fallback_key_types`, when present.
-    public var unusedFallbackKeyTypes: [String]?
+    package var unusedFallbackKeyTypes: [String]?
     /// Whether `device_lists.changed` or `.left` named anyone (stored for the crypto module).
-    public var hasDeviceListChanges: Bool
+    package var hasDeviceListChanges: Bool
     /// How many to-device events were stored.
-    public var toDeviceEvents: Int
+    package var toDeviceEvents: Int
     /// Whether any room's state changed (members to track may have joined or left).
-    public var roomsChanged: Bool
+    package var roomsChanged: Bool
     /// The joined and invited members of the account's encrypted rooms, when rooms changed
     /// (read by chat from its room state after the commit): the users to track.
-    public var encryptedRoomMembers: [UserID]?
+    package var encryptedRoomMembers: [UserID]?
 
     /// Changes.
-    public init(
+    package init(
         oneTimeKeyCount: Int? = nil, unusedFallbackKeyTypes: [String]? = nil, hasDeviceListChanges: Bool = false,
         toDeviceEvents: Int = 0, roomsChanged: Bool = false, encryptedRoomMembers: [UserID]? = nil
     ) {
@@ -539,5 +502,45 @@ public struct SyncDeviceChanges: Sendable, Equatable {
         self.hasDeviceListChanges = hasDeviceListChanges
         self.toDeviceEvents = toDeviceEvents
         self.roomsChanged = roomsChanged
+    }
+}
+
+/// Where the account's crypto work is.
+public enum CryptoState: Sendable, Equatable, CaseNameListing {
+    /// Not running (signed out, or not started yet).
+    case idle
+    /// Reading (or creating) the account and the tracking state from the store.
+    case loading(CryptoStart)
+    /// The device keys have never been accepted by the server: the first `keys/upload`
+    /// (device keys, one-time keys, fallback key) is in flight. Nothing else leaves first.
+    case publishing(CryptoWork)
+    /// Published; topping up keys, querying devices and processing to-device messages as needed.
+    case ready(CryptoWork)
+    /// A request failed transiently (several in a row); what it was doing is
+    /// redone when the retry timer fires. Results of requests still in flight are applied.
+    case backingOff(CryptoWork)
+    /// A permanent failure (the store cannot hold the account, the server refuses the keys):
+    /// nothing is sent until the machine is started again.
+    case failed(CryptoError)
+
+    public static let allCaseNames = ["idle", "loading", "publishing", "ready", "backingOff", "failed"]
+
+    public var caseNameLiteral: StaticString? {
+        switch self {
+        case .idle: "idle"
+        case .loading: "loading"
+        case .publishing: "publishing"
+        case .ready: "ready"
+        case .backingOff: "backingOff"
+        case .failed: "failed"
+        }
+    }
+
+    /// The work in progress, when there is any.
+    package var work: CryptoWork? {
+        switch self {
+        case .publishing(let work), .ready(let work), .backingOff(let work): work
+        case .idle, .loading, .failed: nil
+        }
     }
 }

@@ -1,22 +1,22 @@
 /// What the crypto module needs to know about an encrypted room to share its Megolm key, as chat
 /// reads it from the room's state: the crypto module keeps no room state of its own (chat's
 /// store is the one source of truth for members, history visibility and encryption settings).
-public struct EncryptedRoom: Sendable, Equatable {
+package struct EncryptedRoom: Sendable, Equatable {
     /// The room.
-    public var roomID: RoomID
+    package var roomID: RoomID
     /// Members whose membership is `join`.
-    public var joined: [UserID]
+    package var joined: [UserID]
     /// Members whose membership is `invite`.
-    public var invited: [UserID]
+    package var invited: [UserID]
     /// `m.room.history_visibility` (`shared` when the room has none).
-    public var historyVisibility: String
+    package var historyVisibility: String
     /// `rotation_period_ms` of `m.room.encryption`, when stated.
-    public var rotationPeriodMilliseconds: Int64?
+    package var rotationPeriodMilliseconds: Int64?
     /// `rotation_period_msgs` of `m.room.encryption`, when stated.
-    public var rotationPeriodMessages: Int?
+    package var rotationPeriodMessages: Int?
 
     /// A room's description.
-    public init(
+    package init(
         roomID: RoomID, joined: [UserID], invited: [UserID] = [], historyVisibility: String = "shared",
         rotationPeriodMilliseconds: Int64? = nil, rotationPeriodMessages: Int? = nil
     ) {
@@ -30,7 +30,7 @@ public struct EncryptedRoom: Sendable, Equatable {
 
     /// Who gets the room's key: the joined members, and the invited ones unless the history is
     /// visible only to joined members (an invitee must not read what is sent before they join).
-    public var recipients: [UserID] {
+    package var recipients: [UserID] {
         historyVisibility == "joined" ? joined : Array(Set(joined + invited)).sorted()
     }
 }

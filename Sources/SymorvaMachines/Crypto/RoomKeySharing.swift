@@ -3,51 +3,51 @@ import SymorvaRuntime
 /// A send's request for its room's key to reach every recipient device: drawn by the caller,
 /// unique among the account's requests, and the key under which the machine leaves the outcome
 /// (``CryptoWork/shareOutcomes``) until the caller takes it.
-public struct ShareTicket: Sendable, Hashable, Comparable, CustomStringConvertible {
+package struct ShareTicket: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The ticket's number.
-    public var number: UInt64
+    package var number: UInt64
 
     /// A ticket.
-    public init(_ number: UInt64) { self.number = number }
+    package init(_ number: UInt64) { self.number = number }
 
-    public static func < (lhs: ShareTicket, rhs: ShareTicket) -> Bool { lhs.number < rhs.number }
-    public var description: String { "#\(number)" }
+    package static func < (lhs: ShareTicket, rhs: ShareTicket) -> Bool { lhs.number < rhs.number }
+    package var description: String { "#\(number)" }
 }
 
 /// A device a room key may go to, as the sharing decision sees it: who it is and its identity key.
-public struct ShareDevice: Sendable, Hashable, Comparable {
+package struct ShareDevice: Sendable, Hashable, Comparable {
     /// Its owner.
-    public var userID: UserID
+    package var userID: UserID
     /// Its device ID.
-    public var deviceID: String
+    package var deviceID: String
     /// Its Curve25519 identity key (what Olm sessions and the record of sharing go by).
-    public var curve25519: String
+    package var curve25519: String
 
     /// A device.
-    public init(userID: UserID, deviceID: String, curve25519: String) {
+    package init(userID: UserID, deviceID: String, curve25519: String) {
         self.userID = userID
         self.deviceID = deviceID
         self.curve25519 = curve25519
     }
 
-    public static func < (lhs: ShareDevice, rhs: ShareDevice) -> Bool {
+    package static func < (lhs: ShareDevice, rhs: ShareDevice) -> Bool {
         (lhs.userID.rawValue, lhs.deviceID, lhs.curve25519) < (rhs.userID.rawValue, rhs.deviceID, rhs.curve25519)
     }
 }
 
 /// The room's current outbound Megolm session, as the store holds it (no key material).
-public struct OutboundSessionFacts: Sendable, Equatable {
+package struct OutboundSessionFacts: Sendable, Equatable {
     /// Its session ID.
-    public var sessionID: String
+    package var sessionID: String
     /// When it was created (wall clock, ms since 1970).
-    public var createdMilliseconds: Int64
+    package var createdMilliseconds: Int64
     /// How many events it has encrypted.
-    public var messageCount: Int
+    package var messageCount: Int
     /// The devices it was shared with.
-    public var sharedWith: Set<ShareDevice>
+    package var sharedWith: Set<ShareDevice>
 
     /// Facts.
-    public init(sessionID: String, createdMilliseconds: Int64, messageCount: Int, sharedWith: Set<ShareDevice>) {
+    package init(sessionID: String, createdMilliseconds: Int64, messageCount: Int, sharedWith: Set<ShareDevice>) {
         self.sessionID = sessionID
         self.createdMilliseconds = createdMilliseconds
         self.messageCount = messageCount
@@ -57,21 +57,21 @@ public struct OutboundSessionFacts: Sendable, Equatable {
 
 /// What the store knows about an encrypted room's recipients when the machine decides how to
 /// share its key (answer to ``CryptoMachine/Effect/loadRoomKeyFacts(_:round:)``).
-public struct RoomKeyFacts: Sendable, Equatable {
+package struct RoomKeyFacts: Sendable, Equatable {
     /// The recipients' devices that may get the key: verified, keys never changed, this device
     /// left out.
-    public var devices: [ShareDevice]
+    package var devices: [ShareDevice]
     /// Those of ``devices`` with no Olm session with this device yet.
-    public var withoutOlmSession: Set<ShareDevice>
+    package var withoutOlmSession: Set<ShareDevice>
     /// Recipients whose device lists are outdated (a member just joined, a device was added).
-    public var outdatedUsers: [UserID]
+    package var outdatedUsers: [UserID]
     /// The room's outbound session, when it has one.
-    public var outbound: OutboundSessionFacts?
+    package var outbound: OutboundSessionFacts?
     /// The wall clock when the facts were read (ms since 1970).
-    public var nowMilliseconds: Int64
+    package var nowMilliseconds: Int64
 
     /// Facts.
-    public init(
+    package init(
         devices: [ShareDevice], withoutOlmSession: Set<ShareDevice> = [], outdatedUsers: [UserID] = [],
         outbound: OutboundSessionFacts? = nil, nowMilliseconds: Int64
     ) {
@@ -88,27 +88,27 @@ public struct RoomKeyFacts: Sendable, Equatable {
 /// 10,000 messages (a room's state cannot make a key live longer, nor make every message start
 /// a session); the defaults of `m.room.encryption` (one week, 100 messages) where the room
 /// states none.
-public struct RotationPolicy: Sendable, Equatable {
+package struct RotationPolicy: Sendable, Equatable {
     /// Messages per session.
-    public var messages = 100
+    package var messages = 100
     /// A session's lifetime.
-    public var milliseconds: Int64 = Self.week
+    package var milliseconds: Int64 = Self.week
 
     static let hour: Int64 = 3_600_000
     static let week: Int64 = 7 * 24 * 3_600_000
 
     /// The defaults.
-    public init() {}
+    package init() {}
 
     /// The room's policy.
-    public init(room: EncryptedRoom) {
+    package init(room: EncryptedRoom) {
         if let stated = room.rotationPeriodMessages { messages = min(max(stated, 1), 10_000) }
         if let stated = room.rotationPeriodMilliseconds { milliseconds = min(max(stated, Self.hour), Self.week) }
     }
 }
 
 /// Which outbound session a batch of room keys carries.
-public enum SessionChoice: Sendable, Hashable {
+package enum SessionChoice: Sendable, Hashable {
     /// Create a new session (replacing the room's current one, if any) and share it.
     case new
     /// The room's current session, by ID: the batch is refused if it was replaced meanwhile.
@@ -117,14 +117,14 @@ public enum SessionChoice: Sendable, Hashable {
 
 /// One `sendToDevice` request of `m.room_key`s: whole users' devices, up to
 /// ``RoomKeySharing/batchSize`` (a user with more devices goes alone).
-public struct RoomKeyBatch: Sendable, Hashable {
+package struct RoomKeyBatch: Sendable, Hashable {
     /// The session it carries.
-    public var session: SessionChoice
+    package var session: SessionChoice
     /// The devices it goes to, sorted.
-    public var devices: [ShareDevice]
+    package var devices: [ShareDevice]
 
     /// A batch.
-    public init(session: SessionChoice, devices: [ShareDevice]) {
+    package init(session: SessionChoice, devices: [ShareDevice]) {
         self.session = session
         self.devices = devices
     }
@@ -132,21 +132,21 @@ public struct RoomKeyBatch: Sendable, Hashable {
 
 /// What one batch did: the session it carried and the devices that got it (those with an
 /// Olm session; each is recorded as having the session).
-public struct RoomKeySent: Sendable, Equatable {
+package struct RoomKeySent: Sendable, Equatable {
     /// The session shared.
-    public var sessionID: String
+    package var sessionID: String
     /// The devices that got it.
-    public var devices: [ShareDevice]
+    package var devices: [ShareDevice]
 
     /// A report.
-    public init(sessionID: String, devices: [ShareDevice]) {
+    package init(sessionID: String, devices: [ShareDevice]) {
         self.sessionID = sessionID
         self.devices = devices
     }
 }
 
 /// How a send's request for its room's key ended.
-public enum ShareOutcome: Sendable, Equatable {
+package enum ShareOutcome: Sendable, Equatable {
     /// Every recipient device that can be reached has the session: encrypt with it.
     case shared(sessionID: String)
     /// A request failed (retryable ones are retried by the send queue).
@@ -155,14 +155,14 @@ public enum ShareOutcome: Sendable, Equatable {
 
 /// The machine's decisions about a room's key: whether to replace the session, who needs an
 /// Olm session first, who gets the key, in which batches. Pure functions of the facts.
-public enum RoomKeySharing {
+package enum RoomKeySharing {
     /// How many to-device messages one `sendToDevice` request carries at most.
-    public static let batchSize = 250
+    package static let batchSize = 250
 
     /// Whether the room's session must be replaced: there is none, it is too old or used too
     /// often, or a device it was shared with is no longer a recipient (a member left, a device
     /// was removed or its keys changed). A restart never replaces it.
-    public static func mustRotate(_ facts: RoomKeyFacts, policy: RotationPolicy) -> Bool {
+    package static func mustRotate(_ facts: RoomKeyFacts, policy: RotationPolicy) -> Bool {
         guard let outbound = facts.outbound else { return true }
         if outbound.messageCount >= policy.messages { return true }
         if facts.nowMilliseconds - outbound.createdMilliseconds >= policy.milliseconds { return true }
@@ -171,14 +171,14 @@ public enum RoomKeySharing {
 
     /// The devices that must get the key: all of them for a new session, else those the
     /// current one has not reached.
-    public static func recipients(_ facts: RoomKeyFacts, rotating: Bool) -> [ShareDevice] {
+    package static func recipients(_ facts: RoomKeyFacts, rotating: Bool) -> [ShareDevice] {
         guard !rotating, let outbound = facts.outbound else { return facts.devices.sorted() }
         return facts.devices.filter { !outbound.sharedWith.contains($0) }.sorted()
     }
 
     /// `devices` in batches of whole users, up to ``batchSize`` each (a user with more devices
     /// goes alone), in user order.
-    public static func batches(_ devices: [ShareDevice]) -> [[ShareDevice]] {
+    package static func batches(_ devices: [ShareDevice]) -> [[ShareDevice]] {
         var batches: [[ShareDevice]] = []
         var batch: [ShareDevice] = []
         for (_, userDevices) in Dictionary(grouping: devices.sorted(), by: \.userID).sorted(by: {
@@ -196,25 +196,25 @@ public enum RoomKeySharing {
 }
 
 /// The sharing of one room's key in progress.
-public struct RoomKeyShare: Sendable, Equatable {
+package struct RoomKeyShare: Sendable, Equatable {
     /// The room as the latest request described it.
-    public var room: EncryptedRoom
+    package var room: EncryptedRoom
     /// The round's number: its effects run under ``CryptoMachine/shareKey(_:)``, and results of
     /// another round are stale.
-    public var round: UInt64
+    package var round: UInt64
     /// Where the round is.
-    public var step: Step
+    package var step: Step
     /// The tickets this round answers.
-    public var tickets: [ShareTicket]
+    package var tickets: [ShareTicket]
     /// Tickets that arrived while the round ran: the next round answers them (the recipients
     /// may have changed).
-    public var nextTickets: [ShareTicket] = []
+    package var nextTickets: [ShareTicket] = []
     /// Whether this round had the recipients' outdated device lists queried already (once per
     /// round: users the server cannot answer for stay outdated, with the devices they had).
-    public var queried = false
+    package var queried = false
 
     /// Where a round is.
-    public enum Step: Sendable, Equatable {
+    package enum Step: Sendable, Equatable {
         /// Reading the recipients' devices and the room's session.
         case loadingFacts
         /// Waiting for the `keys/query` of these recipients.
@@ -227,7 +227,7 @@ public struct RoomKeyShare: Sendable, Equatable {
     }
 
     /// A round.
-    public init(room: EncryptedRoom, round: UInt64, step: Step, tickets: [ShareTicket]) {
+    package init(room: EncryptedRoom, round: UInt64, step: Step, tickets: [ShareTicket]) {
         self.room = room
         self.round = round
         self.step = step

@@ -62,7 +62,7 @@ public struct MediaSessionDescriptor: Sendable, Hashable {
     public let participantID: UInt64
     /// The display name the services join the member with (the member's user ID).
     public let display: String
-    /// When the admission expires unless renewed (``MeetingMachine`` renews it before).
+    /// When the admission expires unless renewed (the meeting machine renews it before).
     public let expiresAt: Timestamp
 
     /// Creates a descriptor.
