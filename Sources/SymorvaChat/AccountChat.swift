@@ -264,11 +264,8 @@ public final class AccountChat: Sendable {
         }
         var outcomes: [(event: UndecryptedEvent, outcome: DecryptionOutcome)] = []
         var waiting: [UndecryptedEvent] = []
-        for event in events {
-            if let outcome = await decryptor.decrypt(
-                event.content, in: RoomID(event.roomID), eventID: EventID(event.eventID),
-                sender: UserID(stored: event.sender))
-            {
+        for (event, outcome) in zip(events, await decryptor.decrypt(events)) {
+            if let outcome {
                 outcomes.append((event, outcome))
             } else {
                 waiting.append(event)
@@ -571,6 +568,10 @@ package protocol RoomDecryptor: Sendable {
     /// nothing of an encrypted room's messages in the clear), a permanent failure, or `nil`
     /// while its room key has not arrived.
     func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async -> DecryptionOutcome?
+    /// The outcomes of a pass's events, in order, as ``decrypt(_:in:eventID:sender:)`` gives
+    /// each: a decryptor that can share work across them (one commit for the pass's replay
+    /// records, one read of each sender's devices) does.
+    func decrypt(_ events: [UndecryptedEvent]) async -> [DecryptionOutcome?]
     /// The plaintext content of a decrypted event as ``decrypt(_:in:eventID:sender:)`` sealed it
     /// for the store (`nil` when it cannot be opened).
     func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]?
@@ -579,4 +580,18 @@ package protocol RoomDecryptor: Sendable {
     ///
     /// - Throws: the crypto store's failure.
     func requestKeysAgain(in roomID: RoomID) async throws(StoreError) -> Int
+}
+
+extension RoomDecryptor {
+    /// Each event on its own.
+    package func decrypt(_ events: [UndecryptedEvent]) async -> [DecryptionOutcome?] {
+        var outcomes: [DecryptionOutcome?] = []
+        for event in events {
+            outcomes.append(
+                await decrypt(
+                    event.content, in: RoomID(event.roomID), eventID: EventID(event.eventID),
+                    sender: UserID(stored: event.sender)))
+        }
+        return outcomes
+    }
 }

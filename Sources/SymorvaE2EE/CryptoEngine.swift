@@ -648,6 +648,54 @@ extension CryptoEngine {
     package func decryptRoomEvent(roomID: String, eventID: String, sender: UserID, content: [UInt8])
         async throws(CryptoStoreError) -> Result<DecryptedEvent, DecryptionRefusal>?
     {
+        guard let result = try await decryptRoomEventUnrecorded(roomID: roomID, sender: sender, content: content)
+        else { return nil }
+        switch result {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let decrypted):
+            let recorded = try await store.recordMessageIndexes([
+                (sessionID: decrypted.sessionID, index: decrypted.messageIndex, eventID: eventID)
+            ])
+            return recorded == [true] ? .success(decrypted.event) : .failure(.replayed)
+        }
+    }
+
+    /// An event decrypted whose message index is not recorded yet: it counts once
+    /// `CryptoStore.recordMessageIndexes` accepts its index (a batch records all of its events'
+    /// indexes in one transaction).
+    package struct UnrecordedDecryption: Sendable {
+        package var event: DecryptedEvent
+        package var sessionID: String
+        package var messageIndex: Int
+    }
+
+    /// Decrypts events as ``decryptRoomEventUnrecorded(roomID:sender:content:)`` does each, in
+    /// one turn of the engine (a pass of chat's decryption hops to the engine once, not once per
+    /// event). A store failure leaves the event `nil` (it waits, and is tried again).
+    package func decryptRoomEventsUnrecorded(_ events: [(roomID: String, sender: UserID, content: [UInt8])])
+        async -> [Result<Result<UnrecordedDecryption, DecryptionRefusal>?, CryptoStoreError>]
+    {
+        var results: [Result<Result<UnrecordedDecryption, DecryptionRefusal>?, CryptoStoreError>] = []
+        results.reserveCapacity(events.count)
+        for event in events {
+            do throws(CryptoStoreError) {
+                results.append(
+                    .success(
+                        try await decryptRoomEventUnrecorded(
+                            roomID: event.roomID, sender: event.sender, content: event.content)))
+            } catch {
+                results.append(.failure(error))
+            }
+        }
+        return results
+    }
+
+    /// Decrypts an event of `roomID` sent by `sender` without recording its message index:
+    /// `nil` while the key is missing; `mismatched` when the session belongs to another user or
+    /// the plaintext names another room.
+    package func decryptRoomEventUnrecorded(roomID: String, sender: UserID, content: [UInt8])
+        async throws(CryptoStoreError) -> Result<UnrecordedDecryption, DecryptionRefusal>?
+    {
         // Before the account is loaded (the first syncs after a start) no key can be read yet:
         // the event waits like one whose key has not arrived, and the load tells chat to try
         // again. It is never refused for good for that.
@@ -677,8 +725,6 @@ extension CryptoEngine {
             kept.ownerLookedUp = true
         }
         if let owner = kept.owner, owner != sender { return .failure(.mismatched) }
-        guard try await store.recordMessageIndex(sessionID: sessionID, index: decrypted.messageIndex, eventID: eventID)
-        else { return .failure(.replayed) }
         guard case .object(let payload)? = try? JSONValue(parsing: decrypted.plaintext.exposedValue),
             payload["room_id"] == .string(roomID), case .string(let type)? = payload["type"],
             case .object(var inner)? = payload["content"]
@@ -687,7 +733,10 @@ extension CryptoEngine {
         if inner["m.relates_to"] == nil, let relation = members["m.relates_to"] { inner["m.relates_to"] = relation }
         guard let innerBytes = try? JSONValue.object(inner).canonicalEncoding() else { return .failure(.mismatched) }
         return .success(
-            DecryptedEvent(type: type, content: innerBytes, senderKey: row.senderKey, signingKey: row.signingKey))
+            UnrecordedDecryption(
+                event: DecryptedEvent(
+                    type: type, content: innerBytes, senderKey: row.senderKey, signingKey: row.signingKey),
+                sessionID: sessionID, messageIndex: decrypted.messageIndex))
     }
 }
 

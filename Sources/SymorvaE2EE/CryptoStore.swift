@@ -774,21 +774,33 @@ package struct CryptoStore: Sendable {
         }
     }
 
-    /// Records that `index` of `sessionID` decrypted `eventID`; `false` when it already
-    /// decrypted another event (a replay).
-    package func recordMessageIndex(sessionID: String, index: Int, eventID: String) async throws(CryptoStoreError)
-        -> Bool
+    /// Records each event's Megolm message index, in order, in one transaction: `true` for an
+    /// index seen first (or again) with the same event, `false` for one already recorded with
+    /// another event (a replay). A batch of decryptions pays one commit, not one per event.
+    package func recordMessageIndexes(_ entries: [(sessionID: String, index: Int, eventID: String)])
+        async throws(CryptoStoreError) -> [Bool]
     {
+        guard !entries.isEmpty else { return [] }
         do {
-            return try await database.transaction { db throws(StoreError) -> Bool in
-                try db.execute(
-                    "INSERT OR IGNORE INTO e2ee_megolm_indexes(session_id, message_index, event_id) VALUES (?, ?, ?)",
-                    [.text(sessionID), .integer(Int64(index)), .text(eventID)])
-                let stored = try db.queryOne(
-                    "SELECT event_id FROM e2ee_megolm_indexes WHERE session_id = ? AND message_index = ?",
-                    [.text(sessionID), .integer(Int64(index))]
-                ) { $0.string(0) }
-                return stored == eventID
+            return try await database.transaction { db throws(StoreError) -> [Bool] in
+                var accepted: [Bool] = []
+                accepted.reserveCapacity(entries.count)
+                for entry in entries {
+                    try db.execute(
+                        "INSERT OR IGNORE INTO e2ee_megolm_indexes(session_id, message_index, event_id) VALUES (?, ?, ?)",
+                        [.text(entry.sessionID), .integer(Int64(entry.index)), .text(entry.eventID)])
+                    // Inserted: it is new. Ignored: the stored event decides.
+                    if db.changes > 0 {
+                        accepted.append(true)
+                        continue
+                    }
+                    let stored = try db.queryOne(
+                        "SELECT event_id FROM e2ee_megolm_indexes WHERE session_id = ? AND message_index = ?",
+                        [.text(entry.sessionID), .integer(Int64(entry.index))]
+                    ) { $0.string(0) }
+                    accepted.append(stored == entry.eventID)
+                }
+                return accepted
             }
         } catch {
             throw .store(error)

@@ -237,33 +237,101 @@ extension AccountCrypto {
             (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
         >?
     {
-        do throws(CryptoStoreError) {
-            guard
-                let result = try await engine.decryptRoomEvent(
-                    roomID: roomID.rawValue, eventID: eventID.rawValue, sender: sender, content: content)
-            else {
-                // The key is missing: the account's other devices may hold it.
-                await requestMissingKey(roomID: roomID, sender: sender, content: content)
-                return nil
-            }
+        await decrypt([EncryptedRoomEvent(content: content, roomID: roomID, eventID: eventID, sender: sender)])[0]
+    }
+
+    /// An `m.room.encrypted` event to decrypt.
+    package struct EncryptedRoomEvent: Sendable {
+        package var content: [UInt8]
+        package var roomID: RoomID
+        package var eventID: EventID
+        package var sender: UserID
+
+        package init(content: [UInt8], roomID: RoomID, eventID: EventID, sender: UserID) {
+            self.content = content
+            self.roomID = roomID
+            self.eventID = eventID
+            self.sender = sender
+        }
+    }
+
+    /// Decrypts a batch of events, as ``decrypt(content:roomID:eventID:sender:)`` does each, in
+    /// order: their message indexes are recorded in one transaction (an index met twice in the
+    /// batch counts for its first event), and each sender's devices are read once.
+    package func decrypt(_ events: [EncryptedRoomEvent]) async
+        -> [Result<
+            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+        >?]
+    {
+        var results:
+            [Result<
+                (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+            >?] = Array(repeating: nil, count: events.count)
+        var decrypted: [(position: Int, decryption: CryptoEngine.UnrecordedDecryption)] = []
+        let first = await engine.decryptRoomEventsUnrecorded(
+            events.map { (roomID: $0.roomID.rawValue, sender: $0.sender, content: $0.content) })
+        for (position, (event, result)) in zip(events, first).enumerated() {
             switch result {
-            case .failure(let refusal): return .failure(refusal)
-            case .success(let event):
-                guard
-                    case .settled(let device) = try await sendingDevice(
-                        of: sender, senderKey: event.senderKey, signingKey: event.signingKey)
-                else {
+            case .success(nil):
+                // The key is missing: the account's other devices may hold it.
+                await requestMissingKey(roomID: event.roomID, sender: event.sender, content: event.content)
+            case .success(.failure(let refusal)?): results[position] = .failure(refusal)
+            case .success(.success(let decryption)?): decrypted.append((position, decryption))
+            case .failure(let error): logger.error("decryption failed error=\(error)")
+            }
+        }
+        let accepted: [Bool]
+        do throws(CryptoStoreError) {
+            accepted = try await store.recordMessageIndexes(
+                decrypted.map {
+                    (
+                        sessionID: $0.decryption.sessionID, index: $0.decryption.messageIndex,
+                        eventID: events[$0.position].eventID.rawValue
+                    )
+                })
+        } catch {
+            // Nothing recorded: the events wait, and the next pass decrypts them again.
+            logger.error("message indexes not recorded error=\(error)")
+            return results
+        }
+        // Each sending device is looked up once a batch: its events come together.
+        var lookups: [DeviceLookupKey: DeviceLookup] = [:]
+        for ((position, decryption), isFirst) in zip(decrypted, accepted) {
+            guard isFirst else {
+                results[position] = .failure(.replayed)
+                continue
+            }
+            let event = decryption.event
+            do throws(CryptoStoreError) {
+                let key = DeviceLookupKey(
+                    sender: events[position].sender, senderKey: event.senderKey, signingKey: event.signingKey)
+                let lookup: DeviceLookup
+                if let known = lookups[key] {
+                    lookup = known
+                } else {
+                    lookup = try await sendingDevice(
+                        of: key.sender, senderKey: event.senderKey, signingKey: event.signingKey)
+                    lookups[key] = lookup
+                }
+                guard case .settled(let device) = lookup else {
                     // Whether the device is known is recorded with the event: decrypt it again
                     // once the sender's device list can be brought up to date (the next
                     // successful keys/query asks chat to try again).
-                    return nil
+                    continue
                 }
-                return .success((event, device?.deviceID, device.map { !$0.keyChanged } ?? false))
+                results[position] = .success((event, device?.deviceID, device.map { !$0.keyChanged } ?? false))
+            } catch {
+                logger.error("sending device not read error=\(error)")
             }
-        } catch {
-            logger.error("decryption failed error=\(error)")
-            return nil
         }
+        return results
+    }
+
+    /// A sending device as a batch looks it up.
+    struct DeviceLookupKey: Hashable {
+        var sender: UserID
+        var senderKey: String
+        var signingKey: String
     }
 
     /// Whether the device that sent an event is known.

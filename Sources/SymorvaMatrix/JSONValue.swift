@@ -223,8 +223,22 @@ private struct JSONParser {
 
     mutating func parseString() throws(JSONSyntaxError) -> String {
         index += 1
+        // Most strings (keys, IDs, base64 ciphertexts) have no escape: made from their bytes at
+        // once, not scalar by scalar (Megolm ciphertexts are kilobytes long).
+        let start = index
+        var end = start
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                index = end + 1
+                return String(decoding: bytes[start..<end], as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            end += 1
+        }
         var scalars = String.UnicodeScalarView()
-        var run: [UInt8] = []
+        var run = Array(bytes[start..<end])
+        index = end
         func flush() {
             if !run.isEmpty {
                 scalars.append(contentsOf: String(decoding: run, as: UTF8.self).unicodeScalars)

@@ -71,6 +71,39 @@ struct MegolmProtocolTests {
         }
     }
 
+    @Test(
+        "A batch decrypts without recording, then records its indexes in one transaction: the same index again in the batch is a replay, the same event again is not"
+    )
+    func batchRecordsIndexesOnce() async throws {
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        try await fixture.introduce(alice, bob)
+        try await fixture.connect(bob, to: alice)
+        let session = try fixture.driver.newOutboundGroupSession()
+        try await shareRoomKey(from: bob, to: alice, session: session, key: try session.sessionKey())
+        let contents = try bobsMessages(session, count: 2)
+        // Index 0, index 1, and index 0 again under another event ID (a replay).
+        let batch = [contents[0], contents[1], contents[0]].map { (roomID: roomID, sender: bob.userID, content: $0) }
+        let decrypted = try await alice.engine.decryptRoomEventsUnrecorded(batch).map { result in
+            guard case .success(.success(let decryption)?) = result else {
+                throw TestFailure("not decrypted: \(result)")
+            }
+            return decryption
+        }
+        #expect(decrypted.map(\.messageIndex) == [0, 1, 0])
+        let accepted = try await alice.store.recordMessageIndexes(
+            zip(decrypted, ["$a", "$b", "$replay"]).map {
+                (sessionID: $0.sessionID, index: $0.messageIndex, eventID: $1)
+            })
+        #expect(accepted == [true, true, false])
+        // A later pass that meets the first event again (its outcome was not stored) is not a replay.
+        #expect(
+            try await alice.store.recordMessageIndexes([
+                (sessionID: session.sessionID, index: 0, eventID: "$a"),
+                (sessionID: session.sessionID, index: 0, eventID: "$other"),
+            ]) == [true, false])
+    }
+
     @Test("A forwarded key is replaced by the sender's own key from an earlier index, never by another device's")
     func betterKeyReplacesForwarded() async throws {
         let bob = try await fixture.device("@bob:example.org", "BOB")

@@ -32,6 +32,19 @@ struct JSONValueTests {
         }
     }
 
+    @Test(
+        "Strings without escapes are taken whole; an escape or a control character after a run is still read or refused"
+    )
+    func stringRuns() throws {
+        let long = String(repeating: "QUJD", count: 2_000)
+        #expect(try JSONValue(parsing: Array("\"\(long)\"".utf8)) == .string(long))
+        #expect(try JSONValue(parsing: Array(#""é😀 plain""#.utf8)) == .string("é😀 plain"))
+        #expect(try JSONValue(parsing: Array(#""run\"quote\u00e9 end""#.utf8)) == .string("run\"quoteé end"))
+        #expect(throws: JSONSyntaxError(line: 1, column: 5, reason: "control character in string")) {
+            try JSONValue(parsing: Array("\"abc\u{01}\"".utf8))
+        }
+    }
+
     @Test("Deep nesting is refused instead of overflowing the stack")
     func nestingLimit() {
         let text = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)

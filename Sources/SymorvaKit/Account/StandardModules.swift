@@ -278,7 +278,26 @@ package struct CryptoRoomDecryptor: RoomDecryptor {
     package func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async
         -> DecryptionOutcome?
     {
-        switch await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: sender) {
+        outcome(
+            await crypto.decrypt(content: content, roomID: roomID, eventID: eventID, sender: sender), eventID: eventID)
+    }
+
+    package func decrypt(_ events: [UndecryptedEvent]) async -> [DecryptionOutcome?] {
+        let results = await crypto.decrypt(
+            events.map {
+                AccountCrypto.EncryptedRoomEvent(
+                    content: $0.content, roomID: RoomID($0.roomID), eventID: EventID($0.eventID),
+                    sender: UserID(stored: $0.sender))
+            })
+        return zip(events, results).map { outcome($1, eventID: EventID($0.eventID)) }
+    }
+
+    private func outcome(
+        _ result: Result<
+            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+        >?, eventID: EventID
+    ) -> DecryptionOutcome? {
+        switch result {
         case nil: return nil
         case .failure(let refusal): return .undecryptable(reason: refusal.rawValue)
         case .success(let decrypted):
