@@ -111,7 +111,10 @@ public final class StudioClient: Sendable {
     }
 }
 
-extension AccountStudio: AccountBound {}
+extension AccountStudio: AccountBound {
+    /// The studio's tables (feature `studio`), as its module factory declares them.
+    package static var schema: AccountMigrations.Feature { StudioStore.schema }
+}
 
 extension StudioError: ActiveAccountError {
     /// Signed in, but the account's studio could not be opened (its store failed).
