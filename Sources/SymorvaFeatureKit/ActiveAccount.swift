@@ -62,7 +62,10 @@ package final class ActiveAccount<Module: AccountBound>: Sendable {
         active.withLock { active in
             active = module.map(Active.module) ?? (isSignedIn ? .unavailable : .signedOut)
         }
-        for forward in values.withLock({ $0 }) { forward(module) }
+        // The values follow the module active now, not `module`: of two follows that race, the
+        // values end on the one that won, whatever order their forwards run in.
+        let now = current
+        for forward in values.withLock({ $0 }) { forward(now) }
     }
 
     /// The active account's module, or `nil` (nobody signed in, or signed in without it).
