@@ -185,6 +185,15 @@ let package = Package(
         .testTarget(
             name: "SymorvaMeetingsTests", dependencies: ["SymorvaMeetings", "SymorvaTesting"],
             swiftSettings: swiftSettings),
+        // Linux only, like its module: the pipelines, missing elements and GStreamer's test sources.
+        .testTarget(
+            name: "SymorvaMediaGStreamerTests",
+            dependencies: [
+                "SymorvaMeetings", "SymorvaTesting",
+                .target(name: "SymorvaMediaGStreamer", condition: .when(platforms: [.linux])),
+                .target(name: "CGStreamerShim", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaDirectoryTests", dependencies: ["SymorvaDirectory", "SymorvaTesting"],
             swiftSettings: swiftSettings),

@@ -100,7 +100,7 @@ public struct HomeserverContentSource: ConversationContentSource {
             guard case .object(let members)? = unsigned, case .object(let relations)? = members["m.relations"],
                 let edit = relations["m.replace"], let bytes = try? edit.canonicalEncoding()
             else { return nil }
-            return try? JSONDecoder().decode(RoomEvent.self, from: Data(bytes))
+            return WireJSON.decodeIfValid(RoomEvent.self, from: bytes)
         }
 
         /// This message's item with the text of `edit` when that is a valid edit of it (the same
@@ -138,11 +138,11 @@ public struct HomeserverContentSource: ConversationContentSource {
             switch error {
             case .matrix: throw .contentUnavailable(eventID)
             case .notSignedIn: throw .accountEnded
-            case .transport(let problem): throw .failure(.serviceUnreachable(StudioService.problem(problem)))
+            case .transport(let problem): throw .failure(.serviceUnreachable(TransportProblem(problem)))
             case .invalidRequest: throw .contentUnavailable(eventID)
             }
         }
-        guard let value = try? JSONDecoder().decode(type, from: Data(response.body)) else {
+        guard let value = WireJSON.decodeIfValid(type, from: response.body) else {
             throw .contentUnavailable(eventID)
         }
         return value

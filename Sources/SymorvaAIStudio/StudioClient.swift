@@ -22,66 +22,60 @@ public final class StudioClient: Sendable {
     /// The community's studio settings.
     public let configuration: StudioConfiguration
 
-    private struct Active {
-        var studio: AccountStudio?
-        var isSignedIn = false
-        var presenter: any ConsentPresenter = UnavailableConsentPresenter()
-    }
-
-    private let active = Lock(Active())
-    private let grantsValue = ActiveAccountValue<[GrantInfo]>(placeholder: [])
+    private let active = ActiveAccount<AccountStudio>()
+    private let presenter = Lock<any ConsentPresenter>(UnavailableConsentPresenter())
+    private let grantsValue: ObservableValue<[GrantInfo]>
 
     /// A studio that shows nobody until the community tells it which account is active.
     package init(configuration: StudioConfiguration = StudioConfiguration()) {
         self.configuration = configuration
+        grantsValue = active.value(placeholder: []) { $0.grants }
     }
 
     /// A studio that always acts for `studio`: for tools and tests that manage one account's
     /// ``AccountStudio`` themselves. Apps use `community.aiStudio`.
     public convenience init(following studio: AccountStudio) {
         self.init(configuration: studio.configuration)
-        active.withLock { $0.presenter = studio.consentPresenter }
+        presenter.withLock { $0 = studio.consentPresenter }
         follow(studio, isSignedIn: true)
     }
 
     /// The adapter that shows the consent sheet for every grant request. Until one is set, no
     /// sheet can be shown and every request throws ``StudioError/consentUnavailable``.
     public var consentPresenter: any ConsentPresenter {
-        get { active.withLock { $0.presenter } }
+        get { presenter.withLock { $0 } }
         set {
-            let studio = active.withLock { active in
-                active.presenter = newValue
-                return active.studio
+            // Under the presenter's lock, so that a studio followed meanwhile gets this one too.
+            presenter.withLock { presenter in
+                presenter = newValue
+                active.current?.consentPresenter = newValue
             }
-            studio?.consentPresenter = newValue
         }
     }
 
     /// Makes `studio` (the new active account's) the one this client acts for.
     package func follow(_ studio: AccountStudio?, isSignedIn: Bool) {
-        active.withLock { active in
-            active.studio = studio
-            active.isSignedIn = isSignedIn
-            studio?.consentPresenter = active.presenter
-        }
-        grantsValue.follow(studio?.grants)
+        // The presenter is handed over before the studio becomes active, and again after in case
+        // the app set another one meanwhile.
+        presenter.withLock { presenter in studio?.consentPresenter = presenter }
+        active.follow(studio, isSignedIn: isSignedIn)
+        presenter.withLock { presenter in studio?.consentPresenter = presenter }
     }
 
     /// The active member, or `nil` while nobody is signed in.
-    public var member: UserID? { active.withLock { $0.studio?.member } }
+    public var member: UserID? { active.current?.member }
 
     /// The active member's grants of this run, oldest first, with their status.
-    public var grants: ObservableValue<[GrantInfo]> { grantsValue.observable }
+    public var grants: ObservableValue<[GrantInfo]> { grantsValue }
 
     /// Asks for a grant for the active member; see ``AccountStudio/requestGrant(for:scope:)``.
     ///
     /// - Throws: ``StudioError/notSignedIn``; ``StudioError/accountEnded`` when the account was
     ///   switched away from before the grant was issued; what ``AccountStudio`` throws.
     public func requestGrant(for roomID: RoomID, scope: GrantScope) async throws(StudioError) -> ConversationGrant {
-        let studio = try activeStudio()
-        let grant = try await studio.requestGrant(for: roomID, scope: scope)
-        guard current === studio else { throw .accountEnded }
-        return grant
+        try await active.withActive { studio async throws(StudioError) -> ConversationGrant in
+            try await studio.requestGrant(for: roomID, scope: scope)
+        }
     }
 
     /// Summarizes the grant's scope; see ``AccountStudio/summarize(using:)``. The grant's own
@@ -89,7 +83,7 @@ public final class StudioClient: Sendable {
     public func summarize(using grant: ConversationGrant) async throws(StudioError) -> Summary {
         let studio = try owner(of: grant)
         let summary = try await studio.summarize(using: grant)
-        guard current === studio else { throw .accountEnded }
+        try active.ensureActive(studio, orThrow: StudioError.self)
         return summary
     }
 
@@ -106,17 +100,23 @@ public final class StudioClient: Sendable {
         try await activeStudio().audit()
     }
 
-    private var current: AccountStudio? { active.withLock { $0.studio } }
+    private var current: AccountStudio? { active.current }
 
-    private func activeStudio() throws(StudioError) -> AccountStudio {
-        let (studio, signedIn) = active.withLock { ($0.studio, $0.isSignedIn) }
-        guard let studio else { throw signedIn ? .store(.database) : .notSignedIn }
-        return studio
-    }
+    private func activeStudio() throws(StudioError) -> AccountStudio { try active.module(orThrow: StudioError.self) }
 
     private func owner(of grant: ConversationGrant) throws(StudioError) -> AccountStudio {
         let studio = try activeStudio()
         guard studio.member == grant.member, studio.grant(grant.id) === grant else { throw .accountEnded }
         return studio
     }
+}
+
+extension AccountStudio: AccountBound {
+    /// The studio's tables (feature `studio`), as its module factory declares them.
+    package static var schema: AccountMigrations.Feature { StudioStore.schema }
+}
+
+extension StudioError: ActiveAccountError {
+    /// Signed in, but the account's studio could not be opened (its store failed).
+    package static var moduleUnavailable: StudioError { .store(.database) }
 }

@@ -1,5 +1,7 @@
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaServices
 
 /// The studio endpoints of the community services, answered in the machine's terms.
@@ -22,9 +24,9 @@ struct StudioService: Sendable {
     func createGrant(_ request: GrantRequest, now: Duration) async -> Result<StudioGrant, StudioFailure> {
         do throws(ServicesError) {
             let answer = try await services.send(
-                .post, StudioWire.Path.grants, json: StudioWire.encode(StudioWire.grantBody(request)),
+                .post, StudioWire.Path.grants, body: StudioWire.grantBody(request),
                 timeout: requestTimeout)
-            guard let grant = StudioWire.decode(StudioWire.Grant.self, from: answer)?.grant(now: now) else {
+            guard let grant = WireJSON.decodeIfValid(StudioWire.Grant.self, from: answer)?.grant(now: now) else {
                 return .failure(.serviceUnreachable(.responseDropped))
             }
             return .success(grant)
@@ -37,9 +39,9 @@ struct StudioService: Sendable {
     func summarize(_ content: GrantedContent) async -> Result<Summary, StudioFailure> {
         do throws(ServicesError) {
             let answer = try await services.send(
-                .post, StudioWire.Path.summaries, json: StudioWire.encode(StudioWire.summarizeBody(content)),
+                .post, StudioWire.Path.summaries, body: StudioWire.summarizeBody(content),
                 timeout: requestTimeout)
-            guard let summary = StudioWire.decode(StudioWire.SummaryAnswer.self, from: answer)?.summary else {
+            guard let summary = WireJSON.decodeIfValid(StudioWire.SummaryAnswer.self, from: answer)?.summary else {
                 return .failure(.serviceUnreachable(.responseDropped))
             }
             return .success(summary)
@@ -53,7 +55,7 @@ struct StudioService: Sendable {
     func check(_ id: GrantID) async -> Result<ServiceGrantState, StudioFailure> {
         do throws(ServicesError) {
             let answer = try await services.send(.get, StudioWire.Path.grant(id), timeout: requestTimeout)
-            guard let grant = StudioWire.decode(StudioWire.Grant.self, from: answer) else {
+            guard let grant = WireJSON.decodeIfValid(StudioWire.Grant.self, from: answer) else {
                 return .failure(.serviceUnreachable(.responseDropped))
             }
             switch grant.state {
@@ -84,7 +86,7 @@ struct StudioService: Sendable {
         } catch {
             throw .failure(Self.failure(error))
         }
-        guard let page = StudioWire.decode(StudioWire.AuditPage.self, from: answer) else {
+        guard let page = WireJSON.decodeIfValid(StudioWire.AuditPage.self, from: answer) else {
             throw .failure(.serviceUnreachable(.responseDropped))
         }
         return page.entries.map {
@@ -95,10 +97,10 @@ struct StudioService: Sendable {
         }
     }
 
+    /// A services failure in the studio's terms: the studio's codes first (a few of them 5xx
+    /// answers), then by class (``/SymorvaFeatureKit/FailureClass``).
     static func failure(_ error: ServicesError) -> StudioFailure {
         switch error {
-        case .rateLimited(let retryAfter):
-            return .rateLimited(retryAfter: retryAfter)
         case .server("SY_OUT_OF_SCOPE", _, let message, _):
             // "items[1] ($e3) is outside grant …'s scope": the first offending item.
             guard let open = message.firstIndex(of: "("), let close = message[open...].firstIndex(of: ")") else {
@@ -109,16 +111,16 @@ struct StudioService: Sendable {
         where status < 500 || code == "SY_SUMMARIZER_UNAVAILABLE"
             || code == "SY_HOMESERVER_UNAVAILABLE":
             return failure(code: code)
-        case .unauthorized(let code):
-            return .rejected(code: code)
-        case .moduleDisabled:
-            return .rejected(code: "SY_NOT_FOUND")
-        case .transport(let error):
-            return .serviceUnreachable(problem(error))
-        case .server(_, let status, _, _), .malformedResponse(let status):
-            return .serviceUnreachable(status >= 500 ? .serverError(status: status) : .responseDropped)
-        case .openIDRefused:
-            return .serviceUnreachable(.unreachable)
+        default:
+            break
+        }
+        switch FailureClass(error) {
+        case .transport(let problem): return .serviceUnreachable(problem)
+        case .rateLimited(let retryAfter): return .rateLimited(retryAfter: retryAfter)
+        case .refused(let code, _): return .rejected(code: code)
+        case .moduleDisabled: return .rejected(code: "SY_NOT_FOUND")
+        case .signInRequired: return .serviceUnreachable(.unreachable)
+        case .malformedResponse, .invalidRequest: return .serviceUnreachable(.responseDropped)
         }
     }
 
@@ -132,15 +134,6 @@ struct StudioService: Sendable {
         case "SY_OUT_OF_SCOPE": .outOfScope(.empty)
         case "SY_SUMMARIZER_UNAVAILABLE": .summarizerUnavailable
         default: .rejected(code: code)
-        }
-    }
-
-    static func problem(_ error: TransportError) -> TransportProblem {
-        switch error {
-        case .timedOut: .timeout
-        case .dnsFailure, .connectFailed, .tls, .invalidURL, .invalidHeader: .unreachable
-        case .tooLarge, .emptyResponse, .partialResponse: .responseDropped
-        case .cancelled, .connectionLost, .other: .connectionReset
         }
     }
 }

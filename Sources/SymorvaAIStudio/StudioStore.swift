@@ -1,3 +1,4 @@
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
@@ -53,11 +54,16 @@ struct StudioStore: Sendable {
                 """),
     ]
 
+    /// The studio's tables as its module factory declares them (feature `studio`).
+    static let schema = AccountMigrations.Feature(name: feature, migrations: migrations)
+
     let database: SQLiteDatabase
     let member: UserID
 
+    /// The store on `database`. On an account database the ``schema`` is already applied; on
+    /// one the community did not open (tools, tests) it is applied here, the same way.
     static func open(on database: SQLiteDatabase, member: UserID) async throws(StoreError) -> StudioStore {
-        try await database.migrate(feature: feature, migrations)
+        try await schema.apply(to: database)
         return StudioStore(database: database, member: member)
     }
 

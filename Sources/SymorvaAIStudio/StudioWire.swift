@@ -189,14 +189,4 @@ enum StudioWire {
         }
         var entries: [Entry]
     }
-
-    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? Array(encoder.encode(value))) ?? []
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> T? {
-        try? JSONDecoder().decode(type, from: Data(bytes))
-    }
 }

@@ -175,7 +175,7 @@ struct PowerLevels: Decodable {
     func level(of userID: String) -> Int { users?[userID] ?? usersDefault ?? 0 }
 
     static func read(_ bytes: [UInt8]) -> PowerLevels? {
-        try? JSONDecoder().decode(PowerLevels.self, from: Data(bytes))
+        WireJSON.decodeIfValid(PowerLevels.self, from: bytes)
     }
 }
 

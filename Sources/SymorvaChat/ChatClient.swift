@@ -23,12 +23,15 @@ import SymorvaRuntime
 /// let receipt = try await conversation.send(.text("Governance call starts at 18:00."))
 /// ```
 public final class ChatClient: Sendable {
-    private let active = Lock<AccountChat?>(nil)
-    private let list = ActiveAccountValue<ConversationList>(placeholder: .signedOut)
-    private let sync = ActiveAccountValue<SyncMachine.State>(placeholder: .stopped)
+    private let active = ActiveAccount<AccountChat>()
+    private let list: ObservableValue<ConversationList>
+    private let sync: ObservableValue<SyncMachine.State>
 
     /// A client that shows nobody until the community tells it which account is active.
-    package init() {}
+    package init() {
+        list = active.value(placeholder: .signedOut) { $0.conversations }
+        sync = active.value(placeholder: .stopped) { $0.syncState }
+    }
 
     /// A client that always acts for `chat`: for tools and tests that manage one account's
     /// ``AccountChat`` themselves. Apps use `community.chat`.
@@ -40,13 +43,11 @@ public final class ChatClient: Sendable {
     /// Makes `chat` (the new active account's, or `nil` when nobody is signed in) the one this
     /// client shows and acts for.
     package func follow(_ chat: AccountChat?) {
-        active.withLock { $0 = chat }
-        list.follow(chat?.conversations)
-        sync.follow(chat?.syncState)
+        active.follow(chat, isSignedIn: chat != nil)
     }
 
     /// The active account's chat, if any.
-    var current: AccountChat? { active.withLock { $0 } }
+    var current: AccountChat? { active.current }
 
     /// The active account's conversation list, from its store, updated after every committed
     /// sync; ``ConversationList/signedOut`` while nobody is signed in. Views read
@@ -55,11 +56,11 @@ public final class ChatClient: Sendable {
     public var conversations: ConversationListModel { ConversationListModel(client: self) }
 
     /// The observable behind ``conversations``.
-    var conversationList: ObservableValue<ConversationList> { list.observable }
+    var conversationList: ObservableValue<ConversationList> { list }
 
     /// The active account's sync loop: initial sync, catching up, live, backing off, awaiting a
     /// token, failed; `.stopped` while nobody is signed in.
-    public var syncState: ObservableValue<SyncState> { sync.observable }
+    public var syncState: ObservableValue<SyncState> { sync }
 
     /// The active account, or `nil` while nobody is signed in.
     public var userID: UserID? { current?.userID }
@@ -147,23 +148,20 @@ public final class ChatClient: Sendable {
     }
 
     /// The active account's chat.
-    private func activeChat() throws(ChatError) -> AccountChat {
-        guard let chat = current else { throw .notSignedIn }
-        return chat
-    }
+    private func activeChat() throws(ChatError) -> AccountChat { try active.module(orThrow: ChatError.self) }
 
     /// Runs `body` with the active account's chat; a result that comes back after that account
     /// was switched away from or signed out is not handed out (`.accountEnded`).
     private func withActive<T: Sendable>(
         _ body: (AccountChat) async throws(ChatError) -> T
     ) async throws(ChatError) -> T {
-        let chat = try activeChat()
-        let result = try await body(chat)
-        guard current === chat else { throw .accountEnded }
-        try chat.ensureCurrent()
-        return result
+        try await active.withActive(body)
     }
 }
+
+extension AccountChat: AccountBound {}
+
+extension ChatError: ActiveAccountError {}
 
 /// `community.chat.conversations`: the active account's conversation list as views read it,
 /// and the one thing they may ask of it.

@@ -20,7 +20,7 @@ import SymorvaRuntime
 /// let found = try await directory.users().search("bob")           // the homeserver's directory
 /// ```
 public final class DirectoryClient: Sendable {
-    private let active = Lock<AccountDirectory?>(nil)
+    private let active = ActiveAccount<AccountDirectory>()
 
     /// A directory that shows nobody until the community tells it which account is active.
     package init() {}
@@ -34,17 +34,15 @@ public final class DirectoryClient: Sendable {
 
     /// Makes `directory` (the new active account's) the one this client acts for.
     package func follow(_ directory: AccountDirectory?) {
-        active.withLock { $0 = directory }
+        active.follow(directory, isSignedIn: directory != nil)
     }
 
     private func account() throws(DirectoryError) -> AccountDirectory {
-        guard let account = active.withLock({ $0 }) else { throw .notSignedIn }
-        try account.ensureCurrent()
-        return account
+        try active.module(orThrow: DirectoryError.self)
     }
 
     /// The active member, or `nil` while nobody is signed in.
-    public var userID: UserID? { active.withLock { $0?.userID } }
+    public var userID: UserID? { active.current?.userID }
 
     /// A new observable search of the community's members (only those with `role` when given).
     public func members(role: String? = nil, pageSize: Int = 20) throws(DirectoryError) -> DirectorySearch<
@@ -83,20 +81,18 @@ public final class DirectoryClient: Sendable {
     ///
     /// - Throws: ``/SymorvaMachines/DirectoryError/notFound`` when the member is not listed.
     public func member(_ userID: UserID) async throws(DirectoryError) -> DirectoryMember {
-        let account = try account()
-        let member = try await account.member(userID)
-        try account.ensureCurrent()
-        return member
+        try await active.withActive { account async throws(DirectoryError) -> DirectoryMember in
+            try await account.member(userID)
+        }
     }
 
     /// Asks the services to fetch the active member's Matrix profile again now (after changing
     /// the display name or avatar) and returns the fresh entry.
     @discardableResult
     public func refreshOwnProfile() async throws(DirectoryError) -> DirectoryMember {
-        let account = try account()
-        let member = try await account.refreshOwnProfile()
-        try account.ensureCurrent()
-        return member
+        try await active.withActive { account async throws(DirectoryError) -> DirectoryMember in
+            try await account.refreshOwnProfile()
+        }
     }
 
     /// Gives `member` the role `role`; community admins only. Returns whether it changed
@@ -116,3 +112,7 @@ public final class DirectoryClient: Sendable {
         try await account().setRole(role, false, for: member)
     }
 }
+
+extension AccountDirectory: AccountBound {}
+
+extension DirectoryError: ActiveAccountError {}

@@ -1,3 +1,4 @@
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
@@ -173,39 +174,35 @@ enum DirectoryWire {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws(DirectoryError) -> T {
-        do { return try JSONDecoder().decode(type, from: Data(body)) } catch { throw .malformedResponse }
+        guard let value = WireJSON.decodeIfValid(type, from: body) else { throw .malformedResponse }
+        return value
     }
 
+    /// A failed homeserver request in the directory's terms (``/SymorvaFeatureKit/FailureClass``);
+    /// an account the requester knows to be signed out is ``/SymorvaMachines/DirectoryError/notSignedIn``.
     static func error(_ error: MatrixRequestError) -> DirectoryError {
-        switch error {
-        case .transport(let problem): return .transport("\(problem)")
-        case .notSignedIn: return .notSignedIn
-        case .invalidRequest: return .invalidInput("request")
-        case .matrix(let matrix):
-            switch matrix.code {
-            case .notFound: return .notFound
-            case .forbidden: return .forbidden(needed: nil, has: nil)
-            case .limitExceeded:
-                if case .delay(let wait) = matrix.retryAfter { return .rateLimited(retryAfter: wait) }
-                return .rateLimited(retryAfter: nil)
-            case .missingToken, .unknownToken, .guestAccessForbidden: return .signInRequired
-            default: return .server(code: matrix.code.errcode, status: matrix.status)
-            }
-        }
+        if case .notSignedIn = error { return .notSignedIn }
+        return self.error(FailureClass(error))
     }
 
-    static func error(_ error: ServicesError) -> DirectoryError {
-        switch error {
-        case .transport(let problem): return .transport("\(problem)")
+    /// A failed community services request (the member directory) in the directory's terms.
+    static func error(_ error: ServicesError) -> DirectoryError { self.error(FailureClass(error)) }
+
+    /// The directory's refusals by status and code; everything else by its class.
+    static func error(_ failure: FailureClass) -> DirectoryError {
+        switch failure {
+        case .transport(let problem): return .transport(problem)
         case .rateLimited(let wait): return .rateLimited(retryAfter: wait)
+        case .refused(let code, let status):
+            switch (code, status) {
+            case (_, 404): return .notFound
+            case (_, 403): return .forbidden(needed: nil, has: nil)
+            case ("SY_INVALID_PARAM", _): return .invalidInput("parameter")
+            default: return .server(code: code, status: status)
+            }
+        case .signInRequired: return .signInRequired
         case .moduleDisabled: return .moduleDisabled
-        case .server(let code, let status, _, _):
-            if status == 404 { return .notFound }
-            if status == 403 { return .forbidden(needed: nil, has: nil) }
-            if code == "SY_INVALID_PARAM" { return .invalidInput("parameter") }
-            return .server(code: code, status: status)
-        case .unauthorized(let code): return .server(code: code, status: 401)
-        case .openIDRefused: return .signInRequired
+        case .invalidRequest: return .invalidInput("request")
         case .malformedResponse: return .malformedResponse
         }
     }

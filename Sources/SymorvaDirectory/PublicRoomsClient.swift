@@ -23,7 +23,7 @@ import SymorvaRuntime
 public final class PublicRoomsClient: Sendable {
     private let guest: GuestAccess
     private let tracer: Tracer
-    private let active = Lock<AccountDirectory?>(nil)
+    private let active = ActiveAccount<AccountDirectory>()
     private let coalescer = RequestCoalescer<PageKey, DirectoryPage<PublicRoom>, DirectoryError>()
 
     /// How many page requests joined an equal one in flight (tests wait on it as a gate).
@@ -39,10 +39,10 @@ public final class PublicRoomsClient: Sendable {
     /// Makes `directory` (the new active account's) the one requests are made as; `nil` when
     /// nobody is signed in.
     package func follow(_ directory: AccountDirectory?) {
-        active.withLock { $0 = directory }
+        active.follow(directory, isSignedIn: directory != nil)
     }
 
-    private var current: AccountDirectory? { active.withLock { $0 } }
+    private var current: AccountDirectory? { active.current }
 
     private var access: (MatrixAccess, String, AccountScope?) {
         if let account = current, !account.isEnded {
@@ -114,7 +114,7 @@ public final class PublicRoomsClient: Sendable {
         let account = try signedIn()
         guard roomIDOrAlias.hasPrefix("!") || Self.isRoomAlias(roomIDOrAlias) else { throw .invalidInput("room") }
         let response = try await account.access.send(ChatAPI.join(roomIDOrAlias))
-        try account.ensureCurrent()
+        try active.ensureActive(account, orThrow: DirectoryError.self)
         return RoomID(try DirectoryWire.decode(DirectoryWire.RoomIDAnswer.self, from: response.body).roomID)
     }
 
@@ -148,13 +148,11 @@ public final class PublicRoomsClient: Sendable {
             guard has >= power.publishLevel else { throw .forbidden(needed: power.publishLevel, has: has) }
         }
         _ = try await account.access.send(DirectoryAPI.setVisibility(roomID: roomID, published: published))
-        try account.ensureCurrent()
+        try active.ensureActive(account, orThrow: DirectoryError.self)
     }
 
     private func signedIn() throws(DirectoryError) -> AccountDirectory {
-        guard let account = current else { throw .notSignedIn }
-        try account.ensureCurrent()
-        return account
+        try active.module(orThrow: DirectoryError.self)
     }
 
     /// `#localpart:server`, at most 255 bytes.

@@ -33,6 +33,18 @@ public struct AccountMigrations: Sendable {
             self.name = name
             self.migrations = migrations
         }
+
+        /// Brings this feature's tables in `database` up to its last version: what the account
+        /// database does for every registered feature when it opens, so on such a database it
+        /// changes nothing. A module's store calls it for a database the community did not open
+        /// (tools, tests, benchmarks).
+        ///
+        /// - Throws: as ``AccountMigrations/apply(to:)``.
+        package func apply(to database: SQLiteDatabase) async throws(StoreError) {
+            try await database.run { db throws(StoreError) in
+                try db.migrate(feature: name, migrations)
+            }
+        }
     }
 
     /// The database's main list, versioned by the file's `user_version`: chat's schema
@@ -56,6 +68,20 @@ public struct AccountMigrations: Sendable {
         features.append(Feature(name: name, migrations: migrations))
     }
 
+    /// Registers what every factory declares: the main list of the one factory that owns the
+    /// file's `user_version` (chat), then each factory's feature migrations under its schema
+    /// name, in factory order. A second factory declaring a main list is a programming error and
+    /// traps, naming it.
+    package mutating func register(modules factories: [AccountModuleFactory]) {
+        for factory in factories {
+            if !factory.mainMigrations.isEmpty {
+                precondition(main.isEmpty, "module '\(factory.name)' declares the main migration list, which is taken")
+                main = factory.mainMigrations
+            }
+            if !factory.migrations.isEmpty { register(feature: factory.schemaName, factory.migrations) }
+        }
+    }
+
     /// Brings every registered feature of `database` up to its last version.
     ///
     /// - Throws: `.invalidMigrations` when a feature's versions do not run 1, 2, 3, …;
@@ -63,11 +89,7 @@ public struct AccountMigrations: Sendable {
     ///   newer SDK wrote it: refuse rather than misread it); `.migration(version:code:)` when a
     ///   migration fails (that migration is rolled back, earlier ones stay).
     public func apply(to database: SQLiteDatabase) async throws(StoreError) {
-        for feature in features {
-            try await database.run { db throws(StoreError) in
-                try db.migrate(feature: feature.name, feature.migrations)
-            }
-        }
+        for feature in features { try await feature.apply(to: database) }
     }
 }
 

@@ -112,17 +112,22 @@ public struct AccountModuleContext: Sendable {
 /// ```
 ///
 /// The migrations are applied per feature (a row in `symorva_feature_schema`, versions of its
-/// own) when the account's database opens, before `make` runs. The SDK's own modules do not use
-/// this hook yet: the wallet, E2EE and studio stores migrate their tables in `make`.
+/// own) when the account's database opens, before `make` runs: the one way a module's tables are
+/// made and versioned. The SDK's own modules declare theirs the same way (the wallet, the
+/// studio, end-to-end encryption under `e2ee`, and chat, whose list is the file's main one).
 public struct AccountModuleFactory: Sendable {
     /// The module's name: its key in ``AccountModules`` and in the database's `symorva_feature_schema`,
     /// and the prefix of its tables.
     public var name: String
     /// The module's migrations, versions 1, 2, 3, … (its own numbering), applied when the
-    /// account's database opens. Empty for a module that migrates its tables itself in
-    /// ``make`` (the wallet, E2EE and studio stores), and for chat, which owns the database's
-    /// `user_version` list.
+    /// account's database opens, before ``make``. Empty for a module without tables.
     public var migrations: [Migration]
+    /// The name ``migrations`` are versioned under in `symorva_feature_schema`: the factory's
+    /// ``name`` unless the module's tables predate it under another (`e2ee` for `crypto`).
+    package var schemaName: String
+    /// The account database's main list, versioned by the file's `user_version`: chat's schema,
+    /// the oldest user of the file. Only one module declares one.
+    package var mainMigrations: [Migration]
     /// Builds the module for one account; `nil` when the module does not apply (disabled in
     /// the manifest). Runs when the account's session starts, after the session is restored.
     public var make: @Sendable (AccountModuleContext) async -> (any AccountModule)?
@@ -134,7 +139,27 @@ public struct AccountModuleFactory: Sendable {
     ) {
         self.name = name
         self.migrations = migrations
+        self.schemaName = name
+        self.mainMigrations = []
         self.make = make
+    }
+
+    /// A factory whose tables are `schema` (its name in `symorva_feature_schema`, its migrations).
+    package init(
+        name: String, schema: AccountMigrations.Feature,
+        make: @escaping @Sendable (AccountModuleContext) async -> (any AccountModule)?
+    ) {
+        self.init(name: name, migrations: schema.migrations, make: make)
+        self.schemaName = schema.name
+    }
+
+    /// The factory of the module that owns the account database's main list (`user_version`).
+    package init(
+        name: String, mainMigrations: [Migration],
+        make: @escaping @Sendable (AccountModuleContext) async -> (any AccountModule)?
+    ) {
+        self.init(name: name, make: make)
+        self.mainMigrations = mainMigrations
     }
 }
 

@@ -78,11 +78,8 @@ public final class SymorvaCommunity: Sendable {
     ) {
         self.configuration = configuration
         self.environment = environment
-        var migrations = AccountMigrations.standard
-        // A module without migrations of its own here versions its tables itself (the wallet does).
-        for module in modules where !module.migrations.isEmpty {
-            migrations.register(feature: module.name, module.migrations)
-        }
+        // Every module's tables, as its factory declares them, made when an account's database opens.
+        let migrations = AccountMigrations.community(modules: modules)
         let storage = AccountStorage(
             dataDirectory: environment.dataDirectory, keyProvider: environment.keyProvider, migrations: migrations,
             logger: environment.logger("store"))

@@ -129,36 +129,20 @@ package enum AuthAPI {
     // MARK: - Encoding and decoding
 
     static func encode(_ body: some Encodable) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // The bodies are plain strings and booleans: encoding cannot fail.
-        return Array(try! encoder.encode(body))
+        (try? WireJSON.encode(body)) ?? Array("{}".utf8)
     }
 
     /// Decodes a response body, mapping failures to ``SessionError/invalidResponse(reason:)``
-    /// with the field path only (never the values, which may be tokens).
+    /// with the field path only (never the values, which may be tokens): ``WireJSON``'s reason.
     package static func decode<Response: Decodable>(_ type: Response.Type, from body: [UInt8])
         throws(SessionError) -> Response
     {
-        do {
-            return try JSONDecoder().decode(Response.self, from: Data(body))
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw .invalidResponse(reason: "missing \(path(context.codingPath + [key]))")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw .invalidResponse(reason: "wrong type at \(path(context.codingPath))")
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw .invalidResponse(reason: "null at \(path(context.codingPath))")
-        } catch let DecodingError.dataCorrupted(context) where context.codingPath.isEmpty {
-            throw .invalidResponse(reason: "not JSON")
-        } catch let DecodingError.dataCorrupted(context) {
-            throw .invalidResponse(reason: "invalid value at \(path(context.codingPath))")
+        do throws(WireJSONError) {
+            return try WireJSON.decode(Response.self, from: body)
         } catch {
-            throw .invalidResponse(reason: "not JSON")
+            throw .invalidResponse(reason: error.reason)
         }
-    }
-
-    private static func path(_ keys: [any CodingKey]) -> String {
-        keys.isEmpty ? "(root)" : keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
     }
 }
 

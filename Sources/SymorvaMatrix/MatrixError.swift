@@ -130,7 +130,7 @@ public struct MatrixError: Error, Sendable, Hashable {
     public static func decode(from response: HTTPResponse) -> MatrixError? {
         guard response.status >= 400 else { return nil }
         let header = response.headers["Retry-After"].flatMap(RetryAfter.init(headerValue:))
-        guard let body = try? JSONDecoder().decode(Body.self, from: Data(response.body)),
+        guard let body = WireJSON.decodeIfValid(Body.self, from: response.body),
             let errcode = body.errcode
         else {
             return MatrixError(status: response.status, code: .malformedBody, retryAfter: header)

@@ -134,7 +134,7 @@
 
         /// The source and sink elements this peer's pipeline adds to the session's own: the
         /// tone's `audiotestsrc` or the capture device's `autoaudiosrc`, and `autoaudiosink`.
-        private var pipelineElements: [String] {
+        var pipelineElements: [String] {
             let input =
                 switch source {
                 case .systemDefault: "autoaudiosrc"
@@ -148,7 +148,7 @@
             return [input] + output
         }
 
-        private func pipelineDescription(sending: Bool) -> String {
+        func pipelineDescription(sending: Bool) -> String {
             let raw = "audio/x-raw,format=S16LE,rate=48000,channels=1"
             let input: String
             switch source {

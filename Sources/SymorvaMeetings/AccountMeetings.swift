@@ -131,3 +131,8 @@ private final class RoomRegistry: Sendable {
         }
     }
 }
+
+extension AccountMeetings: AccountBound {
+    /// Whether the account's scope has ended (switched away from, signed out).
+    package var isEnded: Bool { scope.isEnded }
+}

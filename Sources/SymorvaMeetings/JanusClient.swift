@@ -1,5 +1,7 @@
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
 
 #if canImport(FoundationEssentials)
@@ -96,9 +98,9 @@ package struct JanusClient: Sendable {
         }
         guard response.isSuccess else { throw .transport(.serverError(status: response.status)) }
         let messages: [JanusMessage]
-        if let list = try? JSONDecoder().decode([JanusMessage].self, from: Data(response.body)) {
+        if let list = WireJSON.decodeIfValid([JanusMessage].self, from: response.body) {
             messages = list
-        } else if let one = try? JSONDecoder().decode(JanusMessage.self, from: Data(response.body)) {
+        } else if let one = WireJSON.decodeIfValid(JanusMessage.self, from: response.body) {
             messages = [one]
         } else {
             throw .invalidResponse
@@ -128,13 +130,13 @@ package struct JanusClient: Sendable {
 
     private func post(_ url: URL, _ request: JanusRequest) async throws(MediaSessionError) -> JanusMessage {
         let body: [UInt8]
-        do { body = Array(try JSONEncoder().encode(request)) } catch { throw .invalidResponse }
+        do throws(WireJSONError) { body = try WireJSON.encode(request) } catch { throw .invalidResponse }
         var http = HTTPRequest.json(.post, url: url, body: body)
         http.timeout = requestTimeout
         let response: HTTPResponse
         do { response = try await transport.send(http) } catch { throw Self.error(transport: error) }
         guard response.isSuccess else { throw .transport(.serverError(status: response.status)) }
-        guard let answer = try? JSONDecoder().decode(JanusMessage.self, from: Data(response.body)) else {
+        guard let answer = WireJSON.decodeIfValid(JanusMessage.self, from: response.body) else {
             throw .invalidResponse
         }
         if answer.janus == "error" { throw Self.error(janusCode: answer.error?.code ?? 0) }
@@ -164,14 +166,10 @@ package struct JanusClient: Sendable {
         }
     }
 
+    /// A failed exchange with Janus, classified as every other exchange of the SDK
+    /// (``/SymorvaMachines/TransportProblem/init(_:)``).
     static func error(transport error: TransportError) -> MediaSessionError {
-        switch error {
-        case .timedOut: .transport(.timeout)
-        case .connectFailed, .dnsFailure: .transport(.unreachable)
-        case .connectionLost, .emptyResponse: .transport(.connectionReset)
-        case .partialResponse: .transport(.responseDropped)
-        case .cancelled, .tls, .tooLarge, .invalidURL, .invalidHeader, .other: .transport(.unreachable)
-        }
+        .transport(TransportProblem(error))
     }
 }
 

@@ -23,12 +23,7 @@ public final class MeetingsClient: Sendable {
     /// Whether the manifest enables meetings.
     public let isEnabled: Bool
 
-    private enum Active {
-        case none
-        case meetings(AccountMeetings)
-    }
-
-    private let active = Lock<Active>(.none)
+    private let active = ActiveAccount<AccountMeetings>()
 
     /// A client that acts for nobody until the community tells it which account is active.
     package init(isEnabled: Bool) {
@@ -44,7 +39,7 @@ public final class MeetingsClient: Sendable {
 
     /// Makes `meetings` (the new active account's) the one this client acts for.
     package func follow(_ meetings: AccountMeetings?) {
-        active.withLock { $0 = meetings.map(Active.meetings) ?? .none }
+        active.follow(meetings, isSignedIn: meetings != nil)
     }
 
     /// The active member, or `nil` while nobody is signed in.
@@ -53,12 +48,7 @@ public final class MeetingsClient: Sendable {
     /// The meetings the active member is in now.
     public var joined: [MeetingRoom] { current?.joined ?? [] }
 
-    private var current: AccountMeetings? {
-        active.withLock { active in
-            if case .meetings(let meetings) = active { return meetings }
-            return nil
-        }
-    }
+    private var current: AccountMeetings? { active.current }
 
     /// Joins the meeting of `roomID` as the active member. See
     /// ``AccountMeetings/join(roomID:broadcast:mediaEngine:)``; `mediaEngine` replaces the
@@ -72,12 +62,12 @@ public final class MeetingsClient: Sendable {
         roomID: RoomID, broadcast: Bool = false, mediaEngine: (any MediaEngine)? = nil
     ) async throws(MeetingError) -> MeetingRoom {
         guard isEnabled else { throw .moduleDisabled }
-        guard let meetings = current else { throw .notSignedIn }
-        let room = try await meetings.join(roomID: roomID, broadcast: broadcast, mediaEngine: mediaEngine)
-        guard current === meetings else {
+        return try await active.withActive { meetings async throws(MeetingError) -> MeetingRoom in
+            try await meetings.join(roomID: roomID, broadcast: broadcast, mediaEngine: mediaEngine)
+        } discarding: { room in
             try? await room.leave()
-            throw .accountEnded
         }
-        return room
     }
 }
+
+extension MeetingError: ActiveAccountError {}

@@ -1,5 +1,7 @@
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaServices
 
@@ -25,8 +27,8 @@ struct MeetingsService: Sendable {
     func join(_ roomID: RoomID, broadcast: Bool) async throws(MeetingError) -> JoinAnswer {
         let answer = try await call(
             .post, MeetingsWire.Path.join,
-            json: MeetingsWire.encode(MeetingsWire.JoinRequest(roomID: roomID.rawValue, broadcast: broadcast)))
-        guard let join = MeetingsWire.decode(MeetingsWire.Join.self, from: answer)?.answer(for: userID) else {
+            body: MeetingsWire.JoinRequest(roomID: roomID.rawValue, broadcast: broadcast))
+        guard let join = WireJSON.decodeIfValid(MeetingsWire.Join.self, from: answer)?.answer(for: userID) else {
             throw .invalidResponse
         }
         return join
@@ -45,7 +47,7 @@ struct MeetingsService: Sendable {
                 URLQueryItem(name: "timeout_ms", value: String(wait)),
             ],
             timeout: feedWait + requestTimeout)
-        guard let batch = MeetingsWire.decode(MeetingsWire.Changes.self, from: answer)?.batch else {
+        guard let batch = WireJSON.decodeIfValid(MeetingsWire.Changes.self, from: answer)?.batch else {
             throw .invalidResponse
         }
         return batch
@@ -54,21 +56,21 @@ struct MeetingsService: Sendable {
     func hand(_ id: MeetingID, raised: Bool) async throws(MeetingError) -> MeetingSnapshot {
         try Self.snapshot(
             from: try await call(
-                .post, MeetingsWire.Path.hand(id), json: MeetingsWire.encode(MeetingsWire.HandRequest(raised: raised))))
+                .post, MeetingsWire.Path.hand(id), body: MeetingsWire.HandRequest(raised: raised)))
     }
 
     func promote(_ id: MeetingID, _ target: UserID) async throws(MeetingError) -> MeetingSnapshot {
         try Self.snapshot(
             from: try await call(
                 .post, MeetingsWire.Path.promote(id),
-                json: MeetingsWire.encode(MeetingsWire.TargetRequest(userID: target.rawValue))))
+                body: MeetingsWire.TargetRequest(userID: target.rawValue)))
     }
 
     func demote(_ id: MeetingID, _ target: UserID) async throws(MeetingError) -> MeetingSnapshot {
         try Self.snapshot(
             from: try await call(
                 .post, MeetingsWire.Path.demote(id),
-                json: MeetingsWire.encode(MeetingsWire.TargetRequest(userID: target.rawValue))))
+                body: MeetingsWire.TargetRequest(userID: target.rawValue)))
     }
 
     func end(_ id: MeetingID) async throws(MeetingError) -> MeetingSnapshot {
@@ -81,7 +83,7 @@ struct MeetingsService: Sendable {
 
     func mediaSession(_ id: MeetingID) async throws(MeetingError) -> MediaSessionDescriptor {
         let answer = try await call(.post, MeetingsWire.Path.media(id))
-        guard let media = MeetingsWire.decode(MeetingsWire.Media.self, from: answer) else { throw .invalidResponse }
+        guard let media = WireJSON.decodeIfValid(MeetingsWire.Media.self, from: answer) else { throw .invalidResponse }
         return media.descriptor
     }
 
@@ -90,7 +92,7 @@ struct MeetingsService: Sendable {
     /// session and handle to continue on.
     func connectMedia(_ id: MeetingID) async throws(MeetingError) -> MediaServerLink {
         let answer = try await call(.post, MeetingsWire.Path.mediaConnect(id))
-        guard let connection = MeetingsWire.decode(MeetingsWire.MediaConnection.self, from: answer) else {
+        guard let connection = WireJSON.decodeIfValid(MeetingsWire.MediaConnection.self, from: answer) else {
             throw .invalidResponse
         }
         return connection.link
@@ -102,28 +104,38 @@ struct MeetingsService: Sendable {
     }
 
     private static func snapshot(from answer: [UInt8]) throws(MeetingError) -> MeetingSnapshot {
-        guard let snapshot = MeetingsWire.decode(MeetingsWire.Snapshot.self, from: answer)?.snapshot else {
+        guard let snapshot = WireJSON.decodeIfValid(MeetingsWire.Snapshot.self, from: answer)?.snapshot else {
             throw .invalidResponse
         }
         return snapshot
     }
 
     private func call(
-        _ method: HTTPMethod, _ path: String, query: [URLQueryItem] = [], json: [UInt8]? = nil,
-        timeout: Duration? = nil
+        _ method: HTTPMethod, _ path: String, query: [URLQueryItem] = [], timeout: Duration? = nil
     ) async throws(MeetingError) -> [UInt8] {
         do throws(ServicesError) {
-            return try await services.send(method, path, query: query, json: json, timeout: timeout ?? requestTimeout)
+            return try await services.send(method, path, query: query, timeout: timeout ?? requestTimeout)
         } catch {
             throw Self.meetingError(error)
         }
     }
 
-    /// A services failure in the member's terms.
+    /// A request with a JSON body (``/SymorvaMatrix/WireJSON``).
+    private func call(_ method: HTTPMethod, _ path: String, body: some Encodable & Sendable) async throws(MeetingError)
+        -> [UInt8]
+    {
+        do throws(ServicesError) {
+            return try await services.send(method, path, body: body, timeout: requestTimeout)
+        } catch {
+            throw Self.meetingError(error)
+        }
+    }
+
+    /// A services failure in the member's terms: the meetings' codes first, then by class
+    /// (``/SymorvaFeatureKit/FailureClass``).
     static func meetingError(_ error: ServicesError) -> MeetingError {
         switch error {
-        case .rateLimited(let retryAfter): return .rateLimited(retryAfter: retryAfter)
-        case .server(let code, let status, _, _):
+        case .server(let code, _, _, _):
             switch code {
             case "SY_NOT_ROOM_MEMBER": return .notRoomMember
             case "SY_NOT_HOST": return .notHost
@@ -135,21 +147,17 @@ struct MeetingsService: Sendable {
             case "SY_WRONG_ROLE": return .wrongRole
             case "SY_MEDIA_UNAVAILABLE": return .mediaUnavailable
             case "SY_HOMESERVER_UNAVAILABLE": return .homeserverUnavailable
-            default:
-                return status >= 500 ? .transport(.serverError(status: status)) : .refused(code: code, status: status)
+            default: break
             }
-        case .malformedResponse(let status):
-            return status >= 500 ? .transport(.serverError(status: status)) : .invalidResponse
-        case .unauthorized(let code): return .refused(code: code, status: 401)
-        case .openIDRefused: return .notSignedIn
+        default: break
+        }
+        switch FailureClass(error) {
+        case .transport(let problem): return .transport(problem)
+        case .rateLimited(let retryAfter): return .rateLimited(retryAfter: retryAfter)
+        case .refused(let code, let status): return .refused(code: code, status: status)
+        case .signInRequired: return .notSignedIn
         case .moduleDisabled: return .moduleDisabled
-        case .transport(let error):
-            switch error {
-            case .timedOut: return .transport(.timeout)
-            case .dnsFailure, .connectFailed, .tls, .invalidURL, .invalidHeader: return .transport(.unreachable)
-            case .tooLarge, .emptyResponse, .partialResponse: return .transport(.responseDropped)
-            case .cancelled, .connectionLost, .other: return .transport(.connectionReset)
-            }
+        case .malformedResponse, .invalidRequest: return .invalidResponse
         }
     }
 }

@@ -179,12 +179,4 @@ enum MeetingsWire {
             return FeedBatch(cursor: cursor, ended: status == "ended", participants: people)
         }
     }
-
-    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
-        (try? Array(JSONEncoder().encode(value))) ?? []
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> T? {
-        try? JSONDecoder().decode(type, from: Data(bytes))
-    }
 }

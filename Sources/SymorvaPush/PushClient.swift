@@ -27,7 +27,7 @@ import SymorvaRuntime
 public final class PushClient: Sendable {
     private let tag: InstallationProfileTag
     private let chat: ChatClient
-    private let active = Lock<AccountPush?>(nil)
+    private let active = ActiveAccount<AccountPush>()
     private let countsPublisher: ObservableValue<NotificationCounts>.Publisher
     private let countsSubscription = Lock<ObservableValue<ConversationList>.Unsubscribe?>(nil)
     private let services: String
@@ -50,18 +50,14 @@ public final class PushClient: Sendable {
 
     /// Makes `push` (the new active account's) the one this client acts for.
     package func follow(_ push: AccountPush?) {
-        active.withLock { $0 = push }
+        active.follow(push, isSignedIn: push != nil)
         countsPublisher.publish(Self.counts(of: chat.conversations.value))
         if let push, let tag = try? tag.value() {
             Task { await push.adoptInstallationPusher(profileTag: tag) }
         }
     }
 
-    private func account() throws(PushError) -> AccountPush {
-        guard let account = active.withLock({ $0 }) else { throw .notSignedIn }
-        try account.ensureCurrent()
-        return account
-    }
+    private func account() throws(PushError) -> AccountPush { try active.module(orThrow: PushError.self) }
 
     /// This installation's profile tag: 16 alphanumerics generated once and kept for the
     /// installation's lifetime (in its data folder).
@@ -70,7 +66,7 @@ public final class PushClient: Sendable {
     /// The active account's pusher as this installation set it (unregistered while nobody is
     /// signed in).
     public var pusherState: PusherState {
-        active.withLock { $0?.pusher.value } ?? .unregistered
+        active.current?.pusher.value ?? .unregistered
     }
 
     /// The community's reference Push Gateway endpoint (`<services>/_matrix/push/v1/notify`), for
@@ -224,3 +220,10 @@ public final class PushClient: Sendable {
         return trimmed
     }
 }
+
+extension AccountPush: AccountBound {
+    /// Whether the account's scope has ended (switched away from, signed out).
+    package var isEnded: Bool { scope.isEnded }
+}
+
+extension PushError: ActiveAccountError {}

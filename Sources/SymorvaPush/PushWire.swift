@@ -1,3 +1,4 @@
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaServices
@@ -126,37 +127,31 @@ enum PushWire {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws(PushError) -> T {
-        do { return try JSONDecoder().decode(type, from: Data(body)) } catch { throw .malformedResponse }
+        guard let value = WireJSON.decodeIfValid(type, from: body) else { throw .malformedResponse }
+        return value
     }
 
-    static func error(_ error: MatrixRequestError) -> PushError {
-        switch error {
-        case .transport(let problem): return .transport("\(problem)")
-        case .notSignedIn: return .notSignedIn
-        case .invalidRequest: return .invalidInput("request")
-        case .matrix(let matrix):
-            switch matrix.code {
-            case .notFound: return .notFound
-            case .forbidden: return .forbidden
-            case .limitExceeded:
-                if case .delay(let wait) = matrix.retryAfter { return .rateLimited(retryAfter: wait) }
-                return .rateLimited(retryAfter: nil)
-            case .invalidParameter, .badJSON, .missingParameter: return .invalidInput(matrix.code.errcode)
-            default: return .server(code: matrix.code.errcode, status: matrix.status)
-            }
-        }
-    }
+    /// A failed homeserver request in push's terms (``/SymorvaFeatureKit/FailureClass``).
+    static func error(_ error: MatrixRequestError) -> PushError { self.error(FailureClass(error)) }
 
-    static func error(_ error: ServicesError) -> PushError {
-        switch error {
-        case .transport(let problem): return .transport("\(problem)")
+    /// A failed community services request (the reference gateway) in push's terms.
+    static func error(_ error: ServicesError) -> PushError { self.error(FailureClass(error)) }
+
+    /// Push's refusals by status and code; everything else by its class.
+    static func error(_ failure: FailureClass) -> PushError {
+        switch failure {
+        case .transport(let problem): return .transport(problem)
         case .rateLimited(let wait): return .rateLimited(retryAfter: wait)
-        case .server(let code, let status, _, _):
-            if status == 404 { return .notFound }
-            if status == 403 || status == 409 { return .forbidden }
-            return .server(code: code, status: status)
-        case .unauthorized(let code): return .server(code: code, status: 401)
-        case .openIDRefused, .moduleDisabled: return .forbidden
+        case .refused(let code, let status):
+            switch (code, status) {
+            case (_, 404): return .notFound
+            case (_, 403), (_, 409): return .forbidden
+            case ("M_INVALID_PARAM", _), ("M_BAD_JSON", _), ("M_MISSING_PARAM", _): return .invalidInput(code)
+            default: return .server(code: code, status: status)
+            }
+        case .signInRequired: return .notSignedIn
+        case .moduleDisabled: return .forbidden
+        case .invalidRequest: return .invalidInput("request")
         case .malformedResponse: return .malformedResponse
         }
     }

@@ -184,7 +184,7 @@ package enum DirectoryCommands {
         case .forbidden: "not allowed"
         case .rateLimited: "too many requests; try again later"
         case .server(let code, let status): "the server refused (\(code), \(status))"
-        case .transport(let problem): "the server could not be reached (\(problem))"
+        case .transport(let problem): "the server could not be reached (\(caseLabel(of: problem)))"
         case .malformedResponse: "the server's answer was not understood"
         }
     }

@@ -85,7 +85,7 @@ public actor CommunityServicesClient {
             throw error
         }
         invalidate()
-        guard let decoded = try? JSONDecoder().decode(LogoutResponse.self, from: Data(answer)) else {
+        guard let decoded = WireJSON.decodeIfValid(LogoutResponse.self, from: answer) else {
             throw .malformedResponse(status: 200)
         }
         return decoded.revoked
@@ -146,6 +146,21 @@ public actor CommunityServicesClient {
             }
             throw failure
         }
+    }
+
+    /// Sends `body` encoded by the SDK's one JSON coder (``/SymorvaMatrix/WireJSON``), as
+    /// ``send(_:_:query:json:timeout:deliversAtMostOnce:)`` does.
+    ///
+    /// - Throws: ``ServicesError/malformedResponse(status:)`` with status 0 when `body` cannot
+    ///   be encoded (nothing is sent), like a request whose URL cannot be built.
+    package func send<Body: Encodable & Sendable>(
+        _ method: HTTPMethod, _ path: String, query: [URLQueryItem] = [], body: Body, timeout: Duration? = nil,
+        deliversAtMostOnce: Bool = false
+    ) async throws(ServicesError) -> [UInt8] {
+        let json: [UInt8]
+        do throws(WireJSONError) { json = try WireJSON.encode(body) } catch { throw .malformedResponse(status: 0) }
+        return try await send(
+            method, path, query: query, json: json, timeout: timeout, deliversAtMostOnce: deliversAtMostOnce)
     }
 
     /// Sleeps on `clock`; a cancelled caller gets the transport's `cancelled`.
@@ -218,7 +233,7 @@ public actor CommunityServicesClient {
             accessToken: openID.accessToken.exposedValue, matrixServerName: openID.matrixServerName,
             expiresIn: openID.expiresIn, deviceID: await source.deviceID())
         let body: [UInt8]
-        do { body = Array(try JSONEncoder().encode(payload)) } catch { throw .malformedResponse(status: 0) }
+        do throws(WireJSONError) { body = try WireJSON.encode(payload) } catch { throw .malformedResponse(status: 0) }
         var response: HTTPResponse
         var retries = 0
         while true {
@@ -239,7 +254,7 @@ public actor CommunityServicesClient {
     private static func token(from response: HTTPResponse, now: Duration) throws(ServicesError) -> (
         Secret<String>, Duration
     ) {
-        guard let answer = try? JSONDecoder().decode(ExchangeResponse.self, from: Data(response.body)) else {
+        guard let answer = WireJSON.decodeIfValid(ExchangeResponse.self, from: response.body) else {
             throw .malformedResponse(status: response.status)
         }
         let lifetime = answer.expiresInMilliseconds
@@ -255,7 +270,7 @@ public actor CommunityServicesClient {
     /// against `now`). Every hint is clamped by ``/SymorvaRuntime/ServerWait``; a negative or
     /// unreadable one counts as none.
     static func decodeError(_ response: HTTPResponse, now: Timestamp) -> ServicesError {
-        let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+        let body = WireJSON.decodeIfValid(ErrorBody.self, from: response.body)
         let exact = ServerWait.clamp(milliseconds: body?.retryAfterMilliseconds)
         if response.status == 429 {
             let header = response.headers["Retry-After"].flatMap(RetryAfter.init(headerValue:))

@@ -27,22 +27,19 @@ public final class WalletClient: Sendable {
     /// The community's wallet settings (the manifest's assets), known before anyone signs in.
     public let configuration: WalletConfiguration
 
-    private enum Active {
-        case none
-        /// Signed in, but the account's wallet could not be opened (its store failed).
-        case unavailable
-        case wallet(AccountWallet)
-    }
-
-    private let active = Lock<Active>(.none)
-    private let balanceValue = ActiveAccountValue<[Balance]>(placeholder: [])
-    private let pendingValue = ActiveAccountValue<[PendingTransfer]>(placeholder: []) { lhs, rhs in
-        lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { $0 === $1 }
-    }
+    private let active = ActiveAccount<AccountWallet>()
+    private let balanceValue: ObservableValue<[Balance]>
+    private let pendingValue: ObservableValue<[PendingTransfer]>
 
     /// A wallet that shows nobody until the community tells it which account is active.
     package init(configuration: WalletConfiguration) {
         self.configuration = configuration
+        balanceValue = active.value(placeholder: []) { $0.balances }
+        // Handles are the same when they are the same objects.
+        let sameHandles: @Sendable ([PendingTransfer], [PendingTransfer]) -> Bool = { lhs, rhs in
+            lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { $0 === $1 }
+        }
+        pendingValue = active.value(placeholder: [], isSame: sameHandles) { $0.pendingCommands }
     }
 
     /// A wallet that always acts for `wallet`: for tools and tests that manage one account's
@@ -55,30 +52,21 @@ public final class WalletClient: Sendable {
     /// Makes `wallet` (the new active account's) the one this client shows and acts for;
     /// `isSignedIn` tells a signed-in account without a wallet from nobody signed in.
     package func follow(_ wallet: AccountWallet?, isSignedIn: Bool) {
-        active.withLock { active in
-            active = wallet.map(Active.wallet) ?? (isSignedIn ? .unavailable : .none)
-        }
-        balanceValue.follow(wallet?.balances)
-        pendingValue.follow(wallet?.pendingCommands)
+        active.follow(wallet, isSignedIn: isSignedIn)
     }
 
-    private var current: AccountWallet? {
-        active.withLock { active in
-            if case .wallet(let wallet) = active { return wallet }
-            return nil
-        }
-    }
+    private var current: AccountWallet? { active.current }
 
     /// The active member, or `nil` while nobody is signed in.
     public var member: UserID? { current?.member }
 
     /// The active member's balances, as last fetched by ``refreshBalances()`` (refreshed after
     /// every settled transfer too); empty until the first fetch and while nobody is signed in.
-    public var balances: ObservableValue<[Balance]> { balanceValue.observable }
+    public var balances: ObservableValue<[Balance]> { balanceValue }
 
     /// The active member's confirmations whose outcome is not known yet, oldest first; each is
     /// being queried. Empty while nobody is signed in.
-    public var pendingCommands: ObservableValue<[PendingTransfer]> { pendingValue.observable }
+    public var pendingCommands: ObservableValue<[PendingTransfer]> { pendingValue }
 
     /// Fetches the active member's balances, publishes them to ``balances`` and returns them.
     ///
@@ -140,11 +128,7 @@ public final class WalletClient: Sendable {
 
     /// The active member's wallet.
     private func activeWallet() throws(TransferError) -> AccountWallet {
-        switch active.withLock({ $0 }) {
-        case .none: throw .notSignedIn
-        case .unavailable: throw .store(.database)  // the wallet could not be opened for this account
-        case .wallet(let wallet): return wallet
-        }
+        try active.module(orThrow: TransferError.self)
     }
 
     /// Runs `body` with the active member's wallet; a result that comes back after that account
@@ -152,12 +136,15 @@ public final class WalletClient: Sendable {
     private func withActive<T: Sendable>(
         _ body: (AccountWallet) async throws(TransferError) -> T
     ) async throws(TransferError) -> T {
-        let wallet = try activeWallet()
-        let result = try await body(wallet)
-        guard current === wallet else { throw .accountEnded }
-        try wallet.ensureCurrent()
-        return result
+        try await active.withActive(body)
     }
+}
+
+extension AccountWallet: AccountBound {}
+
+extension TransferError: ActiveAccountError {
+    /// Signed in, but the account's wallet could not be opened (its store failed).
+    package static var moduleUnavailable: TransferError { .store(.database) }
 }
 
 extension WalletConfiguration {

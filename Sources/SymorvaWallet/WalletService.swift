@@ -1,5 +1,7 @@
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaServices
 
 #if canImport(FoundationEssentials)
@@ -35,8 +37,8 @@ struct WalletService: Sendable {
             ttlMilliseconds: draftLifetime.map { Int(($0 / .milliseconds(1)).rounded()) })
         do throws(ServicesError) {
             let answer = try await services.send(
-                .post, WalletWire.Path.prepare, json: WalletWire.encode(body), timeout: requestTimeout)
-            guard let draft = WalletWire.decode(WalletWire.Draft.self, from: answer)?.draft(now: now) else {
+                .post, WalletWire.Path.prepare, body: body, timeout: requestTimeout)
+            guard let draft = WireJSON.decodeIfValid(WalletWire.Draft.self, from: answer)?.draft(now: now) else {
                 return .transportError(.responseDropped)
             }
             return .drafted(draft)
@@ -80,7 +82,7 @@ struct WalletService: Sendable {
                 sealed: Data(verification.sealedBytes.exposedValue).base64EncodedString()))
         do throws(ServicesError) {
             let answer = try await services.send(
-                .post, WalletWire.Path.confirm, json: WalletWire.encode(body), timeout: requestTimeout,
+                .post, WalletWire.Path.confirm, body: body, timeout: requestTimeout,
                 deliversAtMostOnce: true)
             return Self.confirmResult(answer: answer)
         } catch {
@@ -110,7 +112,9 @@ struct WalletService: Sendable {
     }
 
     private static func commandOutcome(_ answer: [UInt8]) -> CommandOutcome {
-        guard let answer = WalletWire.decode(WalletWire.CommandAnswer.self, from: answer) else { return .unreadable }
+        guard let answer = WireJSON.decodeIfValid(WalletWire.CommandAnswer.self, from: answer) else {
+            return .unreadable
+        }
         switch answer.status {
         case "settled": return answer.transfer?.transfer.map { .settled($0) } ?? .unreadable
         case "failed": return answer.failure.map { .failed($0.transferFailure) } ?? .unreadable
@@ -165,24 +169,17 @@ struct WalletService: Sendable {
 
     /// What a failed exchange means for an outcome. Every case is treated as ambiguous by the
     /// machine for a confirm; the distinction is for traces and for the member.
+    ///
+    /// The exchange and 5xx answers are classified as everywhere (``/SymorvaFeatureKit/FailureClass``);
+    /// the member's credentials refused (OpenID, the services token) or the module off reach
+    /// no wallet: ``/SymorvaMachines/TransportProblem/unreachable``; any other answer (a 4xx,
+    /// unreadable JSON) is one the wallet could not use: ``/SymorvaMachines/TransportProblem/responseDropped``.
     static func problem(_ error: ServicesError) -> TransportProblem {
-        switch error {
-        case .transport(let error): problem(error)
-        case .server(_, let status, _, _), .malformedResponse(let status):
-            status >= 500 ? .serverError(status: status) : .responseDropped
-        case .openIDRefused, .unauthorized, .moduleDisabled: .unreachable
+        switch FailureClass(error) {
+        case .transport(let problem): problem
+        case .signInRequired, .moduleDisabled, .refused(_, 401): .unreachable
         // Callers map a rate limit to their own typed outcome first; a 4xx answer otherwise.
-        case .rateLimited: .responseDropped
-        }
-    }
-
-    static func problem(_ error: TransportError) -> TransportProblem {
-        switch error {
-        case .timedOut: .timeout
-        case .dnsFailure, .connectFailed, .tls, .invalidURL, .invalidHeader: .unreachable
-        case .tooLarge: .responseDropped
-        case .emptyResponse, .partialResponse: .responseDropped
-        case .cancelled, .connectionLost, .other: .connectionReset
+        case .refused, .rateLimited, .malformedResponse, .invalidRequest: .responseDropped
         }
     }
 
@@ -190,7 +187,7 @@ struct WalletService: Sendable {
 
     func balances() async throws(TransferError) -> [Balance] {
         let answer = try await call(.get, WalletWire.Path.balances)
-        guard let page = WalletWire.decode(WalletWire.Balances.self, from: answer) else {
+        guard let page = WireJSON.decodeIfValid(WalletWire.Balances.self, from: answer) else {
             throw .transport(.responseDropped)
         }
         var balances: [Balance] = []
@@ -206,7 +203,7 @@ struct WalletService: Sendable {
     func history(limit: Int) async throws(TransferError) -> [LedgerEntry] {
         let answer = try await call(
             .get, WalletWire.Path.transfers, query: [URLQueryItem(name: "limit", value: String(limit))])
-        guard let page = WalletWire.decode(WalletWire.TransferPage.self, from: answer) else {
+        guard let page = WireJSON.decodeIfValid(WalletWire.TransferPage.self, from: answer) else {
             throw .transport(.responseDropped)
         }
         let entries = page.transfers.compactMap(\.ledgerEntry)
@@ -216,7 +213,7 @@ struct WalletService: Sendable {
 
     func sealingKey() async throws(TransferError) -> [UInt8] {
         let answer = try await call(.get, WalletWire.Path.capabilities)
-        guard let capabilities = WalletWire.decode(WalletWire.Capabilities.self, from: answer) else {
+        guard let capabilities = WireJSON.decodeIfValid(WalletWire.Capabilities.self, from: answer) else {
             throw .transport(.responseDropped)
         }
         guard let wallet = capabilities.modules.wallet, wallet.enabled else {
@@ -232,7 +229,7 @@ struct WalletService: Sendable {
         let body = WalletWire.PINRequest(sealed: Data(sealed).base64EncodedString())
         do throws(ServicesError) {
             _ = try await services.send(
-                .post, WalletWire.Path.pin, json: WalletWire.encode(body), timeout: requestTimeout)
+                .post, WalletWire.Path.pin, body: body, timeout: requestTimeout)
         } catch {
             if case .server(let code, let status, _, _) = error, status < 500 {
                 throw .failure(code == "SY_WALLET_LOCKED" ? .lockedOut : .rejected(code: code))

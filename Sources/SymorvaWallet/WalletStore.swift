@@ -1,3 +1,4 @@
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
 import SymorvaStore
@@ -20,9 +21,9 @@ import SymorvaStore
 /// show the member what is pending and to query it. Never the PIN, never the sealed
 /// confirmation, never the draft's sealing key.
 ///
-/// The table lives in the account's database file, versioned per feature
-/// (``SymorvaStore/SQLiteDatabase/migrate(feature:_:)``), so it does not take a slot in the
-/// chat store's migration list.
+/// The table lives in the account's database file, versioned per feature: its ``schema`` is
+/// what the wallet's module factory declares, and the account database applies it when it
+/// opens, before the wallet is made.
 package struct WalletStore: Sendable {
     /// The feature name under which the wallet's schema version is kept.
     package static let feature = "wallet"
@@ -47,6 +48,9 @@ package struct WalletStore: Sendable {
                 CREATE INDEX wallet_pending_commands_created ON wallet_pending_commands(created_at_ms);
                 """)
     ]
+
+    /// The wallet's tables as its module factory declares them (feature `wallet`).
+    package static let schema = AccountMigrations.Feature(name: feature, migrations: migrations)
 
     /// Where a stored command is, as far as the device knows.
     package enum StoredState: String, Sendable, Hashable {
@@ -77,13 +81,14 @@ package struct WalletStore: Sendable {
         self.wallClock = wallClock
     }
 
-    /// Brings the wallet's tables in `database` up to date and returns the store.
+    /// The store on `database`. On an account database the ``schema`` is already applied; on
+    /// one the community did not open (tools, tests) it is applied here, the same way.
     ///
-    /// - Throws: what ``SymorvaStore/SQLiteDatabase/migrate(feature:_:)`` throws.
+    /// - Throws: what ``/SymorvaFeatureKit/AccountMigrations/apply(to:)`` throws.
     package static func open(
         on database: SQLiteDatabase, wallClock: any WallClock = SystemWallClock()
     ) async throws(StoreError) -> WalletStore {
-        try await database.migrate(feature: feature, migrations)
+        try await schema.apply(to: database)
         return WalletStore(database: database, wallClock: wallClock)
     }
 

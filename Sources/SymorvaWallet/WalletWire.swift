@@ -228,14 +228,4 @@ enum WalletWire {
         }
         var modules: Modules
     }
-
-    // MARK: Coding
-
-    static func encode(_ value: some Encodable) -> [UInt8]? {
-        try? Array(JSONEncoder().encode(value))
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) -> T? {
-        try? JSONDecoder().decode(type, from: Data(body))
-    }
 }

@@ -43,6 +43,7 @@ enum BenchmarkModes {
             MegolmBenchmark(),
             E2EESendBenchmark(),
             LockBenchmark(),
+            PushBenchmark(),
         ] + platformModes
 
     #if os(Linux)

@@ -77,7 +77,7 @@ struct DirectoryBenchmark: DevServerBenchmark {
             MatrixEndpoint(
                 method: .post, path: "/_matrix/client/v3/createRoom", body: Array(body.utf8), requiresAuth: true))
         struct Created: Decodable { let room_id: String }
-        return RoomID(try JSONDecoder().decode(Created.self, from: Data(response.body)).room_id)
+        return RoomID(try WireJSON.decode(Created.self, from: response.body).room_id)
     }
 
     // MARK: Search
@@ -167,7 +167,7 @@ struct DirectoryBenchmark: DevServerBenchmark {
                     method: .put, path: path, body: Array(#"{"msgtype": "m.text", "body": "ping \#(index)"}"#.utf8),
                     requiresAuth: true))
             struct Sent: Decodable { let event_id: String }
-            let eventID = try JSONDecoder().decode(Sent.self, from: Data(response.body)).event_id
+            let eventID = try WireJSON.decode(Sent.self, from: response.body).event_id
             while true {
                 let seen = try await push.communityGatewayNotifications(pushkey: pushkey, appID: appID, after: after)
                 if let hit = seen.first(where: { $0.eventID == eventID }) {

@@ -140,7 +140,7 @@ struct E2EESendBenchmark: DevServerBenchmark {
                 let device_id: String
             }
             guard answer.isSuccess else { throw BenchFailure("login answered \(answer.status)") }
-            let loggedIn = try JSONDecoder().decode(LoggedIn.self, from: Data(answer.body))
+            let loggedIn = try WireJSON.decode(LoggedIn.self, from: answer.body)
             let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
             let store = try await CryptoStore.open(on: database, userID: userID, key: try SecretBox.generateKey())
             let engine = CryptoEngine(

@@ -126,19 +126,19 @@ struct StudioBenchmark: DevServerBenchmark {
             MatrixEndpoint(
                 method: .post, path: "/_matrix/client/v3/createRoom", body: Array("{}".utf8), requiresAuth: true))
         struct Created: Decodable { let room_id: String }
-        return RoomID(try JSONDecoder().decode(Created.self, from: Data(response.body)).room_id)
+        return RoomID(try WireJSON.decode(Created.self, from: response.body).room_id)
     }
 
     private static func send(
         _ text: String, to room: RoomID, transactionID: String, _ requester: any MatrixRequester
     ) async throws -> EventID {
-        let content = try JSONEncoder().encode(["msgtype": "m.text", "body": text])
+        let content = try WireJSON.encode(["msgtype": "m.text", "body": text])
         let response = try await requester.send(
             MatrixEndpoint(
                 method: .put,
                 path: "/_matrix/client/v3/rooms/\(percentEncoded(room.rawValue))/send/m.room.message/\(transactionID)",
                 body: Array(content), requiresAuth: true))
         struct Sent: Decodable { let event_id: String }
-        return EventID(try JSONDecoder().decode(Sent.self, from: Data(response.body)).event_id)
+        return EventID(try WireJSON.decode(Sent.self, from: response.body).event_id)
     }
 }

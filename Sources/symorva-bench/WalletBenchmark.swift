@@ -164,7 +164,7 @@ struct BenchMember: Sendable {
         let first = try await transport.send(
             .json(.post, url: url, body: Array(#"{"username": "\#(username)", "password": "\#(password)"}"#.utf8)))
         struct Challenge: Decodable { let session: String }
-        let session = try JSONDecoder().decode(Challenge.self, from: Data(first.body)).session
+        let session = try WireJSON.decode(Challenge.self, from: first.body).session
         let body = """
             {"username": "\(username)", "password": "\(password)", "auth": {"type": "m.login.dummy", "session": "\(session)"}}
             """
@@ -174,7 +174,7 @@ struct BenchMember: Sendable {
             let user_id: String
             let access_token: String
         }
-        let registered = try JSONDecoder().decode(Registered.self, from: Data(second.body))
+        let registered = try WireJSON.decode(Registered.self, from: second.body)
         return (registered.user_id, Secret(registered.access_token))
     }
 }
@@ -200,7 +200,7 @@ struct BenchOpenIDSource: OpenIDTokenSource {
             let matrix_server_name: String
             let expires_in: Int
         }
-        guard response.isSuccess, let answer = try? JSONDecoder().decode(Answer.self, from: Data(response.body)) else {
+        guard response.isSuccess, let answer = WireJSON.decodeIfValid(Answer.self, from: response.body) else {
             throw .malformedResponse(status: response.status)
         }
         return OpenIDToken(

@@ -30,15 +30,4 @@ struct MediaEngineChoiceTests {
             #expect(engine == nil)
         #endif
     }
-
-    #if os(Linux)
-        @Test("A GStreamer element that is not installed is named; with every element there, nothing is missing")
-        func missingElementNamed() async {
-            #expect(await GStreamerSupport.missing() == nil)
-            #expect(await GStreamerSupport.missing(forPlayback: true) == nil)
-            #expect(
-                await GStreamerSupport.missing(elements: ["audiotestsrc", "symorvanosuchelement"])
-                    == .element("symorvanosuchelement"))
-        }
-    #endif
 }

@@ -1,4 +1,5 @@
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaServices
 import Testing
@@ -20,7 +21,7 @@ struct MeetingsWireTests {
                        "participant_id": 9, "display": "@me:localhost", "expires_at_ms": 1000}}
             """
         let answer = try #require(
-            MeetingsWire.decode(MeetingsWire.Join.self, from: Array(json.utf8))?.answer(for: me))
+            WireJSON.decodeIfValid(MeetingsWire.Join.self, from: Array(json.utf8))?.answer(for: me))
         #expect(answer.snapshot.meetingID == MeetingID("mt_ab") && answer.snapshot.cursor == 2)
         #expect(answer.snapshot.participants == [MeetingParticipant(userID: me, role: .stage)])
         guard case .stage(let descriptor) = answer.admission else {
@@ -37,11 +38,11 @@ struct MeetingsWireTests {
             {"meeting": {"meeting_id": "mt_ab", "room_id": "!r", "mode": "open", "status": "active"},
              "participants": [], "cursor": 2, "role": "stage", "media": null, "playback": null}
             """
-        #expect(MeetingsWire.decode(MeetingsWire.Join.self, from: Array(json.utf8))?.answer(for: me) == nil)
+        #expect(WireJSON.decodeIfValid(MeetingsWire.Join.self, from: Array(json.utf8))?.answer(for: me) == nil)
         let odd = """
             {"cursor": 1, "status": "active", "participants": [{"user_id": "@x:l", "role": "chair", "hand_raised": false}]}
             """
-        #expect(MeetingsWire.decode(MeetingsWire.Changes.self, from: Array(odd.utf8))?.batch == nil)
+        #expect(WireJSON.decodeIfValid(MeetingsWire.Changes.self, from: Array(odd.utf8))?.batch == nil)
     }
 
     @Test("Service errors map to the member's terms by errcode")

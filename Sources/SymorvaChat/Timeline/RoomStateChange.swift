@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaMatrix
 
 /// A change of a room's state other than membership, as a person reads it: what a timeline row
 /// for `m.room.name`, `m.room.encryption`, `m.room.power_levels`, … says.
@@ -153,6 +154,6 @@ struct StateContent: Decodable {
     }
 
     static func read(_ bytes: [UInt8]) -> StateContent? {
-        try? JSONDecoder().decode(StateContent.self, from: Data(bytes))
+        WireJSON.decodeIfValid(StateContent.self, from: bytes)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SymorvaChatStore
 import SymorvaMachines
+import SymorvaMatrix
 
 /// One row of a conversation's timeline: a message, a membership or state change, or a message
 /// of ours still on its way (a local echo).
@@ -146,7 +147,7 @@ struct ShownContent: Decodable {
     var displayname: String?
 
     static func read(_ bytes: [UInt8]) -> ShownContent? {
-        try? JSONDecoder().decode(ShownContent.self, from: Data(bytes))
+        WireJSON.decodeIfValid(ShownContent.self, from: bytes)
     }
 }
 

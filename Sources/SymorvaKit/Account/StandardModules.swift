@@ -30,8 +30,11 @@ extension AccountModuleFactory {
     /// End-to-end encryption: the account's ``/SymorvaE2EE/AccountCrypto`` (its Olm account, device
     /// keys, tracked devices and room keys), started as soon as the session is restored. Chat's
     /// sync hands it each committed batch's device changes. Its tables are versioned as feature
-    /// `e2ee`; its pickle key is sealed with the account's secrets-at-rest key.
-    public static let crypto = AccountModuleFactory(name: "crypto") { context in
+    /// `e2ee` (declared here, applied when the account's database opens); its pickle key is
+    /// sealed with the account's secrets-at-rest key.
+    public static let crypto = AccountModuleFactory(
+        name: "crypto", schema: AccountMigrations.Feature(name: CryptoStore.feature, migrations: CryptoStore.migrations)
+    ) { context in
         let logger = Logger(category: "crypto", center: context.logCenter)
         let deviceID: DeviceID
         switch context.session.states.value {
@@ -57,13 +60,14 @@ extension AccountModuleFactory {
     /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the account is
     /// active), started (sync from the stored since-token, send queues
     /// resumed) as soon as the account's session is restored. Its schema is the database's main
-    /// migration list (``/SymorvaFeatureKit/AccountMigrations/main``), applied when the database opens.
+    /// migration list (``/SymorvaFeatureKit/AccountMigrations/main``), which this factory declares
+    /// and the database applies when it opens.
     ///
     /// The sync loop and the send queues wait when a request is refused for its token even
     /// after the requester's own refresh (or while the session is soft logged out): they ask the
     /// session for one refresh, and resume with the session's next token (a refresh, or
     /// re-authentication).
-    public static let chat = AccountModuleFactory(name: "chat") { context in
+    public static let chat = AccountModuleFactory(name: "chat", mainMigrations: ChatSchema.migrations) { context in
         let logger = Logger(category: "chat", center: context.logCenter)
         let chat = AccountChat(
             requester: context.requester, database: context.database.database, scope: context.scope,
@@ -88,8 +92,9 @@ extension AccountModuleFactory {
     /// The wallet, when the manifest enables it: the account's ``/SymorvaWallet/AccountWallet`` (what
     /// `community.wallet` shows while the account is active) with the
     /// manifest's assets; commands left unknown by an earlier run are queried again at once.
-    /// The wallet versions its own tables (feature `wallet`).
-    public static let wallet = AccountModuleFactory(name: "wallet") { context in
+    /// Its tables (feature `wallet`) are declared here and made when the account's database
+    /// opens, whether or not the manifest enables the wallet.
+    public static let wallet = AccountModuleFactory(name: "wallet", schema: WalletStore.schema) { context in
         let module = context.configuration.modules.wallet
         guard module.isEnabled else { return nil }
         let logger = Logger(category: "wallet", center: context.logCenter)
@@ -171,9 +176,9 @@ extension AccountModuleFactory {
     /// The AI studio, when the manifest enables it: the account's ``/SymorvaAIStudio/AccountStudio`` (what
     /// `community.aiStudio` acts for while the account is active), reading conversation content
     /// from the homeserver as the account; grants an earlier run left live are restored. The
-    /// consent presenter is the one `community.aiStudio` holds. The studio versions its own table
-    /// (feature `studio`).
-    public static let aiStudio = AccountModuleFactory(name: "studio") { context in
+    /// consent presenter is the one `community.aiStudio` holds. Its tables (feature `studio`) are
+    /// declared here and made when the account's database opens.
+    public static let aiStudio = AccountModuleFactory(name: "studio", schema: AccountStudio.schema) { context in
         guard context.configuration.modules.aiStudio.isEnabled else { return nil }
         let logger = Logger(category: "studio", center: context.logCenter)
         // Messages of encrypted rooms are decrypted on the device by the account's crypto module.
@@ -216,9 +221,17 @@ extension AccountWallet: AccountModule {
 }
 
 extension AccountMigrations {
-    /// The migrations every account database has: chat's main list and the session feature's.
-    public static var standard: AccountMigrations {
-        AccountMigrations(main: ChatSchema.migrations, [SessionStore.feature])
+    /// The migrations of an account database with the standard modules: the session feature's,
+    /// then what each of ``SymorvaFeatureKit/AccountModuleFactory/standard`` declares (chat's main
+    /// list, `e2ee`, `wallet`, `studio`).
+    public static var standard: AccountMigrations { community(modules: AccountModuleFactory.standard) }
+
+    /// The migrations of a community with `modules`: the session feature's (the umbrella's own),
+    /// then every module's, as its factory declares them.
+    static func community(modules: [AccountModuleFactory]) -> AccountMigrations {
+        var migrations = AccountMigrations(main: [], [SessionStore.feature])
+        migrations.register(modules: modules)
+        return migrations
     }
 }
 

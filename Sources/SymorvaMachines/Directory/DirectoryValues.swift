@@ -137,8 +137,9 @@ public enum DirectoryError: Error, Sendable, Hashable, CustomStringConvertible, 
     case rateLimited(retryAfter: Duration?)
     /// The server answered with an error code and status.
     case server(code: String, status: Int)
-    /// The exchange never completed (no connection, timeout, cancelled).
-    case transport(String)
+    /// No usable answer: the exchange never completed (no connection, timeout, cancelled) or
+    /// the server failed (5xx), as the SDK classifies it everywhere.
+    case transport(TransportProblem)
     /// The answer was not the documented JSON.
     case malformedResponse
 

@@ -68,8 +68,9 @@ public enum PushError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
     case rateLimited(retryAfter: Duration?)
     /// The server answered with an error code and status.
     case server(code: String, status: Int)
-    /// The exchange never completed.
-    case transport(String)
+    /// No usable answer: the exchange never completed (no connection, timeout, cancelled) or
+    /// the server failed (5xx), as the SDK classifies it everywhere.
+    case transport(TransportProblem)
     /// The answer was not the documented JSON.
     case malformedResponse
     /// The installation's profile tag could not be read or kept (its file).

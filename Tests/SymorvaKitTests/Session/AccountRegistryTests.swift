@@ -89,26 +89,26 @@ struct AccountRegistryTests {
     func featureMigrations() async throws {
         var migrations = AccountMigrations.standard
         migrations.register(
-            feature: "wallet",
+            feature: "polls",
             [
-                Migration(version: 1, name: "a", sql: "CREATE TABLE wallet_a (id INTEGER)"),
-                Migration(version: 2, name: "b", sql: "CREATE TABLE wallet_b (id INTEGER)"),
+                Migration(version: 1, name: "a", sql: "CREATE TABLE polls_a (id INTEGER)"),
+                Migration(version: 2, name: "b", sql: "CREATE TABLE polls_b (id INTEGER)"),
             ])
         migrations.register(
             feature: "chat", [Migration(version: 1, name: "rooms", sql: "CREATE TABLE chat_rooms (id TEXT)")])
         let first = try await AccountDatabase.open(
             userID: SessionSamples.alice, dataDirectory: data.path, migrations: migrations)
         #expect(try await first.database.schemaVersion(feature: "session") == 1)
-        #expect(try await first.database.schemaVersion(feature: "wallet") == 2)
+        #expect(try await first.database.schemaVersion(feature: "polls") == 2)
         #expect(try await first.database.schemaVersion(feature: "chat") == 1)
         let again = try await AccountDatabase.open(
             userID: SessionSamples.alice, dataDirectory: data.path, migrations: migrations)
-        #expect(try await again.database.schemaVersion(feature: "wallet") == 2)
+        #expect(try await again.database.schemaVersion(feature: "polls") == 2)
 
         await #expect(throws: AccountStorageError.store(.newerSchema(found: 2, supported: 1))) {
             var older = AccountMigrations.standard
             older.register(
-                feature: "wallet", [Migration(version: 1, name: "a", sql: "CREATE TABLE wallet_a (id INTEGER)")])
+                feature: "polls", [Migration(version: 1, name: "a", sql: "CREATE TABLE polls_a (id INTEGER)")])
             _ = try await AccountDatabase.open(
                 userID: SessionSamples.alice, dataDirectory: self.data.path, migrations: older)
         }

@@ -22,7 +22,7 @@ enum SearchFixture {
         .searching(general, generation: 1),
         .loaded(loaded, generation: 1), .loaded(complete, generation: 1),
         .loadingMore(loaded, generation: 1),
-        .failed(general, .transport("timedOut"), generation: 1),
+        .failed(general, .transport(.timeout), generation: 1),
     ]
 
     static let sampleEvents: [SearchMachine.Event] = [
@@ -82,9 +82,9 @@ struct DirectorySearchMachineTests {
     func failedMore() throws {
         let store = MachineTestStore(Machine(), initial: .loadingMore(SearchFixture.loaded, generation: 1))
         var kept = SearchFixture.loaded
-        kept.lastFailure = .transport("timedOut")
+        kept.lastFailure = .transport(.timeout)
         try store.send(
-            .pageLoaded(generation: 1, .failure(.transport("timedOut"))), expecting: .loaded(kept, generation: 1))
+            .pageLoaded(generation: 1, .failure(.transport(.timeout))), expecting: .loaded(kept, generation: 1))
         try store.send(
             .moreRequested, expecting: .loadingMore(kept, generation: 1),
             effects: [.fetchPage(SearchFixture.general, page: SearchFixture.next, generation: 1)])

@@ -13,12 +13,12 @@ enum PusherFixture {
     static let b = pusher("key-b")
 
     static let sampleStates: [PusherMachine.State] = [
-        .unregistered, .registering(a), .registered(a), .removing(a), .failed(a, .transport("timedOut")),
+        .unregistered, .registering(a), .registered(a), .removing(a), .failed(a, .transport(.timeout)),
     ]
     static let sampleEvents: [PusherMachine.Event] = [
         .setRequested(a), .setRequested(b), .setAnswered(.success(a)), .setAnswered(.success(b)),
         .setAnswered(.failure(.forbidden)), .removeRequested, .removeAnswered(.success(a)),
-        .removeAnswered(.failure(.notFound)), .removeAnswered(.failure(.transport("timedOut"))), .adopted(a),
+        .removeAnswered(.failure(.notFound)), .removeAnswered(.failure(.transport(.timeout))), .adopted(a),
     ]
 }
 
@@ -55,8 +55,8 @@ struct PusherMachineTests {
         try store.send(
             .removeRequested, expecting: .removing(PusherFixture.a), effects: [.removePusher(PusherFixture.a)])
         try store.send(
-            .removeAnswered(.failure(.transport("timedOut"))),
-            expecting: .failed(PusherFixture.a, .transport("timedOut")))
+            .removeAnswered(.failure(.transport(.timeout))),
+            expecting: .failed(PusherFixture.a, .transport(.timeout)))
         try store.send(
             .removeRequested, expecting: .removing(PusherFixture.a), effects: [.removePusher(PusherFixture.a)])
         try store.send(.removeAnswered(.failure(.notFound)), expecting: .unregistered)
