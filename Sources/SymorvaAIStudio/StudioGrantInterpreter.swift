@@ -67,6 +67,18 @@ struct StudioGrantInterpreter: EffectInterpreter {
                 logger.notice("studio summary stopped on the device grant=\(content.grant.id)")
                 return .summaryResponse(content.requestID, .failure(refusal))
             }
+            // The service is the authority on the grant: another device of the member may have
+            // revoked it, the service may have ended it on its clock. Nothing leaves until the
+            // service says it is live (one request; a failure to ask sends nothing either).
+            switch await service.check(content.grant.id) {
+            case .success(.active): break
+            case .success(.ended(let expired)):
+                logger.notice("studio summary stopped: grant ended at the service grant=\(content.grant.id)")
+                return .summaryResponse(content.requestID, .failure(expired ? .grantExpired : .grantRevoked))
+            case .failure(let failure):
+                return .summaryResponse(content.requestID, .failure(failure))
+            }
+            if Task.isCancelled { return nil }
             return .summaryResponse(content.requestID, await service.summarize(content))
         case .sendRevoke(let id):
             return .revokeResponse(await service.revoke(id))

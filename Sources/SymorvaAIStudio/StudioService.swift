@@ -13,8 +13,9 @@ import SymorvaServices
 enum ServiceGrantState: Sendable, Equatable {
     /// Live, with this long left on the service's clock.
     case active(remaining: Duration)
-    /// Revoked (by this device, another one or the service) or expired.
-    case ended
+    /// Revoked (by this device, another one or the service), or expired (`expired`: on the
+    /// service's clock).
+    case ended(expired: Bool)
 }
 
 struct StudioService: Sendable {
@@ -61,8 +62,9 @@ struct StudioService: Sendable {
             switch grant.state {
             case "active":
                 let left = grant.expiresInMilliseconds ?? 0
-                return .success(left > 0 ? .active(remaining: .milliseconds(left)) : .ended)
-            default: return .success(.ended)
+                return .success(left > 0 ? .active(remaining: .milliseconds(left)) : .ended(expired: true))
+            case "expired": return .success(.ended(expired: true))
+            default: return .success(.ended(expired: false))
             }
         } catch {
             return .failure(Self.failure(error))

@@ -238,6 +238,15 @@ final class StudioWorld: Sendable {
         }
     }
 
+    /// Whether the service holds `id` as live now (not revoked by anyone, not expired by its clock).
+    func isLiveAtService(_ id: GrantID) -> Bool {
+        let now = clock.now
+        return state.withLock { state in
+            guard let grant = state.grants[id.rawValue] else { return false }
+            return grant.revokedOnService == nil && now < grant.deadline
+        }
+    }
+
     /// The service revokes `id` on its own (or another device of the member did).
     func serviceRevokes(_ id: GrantID) {
         state.withLock {

@@ -134,8 +134,8 @@ struct StudioIntegrationTests {
         let audit = try await member.studio.audit()
         let entry = try #require(audit.first { $0.action == "summarize" })
         #expect(entry.outcome == "ok" && Set(entry.itemIDs) == Set(selected))
-        // Grant and summary: two studio requests, nothing else.
-        #expect(try await member.studioRequests() == 3)  // grant, summary, audit
+        // The grant, the check that it is live at the service, the summary, the audit: nothing else.
+        #expect(try await member.studioRequests() == 4)
     }
 
     @Test("A conversation grant covers the messages from its first one on")
