@@ -4,6 +4,7 @@ import Testing
 
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaSession
 @testable import SymorvaStore
 
 @Suite("Account registry and account databases")

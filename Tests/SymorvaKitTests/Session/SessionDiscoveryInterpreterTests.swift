@@ -5,6 +5,7 @@ import SymorvaTesting
 import Testing
 
 @testable import SymorvaKit
+@testable import SymorvaSession
 
 @Suite("Session interpreter: discovery refuses a downgrade to plain http")
 struct SessionDiscoveryInterpreterTests {

@@ -6,6 +6,7 @@ import Testing
 @testable import SymorvaCrypto
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaSession
 @testable import SymorvaStore
 
 /// A data folder of its own per test.

@@ -81,7 +81,7 @@ public struct SymorvaEnvironment: Sendable {
     }
 
     /// A logger for `category` writing to this environment's log center.
-    func logger(_ category: String) -> Logger { Logger(category: category, center: logCenter) }
+    package func logger(_ category: String) -> Logger { Logger(category: category, center: logCenter) }
 
     private static func trimmingTrailingSlashes(_ path: String) -> String {
         var path = path

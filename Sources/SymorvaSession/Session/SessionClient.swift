@@ -19,7 +19,7 @@ public final class SessionClient: Sendable {
     public var accounts: ObservableValue<[Account]> { accountsPublisher.observable }
 
     private let coordinator: AppFlowCoordinator
-    let sessions: CommunitySessions
+    package let sessions: CommunitySessions
     private let operations = AsyncLock()
     private let statePublisher = ObservableValue<SessionState>.Publisher(.launching)
     private let accountsPublisher = ObservableValue<[Account]>.Publisher([])
@@ -33,7 +33,7 @@ public final class SessionClient: Sendable {
         var unsubscribeSession: ObservableValue<Void>.Unsubscribe?
     }
 
-    init(coordinator: AppFlowCoordinator, sessions: CommunitySessions) {
+    package init(coordinator: AppFlowCoordinator, sessions: CommunitySessions) {
         self.coordinator = coordinator
         self.sessions = sessions
         self.combiner = Lock(Combiner())
@@ -185,7 +185,7 @@ public final class SessionClient: Sendable {
 
     /// Reads the stored accounts and restores the last active one (no network needed); returns
     /// once ``state`` says where the member is.
-    func launch() async {
+    package func launch() async {
         await operations.withLock {
             if case .launching = self.coordinator.state.value { await self.coordinator.launch() }
             await self.waitForSettledState()
