@@ -72,7 +72,7 @@ public final class SymorvaCommunity: Sendable {
     /// - Parameters:
     ///   - modules: feature modules built for every signed-in account, with their database
     ///     migrations (see ``/SymorvaFeatureKit/AccountModuleFactory``); by default
-    ///     ``/SymorvaFeatureKit/AccountModuleFactory/standard``. They are built in the order their
+    ///     ``SymorvaFeatureKit/AccountModuleFactory/standard``. They are built in the order their
     ///     declarations give (a module after those it requires or uses), whatever the list's order.
     ///
     /// - Precondition: `modules` can be ordered: no name twice, every required module listed, no

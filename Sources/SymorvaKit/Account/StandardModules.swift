@@ -24,8 +24,8 @@ import SymorvaWallet
 extension AccountModuleFactory {
     /// The modules a community gets unless told otherwise: end-to-end encryption, chat, meetings
     /// and push (always), the wallet, the directory and the AI studio (when the manifest enables
-    /// them). The community builds them in the order their declarations (``requires``,
-    /// ``uses``) give, whatever the order of the list.
+    /// them). The community builds them in the order their declarations (`requires`,
+    /// `uses`) give, whatever the order of the list.
     public static var standard: [AccountModuleFactory] {
         [crypto, chat, wallet, meetings, directory, push, aiStudio]
     }

@@ -337,7 +337,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomStringConvertible
 /// account's session machine (signed in, refreshing, soft logged out, …); refreshing tokens is
 /// invisible here — the account simply stays ``signedIn(_:)``.
 public enum SessionState: Sendable, Equatable, CustomStringConvertible {
-    /// ``SymorvaCommunity/launch()`` has not finished reading the stored accounts yet.
+    /// `SymorvaCommunity.launch()` has not finished reading the stored accounts yet.
     case launching
     /// No account is active.
     case signedOut
