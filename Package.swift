@@ -211,6 +211,9 @@ let package = Package(
         .testTarget(
             name: "SymorvaPushTests", dependencies: ["SymorvaPush", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "SymorvaSessionTests", dependencies: ["SymorvaSession", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],

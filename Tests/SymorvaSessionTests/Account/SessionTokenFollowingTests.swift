@@ -2,7 +2,6 @@ import SymorvaMachines
 import SymorvaRuntime
 import Testing
 
-@testable import SymorvaKit
 @testable import SymorvaSession
 
 /// What a module hears of the session's tokens (``AccountModuleContext/onTokenRefreshed(_:)``):

@@ -6,7 +6,6 @@ import SymorvaTesting
 import Testing
 
 @testable import SymorvaFeatureKit
-@testable import SymorvaKit
 @testable import SymorvaMatrix
 @testable import SymorvaSession
 
