@@ -103,11 +103,22 @@ let package = Package(
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaAIStudio", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        // The session feature: sign-in, accounts, the app flow, each account's running session.
+        .target(
+            name: "SymorvaSession", dependencies: ["SymorvaFeatureKit", "SymorvaTransport", "SymorvaCrypto"],
+            swiftSettings: swiftSettings),
+        // Where end-to-end encryption meets the other features: chat's and the studio's crypto
+        // adapters and factories, the account's devices with their verified keys.
+        .target(
+            name: "SymorvaEncryptionBridge",
+            dependencies: ["SymorvaChat", "SymorvaAIStudio", "SymorvaE2EE", "SymorvaSession"],
+            swiftSettings: swiftSettings),
         .target(
             name: "SymorvaKit",
             dependencies: [
-                "SymorvaChat", "SymorvaWallet", "SymorvaE2EE", "SymorvaMeetings", "SymorvaTransport", "SymorvaCrypto",
-                "SymorvaCryptoDriver", "SymorvaDirectory", "SymorvaPush", "SymorvaAIStudio",
+                "SymorvaSession", "SymorvaEncryptionBridge", "SymorvaChat", "SymorvaWallet", "SymorvaE2EE",
+                "SymorvaMeetings", "SymorvaTransport", "SymorvaCrypto", "SymorvaCryptoDriver", "SymorvaDirectory",
+                "SymorvaPush", "SymorvaAIStudio",
                 .target(name: "SymorvaMediaGStreamer", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: swiftSettings),
@@ -199,6 +210,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaPushTests", dependencies: ["SymorvaPush", "SymorvaTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaSessionTests", dependencies: ["SymorvaSession", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
         .testTarget(

@@ -43,8 +43,8 @@ public struct AccountModuleContext: Sendable {
     package let session: MachineHost<SessionMachine>
     /// The provider of the account's secrets-at-rest key (for modules that seal their own secrets).
     package let keyProvider: any KeyProvider
-    /// The modules built for this account so far, in factory order: a module may attach to one
-    /// built before it (the crypto module to chat's sync).
+    /// The modules built for this account so far: those a factory ``AccountModuleFactory/requires``
+    /// or ``AccountModuleFactory/uses`` are among them (chat attaches to the crypto module).
     package let built: BuiltModules
 
     /// A context; built by the community for each account's modules (and by tests).
@@ -128,37 +128,52 @@ public struct AccountModuleFactory: Sendable {
     /// The account database's main list, versioned by the file's `user_version`: chat's schema,
     /// the oldest user of the file. Only one module declares one.
     package var mainMigrations: [Migration]
+    /// The modules this one cannot work without, by factory name: they are built before it, and
+    /// a list without one of them is refused (``AccountModuleGraphError/missingRequirement(module:requires:)``).
+    public var requires: [String]
+    /// The modules this one attaches to when they are in the list, by factory name: they are
+    /// built before it when present (chat and the studio use `crypto` for encrypted rooms), and
+    /// it works without them.
+    public var uses: [String]
     /// Builds the module for one account; `nil` when the module does not apply (disabled in
-    /// the manifest). Runs when the account's session starts, after the session is restored.
+    /// the manifest). Runs when the account's session starts, after the session is restored and
+    /// after the modules of ``requires`` and ``uses`` (found in ``AccountModuleContext``'s
+    /// modules built so far).
     public var make: @Sendable (AccountModuleContext) async -> (any AccountModule)?
 
     /// A factory.
+    ///
+    /// - Parameters:
+    ///   - requires: modules that must be in the community's list; built first.
+    ///   - uses: modules built first when they are in the list.
     public init(
-        name: String, migrations: [Migration] = [],
+        name: String, migrations: [Migration] = [], requires: [String] = [], uses: [String] = [],
         make: @escaping @Sendable (AccountModuleContext) async -> (any AccountModule)?
     ) {
         self.name = name
         self.migrations = migrations
         self.schemaName = name
         self.mainMigrations = []
+        self.requires = requires
+        self.uses = uses
         self.make = make
     }
 
     /// A factory whose tables are `schema` (its name in `symorva_feature_schema`, its migrations).
     package init(
-        name: String, schema: AccountMigrations.Feature,
+        name: String, schema: AccountMigrations.Feature, requires: [String] = [], uses: [String] = [],
         make: @escaping @Sendable (AccountModuleContext) async -> (any AccountModule)?
     ) {
-        self.init(name: name, migrations: schema.migrations, make: make)
+        self.init(name: name, migrations: schema.migrations, requires: requires, uses: uses, make: make)
         self.schemaName = schema.name
     }
 
     /// The factory of the module that owns the account database's main list (`user_version`).
     package init(
-        name: String, mainMigrations: [Migration],
+        name: String, mainMigrations: [Migration], requires: [String] = [], uses: [String] = [],
         make: @escaping @Sendable (AccountModuleContext) async -> (any AccountModule)?
     ) {
-        self.init(name: name, make: make)
+        self.init(name: name, requires: requires, uses: uses, make: make)
         self.mainMigrations = mainMigrations
     }
 }

@@ -1,6 +1,7 @@
 // `import SymorvaKit` is enough to embed the SDK. The umbrella re-exports the public surface of
-// the modules it composes: the product modules (`SymorvaChat`, `SymorvaWallet`, meetings, the
-// studio, directory, push, E2EE), what every feature module is built on (`SymorvaFeatureKit`: the
+// the modules it composes: the session feature (`SymorvaSession`), the product modules
+// (`SymorvaChat`, `SymorvaWallet`, meetings, the studio, directory, push, E2EE) and the bridge
+// between encryption and the others (`SymorvaEncryptionBridge`), what every feature module is built on (`SymorvaFeatureKit`: the
 // manifest, account modules), what apps see of the machines — the states they observe
 // (`SyncState`, `TransferState`, `MeetingState`, …) and the values (`RoomID`, `Amount`,
 // `TransferFailure`, …), never a machine's events or effects —, the runtime's `Secret` and
@@ -15,12 +16,14 @@
 @_exported import SymorvaCryptoDriver
 @_exported import SymorvaDirectory
 @_exported import SymorvaE2EE
+@_exported import SymorvaEncryptionBridge
 @_exported import SymorvaFeatureKit
 @_exported import SymorvaHTTP
 @_exported import SymorvaMachines
 @_exported import SymorvaMeetings
 @_exported import SymorvaPush
 @_exported import SymorvaRuntime
+@_exported import SymorvaSession
 @_exported import SymorvaWallet
 
 #if os(Linux)

@@ -7,6 +7,7 @@ import SymorvaMeetings
 import SymorvaPush
 import SymorvaRuntime
 import SymorvaServices
+import SymorvaSession
 import SymorvaWallet
 
 /// A Symorva community: the SDK's entry point, built from the community's manifest.
@@ -70,21 +71,31 @@ public final class SymorvaCommunity: Sendable {
     ///
     /// - Parameters:
     ///   - modules: feature modules built for every signed-in account, with their database
-    ///     migrations (see ``/SymorvaFeatureKit/AccountModuleFactory``); by default chat and, when the manifest
-    ///     enables it, the wallet.
+    ///     migrations (see ``/SymorvaFeatureKit/AccountModuleFactory``); by default
+    ///     ``SymorvaFeatureKit/AccountModuleFactory/standard``. They are built in the order their
+    ///     declarations give (a module after those it requires or uses), whatever the list's order.
+    ///
+    /// - Precondition: `modules` can be ordered: no name twice, every required module listed, no
+    ///   cycle. Check a list of your own with ``/SymorvaFeatureKit/AccountModuleFactory/ordered(_:)``,
+    ///   which says why it cannot (``/SymorvaFeatureKit/AccountModuleGraphError``).
     public init(
         configuration: SymorvaConfiguration, environment: SymorvaEnvironment,
         modules: [AccountModuleFactory] = AccountModuleFactory.standard
     ) {
         self.configuration = configuration
         self.environment = environment
+        // Built in the order the factories' declarations give (`requires`, `uses`), not the list's.
+        let ordered: [AccountModuleFactory]
+        do { ordered = try AccountModuleFactory.ordered(modules) } catch {
+            preconditionFailure("SymorvaCommunity: the module list cannot be built: \(error)")
+        }
         // Every module's tables, as its factory declares them, made when an account's database opens.
-        let migrations = AccountMigrations.community(modules: modules)
+        let migrations = AccountMigrations.community(modules: ordered)
         let storage = AccountStorage(
             dataDirectory: environment.dataDirectory, keyProvider: environment.keyProvider, migrations: migrations,
             logger: environment.logger("store"))
         let sessions = CommunitySessions(
-            configuration: configuration, environment: environment, storage: storage, factories: modules)
+            configuration: configuration, environment: environment, storage: storage, factories: ordered)
         let coordinator = AppFlowCoordinator(driver: sessions, clock: environment.clock, tracer: environment.tracer)
         self.sessions = sessions
         self.coordinator = coordinator
@@ -135,7 +146,7 @@ public final class SymorvaCommunity: Sendable {
     }
 
     /// Restores the last active account from the store (no network needed) and returns once
-    /// ``SessionClient/state`` says where the member is: signed in, soft logged out, signed out
+    /// ``/SymorvaSession/SessionClient/state`` says where the member is: signed in, soft logged out, signed out
     /// or unavailable.
     public func launch() async { await session.launch() }
 

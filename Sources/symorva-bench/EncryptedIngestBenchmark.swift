@@ -4,6 +4,7 @@ import SymorvaChatStore
 import SymorvaCrypto
 import SymorvaCryptoDriver
 import SymorvaE2EE
+import SymorvaEncryptionBridge
 import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaKit

@@ -5,6 +5,7 @@ import SymorvaTransport
 import Testing
 
 @testable import SymorvaKit
+@testable import SymorvaSession
 
 /// Passes requests on and keeps the bearer tokens the SDK presented to the services.
 private final class ServicesTokenCapture: HTTPTransport {

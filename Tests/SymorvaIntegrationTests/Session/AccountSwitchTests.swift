@@ -8,6 +8,7 @@ import Testing
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
 @testable import SymorvaMatrix
+@testable import SymorvaSession
 @testable import SymorvaStore
 
 /// A stand-in feature module: one host per account that loads `whoami` through the account's

@@ -7,6 +7,7 @@ import Testing
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
 @testable import SymorvaMatrix
+@testable import SymorvaSession
 
 @Suite(
     "Session against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),

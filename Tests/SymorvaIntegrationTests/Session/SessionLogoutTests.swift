@@ -7,6 +7,7 @@ import Testing
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
 @testable import SymorvaMatrix
+@testable import SymorvaSession
 @testable import SymorvaTransport
 
 /// Soft and hard logout caused by the real server.

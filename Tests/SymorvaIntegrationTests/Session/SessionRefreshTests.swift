@@ -6,6 +6,7 @@ import Testing
 
 @testable import SymorvaKit
 @testable import SymorvaMatrix
+@testable import SymorvaSession
 
 /// Token refresh against Synapse with a short `refreshable_access_token_lifetime`.
 ///

@@ -9,6 +9,7 @@ import Testing
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
 @testable import SymorvaMatrix
+@testable import SymorvaSession
 @testable import SymorvaTransport
 
 /// A fresh data folder under the system's temporary folder, deleted when the test is done.

@@ -5,6 +5,7 @@ import SymorvaTesting
 
 @testable import SymorvaChat
 @testable import SymorvaKit
+@testable import SymorvaSession
 
 /// The shape of one simulated run.
 struct SimConfiguration: Sendable, CustomStringConvertible {

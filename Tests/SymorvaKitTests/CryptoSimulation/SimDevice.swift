@@ -7,6 +7,7 @@ import Synchronization
 @testable import SymorvaCrypto
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaSession
 
 /// One simulated device: a real SymorvaKit account stack — `SymorvaCommunity` with the crypto and
 /// chat modules as the product composes them, its SQLite files and key file in a folder of its

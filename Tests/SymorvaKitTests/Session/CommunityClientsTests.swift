@@ -9,6 +9,7 @@ import Testing
 @testable import SymorvaChat
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaSession
 @testable import SymorvaWallet
 
 extension ScriptedHTTPTransport {

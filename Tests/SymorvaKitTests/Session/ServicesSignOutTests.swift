@@ -6,6 +6,7 @@ import SymorvaTesting
 import Testing
 
 @testable import SymorvaKit
+@testable import SymorvaSession
 @testable import SymorvaWallet
 
 /// What the OpenID exchanges sent.

@@ -7,6 +7,7 @@ import Testing
 
 @testable import SymorvaFeatureKit
 @testable import SymorvaKit
+@testable import SymorvaSession
 
 @Suite("SymorvaCommunity: launch and restore without a server")
 struct SymorvaCommunityTests {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SymorvaCrypto
 @testable import SymorvaFeatureKit
-@testable import SymorvaKit
+@testable import SymorvaSession
 @testable import SymorvaStore
 
 /// A data folder of its own per test.
@@ -35,7 +35,7 @@ enum SessionSamples {
     static func storage(_ data: TestDataDirectory) -> AccountStorage {
         AccountStorage(
             dataDirectory: data.path, keyProvider: FileKeyProvider(directory: data.path + "/keys"),
-            migrations: .standard, logger: Logger(category: "test", center: LogCenter(threshold: .error)))
+            migrations: .community(modules: []), logger: Logger(category: "test", center: LogCenter(threshold: .error)))
     }
 }
 

@@ -2,6 +2,7 @@ import SymorvaE2EE
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
+import SymorvaSession
 
 /// One of the account's devices: every sign-in is one (this app on this phone, a desktop
 /// client, a browser), as the homeserver lists them, with what this device's encryption knows
@@ -44,7 +45,7 @@ extension SessionClient {
             response = try await context.requester.send(E2EEAPI.devices())
         } catch {
             switch error {
-            case .transport(let transport): throw SessionInterpreter.sessionError(for: transport)
+            case .transport(let transport): throw SessionError(transport: transport)
             case .notSignedIn: throw .notSignedIn
             case .invalidRequest: throw .invalidResponse(reason: "invalid request")
             case .matrix(let matrix):

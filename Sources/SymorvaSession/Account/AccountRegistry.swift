@@ -121,7 +121,7 @@ package struct AccountRegistryFile: Sendable {
 /// One per community. Databases are opened once per account and shared by whoever needs them
 /// (the sign-in flow that saves a new session, the account's running session, sign-out);
 /// concurrent first opens of one account join a single open.
-actor AccountStorage {
+package actor AccountStorage {
     /// The data folder.
     nonisolated let dataDirectory: String
     /// The migrations every account database gets.
@@ -135,7 +135,7 @@ actor AccountStorage {
     private nonisolated let accountsPublisher = ObservableValue<[StoredAccount]>.Publisher([])
 
     /// Storage under `dataDirectory`.
-    init(dataDirectory: String, keyProvider: any KeyProvider, migrations: AccountMigrations, logger: Logger) {
+    package init(dataDirectory: String, keyProvider: any KeyProvider, migrations: AccountMigrations, logger: Logger) {
         self.dataDirectory = dataDirectory
         self.keyProvider = keyProvider
         self.migrations = migrations

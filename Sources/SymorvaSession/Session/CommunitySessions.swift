@@ -4,7 +4,7 @@ import SymorvaRuntime
 import Synchronization
 
 /// The account whose session is running, as the product layer sees it.
-enum ActiveSession: Sendable {
+package enum ActiveSession: Sendable {
     /// No account session runs.
     case none
     /// The account's session runs.
@@ -54,8 +54,8 @@ final class SignInRequest: Sendable {
 /// Sign-in and sign-out run in short-lived session hosts of their own (outside any account
 /// scope: the app flow owns them); an account's running session lives in an ``AccountContext``
 /// created in the scope the app flow opened for it.
-actor CommunitySessions: SessionDriver {
-    nonisolated let storage: AccountStorage
+package actor CommunitySessions: SessionDriver {
+    package nonisolated let storage: AccountStorage
     private let configuration: SymorvaConfiguration
     /// The manifest's server name: what a bare localpart signs in on.
     nonisolated let serverName: String
@@ -70,7 +70,7 @@ actor CommunitySessions: SessionDriver {
     private nonisolated let activePublisher = ObservableValue<ActiveSession>.Publisher(.none)
     private nonisolated let endedHandler = EndedHandler()
 
-    init(
+    package init(
         configuration: SymorvaConfiguration, environment: SymorvaEnvironment, storage: AccountStorage,
         factories: [AccountModuleFactory]
     ) {
@@ -84,7 +84,7 @@ actor CommunitySessions: SessionDriver {
     }
 
     /// The active account's session.
-    nonisolated var active: ObservableValue<ActiveSession> { activePublisher.observable }
+    package nonisolated var active: ObservableValue<ActiveSession> { activePublisher.observable }
 
     /// Called when a running session ends by itself (the server revoked the device): the
     /// product layer then signs the account out of the app flow.
@@ -109,7 +109,7 @@ actor CommunitySessions: SessionDriver {
 
     // MARK: - SessionDriver
 
-    func restoreAccounts() async throws(AppFlowError) -> RestoredAccounts {
+    package func restoreAccounts() async throws(AppFlowError) -> RestoredAccounts {
         do {
             return try await storage.restore()
         } catch {
@@ -118,7 +118,7 @@ actor CommunitySessions: SessionDriver {
         }
     }
 
-    func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> UserID {
+    package func signIn(_ attempt: SignInAttempt) async throws(AppFlowError) -> UserID {
         guard let request = pending else { throw .sessionFailed }
         pending = nil
         request.markPicked()
@@ -130,7 +130,7 @@ actor CommunitySessions: SessionDriver {
         }
     }
 
-    func startSession(for account: UserID, in scope: AccountScope) async {
+    package func startSession(for account: UserID, in scope: AccountScope) async {
         await closing[account]?.value
         let userID = account
         do {
@@ -155,11 +155,11 @@ actor CommunitySessions: SessionDriver {
         }
     }
 
-    func endSession(for account: UserID, reason: AccountScope.Reason) async {
+    package func endSession(for account: UserID, reason: AccountScope.Reason) async {
         await close(account, signingOut: reason == .signedOut)
     }
 
-    func forgetAccount(_ account: UserID) async -> [UserID] {
+    package func forgetAccount(_ account: UserID) async -> [UserID] {
         await close(account, signingOut: true)
         if case .unavailable(let unavailable, _) = active.value, unavailable == account {
             activePublisher.publish(.none)

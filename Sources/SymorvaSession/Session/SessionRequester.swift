@@ -20,9 +20,9 @@ import Synchronization
 ///   machine runs at most one refresh however many requests report — waits for the next
 ///   `signedIn` state and retries once.
 /// - Ending the account's scope fails every waiting request.
-final class SessionRequester: MatrixRequester {
-    let homeserverURL: HomeserverURL
-    let userID: UserID
+package final class SessionRequester: MatrixRequester {
+    package let homeserverURL: HomeserverURL
+    package let userID: UserID
     private let transport: any HTTPTransport
     private let host: MachineHost<SessionMachine>
     private let wallClock: any WallClock
@@ -41,7 +41,7 @@ final class SessionRequester: MatrixRequester {
         self.logger = logger
     }
 
-    func send(_ endpoint: MatrixEndpoint, timeout: Duration?) async throws(MatrixRequestError) -> HTTPResponse {
+    package func send(_ endpoint: MatrixEndpoint, timeout: Duration?) async throws(MatrixRequestError) -> HTTPResponse {
         guard endpoint.requiresAuth else {
             return try await MatrixExchange.perform(
                 endpoint, on: homeserverURL, token: nil, timeout: timeout, transport: transport)

@@ -5,7 +5,7 @@ import SymorvaHTTP
 import SymorvaRuntime
 import SymorvaTransport
 
-/// Everything a ``SymorvaCommunity`` needs from the world it runs in: where to keep data, how to
+/// Everything a `SymorvaCommunity` (SymorvaKit) needs from the world it runs in: where to keep data, how to
 /// talk HTTP, where the keys that protect secrets come from, the clocks, and where traces and
 /// logs go.
 ///
@@ -81,7 +81,7 @@ public struct SymorvaEnvironment: Sendable {
     }
 
     /// A logger for `category` writing to this environment's log center.
-    func logger(_ category: String) -> Logger { Logger(category: category, center: logCenter) }
+    package func logger(_ category: String) -> Logger { Logger(category: category, center: logCenter) }
 
     private static func trimmingTrailingSlashes(_ path: String) -> String {
         var path = path

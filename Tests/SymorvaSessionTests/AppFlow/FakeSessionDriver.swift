@@ -1,6 +1,6 @@
-import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaSession
 import SymorvaTesting
 
 /// A stand-in for one account's session: loads a resource through a slow effect.

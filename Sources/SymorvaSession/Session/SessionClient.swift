@@ -19,7 +19,7 @@ public final class SessionClient: Sendable {
     public var accounts: ObservableValue<[Account]> { accountsPublisher.observable }
 
     private let coordinator: AppFlowCoordinator
-    let sessions: CommunitySessions
+    package let sessions: CommunitySessions
     private let operations = AsyncLock()
     private let statePublisher = ObservableValue<SessionState>.Publisher(.launching)
     private let accountsPublisher = ObservableValue<[Account]>.Publisher([])
@@ -33,7 +33,7 @@ public final class SessionClient: Sendable {
         var unsubscribeSession: ObservableValue<Void>.Unsubscribe?
     }
 
-    init(coordinator: AppFlowCoordinator, sessions: CommunitySessions) {
+    package init(coordinator: AppFlowCoordinator, sessions: CommunitySessions) {
         self.coordinator = coordinator
         self.sessions = sessions
         self.combiner = Lock(Combiner())
@@ -185,7 +185,7 @@ public final class SessionClient: Sendable {
 
     /// Reads the stored accounts and restores the last active one (no network needed); returns
     /// once ``state`` says where the member is.
-    func launch() async {
+    package func launch() async {
         await operations.withLock {
             if case .launching = self.coordinator.state.value { await self.coordinator.launch() }
             await self.waitForSettledState()
@@ -337,7 +337,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomStringConvertible
 /// account's session machine (signed in, refreshing, soft logged out, …); refreshing tokens is
 /// invisible here — the account simply stays ``signedIn(_:)``.
 public enum SessionState: Sendable, Equatable, CustomStringConvertible {
-    /// ``SymorvaCommunity/launch()`` has not finished reading the stored accounts yet.
+    /// `SymorvaCommunity.launch()` has not finished reading the stored accounts yet.
     case launching
     /// No account is active.
     case signedOut

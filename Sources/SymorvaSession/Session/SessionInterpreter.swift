@@ -246,3 +246,9 @@ struct SessionInterpreter: EffectInterpreter {
         }
     }
 }
+
+extension SessionError {
+    /// The session feature's view of a transport failure (what sign-in and the account's own
+    /// requests report: unreachable, with the transport's reason).
+    package init(transport error: TransportError) { self = SessionInterpreter.sessionError(for: error) }
+}

@@ -1,9 +1,10 @@
 import Foundation
 import SymorvaMachines
+import SymorvaRuntime
 import Testing
 
 @testable import SymorvaFeatureKit
-@testable import SymorvaKit
+@testable import SymorvaSession
 @testable import SymorvaStore
 
 @Suite("Account registry and account databases")
@@ -87,7 +88,7 @@ struct AccountRegistryTests {
 
     @Test("Each feature migrates on its own version row; reopening applies nothing twice; a newer schema is refused")
     func featureMigrations() async throws {
-        var migrations = AccountMigrations.standard
+        var migrations = AccountMigrations.community(modules: [])
         migrations.register(
             feature: "polls",
             [
@@ -106,7 +107,7 @@ struct AccountRegistryTests {
         #expect(try await again.database.schemaVersion(feature: "polls") == 2)
 
         await #expect(throws: AccountStorageError.store(.newerSchema(found: 2, supported: 1))) {
-            var older = AccountMigrations.standard
+            var older = AccountMigrations.community(modules: [])
             older.register(
                 feature: "polls", [Migration(version: 1, name: "a", sql: "CREATE TABLE polls_a (id INTEGER)")])
             _ = try await AccountDatabase.open(

@@ -9,14 +9,21 @@ import Synchronization
 ///
 /// Built by `startSession` of the app flow and stopped by `endSession`; everything it starts
 /// lives in ``scope``.
-final class AccountContext: Sendable {
-    let userID: UserID
-    let scope: AccountScope
-    let database: AccountDatabase
-    let sessionHost: MachineHost<SessionMachine>
-    let requester: SessionRequester
-    let services: CommunityServicesClient
-    let modules: AccountModules
+package final class AccountContext: Sendable {
+    /// The account.
+    package let userID: UserID
+    /// The account's scope: everything the session starts lives in it.
+    package let scope: AccountScope
+    /// The account's database.
+    package let database: AccountDatabase
+    /// The account's session host.
+    package let sessionHost: MachineHost<SessionMachine>
+    /// Matrix requests as the account, with transparent token refresh.
+    package let requester: SessionRequester
+    /// The community services as the account.
+    package let services: CommunityServicesClient
+    /// The account's modules, by name and type.
+    package let modules: AccountModules
 
     private init(
         userID: UserID, scope: AccountScope, database: AccountDatabase, sessionHost: MachineHost<SessionMachine>,

@@ -1,6 +1,6 @@
-import SymorvaKit
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaSession
 import SymorvaTesting
 import Testing
 

@@ -4,7 +4,7 @@ import SymorvaRuntime
 import SymorvaTesting
 import Testing
 
-@testable import SymorvaKit
+@testable import SymorvaSession
 
 @Suite("Session interpreter: discovery refuses a downgrade to plain http")
 struct SessionDiscoveryInterpreterTests {

@@ -2,7 +2,7 @@ import SymorvaMachines
 import SymorvaRuntime
 import Testing
 
-@testable import SymorvaKit
+@testable import SymorvaSession
 
 /// What a module hears of the session's tokens (``AccountModuleContext/onTokenRefreshed(_:)``):
 /// once per new access token, whether it came from a refresh or from re-authenticating.

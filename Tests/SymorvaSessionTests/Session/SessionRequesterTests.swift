@@ -6,8 +6,8 @@ import SymorvaTesting
 import Testing
 
 @testable import SymorvaFeatureKit
-@testable import SymorvaKit
 @testable import SymorvaMatrix
+@testable import SymorvaSession
 
 /// A homeserver's token rules, scripted on a ``ScriptedHTTPTransport``: `whoami` answers 200 for the
 /// currently valid access token and `401 M_UNKNOWN_TOKEN` otherwise; `/refresh` issues the next

@@ -1,0 +1,3 @@
+import SymorvaFeatureKit
+
+extension AccountChat: AccountModule {}

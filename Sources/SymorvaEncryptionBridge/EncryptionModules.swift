@@ -1,0 +1,87 @@
+import SymorvaAIStudio
+import SymorvaChat
+import SymorvaChatStore
+import SymorvaE2EE
+import SymorvaFeatureKit
+import SymorvaMachines
+import SymorvaRuntime
+import SymorvaStore
+
+// Where end-to-end encryption meets chat and the AI studio: their factories, which attach the
+// account's crypto module when the community lists it, and the adapters through which they
+// encrypt and decrypt. Chat and the studio know only their own protocols (`RoomEncryptor`,
+// `RoomDecryptor`, `StudioEventDecryptor`); `SymorvaE2EE` knows neither.
+
+extension AccountModuleFactory {
+    /// Chat: the account's ``/SymorvaChat/AccountChat`` (what `community.chat` shows while the
+    /// account is active), started (sync from the stored since-token, send queues resumed) as
+    /// soon as the account's session is restored. Its schema is the database's main migration
+    /// list (``/SymorvaFeatureKit/AccountMigrations/main``), which this factory declares and the
+    /// database applies when it opens.
+    ///
+    /// It uses `crypto` when the community lists it (built first): sync hands the crypto module
+    /// each committed batch's device changes and to-device inbox, send queues encrypt and
+    /// timelines decrypt through it, and room keys that arrive retry undecryptable events.
+    ///
+    /// The sync loop and the send queues wait when a request is refused for its token even
+    /// after the requester's own refresh (or while the session is soft logged out): they ask the
+    /// session for one refresh, and resume with the session's next token (a refresh, or
+    /// re-authentication).
+    public static let chat = AccountModuleFactory(
+        name: "chat", mainMigrations: ChatSchema.migrations, uses: [crypto.name]
+    ) { context in
+        let logger = Logger(category: "chat", center: context.logCenter)
+        let chat = AccountChat(
+            requester: context.requester, database: context.database.database, scope: context.scope,
+            clock: context.clock, wallClock: context.wallClock, tracer: context.tracer,
+            options: ChatOptions(encryptsNewRooms: context.configuration.encryption.isEnabledByDefault))
+        chat.onTokenRejected { context.requestTokenRefresh() }
+        if let crypto = context.built.module(AccountCrypto.self) {
+            chat.connectDevices(inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) }) {
+                changes in await crypto.syncCommitted(changes)
+            }
+            chat.setEncryptor(CryptoRoomEncryptor(crypto: crypto))
+            chat.setDecryptor(CryptoRoomDecryptor(crypto: crypto))
+            crypto.onRoomKeysStored { [weak chat] in chat?.roomKeysArrived() }
+        }
+        chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })
+        do { try await chat.start() } catch {
+            logger.error("chat did not start account=\(context.userID) error=\(error)")
+        }
+        return chat
+    }
+
+    /// The AI studio, when the manifest enables it: the account's
+    /// ``/SymorvaAIStudio/AccountStudio`` (what `community.aiStudio` acts for while the account is
+    /// active), reading conversation content from the homeserver as the account; grants an
+    /// earlier run left live are restored. The consent presenter is the one `community.aiStudio`
+    /// holds. Its tables (feature `studio`) are declared here and made when the account's
+    /// database opens. It uses `crypto` when the community lists it (built first): messages of
+    /// encrypted rooms are decrypted on the device.
+    public static let aiStudio = AccountModuleFactory(
+        name: "studio", schema: AccountStudio.schema, uses: [crypto.name]
+    ) { context in
+        guard context.configuration.modules.aiStudio.isEnabled else { return nil }
+        let logger = Logger(category: "studio", center: context.logCenter)
+        let content =
+            if let crypto = context.built.module(AccountCrypto.self) {
+                HomeserverContentSource(requester: context.requester, decryptor: CryptoStudioDecryptor(crypto: crypto))
+            } else {
+                HomeserverContentSource(requester: context.requester)
+            }
+        do {
+            let studio = try await AccountStudio(
+                member: context.userID, services: context.services,
+                content: content, database: context.database.database,
+                scope: context.scope, presenter: UnavailableConsentPresenter(), clock: context.clock,
+                wallClock: context.wallClock, tracer: context.tracer)
+            do { try await studio.restoreGrants() } catch {
+                logger.info("studio grants not restored account=\(context.userID) error=\(error)")
+            }
+            return studio
+        } catch {
+            logger.error("studio did not open account=\(context.userID) error=\(error)")
+            return nil
+        }
+    }
+}
