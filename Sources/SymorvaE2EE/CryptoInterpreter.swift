@@ -135,6 +135,26 @@ struct CryptoInterpreter: EffectInterpreter {
         }
     }
 
+    /// One `PUT sendToDevice` of `eventType` under `transactionID` (the caller derives it from
+    /// the content, so a retry reuses it): `nil` once the server took it, else why not.
+    func sendToDevice(
+        _ eventType: String, _ messages: [String: [String: JSONValue]], transactionID: TransactionID
+    ) async -> CryptoRequestError? {
+        let endpoint: MatrixEndpoint
+        do {
+            endpoint = try E2EEAPI.sendToDevice(eventType: eventType, transactionID: transactionID, messages: messages)
+        } catch {
+            return .local(.driver("canonical JSON"))
+        }
+        do throws(MatrixRequestError) {
+            _ = try await requester.send(endpoint)
+            return nil
+        } catch {
+            logger.info("to-device messages not sent type=\(eventType) error=\(error)")
+            return Self.requestError(error, now: wallClock.now)
+        }
+    }
+
     // MARK: Mapping
 
     static func oneTimeKeyCount(in body: [UInt8]) -> Int? {

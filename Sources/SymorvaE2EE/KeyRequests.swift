@@ -208,19 +208,10 @@ extension CryptoInterpreter {
         for request in requests {
             let content = await engine.keyRequestContent(request)
             let transactionID = TransactionID("\(request.isCancellation ? "krc" : "krq")-\(request.requestID)")
-            do throws(MatrixRequestError) {
-                let endpoint: MatrixEndpoint
-                do {
-                    endpoint = try E2EEAPI.sendToDevice(
-                        eventType: "m.room_key_request", transactionID: transactionID,
-                        messages: [engine.userID.rawValue: ["*": content]])
-                } catch {
-                    return .failure(.local(.driver("canonical JSON")))
-                }
-                _ = try await requester.send(endpoint)
-            } catch {
-                logger.info("room key request not sent error=\(error)")
-                return .failure(Self.requestError(error, now: wallClock.now))
+            if let failure = await sendToDevice(
+                "m.room_key_request", [engine.userID.rawValue: ["*": content]], transactionID: transactionID)
+            {
+                return .failure(failure)
             }
             do throws(CryptoStoreError) {
                 try await engine.store.keyRequestLeft(request)
@@ -293,17 +284,8 @@ extension CryptoInterpreter {
                 if !messages.isEmpty {
                     let ids = answered.map { "\($0.deviceID)|\($0.requestID)" }.sorted().joined(separator: ",")
                     let transactionID = TransactionID("fk-\(engine.driver.sha256(Array(ids.utf8)).prefix(24))")
-                    do throws(MatrixRequestError) {
-                        let endpoint: MatrixEndpoint
-                        do {
-                            endpoint = try E2EEAPI.sendToDevice(
-                                eventType: "m.room.encrypted", transactionID: transactionID, messages: messages)
-                        } catch {
-                            return .failure(.local(.driver("canonical JSON")))
-                        }
-                        _ = try await requester.send(endpoint)
-                    } catch {
-                        return .failure(Self.requestError(error, now: wallClock.now))
+                    if let failure = await sendToDevice("m.room.encrypted", messages, transactionID: transactionID) {
+                        return .failure(failure)
                     }
                 }
                 try await store.removeIncomingKeyRequests(answered + unanswerable)
@@ -367,17 +349,8 @@ extension CryptoInterpreter {
                     let lines = sent.map { "\($0.userID.rawValue)|\($0.deviceID)" }.sorted().joined(separator: ",")
                     let transactionID = TransactionID(
                         "uw-\(engine.driver.sha256(Array("\(lines)#\(now)".utf8)).prefix(24))")
-                    let endpoint: MatrixEndpoint
-                    do {
-                        endpoint = try E2EEAPI.sendToDevice(
-                            eventType: "m.room.encrypted", transactionID: transactionID, messages: messages)
-                    } catch {
-                        return .failure(.local(.driver("canonical JSON")))
-                    }
-                    do throws(MatrixRequestError) {
-                        _ = try await requester.send(endpoint)
-                    } catch {
-                        return .failure(Self.requestError(error, now: wallClock.now))
+                    if let failure = await sendToDevice("m.room.encrypted", messages, transactionID: transactionID) {
+                        return .failure(failure)
                     }
                 }
                 logger.info("olm sessions unwedged devices=\(sent.count) of=\(wedged.count)")

@@ -176,18 +176,8 @@ extension CryptoInterpreter {
                     (try? JSONValue.object(messages.mapValues { JSONValue.object($0) }).canonicalEncoding()) ?? []
                 let transactionID = TransactionID(
                     "rk-\(engine.driver.sha256(Array(sessionID.utf8) + content).prefix(24))")
-                let endpoint: MatrixEndpoint
-                do {
-                    endpoint = try E2EEAPI.sendToDevice(
-                        eventType: "m.room.encrypted", transactionID: transactionID, messages: messages)
-                } catch {
-                    return .failure(.local(.driver("canonical JSON")))
-                }
-                do throws(MatrixRequestError) {
-                    _ = try await requester.send(endpoint)
-                } catch {
-                    logger.info("room key not sent error=\(error)")
-                    return .failure(Self.requestError(error, now: wallClock.now))
+                if let failure = await sendToDevice("m.room.encrypted", messages, transactionID: transactionID) {
+                    return .failure(failure)
                 }
             }
             try await engine.markShared(roomID: roomID.rawValue, sessionID: sessionID, with: sent)
