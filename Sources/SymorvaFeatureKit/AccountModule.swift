@@ -191,6 +191,12 @@ package final class BuiltModules: Sendable {
     package func module<Module: AccountModule>(_ type: Module.Type) -> Module? {
         modules.withLock { $0.lazy.compactMap { $0 as? Module }.first }
     }
+
+    /// Forgets the modules once every factory has run. Modules keep closures over their
+    /// ``AccountModuleContext`` (chat asks it for a token refresh), and the context holds this
+    /// list: kept, it would hold every module, and with them the account's database, alive in a
+    /// cycle after the account ends.
+    package func removeAll() { modules.withLock { $0.removeAll() } }
 }
 
 /// The modules built for one account, by name and by type.

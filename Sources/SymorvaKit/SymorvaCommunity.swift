@@ -151,7 +151,10 @@ public final class SymorvaCommunity: Sendable {
     public func launch() async { await session.launch() }
 
     /// Stops every session and its modules. The community cannot be used afterwards.
-    public func shutdown() async { await coordinator.shutdown() }
+    public func shutdown() async {
+        await coordinator.shutdown()
+        await sessions.shutdown()
+    }
 
     /// The community services as the active account, or `nil` when no account is signed in.
     public var services: CommunityServicesClient? {

@@ -84,6 +84,9 @@ package final class AccountContext: Sendable {
                     context.built.add(module)
                 }
             }
+            // Only factories look modules up: kept, the list would close a cycle through the
+            // modules' closures over the context (the account's database never closed).
+            context.built.removeAll()
         }
         return AccountContext(
             userID: userID, scope: scope, database: database, sessionHost: host, requester: requester,

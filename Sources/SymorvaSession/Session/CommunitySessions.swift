@@ -233,6 +233,13 @@ package actor CommunitySessions: SessionDriver {
         }
     }
 
+    /// Stops every running session (the community shuts down: its scopes have ended): each
+    /// context's hosts and modules stop and its database is released, so that nothing of the
+    /// accounts outlives the community (their databases stayed open before).
+    package func shutdown() async {
+        for account in contexts.keys.sorted(by: { $0.rawValue < $1.rawValue }) { await close(account) }
+    }
+
     // MARK: - Running sessions
 
     /// Notices a running session that ends by itself (hard logout by the server wipes the
