@@ -44,7 +44,8 @@ extension CryptoMachine {
                     return []
                 }
                 let rotate = RoomKeySharing.mustRotate(facts, policy: RotationPolicy(room: share.room))
-                let session: SessionChoice = rotate ? .new : .current(facts.outbound!.sessionID)
+                let session: SessionChoice =
+                    if !rotate, let outbound = facts.outbound { .current(outbound.sessionID) } else { .new }
                 let recipients = RoomKeySharing.recipients(facts, rotating: rotate)
                 let claiming = recipients.filter { facts.withoutOlmSession.contains($0) }
                 guard claiming.isEmpty else {
