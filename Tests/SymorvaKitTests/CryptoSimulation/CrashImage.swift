@@ -21,7 +21,7 @@ enum CrashImage {
         let files = FileManager.default
         let paths = (files.enumerator(atPath: source)?.allObjects as? [String] ?? []).sorted()
         let readers = paths.filter { isDatabase(source + "/" + $0) }.compactMap { snapshot(source + "/" + $0) }
-        defer { readers.forEach { end($0) } }
+        defer { for reader in readers { end(reader) } }
         try? files.createDirectory(atPath: destination, withIntermediateDirectories: true, attributes: mode(of: source))
         for path in paths where !path.hasSuffix("-shm") {
             let from = source + "/" + path
