@@ -22,14 +22,18 @@ public struct ChatOptions: Sendable, Hashable {
     /// Whether rooms created without saying otherwise are end-to-end encrypted (the manifest's
     /// `encryption.defaultEnabled`).
     public var encryptsNewRooms: Bool
+    /// The community's space (the manifest's `community.space`, a room ID or alias), whose
+    /// rooms ``AccountChat/communityRooms(pageSize:)`` pages.
+    public var communitySpace: String?
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
         sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
-        encryptsNewRooms: Bool = false
+        encryptsNewRooms: Bool = false, communitySpace: String? = nil
     ) {
         self.encryptsNewRooms = encryptsNewRooms
+        self.communitySpace = communitySpace
         self.longPollTimeout = longPollTimeout
         self.syncBackoff = syncBackoff
         self.sendBackoff = sendBackoff

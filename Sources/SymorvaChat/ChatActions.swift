@@ -138,12 +138,8 @@ extension AccountChat {
     /// Throws `.insufficientPowerLevel` when the member may not perform `action` (on `target`),
     /// by the room's `m.room.power_levels` (stored, else fetched).
     func checkPower(_ action: ChatAPI.MembershipAction, roomID: RoomID, target: UserID?) async throws(ChatError) {
-        var content = (try? await store.stateContent(roomID: roomID, type: "m.room.power_levels")) ?? nil
-        if content == nil {
-            content = try await perform(ChatAPI.state(roomID: roomID, type: "m.room.power_levels")).body
-        }
-        guard let content, let levels = PowerLevels.read(content) else { return }
-        let own = levels.level(of: userID.rawValue)
+        guard let (content, own) = try await ownPowerLevel(roomID: roomID), let levels = PowerLevels.read(content)
+        else { return }
         let required: Int
         switch action {
         case .invite: required = levels.invite ?? 0
@@ -152,8 +148,11 @@ extension AccountChat {
         }
         guard own >= required else { throw .insufficientPowerLevel(required: required, actual: own) }
         if let target, target != userID {
-            let theirs = levels.level(of: target.rawValue)
-            guard own > theirs else { throw .insufficientPowerLevel(required: theirs + 1, actual: own) }
+            let creators = try await privilegedCreators(roomID: roomID)
+            let theirs = creators.contains(target.rawValue) ? Int.max : levels.level(of: target.rawValue)
+            guard own > theirs else {
+                throw .insufficientPowerLevel(required: theirs == Int.max ? theirs : theirs + 1, actual: own)
+            }
         }
     }
 }

@@ -147,6 +147,58 @@ public final class ChatClient: Sendable {
         try await activeChat().setFlag(flag, value, roomID: roomID)
     }
 
+    // MARK: Spaces
+
+    /// The active account's joined spaces. See ``AccountChat/joinedSpaces()``.
+    public func joinedSpaces() async throws(ChatError) -> [JoinedSpace] {
+        try await withActive { chat async throws(ChatError) -> [JoinedSpace] in try await chat.joinedSpaces() }
+    }
+
+    /// The rooms a joined space links to, from the synced state. See
+    /// ``AccountChat/roomsOfSpace(_:)``.
+    public func roomsOfSpace(_ spaceID: RoomID) async throws(ChatError) -> [SpaceChildLink] {
+        try await withActive { chat async throws(ChatError) -> [SpaceChildLink] in try await chat.roomsOfSpace(spaceID)
+        }
+    }
+
+    /// A space's hierarchy, paged from the server, for the active account. See
+    /// ``AccountChat/hierarchy(of:pageSize:)``.
+    public func hierarchy(of spaceID: RoomID, pageSize: Int = 50) throws(ChatError) -> SpaceHierarchy {
+        try activeChat().hierarchy(of: spaceID, pageSize: pageSize)
+    }
+
+    /// The community's space (the manifest's `community.space`), paged. See
+    /// ``AccountChat/communityRooms(pageSize:)``.
+    public func communityRooms(pageSize: Int = 50) async throws(ChatError) -> SpaceHierarchy {
+        try await activeChat().communityRooms(pageSize: pageSize)
+    }
+
+    /// Creates a space. See ``AccountChat/createSpace(name:topic:isPublic:)``.
+    public func createSpace(name: String, topic: String? = nil, isPublic: Bool = false) async throws(ChatError)
+        -> RoomID
+    {
+        try await withActive { chat async throws(ChatError) -> RoomID in
+            try await chat.createSpace(name: name, topic: topic, isPublic: isPublic)
+        }
+    }
+
+    /// Links a room into a space. See ``AccountChat/addToSpace(_:spaceID:via:suggested:)``.
+    public func addToSpace(_ roomID: RoomID, spaceID: RoomID, via: [String]? = nil, suggested: Bool = false)
+        async throws(ChatError)
+    {
+        try await activeChat().addToSpace(roomID, spaceID: spaceID, via: via, suggested: suggested)
+    }
+
+    /// Unlinks a room from a space. See ``AccountChat/removeFromSpace(_:spaceID:)``.
+    public func removeFromSpace(_ roomID: RoomID, spaceID: RoomID) async throws(ChatError) {
+        try await activeChat().removeFromSpace(roomID, spaceID: spaceID)
+    }
+
+    /// Joins a room through servers a space's link names. See ``AccountChat/join(_:via:)``.
+    public func join(_ roomID: RoomID, via servers: [String]) async throws(ChatError) -> RoomID {
+        try await withActive { chat async throws(ChatError) -> RoomID in try await chat.join(roomID, via: servers) }
+    }
+
     /// The active account's chat.
     private func activeChat() throws(ChatError) -> AccountChat { try active.module(orThrow: ChatError.self) }
 
