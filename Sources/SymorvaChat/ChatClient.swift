@@ -147,6 +147,48 @@ public final class ChatClient: Sendable {
         try await activeChat().setFlag(flag, value, roomID: roomID)
     }
 
+    // MARK: Room management
+
+    /// Sets who may join a room. See ``AccountChat/setJoinRule(_:roomID:)``.
+    public func setJoinRule(_ rule: JoinRule, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().setJoinRule(rule, roomID: roomID)
+    }
+
+    /// Sets who may read a room's history. See ``AccountChat/setHistoryVisibility(_:roomID:)``.
+    public func setHistoryVisibility(_ visibility: HistoryVisibility, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().setHistoryVisibility(visibility, roomID: roomID)
+    }
+
+    /// Sets a member's power level. See ``AccountChat/setPowerLevel(_:for:roomID:)``.
+    public func setPowerLevel(_ level: Int, for user: UserID, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().setPowerLevel(level, for: user, roomID: roomID)
+    }
+
+    /// Knocks on a room. See ``AccountChat/knock(_:reason:via:)``.
+    public func knock(_ roomIDOrAlias: String, reason: String? = nil, via servers: [String] = [])
+        async throws(ChatError)
+        -> RoomID
+    {
+        try await withActive { chat async throws(ChatError) -> RoomID in
+            try await chat.knock(roomIDOrAlias, reason: reason, via: servers)
+        }
+    }
+
+    /// The users knocking on a room. See ``AccountChat/knocks(roomID:)``.
+    public func knocks(roomID: RoomID) async throws(ChatError) -> [UserID] {
+        try await withActive { chat async throws(ChatError) -> [UserID] in try await chat.knocks(roomID: roomID) }
+    }
+
+    /// Lets a knocking user in. See ``AccountChat/acceptKnock(from:roomID:)``.
+    public func acceptKnock(from user: UserID, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().acceptKnock(from: user, roomID: roomID)
+    }
+
+    /// Turns a knock down. See ``AccountChat/denyKnock(from:roomID:reason:)``.
+    public func denyKnock(from user: UserID, roomID: RoomID, reason: String? = nil) async throws(ChatError) {
+        try await activeChat().denyKnock(from: user, roomID: roomID, reason: reason)
+    }
+
     // MARK: Spaces
 
     /// The active account's joined spaces. See ``AccountChat/joinedSpaces()``.

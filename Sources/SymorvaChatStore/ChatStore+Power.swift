@@ -16,4 +16,21 @@ extension ChatStore {
             ) { row in (row.string(0), row.blob(1)) }
         }
     }
+
+    /// The users whose stored `m.room.member` state in the room has `membership` (`knock`,
+    /// `invite`, `join`, …).
+    package func members(roomID: RoomID, membership: String) async throws(ChatStoreError) -> [String] {
+        try await read { db throws(StoreError) in
+            guard let nid = try Self.roomNID(roomID, db: db) else { return [] }
+            return try db.queryAll(
+                """
+                SELECT state_key FROM room_state
+                WHERE room_nid = ? AND type = 'm.room.member' AND json_valid(CAST(content AS TEXT))
+                    AND json_extract(CAST(content AS TEXT), '$.membership') = ?
+                ORDER BY state_key
+                """,
+                [.integer(nid), .text(membership)]
+            ) { $0.string(0) }
+        }
+    }
 }

@@ -43,7 +43,7 @@ package enum ChatCommands {
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
             burst, outbox,
-        ] + spaceCommands
+        ] + spaceCommands + roomManagementCommands
     }
 
     // MARK: Conversations
