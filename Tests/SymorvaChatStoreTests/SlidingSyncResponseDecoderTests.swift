@@ -1,5 +1,6 @@
 import SymorvaChatStore
 import SymorvaMatrix
+import SymorvaRuntime
 import SymorvaStore
 import Testing
 
@@ -118,22 +119,54 @@ struct SlidingSyncResponseDecoderTests {
         }
     }
 
-    @Test("A decoded window is stored by the v2 writer: rooms, state, timeline, receipts, tags")
+    @Test("A decoded window is stored by the v2 writer: rooms, state, timeline, receipts, tags; pos apart")
     func storesThroughTheIngest() async throws {
         let store = try await makeChatStore()
+        let handed = Lock<[SyncDeviceInbox]>([])
+        let ingestor = SyncIngestor(store: store, inbox: { inbox, _ in handed.withLock { $0.append(inbox) } })
         let decoded = try SlidingSyncResponseDecoder.decode(Array(Self.response.utf8), ownUserID: "@me:x")
-        var body = decoded.body
-        body.head.nextBatch = "not-a-since-token"
-        let report = try await SyncIngestor(store: store).ingest(body)
+        let report = try await ingestor.ingest(sliding: decoded)
         #expect(report.rooms == 4 && report.timelineEvents == 2 && report.malformedEvents == 1)
+        #expect(report.nextBatch == "p42")
         #expect(try await count("rooms", in: store) == 4)
         #expect(try await count("rooms", in: store, where: "room_id = '!a:x' AND is_favourite = 1") == 1)
         #expect(try await count("receipts", in: store) == 1)
         let list = try await store.loadConversationList()
         #expect(list.contains { $0.roomID == "!a:x" && $0.name == "Room A" })
+        // pos and the to-device since are committed together; v2's since-token is not touched.
+        let position = try await store.slidingSyncPosition()
+        #expect(position.pos == "p42" && position.toDeviceSince == "td7")
+        #expect(try await store.sinceToken() == nil)
+        // The crypto module's share went to its inbox in the same transaction, as v2's does.
+        let inbox = try #require(handed.withLock { $0 }.first)
+        #expect(inbox.toDevice.map(\.type) == ["m.room_key"] && inbox.oneTimeKeyCounts == ["signed_curve25519": 17])
+        #expect(inbox.deviceListsChanged == ["@bob:x"] && inbox.deviceListsLeft == ["@dan:x"])
         // The same window again (a reset connection sends it anew) merges without duplicates.
-        _ = try await SyncIngestor(store: store).ingest(body)
+        _ = try await ingestor.ingest(sliding: decoded)
         #expect(try await count("events", in: store) == 2)
         #expect(try await count("rooms", in: store) == 4)
+    }
+
+    @Test("A response without the to-device extension moves pos and keeps the to-device since")
+    func toDeviceSinceKept() async throws {
+        let store = try await makeChatStore()
+        _ = try await SyncIngestor(store: store).ingest(
+            sliding: try SlidingSyncResponseDecoder.decode(Array(Self.response.utf8)))
+        _ = try await SyncIngestor(store: store).ingest(
+            sliding: try SlidingSyncResponseDecoder.decode(
+                Array(#"{"pos": "p43", "lists": {"all": {"count": 1234}}}"#.utf8)))
+        let position = try await store.slidingSyncPosition()
+        #expect(position.pos == "p43" && position.toDeviceSince == "td7")
+    }
+
+    @Test("When the crypto inbox fails nothing is stored and neither position moves")
+    func atomicWithTheInbox() async throws {
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store, inbox: { _, _ throws(StoreError) in throw StoreError.full })
+        let decoded = try SlidingSyncResponseDecoder.decode(Array(Self.response.utf8))
+        await #expect(throws: ChatStoreError.store(.full)) { try await ingestor.ingest(sliding: decoded) }
+        let position = try await store.slidingSyncPosition()
+        #expect(position.pos == nil && position.toDeviceSince == nil)
+        #expect(try await count("rooms", in: store) == 0)
     }
 }
