@@ -62,7 +62,21 @@ package enum ChatSchema {
             version: 7, name: "own_echo_plaintext",
             sql: "ALTER TABLE decrypted_events ADD COLUMN transaction_id TEXT;  -- sealed as the queue's"),
         Migration(version: 8, name: "device_inbox_handed_over", sql: deviceInboxHandedOver),
+        Migration(version: 9, name: "sliding_sync_position", sql: slidingSyncPosition),
     ]
+
+    /// Version 9: the position of a simplified sliding sync connection, committed by
+    /// ``SyncIngestor/ingest(sliding:)`` with what the response brought, apart from v2's
+    /// `sync_state` (a `pos` is not a since-token: the two modes never read each other's), and
+    /// the to-device extension's `next_batch`, committed with the to-device events it covers
+    /// and kept when the connection is reset, so that no to-device message is skipped.
+    static let slidingSyncPosition = """
+        CREATE TABLE sliding_sync_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            pos TEXT,                               -- the connection's position
+            to_device_since TEXT                    -- extensions.to_device.next_batch
+        );
+        """
 
     /// Version 8: encryption's share of each sync goes to the crypto module's own inbox
     /// (``SyncInboxWriter``, in the sync's transaction). The rows chat's ingest had stored for it
