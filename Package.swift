@@ -104,7 +104,7 @@ let package = Package(
         .target(name: "SymorvaPush", dependencies: ["SymorvaChat", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaE2EE",
-            dependencies: ["SymorvaFeatureKit", "SymorvaCryptoDriver", "SymorvaCrypto"],
+            dependencies: ["SymorvaFeatureKit", "SymorvaCryptoDriver", "SymorvaCrypto", "SymorvaCipher"],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaAIStudio", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
