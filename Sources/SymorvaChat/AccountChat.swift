@@ -69,6 +69,8 @@ public final class AccountChat: Sendable {
     /// The sync loop's state: stopped, initial sync, catching up, live, backing off,
     /// awaiting a token, failed.
     public var syncState: ObservableValue<SyncState> { syncHost.states }
+    /// The account's media: uploads streamed from files, authenticated downloads, thumbnails.
+    public let media: MediaClient
 
     let requester: any MatrixRequester
     let store: ChatStore
@@ -129,6 +131,7 @@ public final class AccountChat: Sendable {
         self.wallClock = wallClock
         self.tracer = tracer
         self.options = options
+        self.media = MediaClient(requester: requester, wallClock: wallClock)
         let interpreter = SyncInterpreter(
             requester: requester, store: store, timelineLimit: options.syncTimelineLimit,
             longPollTimeout: options.longPollTimeout, wallClock: wallClock, logger: logger)
