@@ -22,14 +22,18 @@ public struct ChatOptions: Sendable, Hashable {
     /// Whether rooms created without saying otherwise are end-to-end encrypted (the manifest's
     /// `encryption.defaultEnabled`).
     public var encryptsNewRooms: Bool
+    /// The folder (in the account's folder) where files waiting to be sent are copied; `nil`:
+    /// attachments cannot be sent (``ChatError/attachmentsUnavailable``).
+    public var attachmentsDirectory: String?
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
         sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
-        encryptsNewRooms: Bool = false
+        encryptsNewRooms: Bool = false, attachmentsDirectory: String? = nil
     ) {
         self.encryptsNewRooms = encryptsNewRooms
+        self.attachmentsDirectory = attachmentsDirectory
         self.longPollTimeout = longPollTimeout
         self.syncBackoff = syncBackoff
         self.sendBackoff = sendBackoff

@@ -62,7 +62,20 @@ package enum ChatSchema {
             version: 7, name: "own_echo_plaintext",
             sql: "ALTER TABLE decrypted_events ADD COLUMN transaction_id TEXT;  -- sealed as the queue's"),
         Migration(version: 8, name: "device_inbox_handed_over", sql: deviceInboxHandedOver),
+        Migration(version: 9, name: "queued_attachments", sql: queuedAttachments),
     ]
+
+    /// Version 9: a queued message may carry a file (issue 25): its copy in the account's
+    /// folder, type and size, and the two upload steps, each stored before the next begins:
+    /// the reserved `mxc://` URI (the content naming it is stored with it) and whether the bytes
+    /// are up. Columns are added; no row of the queue is touched.
+    static let queuedAttachments = """
+        ALTER TABLE send_queue ADD COLUMN attachment_path TEXT;
+        ALTER TABLE send_queue ADD COLUMN attachment_type TEXT;
+        ALTER TABLE send_queue ADD COLUMN attachment_size INTEGER;
+        ALTER TABLE send_queue ADD COLUMN media_uri TEXT;
+        ALTER TABLE send_queue ADD COLUMN media_uploaded INTEGER NOT NULL DEFAULT 0;
+        """
 
     /// Version 8: encryption's share of each sync goes to the crypto module's own inbox
     /// (``SyncInboxWriter``, in the sync's transaction). The rows chat's ingest had stored for it

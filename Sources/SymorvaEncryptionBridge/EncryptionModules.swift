@@ -34,7 +34,9 @@ extension AccountModuleFactory {
         let chat = AccountChat(
             requester: context.requester, database: context.database.database, scope: context.scope,
             clock: context.clock, wallClock: context.wallClock, tracer: context.tracer,
-            options: ChatOptions(encryptsNewRooms: context.configuration.encryption.isEnabledByDefault))
+            options: ChatOptions(
+                encryptsNewRooms: context.configuration.encryption.isEnabledByDefault,
+                attachmentsDirectory: context.database.directory + "/attachments"))
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
             chat.connectDevices(inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) }) {

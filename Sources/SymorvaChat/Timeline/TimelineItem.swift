@@ -259,7 +259,7 @@ enum TimelineAssembler {
 
     static func sendState(_ status: SendItemStatus) -> SendState? {
         switch status {
-        case .queued, .encrypting, .sending: .sending
+        case .queued, .reservingMedia, .uploading, .encrypting, .sending: .sending
         case .sent(let eventID): .sent(eventID)
         case .failed(let reason): .failed(reason)
         case .cancelled: nil
