@@ -74,14 +74,18 @@ public final class MediaClient: Sendable {
 
     private let requester: any MatrixRequester
     private let wallClock: any WallClock
+    /// The account's media cache, when it has a folder for one.
+    package let cache: MediaCache?
     private let configurationLoads = RequestCoalescer<Int, MediaConfiguration, MediaError>()
     private let knownConfiguration = Lock<MediaConfiguration?>(nil)
     private let logger = Logger(category: "media")
 
-    /// A media client sending as `requester`'s account.
-    package init(requester: any MatrixRequester, wallClock: any WallClock = SystemWallClock()) {
+    /// A media client sending as `requester`'s account, keeping downloads in `cache` if given.
+    package init(requester: any MatrixRequester, wallClock: any WallClock = SystemWallClock(), cache: MediaCache? = nil)
+    {
         self.requester = requester
         self.wallClock = wallClock
+        self.cache = cache
     }
 
     // MARK: Configuration
@@ -195,6 +199,46 @@ public final class MediaClient: Sendable {
         var endpoint = MediaAPI.download(uri)
         endpoint.transfer = MatrixFileTransfer(maximumResponseBytes: maximumBytes)
         return try await send(endpoint, bytes: 0, reading: false).body
+    }
+
+    // MARK: Cached
+
+    /// The file of `uri` in the account's media cache, downloaded once (concurrent callers
+    /// join one download; later calls find the file). The cache may evict it later: copy it
+    /// out to keep it. Without a cache folder it is ``MediaError/fileNotWritable``.
+    ///
+    /// - Parameter progress: called with the bytes received while this call's download runs.
+    public func cachedFile(
+        for uri: MediaURI, progress: (@Sendable (MediaTransferProgress) -> Void)? = nil
+    ) async throws(MediaError) -> String {
+        guard let cache else { throw .fileNotWritable }
+        return try await cache.file(for: MediaCache.key(for: uri)) { (path: String) async throws(MediaError) in
+            _ = try await self.download(uri, toFileAt: path, progress: progress)
+        }
+    }
+
+    /// The file of a thumbnail of `uri` at about `width` × `height` (scaled, or cropped to
+    /// fill) in the account's media cache, made by the server once.
+    public func cachedThumbnail(
+        of uri: MediaURI, width: Int, height: Int, cropped: Bool = false
+    ) async throws(MediaError) -> String {
+        guard width > 0 else { throw .invalidArgument(name: "width") }
+        guard height > 0 else { throw .invalidArgument(name: "height") }
+        guard let cache else { throw .fileNotWritable }
+        let key = MediaCache.thumbnailKey(for: uri, width: width, height: height, cropped: cropped)
+        return try await cache.file(for: key) { (path: String) async throws(MediaError) in
+            let partial = path + ".part-" + UUID().uuidString
+            var endpoint = MediaAPI.thumbnail(uri, width: width, height: height, method: cropped ? .crop : .scale)
+            endpoint.transfer = MatrixFileTransfer(
+                responseFile: partial, maximumResponseBytes: Self.maximumThumbnailBytes)
+            do throws(MediaError) {
+                _ = try await self.send(endpoint, bytes: 0, reading: false)
+                guard rename(partial, path) == 0 else { throw .fileNotWritable }
+            } catch {
+                unlink(partial)
+                throw error
+            }
+        }
     }
 
     /// A thumbnail of `uri` the server makes at about `width` × `height` pixels

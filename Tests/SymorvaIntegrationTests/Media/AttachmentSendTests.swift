@@ -188,3 +188,80 @@ final class CountingTransport: HTTPFileTransport {
 
     func count(pathPrefix: String) -> Int { paths.withLock { $0.filter { $0.hasPrefix(pathPrefix) }.count } }
 }
+
+@Suite("Receiving media against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"))
+struct MediaReceiveTests {
+    let transport = CurlTransport()
+
+    @Test("Received audio shows as audio with its duration; the cached file is downloaded once and so is a thumbnail")
+    func receiveAndCache() async throws {
+        try await withChatTestRun { run in
+            let aliceAccount = try await ChatTestAccount.register("alice", transport: transport)
+            let bobAccount = try await ChatTestAccount.register("bob", transport: transport)
+            let alice = try await aliceAccount.makeClient(
+                in: run, transport: transport, options: AttachmentSendTests.options(for: aliceAccount))
+            var bobOptions = ChatOptions.testing
+            let bobFolder = URL(fileURLWithPath: bobAccount.databasePath).deletingLastPathComponent().path
+            bobOptions.mediaCacheDirectory = bobFolder + "/media-cache"
+            let counting = CountingTransport(transport)
+            let bob = try await bobAccount.makeClient(in: run, transport: counting, options: bobOptions)
+            try await alice.startAndSync()
+            try await bob.startAndSync()
+            let roomID = try await alice.createRoom(name: "Recordings", invitees: [bobAccount.userID])
+            try await bob.waitForConversation(roomID, .invited)
+            _ = try await bob.join(roomIDOrAlias: roomID.rawValue)
+            try await alice.waitForConversation(roomID)
+            let bobRoom = try await bob.conversation(id: roomID)
+            let stopObserving = bobRoom.observe()
+            defer { stopObserving() }
+
+            let sound = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 * 13) }
+            let soundFile = try AttachmentSendTests.temporaryFile(sound, name: "call.ogg")
+            let png = TestImage.png(width: 200, height: 100)
+            let imageFile = try AttachmentSendTests.temporaryFile(png, name: "view.png")
+            defer {
+                unlink(soundFile)
+                unlink(imageFile)
+            }
+            let room = try await alice.conversation(id: roomID)
+            let audio = try await room.send(
+                OutgoingAttachment(
+                    path: soundFile, contentType: "audio/ogg", fileName: "call.ogg", caption: "the call",
+                    duration: .milliseconds(4250)))
+            let image = try await room.send(OutgoingAttachment(path: imageFile, contentType: "image/png"))
+            try await audio.waitUntilSent()
+            try await image.waitUntilSent()
+
+            let items = try await bobRoom.waitForTimeline { items in
+                items.contains { if case .image = $0.content { true } else { false } }
+            }
+            let audioInfo = try #require(
+                items.compactMap { item -> MediaInfo? in
+                    if case .audio(let info) = item.content { return info }
+                    return nil
+                }.first)
+            #expect(audioInfo.body == "the call" && audioInfo.fileName == "call.ogg")
+            #expect(audioInfo.duration == .milliseconds(4250))
+            #expect(audioInfo.mimeType == "audio/ogg" && audioInfo.size == sound.count)
+            let imageInfo = try #require(
+                items.compactMap { item -> MediaInfo? in
+                    if case .image(let info) = item.content { return info }
+                    return nil
+                }.first)
+
+            let audioURI = try #require(audioInfo.source)
+            let first = try await bob.media.cachedFile(for: audioURI)
+            let second = try await bob.media.cachedFile(for: audioURI)
+            #expect(first == second && first.hasPrefix(bobFolder + "/media-cache/"))
+            #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: first))) == sound)
+            let imageURI = try #require(imageInfo.source)
+            let thumbnail = try await bob.media.cachedThumbnail(of: imageURI, width: 32, height: 32, cropped: true)
+            #expect(
+                try await bob.media.cachedThumbnail(of: imageURI, width: 32, height: 32, cropped: true) == thumbnail)
+            let thumbnailBytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: thumbnail)))
+            #expect(TestImage.pngSize(thumbnailBytes).map { [$0.width, $0.height] } == [32, 32])
+            #expect(counting.count(pathPrefix: "/_matrix/client/v1/media/download/") == 1)
+            #expect(counting.count(pathPrefix: "/_matrix/client/v1/media/thumbnail/") == 1)
+        }
+    }
+}
