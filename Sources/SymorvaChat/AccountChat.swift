@@ -25,15 +25,27 @@ public struct ChatOptions: Sendable, Hashable {
     /// The community's space (the manifest's `community.space`, a room ID or alias), whose
     /// rooms ``AccountChat/communityRooms(pageSize:)`` pages.
     public var communitySpace: String?
+    /// The folder (in the account's folder) where files waiting to be sent are copied; `nil`:
+    /// attachments cannot be sent (``ChatError/attachmentsUnavailable``).
+    public var attachmentsDirectory: String?
+    /// The folder (in the account's folder) of the media cache; `nil`: no cache.
+    public var mediaCacheDirectory: String?
+    /// The most bytes the media cache keeps (the manifest's `media.cacheBytes`); the least
+    /// recently used files go first.
+    public var mediaCacheBytes: Int64
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
         sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
-        encryptsNewRooms: Bool = false, communitySpace: String? = nil
+        encryptsNewRooms: Bool = false, communitySpace: String? = nil, attachmentsDirectory: String? = nil,
+        mediaCacheDirectory: String? = nil, mediaCacheBytes: Int64 = 256 << 20
     ) {
         self.encryptsNewRooms = encryptsNewRooms
         self.communitySpace = communitySpace
+        self.attachmentsDirectory = attachmentsDirectory
+        self.mediaCacheDirectory = mediaCacheDirectory
+        self.mediaCacheBytes = mediaCacheBytes
         self.longPollTimeout = longPollTimeout
         self.syncBackoff = syncBackoff
         self.sendBackoff = sendBackoff
@@ -73,6 +85,8 @@ public final class AccountChat: Sendable {
     /// The sync loop's state: stopped, initial sync, catching up, live, backing off,
     /// awaiting a token, failed.
     public var syncState: ObservableValue<SyncState> { syncHost.states }
+    /// The account's media: uploads streamed from files, authenticated downloads, thumbnails.
+    public let media: MediaClient
 
     let requester: any MatrixRequester
     let store: ChatStore
@@ -133,6 +147,9 @@ public final class AccountChat: Sendable {
         self.wallClock = wallClock
         self.tracer = tracer
         self.options = options
+        self.media = MediaClient(
+            requester: requester, wallClock: wallClock,
+            cache: options.mediaCacheDirectory.map { MediaCache(directory: $0, capacity: options.mediaCacheBytes) })
         let interpreter = SyncInterpreter(
             requester: requester, store: store, timelineLimit: options.syncTimelineLimit,
             longPollTimeout: options.longPollTimeout, wallClock: wallClock, logger: logger)

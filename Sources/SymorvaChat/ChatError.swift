@@ -38,6 +38,12 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
     /// The room is end-to-end encrypted and this account has no working encryption (its crypto
     /// module did not start): nothing is sent or stored in the clear.
     case encryptionUnavailable
+    /// Attachments cannot be sent here: no folder for their copies (``ChatOptions/attachmentsDirectory``),
+    /// or an encrypted room (encrypted attachments are not built yet: nothing is uploaded in
+    /// the clear).
+    case attachmentsUnavailable
+    /// The file to send cannot be read (missing, not a regular file, no permission).
+    case fileUnreadable
 
     /// The case and its codes.
     public var description: String {
@@ -56,6 +62,8 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
         case .unexpectedResponse: "unexpectedResponse"
         case .store(let error): "store(\(error))"
         case .encryptionUnavailable: "encryptionUnavailable"
+        case .attachmentsUnavailable: "attachmentsUnavailable"
+        case .fileUnreadable: "fileUnreadable"
         }
     }
 

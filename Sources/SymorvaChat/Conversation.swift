@@ -63,6 +63,9 @@ public final class Conversation: Sendable {
     /// final (a room never goes back to plaintext). Encryption is automatic: ``send(_:replyingTo:)``
     /// encrypts on this device in an encrypted room.
     public var encryption: ObservableValue<RoomEncryptionState> { encryptionPublisher.observable }
+    /// How far the uploads of our attachments have come, by transaction: an entry appears when
+    /// an upload starts and goes when its message is sent or cancelled.
+    public var uploads: ObservableValue<[TransactionID: MediaTransferProgress]> { uploadBoard.publisher.observable }
 
     let client: AccountChat
     let timelineHost: MachineHost<TimelineMachine>
@@ -72,6 +75,7 @@ public final class Conversation: Sendable {
     private let paginationPublisher = ObservableValue<TimelinePagination>.Publisher(TimelinePagination(.idle))
     private let outboxPublisher = ObservableValue<[OutboxEntry]>.Publisher([])
     let encryptionPublisher = ObservableValue<RoomEncryptionState>.Publisher(.unknown)
+    let uploadBoard = UploadProgressBoard()
     /// One server question at a time about the room's encryption.
     let encryptionProbe = AsyncLock()
     private let pendingReactions = Lock(PendingReactions())
@@ -90,6 +94,7 @@ public final class Conversation: Sendable {
     ) {
         self.id = roomID
         self.client = client
+        let uploadBoard = self.uploadBoard
         self.timelineHost = MachineHost(
             machine: TimelineMachine(initialPageSize: client.options.initialPageSize), initial: .idle,
             interpreter: timelineInterpreter(TimelineInterpreter(roomID: roomID, client: client)),
@@ -98,7 +103,8 @@ public final class Conversation: Sendable {
             machine: SendQueueMachine(backoff: client.options.sendBackoff),
             initial: SendQueueMachine.State(
                 roomIsEncrypted: false, jitter: JitterSource(seed: UInt64.random(in: 0...UInt64.max))),
-            interpreter: SendQueueInterpreter(roomID: roomID, client: client), instance: roomID.rawValue,
+            interpreter: SendQueueInterpreter(roomID: roomID, client: client, uploads: uploadBoard),
+            instance: roomID.rawValue,
             scope: client.scope, clock: client.clock, tracer: client.tracer)
         let host = timelineHost
         self.timelinePublisher = ObservableValue<[TimelineItem]>.Publisher(
@@ -159,10 +165,16 @@ public final class Conversation: Sendable {
         let encrypted = row.encryptedContent.map {
             MessageContent(eventType: "m.room.encrypted", json: String(decoding: $0, as: UTF8.self))
         }
+        let attachment = row.attachment.map { file in
+            QueuedAttachment(
+                localPath: file.path, contentType: file.contentType, size: file.size,
+                mediaURI: file.mediaURI.flatMap(MediaURI.init), isUploaded: file.isUploaded)
+        }
         return SendQueueItem(
             transactionID: TransactionID(row.transactionID),
             content: MessageContent(eventType: row.eventType, json: String(decoding: content, as: UTF8.self)),
-            encryptedContent: encrypted, status: status, isPersisted: true, failedAttempts: row.attempts)
+            encryptedContent: encrypted, status: status, isPersisted: true, failedAttempts: row.attempts,
+            attachment: attachment)
     }
 
     func shutDown() async {
@@ -337,6 +349,63 @@ public final class Conversation: Sendable {
         return receipt
     }
 
+    /// Sends a file: copied into the account's folder (synced) and persisted in the room's
+    /// queue before anything goes out, then, in its place in the queue, its `mxc://` URI is
+    /// reserved, its bytes uploaded from the copy (``uploads`` shows the progress) and its
+    /// event sent; each step is stored before the next, so a restart never uploads it twice or
+    /// sends two events. The copy is removed once the event is sent or the message cancelled
+    /// (``cancelSend(_:)`` also aborts a running upload).
+    ///
+    /// - Throws: `.attachmentsUnavailable` (no folder for copies, or an encrypted room: nothing
+    ///   is uploaded in the clear), `.fileUnreadable`, `.store` when it cannot be queued,
+    ///   `.accountEnded`.
+    public func send(_ attachment: OutgoingAttachment) async throws(ChatError) -> SendReceipt {
+        try client.ensureCurrent()
+        guard let directory = client.options.attachmentsDirectory, AttachmentFiles.makeDirectory(directory) else {
+            throw .attachmentsUnavailable
+        }
+        guard try await !resolveEncryption() else { throw .attachmentsUnavailable }
+        let transactionID = client.makeTransactionID()
+        let copy = AttachmentFiles.path(in: directory, transactionID: transactionID.rawValue)
+        let copied: (size: Int64, header: [UInt8])
+        do throws(AttachmentFiles.CopyFailure) {
+            copied = try AttachmentFiles.copy(attachment.path, to: copy)
+        } catch .unreadable {
+            throw .fileUnreadable
+        } catch {
+            throw .store(.store(.full))
+        }
+        let content = attachment.content(
+            size: copied.size,
+            pixelSize: attachment.contentType == "image/png" ? OutgoingAttachment.pngSize(copied.header) : nil)
+        let queued = QueuedAttachment(localPath: copy, contentType: attachment.contentType, size: copied.size)
+        let receipt = SendReceipt(roomID: id, transactionIDs: [transactionID])
+        client.receipts.register(receipt)
+        let queue = sendQueue
+        let store = client.store
+        let roomID = id
+        let createdAt = client.currentUnixMilliseconds()
+        try await sendLock.withLock { () async throws(ChatError) in
+            do throws(ChatStoreError) {
+                _ = try await store.enqueueMessages(
+                    roomID: roomID.rawValue,
+                    [
+                        QueuedMessageDraft(
+                            transactionID: transactionID.rawValue, eventType: content.eventType,
+                            content: Array(content.json.utf8),
+                            attachment: QueuedMessageAttachment(
+                                path: copy, contentType: attachment.contentType, size: copied.size))
+                    ], createdAt: createdAt)
+            } catch {
+                client.receipts.forget(receipt)
+                AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)
+                throw .store(error)
+            }
+            await queue.send(.attachmentEnqueued(transactionID, content, queued))
+        }
+        return receipt
+    }
+
     /// Sends a failed message again (and the ones held behind it).
     public func resend(_ transactionID: TransactionID) async {
         await sendQueue.send(.resendRequested(transactionID))
@@ -447,7 +516,8 @@ public struct OutboxEntry: Sendable, Hashable, CustomStringConvertible {
     static func entries(of items: [SendQueueItem]) -> [OutboxEntry] {
         items.compactMap { item in
             switch item.status {
-            case .queued, .encrypting, .sending: OutboxEntry(transactionID: item.transactionID, state: .sending)
+            case .queued, .reservingMedia, .uploading, .encrypting, .sending:
+                OutboxEntry(transactionID: item.transactionID, state: .sending)
             case .failed(let reason): OutboxEntry(transactionID: item.transactionID, state: .failed(reason))
             case .sent, .cancelled: nil
             }

@@ -63,7 +63,20 @@ package enum ChatSchema {
             sql: "ALTER TABLE decrypted_events ADD COLUMN transaction_id TEXT;  -- sealed as the queue's"),
         Migration(version: 8, name: "device_inbox_handed_over", sql: deviceInboxHandedOver),
         Migration(version: 9, name: "sliding_sync_position", sql: slidingSyncPosition),
+        Migration(version: 10, name: "queued_attachments", sql: queuedAttachments),
     ]
+
+    /// Version 10: a queued message may carry a file (issue 25): its copy in the account's
+    /// folder, type and size, and the two upload steps, each stored before the next begins:
+    /// the reserved `mxc://` URI (the content naming it is stored with it) and whether the bytes
+    /// are up. Columns are added; no row of the queue is touched.
+    static let queuedAttachments = """
+        ALTER TABLE send_queue ADD COLUMN attachment_path TEXT;
+        ALTER TABLE send_queue ADD COLUMN attachment_type TEXT;
+        ALTER TABLE send_queue ADD COLUMN attachment_size INTEGER;
+        ALTER TABLE send_queue ADD COLUMN media_uri TEXT;
+        ALTER TABLE send_queue ADD COLUMN media_uploaded INTEGER NOT NULL DEFAULT 0;
+        """
 
     /// Version 9: the position of a simplified sliding sync connection, committed by
     /// ``SyncIngestor/ingest(sliding:)`` with what the response brought, apart from v2's

@@ -16,6 +16,36 @@ package enum QueuedMessageState: String, Sendable, Hashable, CaseIterable {
     case cancelled
 }
 
+/// The file a queued message carries (`send_queue.attachment_*`, `media_uri`, `media_uploaded`).
+///
+/// Its path is where the user's file lies: every textual form shows the size only.
+package struct QueuedMessageAttachment: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The copy in the account's folder.
+    package var path: String
+    /// The MIME type.
+    package var contentType: String
+    /// The size in bytes.
+    package var size: Int64
+    /// The reserved `mxc://` URI, once stored.
+    package var mediaURI: String?
+    /// Whether the bytes are on the server.
+    package var isUploaded: Bool
+
+    /// An attachment row.
+    package init(path: String, contentType: String, size: Int64, mediaURI: String? = nil, isUploaded: Bool = false) {
+        self.path = path
+        self.contentType = contentType
+        self.size = size
+        self.mediaURI = mediaURI
+        self.isUploaded = isUploaded
+    }
+
+    /// The size only.
+    package var description: String { "QueuedMessageAttachment(\(size) bytes)" }
+    /// The size only.
+    package var customMirror: Mirror { Mirror(self, children: ["size": size], displayStyle: .struct) }
+}
+
 /// One row of the persisted send queue.
 ///
 /// Its content is user content: every textual form of this value names the transaction only.
@@ -45,6 +75,8 @@ package struct QueuedMessage: Sendable, Hashable, CustomStringConvertible, Custo
     package var attempts: Int
     /// When it was queued (milliseconds since 1970).
     package var createdAt: Int64
+    /// The file it carries, if any.
+    package var attachment: QueuedMessageAttachment?
 
     /// The transaction and state only.
     package var description: String { "QueuedMessage(\(transactionID), \(state.rawValue))" }
@@ -66,13 +98,19 @@ package struct QueuedMessageDraft: Sendable, Hashable, CustomStringConvertible, 
     package var content: [UInt8]
     /// Whether ``content`` is sealed (a message to an encrypted room).
     package var isSealed: Bool
+    /// The file it carries, if any (already copied into the account's folder).
+    package var attachment: QueuedMessageAttachment?
 
     /// Creates a message to queue.
-    package init(transactionID: String, eventType: String, content: [UInt8], isSealed: Bool = false) {
+    package init(
+        transactionID: String, eventType: String, content: [UInt8], isSealed: Bool = false,
+        attachment: QueuedMessageAttachment? = nil
+    ) {
         self.transactionID = transactionID
         self.eventType = eventType
         self.content = content
         self.isSealed = isSealed
+        self.attachment = attachment
     }
 
     /// The transaction only.
@@ -87,9 +125,11 @@ extension ChatStore {
     ///
     /// - Throws: `.store(.constraint…)` if `transactionID` is already queued.
     package func enqueueMessage(
-        roomID: String, transactionID: String, eventType: String, content: [UInt8], createdAt: Int64
+        roomID: String, transactionID: String, eventType: String, content: [UInt8], createdAt: Int64,
+        attachment: QueuedMessageAttachment? = nil
     ) async throws(ChatStoreError) -> QueuedMessage {
-        let message = QueuedMessageDraft(transactionID: transactionID, eventType: eventType, content: content)
+        let message = QueuedMessageDraft(
+            transactionID: transactionID, eventType: eventType, content: content, attachment: attachment)
         return try await enqueueMessages(roomID: roomID, [message], createdAt: createdAt)[0]
     }
 
@@ -115,13 +155,14 @@ extension ChatStore {
                     roomID: roomID, transactionID: outgoing.transactionID, position: (first ?? 0) + Int64(offset),
                     eventType: outgoing.eventType, content: outgoing.content, contentIsSealed: outgoing.isSealed,
                     encryptedContent: nil, state: .queued, failureReason: nil, sentEventID: nil, attempts: 0,
-                    createdAt: createdAt)
+                    createdAt: createdAt, attachment: outgoing.attachment)
+                let file = outgoing.attachment
                 try db.execute(
-                    "INSERT INTO send_queue(room_id, txn_id, position, event_type, content, content_sealed, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?)",
+                    "INSERT INTO send_queue(room_id, txn_id, position, event_type, content, content_sealed, state, attempts, created_at, attachment_path, attachment_type, attachment_size) VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)",
                     [
                         .text(roomID), .text(message.transactionID), .integer(message.position),
                         .text(message.eventType), .blob(message.content), .integer(outgoing.isSealed ? 1 : 0),
-                        .integer(createdAt),
+                        .integer(createdAt), .text(file?.path), .text(file?.contentType), .integer(file?.size),
                     ])
                 queued.append(message)
             }
@@ -133,7 +174,7 @@ extension ChatStore {
     package func queuedMessages(roomID: String? = nil) async throws(ChatStoreError) -> [QueuedMessage] {
         try await read { db throws(StoreError) in
             let columns =
-                "room_id, txn_id, position, event_type, content, encrypted_content, state, failure_reason, sent_event_id, attempts, created_at, content_sealed"
+                "room_id, txn_id, position, event_type, content, encrypted_content, state, failure_reason, sent_event_id, attempts, created_at, content_sealed, attachment_path, attachment_type, attachment_size, media_uri, media_uploaded"
             let sql =
                 roomID == nil
                 ? "SELECT \(columns) FROM send_queue ORDER BY room_id, position"
@@ -144,7 +185,13 @@ extension ChatStore {
                     eventType: row.string(3), content: row.blob(4), contentIsSealed: row.int(11) != 0,
                     encryptedContent: row.optionalBlob(5),
                     state: QueuedMessageState(rawValue: row.string(6)) ?? .queued, failureReason: row.optionalString(7),
-                    sentEventID: row.optionalString(8), attempts: row.int(9), createdAt: row.int64(10))
+                    sentEventID: row.optionalString(8), attempts: row.int(9), createdAt: row.int64(10),
+                    attachment: row.optionalString(12).map { path in
+                        QueuedMessageAttachment(
+                            path: path, contentType: row.optionalString(13) ?? "application/octet-stream",
+                            size: row.optionalInt64(14) ?? 0, mediaURI: row.optionalString(15),
+                            isUploaded: row.int(16) != 0)
+                    })
             }
         }
     }
@@ -170,6 +217,33 @@ extension ChatStore {
                     encryptedContent.map { .blob($0) } ?? .null, sealedContent.map { .blob($0) } ?? .null,
                     sealedContent.map { .blob($0) } ?? .null, .text(transactionID),
                 ])
+            return db.changes > 0
+        }
+    }
+
+    /// Records, durably, the `mxc://` URI reserved for a queued attachment and the content that
+    /// now names it, before any byte of it is uploaded: a restart uploads to this URI, never to
+    /// a new one. Returns whether the row exists.
+    @discardableResult
+    package func recordMediaReserved(
+        transactionID: String, mediaURI: String, content: [UInt8]
+    ) async throws(ChatStoreError) -> Bool {
+        try await write(durability: .full) { db throws(StoreError) in
+            try db.execute(
+                "UPDATE send_queue SET media_uri = ?, content = ? WHERE txn_id = ? AND attachment_path IS NOT NULL",
+                [.text(mediaURI), .blob(content), .text(transactionID)])
+            return db.changes > 0
+        }
+    }
+
+    /// Records, durably, that a queued attachment's bytes are on the server: a restart sends
+    /// its event without uploading again. Returns whether the row exists.
+    @discardableResult
+    package func recordMediaUploaded(transactionID: String) async throws(ChatStoreError) -> Bool {
+        try await write(durability: .full) { db throws(StoreError) in
+            try db.execute(
+                "UPDATE send_queue SET media_uploaded = 1 WHERE txn_id = ? AND media_uri IS NOT NULL",
+                [.text(transactionID)])
             return db.changes > 0
         }
     }

@@ -36,7 +36,10 @@ extension AccountModuleFactory {
             clock: context.clock, wallClock: context.wallClock, tracer: context.tracer,
             options: ChatOptions(
                 encryptsNewRooms: context.configuration.encryption.isEnabledByDefault,
-                communitySpace: context.configuration.community.space))
+                communitySpace: context.configuration.community.space,
+                attachmentsDirectory: context.database.directory + "/attachments",
+                mediaCacheDirectory: context.database.directory + "/media-cache",
+                mediaCacheBytes: context.configuration.media.cacheBytes))
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
             chat.connectDevices(inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) }) {

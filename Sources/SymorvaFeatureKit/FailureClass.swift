@@ -18,7 +18,7 @@ extension TransportProblem {
     package init(_ error: TransportError) {
         switch error {
         case .timedOut: self = .timeout
-        case .dnsFailure, .connectFailed, .tls, .invalidURL, .invalidHeader: self = .unreachable
+        case .dnsFailure, .connectFailed, .tls, .invalidURL, .invalidHeader, .fileAccess: self = .unreachable
         case .tooLarge, .emptyResponse, .partialResponse: self = .responseDropped
         case .cancelled, .connectionLost, .other: self = .connectionReset
         }

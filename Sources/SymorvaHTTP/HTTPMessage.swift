@@ -114,6 +114,14 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
     /// and its caller must see that failure rather than a second send. Such a request goes on a
     /// fresh connection, where libcurl never retries.
     public var deliversAtMostOnce = false
+    /// A body streamed from a file instead of ``body`` (which must then be empty); only an
+    /// ``HTTPFileTransport`` sends it.
+    package var bodyFile: HTTPBodyFile?
+    /// A file the response body is written to instead of ``HTTPResponse/body`` (which stays
+    /// empty); ``maximumResponseBytes`` still bounds it. The transport creates or truncates it.
+    package var responseFile: String?
+    /// Where the transport reports the transfer's progress while it runs.
+    package var progress: HTTPTransferProgress?
 
     /// Creates a request.
     public init(
@@ -155,7 +163,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
             self,
             children: [
                 "method": method.rawValue, "target": "\(url.host ?? "")\(url.path)",
-                "headerNames": headers.fields.map(\.name), "bodyBytes": body.count,
+                "headerNames": headers.fields.map(\.name), "bodyBytes": bodyFile?.length ?? Int64(body.count),
             ], displayStyle: .struct)
     }
 }
@@ -223,6 +231,9 @@ public enum TransportError: Error, Sendable, Hashable {
     case tooLarge(limit: Int)
     /// The URL is not an absolute `http` or `https` URL that libcurl accepts.
     case invalidURL
+    /// The request's body file could not be read, or its response file could not be written
+    /// (missing, no permission, disk full). No path is carried.
+    case fileAccess
     /// A header name or value contains a line break or other byte that cannot go on the wire.
     case invalidHeader
     /// The server closed the connection without sending any of the response: the request may
@@ -250,6 +261,7 @@ extension TransportError: CustomStringConvertible, LogSafe {
         case .cancelled: "cancelled"
         case .tooLarge(let limit): "tooLarge(limit: \(limit))"
         case .invalidURL: "invalidURL"
+        case .fileAccess: "fileAccess"
         case .invalidHeader: "invalidHeader"
         case .emptyResponse: "emptyResponse"
         case .partialResponse: "partialResponse"
@@ -266,7 +278,7 @@ extension TransportError: CustomStringConvertible, LogSafe {
     public var isTransient: Bool {
         switch self {
         case .dnsFailure, .connectFailed, .timedOut, .emptyResponse, .partialResponse, .connectionLost, .other: true
-        case .tls, .cancelled, .tooLarge, .invalidURL, .invalidHeader: false
+        case .tls, .cancelled, .tooLarge, .invalidURL, .invalidHeader, .fileAccess: false
         }
     }
 }

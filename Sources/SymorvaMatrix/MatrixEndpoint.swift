@@ -1,3 +1,4 @@
+import SymorvaHTTP
 import SymorvaMachines
 
 /// One Matrix HTTP request, described as plain data: method, path, query, JSON body, and
@@ -44,6 +45,9 @@ public struct MatrixEndpoint: Sendable, Hashable, CustomStringConvertible, Custo
     public var body: [UInt8]?
     /// Whether the request must carry `Authorization: Bearer <access token>`.
     public var requiresAuth: Bool
+    /// A media transfer's body file, response file, content type and progress (instead of a
+    /// JSON body in memory).
+    package var transfer: MatrixFileTransfer?
 
     /// An endpoint.
     public init(
@@ -66,7 +70,7 @@ public struct MatrixEndpoint: Sendable, Hashable, CustomStringConvertible, Custo
     }
 
     public var description: String {
-        "\(method.rawValue) \(path)" + (body == nil ? "" : " <body redacted>")
+        "\(method.rawValue) \(path)" + (body == nil && transfer?.bodyFile == nil ? "" : " <body redacted>")
     }
 
     public var debugDescription: String { description }
@@ -91,4 +95,32 @@ public func percentEncoded(_ text: String) -> String {
         }
     }
     return encoded
+}
+
+/// How a media request moves bytes: a body streamed from a file (with its content type), a
+/// response written to a file, a bound on the response, progress. Only a transport that
+/// streams files (``/SymorvaHTTP/HTTPFileTransport``) performs an endpoint with a file.
+package struct MatrixFileTransfer: Sendable, Hashable {
+    /// The body, read from this file while it is sent.
+    package var bodyFile: HTTPBodyFile?
+    /// The body's `Content-Type`.
+    package var contentType: String?
+    /// The file the 2xx response body is written to.
+    package var responseFile: String?
+    /// The largest response body accepted, in bytes (`nil`: the transport's default).
+    package var maximumResponseBytes: Int?
+    /// Where progress is reported.
+    package var progress: HTTPTransferProgress?
+
+    /// A transfer description.
+    package init(
+        bodyFile: HTTPBodyFile? = nil, contentType: String? = nil, responseFile: String? = nil,
+        maximumResponseBytes: Int? = nil, progress: HTTPTransferProgress? = nil
+    ) {
+        self.bodyFile = bodyFile
+        self.contentType = contentType
+        self.responseFile = responseFile
+        self.maximumResponseBytes = maximumResponseBytes
+        self.progress = progress
+    }
 }

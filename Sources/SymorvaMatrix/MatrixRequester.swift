@@ -64,6 +64,19 @@ public enum MatrixExchange {
             method: HTTPMethod(rawValue: endpoint.method.rawValue), url: url, body: endpoint.body ?? [],
             bearerToken: endpoint.requiresAuth ? token : nil, timeout: timeout)
         if endpoint.body != nil { request.headers.add(name: "Content-Type", value: "application/json") }
+        if let transfer = endpoint.transfer {
+            if transfer.bodyFile != nil || transfer.responseFile != nil {
+                // Another transport would send an empty body or keep a large one in memory.
+                guard transport is any HTTPFileTransport else { throw .invalidRequest }
+            }
+            request.bodyFile = transfer.bodyFile
+            request.responseFile = transfer.responseFile
+            request.progress = transfer.progress
+            request.maximumResponseBytes = transfer.maximumResponseBytes
+            if let contentType = transfer.contentType, endpoint.body == nil {
+                request.headers.add(name: "Content-Type", value: contentType)
+            }
+        }
         let response: HTTPResponse
         do { response = try await transport.send(request) } catch { throw .transport(error) }
         guard response.isSuccess else {

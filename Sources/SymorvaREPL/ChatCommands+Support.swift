@@ -122,6 +122,8 @@ final class TimelinePrinter: Sendable {
         case .message(_, let body): text = "\(who): \(body)"
         case .image(let media): text = "\(who) sent an image: \(media.body)"
         case .file(let media): text = "\(who) sent a file: \(media.body)"
+        case .audio(let media): text = "\(who) sent audio: \(media.body)"
+        case .video(let media): text = "\(who) sent a video: \(media.body)"
         case .membership(let userID, let membership, let displayName):
             text = "— " + membershipSentence(item, who: who, target: userID, membership, displayName)
         case .stateChange(let change): text = "— \(who) \(change.sentence)"

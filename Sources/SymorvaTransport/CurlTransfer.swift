@@ -3,6 +3,14 @@ import CCurlShim
 import SymorvaHTTP
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One request's libcurl easy handle, its response buffers and its continuation.
 ///
 /// Safety of `@unchecked Sendable` (a C boundary object): the caller's task creates and
@@ -26,6 +34,20 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var body: [UInt8] = []
     private(set) var headers = HTTPHeaders()
     private(set) var exceededLimit = false
+    /// The body file (``HTTPRequest/bodyFile``), open while the transfer lives; -1 for none.
+    private var bodyDescriptor: Int32 = -1
+    /// The response file (``HTTPRequest/responseFile``), open while the transfer lives; -1 for none.
+    private var responseDescriptor: Int32 = -1
+    /// Response body bytes written to the response file.
+    private var responseBytes = 0
+    /// Whether this response's body goes to the response file: decided at its first byte, yes
+    /// for a 2xx answer; an error's body (a Matrix error) stays in memory for the caller.
+    private var bodyGoesToFile: Bool?
+    /// Reading the body file or writing the response file failed: the abort is `fileAccess`.
+    private(set) var fileFailed = false
+    private var progress: HTTPTransferProgress?
+    /// Bytes of a file body each read callback may take, and libcurl's upload buffer.
+    static let uploadChunkBytes = 256 << 10
 
     /// Creates and configures an easy handle for `request`.
     init(
@@ -40,13 +62,29 @@ final class CurlTransfer: @unchecked Sendable {
     deinit {
         curl_easy_cleanup(easy)
         if let headerList { curl_slist_free_all(headerList) }
+        closeFiles()
     }
 
-    /// Resumes the caller once; later calls do nothing.
+    /// Resumes the caller once; later calls do nothing. The files are closed first: libcurl
+    /// no longer calls back (the easy handle has left the multi handle, or never joined it),
+    /// and the caller may move the response file as soon as it resumes.
     func finish(_ result: Result<HTTPResponse, TransportError>) {
+        closeFiles()
         guard let continuation else { return }
         self.continuation = nil
         continuation.resume(returning: result)
+    }
+
+    /// The error for a libcurl failure of this transfer.
+    func failure(for code: CURLcode) -> TransportError {
+        fileFailed ? .fileAccess : Self.map(code, limit: limit, exceededLimit: exceededLimit)
+    }
+
+    private func closeFiles() {
+        if bodyDescriptor >= 0 { close(bodyDescriptor) }
+        if responseDescriptor >= 0 { close(responseDescriptor) }
+        bodyDescriptor = -1
+        responseDescriptor = -1
     }
 
     /// The response assembled from what libcurl delivered.
@@ -105,6 +143,42 @@ final class CurlTransfer: @unchecked Sendable {
         try configureMethodAndBody(request)
         try configureHeaders(request)
         try configureCallbacks()
+        try configureFiles(request)
+    }
+
+    /// A body read from a file, a response written to one, progress: media transfers.
+    private func configureFiles(_ request: HTTPRequest) throws(TransportError) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        if let file = request.bodyFile {
+            guard request.body.isEmpty, file.length >= 0 else { throw .invalidHeader }
+            bodyDescriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+            guard bodyDescriptor >= 0 else { throw .fileAccess }
+            // POST mechanics with a read callback (the method stays the request's own through
+            // CUSTOMREQUEST): libcurl takes the body a chunk at a time as the socket drains.
+            try check(symorva_curl_setopt_long(easy, CURLOPT_POST, 1))
+            try check(symorva_curl_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(file.length)))
+            try check(symorva_curl_setopt_data_callback(easy, CURLOPT_READFUNCTION, curlReadCallback))
+            try check(symorva_curl_setopt_pointer(easy, CURLOPT_READDATA, context))
+            try check(symorva_curl_setopt_seek_callback(easy, curlSeekCallback))
+            try check(symorva_curl_setopt_pointer(easy, CURLOPT_SEEKDATA, context))
+            try check(symorva_curl_setopt_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadChunkBytes))
+        }
+        if let path = request.responseFile {
+            responseDescriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard responseDescriptor >= 0 else { throw .fileAccess }
+        }
+        if request.bodyFile != nil || request.responseFile != nil {
+            // A long transfer is bounded by its pace, not its total time: under 1 byte a
+            // second for 30 s aborts it as timed out.
+            try check(symorva_curl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1))
+            try check(symorva_curl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, 30))
+        }
+        if let progress = request.progress {
+            self.progress = progress
+            try check(symorva_curl_setopt_long(easy, CURLOPT_NOPROGRESS, 0))
+            try check(symorva_curl_setopt_xferinfo_callback(easy, curlProgressCallback))
+            try check(symorva_curl_setopt_pointer(easy, CURLOPT_XFERINFODATA, context))
+        }
     }
 
     private func configureMethodAndBody(_ request: HTTPRequest) throws(TransportError) {
@@ -115,7 +189,7 @@ final class CurlTransfer: @unchecked Sendable {
             try check(symorva_curl_setopt_long(easy, CURLOPT_NOBODY, 1))
         default:
             try check(symorva_curl_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue))
-            if !request.body.isEmpty || request.method != .delete {
+            if request.bodyFile == nil, !request.body.isEmpty || request.method != .delete {
                 try check(symorva_curl_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
                 // A non-empty buffer so that the pointer is never null; the size set above rules.
                 let bytes = request.body.isEmpty ? [0] : request.body
@@ -182,12 +256,63 @@ final class CurlTransfer: @unchecked Sendable {
     // MARK: Callbacks (loop thread)
 
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard body.count + bytes.count <= limit else {
+        if bodyGoesToFile == nil {
+            var status = 0
+            symorva_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            bodyGoesToFile = responseDescriptor >= 0 && (200..<300).contains(status)
+        }
+        let toFile = bodyGoesToFile == true
+        guard (toFile ? responseBytes : body.count) + bytes.count <= limit else {
             exceededLimit = true
             return 0  // Anything but `bytes.count` makes libcurl abort with CURLE_WRITE_ERROR.
         }
-        body.append(contentsOf: bytes)
+        guard toFile else {
+            body.append(contentsOf: bytes)
+            return bytes.count
+        }
+        var offset = 0
+        while offset < bytes.count, let base = bytes.baseAddress {
+            let written = write(responseDescriptor, base + offset, bytes.count - offset)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else {
+                fileFailed = true
+                return 0
+            }
+            offset += written
+        }
+        responseBytes += bytes.count
         return bytes.count
+    }
+
+    /// Fills libcurl's upload buffer from the body file.
+    fileprivate func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        while true {
+            let count = read(bodyDescriptor, buffer.baseAddress, min(buffer.count, Self.uploadChunkBytes))
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            fileFailed = true
+            return Int(CURL_READFUNC_ABORT)
+        }
+    }
+
+    /// Moves the body file to `offset` from its start (libcurl sends the body again).
+    fileprivate func seekBody(to offset: curl_off_t, origin: Int32) -> Int32 {
+        guard bodyDescriptor >= 0, lseek(bodyDescriptor, off_t(offset), origin) >= 0 else {
+            return Int32(CURL_SEEKFUNC_FAIL)
+        }
+        return Int32(CURL_SEEKFUNC_OK)
+    }
+
+    /// Hands libcurl's counts to the request's progress sink; a cancelled transfer stops here.
+    fileprivate func reportProgress(
+        downloadTotal: curl_off_t, downloadNow: curl_off_t, uploadTotal: curl_off_t, uploadNow: curl_off_t
+    ) -> Int32 {
+        if cancelRequested.load(ordering: .relaxed) { return 1 }
+        progress?.report(
+            HTTPTransferCounts(
+                sent: Int64(uploadNow), sendTotal: uploadTotal > 0 ? Int64(uploadTotal) : nil,
+                received: Int64(downloadNow), receiveTotal: downloadTotal > 0 ? Int64(downloadTotal) : nil))
+        return 0
     }
 
     fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -197,11 +322,14 @@ final class CurlTransfer: @unchecked Sendable {
         let line = Substring(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self))
         if line.hasPrefix("HTTP/") {
             headers = HTTPHeaders()  // A new response (after 100 Continue or a redirect) starts.
+            bodyGoesToFile = nil
         } else if let colon = line.firstIndex(of: ":") {
             let name = String(line[..<colon])
             let value = line[line.index(after: colon)...].trimmingPrefix { $0 == " " || $0 == "\t" }
             headers.add(name: name, value: String(value))
-            if HTTPHeaders.equalNames(name, "Content-Length"), let length = Int(value), length > 0 {
+            if HTTPHeaders.equalNames(name, "Content-Length"), let length = Int(value), length > 0,
+                responseDescriptor < 0
+            {
                 body.reserveCapacity(min(length, limit))
             }
         }
@@ -257,4 +385,28 @@ private func curlHeaderCallback(
     guard let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+}
+
+private func curlReadCallback(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+) -> Int {
+    guard let context else { return Int(CURL_READFUNC_ABORT) }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+private func curlSeekCallback(_ context: UnsafeMutableRawPointer?, _ offset: curl_off_t, _ origin: Int32) -> Int32 {
+    guard let context else { return Int32(CURL_SEEKFUNC_FAIL) }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.seekBody(to: offset, origin: origin)
+}
+
+private func curlProgressCallback(
+    _ context: UnsafeMutableRawPointer?, _ downloadTotal: curl_off_t, _ downloadNow: curl_off_t,
+    _ uploadTotal: curl_off_t, _ uploadNow: curl_off_t
+) -> Int32 {
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.reportProgress(
+        downloadTotal: downloadTotal, downloadNow: downloadNow, uploadTotal: uploadTotal, uploadNow: uploadNow)
 }

@@ -26,7 +26,7 @@ import Synchronization
 /// - The response body is limited in size while it is received.
 ///
 /// Nothing it logs contains a URL, a header or a body.
-public final class CurlTransport: HTTPTransport {
+public final class CurlTransport: HTTPFileTransport {
     /// Limits and defaults for every request of a transport.
     public struct Configuration: Sendable {
         /// The time allowed to establish a connection (TCP and TLS).
@@ -121,7 +121,9 @@ public final class CurlTransport: HTTPTransport {
         guard !Task.isCancelled else { throw .cancelled }
         let transfer = try CurlTransfer(
             request: request, configuration: configuration, certificateAuthorityFile: certificateAuthorityFile)
-        logger.debug("transfer starting method=\(request.method) bodyBytes=\(request.body.count)")
+        logger.debug(
+            "transfer starting method=\(request.method) bodyBytes=\(request.bodyFile?.length ?? Int64(request.body.count))"
+        )
         let loop = self.loop
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -267,7 +269,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             logger.debug("transfer completed status=\(response.status) bytes=\(response.body.count)")
             transfer.finish(.success(response))
         } else {
-            let error = CurlTransfer.map(code, limit: transfer.limit, exceededLimit: transfer.exceededLimit)
+            let error = transfer.failure(for: code)
             logger.debug("transfer failed error=\(error)")
             transfer.finish(.failure(error))
         }

@@ -276,6 +276,19 @@ struct SymorvaConfigurationTests {
         #expect(try !SymorvaConfiguration(jsonData: empty).encryption.isEnabledByDefault)
     }
 
+    @Test("media.cacheBytes sets the media cache's cap: 256 MiB when absent, at least 1 MiB, an integer")
+    func mediaCacheBytes() throws {
+        #expect(try SymorvaConfiguration(jsonData: Data(Self.valid.utf8)).media.cacheBytes == 256 << 20)
+        let set = try Self.manifest { $0["media"] = ["cacheBytes": 8_388_608] }
+        #expect(try SymorvaConfiguration(jsonData: set).media.cacheBytes == 8_388_608)
+        try Self.expectError(.invalidField("media.cacheBytes", reason: "less than 1 MiB (1048576)")) {
+            $0["media"] = ["cacheBytes": 1000]
+        }
+        try Self.expectError(.invalidField("media.cacheBytes", reason: "expected an integer, found string")) {
+            $0["media"] = ["cacheBytes": "big"]
+        }
+    }
+
     @Test("Error descriptions name the field")
     func errorDescriptions() {
         #expect(

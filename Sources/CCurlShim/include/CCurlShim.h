@@ -14,4 +14,12 @@ typedef size_t (*symorva_curl_data_callback)(char *buffer, size_t size, size_t c
 CURLcode symorva_curl_setopt_data_callback(CURL *handle, CURLoption option, symorva_curl_data_callback callback);
 CURLcode symorva_curl_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value);
 CURLMcode symorva_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+
+/* CURLOPT_XFERINFOFUNCTION: transfer progress (return non-zero to abort). */
+typedef int (*symorva_curl_xferinfo_callback)(void *context, curl_off_t download_total, curl_off_t download_now,
+                                              curl_off_t upload_total, curl_off_t upload_now);
+CURLcode symorva_curl_setopt_xferinfo_callback(CURL *handle, symorva_curl_xferinfo_callback callback);
+/* CURLOPT_SEEKFUNCTION: rewinds a read-callback body when libcurl must send it again. */
+typedef int (*symorva_curl_seek_callback)(void *context, curl_off_t offset, int origin);
+CURLcode symorva_curl_setopt_seek_callback(CURL *handle, symorva_curl_seek_callback callback);
 #endif

@@ -97,6 +97,8 @@ struct SendQueueInterpreter: EffectInterpreter {
 
     let roomID: RoomID
     let client: AccountChat
+    /// Where the attachments' upload progress is published (``Conversation/uploads``).
+    let uploads: UploadProgressBoard
 
     func perform(_ effect: SendQueueMachine.Effect, context: EffectContext<SendQueueMachine.Event>) async
         -> SendQueueMachine.Event?
@@ -110,7 +112,10 @@ struct SendQueueInterpreter: EffectInterpreter {
                 _ = try await store.enqueueMessage(
                     roomID: roomID.rawValue, transactionID: item.transactionID.rawValue,
                     eventType: item.content.eventType, content: Array(item.content.json.utf8),
-                    createdAt: client.currentUnixMilliseconds())
+                    createdAt: client.currentUnixMilliseconds(),
+                    attachment: item.attachment.map {
+                        QueuedMessageAttachment(path: $0.localPath, contentType: $0.contentType, size: $0.size)
+                    })
             } catch .store(.constraint) {
                 // Already stored under this transaction ID.
             } catch {
@@ -127,6 +132,10 @@ struct SendQueueInterpreter: EffectInterpreter {
                 return .persistFailed(item.transactionID, failure)
             }
             return .persisted(item.transactionID)
+        case .reserveMedia(let transactionID, let content):
+            return await reserveMedia(transactionID, content)
+        case .uploadMedia(let transactionID, let attachment):
+            return await uploadMedia(transactionID, attachment)
         case .encrypt(let transactionID, let content):
             return .encrypted(transactionID, await encrypt(transactionID, content))
         case .sendEvent(let transactionID, let content):
@@ -147,13 +156,94 @@ struct SendQueueInterpreter: EffectInterpreter {
             _ = try? await store.updateQueuedMessage(
                 transactionID: transactionID.rawValue, state: .sent, sentEventID: eventID.rawValue)
             client.receipts.update(transactionID, .sent(eventID))
+            removeCopy(transactionID)
             return nil
         case .discard(let transactionID):
             _ = try? await store.removeQueuedMessage(transactionID: transactionID.rawValue)
+            removeCopy(transactionID)
             return .discarded(transactionID)
         case .scheduleRetry, .cancel:
             // The retry timer and cancellations are performed by the host (their directives).
             return nil
+        }
+    }
+
+    /// The attachment's copy is no longer needed (its event is sent, or it was cancelled).
+    private func removeCopy(_ transactionID: TransactionID) {
+        uploads.finish(transactionID)
+        guard let directory = client.options.attachmentsDirectory else { return }
+        AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)
+    }
+
+    /// Reserves the attachment's URI and stores it, with the content naming it, before
+    /// answering: the upload that follows (now or after a restart) goes to this URI.
+    private func reserveMedia(_ transactionID: TransactionID, _ content: MessageContent) async
+        -> SendQueueMachine.Event?
+    {
+        let reserved: ReservedMedia
+        do {
+            reserved = try await client.media.reserveURI()
+        } catch {
+            if Task.isCancelled { return nil }
+            client.logger.info("media reservation failed error=\(error)")
+            return .mediaReserved(transactionID, .failure(Self.sendError(error)))
+        }
+        let named = OutgoingAttachment.naming(reserved.uri, in: content)
+        do {
+            _ = try await client.store.recordMediaReserved(
+                transactionID: transactionID.rawValue, mediaURI: reserved.uri.uriString,
+                content: Array(named.json.utf8))
+        } catch {
+            client.logger.error("reserved media not stored error=\(error)")
+            return .mediaReserved(transactionID, .failure(.network))
+        }
+        return .mediaReserved(transactionID, .success(MediaReservation(uri: reserved.uri, content: named)))
+    }
+
+    /// Uploads the copy to its reserved URI and stores that it is up before answering. The
+    /// server refusing to overwrite the URI proves an earlier upload finished (a restart between
+    /// the upload and its record): that counts as uploaded, and nothing is sent twice.
+    private func uploadMedia(_ transactionID: TransactionID, _ attachment: QueuedAttachment) async
+        -> SendQueueMachine.Event?
+    {
+        guard let uri = attachment.mediaURI else { return .mediaUploaded(transactionID, .failure(.network)) }
+        let board = uploads
+        board.update(transactionID, MediaTransferProgress(completedBytes: 0, totalBytes: attachment.size))
+        do {
+            try await client.media.upload(
+                fileAt: attachment.localPath, contentType: attachment.contentType, to: uri,
+                progress: { progress in board.update(transactionID, progress) })
+        } catch .server(409, "M_CANNOT_OVERWRITE_MEDIA") {
+            client.logger.info("media already uploaded txn=\(transactionID)")
+        } catch {
+            if Task.isCancelled { return nil }
+            client.logger.info("media upload failed error=\(error)")
+            return .mediaUploaded(transactionID, .failure(Self.sendError(error)))
+        }
+        do {
+            _ = try await client.store.recordMediaUploaded(transactionID: transactionID.rawValue)
+        } catch {
+            client.logger.error("upload not stored error=\(error)")
+            return .mediaUploaded(transactionID, .failure(.network))
+        }
+        board.update(transactionID, MediaTransferProgress(completedBytes: attachment.size, totalBytes: attachment.size))
+        return .mediaUploaded(transactionID, .success(uri))
+    }
+
+    /// What a failed media request means for the send queue.
+    static func sendError(_ error: MediaError) -> SendError {
+        switch error {
+        case .network, .cancelled, .unexpectedResponse: .network
+        case .rateLimited(let retryAfter): .rateLimited(retryAfter: retryAfter)
+        case .tokenRejected, .notSignedIn: .unknownToken
+        case .tooLarge: .permanent(.tooLarge)
+        case .notFound: .permanent(.rejected(status: 404, errorCode: "M_NOT_FOUND"))
+        case .server(let status, let errorCode):
+            status >= 500 || status == 408
+                ? .server(status: status) : .permanent(.rejected(status: status, errorCode: errorCode))
+        case .fileUnreadable, .fileNotWritable: .permanent(.rejected(status: 0, errorCode: "file_unreadable"))
+        case .responseTooLarge(let limit): .permanent(.rejected(status: 0, errorCode: "response_too_large_\(limit)"))
+        case .invalidArgument, .streamingUnavailable: .permanent(.rejected(status: 0, errorCode: "invalid_request"))
         }
     }
 
@@ -211,6 +301,32 @@ struct SendQueueInterpreter: EffectInterpreter {
             let failure = RequestFailure.sendError(error, now: client.wallClock.now)
             client.logger.info("send failed: \(error)")
             return .sendResponse(transactionID, .failure(failure))
+        }
+    }
+}
+
+/// The upload progress of a conversation's attachments (``Conversation/uploads``): changed from
+/// the transport's thread and the queue's interpreter, one change at a time.
+final class UploadProgressBoard: Sendable {
+    let publisher = ObservableValue<[TransactionID: MediaTransferProgress]>.Publisher([:])
+    private let lock = Lock(())
+
+    /// Sets the progress of `transactionID`'s upload.
+    func update(_ transactionID: TransactionID, _ progress: MediaTransferProgress) {
+        lock.withLock { _ in
+            var value = publisher.value
+            guard value[transactionID] != progress else { return }
+            value[transactionID] = progress
+            publisher.publish(value)
+        }
+    }
+
+    /// The upload is over (sent or cancelled): its entry goes.
+    func finish(_ transactionID: TransactionID) {
+        lock.withLock { _ in
+            var value = publisher.value
+            guard value.removeValue(forKey: transactionID) != nil else { return }
+            publisher.publish(value)
         }
     }
 }

@@ -60,8 +60,12 @@ public enum TimelineItemContent: Sendable, Hashable {
     case message(MessageKind, body: String)
     /// `m.image`.
     case image(MediaInfo)
-    /// `m.file` (and `m.audio`, `m.video` until they are shown differently).
+    /// `m.file`.
     case file(MediaInfo)
+    /// `m.audio`.
+    case audio(MediaInfo)
+    /// `m.video`.
+    case video(MediaInfo)
     /// An `m.room.member` change of `userID`.
     case membership(userID: UserID, membership: Membership?, displayName: String?)
     /// Another state event (creation, name, topic, encryption, power levels…), read as what it
@@ -86,12 +90,20 @@ public enum MessageKind: String, Sendable, Hashable {
     case emote
 }
 
-/// The metadata of an image or file message (the media stays on the server).
+/// The metadata of an image, file, audio or video message. The media stays on the server until
+/// asked for: ``source`` is what ``MediaClient/cachedFile(for:progress:)``,
+/// ``MediaClient/download(_:toFileAt:maximumBytes:progress:)`` and the thumbnails take.
 public struct MediaInfo: Sendable, Hashable {
-    /// `body`: the file name or a description.
+    /// `body`: the file name or a description (a caption when ``fileName`` is given).
     public var body: String
+    /// `filename`: the file's name when ``body`` is a caption.
+    public var fileName: String?
     /// `url` (`mxc://`), absent for encrypted media.
     public var url: String?
+    /// `info.duration` of audio and video.
+    public var duration: Duration?
+    /// The media to download, when ``url`` is a valid `mxc://` URI.
+    public var source: MediaURI? { url.flatMap(MediaURI.init) }
     /// `info.mimetype`.
     public var mimeType: String?
     /// `info.size` in bytes.
@@ -138,9 +150,11 @@ struct ShownContent: Decodable {
         var size: Int?
         var w: Int?
         var h: Int?
+        var duration: Int?
     }
     var msgtype: String?
     var body: String?
+    var filename: String?
     var url: String?
     var info: Info?
     var membership: String?
@@ -170,8 +184,9 @@ extension TimelineItemContent {
             case "m.emote": self = .message(.emote, body: body)
             case "m.image":
                 self = .image(Self.media(shown, body: body))
-            case "m.file", "m.audio", "m.video":
-                self = .file(Self.media(shown, body: body))
+            case "m.file": self = .file(Self.media(shown, body: body))
+            case "m.audio": self = .audio(Self.media(shown, body: body))
+            case "m.video": self = .video(Self.media(shown, body: body))
             default: self = .message(.text, body: body)
             }
         case "m.room.encrypted":
@@ -192,8 +207,9 @@ extension TimelineItemContent {
 
     private static func media(_ shown: ShownContent, body: String) -> MediaInfo {
         MediaInfo(
-            body: body, url: shown.url, mimeType: shown.info?.mimetype, size: shown.info?.size, width: shown.info?.w,
-            height: shown.info?.h)
+            body: body, fileName: shown.filename, url: shown.url,
+            duration: shown.info?.duration.map { .milliseconds($0) }, mimeType: shown.info?.mimetype,
+            size: shown.info?.size, width: shown.info?.w, height: shown.info?.h)
     }
 }
 
@@ -259,7 +275,7 @@ enum TimelineAssembler {
 
     static func sendState(_ status: SendItemStatus) -> SendState? {
         switch status {
-        case .queued, .encrypting, .sending: .sending
+        case .queued, .reservingMedia, .uploading, .encrypting, .sending: .sending
         case .sent(let eventID): .sent(eventID)
         case .failed(let reason): .failed(reason)
         case .cancelled: nil

@@ -34,6 +34,8 @@ public struct SymorvaConfiguration: Sendable, Hashable {
     public var modules: Modules
     /// End-to-end encryption defaults.
     public var encryption: Encryption
+    /// Media settings (the manifest's `media`).
+    public var media: Media
 
     /// The community's identity.
     public struct Community: Sendable, Hashable {
@@ -145,10 +147,21 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         public init(isEnabledByDefault: Bool) { self.isEnabledByDefault = isEnabledByDefault }
     }
 
+    /// Media settings.
+    public struct Media: Sendable, Hashable {
+        /// The most bytes each account's media cache keeps on disk (`media.cacheBytes`,
+        /// default 256 MiB, at least 1 MiB).
+        public var cacheBytes: Int64
+        /// Media settings.
+        public init(cacheBytes: Int64 = Media.defaultCacheBytes) { self.cacheBytes = cacheBytes }
+        /// 256 MiB.
+        public static let defaultCacheBytes: Int64 = 256 << 20
+    }
+
     /// A configuration built in code (tests, embedding without a file); not validated beyond its types.
     public init(
         community: Community, homeserver: Homeserver, services: Services, modules: Modules,
-        encryption: Encryption = Encryption(isEnabledByDefault: false)
+        encryption: Encryption = Encryption(isEnabledByDefault: false), media: Media = Media()
     ) {
         self.version = 1
         self.community = community
@@ -156,6 +169,7 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         self.services = services
         self.modules = modules
         self.encryption = encryption
+        self.media = media
     }
 
     /// The manifest versions this SDK reads.
@@ -230,6 +244,14 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         let encryption = try reader.optionalObject(at: ["encryption"], in: root) ?? [:]
         let enabled = try reader.optionalBool(at: ["encryption", "defaultEnabled"], in: encryption) ?? false
         self.encryption = Encryption(isEnabledByDefault: enabled)
+
+        let media = try reader.optionalObject(at: ["media"], in: root) ?? [:]
+        var cacheBytes: Int?
+        if media["cacheBytes"] != nil { cacheBytes = try reader.integer(at: ["media", "cacheBytes"], in: media) }
+        if let cacheBytes, cacheBytes < 1 << 20 {
+            throw .invalidField("media.cacheBytes", reason: "less than 1 MiB (1048576)")
+        }
+        self.media = Media(cacheBytes: cacheBytes.map(Int64.init) ?? Media.defaultCacheBytes)
     }
 
     /// Validates the URL of `field`: absolute `http(s)`, plain `http` only for a loopback host.

@@ -31,6 +31,11 @@ package struct MessageContent: Sendable, Hashable, CustomStringConvertible, Cust
 package enum SendItemStatus: Sendable, Hashable, CaseNamed {
     /// Waiting for its turn, for its first write to the store, or for a retry.
     case queued
+    /// An attachment's `mxc://` URI is being reserved (`POST /media/v1/create`), before its upload.
+    case reservingMedia
+    /// An attachment's bytes are being uploaded to its reserved URI. Cancellable: the upload
+    /// is aborted, and no event names the media yet.
+    case uploading
     /// Being encrypted for the room (encrypted rooms only), before its first PUT.
     case encrypting
     /// Its PUT is in flight. It cannot be cancelled any more: the server may already have it.
@@ -46,7 +51,7 @@ package enum SendItemStatus: Sendable, Hashable, CaseNamed {
     /// Whether the item still takes part in the queue's order (not sent, not cancelled).
     package var isActive: Bool {
         switch self {
-        case .queued, .encrypting, .sending, .failed: true
+        case .queued, .reservingMedia, .uploading, .encrypting, .sending, .failed: true
         case .sent, .cancelled: false
         }
     }
@@ -54,7 +59,7 @@ package enum SendItemStatus: Sendable, Hashable, CaseNamed {
     /// Whether a request for the item is running now.
     package var isInFlight: Bool {
         switch self {
-        case .encrypting, .sending: true
+        case .reservingMedia, .uploading, .encrypting, .sending: true
         case .queued, .sent, .failed, .cancelled: false
         }
     }
@@ -74,11 +79,15 @@ package struct SendQueueItem: Sendable, Hashable {
     package var isPersisted: Bool
     /// Transient failures so far: the attempt number of the next retry.
     package var failedAttempts: Int
+    /// The file the event carries (an image, a file, audio, video), uploaded before the event
+    /// is sent; `nil` for text.
+    package var attachment: QueuedAttachment?
 
     /// Creates an item.
     package init(
         transactionID: TransactionID, content: MessageContent, encryptedContent: MessageContent? = nil,
-        status: SendItemStatus = .queued, isPersisted: Bool = false, failedAttempts: Int = 0
+        status: SendItemStatus = .queued, isPersisted: Bool = false, failedAttempts: Int = 0,
+        attachment: QueuedAttachment? = nil
     ) {
         self.transactionID = transactionID
         self.content = content
@@ -86,6 +95,60 @@ package struct SendQueueItem: Sendable, Hashable {
         self.status = status
         self.isPersisted = isPersisted
         self.failedAttempts = failedAttempts
+        self.attachment = attachment
+    }
+}
+
+/// The file of a queued attachment message: copied into the account's folder when it was
+/// queued, then uploaded in two persisted steps so that a restart never uploads it twice:
+/// its `mxc://` URI is reserved and stored (with the event content naming it) before the first
+/// byte goes up, and its upload is recorded before the event is sent. An upload to a URI that
+/// already has its bytes is refused by the server, which proves the earlier upload finished.
+///
+/// Its path is where the user's file lies: the descriptions show the size only.
+package struct QueuedAttachment: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The copy in the account's folder; removed once the event is sent or cancelled.
+    package var localPath: String
+    /// The file's MIME type, sent as the upload's `Content-Type`.
+    package var contentType: String
+    /// The file's size in bytes.
+    package var size: Int64
+    /// The reserved URI, once stored; the content names it from then on.
+    package var mediaURI: MediaURI?
+    /// Whether the bytes are on the server (stored).
+    package var isUploaded: Bool
+
+    /// An attachment.
+    package init(
+        localPath: String, contentType: String, size: Int64, mediaURI: MediaURI? = nil, isUploaded: Bool = false
+    ) {
+        self.localPath = localPath
+        self.contentType = contentType
+        self.size = size
+        self.mediaURI = mediaURI
+        self.isUploaded = isUploaded
+    }
+
+    /// The size and the upload's progress, never the path or the URI.
+    package var description: String {
+        "QueuedAttachment(\(size) bytes, \(isUploaded ? "uploaded" : mediaURI == nil ? "new" : "reserved"))"
+    }
+    /// The same as the description.
+    package var customMirror: Mirror { Mirror(self, children: ["attachment": description], displayStyle: .struct) }
+}
+
+/// A reserved `mxc://` URI and the event content that now names it
+/// (``SendQueueMachine/Event/mediaReserved(_:_:)``).
+package struct MediaReservation: Sendable, Hashable {
+    /// The reserved URI.
+    package var uri: MediaURI
+    /// The event's content with its `url` (stored with the URI).
+    package var content: MessageContent
+
+    /// A reservation.
+    package init(uri: MediaURI, content: MessageContent) {
+        self.uri = uri
+        self.content = content
     }
 }
 

@@ -20,9 +20,11 @@ extension SendQueueMachine {
         return effects + advance(&state)
     }
 
-    func enqueue(_ transactionID: TransactionID, _ content: MessageContent, in state: inout State) -> [Effect]? {
+    func enqueue(
+        _ transactionID: TransactionID, _ content: MessageContent, attachment: QueuedAttachment?, in state: inout State
+    ) -> [Effect]? {
         guard state.index(of: transactionID) == nil else { return [] }
-        let item = SendQueueItem(transactionID: transactionID, content: content)
+        let item = SendQueueItem(transactionID: transactionID, content: content, attachment: attachment)
         state.items.append(item)
         return [.persist(item)]
     }
@@ -40,6 +42,44 @@ extension SendQueueMachine {
     func persistFailed(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
         guard let index = state.index(of: transactionID), !state.items[index].isPersisted else { return [] }
         state.items.remove(at: index)
+        return advance(&state)
+    }
+
+    /// The URI is stored with the content that names it: the upload may start.
+    func reserved(
+        _ transactionID: TransactionID, _ result: Result<MediaReservation, SendError>, in state: inout State
+    ) -> [Effect]? {
+        guard state.status == .sending else { return nil }
+        guard let head = inFlightHead(transactionID, .reservingMedia, in: state) else { return [] }
+        switch result {
+        case .success(let reservation):
+            state.items[head].content = reservation.content
+            state.items[head].attachment?.mediaURI = reservation.uri
+            return nextStep(head, in: &state)
+        case .failure(let error):
+            return fail(head, error, in: &state)
+        }
+    }
+
+    /// The bytes are up and that is stored: the event (encrypted first in an encrypted room) goes next.
+    func uploaded(
+        _ transactionID: TransactionID, _ result: Result<MediaURI, SendError>, in state: inout State
+    ) -> [Effect]? {
+        guard state.status == .sending else { return nil }
+        guard let head = inFlightHead(transactionID, .uploading, in: state) else { return [] }
+        switch result {
+        case .success:
+            state.items[head].attachment?.isUploaded = true
+            return nextStep(head, in: &state)
+        case .failure(let error):
+            return fail(head, error, in: &state)
+        }
+    }
+
+    /// The head finished one step of its way: it starts the next, as a retry would.
+    private func nextStep(_ head: Int, in state: inout State) -> [Effect] {
+        state.items[head].status = .queued
+        state.status = .idle
         return advance(&state)
     }
 
@@ -85,7 +125,7 @@ extension SendQueueMachine {
         case .cancelled:
             // An earlier attempt reached the server before the cancel; sync shows it anyway.
             return []
-        case .queued, .encrypting, .sending, .failed:
+        case .queued, .reservingMedia, .uploading, .encrypting, .sending, .failed:
             let isHead = index == state.headIndex
             var effects: [Effect] = item.status.isInFlight ? [.cancel(Self.requestKey)] : []
             state.items.remove(at: index)
@@ -121,18 +161,20 @@ extension SendQueueMachine {
         return effects
     }
 
-    /// Cancels an item that is not in flight. A PUT in flight cannot be recalled (the server may
-    /// already have the event), so cancelling a `sending` item is ignored; redact it once sent.
+    /// Cancels an item that is not in flight, or whose request can still be recalled: its
+    /// encryption, its attachment's reservation or upload (no event names the media yet). A PUT
+    /// in flight cannot be recalled (the server may already have the event), so cancelling a
+    /// `sending` item is ignored; redact it once sent.
     func cancel(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
         guard let index = state.index(of: transactionID) else { return [] }
         let item = state.items[index]
         switch item.status {
         case .sending, .sent, .cancelled:
             return []
-        case .queued, .encrypting, .failed:
+        case .queued, .reservingMedia, .uploading, .encrypting, .failed:
             let isHead = index == state.headIndex
             state.items[index].status = .cancelled
-            var effects: [Effect] = item.status == .encrypting ? [.cancel(Self.requestKey)] : []
+            var effects: [Effect] = item.status.isInFlight ? [.cancel(Self.requestKey)] : []
             // Not yet in the store: the discard follows its `persisted`.
             if item.isPersisted { effects.append(.discard(transactionID)) }
             guard isHead else { return effects }
@@ -166,13 +208,21 @@ extension SendQueueMachine {
         case .queued:
             guard item.isPersisted else { return [] }
             state.status = .sending
+            if let attachment = item.attachment, attachment.mediaURI == nil {
+                state.items[head].status = .reservingMedia
+                return [.reserveMedia(item.transactionID, item.content)]
+            }
+            if let attachment = item.attachment, !attachment.isUploaded {
+                state.items[head].status = .uploading
+                return [.uploadMedia(item.transactionID, attachment)]
+            }
             if state.roomIsEncrypted && item.encryptedContent == nil {
                 state.items[head].status = .encrypting
                 return [.encrypt(item.transactionID, item.content)]
             }
             state.items[head].status = .sending
             return [.sendEvent(item.transactionID, item.encryptedContent ?? item.content)]
-        case .encrypting, .sending, .sent, .cancelled:
+        case .reservingMedia, .uploading, .encrypting, .sending, .sent, .cancelled:
             // An idle queue never has its head in flight; nothing to start.
             return []
         }

@@ -77,12 +77,20 @@ package struct SendQueueMachine: ChartedMachine {
         case restored([SendQueueItem])
         /// The user sent something; the caller chose its transaction ID.
         case enqueued(TransactionID, MessageContent)
+        /// The user sent a file (its copy already in the account's folder): uploaded first,
+        /// then the event, in its place in the queue.
+        case attachmentEnqueued(TransactionID, MessageContent, QueuedAttachment)
         /// The store wrote the item.
         case persisted(TransactionID)
         /// The store could not write an item it did not hold yet (the disk is full, …): the
         /// item is dropped, never sent, and its receipt fails with
         /// ``SendFailureReason/notStored(_:)``.
         case persistFailed(TransactionID, StoreFailure)
+        /// The head's attachment has a reserved URI, stored with the content naming it (or the
+        /// reservation failed).
+        case mediaReserved(TransactionID, Result<MediaReservation, SendError>)
+        /// The head's attachment is on the server, and that is stored (or the upload failed).
+        case mediaUploaded(TransactionID, Result<MediaURI, SendError>)
         /// The head was encrypted (or could not be).
         case encrypted(TransactionID, Result<MessageContent, SendError>)
         /// The head's PUT finished.
@@ -105,7 +113,8 @@ package struct SendQueueMachine: ChartedMachine {
         case encryptionEnabled
 
         package static let allCaseNames = [
-            "restored", "enqueued", "persisted", "persistFailed", "encrypted", "sendResponse", "remoteEchoReceived",
+            "restored", "enqueued", "attachmentEnqueued", "persisted", "persistFailed", "mediaReserved",
+            "mediaUploaded", "encrypted", "sendResponse", "remoteEchoReceived",
             "timerFired",
             "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
             "encryptionEnabled",
@@ -116,8 +125,11 @@ package struct SendQueueMachine: ChartedMachine {
             switch self {
             case .restored: "restored"
             case .enqueued: "enqueued"
+            case .attachmentEnqueued: "attachmentEnqueued"
             case .persisted: "persisted"
             case .persistFailed: "persistFailed"
+            case .mediaReserved: "mediaReserved"
+            case .mediaUploaded: "mediaUploaded"
             case .encrypted: "encrypted"
             case .sendResponse: "sendResponse"
             case .remoteEchoReceived: "remoteEchoReceived"
@@ -136,6 +148,13 @@ package struct SendQueueMachine: ChartedMachine {
     package enum Effect: MachineEffect, Equatable {
         /// Write the item to the store; answer ``Event/persisted(_:)``.
         case persist(SendQueueItem)
+        /// Reserve an `mxc://` URI for the head's attachment, store it with the content naming
+        /// it, and answer ``Event/mediaReserved(_:_:)``. Keyed by ``SendQueueMachine/requestKey``.
+        case reserveMedia(TransactionID, MessageContent)
+        /// Upload the attachment's bytes to its reserved URI, store that they are up, and answer
+        /// ``Event/mediaUploaded(_:_:)`` (a URI that already has its bytes counts as uploaded).
+        /// Keyed by ``SendQueueMachine/requestKey``.
+        case uploadMedia(TransactionID, QueuedAttachment)
         /// Encrypt the content for the room; answer ``Event/encrypted(_:_:)``. Keyed by
         /// ``SendQueueMachine/requestKey``.
         case encrypt(TransactionID, MessageContent)
@@ -161,6 +180,8 @@ package struct SendQueueMachine: ChartedMachine {
         package var caseNameLiteral: StaticString? {
             switch self {
             case .persist: "persist"
+            case .reserveMedia: "reserveMedia"
+            case .uploadMedia: "uploadMedia"
             case .encrypt: "encrypt"
             case .sendEvent: "sendEvent"
             case .scheduleRetry: "scheduleRetry"
@@ -175,7 +196,7 @@ package struct SendQueueMachine: ChartedMachine {
 
         package var directive: EffectDirective {
             switch self {
-            case .encrypt, .sendEvent: .keyed(SendQueueMachine.requestKey)
+            case .reserveMedia, .uploadMedia, .encrypt, .sendEvent: .keyed(SendQueueMachine.requestKey)
             case .scheduleRetry(let after): .timer(SendQueueMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
             case .persist, .requestTokenRefresh, .recordFailure, .clearFailure, .recordSent, .discard: .perform
@@ -200,9 +221,14 @@ package struct SendQueueMachine: ChartedMachine {
         let effects: [Effect]?
         switch event {
         case .restored(let items): effects = restore(items, in: &next)
-        case .enqueued(let transactionID, let content): effects = enqueue(transactionID, content, in: &next)
+        case .enqueued(let transactionID, let content):
+            effects = enqueue(transactionID, content, attachment: nil, in: &next)
+        case .attachmentEnqueued(let transactionID, let content, let attachment):
+            effects = enqueue(transactionID, content, attachment: attachment, in: &next)
         case .persisted(let transactionID): effects = persisted(transactionID, in: &next)
         case .persistFailed(let transactionID, _): effects = persistFailed(transactionID, in: &next)
+        case .mediaReserved(let transactionID, let result): effects = reserved(transactionID, result, in: &next)
+        case .mediaUploaded(let transactionID, let result): effects = uploaded(transactionID, result, in: &next)
         case .encrypted(let transactionID, let result): effects = encrypted(transactionID, result, in: &next)
         case .sendResponse(let transactionID, let result): effects = responded(transactionID, result, in: &next)
         case .remoteEchoReceived(let transactionID, let eventID): effects = echoed(transactionID, eventID, in: &next)

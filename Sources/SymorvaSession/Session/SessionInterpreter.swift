@@ -241,6 +241,7 @@ struct SessionInterpreter: EffectInterpreter {
         case .tooLarge: .invalidResponse(reason: "response too large")
         case .invalidURL: .invalidResponse(reason: "invalid URL")
         case .invalidHeader: .invalidResponse(reason: "invalid header")
+        case .fileAccess: .invalidResponse(reason: "file access")
         case .emptyResponse, .partialResponse, .connectionLost: .unreachable(.connectionLost)
         case .other: .unreachable(.other(error.description))
         }

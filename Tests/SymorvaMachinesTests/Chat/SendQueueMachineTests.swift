@@ -19,6 +19,25 @@ enum SendQueueFixture {
     static let hello = text("hello")
     static let world = text("world")
     static let cipher = MessageContent(eventType: "m.room.encrypted", json: #"{"ciphertext":"AAA"}"#)
+    static let photoURI = MediaURI("mxc://example.org/photo1")!
+    static let photo = QueuedAttachment(localPath: "/account/attachments/t1", contentType: "image/png", size: 2048)
+    static let image = MessageContent(eventType: "m.room.message", json: #"{"msgtype":"m.image","body":"p.png"}"#)
+    static let imageWithURL = MessageContent(
+        eventType: "m.room.message", json: #"{"msgtype":"m.image","body":"p.png","url":"mxc://example.org/photo1"}"#)
+    static let reservation = MediaReservation(uri: photoURI, content: imageWithURL)
+
+    /// An attachment item at a step of its way: reserved when `uri` is given, uploaded when `uploaded`.
+    static func attachmentItem(
+        _ id: TransactionID, _ status: SendItemStatus = .queued, uri: MediaURI? = nil, uploaded: Bool = false,
+        persisted: Bool = true, attempts: Int = 0
+    ) -> SendQueueItem {
+        var attachment = photo
+        attachment.mediaURI = uri
+        attachment.isUploaded = uploaded
+        return SendQueueItem(
+            transactionID: id, content: uri == nil ? image : imageWithURL, status: status, isPersisted: persisted,
+            failedAttempts: attempts, attachment: attachment)
+    }
 
     static func empty(encrypted: Bool = false) -> SendQueueMachine.State {
         SendQueueMachine.State(roomIsEncrypted: encrypted, jitter: JitterSource(seed: 9))

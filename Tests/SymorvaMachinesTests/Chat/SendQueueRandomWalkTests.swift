@@ -34,6 +34,12 @@ struct SendQueueWorld {
     var nextID = 0
     var visited: [Machine.State] = []
 
+    // Attachments: the URI each item's reservation stored, and the items whose bytes are up.
+    var attachments: Set<TransactionID> = []
+    var reservedURI: [TransactionID: MediaURI] = [:]
+    var uploadedItems: Set<TransactionID> = []
+    var reservations = 0
+
     init(seed: UInt64, encrypted: Bool) {
         state = Machine.State(roomIsEncrypted: encrypted, jitter: JitterSource(seed: seed ^ 0xABCD))
         random = JitterSource(seed: seed)
@@ -60,9 +66,29 @@ struct SendQueueWorld {
         switch effect {
         case .persist(let item):
             persisting.append(item.transactionID)
-        case .encrypt(let id, _), .sendEvent(let id, _):
+        case .reserveMedia(let id, _), .uploadMedia(let id, _), .encrypt(let id, _), .sendEvent(let id, _):
             #expect(persisted.contains(id), "request for \(id) before it was persisted", sourceLocation: sourceLocation)
             #expect(!cancelled.contains(id), "request for \(id) after it was cancelled", sourceLocation: sourceLocation)
+            if case .reserveMedia = effect {
+                #expect(reservedURI[id] == nil, "\(id) reserved a second URI", sourceLocation: sourceLocation)
+            }
+            if case .uploadMedia(_, let attachment) = effect {
+                #expect(!uploadedItems.contains(id), "\(id) uploaded twice", sourceLocation: sourceLocation)
+                #expect(
+                    attachment.mediaURI != nil && attachment.mediaURI == reservedURI[id],
+                    "\(id) uploads to a URI that was not stored", sourceLocation: sourceLocation)
+            }
+            if attachments.contains(id), case .encrypt = effect {
+                #expect(uploadedItems.contains(id), "\(id) encrypted before its upload", sourceLocation: sourceLocation)
+            }
+            if attachments.contains(id), case .sendEvent(_, let content) = effect {
+                #expect(uploadedItems.contains(id), "\(id) sent before its upload", sourceLocation: sourceLocation)
+                if content.eventType != "m.room.encrypted", let uri = reservedURI[id] {
+                    #expect(
+                        content.json.contains(uri.uriString), "\(id) sent without its URI",
+                        sourceLocation: sourceLocation)
+                }
+            }
             if case .sendEvent(_, let content) = effect {
                 // A retry sends the same bytes; the one allowed change is plaintext to ciphertext when
                 // the room turned on encryption between two attempts.
@@ -123,7 +149,15 @@ struct SendQueueWorld {
             nextID += 1
             let id = TransactionID("t\(nextID)")
             enqueueOrder.append(id)
-            send(.enqueued(id, MessageContent(eventType: "m.room.message", json: "{\"n\":\(nextID)}")))
+            let content = MessageContent(eventType: "m.room.message", json: "{\"n\":\(nextID)}")
+            if chance(0.4) {
+                attachments.insert(id)
+                let attachment = QueuedAttachment(
+                    localPath: "/account/attachments/\(id.rawValue)", contentType: "image/png", size: 10)
+                send(.attachmentEnqueued(id, content, attachment))
+            } else {
+                send(.enqueued(id, content))
+            }
         case 1 where !persisting.isEmpty:
             send(.persisted(persisting.remove(at: pick(persisting.count))))
         case 2 where request != nil:
@@ -157,6 +191,27 @@ struct SendQueueWorld {
         guard let effect = request else { return }
         request = nil
         switch effect {
+        case .reserveMedia(let id, _):
+            switch calm ? 0 : pick(6) {
+            case 0, 1, 2:
+                reservations += 1
+                let uri = MediaURI("mxc://example.org/m\(reservations)")!
+                reservedURI[id] = uri  // the interpreter stores it before answering
+                let content = MessageContent(eventType: "m.room.message", json: "{\"url\":\"\(uri.uriString)\"}")
+                send(.mediaReserved(id, .success(MediaReservation(uri: uri, content: content))))
+            case 3: send(.mediaReserved(id, .failure(.network)))
+            case 4: send(.mediaReserved(id, .failure(.unknownToken)))
+            default: send(.mediaReserved(id, .failure(.rateLimited(retryAfter: nil))))
+            }
+        case .uploadMedia(let id, let attachment):
+            switch calm ? 0 : pick(6) {
+            case 0, 1, 2:
+                uploadedItems.insert(id)
+                send(.mediaUploaded(id, .success(attachment.mediaURI!)))
+            case 3: send(.mediaUploaded(id, .failure(.network)))
+            case 4: send(.mediaUploaded(id, .failure(.server(status: 503))))
+            default: send(.mediaUploaded(id, .failure(.permanent(.tooLarge))))
+            }
         case .encrypt(let id, _):
             let failed = !calm && chance(0.1)
             send(
@@ -237,6 +292,9 @@ struct SendQueueRandomWalkTests {
             F.state([F.item(F.t1, F.hello, .cancelled)], .waitingToken),
             F.state([F.item(F.t1, F.hello, .failed(.forbidden))], .blocked(F.t1)),
             F.state([F.item(F.t1, F.hello, persisted: false), F.item(F.t2, F.hello)], .idle),
+            F.state([F.attachmentItem(F.t1, .reservingMedia)], .sending),
+            F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI), F.item(F.t2, F.hello)], .sending),
+            F.state([F.attachmentItem(F.t1, .queued, uri: F.photoURI)], .waitingRetry(attempt: 1)),
         ]
         let ids = (1...8).map { TransactionID("t\($0)") }
         var events: [SendQueueMachine.Event] = [
@@ -251,10 +309,16 @@ struct SendQueueRandomWalkTests {
             ]),
             .timerFired(.retry), .networkChanged, .tokenRefreshed, .encryptionEnabled,
             .enqueued(TransactionID("new"), SendQueueFixture.hello),
+            .attachmentEnqueued(TransactionID("file"), SendQueueFixture.hello, SendQueueFixture.photo),
         ]
         for id in ids {
             events += [
                 .enqueued(id, SendQueueFixture.hello), .persisted(id), .persistFailed(id, .full),
+                .attachmentEnqueued(id, SendQueueFixture.hello, SendQueueFixture.photo),
+                .mediaReserved(id, .success(SendQueueFixture.reservation)), .mediaReserved(id, .failure(.network)),
+                .mediaReserved(id, .failure(.unknownToken)), .mediaReserved(id, .failure(.permanent(.forbidden))),
+                .mediaUploaded(id, .success(SendQueueFixture.photoURI)), .mediaUploaded(id, .failure(.network)),
+                .mediaUploaded(id, .failure(.unknownToken)), .mediaUploaded(id, .failure(.permanent(.tooLarge))),
                 .encrypted(id, .success(SendQueueFixture.cipher)), .encrypted(id, .failure(.network)),
                 .encrypted(id, .failure(.unknownToken)), .encrypted(id, .failure(.permanent(.encryptionFailed))),
                 .sendResponse(id, .success(EventID("$x"))), .sendResponse(id, .failure(.server(status: 500))),

@@ -1,0 +1,86 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The copies of queued attachments in the account's folder: one file per transaction ID,
+/// written through a bounded buffer and synced before the queue row that names it.
+enum AttachmentFiles {
+    /// Bytes copied per read.
+    static let chunkBytes = 1 << 20
+
+    /// Why a copy failed.
+    enum CopyFailure: Error {
+        /// The source cannot be opened or read.
+        case unreadable
+        /// The destination cannot be created or written (no folder, disk full).
+        case unwritable
+    }
+
+    /// The copy of `transactionID`'s file in `directory`.
+    static func path(in directory: String, transactionID: String) -> String {
+        directory + "/" + transactionID
+    }
+
+    /// Copies `source` to `destination` (mode 0600) in 1 MiB chunks, syncs it, and returns its
+    /// size and first bytes (for a PNG's size); nothing is left at `destination` on failure.
+    static func copy(_ source: String, to destination: String) throws(CopyFailure) -> (size: Int64, header: [UInt8]) {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw .unreadable }
+        defer { close(input) }
+        var info = stat()
+        guard fstat(input, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw .unreadable }
+        let output = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw .unwritable }
+        var buffer = [UInt8](repeating: 0, count: chunkBytes)
+        var total: Int64 = 0
+        var header: [UInt8] = []
+        var failure: CopyFailure?
+        copying: while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 {
+                failure = .unreadable
+                break
+            }
+            if count == 0 { break }
+            if header.count < 24 { header += buffer[0..<min(count, 24 - header.count)] }
+            var offset = 0
+            while offset < count {
+                let written = buffer.withUnsafeBytes { write(output, $0.baseAddress! + offset, count - offset) }
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else {
+                    failure = .unwritable
+                    break copying
+                }
+                offset += written
+            }
+            total += Int64(count)
+        }
+        if failure == nil, fsync(output) != 0 { failure = .unwritable }
+        close(output)
+        if let failure {
+            unlink(destination)
+            throw failure
+        }
+        return (total, header)
+    }
+
+    /// Makes `directory` (0700) if it is not there.
+    static func makeDirectory(_ directory: String) -> Bool {
+        if mkdir(directory, 0o700) == 0 || errno == EEXIST { return true }
+        return
+            (try? FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
+    }
+
+    /// Removes `transactionID`'s copy, if there is one.
+    static func remove(in directory: String, transactionID: String) {
+        unlink(path(in: directory, transactionID: transactionID))
+    }
+}

@@ -1,0 +1,110 @@
+import SymorvaMachines
+import SymorvaMatrix
+
+/// A file to send to a conversation (``Conversation/send(_:)-(OutgoingAttachment)``): an image,
+/// a file, audio or video, with what the receiver's client shows before downloading it.
+///
+/// The file is copied into the account's folder when it is queued; the original may change or
+/// go away afterwards. Its descriptions show the kind only: names and captions are user content.
+public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
+    /// How the receiver's client shows the file (the event's `msgtype`).
+    public enum Kind: String, Sendable, Hashable {
+        /// `m.image`.
+        case image
+        /// `m.file`.
+        case file
+        /// `m.audio`.
+        case audio
+        /// `m.video`.
+        case video
+    }
+
+    /// The file to send.
+    public var path: String
+    /// Its MIME type (`image/png`).
+    public var contentType: String
+    /// How it is shown; by default from ``contentType`` (`image/…` is an image, …, else a file).
+    public var kind: Kind
+    /// The name the receiver sees; by default the path's last component.
+    public var fileName: String
+    /// Text sent with the file (the event's `body`, the file name going to `filename`).
+    public var caption: String?
+    /// The image's or video's size in pixels, when known (a PNG's is read from its header when
+    /// not given).
+    public var width: Int?
+    /// See ``width``.
+    public var height: Int?
+    /// The audio's or video's length, when known.
+    public var duration: Duration?
+
+    /// An attachment; `kind` and `fileName` follow `contentType` and `path` unless given.
+    public init(
+        path: String, contentType: String, kind: Kind? = nil, fileName: String? = nil, caption: String? = nil,
+        width: Int? = nil, height: Int? = nil, duration: Duration? = nil
+    ) {
+        self.path = path
+        self.contentType = contentType
+        self.kind = kind ?? Self.kind(for: contentType)
+        self.fileName = fileName ?? String(path.split(separator: "/").last ?? "file")
+        self.caption = caption
+        self.width = width
+        self.height = height
+        self.duration = duration
+    }
+
+    /// The kind only.
+    public var description: String { "OutgoingAttachment.\(kind.rawValue)(<private>)" }
+
+    /// The kind a MIME type suggests.
+    static func kind(for contentType: String) -> Kind {
+        let major = contentType.lowercased().split(separator: "/").first ?? ""
+        switch major {
+        case "image": return .image
+        case "audio": return .audio
+        case "video": return .video
+        default: return .file
+        }
+    }
+
+    /// The `m.room.message` content without its `url` (added when the URI is reserved):
+    /// msgtype, body, filename and `info` (mimetype, size, w/h, duration in ms).
+    func content(size: Int64, pixelSize: (width: Int, height: Int)?) -> MessageContent {
+        var info = JSONObjectWriter()
+        info.string("mimetype", contentType)
+        info.raw("size", String(size))
+        if let width = width ?? pixelSize?.width, let height = height ?? pixelSize?.height,
+            kind == .image || kind == .video
+        {
+            info.raw("w", String(width))
+            info.raw("h", String(height))
+        }
+        if let duration, kind == .audio || kind == .video {
+            let (seconds, attoseconds) = duration.components
+            info.raw("duration", String(seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        }
+        var content = JSONObjectWriter()
+        content.string("msgtype", "m.\(kind.rawValue)")
+        content.string("body", caption ?? fileName)
+        content.string("filename", fileName)
+        content.raw("info", info.text)
+        return MessageContent(eventType: "m.room.message", json: content.text)
+    }
+
+    /// `content` with `"url": uri` as its first member.
+    static func naming(_ uri: MediaURI, in content: MessageContent) -> MessageContent {
+        var url = JSONObjectWriter()
+        url.string("url", uri.uriString)
+        let rest = content.json.drop { $0 == " " }.dropFirst()  // past "{"
+        let separator = rest.drop { $0 == " " }.first == "}" ? "" : ","
+        return MessageContent(eventType: content.eventType, json: String(url.text.dropLast()) + separator + rest)
+    }
+
+    /// The width and height a PNG header states, from the file's first 24 bytes.
+    static func pngSize(_ header: [UInt8]) -> (width: Int, height: Int)? {
+        guard header.count >= 24, header.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else {
+            return nil
+        }
+        func word(_ at: Int) -> Int { header[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+        return (word(16), word(20))
+    }
+}
