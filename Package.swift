@@ -142,7 +142,7 @@ let package = Package(
         .executableTarget(
             name: "symorva-bench",
             dependencies: [
-                "SymorvaKit", "SymorvaTesting",
+                "SymorvaKit", "SymorvaTesting", "SymorvaContract", "SymorvaFFI",
                 "CSQLite",  // the plain-loop baseline of `symorva-bench store`
                 "CMegolmBaseline",  // the plain-loop baseline of `symorva-bench megolm`
             ],

@@ -44,6 +44,7 @@ enum BenchmarkModes {
             E2EESendBenchmark(),
             LockBenchmark(),
             PushBenchmark(),
+            ContractBenchmark(),
         ] + platformModes
 
     #if os(Linux)
