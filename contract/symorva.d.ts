@@ -225,6 +225,13 @@ export interface GrantInfo {
   expiresAt: Milliseconds;
   status: GrantStatus;
 }
+export interface DirectoryMember {
+  userID: UserID;
+  displayName?: string;
+  avatarURL?: string;
+  roles: string[];
+}
+
 export interface Grant extends GrantInfo {
   grant: Handle;
 }
@@ -267,6 +274,11 @@ type Empty = Record<string, never>;
 
 /** Every request method: `params` and `result`. */
 export interface Methods {
+  /** Which optional modules the manifest enables: a disabled one's client is absent. */
+  "community.modules": {
+    params: Empty;
+    result: { meetings: boolean; wallet: boolean; aiStudio: boolean; directory: boolean };
+  };
   "session.signIn": { params: { username: string; password: string }; result: Account };
   "session.register": { params: { username: string; password: string }; result: Account };
   "session.reauthenticate": { params: { password: string }; result: Account };
@@ -316,6 +328,12 @@ export interface Methods {
   "studio.requestGrant": { params: { roomID: RoomID; scope: GrantScope }; result: Grant };
   "studio.summarize": { params: { grant: Handle }; result: Summary };
   "studio.revoke": { params: { grant: Handle }; result: Empty };
+
+  "directory.member": { params: { userID: UserID }; result: DirectoryMember };
+  "directory.refreshOwnProfile": { params: Empty; result: DirectoryMember };
+  /** Community admins only. `changed` is false when the member already had (or lacked) it. */
+  "directory.assignRole": { params: { role: string; userID: UserID }; result: { changed: boolean } };
+  "directory.removeRole": { params: { role: string; userID: UserID }; result: { changed: boolean } };
 
   /** Synchronous (also through `execute`): the long-message rule. */
   "message.split": { params: { text: string; limit?: number }; result: { parts: string[] } };
@@ -460,8 +478,13 @@ export interface StudioClient {
   revoke(grant: Grant): Promise<void>;
 }
 
-/** Not served by the protocol yet (docs/contract.md, "Not yet in the protocol"). */
-export interface DirectoryClient {}
+/** The member directory; its paged searches are not in the protocol yet (docs/contract.md). */
+export interface DirectoryClient {
+  member(userID: UserID): Promise<DirectoryMember>;
+  refreshOwnProfile(): Promise<DirectoryMember>;
+  assignRole(role: string, userID: UserID): Promise<boolean>;
+  removeRole(role: string, userID: UserID): Promise<boolean>;
+}
 
 export interface CommunityClient {
   readonly session: Session;

@@ -45,6 +45,15 @@ extension ContractCommunity {
             try await mapping("session") { try await session.removeAccount(account) }
             return .object([:])
         }
+        // Which optional modules the manifest enables: a disabled one's client is absent (its
+        // methods answer contract.moduleDisabled).
+        let community = community
+        methods.asynchronous["community.modules"] = { _ in
+            .object([
+                "meetings": .bool(community.meetings.isEnabled), "wallet": .bool(community.wallet != nil),
+                "aiStudio": .bool(community.aiStudio != nil), "directory": .bool(community.directory != nil),
+            ])
+        }
         methods.subscriptions["session.state"] = { _ in
             ContractSource(session.state, encode: ContractValues.sessionState)
         }

@@ -89,6 +89,7 @@ package final class ContractCommunity: Sendable {
         methods.merge(walletMethods)
         methods.merge(meetingMethods)
         methods.merge(studioMethods)
+        methods.merge(directoryMethods)
         return methods
     }
 

@@ -51,8 +51,7 @@ class Client {
       env: { ...process.env, ...(options.env || {}) },
     });
     const client = new Client(child, options.handlers || {});
-    const methods = await client.request("contract.methods");
-    client._build(new Set(methods.methods));
+    client._build(await client.request("community.modules"));
     return client;
   }
 
@@ -120,7 +119,7 @@ class Client {
     await this._exited;
   }
 
-  _build(methods) {
+  _build(modules) {
     const call = (method, params) => this.request(method, params);
     const none = async () => {};
     this.session = {
@@ -150,7 +149,7 @@ class Client {
       },
     };
     // Optional modules are absent when the manifest disables them (the methods answer moduleDisabled).
-    this.wallet = methods.has("wallet.prepareTransfer") ? {
+    this.wallet = modules.wallet ? {
       balances: () => this.observe("wallet.balances"),
       refreshBalances: () => call("wallet.refreshBalances"),
       history: (limit) => call("wallet.history", limit ? { limit } : {}),
@@ -166,11 +165,17 @@ class Client {
       },
       query: (pending) => call("pending.query", { pending: pending.pending }),
     } : undefined;
-    this.aiStudio = methods.has("studio.requestGrant") ? {
+    this.aiStudio = modules.aiStudio ? {
       grants: () => this.observe("studio.grants"),
       requestGrant: (roomID, scope) => call("studio.requestGrant", { roomID, scope }),
       summarize: (grant) => call("studio.summarize", { grant: grant.grant }),
       revoke: (grant) => call("studio.revoke", { grant: grant.grant }).then(none),
+    } : undefined;
+    this.directory = modules.directory ? {
+      member: (userID) => call("directory.member", { userID }),
+      refreshOwnProfile: () => call("directory.refreshOwnProfile"),
+      assignRole: (role, userID) => call("directory.assignRole", { role, userID }).then((r) => r.changed),
+      removeRole: (role, userID) => call("directory.removeRole", { role, userID }).then((r) => r.changed),
     } : undefined;
   }
 

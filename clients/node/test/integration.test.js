@@ -75,6 +75,7 @@ test("register, a room, a message seen through the timeline subscription", optio
   const items = await until(timeline, (items) => items.some((item) => item.content.body === "hello from node" && item.eventID));
   assert.ok(items.some((item) => item.isOwn));
   await timeline.close();
+  if (client.directory) assert.equal((await client.directory.refreshOwnProfile()).userID, account.userID);
   await client.close();
 });
 

@@ -149,8 +149,7 @@ class Client:
         if client_id <= 0:
             raise SymorvaError({"domain": "contract", "code": "invalidManifest", "message": f"create failed ({client_id})"})
         client = cls(client_id, loop, consent, pin_entry)
-        methods = await client.request("contract.methods")
-        client._build(set(methods["methods"]))
+        client._build(await client.request("community.modules"))
         return client
 
     def __init__(self, client_id, loop, consent, pin_entry):
@@ -248,12 +247,13 @@ class Client:
             self._dispatch({"closed": True})
         await self._loop.run_in_executor(None, self._receiver.join, 5)
 
-    def _build(self, methods):
+    def _build(self, modules):
         self.session = _Session(self)
         self.chat = _Chat(self)
         self.meetings = _Meetings(self)
-        self.wallet = _Wallet(self) if "wallet.prepareTransfer" in methods else None
-        self.ai_studio = _Studio(self) if "studio.requestGrant" in methods else None
+        self.wallet = _Wallet(self) if modules["wallet"] else None
+        self.ai_studio = _Studio(self) if modules["aiStudio"] else None
+        self.directory = _Directory(self) if modules["directory"] else None
 
 
 class _Session:
@@ -379,3 +379,14 @@ class _Studio:
 
     async def revoke(self, grant):
         await self._c.request("studio.revoke", grant=grant["grant"])
+
+
+class _Directory:
+    def __init__(self, client):
+        self._c = client
+
+    async def member(self, user_id):
+        return await self._c.request("directory.member", userID=user_id)
+
+    async def refresh_own_profile(self):
+        return await self._c.request("directory.refreshOwnProfile")

@@ -93,6 +93,9 @@ def test_register_room_and_a_message_seen_through_the_timeline():
             item["content"].get("body") == "hello from python" and item.get("eventID") for item in items))
         assert any(item["isOwn"] for item in value)
         await timeline.close()
+        if client.directory is not None:
+            own = await client.directory.refresh_own_profile()
+            assert own["userID"] == account["userID"]
         await client.close()
     run(scenario())
 
@@ -229,3 +232,34 @@ def test_execute_runs_the_synchronous_rules():
     with pytest.raises(symorva.SymorvaError) as error:
         symorva.execute("amount.parse", text="1e5")
     assert error.value.domain == "amount"
+
+
+def test_the_c_library_serves_two_receiving_threads_each_message_once():
+    """include/symorva.h: several threads may receive for one client; each message goes to one."""
+    import threading
+
+    lib = symorva.library()
+    client_id = lib.symorva_client_create(MANIFEST.encode(), tempfile.mkdtemp(prefix="symorva-py-").encode())
+    assert client_id > 0
+    count = 2000
+    seen = [[], []]
+
+    def receive(into):
+        while len(seen[0]) + len(seen[1]) < count:
+            text = symorva._take(lib.symorva_client_receive(client_id, 0.2))
+            if text is not None:
+                into.append(json.loads(text)["id"])
+
+    threads = [threading.Thread(target=receive, args=(seen[i],)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for index in range(count):
+        request = {"id": index, "method": "message.split", "params": {"text": f"m{index}"}}
+        assert lib.symorva_client_send(client_id, json.dumps(request).encode()) == 0
+    for thread in threads:
+        thread.join(60)
+    lib.symorva_client_destroy(client_id)
+    received = seen[0] + seen[1]
+    assert sorted(received) == list(range(count))
+    assert lib.symorva_client_send(client_id, b'{"id": 1, "method": "message.split"}') == -1  # SYMORVA_ERROR_NO_CLIENT
+    assert lib.symorva_client_receive(client_id, 0) is None
