@@ -21,6 +21,8 @@ let package = Package(
         .library(name: "SymorvaKit", targets: ["SymorvaKit"]),
         .library(name: "SymorvaTesting", targets: ["SymorvaTesting"]),
         .executable(name: "symorva", targets: ["symorva"]),
+        // The C library of the language-neutral contract (include/symorva.h, docs/contract.md).
+        .library(name: "SymorvaFFI", type: .dynamic, targets: ["SymorvaFFI"]),
         .executable(name: "symorva-bench", targets: ["symorva-bench"]),
     ],
     targets: [
@@ -127,6 +129,11 @@ let package = Package(
                 .target(name: "SymorvaMediaGStreamer", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: swiftSettings),
+        // The language-neutral contract: the product API as JSON requests, answers and updates
+        // (docs/contract.md), served by `symorva serve --stdio` and the C library.
+        .target(name: "SymorvaContract", dependencies: ["SymorvaKit"], swiftSettings: swiftSettings),
+        // Its C library: `@_cdecl` functions over the engine, declared in include/symorva.h.
+        .target(name: "SymorvaFFI", dependencies: ["SymorvaContract"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaTesting", dependencies: ["SymorvaRuntime", "SymorvaHTTP"],
             swiftSettings: swiftSettings),
@@ -135,11 +142,12 @@ let package = Package(
         .target(
             name: "SymorvaREPL", dependencies: ["SymorvaKit"],
             swiftSettings: swiftSettings),
-        .executableTarget(name: "symorva", dependencies: ["SymorvaREPL"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "symorva", dependencies: ["SymorvaREPL", "SymorvaContract"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "symorva-bench",
             dependencies: [
-                "SymorvaKit", "SymorvaTesting",
+                "SymorvaKit", "SymorvaTesting", "SymorvaContract", "SymorvaFFI",
                 "CSQLite",  // the plain-loop baseline of `symorva-bench store`
                 "CMegolmBaseline",  // the plain-loop baseline of `symorva-bench megolm`
             ],
@@ -157,6 +165,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "fuzz-manifest", dependencies: ["SymorvaFuzzing", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-contract", dependencies: ["SymorvaFuzzing", "SymorvaContract"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "fuzz-scxml", dependencies: ["SymorvaFuzzing", "SymorvaTesting"], swiftSettings: swiftSettings),
 
@@ -221,6 +231,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaKitTests", dependencies: ["SymorvaKit", "SymorvaTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SymorvaContractTests", dependencies: ["SymorvaContract", "SymorvaTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "SymorvaREPLTests", dependencies: ["SymorvaREPL", "SymorvaTesting"],
             exclude: [

@@ -53,6 +53,9 @@ SYMORVA_SYSTEM_PACKAGES+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev l
   gstreamer1.0-nice)
 # The media-path cut test blocks Janus's UDP on loopback with tc (iproute2).
 SYMORVA_SYSTEM_PACKAGES+=(iproute2)
+# The language-neutral contract (docs/contract.md): tsc type-checks contract/symorva.d.ts, and
+# the Node client's tests run under Node.js.
+SYMORVA_SYSTEM_PACKAGES+=(nodejs node-typescript)
 
 # Installs whichever of the packages is missing. Fast when nothing is missing: one `dpkg -s`
 # call and no apt-get at all. Uses apt-get directly as root, sudo otherwise, and says what to

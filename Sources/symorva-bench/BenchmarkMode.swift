@@ -45,6 +45,7 @@ enum BenchmarkModes {
             LockBenchmark(),
             PushBenchmark(),
             PushRulesBenchmark(),
+            ContractBenchmark(),
         ] + platformModes
 
     #if os(Linux)

@@ -1,0 +1,201 @@
+"use strict";
+// The Symorva client SDK from Node.js: a child process running `symorva serve --stdio`, spoken
+// to in JSON lines (docs/contract.md). The API follows contract/symorva.d.ts: a CommunityClient
+// with session, chat, meetings and the optional wallet and aiStudio; Observable<T> values.
+const { spawn } = require("node:child_process");
+const readline = require("node:readline");
+
+class SymorvaError extends Error {
+  constructor(error) {
+    super(`${error.domain}.${error.code}: ${error.message}`);
+    this.name = "SymorvaError";
+    this.domain = error.domain;
+    this.code = error.code;
+    this.details = error.details;
+  }
+}
+
+/** An observable value kept current by a subscription's updates. */
+class Observed {
+  constructor(client, subscription, value) {
+    this._client = client;
+    this._subscription = subscription;
+    this._value = value;
+    this._listeners = new Set();
+  }
+  get value() {
+    return this._value;
+  }
+  subscribe(listener) {
+    this._listeners.add(listener);
+    listener(this._value);
+    return () => this._listeners.delete(listener);
+  }
+  _publish(value) {
+    this._value = value;
+    for (const listener of [...this._listeners]) listener(value);
+  }
+  async close() {
+    this._client._observed.delete(this._subscription);
+    await this._client.request("unsubscribe", { subscription: this._subscription });
+  }
+}
+
+class Client {
+  /** Starts `symorva serve --stdio` and resolves once it answers. */
+  static async start(options) {
+    const executable = options.executable || process.env.SYMORVA_BIN || "symorva";
+    const args = ["serve", "--stdio", "--config", options.manifest, "--data-dir", options.dataDirectory];
+    const child = spawn(executable, args, {
+      stdio: ["pipe", "pipe", options.stderr || "inherit"],
+      env: { ...process.env, ...(options.env || {}) },
+    });
+    const client = new Client(child, options.handlers || {});
+    client._build(await client.request("community.modules"));
+    return client;
+  }
+
+  constructor(child, handlers) {
+    this._child = child;
+    this._handlers = handlers;
+    this._next = 1;
+    this._pending = new Map();
+    this._observed = new Map();
+    this._exited = new Promise((resolve) => child.on("exit", resolve));
+    child.on("exit", () => {
+      for (const { reject } of this._pending.values()) reject(new SymorvaError({ domain: "contract", code: "closed", message: "The client is closed." }));
+      this._pending.clear();
+    });
+    readline.createInterface({ input: child.stdout }).on("line", (line) => this._receive(line));
+  }
+
+  _receive(line) {
+    const message = JSON.parse(line);
+    if ("id" in message) {
+      const waiting = this._pending.get(message.id);
+      if (!waiting) return;
+      this._pending.delete(message.id);
+      if ("error" in message) waiting.reject(new SymorvaError(message.error));
+      else waiting.resolve(message.result);
+    } else if (message.update) {
+      const observed = this._observed.get(message.update.subscription);
+      if (observed) observed._publish(message.update.value);
+    } else if (message.hostRequest) {
+      this._answerHost(message.hostRequest);
+    }
+  }
+
+  async _answerHost(request) {
+    let answer = null;
+    try {
+      if (request.kind === "consent" && this._handlers.consent) answer = await this._handlers.consent(request.sheet);
+      if (request.kind === "pin" && this._handlers.pinEntry) answer = await this._handlers.pinEntry(request.summary);
+    } catch (_) {
+      answer = null;
+    }
+    await this.request("host.answer", { request: request.id, answer }).catch(() => {});
+  }
+
+  /** Sends one request; resolves with its result, rejects with a SymorvaError. */
+  request(method, params = {}) {
+    const id = this._next++;
+    return new Promise((resolve, reject) => {
+      this._pending.set(id, { resolve, reject });
+      this._child.stdin.write(JSON.stringify({ id, method, params }) + "\n");
+    });
+  }
+
+  /** Subscribes to an observable path: an Observable whose value is always current. */
+  async observe(path, params = {}) {
+    const answer = await this.request("subscribe", { path, ...params });
+    const observed = new Observed(this, answer.subscription, answer.value);
+    this._observed.set(answer.subscription, observed);
+    return observed;
+  }
+
+  /** Ends standard input (the server closes its client) and waits for the child to exit. */
+  async close() {
+    this._child.stdin.end();
+    await this._exited;
+  }
+
+  _build(modules) {
+    const call = (method, params) => this.request(method, params);
+    const none = async () => {};
+    this.session = {
+      signIn: (username, password) => call("session.signIn", { username, password }),
+      register: (username, password) => call("session.register", { username, password }),
+      reauthenticate: (password) => call("session.reauthenticate", { password }),
+      signOut: () => call("session.signOut").then(none),
+      switchAccount: (userID) => call("session.switchAccount", { userID }),
+      removeAccount: (userID) => call("session.removeAccount", { userID }).then(none),
+      state: () => this.observe("session.state"),
+      accounts: () => this.observe("session.accounts"),
+    };
+    this.chat = {
+      conversations: () => this.observe("chat.conversations"),
+      refresh: () => call("chat.refresh").then(none),
+      createRoom: (options = {}) => call("chat.createRoom", options).then((r) => r.roomID),
+      join: (roomIDOrAlias) => call("chat.join", { roomIDOrAlias }).then((r) => r.roomID),
+      leave: (roomID) => call("chat.leave", { roomID }).then(none),
+      invite: (userID, roomID) => call("chat.invite", { userID, roomID }).then(none),
+      conversation: async (roomID) => this._conversation(await call("chat.conversation", { roomID })),
+    };
+    this.meetings = {
+      join: async (roomID, options = {}) => {
+        const room = await call("meetings.join", { roomID, ...options });
+        const act = (method) => () => call(method, { room: room.room }).then(none);
+        return { ...room, handle: room.room, raiseHand: act("room.raiseHand"), lowerHand: act("room.lowerHand"), leave: act("room.leave") };
+      },
+    };
+    // Optional modules are absent when the manifest disables them (the methods answer moduleDisabled).
+    this.wallet = modules.wallet ? {
+      balances: () => this.observe("wallet.balances"),
+      refreshBalances: () => call("wallet.refreshBalances"),
+      history: (limit) => call("wallet.history", limit ? { limit } : {}),
+      setPIN: (pin, oldPIN) => call("wallet.setPIN", oldPIN ? { pin, oldPIN } : { pin }).then(none),
+      prepareTransfer: async (recipient, asset, amount) => {
+        const draft = await call("wallet.prepareTransfer", { recipient, asset, amount });
+        return {
+          ...draft,
+          handle: draft.draft,
+          confirm: (pin) => call("draft.confirm", pin === undefined ? { draft: draft.draft } : { draft: draft.draft, pin }),
+          cancel: () => call("draft.cancel", { draft: draft.draft }).then(none),
+        };
+      },
+      query: (pending) => call("pending.query", { pending: pending.pending }),
+    } : undefined;
+    this.aiStudio = modules.aiStudio ? {
+      grants: () => this.observe("studio.grants"),
+      requestGrant: (roomID, scope) => call("studio.requestGrant", { roomID, scope }),
+      summarize: (grant) => call("studio.summarize", { grant: grant.grant }),
+      revoke: (grant) => call("studio.revoke", { grant: grant.grant }).then(none),
+    } : undefined;
+    this.directory = modules.directory ? {
+      member: (userID) => call("directory.member", { userID }),
+      refreshOwnProfile: () => call("directory.refreshOwnProfile"),
+      assignRole: (role, userID) => call("directory.assignRole", { role, userID }).then((r) => r.changed),
+      removeRole: (role, userID) => call("directory.removeRole", { role, userID }).then((r) => r.changed),
+    } : undefined;
+  }
+
+  _conversation(opened) {
+    const conversation = opened.conversation;
+    const call = (method, params = {}) => this.request(method, { conversation, ...params });
+    const none = async () => {};
+    return {
+      id: opened.roomID,
+      handle: conversation,
+      timeline: () => this.observe("conversation.timeline", { conversation }),
+      pagination: () => this.observe("conversation.pagination", { conversation }),
+      send: (text, options = {}) => call("chat.conversation.send", { text, ...options }),
+      edit: (eventID, text) => call("chat.conversation.edit", { eventID, text }),
+      paginateBackwards: (count) => call("chat.conversation.paginateBackwards", count ? { count } : {}),
+      react: (eventID, key) => call("chat.conversation.react", { eventID, key }).then(none),
+      redact: (eventID) => call("chat.conversation.redact", { eventID }).then(none),
+      markRead: (eventID) => call("chat.conversation.markRead", eventID ? { eventID } : {}).then(none),
+    };
+  }
+}
+
+module.exports = { Client, SymorvaError };

@@ -1,0 +1,149 @@
+"use strict";
+// The Node client (a child process running `symorva serve --stdio`) against the real Synapse
+// and services. Needs a dev environment started with --test and its env file in the environment
+// (Scripts/test runs it); skipped without one unless SYMORVA_REQUIRE_SERVERS=1.
+const { test } = require("node:test");
+const assert = require("node:assert/strict");
+const crypto = require("node:crypto");
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+const { Client, SymorvaError } = require("..");
+
+const { SYMORVA_HOMESERVER_URL: homeserver, SYMORVA_SERVICES_URL: services, SYMORVA_MANIFEST: manifest } = process.env;
+const ready = homeserver && services && manifest && process.env.SYMORVA_TEST_MODE === "1";
+if (!ready && process.env.SYMORVA_REQUIRE_SERVERS === "1") throw new Error("dev servers required but their env file is not loaded");
+const options = { skip: ready ? false : "no dev environment in test mode", timeout: 240_000 };
+const PIN = "5813";
+
+async function http(method, url, body, token) {
+  const response = await fetch(url, {
+    method,
+    headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  assert.ok(response.ok, `${method} ${url}: ${response.status}`);
+  const text = await response.text();
+  return text ? JSON.parse(text) : {};
+}
+
+/** A test account outside the SDK that credits wallets and arms faults (test endpoints). */
+async function operator() {
+  const name = "op" + crypto.randomBytes(5).toString("hex");
+  const registered = await http("POST", `${homeserver}/_matrix/client/v3/register`, {
+    username: name, password: crypto.randomBytes(12).toString("hex"), auth: { type: "m.login.dummy" },
+  });
+  const openid = await http("POST", `${homeserver}/_matrix/client/v3/user/${encodeURIComponent(registered.user_id)}/openid/request_token`, {}, registered.access_token);
+  const { access_token: token } = await http("POST", `${services}/_symorva/v1/auth/openid`, openid);
+  return {
+    credit: (userID, amount) => http("POST", `${services}/_symorva/v1/test/wallet/credit`, { user_id: userID, asset: "ORB", amount }, token),
+    armConfirmFault: (mode) => http("POST", `${services}/_symorva/v1/test/faults`, {
+      path_prefix: "/_symorva/v1/wallet/transfers/confirm", method: "POST", mode, count: 1,
+    }, token),
+    clearFaults: () => http("DELETE", `${services}/_symorva/v1/test/faults`, undefined, token),
+  };
+}
+
+async function newClient(prefix, handlers) {
+  const dataDirectory = fs.mkdtempSync(path.join(os.tmpdir(), "symorva-node-"));
+  const client = await Client.start({ manifest, dataDirectory, handlers, stderr: "ignore" });
+  const account = await client.session.register(prefix + crypto.randomBytes(4).toString("hex"), crypto.randomBytes(12).toString("hex"));
+  return { client, account };
+}
+
+function until(observable, predicate, timeout = 60_000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { stop(); reject(new Error("timed out: " + JSON.stringify(observable.value).slice(0, 300))); }, timeout);
+    const stop = observable.subscribe((value) => {
+      if (predicate(value)) { clearTimeout(timer); queueMicrotask(() => stop()); resolve(value); }
+    });
+  });
+}
+
+async function rejection(promise) {
+  try { await promise; } catch (error) { assert.ok(error instanceof SymorvaError, String(error)); return error; }
+  assert.fail("expected a SymorvaError");
+}
+
+test("register, a room, a message seen through the timeline subscription", options, async () => {
+  const { client, account } = await newClient("ndc");
+  assert.match(account.userID, /^@ndc/);
+  const roomID = await client.chat.createRoom({ name: "Contract" });
+  const conversation = await client.chat.conversation(roomID);
+  const timeline = await conversation.timeline();
+  await conversation.send("hello from node");
+  const items = await until(timeline, (items) => items.some((item) => item.content.body === "hello from node" && item.eventID));
+  assert.ok(items.some((item) => item.isOwn));
+  await timeline.close();
+  if (client.directory) assert.equal((await client.directory.refreshOwnProfile()).userID, account.userID);
+  await client.close();
+});
+
+test("a transfer settles; an unknown one is queried, never resent", options, async () => {
+  const op = await operator();
+  const alice = await newClient("ndw");
+  const bob = await newClient("ndw");
+  await op.credit(alice.account.userID, "50.00");
+  await alice.client.wallet.setPIN(PIN);
+  let draft = await alice.client.wallet.prepareTransfer(bob.account.userID, "ORB", "5.00");
+  const settled = await draft.confirm(PIN);
+  assert.equal(settled.kind, "settled");
+  await op.armConfirmFault("commit_then_drop");
+  let unknown;
+  try {
+    draft = await alice.client.wallet.prepareTransfer(bob.account.userID, "ORB", "7.00");
+    unknown = await draft.confirm(PIN);
+  } finally {
+    await op.clearFaults();
+  }
+  assert.equal(unknown.kind, "unknown");
+  const resolved = await alice.client.wallet.query(unknown.pending);
+  assert.equal(resolved.kind, "settled");
+  const orb = (await alice.client.wallet.refreshBalances()).find((b) => b.asset.code === "ORB");
+  assert.equal(orb.amount.value, "38.00");
+  await alice.client.close();
+  await bob.client.close();
+});
+
+test("a meeting join returns the admitted role", options, async () => {
+  const { client } = await newClient("ndm");
+  const roomID = await client.chat.createRoom({ name: "Meeting" });
+  const room = await client.meetings.join(roomID);
+  assert.ok(["stage", "listener"].includes(room.role));
+  await room.leave();
+  await client.close();
+});
+
+test("a studio grant the host declines, then one it accepts", options, async () => {
+  const answers = ["declined", "approved"];
+  const { client } = await newClient("nds", { consent: async () => answers.shift() });
+  if (!client.aiStudio) return;
+  const roomID = await client.chat.createRoom({ name: "Studio" });
+  const conversation = await client.chat.conversation(roomID);
+  const receipt = await conversation.send("the budget is approved");
+  const state = await client.observe("receipt.state", { receipt: receipt.receipt });
+  const sent = await until(state, (value) => value.kind === "sent");
+  const scope = { kind: "selectedMessages", eventIDs: [sent.eventID] };
+  const declined = await rejection(client.aiStudio.requestGrant(roomID, scope));
+  assert.deepEqual([declined.domain, declined.code], ["studio", "declined"]);
+  const grant = await client.aiStudio.requestGrant(roomID, scope);
+  assert.equal(grant.status, "active");
+  await client.aiStudio.revoke(grant);
+  await client.close();
+});
+
+test("sign-out ends the handles; bad input leaves the client usable", options, async () => {
+  const { client } = await newClient("ndo");
+  const roomID = await client.chat.createRoom({ name: "Ending" });
+  const conversation = await client.chat.conversation(roomID);
+  client._child.stdin.write("{not json\n");
+  client._child.stdin.write("x".repeat(2 * 1024 * 1024) + "\n");
+  assert.equal((await rejection(client.request("chat.nothing"))).code, "methodNotFound");
+  assert.equal((await rejection(conversation.send(42))).code, "invalidParams");
+  assert.equal((await rejection(client.request("chat.conversation.send", { conversation: "conversation-999", text: "x" }))).code, "invalidHandle");
+  assert.deepEqual((await client.request("message.split", { text: "still usable" })).parts, ["still usable"]);
+  await client.session.signOut();
+  const ended = await rejection(conversation.send("after sign-out"));
+  assert.deepEqual([ended.domain, ended.code], ["chat", "accountEnded"]);
+  await client.close();
+});

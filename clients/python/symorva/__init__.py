@@ -1,0 +1,392 @@
+"""The Symorva client SDK from Python: ctypes over the C library (include/symorva.h), with an
+asyncio API whose names follow the contract (contract/symorva.d.ts, docs/contract.md).
+
+    client = await symorva.Client.open(manifest, data_directory, consent=..., pin_entry=...)
+    account = await client.session.register("alice", password)
+    room_id = await client.chat.create_room(name="Orbit")
+    conversation = await client.chat.conversation(room_id)
+    timeline = await conversation.timeline()          # an Observable, kept current
+    receipt = await conversation.send("Hello")
+    await client.close()
+"""
+
+import asyncio
+import ctypes
+import itertools
+import json
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["Client", "SymorvaError", "Observable", "execute", "library"]
+
+_LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+_library = None
+
+
+def library():
+    """The loaded libSymorvaFFI: $SYMORVA_FFI_LIB, else the package's debug or release build."""
+    global _library
+    if _library is not None:
+        return _library
+    candidates = [os.environ.get("SYMORVA_FFI_LIB")]
+    root = Path(__file__).resolve().parents[3]
+    for configuration in ("debug", "release"):
+        candidates.append(str(root / ".build" / configuration / "libSymorvaFFI.so"))
+    path = next((c for c in candidates if c and Path(c).exists()), None)
+    if path is None:
+        raise OSError("libSymorvaFFI not found: build it (swift build --product SymorvaFFI) or set SYMORVA_FFI_LIB")
+    lib = ctypes.CDLL(path)
+    lib.symorva_client_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    lib.symorva_client_create.restype = ctypes.c_int
+    lib.symorva_client_send.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    lib.symorva_client_send.restype = ctypes.c_int
+    # Returned strings are ours to free: c_void_p keeps the pointer for symorva_free.
+    lib.symorva_client_receive.argtypes = [ctypes.c_int, ctypes.c_double]
+    lib.symorva_client_receive.restype = ctypes.c_void_p
+    lib.symorva_execute.argtypes = [ctypes.c_char_p]
+    lib.symorva_execute.restype = ctypes.c_void_p
+    lib.symorva_client_destroy.argtypes = [ctypes.c_int]
+    lib.symorva_client_destroy.restype = None
+    lib.symorva_free.argtypes = [ctypes.c_void_p]
+    lib.symorva_free.restype = None
+    lib.symorva_set_log_level.argtypes = [ctypes.c_int]
+    lib.symorva_set_log_callback.argtypes = [_LOG_CALLBACK, ctypes.c_void_p]
+    _library = lib
+    return lib
+
+
+def _take(pointer):
+    """The text of a string the library returned, freed."""
+    if not pointer:
+        return None
+    try:
+        return ctypes.string_at(pointer).decode("utf-8")
+    finally:
+        library().symorva_free(pointer)
+
+
+def execute(method, **params):
+    """Runs a synchronous method (`message.split`, `amount.parse`) at once; raises SymorvaError."""
+    answer = json.loads(_take(library().symorva_execute(json.dumps({"method": method, "params": params}).encode())))
+    if "error" in answer:
+        raise SymorvaError(answer["error"])
+    return answer["result"]
+
+
+_log_callback_ref = None
+
+
+def set_log(level, callback=None):
+    """Log lines of every client at `level` (0 trace … 5 error, 6 none) to `callback(level, line)`."""
+    global _log_callback_ref
+    lib = library()
+    lib.symorva_set_log_level(level)
+    if callback is None:
+        _log_callback_ref = None
+        lib.symorva_set_log_callback(_LOG_CALLBACK(), None)
+        return
+    _log_callback_ref = _LOG_CALLBACK(lambda lvl, line, _ctx: callback(lvl, line.decode("utf-8", "replace")))
+    lib.symorva_set_log_callback(_log_callback_ref, None)
+
+
+class SymorvaError(Exception):
+    """A request's typed error: `domain`, `code` (the Swift case name), `message`, `details`."""
+
+    def __init__(self, error):
+        super().__init__(f"{error.get('domain')}.{error.get('code')}: {error.get('message')}")
+        self.domain = error.get("domain")
+        self.code = error.get("code")
+        self.details = error.get("details")
+
+
+class Observable:
+    """A value the SDK observes: `value` is current; `subscribe(listener)` returns unsubscribe."""
+
+    def __init__(self, client, subscription, value):
+        self._client = client
+        self.subscription = subscription
+        self.value = value
+        self._listeners = []
+        self._changed = asyncio.Event()
+
+    def subscribe(self, listener):
+        self._listeners.append(listener)
+        listener(self.value)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    async def wait_until(self, predicate, timeout=30):
+        """Waits until `predicate(value)` holds; returns the value."""
+        async def wait():
+            while not predicate(self.value):
+                self._changed.clear()
+                await self._changed.wait()
+            return self.value
+        return await asyncio.wait_for(wait(), timeout)
+
+    def _publish(self, value):
+        self.value = value
+        self._changed.set()
+        for listener in list(self._listeners):
+            listener(value)
+
+    async def close(self):
+        self._client._observed.pop(self.subscription, None)
+        await self._client.request("unsubscribe", subscription=self.subscription)
+
+
+class Client:
+    """One community over the C library. Build it with `await Client.open(...)`."""
+
+    @classmethod
+    async def open(cls, manifest, data_directory, consent=None, pin_entry=None):
+        """`consent(sheet) -> "approved" | "declined"` and `pin_entry(summary) -> str | None` may
+        be coroutines; they answer the SDK's host requests."""
+        lib = library()
+        loop = asyncio.get_running_loop()
+        client_id = await loop.run_in_executor(
+            None, lib.symorva_client_create, str(manifest).encode(), str(data_directory).encode())
+        if client_id <= 0:
+            raise SymorvaError({"domain": "contract", "code": "invalidManifest", "message": f"create failed ({client_id})"})
+        client = cls(client_id, loop, consent, pin_entry)
+        client._build(await client.request("community.modules"))
+        return client
+
+    def __init__(self, client_id, loop, consent, pin_entry):
+        self._id = client_id
+        self._loop = loop
+        self._consent = consent
+        self._pin_entry = pin_entry
+        self._ids = itertools.count(1)
+        self._pending = {}
+        self._observed = {}
+        self._closed = asyncio.Event()
+        self._receiver = threading.Thread(target=self._receive_loop, name=f"symorva-{client_id}", daemon=True)
+        self._receiver.start()
+
+    def _receive_loop(self):
+        lib = library()
+        while True:
+            text = _take(lib.symorva_client_receive(self._id, 0.5))
+            if text is None:
+                if self._closed_flag():
+                    return
+                continue
+            message = json.loads(text)
+            self._loop.call_soon_threadsafe(self._dispatch, message)
+            if message.get("closed"):
+                return
+
+    def _closed_flag(self):
+        return getattr(self, "_destroyed", False)
+
+    def _dispatch(self, message):
+        if "id" in message:
+            future = self._pending.pop(message["id"], None)
+            if future is None or future.done():
+                return
+            if "error" in message:
+                future.set_exception(SymorvaError(message["error"]))
+            else:
+                future.set_result(message["result"])
+        elif "update" in message:
+            observed = self._observed.get(message["update"]["subscription"])
+            if observed is not None:
+                observed._publish(message["update"]["value"])
+        elif "hostRequest" in message:
+            asyncio.ensure_future(self._answer_host(message["hostRequest"]))
+        elif message.get("closed"):
+            self._closed.set()
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(SymorvaError({"domain": "contract", "code": "closed", "message": "closed"}))
+            self._pending.clear()
+
+    async def _answer_host(self, request):
+        handler = {"consent": self._consent, "pin": self._pin_entry}.get(request["kind"])
+        answer = None
+        if handler is not None:
+            argument = request.get("sheet") if request["kind"] == "consent" else request.get("summary")
+            answer = handler(argument)
+            if asyncio.iscoroutine(answer):
+                answer = await answer
+        try:
+            await self.request("host.answer", request=request["id"], answer=answer)
+        except SymorvaError:
+            pass
+
+    def send_raw(self, text):
+        """Sends raw bytes as one request (tests of bad input); returns the C status."""
+        data = text if isinstance(text, bytes) else text.encode()
+        return library().symorva_client_send(self._id, data)
+
+    def request(self, method, **params):
+        """Sends one request; resolves with its result, raises SymorvaError."""
+        request_id = next(self._ids)
+        future = self._loop.create_future()
+        self._pending[request_id] = future
+        status = library().symorva_client_send(self._id, json.dumps({"id": request_id, "method": method, "params": params}).encode())
+        if status != 0:
+            self._pending.pop(request_id, None)
+            raise SymorvaError({"domain": "contract", "code": "closed", "message": f"send failed ({status})"})
+        return future
+
+    async def observe(self, path, **params):
+        """Subscribes to an observable path (`chat.conversations`, `conversation.timeline`, …)."""
+        answer = await self.request("subscribe", path=path, **params)
+        observed = Observable(self, answer["subscription"], answer["value"])
+        self._observed[answer["subscription"]] = observed
+        return observed
+
+    async def close(self):
+        """Destroys the client (every session stops); later requests fail `closed`."""
+        self._destroyed = True
+        await self._loop.run_in_executor(None, library().symorva_client_destroy, self._id)
+        # Messages not received by now are dropped (include/symorva.h): the client is closed.
+        if not self._closed.is_set():
+            self._dispatch({"closed": True})
+        await self._loop.run_in_executor(None, self._receiver.join, 5)
+
+    def _build(self, modules):
+        self.session = _Session(self)
+        self.chat = _Chat(self)
+        self.meetings = _Meetings(self)
+        self.wallet = _Wallet(self) if modules["wallet"] else None
+        self.ai_studio = _Studio(self) if modules["aiStudio"] else None
+        self.directory = _Directory(self) if modules["directory"] else None
+
+
+class _Session:
+    def __init__(self, client):
+        self._c = client
+
+    async def sign_in(self, username, password):
+        return await self._c.request("session.signIn", username=username, password=password)
+
+    async def register(self, username, password):
+        return await self._c.request("session.register", username=username, password=password)
+
+    async def sign_out(self):
+        await self._c.request("session.signOut")
+
+    async def switch_account(self, user_id):
+        return await self._c.request("session.switchAccount", userID=user_id)
+
+    async def state(self):
+        return await self._c.observe("session.state")
+
+
+class _Conversation:
+    def __init__(self, client, opened):
+        self._c = client
+        self.id = opened["roomID"]
+        self.handle = opened["conversation"]
+
+    async def send(self, text, kind="text"):
+        return await self._c.request("chat.conversation.send", conversation=self.handle, text=text, kind=kind)
+
+    async def paginate_backwards(self, count=20):
+        return await self._c.request("chat.conversation.paginateBackwards", conversation=self.handle, count=count)
+
+    async def timeline(self):
+        return await self._c.observe("conversation.timeline", conversation=self.handle)
+
+
+class _Chat:
+    def __init__(self, client):
+        self._c = client
+
+    async def conversations(self):
+        return await self._c.observe("chat.conversations")
+
+    async def create_room(self, **options):
+        return (await self._c.request("chat.createRoom", **options))["roomID"]
+
+    async def join(self, room_id_or_alias):
+        return (await self._c.request("chat.join", roomIDOrAlias=room_id_or_alias))["roomID"]
+
+    async def invite(self, user_id, room_id):
+        await self._c.request("chat.invite", userID=user_id, roomID=room_id)
+
+    async def conversation(self, room_id):
+        return _Conversation(self._c, await self._c.request("chat.conversation", roomID=room_id))
+
+
+class _Draft:
+    def __init__(self, client, draft):
+        self._c = client
+        self.handle = draft["draft"]
+        self.summary = draft["summary"]
+
+    async def confirm(self, pin=None):
+        params = {"draft": self.handle} if pin is None else {"draft": self.handle, "pin": pin}
+        return await self._c.request("draft.confirm", **params)
+
+    async def cancel(self):
+        await self._c.request("draft.cancel", draft=self.handle)
+
+
+class _Wallet:
+    def __init__(self, client):
+        self._c = client
+
+    async def refresh_balances(self):
+        return await self._c.request("wallet.refreshBalances")
+
+    async def set_pin(self, pin, old_pin=None):
+        params = {"pin": pin} if old_pin is None else {"pin": pin, "oldPIN": old_pin}
+        await self._c.request("wallet.setPIN", **params)
+
+    async def prepare_transfer(self, recipient, asset, amount):
+        return _Draft(self._c, await self._c.request("wallet.prepareTransfer", recipient=recipient, asset=asset, amount=amount))
+
+    async def query(self, pending):
+        """Queries a pending command (`outcome["pending"]`); never resubmits."""
+        return await self._c.request("pending.query", pending=pending["pending"])
+
+
+class _Room:
+    def __init__(self, client, room):
+        self._c = client
+        self.handle = room["room"]
+        self.room_id = room["roomID"]
+        self.role = room["role"]
+
+    async def raise_hand(self):
+        await self._c.request("room.raiseHand", room=self.handle)
+
+    async def leave(self):
+        await self._c.request("room.leave", room=self.handle)
+
+
+class _Meetings:
+    def __init__(self, client):
+        self._c = client
+
+    async def join(self, room_id, broadcast=False):
+        return _Room(self._c, await self._c.request("meetings.join", roomID=room_id, broadcast=broadcast))
+
+
+class _Studio:
+    def __init__(self, client):
+        self._c = client
+
+    async def request_grant(self, room_id, scope):
+        return await self._c.request("studio.requestGrant", roomID=room_id, scope=scope)
+
+    async def summarize(self, grant):
+        return await self._c.request("studio.summarize", grant=grant["grant"])
+
+    async def revoke(self, grant):
+        await self._c.request("studio.revoke", grant=grant["grant"])
+
+
+class _Directory:
+    def __init__(self, client):
+        self._c = client
+
+    async def member(self, user_id):
+        return await self._c.request("directory.member", userID=user_id)
+
+    async def refresh_own_profile(self):
+        return await self._c.request("directory.refreshOwnProfile")

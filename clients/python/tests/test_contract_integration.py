@@ -1,0 +1,265 @@
+"""The Python client (ctypes over libSymorvaFFI, asyncio) against the real Synapse and services.
+
+Needs a dev environment started with --test (Scripts/dev-server start --test) and its env file
+in the environment (SYMORVA_HOMESERVER_URL, SYMORVA_SERVICES_URL, SYMORVA_MANIFEST,
+SYMORVA_SERVER_NAME); Scripts/test runs it. Without them every test is skipped, unless
+SYMORVA_REQUIRE_SERVERS=1 (then they fail).
+"""
+
+import asyncio
+import json
+import os
+import secrets
+import tempfile
+import urllib.request
+import uuid
+
+import pytest
+
+import symorva
+
+HOMESERVER = os.environ.get("SYMORVA_HOMESERVER_URL")
+SERVICES = os.environ.get("SYMORVA_SERVICES_URL")
+MANIFEST = os.environ.get("SYMORVA_MANIFEST")
+SERVER_NAME = os.environ.get("SYMORVA_SERVER_NAME", "localhost")
+
+if not (HOMESERVER and SERVICES and MANIFEST and os.environ.get("SYMORVA_TEST_MODE") == "1"):
+    if os.environ.get("SYMORVA_REQUIRE_SERVERS") == "1":
+        raise RuntimeError("the dev servers are required (test mode) but their env file is not loaded")
+    pytest.skip("no dev environment in test mode", allow_module_level=True)
+
+PIN = "4921"
+
+
+def http(method, url, body=None, token=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+        return json.loads(text) if text else {}
+
+
+class Operator:
+    """A test account of its own, outside the SDK, that credits wallets and arms faults
+    (the services' test endpoints, test mode only)."""
+
+    def __init__(self):
+        name = "op" + uuid.uuid4().hex[:10]
+        registered = http("POST", f"{HOMESERVER}/_matrix/client/v3/register",
+                          {"username": name, "password": secrets.token_hex(12), "auth": {"type": "m.login.dummy"}})
+        openid = http("POST", f"{HOMESERVER}/_matrix/client/v3/user/{registered['user_id']}/openid/request_token",
+                      {}, registered["access_token"])
+        exchanged = http("POST", f"{SERVICES}/_symorva/v1/auth/openid", {**openid})
+        self.token = exchanged["access_token"]
+
+    def credit(self, user_id, amount):
+        http("POST", f"{SERVICES}/_symorva/v1/test/wallet/credit",
+             {"user_id": user_id, "asset": "ORB", "amount": amount}, self.token)
+
+    def arm_confirm_fault(self, mode):
+        http("POST", f"{SERVICES}/_symorva/v1/test/faults",
+             {"path_prefix": "/_symorva/v1/wallet/transfers/confirm", "method": "POST", "mode": mode, "count": 1},
+             self.token)
+
+    def clear_faults(self):
+        http("DELETE", f"{SERVICES}/_symorva/v1/test/faults", None, self.token)
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 240))
+
+
+async def new_client(prefix, **handlers):
+    folder = tempfile.mkdtemp(prefix="symorva-py-")
+    client = await symorva.Client.open(MANIFEST, folder, **handlers)
+    name = f"{prefix}{uuid.uuid4().hex[:8]}"
+    account = await client.session.register(name, secrets.token_hex(12))
+    return client, account
+
+
+def test_register_room_and_a_message_seen_through_the_timeline():
+    async def scenario():
+        client, account = await new_client("pyc")
+        assert account["userID"].startswith("@pyc")
+        room_id = await client.chat.create_room(name="Contract")
+        conversation = await client.chat.conversation(room_id)
+        timeline = await conversation.timeline()
+        receipt = await conversation.send("hello from python")
+        assert receipt["roomID"] == room_id
+        value = await timeline.wait_until(lambda items: any(
+            item["content"].get("body") == "hello from python" and item.get("eventID") for item in items))
+        assert any(item["isOwn"] for item in value)
+        await timeline.close()
+        if client.directory is not None:
+            own = await client.directory.refresh_own_profile()
+            assert own["userID"] == account["userID"]
+        await client.close()
+    run(scenario())
+
+
+def test_wallet_settles_and_an_unknown_outcome_is_queried_never_resent():
+    async def scenario():
+        operator = Operator()
+        alice, alice_account = await new_client("pyw")
+        bob, bob_account = await new_client("pyw")
+        operator.credit(alice_account["userID"], "50.00")
+        await alice.wallet.set_pin(PIN)
+        draft = await alice.wallet.prepare_transfer(bob_account["userID"], "ORB", "5.00")
+        outcome = await draft.confirm(PIN)
+        assert outcome["kind"] == "settled", outcome
+        assert outcome["transfer"]["summary"]["amount"] == {"value": "5.00", "precision": 2}
+
+        operator.arm_confirm_fault("commit_then_drop")
+        try:
+            draft = await alice.wallet.prepare_transfer(bob_account["userID"], "ORB", "7.00")
+            outcome = await draft.confirm(PIN)
+        finally:
+            operator.clear_faults()
+        assert outcome["kind"] == "unknown", outcome
+        resolved = await alice.wallet.query(outcome["pending"])
+        assert resolved["kind"] == "settled", resolved
+        balances = await alice.wallet.refresh_balances()
+        orb = next(b for b in balances if b["asset"]["code"] == "ORB")
+        assert orb["amount"]["value"] == "38.00"  # 50 - 5 - 7: executed once, never twice
+        await alice.close()
+        await bob.close()
+    run(scenario())
+
+
+def test_pin_entry_as_a_host_request():
+    async def scenario():
+        operator = Operator()
+        asked = []
+
+        def pin_entry(summary):
+            asked.append(summary["amount"]["value"])
+            return PIN
+
+        alice, alice_account = await new_client("pyp", pin_entry=pin_entry)
+        bob, bob_account = await new_client("pyp")
+        operator.credit(alice_account["userID"], "10.00")
+        await alice.wallet.set_pin(PIN)
+        draft = await alice.wallet.prepare_transfer(bob_account["userID"], "ORB", "1.00")
+        outcome = await draft.confirm()
+        assert outcome["kind"] == "settled"
+        assert asked == ["1.00"]
+        await alice.close()
+        await bob.close()
+    run(scenario())
+
+
+def test_meeting_join_returns_a_role():
+    async def scenario():
+        client, _ = await new_client("pym")
+        room_id = await client.chat.create_room(name="Meeting")
+        room = await client.meetings.join(room_id)
+        assert room.role in ("stage", "listener")
+        await room.raise_hand() if room.role == "listener" else None
+        await room.leave()
+        await client.close()
+    run(scenario())
+
+
+def test_studio_grant_declined_then_accepted():
+    async def scenario():
+        answers = ["declined", "approved"]
+        sheets = []
+
+        def consent(sheet):
+            sheets.append(sheet)
+            return answers.pop(0)
+
+        client, _ = await new_client("pys", consent=consent)
+        if client.ai_studio is None:
+            pytest.skip("the manifest disables the AI studio")
+        room_id = await client.chat.create_room(name="Studio")
+        conversation = await client.chat.conversation(room_id)
+        receipt = await conversation.send("the budget is approved")
+        state = await client.observe("receipt.state", receipt=receipt["receipt"])
+        sent = await state.wait_until(lambda value: value["kind"] == "sent")
+        scope = {"kind": "selectedMessages", "eventIDs": [sent["eventID"]]}
+        with pytest.raises(symorva.SymorvaError) as declined:
+            await client.ai_studio.request_grant(room_id, scope)
+        assert (declined.value.domain, declined.value.code) == ("studio", "declined")
+        grant = await client.ai_studio.request_grant(room_id, scope)
+        assert grant["status"] == "active"
+        assert sheets[0]["roomID"] == room_id and sheets[0]["text"]
+        summary = await client.ai_studio.summarize(grant)
+        assert summary["itemCount"] == 1
+        await client.ai_studio.revoke(grant)
+        await client.close()
+    run(scenario())
+
+
+def test_sign_out_ends_the_handles_and_bad_input_leaves_the_client_usable():
+    async def scenario():
+        client, account = await new_client("pyo")
+        room_id = await client.chat.create_room(name="Ending")
+        conversation = await client.chat.conversation(room_id)
+
+        # Bad input: typed errors, and the client goes on.
+        assert client.send_raw(b"{not json") == 0
+        with pytest.raises(symorva.SymorvaError) as unknown:
+            await client.request("chat.nothing")
+        assert unknown.value.code == "methodNotFound"
+        with pytest.raises(symorva.SymorvaError) as wrong:
+            await client.request("chat.conversation.send", conversation=conversation.handle, text=42)
+        assert wrong.value.code == "invalidParams"
+        with pytest.raises(symorva.SymorvaError) as foreign:
+            await client.request("chat.conversation.send", conversation="conversation-999", text="x")
+        assert foreign.value.code == "invalidHandle"
+        big = json.dumps({"id": "big", "method": "message.split", "params": {"text": "a" * (10 * 1024 * 1024)}})
+        assert client.send_raw(big) == 0
+        assert (await client.request("message.split", text="still usable"))["parts"] == ["still usable"]
+
+        await client.session.sign_out()
+        with pytest.raises(symorva.SymorvaError) as ended:
+            await conversation.send("after sign-out")
+        assert (ended.value.domain, ended.value.code) == ("chat", "accountEnded")
+        await client.close()
+        with pytest.raises(symorva.SymorvaError) as closed:
+            await client.request("message.split", text="after destroy")
+        assert closed.value.code == "closed"
+    run(scenario())
+
+
+def test_execute_runs_the_synchronous_rules():
+    assert symorva.execute("amount.parse", text="25.5", precision=2) == {"value": "25.50", "precision": 2}
+    assert symorva.execute("message.split", text="ab cd", limit=3)["parts"] == ["ab ", "cd"]
+    with pytest.raises(symorva.SymorvaError) as error:
+        symorva.execute("amount.parse", text="1e5")
+    assert error.value.domain == "amount"
+
+
+def test_the_c_library_serves_two_receiving_threads_each_message_once():
+    """include/symorva.h: several threads may receive for one client; each message goes to one."""
+    import threading
+
+    lib = symorva.library()
+    client_id = lib.symorva_client_create(MANIFEST.encode(), tempfile.mkdtemp(prefix="symorva-py-").encode())
+    assert client_id > 0
+    count = 2000
+    seen = [[], []]
+
+    def receive(into):
+        while len(seen[0]) + len(seen[1]) < count:
+            text = symorva._take(lib.symorva_client_receive(client_id, 0.2))
+            if text is not None:
+                into.append(json.loads(text)["id"])
+
+    threads = [threading.Thread(target=receive, args=(seen[i],)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for index in range(count):
+        request = {"id": index, "method": "message.split", "params": {"text": f"m{index}"}}
+        assert lib.symorva_client_send(client_id, json.dumps(request).encode()) == 0
+    for thread in threads:
+        thread.join(60)
+    lib.symorva_client_destroy(client_id)
+    received = seen[0] + seen[1]
+    assert sorted(received) == list(range(count))
+    assert lib.symorva_client_send(client_id, b'{"id": 1, "method": "message.split"}') == -1  # SYMORVA_ERROR_NO_CLIENT
+    assert lib.symorva_client_receive(client_id, 0) is None

@@ -1,0 +1,506 @@
+// The Symorva client contract, language-neutral, in TypeScript notation: the source of truth for
+// the JSON protocol that `libSymorvaFFI` (include/symorva.h) and `symorva serve --stdio` speak
+// (docs/contract.md), and the interfaces every shell implements over it.
+//
+// Two halves:
+// 1. The wire: `Methods` (every request method: its params and result), `Paths` (every
+//    observable value a `subscribe` may name), the messages and the error shape. A unit test
+//    (ContractSchemaTests) fails when the Swift engine and `Methods`/`Paths` disagree, and
+//    `tsc --strict --noEmit` type-checks this file (Scripts/test).
+// 2. The product interfaces (`CommunityClient` and its clients, `Observable<T>`,
+//    `TransferOutcome`), as the client SDK page gives them, implemented by clients/node.
+
+// ───────────────────────────── Values ─────────────────────────────
+
+/** A Matrix user ID, `@alice:example.org`. */
+export type UserID = string;
+/** A room ID, `!abc:example.org`. */
+export type RoomID = string;
+/** An event ID, `$abc`. */
+export type EventID = string;
+/** An opaque handle: belongs to the account it was made for; `accountEnded` after. */
+export type Handle = string;
+/** Milliseconds since 1970 (instants) or milliseconds (durations). */
+export type Milliseconds = number;
+
+export interface Account {
+  userID: UserID;
+  deviceID: string;
+  homeserverURL: string;
+}
+
+export type SessionState =
+  | { kind: "launching" }
+  | { kind: "signedOut" }
+  | { kind: "signingIn" }
+  | { kind: "restoring"; userID: UserID }
+  | { kind: "signedIn"; account: Account }
+  | { kind: "softLoggedOut"; account: Account }
+  | { kind: "switching"; userID: UserID }
+  | { kind: "signingOut"; userID: UserID }
+  | { kind: "unavailable"; userID: UserID; error: ContractError };
+
+export interface MessagePreview {
+  eventID: EventID;
+  sender: UserID;
+  type: string;
+  timestamp: Milliseconds;
+  body?: string;
+  messageType?: string;
+  isRedacted: boolean;
+}
+
+export interface ConversationListItem {
+  id: RoomID;
+  name: string;
+  topic?: string;
+  avatarURL?: string;
+  lastMessage?: MessagePreview;
+  unreadCount: number;
+  highlightCount: number;
+  membership: "joined" | "invited";
+  isFavourite: boolean;
+  isLowPriority: boolean;
+  isPinned: boolean;
+  isMuted: boolean;
+  isEncrypted: boolean;
+  latestActivity?: Milliseconds;
+}
+
+export interface ConversationList {
+  status: "signedOut" | "loading" | "loaded";
+  userID?: UserID;
+  items: ConversationListItem[];
+}
+
+export interface MediaInfo {
+  body: string;
+  url?: string;
+  fileName?: string;
+  durationMs?: number;
+  mimeType?: string;
+  size?: number;
+  width?: number;
+  height?: number;
+}
+
+export type TimelineItemContent =
+  | { kind: "message"; messageKind: "text" | "notice" | "emote"; body: string }
+  | { kind: "image"; media: MediaInfo }
+  | { kind: "file"; media: MediaInfo }
+  | { kind: "audio"; media: MediaInfo }
+  | { kind: "video"; media: MediaInfo }
+  | { kind: "membership"; userID: UserID; membership?: string; displayName?: string }
+  | { kind: "stateChange"; sentence: string }
+  | { kind: "redacted" }
+  | { kind: "unableToDecrypt"; reason: string }
+  | { kind: "unsupported"; type: string };
+
+export type SendState =
+  | { kind: "sending" }
+  | { kind: "sent"; eventID: EventID }
+  | { kind: "failed"; reason: string; details?: Record<string, unknown> };
+
+export interface TimelineItem {
+  id: string;
+  eventID?: EventID;
+  transactionID?: string;
+  sender: UserID;
+  senderDisplayName?: string;
+  isOwn: boolean;
+  timestamp?: Milliseconds;
+  content: TimelineItemContent;
+  isEdited: boolean;
+  reactions: { key: string; senders: UserID[]; includesOwn: boolean }[];
+  inReplyTo?: EventID;
+  readBy: UserID[];
+  sendState?: SendState;
+  isEncrypted: boolean;
+}
+
+export interface TimelinePagination {
+  isObserved: boolean;
+  isPaginating: boolean;
+  hasReachedStart: boolean;
+  lastError?: ContractError;
+}
+
+export interface SendReceipt {
+  receipt: Handle;
+  roomID: RoomID;
+  transactionIDs: string[];
+  state: SendState;
+}
+
+/** A decimal amount at its precision: `{"value": "25.00", "precision": 2}`. */
+export interface Amount {
+  value: string;
+  precision: number;
+}
+export interface Asset {
+  code: string;
+  precision: number;
+}
+export interface Balance {
+  asset: Asset;
+  amount: Amount;
+}
+export interface TransferSummary {
+  draftID: string;
+  recipient: UserID;
+  asset: Asset;
+  amount: Amount;
+  fee: Amount;
+  total: Amount;
+}
+export interface Transfer {
+  id: string;
+  commandID: string;
+  summary: TransferSummary;
+}
+/** Why a transfer did not happen: the case name, with its values (`attemptsLeft`, …). */
+export interface FailureReason {
+  kind:
+    | "wrongPIN" | "lockedOut" | "insufficientFunds" | "draftExpired" | "recipientUnknown" | "invalidAmount"
+    | "assetUnknown" | "invalidDraft" | "notReceived" | "verification" | "commandIDReused" | "storeUnavailable"
+    | "serviceUnreachable" | "rateLimited" | "rejected";
+  attemptsLeft?: number;
+  retryAfter?: Milliseconds | null;
+  code?: string;
+  [detail: string]: unknown;
+}
+export interface PendingCommand {
+  pending: Handle;
+  commandID: string;
+  summary: TransferSummary;
+}
+/** How a confirmation or a query ended; `unknown` is queried (`pending.query`), never resent. */
+export type TransferOutcome =
+  | { kind: "settled"; transfer: Transfer }
+  | { kind: "failed"; reason: FailureReason }
+  | { kind: "unknown"; pending: PendingCommand };
+
+export interface TransferDraft {
+  draft: Handle;
+  summary: TransferSummary;
+  verificationMethods: string[];
+}
+export interface LedgerEntry {
+  transferID: string;
+  kind: string;
+  direction: string;
+  commandID?: string;
+  sender?: UserID;
+  recipient: UserID;
+  asset: Asset;
+  amount: Amount;
+  fee: Amount;
+  total: Amount;
+  createdAt: Milliseconds;
+}
+/** The transfer machine's state by case name (`drafted`, `confirming`, `unknown`, `settled`, …). */
+export interface TransferState {
+  kind: string;
+}
+
+export type ParticipantRole = "stage" | "listener";
+export interface MeetingRoom {
+  room: Handle;
+  roomID: RoomID;
+  meetingID: string;
+  role: ParticipantRole;
+}
+export interface MeetingParticipant {
+  userID: UserID;
+  role: ParticipantRole;
+  handRaised: boolean;
+}
+
+export type GrantScope =
+  | { kind: "selectedMessages"; eventIDs: EventID[] }
+  | { kind: "conversation"; since: EventID };
+export type GrantStatus =
+  | "awaitingConsent" | "declined" | "requesting" | "active" | "summarizing" | "revoking" | "revoked" | "expired"
+  | "failed";
+export interface GrantInfo {
+  id: string;
+  roomID: RoomID;
+  scope: GrantScope;
+  expiresAt: Milliseconds;
+  status: GrantStatus;
+}
+export interface DirectoryMember {
+  userID: UserID;
+  displayName?: string;
+  avatarURL?: string;
+  roles: string[];
+}
+
+export interface Grant extends GrantInfo {
+  grant: Handle;
+}
+export interface ConsentSheet {
+  roomID: RoomID;
+  scope: GrantScope;
+  purpose: string;
+  recipient: string;
+  lifetime: Milliseconds;
+  /** An English sentence a shell without its own design shows. */
+  text: string;
+}
+export interface Summary {
+  grantID: string;
+  backend: string;
+  itemCount: number;
+  points: { text: string; eventIDs: EventID[] }[];
+  citedEventIDs: EventID[];
+}
+
+// ───────────────────────────── Errors ─────────────────────────────
+
+/** The error of an answer. `code` is the Swift error's case name, stable across releases. */
+export interface ContractError {
+  domain: "contract" | "session" | "chat" | "wallet" | "meetings" | "studio" | "directory" | "amount";
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+}
+/** The protocol's own codes (`domain: "contract"`). */
+export type ContractErrorCode =
+  | "parseError" | "invalidRequest" | "requestTooLarge" | "methodNotFound" | "invalidParams" | "invalidHandle"
+  | "unknownID" | "moduleDisabled" | "invalidManifest" | "closed" | "internal";
+/** Every handle's feature answers this once its account was signed out or switched away from. */
+export type AccountEnded = ContractError & { code: "accountEnded" };
+
+// ───────────────────────────── The wire ─────────────────────────────
+
+type Empty = Record<string, never>;
+
+/** Every request method: `params` and `result`. */
+export interface Methods {
+  /** Which optional modules the manifest enables: a disabled one's client is absent. */
+  "community.modules": {
+    params: Empty;
+    result: { meetings: boolean; wallet: boolean; aiStudio: boolean; directory: boolean };
+  };
+  "session.signIn": { params: { username: string; password: string }; result: Account };
+  "session.register": { params: { username: string; password: string }; result: Account };
+  "session.reauthenticate": { params: { password: string }; result: Account };
+  "session.signOut": { params: Empty; result: Empty };
+  "session.switchAccount": { params: { userID: UserID }; result: Account };
+  "session.removeAccount": { params: { userID: UserID }; result: Empty };
+
+  "chat.refresh": { params: Empty; result: Empty };
+  "chat.createRoom": {
+    params: { name?: string; topic?: string; invitees?: UserID[]; isDirect?: boolean; isEncrypted?: boolean };
+    result: { roomID: RoomID };
+  };
+  "chat.join": { params: { roomIDOrAlias: string }; result: { roomID: RoomID } };
+  "chat.leave": { params: { roomID: RoomID }; result: Empty };
+  "chat.invite": { params: { roomID: RoomID; userID: UserID }; result: Empty };
+  "chat.conversation": { params: { roomID: RoomID }; result: { conversation: Handle; roomID: RoomID } };
+  "chat.conversation.send": {
+    params: { conversation: Handle; text: string; kind?: "text" | "notice" | "emote"; replyingTo?: EventID };
+    result: SendReceipt;
+  };
+  "chat.conversation.edit": { params: { conversation: Handle; eventID: EventID; text: string }; result: SendReceipt };
+  "chat.conversation.paginateBackwards": { params: { conversation: Handle; count?: number }; result: TimelinePagination };
+  "chat.conversation.react": { params: { conversation: Handle; eventID: EventID; key: string }; result: Empty };
+  "chat.conversation.redact": { params: { conversation: Handle; eventID: EventID }; result: Empty };
+  "chat.conversation.markRead": { params: { conversation: Handle; eventID?: EventID }; result: Empty };
+
+  "wallet.refreshBalances": { params: Empty; result: Balance[] };
+  "wallet.history": { params: { limit?: number }; result: LedgerEntry[] };
+  "wallet.prepareTransfer": { params: { recipient: UserID; asset: string; amount: string }; result: TransferDraft };
+  "wallet.setPIN": { params: { pin: string; oldPIN?: string }; result: Empty };
+  "wallet.resumePendingCommands": { params: Empty; result: PendingCommand[] };
+  /** Without `pin`, the host is asked: a `hostRequest` of kind `pin`. */
+  "draft.confirm": { params: { draft: Handle; pin?: string }; result: TransferOutcome };
+  "draft.cancel": { params: { draft: Handle }; result: Empty };
+  /** Queries the original command; never resubmits. */
+  "pending.query": { params: { pending: Handle }; result: TransferOutcome };
+
+  "meetings.join": { params: { roomID: RoomID; broadcast?: boolean }; result: MeetingRoom };
+  "room.raiseHand": { params: { room: Handle }; result: Empty };
+  "room.lowerHand": { params: { room: Handle }; result: Empty };
+  "room.leave": { params: { room: Handle }; result: Empty };
+  "room.end": { params: { room: Handle }; result: Empty };
+  "room.promote": { params: { room: Handle; userID: UserID }; result: Empty };
+  "room.demote": { params: { room: Handle; userID: UserID }; result: Empty };
+
+  /** Shows the consent sheet first: a `hostRequest` of kind `consent`. */
+  "studio.requestGrant": { params: { roomID: RoomID; scope: GrantScope }; result: Grant };
+  "studio.summarize": { params: { grant: Handle }; result: Summary };
+  "studio.revoke": { params: { grant: Handle }; result: Empty };
+
+  "directory.member": { params: { userID: UserID }; result: DirectoryMember };
+  "directory.refreshOwnProfile": { params: Empty; result: DirectoryMember };
+  /** Community admins only. `changed` is false when the member already had (or lacked) it. */
+  "directory.assignRole": { params: { role: string; userID: UserID }; result: { changed: boolean } };
+  "directory.removeRole": { params: { role: string; userID: UserID }; result: { changed: boolean } };
+
+  /** Synchronous (also through `execute`): the long-message rule. */
+  "message.split": { params: { text: string; limit?: number }; result: { parts: string[] } };
+  /** Synchronous (also through `execute`): an amount as the wallet reads it. */
+  "amount.parse": { params: { text: string; precision?: number }; result: Amount };
+
+  subscribe: { params: { path: keyof Paths } & Record<string, unknown>; result: { subscription: string; value: unknown } };
+  unsubscribe: { params: { subscription: string }; result: Empty };
+  value: { params: { path: keyof Paths } & Record<string, unknown>; result: unknown };
+  "host.answer": { params: { request: string; answer: unknown }; result: Empty };
+  "handle.release": { params: { handle: Handle }; result: Empty };
+  "contract.methods": { params: Empty; result: { methods: string[]; subscriptions: string[] } };
+}
+
+/** Every observable value: the extra `subscribe` params and the value type. */
+export interface Paths {
+  "session.state": { params: Empty; value: SessionState };
+  "session.accounts": { params: Empty; value: Account[] };
+  "chat.conversations": { params: Empty; value: ConversationList };
+  "chat.syncState": { params: Empty; value: { kind: string } };
+  "conversation.timeline": { params: { conversation: Handle }; value: TimelineItem[] };
+  "conversation.pagination": { params: { conversation: Handle }; value: TimelinePagination };
+  "receipt.state": { params: { receipt: Handle }; value: SendState };
+  "wallet.balances": { params: Empty; value: Balance[] };
+  "wallet.pendingCommands": { params: Empty; value: PendingCommand[] };
+  "draft.state": { params: { draft: Handle }; value: TransferState };
+  "pending.state": { params: { pending: Handle }; value: TransferState };
+  "meeting.role": { params: { room: Handle }; value: { kind: ParticipantRole } };
+  "meeting.participants": { params: { room: Handle }; value: MeetingParticipant[] };
+  "meeting.state": { params: { room: Handle }; value: { kind: string } };
+  "studio.grants": { params: Empty; value: GrantInfo[] };
+}
+
+export type MethodName = keyof Methods;
+export type RequestID = string | number;
+
+/** Host → SDK: one JSON object (one line over stdio). */
+export interface Request<M extends MethodName = MethodName> {
+  id: RequestID;
+  method: M;
+  params?: Methods[M]["params"];
+}
+
+/** SDK → host: exactly one answer per request, carrying its `id` (`null` if unreadable). */
+export type Answer<M extends MethodName = MethodName> =
+  | { id: RequestID | null; result: Methods[M]["result"] }
+  | { id: RequestID | null; error: ContractError };
+export interface Update {
+  update: { subscription: string; value: unknown };
+}
+/** Asks the host; answered with `host.answer`. `consent`: "approved" | "declined" (anything else: unavailable). `pin`: the PIN string, or null to cancel. */
+export type HostRequest =
+  | { hostRequest: { id: string; kind: "consent"; sheet: ConsentSheet } }
+  | { hostRequest: { id: string; kind: "pin"; draft: Handle; summary: TransferSummary } };
+export interface Closed {
+  closed: true;
+}
+export type Message = Answer | Update | HostRequest | Closed;
+
+// ───────────────────────── The product interfaces ─────────────────────────
+
+export interface Observable<T> {
+  readonly value: T;
+  subscribe(listener: (value: T) => void): () => void; // returns unsubscribe
+}
+
+// Over the protocol, an observable's value lives in the SDK: observing it is a `subscribe` round
+// trip, so the clients' observable members are functions that resolve to a live Observable<T>
+// (its `value` current, kept so by the updates) with `close()` to unsubscribe.
+export interface LiveObservable<T> extends Observable<T> {
+  close(): Promise<void>;
+}
+export type Observe<T> = () => Promise<LiveObservable<T>>;
+
+export interface Session {
+  readonly state: Observe<SessionState>;
+  readonly accounts: Observe<Account[]>;
+  signIn(username: string, password: string): Promise<Account>;
+  register(username: string, password: string): Promise<Account>;
+  reauthenticate(password: string): Promise<Account>;
+  signOut(): Promise<void>;
+  switchAccount(userID: UserID): Promise<Account>;
+  removeAccount(userID: UserID): Promise<void>;
+}
+
+export interface Conversation {
+  readonly id: RoomID;
+  readonly handle: Handle;
+  readonly timeline: Observe<TimelineItem[]>;
+  readonly pagination: Observe<TimelinePagination>;
+  send(text: string, options?: { kind?: "text" | "notice" | "emote"; replyingTo?: EventID }): Promise<SendReceipt>;
+  edit(eventID: EventID, text: string): Promise<SendReceipt>;
+  paginateBackwards(count?: number): Promise<TimelinePagination>;
+  react(eventID: EventID, key: string): Promise<void>;
+  redact(eventID: EventID): Promise<void>;
+  markRead(eventID?: EventID): Promise<void>;
+}
+
+export interface ChatClient {
+  readonly conversations: Observe<ConversationList>;
+  refresh(): Promise<void>;
+  conversation(roomID: RoomID): Promise<Conversation>;
+  createRoom(options?: Methods["chat.createRoom"]["params"]): Promise<RoomID>;
+  join(roomIDOrAlias: string): Promise<RoomID>;
+  leave(roomID: RoomID): Promise<void>;
+  invite(userID: UserID, roomID: RoomID): Promise<void>;
+}
+
+export interface Draft extends TransferDraft {
+  readonly handle: Handle;
+  /** Without `pin`, the shell's `pinEntry` is asked. */
+  confirm(pin?: string): Promise<TransferOutcome>;
+  cancel(): Promise<void>;
+}
+
+export interface WalletClient {
+  readonly balances: Observe<Balance[]>;
+  refreshBalances(): Promise<Balance[]>;
+  history(limit?: number): Promise<LedgerEntry[]>;
+  prepareTransfer(recipient: UserID, asset: string, amount: string): Promise<Draft>;
+  setPIN(pin: string, oldPIN?: string): Promise<void>;
+  /** Queries a pending command; never resubmits. */
+  query(pending: PendingCommand): Promise<TransferOutcome>;
+}
+
+export interface Room extends MeetingRoom {
+  readonly handle: Handle;
+  raiseHand(): Promise<void>;
+  lowerHand(): Promise<void>;
+  leave(): Promise<void>;
+}
+
+export interface MeetingsClient {
+  join(roomID: RoomID, options?: { broadcast?: boolean }): Promise<Room>;
+}
+
+export interface StudioClient {
+  readonly grants: Observe<GrantInfo[]>;
+  /** Rejects with `studio.declined` when the shell's `consent` says no. */
+  requestGrant(roomID: RoomID, scope: GrantScope): Promise<Grant>;
+  summarize(grant: Grant): Promise<Summary>;
+  revoke(grant: Grant): Promise<void>;
+}
+
+/** The member directory; its paged searches are not in the protocol yet (docs/contract.md). */
+export interface DirectoryClient {
+  member(userID: UserID): Promise<DirectoryMember>;
+  refreshOwnProfile(): Promise<DirectoryMember>;
+  assignRole(role: string, userID: UserID): Promise<boolean>;
+  removeRole(role: string, userID: UserID): Promise<boolean>;
+}
+
+export interface CommunityClient {
+  readonly session: Session;
+  readonly chat: ChatClient;
+  readonly meetings: MeetingsClient;
+  readonly aiStudio?: StudioClient;
+  readonly wallet?: WalletClient;
+  readonly directory?: DirectoryClient;
+}
+
+/** What the shell answers for the SDK: the consent sheet and PIN entry. */
+export interface HostHandlers {
+  consent?(sheet: ConsentSheet): Promise<"approved" | "declined">;
+  pinEntry?(summary: TransferSummary): Promise<string | null>;
+}
