@@ -98,9 +98,22 @@ extension ChatStore {
         try await read { db throws(StoreError) in try Self.conversationList(limit: limit, db: db) }
     }
 
+    /// A window of the conversation list (rows `range`, most recent first) and how many rooms
+    /// the list has: what a screen showing 20 rows of 10,000 rooms reads, one index scan of
+    /// `range.upperBound` rows and a count, never the whole list.
+    package func loadConversationWindow(_ range: Range<Int>) async throws(ChatStoreError) -> (
+        rows: [ConversationSummary], total: Int
+    ) {
+        try await read { db throws(StoreError) in
+            let rows = try Self.conversationList(limit: range.count, offset: max(0, range.lowerBound), db: db)
+            let total = try db.queryOne("SELECT COUNT(*) FROM rooms") { $0.int(0) } ?? 0
+            return (rows, total)
+        }
+    }
+
     /// The conversation list, read on the database's thread (for callers already there).
-    package static func conversationList(limit: Int, db: isolated SQLiteDatabase) throws(StoreError)
-        -> [ConversationSummary]
+    package static func conversationList(limit: Int, offset: Int = 0, db: isolated SQLiteDatabase)
+        throws(StoreError) -> [ConversationSummary]
     {
         let sql = """
             SELECT r.room_id, r.membership, r.name, r.canonical_alias, r.heroes, r.avatar_url, r.topic,
@@ -110,10 +123,10 @@ extension ChatStore {
                 r.preview_msgtype, r.preview_redacted, d.type, d.content, d.transaction_id
             FROM rooms r
             LEFT JOIN decrypted_events d ON r.preview_type = 'm.room.encrypted' AND d.event_id = r.preview_event_id
-            ORDER BY r.latest_activity_ts DESC LIMIT ?
+            ORDER BY r.latest_activity_ts DESC LIMIT ? OFFSET ?
             """
         var rooms: [ConversationSummary] = []
-        try db.query(sql, [.integer(Int64(clamping: limit))]) { row in
+        try db.query(sql, [.integer(Int64(clamping: limit)), .integer(Int64(clamping: offset))]) { row in
             rooms.append(
                 ConversationSummary(
                     roomID: row.string(0), membership: RoomMembership(rawValue: row.int(1)) ?? .joined,

@@ -39,6 +39,7 @@ enum BenchmarkModes {
             LoginRestoreBenchmark(),
             MeetingsBenchmark(),
             DirectoryBenchmark(),
+            FirstListBenchmark(),
             StudioBenchmark(),
             MegolmBenchmark(),
             E2EESendBenchmark(),
