@@ -14,7 +14,8 @@ extension AccountModuleFactory {
         let logger = Logger(category: "crypto", center: context.logCenter)
         let deviceID: DeviceID
         switch context.session.states.value {
-        case .signedIn(let session), .softLoggedOut(let session, _): deviceID = session.deviceID
+        case .signedIn(let session), .authorizing(let session, _), .softLoggedOut(let session, _):
+            deviceID = session.deviceID
         default:
             logger.error("crypto not started: no session account=\(context.userID)")
             return nil

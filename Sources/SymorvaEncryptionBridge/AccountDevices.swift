@@ -63,7 +63,8 @@ extension SessionClient {
         let keys = Dictionary(verified.map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
         var current = crypto?.deviceID.rawValue
         switch context.sessionHost.states.value {
-        case .signedIn(let session), .softLoggedOut(let session, _): current = session.deviceID.rawValue
+        case .signedIn(let session), .authorizing(let session, _), .softLoggedOut(let session, _):
+            current = session.deviceID.rawValue
         default: break
         }
         var devices: [AccountDevice] = []

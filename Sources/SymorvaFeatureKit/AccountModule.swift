@@ -227,7 +227,7 @@ extension ObservableValue where Value == SessionMachine.State {
         let seen = Lock<(isFirst: Bool, token: Secret<String>?)>((true, nil))
         return subscribe { state in
             let token: Secret<String>? =
-                if case .signedIn(let session) = state { session.tokens.accessToken } else { nil }
+                state.signedInSession?.tokens.accessToken
             let isNew = seen.withLock { seen -> Bool in
                 defer { seen.isFirst = false }
                 guard let token, token != seen.token else { return false }

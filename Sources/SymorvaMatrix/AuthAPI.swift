@@ -28,6 +28,9 @@ package enum AuthAPI {
         case logout
         /// `GET /account/whoami`.
         case whoami
+        /// A request behind user-interactive authentication (a cross-signing reset, removing a
+        /// device).
+        case authorized
         /// `POST /user/{userId}/openid/request_token`.
         case openIDToken
     }

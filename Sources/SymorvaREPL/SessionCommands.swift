@@ -239,6 +239,9 @@ package enum SessionCommands {
         case .serverError(let status, let errcode): return "the homeserver failed (\(status) \(errcode ?? ""))"
         case .store(let failure): return "the local store failed: \(failure)"
         case .cancelled: return "cancelled"
+        case .unsupportedAuthenticationFlow:
+            return "this homeserver requires confirmation steps the SDK cannot complete (it can give the password)"
+        case .authorizationInProgress: return "another confirmation with the password is under way; try again"
         }
     }
 

@@ -53,6 +53,11 @@ public enum SessionError: Error, Sendable, Hashable, LogSafe, CustomStringConver
     case store(StoreFailure)
     /// The operation was cancelled before it finished.
     case cancelled
+    /// A request that needs user-interactive authentication offers no flow this SDK can
+    /// complete (it completes `m.login.password`); the shortest flow's stages.
+    case unsupportedAuthenticationFlow(stages: [String])
+    /// Another request that may need the password is under way; try again when it is done.
+    case authorizationInProgress
 
     /// Whether retrying the same request later may succeed without anything else changing.
     public var isTransient: Bool {
@@ -71,6 +76,9 @@ public enum SessionError: Error, Sendable, Hashable, LogSafe, CustomStringConver
         case .invalidUsername: "invalidUsername"
         case .registrationDisabled: "registrationDisabled"
         case .unsupportedRegistrationFlow(let stages): "unsupportedRegistrationFlow(\(stages.joined(separator: ",")))"
+        case .unsupportedAuthenticationFlow(let stages):
+            "unsupportedAuthenticationFlow(\(stages.joined(separator: ",")))"
+        case .authorizationInProgress: "authorizationInProgress"
         case .unreachable(let failure): "unreachable(\(failure))"
         case .discoveryFailed(let reason): "discoveryFailed(\(reason))"
         case .unsupportedServer(let versions): "unsupportedServer(\(versions.joined(separator: ",")))"

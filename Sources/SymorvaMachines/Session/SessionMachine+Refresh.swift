@@ -4,6 +4,7 @@ import SymorvaRuntime
 extension SessionMachine {
     func signedIn(_ session: Session, on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .accessTokenRejected(let softLogout):
             guard softLogout else {
                 // The server destroyed the session: nothing local may be reused (spec, soft logout).
@@ -51,6 +52,7 @@ extension SessionMachine {
     func refreshing(_ session: Session, waiting: Int, attempt: Attempt, on event: Event) -> Transition<State, Effect> {
         let cancelRetry: [Effect] = attempt.isWaitingToRetry ? [.cancel(Keys.retryTimer)] : []
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .accessTokenRejected, .refreshNeeded:
             // Single flight: every request that needs a token joins the refresh under way.
             return .move(to: .refreshing(session, waiting: waiting + 1, attempt: attempt))
@@ -103,6 +105,7 @@ extension SessionMachine {
 
     func softLoggedOut(_ session: Session, on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .passwordSubmitted(let username, let password):
             return startLogin(
                 server: session.homeserver, credentials: .password(username: username, password: password),
@@ -125,6 +128,7 @@ extension SessionMachine {
 extension SessionMachine {
     func signingOut(_ session: Session, on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .logoutResponse:
             // Success, `M_UNKNOWN_TOKEN` (already gone) and failures alike lead to the wipe: the
             // user asked for this device to forget the account, and a network failure must not
@@ -141,6 +145,7 @@ extension SessionMachine {
 
     func wipingLocalData(on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .localDataWiped:
             return .move(to: .signedOut)
         case .storeFailed(let error):

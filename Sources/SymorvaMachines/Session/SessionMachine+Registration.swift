@@ -44,6 +44,7 @@ extension SessionMachine {
     {
         let cancelRetry: [Effect] = registration.attempt.isWaitingToRetry ? [.cancel(Keys.retryTimer)] : []
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .registrationResponse(.success(.registered(let grant))):
             let session = Session(
                 userID: grant.userID, deviceID: grant.deviceID, homeserver: server, tokens: grant.tokens)

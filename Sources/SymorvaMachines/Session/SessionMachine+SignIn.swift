@@ -4,6 +4,7 @@ import SymorvaRuntime
 extension SessionMachine {
     func signedOut(on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .discoveryRequested(let target):
             return startDiscovery(target)
         case .restoreRequested(let account):
@@ -18,6 +19,7 @@ extension SessionMachine {
 
     func restoring(on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .restored(let stored):
             guard let stored else { return .move(to: .signedOut) }
             // A session saved while soft logged out comes back soft logged out: its tokens are dead.
@@ -35,6 +37,7 @@ extension SessionMachine {
 
     func discovering(target: ServerAddress, step: DiscoveryStep, on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .discoveryRequested(let newTarget):
             // The discovery key makes the new fetch replace the old one.
             return startDiscovery(newTarget)
@@ -75,6 +78,7 @@ extension SessionMachine {
 
     func awaitingCredentials(server: HomeserverInfo, on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .discoveryRequested(let target):
             return startDiscovery(target)
         case .passwordSubmitted(let username, let password):
@@ -94,6 +98,7 @@ extension SessionMachine {
 
     func failed(server: HomeserverInfo?, on event: Event) -> Transition<State, Effect> {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .discoveryRequested(let target):
             return startDiscovery(target)
         case .passwordSubmitted(let username, let password):
@@ -145,6 +150,7 @@ extension SessionMachine {
     {
         let cancelRetry: [Effect] = login.attempt.isWaitingToRetry ? [.cancel(Keys.retryTimer)] : []
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .loginResponse(.success(let grant)):
             if let resumed = login.resuming, grant.userID != resumed.userID {
                 // Another user's password: the local data belongs to `resumed`, so stay soft
@@ -197,6 +203,7 @@ extension SessionMachine {
         -> Transition<State, Effect>
     {
         switch event {
+        case .authorizationRequested, .authorizationResponse: return .ignored
         case .tokensPersisted:
             return enterSignedIn(session)
         case .storeFailed(let error):

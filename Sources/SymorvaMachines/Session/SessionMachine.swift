@@ -60,6 +60,9 @@ package struct SessionMachine: ChartedMachine {
         case persisting(Session, origin: TokenOrigin, waiting: Int)
         /// Signed in with saved tokens.
         case signedIn(Session)
+        /// Signed in, with one request that may need the password (user-interactive
+        /// authentication) under way.
+        case authorizing(Session, AuthorizationAttempt)
         /// The one `/refresh` in flight (or waiting out a back-off); `waiting` counts requests
         /// that got a `401` or found the token expired and now wait for the new token.
         case refreshing(Session, waiting: Int, attempt: Attempt)
@@ -119,6 +122,11 @@ package struct SessionMachine: ChartedMachine {
         case refreshTimerFired
         /// The timer set by ``Effect/scheduleRetry(after:)`` fired: send the request again.
         case retryTimerFired
+        /// A feature asked for a request that may need the password (a cross-signing reset,
+        /// removing a device); answered by ``Effect/finishAuthorization(id:_:)`` in every state.
+        case authorizationRequested(AuthorizedRequest)
+        /// The authorized request's send answered.
+        case authorizationResponse(Result<AuthorizationOutcome, SessionError>)
     }
 
     /// What the interpreter must do.
@@ -154,6 +162,11 @@ package struct SessionMachine: ChartedMachine {
         case keepLocalData(UserID)
         /// Cancel the effect running under this key; its result will never arrive.
         case cancel(EffectKey)
+        /// Send an authorized request (with the password stage when the call carries one);
+        /// answer ``Event/authorizationResponse(_:)``.
+        case sendAuthorized(AuthorizedCall)
+        /// Hand the authorized request's result (the answer's body, or why not) to its caller.
+        case finishAuthorization(id: String, Result<[UInt8], SessionError>)
     }
 
     /// The keys of the machine's cancellable effects.
@@ -174,6 +187,8 @@ package struct SessionMachine: ChartedMachine {
         package static let logout: EffectKey = "session.logout"
         /// Saving the session.
         package static let persist: EffectKey = "session.persist"
+        /// The authorized request under way.
+        package static let authorization: EffectKey = "session.authorization"
     }
 
     /// The events of the machine's two timers, which the host performs.
@@ -182,12 +197,24 @@ package struct SessionMachine: ChartedMachine {
         case .scheduleRefresh: .refreshTimerFired
         case .scheduleRetry: .retryTimerFired
         case .loadStoredSession, .fetchWellKnown, .fetchVersions, .sendLogin, .sendRegister, .persistSession, .activate,
-            .sendRefresh, .sendLogout, .wipeLocalData, .keepLocalData, .cancel:
+            .sendRefresh, .sendLogout, .wipeLocalData, .keepLocalData, .cancel, .sendAuthorized, .finishAuthorization:
             nil
         }
     }
 
     package func transition(from state: State, on event: Event) -> Transition<State, Effect> {
+        if case .authorizationRequested(let request) = event {
+            switch state {
+            case .signedIn(let session): return beginAuthorization(session, request: request)
+            case .authorizing: break
+            default: return refuseAuthorization(request)
+            }
+        }
+        return dispatch(from: state, on: event)
+    }
+
+    /// The transition of `state`'s own handler for `event`.
+    private func dispatch(from state: State, on event: Event) -> Transition<State, Effect> {
         switch state {
         case .signedOut: signedOut(on: event)
         case .restoring: restoring(on: event)
@@ -198,6 +225,7 @@ package struct SessionMachine: ChartedMachine {
         case .persisting(let session, let origin, let waiting):
             persisting(session, origin: origin, waiting: waiting, on: event)
         case .signedIn(let session): signedIn(session, on: event)
+        case .authorizing(let session, let attempt): authorizing(session, attempt: attempt, on: event)
         case .refreshing(let session, let waiting, let attempt):
             refreshing(session, waiting: waiting, attempt: attempt, on: event)
         case .softLoggedOut(let session, _): softLoggedOut(session, on: event)
@@ -257,7 +285,8 @@ extension SessionMachine {
     package static var stateCaseNames: [String] {
         [
             "signedOut", "restoring", "discovering", "awaitingCredentials", "authenticating", "registering",
-            "persisting", "signedIn", "refreshing", "softLoggedOut", "signingOut", "wipingLocalData", "failed",
+            "persisting", "signedIn", "authorizing", "refreshing", "softLoggedOut", "signingOut", "wipingLocalData",
+            "failed",
         ]
     }
 
@@ -268,7 +297,8 @@ extension SessionMachine {
             "loginTokenSubmitted", "loginResponse", "registrationRequested", "registrationResponse",
             "cancelRequested", "restoreRequested", "restored", "tokensPersisted", "storeFailed",
             "accessTokenRejected", "refreshNeeded", "refreshResponse", "signOutRequested", "logoutResponse",
-            "localDataWiped", "refreshTimerFired", "retryTimerFired",
+            "localDataWiped", "refreshTimerFired", "retryTimerFired", "authorizationRequested",
+            "authorizationResponse",
         ]
     }
 
@@ -277,7 +307,7 @@ extension SessionMachine {
         [
             "loadStoredSession", "fetchWellKnown", "fetchVersions", "sendLogin", "sendRegister", "persistSession",
             "activate", "scheduleRefresh", "scheduleRetry", "sendRefresh", "sendLogout", "wipeLocalData",
-            "keepLocalData", "cancel",
+            "keepLocalData", "cancel", "sendAuthorized", "finishAuthorization",
         ]
     }
 }
@@ -295,6 +325,7 @@ extension SessionMachine.State: CaseNameListing, CustomStringConvertible, Custom
         case .registering: "registering"
         case .persisting: "persisting"
         case .signedIn: "signedIn"
+        case .authorizing: "authorizing"
         case .refreshing: "refreshing"
         case .softLoggedOut: "softLoggedOut"
         case .signingOut: "signingOut"
@@ -336,6 +367,8 @@ extension SessionMachine.Event: CaseNameListing, CustomStringConvertible, Custom
         case .localDataWiped: "localDataWiped"
         case .refreshTimerFired: "refreshTimerFired"
         case .retryTimerFired: "retryTimerFired"
+        case .authorizationRequested: "authorizationRequested"
+        case .authorizationResponse: "authorizationResponse"
         }
     }
 
@@ -365,6 +398,8 @@ extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomD
         case .wipeLocalData: "wipeLocalData"
         case .keepLocalData: "keepLocalData"
         case .cancel: "cancel"
+        case .sendAuthorized: "sendAuthorized"
+        case .finishAuthorization: "finishAuthorization"
         }
     }
 
@@ -382,8 +417,9 @@ extension SessionMachine.Effect: MachineEffect, CustomStringConvertible, CustomD
         case .scheduleRetry(let delay): return .timer(Keys.retryTimer, .after(delay))
         case .sendRefresh: return .keyed(Keys.refresh)
         case .sendLogout: return .keyed(Keys.logout)
+        case .sendAuthorized: return .keyed(Keys.authorization)
         case .cancel(let key): return .cancel(key)
-        case .loadStoredSession, .activate, .wipeLocalData, .keepLocalData: return .perform
+        case .loadStoredSession, .activate, .wipeLocalData, .keepLocalData, .finishAuthorization: return .perform
         }
     }
 

@@ -24,11 +24,15 @@ package final class AccountContext: Sendable {
     package let services: CommunityServicesClient
     /// The account's modules, by name and type.
     package let modules: AccountModules
+    /// Where the session host's authorized requests finish (``SessionClient``'s `authorize`).
+    package let authorizations: AuthorizationResults
 
     private init(
         userID: UserID, scope: AccountScope, database: AccountDatabase, sessionHost: MachineHost<SessionMachine>,
-        requester: SessionRequester, services: CommunityServicesClient, modules: AccountModules
+        requester: SessionRequester, services: CommunityServicesClient, modules: AccountModules,
+        authorizations: AuthorizationResults
     ) {
+        self.authorizations = authorizations
         self.userID = userID
         self.scope = scope
         self.database = database
@@ -46,9 +50,10 @@ package final class AccountContext: Sendable {
         configuration: SymorvaConfiguration, environment: SymorvaEnvironment, factories: [AccountModuleFactory]
     ) async throws(AccountStorageError) -> AccountContext {
         let database = try await storage.database(for: userID)
+        let authorizations = AuthorizationResults()
         let interpreter = SessionInterpreter(
             transport: environment.transport, wallClock: environment.wallClock, storage: storage,
-            logger: environment.logger("session"))
+            logger: environment.logger("session"), authorizations: authorizations)
         let host = MachineHost(
             machine: machine, initial: .signedOut, interpreter: interpreter, instance: userID.rawValue, scope: scope,
             clock: environment.clock, wallClock: environment.wallClock, tracer: environment.tracer)
@@ -90,7 +95,7 @@ package final class AccountContext: Sendable {
         }
         return AccountContext(
             userID: userID, scope: scope, database: database, sessionHost: host, requester: requester,
-            services: services, modules: AccountModules(modules))
+            services: services, modules: AccountModules(modules), authorizations: authorizations)
     }
 
     /// Signs the account out of the community services, before its Matrix logout: the services

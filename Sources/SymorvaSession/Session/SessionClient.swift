@@ -181,6 +181,30 @@ public final class SessionClient: Sendable {
         return try (outcome ?? .failure(.cancelled)).get()
     }
 
+    // MARK: - Requests that may need the password
+
+    /// Sends a request of the active account that may need user-interactive authentication
+    /// (replacing the cross-signing identity, removing a device): without `auth` first, then,
+    /// if the server asks for the `m.login.password` stage, once more with `password`. One at a
+    /// time per account. Returns the answer's body.
+    ///
+    /// - Throws: ``/SymorvaMachines/SessionError/notSignedIn`` without a signed-in account,
+    ///   ``/SymorvaMachines/SessionError/invalidCredentials`` for a wrong password,
+    ///   ``/SymorvaMachines/SessionError/unsupportedAuthenticationFlow(stages:)`` when the
+    ///   server wants stages other than the password,
+    ///   ``/SymorvaMachines/SessionError/authorizationInProgress`` while another runs, or the
+    ///   request's own error.
+    package func authorize(method: String, path: String, body: [UInt8], password: Secret<String>)
+        async throws(SessionError) -> [UInt8]
+    {
+        guard case .running(let context) = sessions.active.value else { throw .notSignedIn }
+        let request = AuthorizedRequest(
+            id: "authorize-\(UInt64.random(in: 0...UInt64.max))", method: method, path: path, body: body,
+            password: password)
+        await context.sessionHost.send(.authorizationRequested(request))
+        return try await context.authorizations.wait(request.id).get()
+    }
+
     // MARK: - Launch
 
     /// Reads the stored accounts and restores the last active one (no network needed); returns
@@ -411,7 +435,8 @@ extension SessionMachine.State {
     func productState(for account: UserID) -> SessionState {
         switch self {
         case .restoring: .restoring(account)
-        case .signedIn(let session), .refreshing(let session, _, _), .persisting(let session, _, _):
+        case .signedIn(let session), .authorizing(let session, _), .refreshing(let session, _, _),
+            .persisting(let session, _, _):
             .signedIn(Account(session))
         case .softLoggedOut(let session, _): .softLoggedOut(Account(session))
         case .signingOut, .wipingLocalData: .signingOut(account)

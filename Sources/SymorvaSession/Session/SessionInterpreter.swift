@@ -21,6 +21,8 @@ struct SessionInterpreter: EffectInterpreter {
     let wallClock: any WallClock
     let storage: AccountStorage
     let logger: Logger
+    /// Where finished authorized requests go (the account's; a sign-in host's answers none).
+    var authorizations = AuthorizationResults()
 
     func perform(_ effect: SessionMachine.Effect, context: EffectContext<SessionMachine.Event>) async
         -> SessionMachine.Event?
@@ -51,6 +53,11 @@ struct SessionInterpreter: EffectInterpreter {
             return await wipe(account)
         case .keepLocalData(let account):
             await keep(account)
+            return nil
+        case .sendAuthorized(let call):
+            return .authorizationResponse(await authorized(call))
+        case .finishAuthorization(let id, let result):
+            authorizations.finish(id, result)
             return nil
         case .scheduleRefresh, .scheduleRetry, .cancel:
             // Timers and cancellations are performed by the host (their directives).
@@ -180,6 +187,39 @@ struct SessionInterpreter: EffectInterpreter {
         case .success(let response) where response.isSuccess: return nil
         case .success(let response): return error(in: response, for: .logout)
         case .failure(let error): return error
+        }
+    }
+
+    /// An authorized request: its JSON body, with the `m.login.password` stage under `auth`
+    /// when the call carries it. A 401 with flows is a challenge; any other error is mapped.
+    private func authorized(_ call: AuthorizedCall) async -> Result<AuthorizationOutcome, SessionError> {
+        guard case .object(var members)? = try? JSONValue(parsing: call.request.body),
+            let method = MatrixEndpoint.Method(rawValue: call.request.method)
+        else { return .failure(.invalidResponse(reason: "the request is not a JSON object with a known method")) }
+        if let stage = call.passwordStage {
+            var auth: [String: JSONValue] = [
+                "type": .string(SessionMachine.passwordStage),
+                "identifier": .object(["type": .string("m.id.user"), "user": .string(call.userID.rawValue)]),
+                "password": .string(call.request.password.exposedValue),
+            ]
+            if let session = stage.session { auth["session"] = .string(session) }
+            members["auth"] = .object(auth)
+        }
+        guard let body = try? JSONValue.object(members).canonicalEncoding() else {
+            return .failure(.invalidResponse(reason: "the request has no canonical JSON"))
+        }
+        let endpoint = MatrixEndpoint(method: method, path: call.request.path, body: body, requiresAuth: true)
+        switch await exchange(endpoint, on: call.homeserverURL, token: call.accessToken, operation: .authorized) {
+        case .failure(let error): return .failure(error)
+        case .success(let response) where response.isSuccess: return .success(.completed(body: response.body))
+        case .success(let response):
+            if response.status == 401,
+                let challenge = try? AuthAPI.decode(UserInteractiveAuthResponse.self, from: response.body),
+                !challenge.flows.isEmpty
+            {
+                return .success(.authenticationRequired(challenge.challenge))
+            }
+            return .failure(error(in: response, for: .authorized))
         }
     }
 

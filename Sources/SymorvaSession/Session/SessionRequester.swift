@@ -68,14 +68,13 @@ package final class SessionRequester: MatrixRequester {
 
     /// The token of a `signedIn` state.
     static func activeToken(in state: SessionMachine.State) -> Secret<String>? {
-        if case .signedIn(let session) = state { return session.tokens.accessToken }
-        return nil
+        state.signedInSession?.tokens.accessToken
     }
 
     /// A saved, unexpired access token other than `rejected`, waiting for a refresh when needed.
     private func usableToken(rejected: Secret<String>?) async throws(MatrixRequestError) -> Secret<String> {
         var rejected = rejected
-        if case .signedIn(let session) = host.states.value, session.tokens.accessToken != rejected,
+        if let session = host.states.value.signedInSession, session.tokens.accessToken != rejected,
             let expiry = session.tokens.expiry, expiry.expiresAt <= wallClock.now
         {
             // Sending a token known to be dead would only earn a 401: refresh first.
@@ -86,7 +85,7 @@ package final class SessionRequester: MatrixRequester {
         // The host's scope moving on (or the host stopping) ends the wait: not signed in.
         let outcome = await host.wait { state -> Result<Secret<String>, MatrixRequestError>? in
             switch state {
-            case .signedIn(let session):
+            case .signedIn(let session), .authorizing(let session, _):
                 return session.tokens.accessToken == excluded ? nil : .success(session.tokens.accessToken)
             case .refreshing, .persisting, .restoring, .authenticating:
                 return nil
@@ -113,7 +112,8 @@ struct SessionOpenIDSource: OpenIDTokenSource {
 
     func deviceID() async -> String? {
         switch session?.states.value {
-        case .signedIn(let session), .softLoggedOut(let session, _): session.deviceID.rawValue
+        case .signedIn(let session), .authorizing(let session, _), .softLoggedOut(let session, _):
+            session.deviceID.rawValue
         default: nil
         }
     }

@@ -74,6 +74,17 @@ enum SessionFixture {
             AuthenticationFlow(stages: ["m.login.recaptcha", "m.login.terms"]),
             AuthenticationFlow(stages: ["m.login.dummy"]),
         ])
+    /// What Synapse answers a cross-signing reset: the password stage alone.
+    static let passwordChallenge = AuthenticationChallenge(
+        session: "uia-session-3", flows: [AuthenticationFlow(stages: ["m.login.password"])])
+
+    /// A cross-signing reset that may need the password.
+    static func authorizedRequest(id: String = "reset-1") -> AuthorizedRequest {
+        AuthorizedRequest(
+            id: id, method: "POST", path: "/_matrix/client/v3/keys/device_signing/upload",
+            body: Array(#"{"master_key":{}}"#.utf8), password: password)
+    }
+
     static let captchaOnlyChallenge = AuthenticationChallenge(
         session: "uia-session-2", flows: [AuthenticationFlow(stages: ["m.login.recaptcha"])])
 }

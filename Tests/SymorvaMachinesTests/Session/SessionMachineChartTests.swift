@@ -151,6 +151,9 @@ enum SessionSamples {
         .persisting(session, origin: .refresh, waiting: 2),
         .signedIn(session),
         .signedIn(plainSession),
+        .authorizing(session, AuthorizationAttempt(request: SessionFixture.authorizedRequest())),
+        .authorizing(session, AuthorizationAttempt(request: SessionFixture.authorizedRequest(), passwordSent: true)),
+        .authorizing(plainSession, AuthorizationAttempt(request: SessionFixture.authorizedRequest())),
         .refreshing(session, waiting: 0, attempt: .first),
         .refreshing(session, waiting: 2, attempt: waiting),
         .softLoggedOut(session, lastError: nil),
@@ -205,5 +208,10 @@ enum SessionSamples {
         .localDataWiped,
         .refreshTimerFired,
         .retryTimerFired,
+        .authorizationRequested(SessionFixture.authorizedRequest()),
+        .authorizationResponse(.success(.completed(body: Array("{}".utf8)))),
+        .authorizationResponse(.success(.authenticationRequired(SessionFixture.passwordChallenge))),
+        .authorizationResponse(.success(.authenticationRequired(SessionFixture.captchaOnlyChallenge))),
+        .authorizationResponse(.failure(.serverError(status: 400, errcode: "M_INVALID_SIGNATURE"))),
     ]
 }

@@ -188,7 +188,14 @@ struct SessionSimulatedWorld {
             return nil
         case .scheduleRefresh: return .refreshTimerFired
         case .scheduleRetry: return .retryTimerFired
-        case .activate, .cancel: return nil
+        case .sendAuthorized(let call):
+            switch random.below(4) {
+            case 0 where call.passwordStage == nil:
+                return .authorizationResponse(.success(.authenticationRequired(SessionFixture.passwordChallenge)))
+            case 1: return .authorizationResponse(.failure(.unreachable(.timedOut)))
+            default: return .authorizationResponse(.success(.completed(body: [])))
+            }
+        case .activate, .cancel, .finishAuthorization: return nil
         }
     }
 
