@@ -143,6 +143,7 @@ extension AccountChat {
             content = try await perform(ChatAPI.state(roomID: roomID, type: "m.room.power_levels")).body
         }
         guard let content, let levels = PowerLevels.read(content) else { return }
+        if await isUnlimitedCreator(of: roomID) { return }
         let own = levels.level(of: userID.rawValue)
         let required: Int
         switch action {
@@ -158,7 +159,7 @@ extension AccountChat {
     }
 }
 
-/// The parts of `m.room.power_levels` that membership actions need.
+/// The parts of `m.room.power_levels` that membership and room-state changes need.
 struct PowerLevels: Decodable {
     var users: [String: Int]?
     var usersDefault: Int?
@@ -166,10 +167,15 @@ struct PowerLevels: Decodable {
     var kick: Int?
     var ban: Int?
     var redact: Int?
+    /// Levels for sending particular event types.
+    var events: [String: Int]?
+    /// The level for state events not in ``events``.
+    var stateDefault: Int?
 
     enum CodingKeys: String, CodingKey {
-        case users, invite, kick, ban, redact
+        case users, invite, kick, ban, redact, events
         case usersDefault = "users_default"
+        case stateDefault = "state_default"
     }
 
     func level(of userID: String) -> Int { users?[userID] ?? usersDefault ?? 0 }
