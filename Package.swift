@@ -40,6 +40,10 @@ let package = Package(
         .systemLibrary(
             name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        // OpenSSL's libcrypto: AES-256-CTR, HMAC, HKDF, PBKDF2 and SHA-256 (SymorvaCipher).
+        .systemLibrary(
+            name: "CLibcrypto", path: "Sources/CLibcrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         // GStreamer (Linux only: the media engine of SymorvaMediaGStreamer), with webrtcbin and SDP.
         .systemLibrary(
             name: "CGStreamer", path: "Sources/CGStreamer", pkgConfig: "gstreamer-webrtc-1.0",
@@ -67,6 +71,7 @@ let package = Package(
         .target(
             name: "SymorvaCrypto", dependencies: ["SymorvaRuntime", "SymorvaCryptoDriver", "COlm", "CSodium"],
             swiftSettings: swiftSettings),
+        .target(name: "SymorvaCipher", dependencies: ["CLibcrypto"], swiftSettings: swiftSettings),
 
         // MARK: Wire layers (no C library)
         .target(
@@ -99,7 +104,7 @@ let package = Package(
         .target(name: "SymorvaPush", dependencies: ["SymorvaChat", "SymorvaFeatureKit"], swiftSettings: swiftSettings),
         .target(
             name: "SymorvaE2EE",
-            dependencies: ["SymorvaFeatureKit", "SymorvaCryptoDriver", "SymorvaCrypto"],
+            dependencies: ["SymorvaFeatureKit", "SymorvaCryptoDriver", "SymorvaCrypto", "SymorvaCipher"],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaAIStudio", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
@@ -168,7 +173,8 @@ let package = Package(
         .testTarget(
             name: "SymorvaAdapterTests",
             dependencies: [
-                "SymorvaTransport", "SymorvaStore", "SymorvaCryptoDriver", "SymorvaCrypto", "SymorvaTesting",
+                "SymorvaTransport", "SymorvaStore", "SymorvaCryptoDriver", "SymorvaCrypto", "SymorvaCipher",
+                "SymorvaTesting",
             ],
             swiftSettings: swiftSettings),
         .testTarget(

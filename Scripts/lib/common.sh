@@ -41,7 +41,7 @@ require_command() {
 
 # The C libraries SwiftPM links through module maps, pkg-config for their flags, and (when
 # the system Python lacks ensurepip) python3-venv for the dev servers' virtual environments.
-SYMORVA_SYSTEM_PACKAGES=(libcurl4-openssl-dev libsqlite3-dev libolm-dev libsodium-dev pkg-config)
+SYMORVA_SYSTEM_PACKAGES=(libcurl4-openssl-dev libsqlite3-dev libolm-dev libsodium-dev libssl-dev pkg-config)
 # Meetings: the Janus media server and the GStreamer tools and plugins of the HLS packager
 # (udpsrc, rtpjitterbuffer, rtpopusdepay, opusdec: base/good; voaacenc, hlssink2: bad).
 SYMORVA_SYSTEM_PACKAGES+=(janus gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good

@@ -126,6 +126,10 @@ def validate_manifest(m: Any) -> dict[str, Any]:
     for opt in ("description", "avatarUrl"):
         if opt in community:
             _require(isinstance(community[opt], str), f"manifest.community.{opt}: must be a string")
+    if "space" in community:
+        space = community["space"]
+        _require(isinstance(space, str) and space[:1] in ("!", "#") and ":" in space,
+                 "manifest.community.space: a room ID (!…:server) or alias (#…:server)")
     hs = m.get("homeserver")
     _require(isinstance(hs, dict), "manifest.homeserver: required object")
     _require(isinstance(hs.get("url"), str) and bool(_URL.match(hs["url"])),

@@ -30,18 +30,22 @@ public struct ChatOptions: Sendable, Hashable {
     /// The most bytes the media cache keeps (the manifest's `media.cacheBytes`); the least
     /// recently used files go first.
     public var mediaCacheBytes: Int64
+    /// The community's space (the manifest's `community.space`, a room ID or alias), whose
+    /// rooms ``AccountChat/communityRooms(pageSize:)`` pages.
+    public var communitySpace: String?
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
         sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
         encryptsNewRooms: Bool = false, attachmentsDirectory: String? = nil, mediaCacheDirectory: String? = nil,
-        mediaCacheBytes: Int64 = 256 << 20
+        mediaCacheBytes: Int64 = 256 << 20, communitySpace: String? = nil
     ) {
         self.encryptsNewRooms = encryptsNewRooms
         self.attachmentsDirectory = attachmentsDirectory
         self.mediaCacheDirectory = mediaCacheDirectory
         self.mediaCacheBytes = mediaCacheBytes
+        self.communitySpace = communitySpace
         self.longPollTimeout = longPollTimeout
         self.syncBackoff = syncBackoff
         self.sendBackoff = sendBackoff

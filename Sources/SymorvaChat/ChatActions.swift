@@ -138,13 +138,8 @@ extension AccountChat {
     /// Throws `.insufficientPowerLevel` when the member may not perform `action` (on `target`),
     /// by the room's `m.room.power_levels` (stored, else fetched).
     func checkPower(_ action: ChatAPI.MembershipAction, roomID: RoomID, target: UserID?) async throws(ChatError) {
-        var content = (try? await store.stateContent(roomID: roomID, type: "m.room.power_levels")) ?? nil
-        if content == nil {
-            content = try await perform(ChatAPI.state(roomID: roomID, type: "m.room.power_levels")).body
-        }
-        guard let content, let levels = PowerLevels.read(content) else { return }
-        if await isUnlimitedCreator(of: roomID) { return }
-        let own = levels.level(of: userID.rawValue)
+        guard let (content, own) = try await ownPowerLevel(roomID: roomID), let levels = PowerLevels.read(content)
+        else { return }
         let required: Int
         switch action {
         case .invite: required = levels.invite ?? 0
@@ -153,13 +148,16 @@ extension AccountChat {
         }
         guard own >= required else { throw .insufficientPowerLevel(required: required, actual: own) }
         if let target, target != userID {
-            let theirs = levels.level(of: target.rawValue)
-            guard own > theirs else { throw .insufficientPowerLevel(required: theirs + 1, actual: own) }
+            let creators = try await privilegedCreators(roomID: roomID)
+            let theirs = creators.contains(target.rawValue) ? Int.max : levels.level(of: target.rawValue)
+            guard own > theirs else {
+                throw .insufficientPowerLevel(required: theirs == Int.max ? theirs : theirs + 1, actual: own)
+            }
         }
     }
 }
 
-/// The parts of `m.room.power_levels` that membership and room-state changes need.
+/// The parts of `m.room.power_levels` that membership actions need.
 struct PowerLevels: Decodable {
     var users: [String: Int]?
     var usersDefault: Int?
@@ -167,15 +165,10 @@ struct PowerLevels: Decodable {
     var kick: Int?
     var ban: Int?
     var redact: Int?
-    /// Levels for sending particular event types.
-    var events: [String: Int]?
-    /// The level for state events not in ``events``.
-    var stateDefault: Int?
 
     enum CodingKeys: String, CodingKey {
-        case users, invite, kick, ban, redact, events
+        case users, invite, kick, ban, redact
         case usersDefault = "users_default"
-        case stateDefault = "state_default"
     }
 
     func level(of userID: String) -> Int { users?[userID] ?? usersDefault ?? 0 }

@@ -147,6 +147,100 @@ public final class ChatClient: Sendable {
         try await activeChat().setFlag(flag, value, roomID: roomID)
     }
 
+    // MARK: Room management
+
+    /// Sets who may join a room. See ``AccountChat/setJoinRule(_:roomID:)``.
+    public func setJoinRule(_ rule: JoinRule, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().setJoinRule(rule, roomID: roomID)
+    }
+
+    /// Sets who may read a room's history. See ``AccountChat/setHistoryVisibility(_:roomID:)``.
+    public func setHistoryVisibility(_ visibility: HistoryVisibility, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().setHistoryVisibility(visibility, roomID: roomID)
+    }
+
+    /// Sets a member's power level. See ``AccountChat/setPowerLevel(_:for:roomID:)``.
+    public func setPowerLevel(_ level: Int, for user: UserID, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().setPowerLevel(level, for: user, roomID: roomID)
+    }
+
+    /// Knocks on a room. See ``AccountChat/knock(_:reason:via:)``.
+    public func knock(_ roomIDOrAlias: String, reason: String? = nil, via servers: [String] = [])
+        async throws(ChatError)
+        -> RoomID
+    {
+        try await withActive { chat async throws(ChatError) -> RoomID in
+            try await chat.knock(roomIDOrAlias, reason: reason, via: servers)
+        }
+    }
+
+    /// The users knocking on a room. See ``AccountChat/knocks(roomID:)``.
+    public func knocks(roomID: RoomID) async throws(ChatError) -> [UserID] {
+        try await withActive { chat async throws(ChatError) -> [UserID] in try await chat.knocks(roomID: roomID) }
+    }
+
+    /// Lets a knocking user in. See ``AccountChat/acceptKnock(from:roomID:)``.
+    public func acceptKnock(from user: UserID, roomID: RoomID) async throws(ChatError) {
+        try await activeChat().acceptKnock(from: user, roomID: roomID)
+    }
+
+    /// Turns a knock down. See ``AccountChat/denyKnock(from:roomID:reason:)``.
+    public func denyKnock(from user: UserID, roomID: RoomID, reason: String? = nil) async throws(ChatError) {
+        try await activeChat().denyKnock(from: user, roomID: roomID, reason: reason)
+    }
+
+    // MARK: Spaces
+
+    /// The active account's joined spaces. See ``AccountChat/joinedSpaces()``.
+    public func joinedSpaces() async throws(ChatError) -> [JoinedSpace] {
+        try await withActive { chat async throws(ChatError) -> [JoinedSpace] in try await chat.joinedSpaces() }
+    }
+
+    /// The rooms a joined space links to, from the synced state. See
+    /// ``AccountChat/roomsOfSpace(_:)``.
+    public func roomsOfSpace(_ spaceID: RoomID) async throws(ChatError) -> [SpaceChildLink] {
+        try await withActive { chat async throws(ChatError) -> [SpaceChildLink] in try await chat.roomsOfSpace(spaceID)
+        }
+    }
+
+    /// A space's hierarchy, paged from the server, for the active account. See
+    /// ``AccountChat/hierarchy(of:pageSize:)``.
+    public func hierarchy(of spaceID: RoomID, pageSize: Int = 50) throws(ChatError) -> SpaceHierarchy {
+        try activeChat().hierarchy(of: spaceID, pageSize: pageSize)
+    }
+
+    /// The community's space (the manifest's `community.space`), paged. See
+    /// ``AccountChat/communityRooms(pageSize:)``.
+    public func communityRooms(pageSize: Int = 50) async throws(ChatError) -> SpaceHierarchy {
+        try await activeChat().communityRooms(pageSize: pageSize)
+    }
+
+    /// Creates a space. See ``AccountChat/createSpace(name:topic:isPublic:)``.
+    public func createSpace(name: String, topic: String? = nil, isPublic: Bool = false) async throws(ChatError)
+        -> RoomID
+    {
+        try await withActive { chat async throws(ChatError) -> RoomID in
+            try await chat.createSpace(name: name, topic: topic, isPublic: isPublic)
+        }
+    }
+
+    /// Links a room into a space. See ``AccountChat/addToSpace(_:spaceID:via:suggested:)``.
+    public func addToSpace(_ roomID: RoomID, spaceID: RoomID, via: [String]? = nil, suggested: Bool = false)
+        async throws(ChatError)
+    {
+        try await activeChat().addToSpace(roomID, spaceID: spaceID, via: via, suggested: suggested)
+    }
+
+    /// Unlinks a room from a space. See ``AccountChat/removeFromSpace(_:spaceID:)``.
+    public func removeFromSpace(_ roomID: RoomID, spaceID: RoomID) async throws(ChatError) {
+        try await activeChat().removeFromSpace(roomID, spaceID: spaceID)
+    }
+
+    /// Joins a room through servers a space's link names. See ``AccountChat/join(_:via:)``.
+    public func join(_ roomID: RoomID, via servers: [String]) async throws(ChatError) -> RoomID {
+        try await withActive { chat async throws(ChatError) -> RoomID in try await chat.join(roomID, via: servers) }
+    }
+
     /// The active account's chat.
     func activeChat() throws(ChatError) -> AccountChat { try active.module(orThrow: ChatError.self) }
 

@@ -64,47 +64,6 @@ extension AccountChat {
             throw .media(error)
         }
     }
-
-    /// Throws `.insufficientPowerLevel` when the member may not send the state event `type`, by
-    /// the room's `m.room.power_levels` (stored, else fetched): `events[type]`, else
-    /// `state_default` (50 when absent).
-    func checkStatePower(_ type: String, roomID: RoomID) async throws(ChatError) {
-        try ensureCurrent()
-        var content = (try? await store.stateContent(roomID: roomID, type: "m.room.power_levels")) ?? nil
-        if content == nil {
-            content = try await perform(ChatAPI.state(roomID: roomID, type: "m.room.power_levels")).body
-        }
-        guard let content, let levels = PowerLevels.read(content) else { return }
-        if await isUnlimitedCreator(of: roomID) { return }
-        let own = levels.level(of: userID.rawValue)
-        let required = levels.events?[type] ?? levels.stateDefault ?? 50
-        guard own >= required else { throw .insufficientPowerLevel(required: required, actual: own) }
-    }
-}
-
-extension AccountChat {
-    /// Whether the member is a creator of a room whose version gives creators unlimited power
-    /// (room version 12 and later: the `m.room.create` sender and its `additional_creators`,
-    /// who are not listed in `m.room.power_levels`). From the stored state; `false` when it is
-    /// not there.
-    func isUnlimitedCreator(of roomID: RoomID) async -> Bool {
-        guard let content = (try? await store.stateContent(roomID: roomID, type: "m.room.create")) ?? nil,
-            let create = WireJSON.decodeIfValid(CreateContent.self, from: content),
-            let version = Int(create.roomVersion ?? "1"), version >= 12
-        else { return false }
-        let sender = (try? await store.stateSender(roomID: roomID, type: "m.room.create")) ?? nil
-        return sender == userID.rawValue || (create.additionalCreators ?? []).contains(userID.rawValue)
-    }
-}
-
-/// The parts of `m.room.create` that power needs.
-private struct CreateContent: Decodable {
-    var roomVersion: String?
-    var additionalCreators: [String]?
-    enum CodingKeys: String, CodingKey {
-        case roomVersion = "room_version"
-        case additionalCreators = "additional_creators"
-    }
 }
 
 extension ChatClient {

@@ -62,10 +62,11 @@ package enum ChatSchema {
             version: 7, name: "own_echo_plaintext",
             sql: "ALTER TABLE decrypted_events ADD COLUMN transaction_id TEXT;  -- sealed as the queue's"),
         Migration(version: 8, name: "device_inbox_handed_over", sql: deviceInboxHandedOver),
-        Migration(version: 9, name: "queued_attachments", sql: queuedAttachments),
+        Migration(version: 9, name: "sliding_sync_position", sql: slidingSyncPosition),
+        Migration(version: 10, name: "queued_attachments", sql: queuedAttachments),
     ]
 
-    /// Version 9: a queued message may carry a file (issue 25): its copy in the account's
+    /// Version 10: a queued message may carry a file (issue 25): its copy in the account's
     /// folder, type and size, and the two upload steps, each stored before the next begins:
     /// the reserved `mxc://` URI (the content naming it is stored with it) and whether the bytes
     /// are up. Columns are added; no row of the queue is touched.
@@ -75,6 +76,19 @@ package enum ChatSchema {
         ALTER TABLE send_queue ADD COLUMN attachment_size INTEGER;
         ALTER TABLE send_queue ADD COLUMN media_uri TEXT;
         ALTER TABLE send_queue ADD COLUMN media_uploaded INTEGER NOT NULL DEFAULT 0;
+        """
+
+    /// Version 9: the position of a simplified sliding sync connection, committed by
+    /// ``SyncIngestor/ingest(sliding:)`` with what the response brought, apart from v2's
+    /// `sync_state` (a `pos` is not a since-token: the two modes never read each other's), and
+    /// the to-device extension's `next_batch`, committed with the to-device events it covers
+    /// and kept when the connection is reset, so that no to-device message is skipped.
+    static let slidingSyncPosition = """
+        CREATE TABLE sliding_sync_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            pos TEXT,                               -- the connection's position
+            to_device_since TEXT                    -- extensions.to_device.next_batch
+        );
         """
 
     /// Version 8: encryption's share of each sync goes to the crypto module's own inbox

@@ -246,19 +246,6 @@ extension ChatStore {
         }
     }
 
-    /// The sender of the current state event `(type, stateKey)` of the room, if stored.
-    package func stateSender(roomID: RoomID, type: String, stateKey: String = "") async throws(ChatStoreError)
-        -> String?
-    {
-        try await read { db throws(StoreError) in
-            guard let nid = try Self.roomNID(roomID, db: db) else { return nil }
-            return try db.queryOne(
-                "SELECT sender FROM room_state WHERE room_nid = ? AND type = ? AND state_key = ?",
-                [.integer(nid), .text(type), .text(stateKey)]
-            ) { $0.optionalString(0) } ?? nil
-        }
-    }
-
     /// The sender of a stored event.
     package func sender(of eventID: EventID) async throws(ChatStoreError) -> String? {
         try await read { db throws(StoreError) in

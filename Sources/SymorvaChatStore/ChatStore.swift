@@ -103,6 +103,16 @@ package struct ChatStore: Sendable {
         }
     }
 
+    /// The committed position of the sliding sync connection and the to-device extension's
+    /// `since` (``SyncIngestor/ingest(sliding:)``); `nil`s before the first sliding sync.
+    package func slidingSyncPosition() async throws(ChatStoreError) -> (pos: String?, toDeviceSince: String?) {
+        try await read { db throws(StoreError) in
+            try db.queryOne("SELECT pos, to_device_since FROM sliding_sync_state WHERE id = 1") {
+                (pos: $0.optionalString(0), toDeviceSince: $0.optionalString(1))
+            } ?? (pos: nil, toDeviceSince: nil)
+        }
+    }
+
     /// How many events were skipped as malformed so far (kept in `malformed_events`).
     package func malformedEventCount() async throws(ChatStoreError) -> Int {
         try await read { db throws(StoreError) in

@@ -2,7 +2,9 @@ import SymorvaRuntime
 
 /// The cryptographic primitives of Matrix end-to-end encryption, behind one protocol: an Olm
 /// account, Olm sessions (`m.olm.v1.curve25519-aes-sha2`), Megolm outbound and inbound group
-/// sessions (`m.megolm.v1.aes-sha2`), Ed25519 verification and SHA-256.
+/// sessions (`m.megolm.v1.aes-sha2`), Ed25519 verification and SHA-256, Ed25519 signing keys
+/// from a seed (cross-signing) and the key backup's public-key encryption
+/// (`m.megolm_backup.v1.curve25519-aes-sha2`).
 ///
 /// The SDK's implementation is `OlmCryptoDriver` (libolm, in `SymorvaCrypto`); another one
 /// (vodozemac, say) can replace it by implementing these protocols: nothing above the driver
@@ -48,6 +50,52 @@ package protocol CryptoDriver: Sendable {
 
     /// The SHA-256 digest of `bytes`, unpadded base64 (the form Matrix uses).
     func sha256(_ bytes: [UInt8]) -> String
+
+    /// An Ed25519 signing key (a cross-signing master, self-signing or user-signing key) from
+    /// its 32-byte seed, the form secret storage keeps it in.
+    ///
+    /// - Throws: `.malformedKey` when the seed is not 32 bytes.
+    func signingKey(seed: Secret<[UInt8]>) throws(CryptoDriverError) -> any SigningKey
+    /// A new Ed25519 signing key from a fresh random seed.
+    func newSigningKey() throws(CryptoDriverError) -> any SigningKey
+
+    /// The key backup's Curve25519 decryption key from its 32-byte private key (the backup key
+    /// secret storage keeps as `m.megolm_backup.v1`).
+    ///
+    /// - Throws: `.malformedKey` when the private key is not 32 bytes.
+    func backupDecryptionKey(privateKey: Secret<[UInt8]>) throws(CryptoDriverError) -> any BackupDecryptionKey
+    /// A new backup decryption key from fresh random bytes.
+    func newBackupDecryptionKey() throws(CryptoDriverError) -> any BackupDecryptionKey
+    /// Encrypts one backup entry (`m.megolm_backup.v1.curve25519-aes-sha2`) for the holder of the
+    /// backup key `publicKey` (unpadded base64 Curve25519), with a fresh ephemeral key.
+    ///
+    /// - Throws: `.malformedKey` when `publicKey` is not the unpadded base64 of 32 bytes.
+    func backupEncrypt(_ plaintext: Secret<[UInt8]>, for publicKey: String) throws(CryptoDriverError)
+        -> BackupCiphertext
+}
+
+/// An Ed25519 key pair made from a seed: the private part of a cross-signing key.
+package protocol SigningKey: AnyObject {
+    /// The public key, unpadded base64 (the key ID part of `ed25519:<key>`).
+    var publicKey: String { get }
+    /// The 32-byte seed the key pair is made from: what secret storage keeps.
+    var seed: Secret<[UInt8]> { get }
+    /// Signs `message` (canonical JSON); unpadded base64 of the 64-byte signature.
+    func sign(_ message: [UInt8]) throws(CryptoDriverError) -> String
+}
+
+/// The private key of a key backup (`m.megolm_backup.v1.curve25519-aes-sha2`): it reads
+/// every entry encrypted for its public key.
+package protocol BackupDecryptionKey: AnyObject {
+    /// The Curve25519 public key, unpadded base64 (the backup version's `auth_data.public_key`).
+    var publicKey: String { get }
+    /// The 32-byte private key: what secret storage keeps as `m.megolm_backup.v1`.
+    var privateKey: Secret<[UInt8]> { get }
+    /// Decrypts one entry's `session_data`.
+    ///
+    /// - Throws: `.badMessageMAC` when the MAC does not verify (another key, or tampered with),
+    ///   `.badMessage` or `.malformedKey` when a part is malformed.
+    func decrypt(_ ciphertext: BackupCiphertext) throws(CryptoDriverError) -> Secret<[UInt8]>
 }
 
 /// A device's long-term Olm account: identity keys, one-time keys and the fallback key.

@@ -50,6 +50,24 @@ package struct MegolmPlaintext: Sendable {
     }
 }
 
+/// One key backup entry's encrypted `session_data` (`m.megolm_backup.v1.curve25519-aes-sha2`),
+/// each part unpadded base64 as the server stores it.
+package struct BackupCiphertext: Sendable, Hashable {
+    /// The AES-256-CBC ciphertext of the session's JSON.
+    package var ciphertext: String
+    /// The first 8 bytes of the HMAC-SHA-256 (libolm's computation, which the spec keeps).
+    package var mac: String
+    /// The sender's ephemeral Curve25519 public key.
+    package var ephemeral: String
+
+    /// A ciphertext as given.
+    package init(ciphertext: String, mac: String, ephemeral: String) {
+        self.ciphertext = ciphertext
+        self.mac = mac
+        self.ephemeral = ephemeral
+    }
+}
+
 /// Why a crypto driver refused.
 package enum CryptoDriverError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A key is not the unpadded base64 of 32 bytes (or the library refused it as a key).

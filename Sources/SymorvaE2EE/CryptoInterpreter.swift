@@ -193,6 +193,7 @@ struct CryptoInterpreter: EffectInterpreter {
         case .driver(.badPickle): .accountUnreadable
         case .driver(let driver): .driver(driver.description)
         case .outboundSessionReplaced: .driver("outbound session replaced")
+        case .notMigrated: .store(.database)
         }
     }
 }

@@ -201,8 +201,31 @@ package struct CryptoStore: Sendable {
     let secrets: SecretBox
     let userID: UserID
 
-    /// The store on `database`, migrated; `key` is the account's secrets-at-rest key.
+    /// The store on `database`, whose `e2ee` tables the account's migrations (the crypto
+    /// module's factory) brought to the current version; `key` is the account's
+    /// secrets-at-rest key.
+    ///
+    /// - Throws: `.notMigrated` when the tables are at another version (the store never migrates
+    ///   on its own: the account database's one list of features does).
     package static func open(on database: SQLiteDatabase, userID: UserID, key: Secret<[UInt8]>)
+        async throws(CryptoStoreError) -> CryptoStore
+    {
+        let version: Int
+        do {
+            version = try await database.schemaVersion(feature: feature)
+        } catch {
+            throw .store(error)
+        }
+        guard version == migrations.count else { throw .notMigrated(found: version, expected: migrations.count) }
+        do {
+            return CryptoStore(database: database, secrets: try SecretBox(key: key), userID: userID)
+        } catch {
+            throw .secrets(error)
+        }
+    }
+
+    /// The store on a database of its own (tests and benchmarks): its tables migrated first.
+    package static func migrating(on database: SQLiteDatabase, userID: UserID, key: Secret<[UInt8]>)
         async throws(CryptoStoreError) -> CryptoStore
     {
         do {
@@ -210,11 +233,7 @@ package struct CryptoStore: Sendable {
         } catch {
             throw .store(error)
         }
-        do {
-            return CryptoStore(database: database, secrets: try SecretBox(key: key), userID: userID)
-        } catch {
-            throw .secrets(error)
-        }
+        return try await open(on: database, userID: userID, key: key)
     }
 
     private var associatedData: [UInt8] {
@@ -838,6 +857,9 @@ package struct CryptoStore: Sendable {
 package enum CryptoStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The database failed.
     case store(StoreError)
+    /// The `e2ee` tables are not at the version this SDK's migrations make (the account's
+    /// migrations did not run for the crypto feature).
+    case notMigrated(found: Int, expected: Int)
     /// The pickle key could not be sealed or opened.
     case secrets(SecretsError)
     /// The driver could not pickle or unpickle.
@@ -849,6 +871,7 @@ package enum CryptoStoreError: Error, Sendable, Hashable, CustomStringConvertibl
     package var description: String {
         switch self {
         case .store(let error): "store: \(error)"
+        case .notMigrated(let found, let expected): "e2ee tables at version \(found), expected \(expected)"
         case .secrets(let error): "secrets: \(error)"
         case .driver(let error): "driver: \(error)"
         case .outboundSessionReplaced: "outbound session replaced"

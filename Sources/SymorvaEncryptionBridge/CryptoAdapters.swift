@@ -50,7 +50,7 @@ package struct CryptoRoomDecryptor: RoomDecryptor {
             switch error {
             case .store(let failure): throw failure
             // Unreachable: resending reads and writes rows only.
-            case .secrets, .driver, .outboundSessionReplaced: throw .corrupt
+            case .secrets, .driver, .outboundSessionReplaced, .notMigrated: throw .corrupt
             }
         }
     }

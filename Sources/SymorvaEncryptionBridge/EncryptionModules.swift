@@ -38,7 +38,8 @@ extension AccountModuleFactory {
                 encryptsNewRooms: context.configuration.encryption.isEnabledByDefault,
                 attachmentsDirectory: context.database.directory + "/attachments",
                 mediaCacheDirectory: context.database.directory + "/media-cache",
-                mediaCacheBytes: context.configuration.media.cacheBytes))
+                mediaCacheBytes: context.configuration.media.cacheBytes,
+                communitySpace: context.configuration.community.space))
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
             chat.connectDevices(inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) }) {

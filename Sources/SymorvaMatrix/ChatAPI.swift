@@ -152,6 +152,11 @@ package enum ChatAPI {
             requiresAuth: true)
     }
 
+    /// `GET /rooms/{roomId}/state`: every current state event of the room.
+    package static func roomState(roomID: RoomID) -> MatrixEndpoint {
+        MatrixEndpoint(method: .get, path: "\(room(roomID))/state", requiresAuth: true)
+    }
+
     /// `PUT /rooms/{roomId}/state/{eventType}/{stateKey}` with `content` (raw JSON).
     package static func setState(roomID: RoomID, type: String, stateKey: String = "", content: String)
         -> MatrixEndpoint

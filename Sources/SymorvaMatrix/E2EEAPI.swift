@@ -59,6 +59,29 @@ package enum E2EEAPI {
 }
 
 extension E2EEAPI {
+    /// `POST /keys/device_signing/upload`: the account's cross-signing public keys
+    /// (`master_key`, `self_signing_key`, `user_signing_key`), with `auth` for user-interactive
+    /// authentication when the server asks for it (replacing an existing identity).
+    package static func uploadSigningKeys(_ keys: [String: JSONValue], auth: JSONValue? = nil)
+        throws(JSONValue.CanonicalJSONError) -> MatrixEndpoint
+    {
+        var body = keys
+        if let auth { body["auth"] = auth }
+        return MatrixEndpoint(
+            method: .post, path: "\(prefix)/keys/device_signing/upload",
+            body: try JSONValue.object(body).canonicalEncoding(), requiresAuth: true)
+    }
+
+    /// `POST /keys/signatures/upload`: signed objects (device keys or cross-signing keys), by
+    /// user and then device ID or public key. The answer's `failures` names each refused one.
+    package static func uploadSignatures(_ signed: [String: [String: JSONValue]])
+        throws(JSONValue.CanonicalJSONError) -> MatrixEndpoint
+    {
+        MatrixEndpoint(
+            method: .post, path: "\(prefix)/keys/signatures/upload",
+            body: try JSONValue.object(signed.mapValues { .object($0) }).canonicalEncoding(), requiresAuth: true)
+    }
+
     /// `GET /devices`: the account's devices with their display names and when each was last seen.
     package static func devices() -> MatrixEndpoint {
         MatrixEndpoint(method: .get, path: "\(prefix)/devices", requiresAuth: true)

@@ -65,6 +65,12 @@ extension StoreError: CustomStringConvertible, LogSafe {
         }
     }
 
+    /// A constraint violation found by the caller rather than reported by SQLite: a statement
+    /// with `OR IGNORE` skipped a row for a reason other than the one it expected.
+    package static func constraintViolated(_ message: String) -> StoreError {
+        .constraint(code: SQLITE_CONSTRAINT, message: message)
+    }
+
     static func message(_ connection: OpaquePointer?) -> String {
         guard let connection, let text = sqlite3_errmsg(connection) else { return "" }
         return String(cString: text)

@@ -44,6 +44,7 @@ enum BenchmarkModes {
             E2EESendBenchmark(),
             LockBenchmark(),
             PushBenchmark(),
+            PushRulesBenchmark(),
         ] + platformModes
 
     #if os(Linux)

@@ -142,7 +142,7 @@ struct E2EESendBenchmark: DevServerBenchmark {
             guard answer.isSuccess else { throw BenchFailure("login answered \(answer.status)") }
             let loggedIn = try WireJSON.decode(LoggedIn.self, from: answer.body)
             let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
-            let store = try await CryptoStore.open(on: database, userID: userID, key: try SecretBox.generateKey())
+            let store = try await CryptoStore.migrating(on: database, userID: userID, key: try SecretBox.generateKey())
             let engine = CryptoEngine(
                 driver: OlmCryptoDriver(), store: store, userID: userID, deviceID: loggedIn.device_id)
             _ = try await engine.load()

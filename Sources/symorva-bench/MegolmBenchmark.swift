@@ -244,7 +244,7 @@ struct MegolmBenchmark: BenchmarkMode {
         let database = try await AccountDatabase.openFile(path: path, migrations: .standard)
         let user = UserID("@bench:localhost")
         let sender = UserID("@sender:localhost")
-        let store = try await CryptoStore.open(on: database, userID: user, key: try SecretBox.generateKey())
+        let store = try await CryptoStore.migrating(on: database, userID: user, key: try SecretBox.generateKey())
         let engine = CryptoEngine(driver: OlmCryptoDriver(), store: store, userID: user, deviceID: "BENCH")
         _ = try await engine.load()
         // The room key as a received `m.room_key` leaves it: pickled with the account's pickle key.

@@ -113,7 +113,9 @@ private struct PlainLoop {
         let chunk = prepare("INSERT INTO timeline_chunks(room_nid, prev_chunk_id) VALUES (?, ?)")
         let gap = prepare("INSERT INTO timeline_gaps(chunk_id, prev_batch) VALUES (?, ?)")
         let event = prepare(
-            "INSERT INTO events(room_nid, chunk_id, position, event_id, type, sender, origin_server_ts, state_key, txn_id, content, relates_to_event_id, rel_type, relation_key, in_reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(event_id) DO NOTHING"
+            // The ingest's statement shape (`OR IGNORE`: no statement journal), so that the two
+            // paths write the same way.
+            "INSERT OR IGNORE INTO events(room_nid, chunk_id, position, event_id, type, sender, origin_server_ts, state_key, txn_id, content, relates_to_event_id, rel_type, relation_key, in_reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let live = prepare("UPDATE rooms SET live_chunk_id = ? WHERE room_nid = ?")
         let token = prepare(

@@ -17,7 +17,8 @@ struct ChatSchemaTests {
             tables == [
                 "account_data", "decrypted_events", "e2ee_inbox_device_lists", "e2ee_inbox_key_counts",
                 "e2ee_inbox_to_device", "events", "malformed_events", "pending_decryption", "receipts", "room_state",
-                "rooms", "send_queue", "sync_state", "timeline_chunks", "timeline_gaps", "undecryptable_events",
+                "rooms", "send_queue", "sliding_sync_state", "sync_state", "timeline_chunks", "timeline_gaps",
+                "undecryptable_events",
             ])
         let indexes = try await store.databaseForTesting.queryAll(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name"

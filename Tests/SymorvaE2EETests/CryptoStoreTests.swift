@@ -19,8 +19,20 @@ struct CryptoStoreTests {
     }
 
     func engine(on database: SQLiteDatabase, key: Secret<[UInt8]>) async throws -> CryptoEngine {
-        let store = try await CryptoStore.open(on: database, userID: user, key: key)
+        let store = try await CryptoStore.migrating(on: database, userID: user, key: key)
         return CryptoEngine(driver: driver, store: store, userID: user, deviceID: "DEVICE")
+    }
+
+    @Test("The store never migrates on its own: e2ee tables the account's migrations did not make are refused, typed")
+    func refusesUnmigratedTables() async throws {
+        let database = try await database()
+        let key = try SecretBox.generateKey()
+        await #expect(throws: CryptoStoreError.notMigrated(found: 0, expected: CryptoStore.migrations.count)) {
+            _ = try await CryptoStore.open(on: database, userID: user, key: key)
+        }
+        #expect(try await database.schemaVersion(feature: CryptoStore.feature) == 0, "nothing migrated")
+        try await database.migrate(feature: CryptoStore.feature, CryptoStore.migrations)
+        _ = try await CryptoStore.open(on: database, userID: user, key: key)
     }
 
     @Test("A new account is stored with its pickle key sealed, and comes back with the same identity keys")
@@ -114,7 +126,7 @@ struct CryptoStoreTests {
     @Test("A known device whose keys change is refused and flagged; its old keys stay")
     func keyChangeRefused() async throws {
         let database = try await database()
-        let store = try await CryptoStore.open(on: database, userID: user, key: try SecretBox.generateKey())
+        let store = try await CryptoStore.migrating(on: database, userID: user, key: try SecretBox.generateKey())
         let bob = UserID("@bob:example.org")
         _ = try await store.track([bob])
         let original = CryptoStore.Device(
@@ -136,7 +148,7 @@ struct CryptoStoreTests {
     func keptInboundSession() async throws {
         let database = try await database()
         let key = try SecretBox.generateKey()
-        let store = try await CryptoStore.open(on: database, userID: user, key: key)
+        let store = try await CryptoStore.migrating(on: database, userID: user, key: key)
         let engine = CryptoEngine(driver: driver, store: store, userID: user, deviceID: "DEVICE")
         _ = try await engine.load()
         let account = try #require(try await store.loadAccount())

@@ -39,7 +39,7 @@ struct EngineFixture {
     func device(_ user: String, _ deviceID: String) async throws -> Device {
         let userID = try #require(UserID(user))
         let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
-        let store = try await CryptoStore.open(on: database, userID: userID, key: try SecretBox.generateKey())
+        let store = try await CryptoStore.migrating(on: database, userID: userID, key: try SecretBox.generateKey())
         let engine = CryptoEngine(driver: driver, store: store, userID: userID, deviceID: deviceID)
         _ = try await engine.load()
         return Device(userID: userID, deviceID: deviceID, database: database, store: store, engine: engine)

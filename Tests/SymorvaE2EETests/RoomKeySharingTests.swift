@@ -63,6 +63,7 @@ struct RoomKeySharingTests {
             return .json(200, "{}")
         }
         let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
+        try await database.migrate(feature: CryptoStore.feature, CryptoStore.migrations)
         let crypto = try await AccountCrypto(
             userID: alice, deviceID: DeviceID("ALICE"), database: database, secretsKey: try SecretBox.generateKey(),
             requester: FixedTokenMatrixRequester(

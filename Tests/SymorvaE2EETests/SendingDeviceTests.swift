@@ -33,7 +33,7 @@ struct SendingDeviceTests {
     func senderQueriedFirst() async throws {
         // Bob: a device with signed keys, and a Megolm session of his.
         let bobDatabase = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
-        let bobStore = try await CryptoStore.open(on: bobDatabase, userID: bob, key: try SecretBox.generateKey())
+        let bobStore = try await CryptoStore.migrating(on: bobDatabase, userID: bob, key: try SecretBox.generateKey())
         let bobEngine = CryptoEngine(driver: driver, store: bobStore, userID: bob, deviceID: "BOBPHONE")
         _ = try await bobEngine.load()
         let upload = try JSONValue(
@@ -60,6 +60,7 @@ struct SendingDeviceTests {
         }
         let clock = ManualClock()
         let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
+        try await database.migrate(feature: CryptoStore.feature, CryptoStore.migrations)
         let crypto = try await AccountCrypto(
             userID: alice, deviceID: DeviceID("ALICEPHONE"), database: database,
             secretsKey: try SecretBox.generateKey(),

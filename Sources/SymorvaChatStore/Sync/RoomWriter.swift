@@ -107,8 +107,16 @@ struct RoomWriter {
 
     // MARK: Timeline
 
+    /// `OR IGNORE`, not `ON CONFLICT(event_id) DO NOTHING`: with the triggers on `events` every
+    /// insert is a statement that may write several rows, and one that may also abort (the
+    /// other constraints' default) needs a statement journal inside the ingest transaction —
+    /// about ten 8 KB pages copied and written to a temporary file per event, most of an
+    /// initial sync's system time (`docs/benchmarks.md`, "Statement journals"). With `OR IGNORE`
+    /// no constraint aborts; an ignored row whose `event_id` is not stored was refused by
+    /// another constraint, and ``verifyIgnored(_:db:)`` turns it into the error the insert
+    /// would have raised.
     private static let insertEventSQL =
-        "INSERT INTO events(room_nid, chunk_id, position, event_id, type, sender, origin_server_ts, state_key, txn_id, content, relates_to_event_id, rel_type, relation_key, in_reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(event_id) DO NOTHING"
+        "INSERT OR IGNORE INTO events(room_nid, chunk_id, position, event_id, type, sender, origin_server_ts, state_key, txn_id, content, relates_to_event_id, rel_type, relation_key, in_reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
     private mutating func writeTimeline(_ row: inout RoomRow, db: isolated SQLiteDatabase) throws(StoreError) {
         let chunk: Int64
@@ -162,7 +170,10 @@ struct RoomWriter {
                 try insert.bind(event.relation?.inReplyTo, at: 14)
                 try insert.step()
                 insert.reset()
-                guard db.changes > 0 else { continue }  // already stored
+                guard db.changes > 0 else {
+                    try Self.verifyIgnored(eventID, db: db)  // already stored, or a constraint failed
+                    continue
+                }
                 position += 1
                 timelineEvents += 1
                 summary.absorbTimeline(event, content: slice(event.content))
@@ -208,6 +219,14 @@ struct RoomWriter {
         }
     }
 
+    /// Checks that an event insert ignored by `OR IGNORE` was a duplicate (its `event_id` is
+    /// stored); any other refusal (a `NOT NULL` column, a taken chunk position) fails the
+    /// ingest as the constraint would have without `OR IGNORE`.
+    static func verifyIgnored(_ eventID: String, db: isolated SQLiteDatabase) throws(StoreError) {
+        let stored = try db.queryOne("SELECT 1 FROM events WHERE event_id = ?", [.text(eventID)]) { _ in true }
+        guard stored == true else { throw .constraintViolated("events: a row was refused by a constraint") }
+    }
+
     /// Whether `eventID` is stored as an event of a room other than `nid`. Event IDs are
     /// unique across rooms, so a relation naming one is a misbehaving server's, not ours to
     /// apply.
@@ -251,9 +270,13 @@ struct RoomWriter {
             )
         }
         guard let stored else { return false }
+        // `OR IGNORE` for the same reason as the insert (the trigger on `redacted_by` makes this
+        // a statement that needs a journal when it may abort); the row exists, so anything but
+        // one change is a refused update.
         try db.execute(
-            "UPDATE events SET redacted_by = ?, content = ? WHERE event_nid = ?",
+            "UPDATE OR IGNORE events SET redacted_by = ?, content = ? WHERE event_nid = ?",
             [.text(redaction), .blob(stored.content), .integer(stored.nid)])
+        guard db.changes == 1 else { throw .constraintViolated("events: a redaction was refused by a constraint") }
         try db.execute(
             "UPDATE rooms SET preview_redacted = 1, preview_body = NULL WHERE room_nid = ? AND preview_event_id = ?",
             [.integer(nid), .text(target)])

@@ -79,6 +79,34 @@ package struct SyncIngestor: Sendable {
             return writer.report
         }
     }
+
+    /// Stores a decoded simplified sliding sync response, its `pos` and its to-device
+    /// `next_batch` in one transaction, through the same writer as v2 (`sync_state`, v2's
+    /// since-token, is not touched). The report's `nextBatch` is `pos`.
+    ///
+    /// - Throws: `.store` when writing fails; nothing was written and neither position moved.
+    package func ingest(sliding response: SlidingSyncResponse) async throws(ChatStoreError) -> SyncIngestReport {
+        try await store.checkpoint()
+        let body = response.body
+        return try await store.write { db throws(StoreError) in
+            var writer = try SyncWriter(db: db)
+            try writer.write(body.rooms, document: body.document, db: db)
+            if writer.report.rooms > 0 { FaultPoint.syncIngest.reach() }
+            try writer.finish(
+                body.head, position: .sliding(pos: response.pos, toDeviceSince: response.toDeviceNextBatch),
+                document: body.document, inbox: inbox, db: db)
+            return writer.report
+        }
+    }
+}
+
+/// Where a response's position is committed.
+enum SyncPosition {
+    /// `/sync` v2: `next_batch` becomes the since-token (`sync_state`).
+    case since(String)
+    /// Sliding sync: the connection's `pos`, and the to-device extension's `next_batch` when the
+    /// response had one (`sliding_sync_state`).
+    case sliding(pos: String, toDeviceSince: String?)
 }
 
 /// Writes what a sync response holds for end-to-end encryption into the crypto module's inbox,
@@ -121,7 +149,8 @@ struct SyncWriter {
     /// Writes the top level — account data, malformed events, and encryption's share (to-device
     /// events, device lists, key counts) into `inbox` — and then the new token.
     mutating func finish(
-        _ head: SyncResponseHead, document: [UInt8], inbox: SyncInboxWriter? = nil, db: isolated SQLiteDatabase
+        _ head: SyncResponseHead, position: SyncPosition? = nil, document: [UInt8], inbox: SyncInboxWriter? = nil,
+        db: isolated SQLiteDatabase
     ) throws(StoreError) {
         let previousToken = previousToken
         let result = document.withUnsafeBytes { bytes in
@@ -140,11 +169,20 @@ struct SyncWriter {
                 oneTimeKeyCounts: head.oneTimeKeyCounts)
             if !handed.isEmpty { try inbox(handed, db) }
         }
-        try db.execute(
-            "INSERT INTO sync_state(id, since_token) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET since_token = excluded.since_token",
-            [.text(head.nextBatch)])
+        switch position ?? .since(head.nextBatch) {
+        case .since(let token):
+            try db.execute(
+                "INSERT INTO sync_state(id, since_token) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET since_token = excluded.since_token",
+                [.text(token)])
+            report.nextBatch = token
+        case .sliding(let pos, let toDeviceSince):
+            // A response without the to-device extension keeps the stored `since`.
+            try db.execute(
+                "INSERT INTO sliding_sync_state(id, pos, to_device_since) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET pos = excluded.pos, to_device_since = COALESCE(excluded.to_device_since, to_device_since)",
+                [.text(pos), .text(toDeviceSince)])
+            report.nextBatch = pos
+        }
         report.malformedEvents = head.malformedEvents.count
-        report.nextBatch = head.nextBatch
     }
 }
 

@@ -54,7 +54,7 @@ package enum SyncResponseDecoder {
 extension SyncDecodingError {
     /// The decoding error for a scanner error; `missingMember` names what a missing required
     /// member means for the document being read.
-    fileprivate init(_ error: JSONScanError, missingMember: SyncDecodingError) {
+    init(_ error: JSONScanError, missingMember: SyncDecodingError) {
         switch error.reason {
         case .tooDeep: self = .tooDeep(offset: error.offset)
         case .unexpectedStructure: self = .unexpectedStructure(offset: error.offset)
@@ -66,7 +66,7 @@ extension SyncDecodingError {
 }
 
 /// What an event must carry to be usable, by where it appears.
-private enum EventKind {
+enum EventKind {
     /// Timeline events: `event_id`, `type`, `sender`, `origin_server_ts`, `content`.
     case timeline
     /// `state.events`: a timeline event's fields and a `state_key`.
@@ -81,7 +81,7 @@ private enum EventKind {
 
 /// The walk over one document. Every error, syntax or structure, is a ``JSONScanError``
 /// with the offset where reading stopped; the caller maps it to ``SyncDecodingError``.
-private struct Reader {
+struct Reader {
     var scanner: JSONScanner
     var head = SyncResponseHead()
     var rooms: [SyncRoomUpdate] = []
@@ -334,7 +334,7 @@ private struct Reader {
 }
 
 /// Why one event was skipped.
-private struct EventProblem: Error {
+struct EventProblem: Error {
     var reason: String
 }
 

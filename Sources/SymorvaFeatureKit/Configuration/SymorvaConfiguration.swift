@@ -45,12 +45,16 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         public var description: String?
         /// The avatar, an `mxc://` or `https://` URL as written in the manifest.
         public var avatarURL: String?
+        /// The community's Matrix space, a room ID (`!…`) or alias (`#…:server`): its rooms are
+        /// the community's (`community.chat.communityRooms()`).
+        public var space: String?
 
         /// A community.
-        public init(name: String, description: String? = nil, avatarURL: String? = nil) {
+        public init(name: String, description: String? = nil, avatarURL: String? = nil, space: String? = nil) {
             self.name = name
             self.description = description
             self.avatarURL = avatarURL
+            self.space = space
         }
     }
 
@@ -204,9 +208,13 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         guard name.trimmingCharacters(in: .whitespacesAndNewlines).count <= 100 else {
             throw .invalidField("community.name", reason: "longer than 100 characters")
         }
+        let space = try reader.optionalString(at: ["community", "space"], in: community)
+        if let space, !(space.hasPrefix("!") || space.hasPrefix("#")) || !space.contains(":") {
+            throw .invalidField("community.space", reason: "not a room ID (!…:server) or alias (#…:server)")
+        }
         self.community = Community(
             name: name, description: try reader.optionalString(at: ["community", "description"], in: community),
-            avatarURL: try reader.optionalString(at: ["community", "avatarUrl"], in: community))
+            avatarURL: try reader.optionalString(at: ["community", "avatarUrl"], in: community), space: space)
 
         let homeserver = try reader.object(at: ["homeserver"], in: root)
         let homeserverText = try reader.string(at: ["homeserver", "url"], in: homeserver)

@@ -166,27 +166,15 @@ enum SimKnownDefects {
     // under concurrency (the engine's critical section), no Olm unwedging (unwedgeSessions), and
     // decrypting before the account is loaded (the event waits; the load asks for a retry).
 
-    /// Open, not told apart yet: rarely, after a kill (mostly at `message.persisted`), the
-    /// restarted device shows nothing at all — its own messages and everyone else's are absent
-    /// from its timelines for the rest of the run. Either the simulation's crash image (a folder
-    /// copied while the dead process's other tasks still write) or a recovery defect; until
-    /// someone tells which, such failures of a device that was killed in the run are listed
-    /// here, named as what they are, and printed.
-    static let absentAfterKill =
-        "Open: a device shows nothing after a kill (crash image or recovery defect, not told apart)"
+    // Also gone: "a device shows nothing after a kill" — the harness's crash image, not the
+    // product. `FileManager.copyItem` under `try?` stops at the first file that vanishes between
+    // listing and copying (an atomic write's `.tmp-` file, `AccountFiles`) and leaves a partial
+    // image; copied file by file while the dead process checkpoints, it can also lose committed
+    // rows. ``CrashImage`` copies under a read snapshot, skips a vanished file and keeps modes.
 
     /// The defect that explains `failure` of `report`, or `nil` when none listed does.
     static func defect(explaining failure: SimFailure, in report: SimReport) -> String? {
-        let killed = Set(report.kills.map { String($0.split(separator: "@").first ?? "") })
-        let absent = failure.detail.contains(": absent in ") || failure.detail.contains("not in its sender's timeline")
-        if absent,
-            killed.contains(where: {
-                failure.detail.contains("|\($0) not in") || failure.detail.contains("|\($0): absent")
-            })
-        {
-            return absentAfterKill
-        }
-        return defect(explaining: failure)
+        defect(explaining: failure)
     }
 
     /// The defect that explains `failure`, or `nil` when none listed does.

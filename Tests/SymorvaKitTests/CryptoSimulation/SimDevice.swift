@@ -16,9 +16,9 @@ import Synchronization
 /// A restart shuts the community down and starts a new one (a new "process") over the same
 /// folder. A kill is armed for one ``FaultPoint``: when the device's process reaches it, the
 /// observer (called synchronously on the task at the point) cuts the incarnation's network and
-/// copies its folder — the crash image, what a `SIGKILL` at that instant leaves on disk (SQLite
-/// recovers a WAL copied mid-write as it recovers a torn one). The driver later shuts the dead
-/// incarnation down and starts a new process over the crash image.
+/// copies its folder — the crash image (``CrashImage``), what a `SIGKILL` at that instant leaves
+/// on disk. The driver later shuts the dead incarnation down and starts a new process over the
+/// crash image.
 ///
 /// The crash image is a folder of its own (`p<generation>`), never copied back over the dead
 /// process's folder: the dead process's SQLite connections outlive the "kill" in this process,
@@ -105,7 +105,7 @@ final class SimDevice: Sendable {
         let environment = SymorvaEnvironment(
             dataDirectory: directory,
             transport: SimTransport(server: server, device: key, incarnation: incarnation),
-            keyProvider: keyProvider(directory), tracer: Tracer(), logCenter: LogCenter(threshold: .error),
+            keyProvider: keyProvider(directory), tracer: Tracer(), logCenter: Self.logCenter(),
             deviceDisplayName: nil)
         let community = SymorvaCommunity(
             configuration: configuration, environment: environment, modules: [.crypto, .chat])
@@ -128,6 +128,16 @@ final class SimDevice: Sendable {
         return await FaultPoint.$observer.withValue(observer) { await body(community) }
     }
 
+    /// The devices' log: silent, or (with `SYMORVA_CRYPTO_SIM_LOG=1`, for replaying one seed) every
+    /// line from debug up on standard error — redacted as everywhere, so an error such as a
+    /// session that fails to start is seen.
+    private static func logCenter() -> LogCenter {
+        guard ProcessInfo.processInfo.environment["SYMORVA_CRYPTO_SIM_LOG"] == "1" else {
+            return LogCenter(threshold: .error)
+        }
+        return LogCenter(threshold: .debug, sinks: [StandardErrorLogSink()])
+    }
+
     /// Arms a kill at the next time this device reaches `point`.
     func arm(_ point: FaultPoint) { life.withLock { $0.armed = point } }
 
@@ -145,7 +155,7 @@ final class SimDevice: Sendable {
         }
         guard let generation else { return }
         server.cut(incarnation)
-        try? FileManager.default.copyItem(atPath: folder(generation), toPath: folder(generation + 1))
+        CrashImage.copy(from: folder(generation), to: folder(generation + 1))
     }
 
     /// Shuts the process down; after a kill, the next process runs on the crash image, so
