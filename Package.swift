@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "SymorvaChatStore", dependencies: ["SymorvaMatrix", "SymorvaStore"], swiftSettings: swiftSettings),
         .target(
-            name: "SymorvaChat", dependencies: ["SymorvaChatStore", "SymorvaFeatureKit"],
+            name: "SymorvaChat", dependencies: ["SymorvaChatStore", "SymorvaFeatureKit", "SymorvaCipher"],
             swiftSettings: swiftSettings),
         .target(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],

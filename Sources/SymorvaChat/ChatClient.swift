@@ -242,7 +242,7 @@ public final class ChatClient: Sendable {
     }
 
     /// The active account's chat.
-    private func activeChat() throws(ChatError) -> AccountChat { try active.module(orThrow: ChatError.self) }
+    func activeChat() throws(ChatError) -> AccountChat { try active.module(orThrow: ChatError.self) }
 
     /// Runs `body` with the active account's chat; a result that comes back after that account
     /// was switched away from or signed out is not handed out (`.accountEnded`).

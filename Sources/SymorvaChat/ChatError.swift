@@ -44,6 +44,8 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
     case attachmentsUnavailable
     /// The file to send cannot be read (missing, not a regular file, no permission).
     case fileUnreadable
+    /// An upload the action needed failed (an avatar).
+    case media(MediaError)
 
     /// The case and its codes.
     public var description: String {
@@ -64,6 +66,7 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
         case .encryptionUnavailable: "encryptionUnavailable"
         case .attachmentsUnavailable: "attachmentsUnavailable"
         case .fileUnreadable: "fileUnreadable"
+        case .media(let error): "media(\(error))"
         }
     }
 

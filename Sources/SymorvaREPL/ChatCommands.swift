@@ -31,7 +31,8 @@ package struct FixedREPLChatProvider: REPLChatProvider {
 
 /// The chat commands of the REPL: `rooms`, `create`, `join`, `leave`, `invite`, `open`,
 /// `send`, `back`, `react`, `unreact`, `edit`, `redact`, `fav`, `mute`, `pin`, `read`, the
-/// delivery tools `burst` and `outbox`, and `spaces` / `space` (``spaceCommands``).
+/// delivery tools `burst` and `outbox`, `spaces` / `space` (``spaceCommands``), and the media
+/// commands `attach`, `download`, `profile` and `room`.
 ///
 /// `open` makes one conversation current: its timeline is observed (so it is live) and every
 /// new row is printed as it arrives, numbered; `react`, `edit` and `redact` take that number or
@@ -42,7 +43,7 @@ package enum ChatCommands {
         [
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
-            burst, outbox,
+            burst, outbox, attach, download, profile, room,
         ] + spaceCommands + roomManagementCommands
     }
 

@@ -147,6 +147,7 @@ struct SendQueueInterpreter: EffectInterpreter {
             _ = try? await store.updateQueuedMessage(
                 transactionID: transactionID.rawValue, state: .failed, failureReason: reason.storageCode)
             client.receipts.update(transactionID, .failed(reason))
+            uploads.finish(transactionID)
             return nil
         case .clearFailure(let transactionID):
             _ = try? await store.updateQueuedMessage(transactionID: transactionID.rawValue, state: .queued)

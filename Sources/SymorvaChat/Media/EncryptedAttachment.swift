@@ -1,0 +1,219 @@
+import Foundation
+import SymorvaCipher
+import SymorvaMachines
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The spec's `EncryptedFile` (version 2): how an attachment in an encrypted room is encrypted,
+/// where it is, and the hash its ciphertext must have. It travels inside the encrypted event
+/// (`file`, `info.thumbnail_file`), never in the clear. Its descriptions name the version only.
+package struct EncryptedFile: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The ciphertext's `mxc://` URI.
+    package var uri: MediaURI?
+    /// The AES-256 key (32 bytes).
+    package var key: [UInt8]
+    /// The initial counter block (16 bytes, the low 64 bits zero).
+    package var iv: [UInt8]
+    /// SHA-256 of the ciphertext.
+    package var sha256: [UInt8]
+
+    /// The JSON object of the spec (`v2`, a JWK `A256CTR` key, unpadded base64 IV and hash;
+    /// `url` when the URI is known).
+    package var json: String {
+        var jwk = [
+            #""kty":"oct""#, #""key_ops":["encrypt","decrypt"]"#, #""alg":"A256CTR""#,
+            #""k":"\#(Base64Text.encode(key, urlSafe: true))""#, #""ext":true"#,
+        ]
+        jwk.sort()
+        var fields = [
+            #""v":"v2""#, #""key":{\#(jwk.joined(separator: ","))}"#,
+            #""iv":"\#(Base64Text.encode(iv, urlSafe: false))""#,
+            #""hashes":{"sha256":"\#(Base64Text.encode(sha256, urlSafe: false))"}"#,
+        ]
+        if let uri { fields.append(#""url":"\#(uri.uriString)""#) }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// Reads an `EncryptedFile` object; `nil` unless it is v2 with an `A256CTR` key of 32 bytes,
+    /// a 16-byte IV and a 32-byte SHA-256.
+    package init?(json bytes: [UInt8]) {
+        struct Wire: Decodable {
+            struct Key: Decodable {
+                var alg: String?
+                var k: String
+            }
+            var v: String?
+            var url: String?
+            var key: Key
+            var iv: String
+            var hashes: [String: String]
+        }
+        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)), wire.v == "v2",
+            wire.key.alg == "A256CTR", let key = Base64Text.decode(wire.key.k), key.count == 32,
+            let iv = Base64Text.decode(wire.iv), iv.count == 16,
+            let hash = wire.hashes["sha256"].flatMap(Base64Text.decode), hash.count == 32
+        else { return nil }
+        self.init(uri: wire.url.flatMap(MediaURI.init), key: key, iv: iv, sha256: hash)
+    }
+
+    /// An encrypted file's description.
+    package init(uri: MediaURI?, key: [UInt8], iv: [UInt8], sha256: [UInt8]) {
+        self.uri = uri
+        self.key = key
+        self.iv = iv
+        self.sha256 = sha256
+    }
+
+    /// The version only: the key must never be printed.
+    package var description: String { "EncryptedFile(v2)" }
+    /// The version only.
+    package var customMirror: Mirror { Mirror(self, children: ["version": "v2"], displayStyle: .struct) }
+}
+
+/// Why an encrypted attachment could not be made or opened.
+package enum EncryptedAttachmentError: Error, Sendable, Hashable {
+    /// The source cannot be read.
+    case unreadable
+    /// The destination cannot be written.
+    case unwritable
+    /// The ciphertext's SHA-256 is not the one its `EncryptedFile` states: nothing was decrypted.
+    case hashMismatch
+    /// libcrypto failed.
+    case cipher(CipherError)
+}
+
+/// Encrypts and decrypts attachment files for encrypted rooms, a chunk at a time (never the
+/// whole file in memory): AES-256-CTR with a fresh random key and IV per file, and the SHA-256
+/// of the ciphertext, checked before any byte is decrypted.
+package enum EncryptedAttachment {
+    static let chunkBytes = 1 << 20
+
+    /// Encrypts `source` into `destination` (0600) with a new key and IV and returns the
+    /// `EncryptedFile` (no URI yet) and the ciphertext's size.
+    package static func encrypt(
+        _ source: String, to destination: String
+    ) throws(EncryptedAttachmentError) -> (file: EncryptedFile, size: Int64) {
+        let key: [UInt8]
+        let iv: [UInt8]
+        do {
+            key = try SecureRandom.bytes(AES256CTR.keyLength)
+            // v2: the high 64 bits random, the counter half zero.
+            iv = try SecureRandom.bytes(8) + [UInt8](repeating: 0, count: 8)
+        } catch {
+            throw .cipher(error)
+        }
+        let size = try transform(source, to: destination, key: key, iv: iv, hashing: .output)
+        return (EncryptedFile(uri: nil, key: key, iv: iv, sha256: size.hash), size.count)
+    }
+
+    /// Checks the SHA-256 of the ciphertext at `source` against `file`, then decrypts it into
+    /// `destination` (0600). A mismatch is ``EncryptedAttachmentError/hashMismatch`` and writes
+    /// nothing.
+    package static func decrypt(
+        _ source: String, to destination: String, file: EncryptedFile
+    ) throws(EncryptedAttachmentError) -> Int64 {
+        let hash = try sha256(of: source)
+        guard ConstantTime.equal(hash, file.sha256) else { throw .hashMismatch }
+        return try transform(source, to: destination, key: file.key, iv: file.iv, hashing: .none).count
+    }
+
+    /// The SHA-256 of the file at `path`.
+    static func sha256(of path: String) throws(EncryptedAttachmentError) -> [UInt8] {
+        let input = open(path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw .unreadable }
+        defer { close(input) }
+        do {
+            let digest = try SHA256Stream()
+            var buffer = [UInt8](repeating: 0, count: chunkBytes)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw EncryptedAttachmentError.unreadable }
+                if count == 0 { break }
+                try digest.update(Array(buffer[0..<count]))
+            }
+            return try digest.finish()
+        } catch let error as EncryptedAttachmentError {
+            throw error
+        } catch let error as CipherError {
+            throw .cipher(error)
+        } catch {
+            throw .unreadable
+        }
+    }
+
+    private enum Hashing { case output, none }
+
+    private static func transform(
+        _ source: String, to destination: String, key: [UInt8], iv: [UInt8], hashing: Hashing
+    ) throws(EncryptedAttachmentError) -> (count: Int64, hash: [UInt8]) {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw .unreadable }
+        defer { close(input) }
+        let output = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw .unwritable }
+        var failure: EncryptedAttachmentError?
+        var total: Int64 = 0
+        var hash: [UInt8] = []
+        do {
+            let stream = try AES256CTRStream(key: key, iv: iv)
+            let digest = try SHA256Stream()
+            var buffer = [UInt8](repeating: 0, count: chunkBytes)
+            reading: while true {
+                let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else {
+                    failure = .unreadable
+                    break
+                }
+                if count == 0 { break }
+                let out = try stream.update(Array(buffer[0..<count]))
+                if hashing == .output { try digest.update(out) }
+                var offset = 0
+                while offset < out.count {
+                    let written = out.withUnsafeBytes { write(output, $0.baseAddress! + offset, out.count - offset) }
+                    if written < 0 && errno == EINTR { continue }
+                    guard written > 0 else {
+                        failure = .unwritable
+                        break reading
+                    }
+                    offset += written
+                }
+                total += Int64(count)
+            }
+            if failure == nil, hashing == .output { hash = try digest.finish() }
+        } catch {
+            failure = .cipher(error)
+        }
+        if failure == nil, fsync(output) != 0 { failure = .unwritable }
+        close(output)
+        if let failure {
+            unlink(destination)
+            throw failure
+        }
+        return (total, hash)
+    }
+}
+
+/// Base64 as Matrix writes it: unpadded, standard or URL-safe alphabet.
+enum Base64Text {
+    static func encode(_ bytes: [UInt8], urlSafe: Bool) -> String {
+        var text = Data(bytes).base64EncodedString()
+        while text.hasSuffix("=") { text.removeLast() }
+        if urlSafe { text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") }
+        return text
+    }
+
+    /// Decodes either alphabet, padded or not.
+    static func decode(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map { [UInt8]($0) }
+    }
+}

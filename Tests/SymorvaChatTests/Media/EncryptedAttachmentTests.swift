@@ -1,0 +1,78 @@
+import Foundation
+import SymorvaChat
+import SymorvaMachines
+import Testing
+
+@Suite("Encrypted attachments: EncryptedFile v2, AES-256-CTR in chunks, the hash checked first")
+struct EncryptedAttachmentTests {
+    static func path(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appending(path: "symorva-enc-\(UUID().uuidString)-\(name)").path
+    }
+
+    static func bytes(at path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
+
+    @Test("A known vector (openssl enc -aes-256-ctr): the ciphertext and its SHA-256 decrypt to the plaintext")
+    func knownVector() throws {
+        let ciphertext = Self.path("vector")
+        defer { unlink(ciphertext) }
+        let hex = "c0e275dd2be4cf658dfe2d2f1b4820da12c680d08d21b4d45e"
+        let cipherBytes = stride(from: 0, to: hex.count, by: 2).map { offset -> UInt8 in
+            let start = hex.index(hex.startIndex, offsetBy: offset)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+        }
+        try Data(cipherBytes).write(to: URL(fileURLWithPath: ciphertext))
+        let json = #"""
+            {"v":"v2","key":{"kty":"oct","key_ops":["encrypt","decrypt"],"alg":"A256CTR","k":"AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE","ext":true},"iv":"AgICAgICAgIAAAAAAAAAAA","hashes":{"sha256":"wqbEE4C351S4RvE6TxJX/5bQaGlDFIxg6SYEz6cUtpE"},"url":"mxc://example.org/vector"}
+            """#
+        let file = try #require(EncryptedFile(json: Array(json.utf8)))
+        #expect(file.uri?.uriString == "mxc://example.org/vector")
+        let plaintext = Self.path("plain")
+        defer { unlink(plaintext) }
+        #expect(try EncryptedAttachment.decrypt(ciphertext, to: plaintext, file: file) == 25)
+        #expect(try Self.bytes(at: plaintext) == Array("Symorva attachment vector".utf8))
+        #expect(file.description == "EncryptedFile(v2)")
+    }
+
+    @Test("A file over several chunks round-trips; the IV's counter half is zero; the JSON reads back")
+    func roundTrip() throws {
+        let source = Self.path("source")
+        let encrypted = Self.path("encrypted")
+        let decrypted = Self.path("decrypted")
+        defer { for path in [source, encrypted, decrypted] { unlink(path) } }
+        let plain = (0..<(3 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        try Data(plain).write(to: URL(fileURLWithPath: source))
+        let (file, size) = try EncryptedAttachment.encrypt(source, to: encrypted)
+        #expect(size == Int64(plain.count))
+        #expect(file.iv.suffix(8) == [UInt8](repeating: 0, count: 8))
+        let cipher = try Self.bytes(at: encrypted)
+        #expect(cipher.count == plain.count && cipher != plain)
+        var named = file
+        named.uri = MediaURI("mxc://example.org/abc")
+        let read = try #require(EncryptedFile(json: Array(named.json.utf8)))
+        #expect(read == named)
+        #expect(try EncryptedAttachment.decrypt(encrypted, to: decrypted, file: read) == Int64(plain.count))
+        #expect(try Self.bytes(at: decrypted) == plain)
+        let again = try EncryptedAttachment.encrypt(source, to: encrypted)
+        #expect(again.file.key != file.key && again.file.iv != file.iv)
+    }
+
+    @Test("A ciphertext whose hash does not match is refused before anything is decrypted")
+    func hashMismatch() throws {
+        let source = Self.path("source")
+        let encrypted = Self.path("encrypted")
+        let decrypted = Self.path("decrypted")
+        defer { for path in [source, encrypted, decrypted] { unlink(path) } }
+        try Data(Array("the minutes".utf8)).write(to: URL(fileURLWithPath: source))
+        let (file, _) = try EncryptedAttachment.encrypt(source, to: encrypted)
+        var cipher = try Self.bytes(at: encrypted)
+        cipher[3] ^= 0x01
+        try Data(cipher).write(to: URL(fileURLWithPath: encrypted))
+        #expect(throws: EncryptedAttachmentError.hashMismatch) {
+            try EncryptedAttachment.decrypt(encrypted, to: decrypted, file: file)
+        }
+        #expect(!FileManager.default.fileExists(atPath: decrypted))
+        #expect(
+            EncryptedFile(json: Array(#"{"v":"v1","key":{"alg":"A256CTR","k":"AQ"},"iv":"AA","hashes":{}}"#.utf8))
+                == nil)
+    }
+}
