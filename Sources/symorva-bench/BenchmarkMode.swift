@@ -45,6 +45,7 @@ enum BenchmarkModes {
             LockBenchmark(),
             PushBenchmark(),
             ContractBenchmark(),
+            ContractSendBenchmark(),
         ] + platformModes
 
     #if os(Linux)
