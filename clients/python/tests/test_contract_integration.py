@@ -263,3 +263,25 @@ def test_the_c_library_serves_two_receiving_threads_each_message_once():
     assert sorted(received) == list(range(count))
     assert lib.symorva_client_send(client_id, b'{"id": 1, "method": "message.split"}') == -1  # SYMORVA_ERROR_NO_CLIENT
     assert lib.symorva_client_receive(client_id, 0) is None
+
+
+def test_a_handle_of_another_account_answers_account_ended():
+    async def scenario():
+        client, first = await new_client("pya")
+        room_id = await client.chat.create_room(name="First")
+        conversation = await client.chat.conversation(room_id)
+        # A second account on the same device becomes the active one: the first's handles end.
+        second = await client.session.register(f"pya{uuid.uuid4().hex[:8]}", secrets.token_hex(12))
+        assert second["userID"] != first["userID"]
+        with pytest.raises(symorva.SymorvaError) as ended:
+            await conversation.send("for the first account")
+        assert (ended.value.domain, ended.value.code) == ("chat", "accountEnded")
+        # Switching back does not revive it: a handle belongs to its account's session for good.
+        await client.session.switch_account(first["userID"])
+        with pytest.raises(symorva.SymorvaError) as still:
+            await conversation.send("after switching back")
+        assert still.value.code == "accountEnded"
+        fresh = await client.chat.conversation(room_id)
+        assert (await fresh.send("through a new handle"))["roomID"] == room_id
+        await client.close()
+    run(scenario())
