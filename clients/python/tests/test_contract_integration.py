@@ -72,11 +72,16 @@ def run(coroutine):
     return asyncio.run(asyncio.wait_for(coroutine, 240))
 
 
+REGISTERED_PASSWORDS = []
+
+
 async def new_client(prefix, **handlers):
     folder = tempfile.mkdtemp(prefix="symorva-py-")
     client = await symorva.Client.open(MANIFEST, folder, **handlers)
     name = f"{prefix}{uuid.uuid4().hex[:8]}"
-    account = await client.session.register(name, secrets.token_hex(12))
+    password = "pw-canary-" + secrets.token_hex(12)
+    REGISTERED_PASSWORDS.append(password)
+    account = await client.session.register(name, password)
     return client, account
 
 
@@ -129,7 +134,10 @@ def test_wallet_settles_and_an_unknown_outcome_is_queried_never_resent():
     run(scenario())
 
 
-def test_pin_entry_as_a_host_request():
+def test_pin_entry_as_a_host_request_and_no_secret_in_the_log():
+    lines = []
+    symorva.set_log(0, lambda level, line: lines.append(line))  # trace: every line of every client
+
     async def scenario():
         operator = Operator()
         asked = []
@@ -148,7 +156,13 @@ def test_pin_entry_as_a_host_request():
         assert asked == ["1.00"]
         await alice.close()
         await bob.close()
-    run(scenario())
+    try:
+        run(scenario())
+    finally:
+        symorva.set_log(6)
+    assert len(lines) > 30, "trace logging wrote too little to prove anything"
+    assert not any(PIN in line for line in lines)
+    assert not any(REGISTERED_PASSWORDS[-1] in line for line in lines)
 
 
 def test_meeting_join_returns_a_role():
