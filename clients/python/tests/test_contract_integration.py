@@ -101,6 +101,11 @@ def test_register_room_and_a_message_seen_through_the_timeline():
         if client.directory is not None:
             own = await client.directory.refresh_own_profile()
             assert own["userID"] == account["userID"]
+        outbox = await client.observe("conversation.outbox", conversation=conversation.handle)
+        await outbox.wait_until(lambda entries: all(e["state"]["kind"] == "sent" for e in entries))
+        await client.request("chat.setFlag", roomID=room_id, flag="favourite", value=True)
+        conversations = await client.chat.conversations()
+        await conversations.wait_until(lambda value: any(i["id"] == room_id and i["isFavourite"] for i in value["items"]))
         await client.close()
     run(scenario())
 
