@@ -338,6 +338,11 @@ export interface Methods {
   "studio.requestGrant": { params: { roomID: RoomID; scope: GrantScope }; result: Grant };
   "studio.summarize": { params: { grant: Handle }; result: Summary };
   "studio.revoke": { params: { grant: Handle }; result: Empty };
+  /** The service's audit of the member: counts and event IDs, never content. */
+  "studio.audit": {
+    params: Empty;
+    result: { grantID?: string; action: string; outcome: string; itemCount: number; itemIDs: EventID[] }[];
+  };
 
   "directory.member": { params: { userID: UserID }; result: DirectoryMember };
   "directory.refreshOwnProfile": { params: Empty; result: DirectoryMember };

@@ -243,6 +243,19 @@ extension ContractCommunity {
             try await mapping("studio") { try await studio.revoke(target) }
             return .object([:])
         }
+        // The service's audit of the member: counts and event IDs, never content.
+        methods.asynchronous["studio.audit"] = { _ in
+            let studio = try Self.required(studio, "aiStudio")
+            let entries = try await mapping("studio") { try await studio.audit() }
+            return .array(
+                entries.map { entry in
+                    .object([
+                        "grantID": entry.grantID.map { .string($0.rawValue) }, "action": .string(entry.action),
+                        "outcome": .string(entry.outcome), "itemCount": .int(entry.itemCount),
+                        "itemIDs": .array(entry.itemIDs.map { .string($0.rawValue) }),
+                    ])
+                })
+        }
         methods.subscriptions["studio.grants"] = { _ in
             ContractSource(try Self.required(studio, "aiStudio").grants) { .array($0.map(ContractValues.grantInfo)) }
         }

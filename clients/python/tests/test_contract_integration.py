@@ -209,6 +209,8 @@ def test_studio_grant_declined_then_accepted():
         summary = await client.ai_studio.summarize(grant)
         assert summary["itemCount"] == 1
         await client.ai_studio.revoke(grant)
+        audit = await client.request("studio.audit")
+        assert any(entry.get("grantID") == grant["id"] for entry in audit)
         await client.close()
     run(scenario())
 
