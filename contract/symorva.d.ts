@@ -298,6 +298,13 @@ export interface Methods {
   "chat.join": { params: { roomIDOrAlias: string }; result: { roomID: RoomID } };
   "chat.leave": { params: { roomID: RoomID }; result: Empty };
   "chat.invite": { params: { roomID: RoomID; userID: UserID }; result: Empty };
+  "chat.kick": { params: { roomID: RoomID; userID: UserID; reason?: string }; result: Empty };
+  "chat.ban": { params: { roomID: RoomID; userID: UserID; reason?: string }; result: Empty };
+  /** Optimistic: applied at once, rolled back on failure. */
+  "chat.setFlag": {
+    params: { roomID: RoomID; flag: "favourite" | "lowPriority" | "pinned" | "muted"; value: boolean };
+    result: Empty;
+  };
   "chat.conversation": { params: { roomID: RoomID }; result: { conversation: Handle; roomID: RoomID } };
   "chat.conversation.send": {
     params: { conversation: Handle; text: string; kind?: "text" | "notice" | "emote"; replyingTo?: EventID };
@@ -308,6 +315,9 @@ export interface Methods {
   "chat.conversation.react": { params: { conversation: Handle; eventID: EventID; key: string }; result: Empty };
   "chat.conversation.redact": { params: { conversation: Handle; eventID: EventID }; result: Empty };
   "chat.conversation.markRead": { params: { conversation: Handle; eventID?: EventID }; result: Empty };
+  /** A failed message again, with its transaction ID (idempotent), or dropped from the queue. */
+  "chat.conversation.resend": { params: { conversation: Handle; transactionID: string }; result: Empty };
+  "chat.conversation.cancelSend": { params: { conversation: Handle; transactionID: string }; result: Empty };
 
   "wallet.refreshBalances": { params: Empty; result: Balance[] };
   "wallet.history": { params: { limit?: number }; result: LedgerEntry[] };
@@ -332,6 +342,11 @@ export interface Methods {
   "studio.requestGrant": { params: { roomID: RoomID; scope: GrantScope }; result: Grant };
   "studio.summarize": { params: { grant: Handle }; result: Summary };
   "studio.revoke": { params: { grant: Handle }; result: Empty };
+  /** The service's audit of the member: counts and event IDs, never content. */
+  "studio.audit": {
+    params: Empty;
+    result: { grantID?: string; action: string; outcome: string; itemCount: number; itemIDs: EventID[] }[];
+  };
 
   "directory.member": { params: { userID: UserID }; result: DirectoryMember };
   "directory.refreshOwnProfile": { params: Empty; result: DirectoryMember };
@@ -360,6 +375,7 @@ export interface Paths {
   "chat.syncState": { params: Empty; value: { kind: string } };
   "conversation.timeline": { params: { conversation: Handle }; value: TimelineItem[] };
   "conversation.pagination": { params: { conversation: Handle }; value: TimelinePagination };
+  "conversation.outbox": { params: { conversation: Handle }; value: { transactionID: string; state: SendState }[] };
   "receipt.state": { params: { receipt: Handle }; value: SendState };
   "wallet.balances": { params: Empty; value: Balance[] };
   "wallet.pendingCommands": { params: Empty; value: PendingCommand[] };

@@ -117,6 +117,38 @@ extension ContractCommunity {
             try await mapping("chat") { try await chat.invite(userID, to: roomID) }
             return .object([:])
         }
+        methods.asynchronous["chat.kick"] = { call in
+            let roomID = try call.params.roomID("roomID")
+            let userID = try call.params.userID("userID")
+            let reason = try call.params.optionalString("reason")
+            try await mapping("chat") { try await chat.kick(userID, from: roomID, reason: reason) }
+            return .object([:])
+        }
+        methods.asynchronous["chat.ban"] = { call in
+            let roomID = try call.params.roomID("roomID")
+            let userID = try call.params.userID("userID")
+            let reason = try call.params.optionalString("reason")
+            try await mapping("chat") { try await chat.ban(userID, from: roomID, reason: reason) }
+            return .object([:])
+        }
+        // {roomID, flag: favourite | lowPriority | pinned | muted, value}: optimistic, rolled back
+        // on failure (the Swift API's rule).
+        methods.asynchronous["chat.setFlag"] = { call in
+            let roomID = try call.params.roomID("roomID")
+            let flag: ConversationFlag
+            switch try call.params.optionalString("flag") {
+            case "favourite": flag = .favourite
+            case "lowPriority": flag = .lowPriority
+            case "pinned": flag = .pinned
+            case "muted": flag = .muted
+            default: throw ContractError.invalidParams("flag", "favourite, lowPriority, pinned or muted")
+            }
+            guard let value = try call.params.optionalBool("value") else {
+                throw ContractError.invalidParams("value", "a boolean")
+            }
+            try await mapping("chat") { try await chat.setFlag(flag, value, roomID: roomID) }
+            return .object([:])
+        }
         methods.asynchronous["chat.conversation"] = { [weak self] call in
             let roomID = try call.params.roomID("roomID")
             let account = self?.activeUserID
@@ -192,6 +224,30 @@ extension ContractCommunity {
             let eventID = try call.params.optionalEventID("eventID")
             try await mapping("chat") { try await target.markRead(upTo: eventID) }
             return .object([:])
+        }
+        // A failed message is resent with its transaction ID (the PUT is idempotent) or cancelled.
+        methods.asynchronous["chat.conversation.resend"] = { call in
+            let target = try conversation(call)
+            let transactionID = TransactionID(try call.params.string("transactionID"))
+            await target.resend(transactionID)
+            return .object([:])
+        }
+        methods.asynchronous["chat.conversation.cancelSend"] = { call in
+            let target = try conversation(call)
+            let transactionID = TransactionID(try call.params.string("transactionID"))
+            await target.cancelSend(transactionID)
+            return .object([:])
+        }
+        methods.subscriptions["conversation.outbox"] = { call in
+            ContractSource(try conversation(call).outbox) { entries in
+                .array(
+                    entries.map { entry in
+                        .object([
+                            "transactionID": .string(entry.transactionID.rawValue),
+                            "state": ContractValues.sendState(entry.state),
+                        ])
+                    })
+            }
         }
         methods.subscriptions["conversation.timeline"] = { call in
             ContractSource(try conversation(call).timeline, encode: ContractValues.timeline)

@@ -102,10 +102,15 @@ extension ContractCommunity {
         methods.subscriptions["wallet.balances"] = { _ in
             ContractSource(try Self.required(wallet, "wallet").balances) { .array($0.map(ContractValues.balance)) }
         }
-        methods.subscriptions["wallet.pendingCommands"] = { [weak self] call in
-            let account = self?.activeUserID
-            return ContractSource(try Self.required(wallet, "wallet").pendingCommands) { commands in
-                .array(commands.map { Self.pending($0, call.handles.issue($0, kind: "pending", account: account)) })
+        methods.subscriptions["wallet.pendingCommands"] = { call in
+            // The list follows the active account: each publication's handles belong to the
+            // wallet's member when it is published (the wallet follows an account before the
+            // session state says so), not to the account of when the subscription began.
+            let wallet = try Self.required(wallet, "wallet")
+            return ContractSource(wallet.pendingCommands) { commands in
+                let account = wallet.member
+                return .array(
+                    commands.map { Self.pending($0, call.handles.issue($0, kind: "pending", account: account)) })
             }
         }
         methods.subscriptions["draft.state"] = { call in
@@ -237,6 +242,19 @@ extension ContractCommunity {
             let target = try grant(call)
             try await mapping("studio") { try await studio.revoke(target) }
             return .object([:])
+        }
+        // The service's audit of the member: counts and event IDs, never content.
+        methods.asynchronous["studio.audit"] = { _ in
+            let studio = try Self.required(studio, "aiStudio")
+            let entries = try await mapping("studio") { try await studio.audit() }
+            return .array(
+                entries.map { entry in
+                    .object([
+                        "grantID": entry.grantID.map { .string($0.rawValue) }, "action": .string(entry.action),
+                        "outcome": .string(entry.outcome), "itemCount": .int(entry.itemCount),
+                        "itemIDs": .array(entry.itemIDs.map { .string($0.rawValue) }),
+                    ])
+                })
         }
         methods.subscriptions["studio.grants"] = { _ in
             ContractSource(try Self.required(studio, "aiStudio").grants) { .array($0.map(ContractValues.grantInfo)) }

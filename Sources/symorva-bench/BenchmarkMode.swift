@@ -47,6 +47,7 @@ enum BenchmarkModes {
             PushBenchmark(),
             PushRulesBenchmark(),
             ContractBenchmark(),
+            ContractSendBenchmark(),
         ] + platformModes
 
     #if os(Linux)

@@ -72,11 +72,16 @@ def run(coroutine):
     return asyncio.run(asyncio.wait_for(coroutine, 240))
 
 
+REGISTERED_PASSWORDS = []
+
+
 async def new_client(prefix, **handlers):
     folder = tempfile.mkdtemp(prefix="symorva-py-")
     client = await symorva.Client.open(MANIFEST, folder, **handlers)
     name = f"{prefix}{uuid.uuid4().hex[:8]}"
-    account = await client.session.register(name, secrets.token_hex(12))
+    password = "pw-canary-" + secrets.token_hex(12)
+    REGISTERED_PASSWORDS.append(password)
+    account = await client.session.register(name, password)
     return client, account
 
 
@@ -96,6 +101,11 @@ def test_register_room_and_a_message_seen_through_the_timeline():
         if client.directory is not None:
             own = await client.directory.refresh_own_profile()
             assert own["userID"] == account["userID"]
+        outbox = await client.observe("conversation.outbox", conversation=conversation.handle)
+        await outbox.wait_until(lambda entries: all(e["state"]["kind"] == "sent" for e in entries))
+        await client.request("chat.setFlag", roomID=room_id, flag="favourite", value=True)
+        conversations = await client.chat.conversations()
+        await conversations.wait_until(lambda value: any(i["id"] == room_id and i["isFavourite"] for i in value["items"]))
         await client.close()
     run(scenario())
 
@@ -129,7 +139,10 @@ def test_wallet_settles_and_an_unknown_outcome_is_queried_never_resent():
     run(scenario())
 
 
-def test_pin_entry_as_a_host_request():
+def test_pin_entry_as_a_host_request_and_no_secret_in_the_log():
+    lines = []
+    symorva.set_log(0, lambda level, line: lines.append(line))  # trace: every line of every client
+
     async def scenario():
         operator = Operator()
         asked = []
@@ -148,7 +161,13 @@ def test_pin_entry_as_a_host_request():
         assert asked == ["1.00"]
         await alice.close()
         await bob.close()
-    run(scenario())
+    try:
+        run(scenario())
+    finally:
+        symorva.set_log(6)
+    assert len(lines) > 30, "trace logging wrote too little to prove anything"
+    assert not any(PIN in line for line in lines)
+    assert not any(REGISTERED_PASSWORDS[-1] in line for line in lines)
 
 
 def test_meeting_join_returns_a_role():
@@ -190,6 +209,8 @@ def test_studio_grant_declined_then_accepted():
         summary = await client.ai_studio.summarize(grant)
         assert summary["itemCount"] == 1
         await client.ai_studio.revoke(grant)
+        audit = await client.request("studio.audit")
+        assert any(entry.get("grantID") == grant["id"] for entry in audit)
         await client.close()
     run(scenario())
 
@@ -263,3 +284,25 @@ def test_the_c_library_serves_two_receiving_threads_each_message_once():
     assert sorted(received) == list(range(count))
     assert lib.symorva_client_send(client_id, b'{"id": 1, "method": "message.split"}') == -1  # SYMORVA_ERROR_NO_CLIENT
     assert lib.symorva_client_receive(client_id, 0) is None
+
+
+def test_a_handle_of_another_account_answers_account_ended():
+    async def scenario():
+        client, first = await new_client("pya")
+        room_id = await client.chat.create_room(name="First")
+        conversation = await client.chat.conversation(room_id)
+        # A second account on the same device becomes the active one: the first's handles end.
+        second = await client.session.register(f"pya{uuid.uuid4().hex[:8]}", secrets.token_hex(12))
+        assert second["userID"] != first["userID"]
+        with pytest.raises(symorva.SymorvaError) as ended:
+            await conversation.send("for the first account")
+        assert (ended.value.domain, ended.value.code) == ("chat", "accountEnded")
+        # Switching back does not revive it: a handle belongs to its account's session for good.
+        await client.session.switch_account(first["userID"])
+        with pytest.raises(symorva.SymorvaError) as still:
+            await conversation.send("after switching back")
+        assert still.value.code == "accountEnded"
+        fresh = await client.chat.conversation(room_id)
+        assert (await fresh.send("through a new handle"))["roomID"] == room_id
+        await client.close()
+    run(scenario())
