@@ -110,7 +110,9 @@ package enum ContractValues {
         .object([
             "body": .string(media.body), "url": media.url.map(JSONValue.string),
             "fileName": media.fileName.map(JSONValue.string),
-            "durationMs": media.duration.map { .int(Int($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)) },
+            "durationMs": media.duration.map {
+                .int(Int($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000))
+            },
             "mimeType": media.mimeType.map(JSONValue.string), "size": media.size.map(JSONValue.int),
             "width": media.width.map(JSONValue.int), "height": media.height.map(JSONValue.int),
         ])

@@ -102,15 +102,20 @@ struct EncryptedRoomTests {
                 #expect(!logs.contains(canary))
                 #expect(!traces.contains(canary))
             }
+            // Every file of the accounts' folders, the media cache and attachment copies included.
             let accounts = fixture.data.path + "/accounts"
-            for folder in try FileManager.default.contentsOfDirectory(atPath: accounts) {
-                for file in try FileManager.default.contentsOfDirectory(atPath: accounts + "/" + folder) {
-                    let bytes = try Data(contentsOf: URL(fileURLWithPath: accounts + "/" + folder + "/" + file))
-                    for canary in ["top secret", answer] {
-                        #expect(bytes.range(of: Data(canary.utf8)) == nil, "plaintext in \(file)")
-                    }
+            let files = FileManager.default.enumerator(atPath: accounts)?.allObjects as? [String] ?? []
+            for file in files {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: accounts + "/" + file, isDirectory: &isDirectory),
+                    !isDirectory.boolValue
+                else { continue }
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: accounts + "/" + file))
+                for canary in ["top secret", answer] {
+                    #expect(bytes.range(of: Data(canary.utf8)) == nil, "plaintext in \(file)")
                 }
             }
+            #expect(files.contains { $0.hasSuffix(".db") || $0.hasSuffix(".sqlite") }, "the databases were read")
         }
     }
 }
