@@ -87,6 +87,10 @@ final class SimHomeserver: Sendable {
         /// Whoever waits for the next change (``nextChange(timeout:)``).
         var watchers: [UUID: CheckedContinuation<Void, Never>] = [:]
         var parked: [String: Int] = [:]
+        /// Continuations to resume once the lock is released (``DeferringLock``): resuming one
+        /// under the lock deadlocks against a cancellation handler, which takes the lock while
+        /// the runtime holds the cancelled task's status lock, which a resume needs.
+        var resumeLater: [CheckedContinuation<Void, Never>] = []
         var inFlight = 0
         var cut: Set<String> = []
         var counts = Counts()
@@ -110,7 +114,7 @@ final class SimHomeserver: Sendable {
 
     let seed: UInt64
     let faults: NetworkFaults
-    private let state = Lock(State())
+    private let state = DeferringLock(State())
 
     init(seed: UInt64, faults: NetworkFaults) {
         self.seed = seed
@@ -203,7 +207,9 @@ final class SimHomeserver: Sendable {
         let id = UUID()
         let timer = Task {
             try? await Task.sleep(for: timeout)
-            self.state.withLock { state in state.watchers.removeValue(forKey: id)?.resume() }
+            self.state.withLock { state in
+                if let watcher = state.watchers.removeValue(forKey: id) { state.resumeLater.append(watcher) }
+            }
         }
         await withCheckedContinuation { continuation in
             state.withLock { state in state.watchers[id] = continuation }
@@ -289,7 +295,7 @@ final class SimHomeserver: Sendable {
                     state.withLock { state in
                         let news = state.cut.contains(incarnation) || Self.hasNews(state, device: device, since: since!)
                         if news || Task.isCancelled {
-                            continuation.resume()
+                            state.resumeLater.append(continuation)
                         } else {
                             state.parked[device] = since!
                             state.polls[waiter] = continuation
@@ -299,7 +305,7 @@ final class SimHomeserver: Sendable {
                 }
             } onCancel: {
                 state.withLock { state in
-                    state.polls.removeValue(forKey: waiter)?.resume()
+                    if let poll = state.polls.removeValue(forKey: waiter) { state.resumeLater.append(poll) }
                     state.parked.removeValue(forKey: device)
                 }
             }
@@ -608,13 +614,32 @@ final class SimHomeserver: Sendable {
         state.polls = [:]
         state.watchers = [:]
         state.parked = [:]
-        for waiter in waiting { waiter.resume() }
+        state.resumeLater += waiting
     }
 
     /// Tells the watchers that a device parked, without waking the parked polls.
     private static func wakeWatchers(_ state: inout State) {
         let waiting = state.watchers.values
         state.watchers = [:]
-        for waiter in waiting { waiter.resume() }
+        state.resumeLater += waiting
+    }
+}
+
+/// The simulated homeserver's lock: ``withLock`` resumes the continuations the body queued in
+/// `resumeLater` after the lock is released, never under it.
+private final class DeferringLock: Sendable {
+    private let lock: Lock<SimHomeserver.State>
+
+    init(_ state: SimHomeserver.State) { lock = Lock(state) }
+
+    func withLock<Result: Sendable>(_ body: (inout SimHomeserver.State) -> Result) -> Result {
+        let (result, resumes) = lock.withLock { state in
+            let result = body(&state)
+            let resumes = state.resumeLater
+            state.resumeLater = []
+            return (result, resumes)
+        }
+        for continuation in resumes { continuation.resume() }
+        return result
     }
 }
