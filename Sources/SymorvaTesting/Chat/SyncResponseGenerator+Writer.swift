@@ -7,7 +7,7 @@ struct GeneratorWriter {
 
     init(configuration: SyncResponseGenerator.Configuration) {
         self.configuration = configuration
-        self.random = SeededGenerator(state: configuration.seed)
+        self.random = SeededGenerator(seed: configuration.seed)
         output.reserveCapacity(configuration.rooms * (configuration.eventsPerRoom * 800 + 8_000) + 4_096)
     }
 

@@ -63,11 +63,21 @@ public struct SyncResponseGenerator: Sendable {
     }
 }
 
-/// SplitMix64: small, fast and good enough for test data.
-struct SeededGenerator: RandomNumberGenerator {
+/// SplitMix64: a small, fast, reproducible random stream from a seed, for test data and seeded
+/// scenarios (print the seed, replay it).
+///
+/// ```swift
+/// var random = SeededGenerator(seed: seed)
+/// let body = random.pick(["hello", "@room"]); if random.chance(10) { … }
+/// ```
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
     var state: UInt64
 
-    mutating func next() -> UInt64 {
+    /// A stream that starts from `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -75,9 +85,12 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(max(1, bound))) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }
+    /// A number in `0..<bound` (`0` when `bound` is below 1).
+    public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(max(1, bound))) }
+    /// `true` `percent` times in a hundred.
+    public mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+    /// One of `values` (not empty).
+    public mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }
 }
 
 /// Word pools for bodies and names.

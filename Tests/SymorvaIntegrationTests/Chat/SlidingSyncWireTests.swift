@@ -5,6 +5,7 @@ import SymorvaKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
+import SymorvaTesting
 import SymorvaTransport
 import Testing
 
@@ -173,19 +174,6 @@ struct SlidingSyncWireTests {
         let decoded = try SlidingSyncResponseDecoder.decode(response.body, ownUserID: userID.rawValue)
         _ = try await ingestor.ingest(sliding: decoded)
         return decoded
-    }
-}
-
-/// SplitMix64: a reproducible stream from a printed seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
+import SymorvaTesting
 import SymorvaTransport
 import Testing
 
@@ -75,7 +76,7 @@ struct PushRuleOracleTests {
         // Alice's sync position after the joins: the counts start at zero there.
         var since = try await sync(alice, since: nil).since
         let seed = UInt64.random(in: 1...UInt64.max)
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var expected = (notifications: 0, highlights: 0)
         var lastEventID = ""
         let words = [
@@ -153,18 +154,5 @@ struct PushRuleOracleTests {
             case .object(let entry)? = joined[room], case .object(let unread)? = entry["unread_notifications"]
         else { return (next, nil) }
         return (next, (unread["notification_count"]?.integerValue ?? 0, unread["highlight_count"]?.integerValue ?? 0))
-    }
-}
-
-/// SplitMix64: the stream's seeded choices.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
