@@ -136,9 +136,21 @@ extension AccountChat {
     }
 
     /// Throws `.insufficientPowerLevel` when the member may not perform `action` (on `target`),
-    /// by the room's `m.room.power_levels` (stored, else fetched).
+    /// by the room's `m.room.power_levels` (stored, else fetched; a refusal by the stored levels is
+    /// confirmed with the server's, which a recent change may not have synced from yet).
     func checkPower(_ action: ChatAPI.MembershipAction, roomID: RoomID, target: UserID?) async throws(ChatError) {
-        guard let (content, own) = try await ownPowerLevel(roomID: roomID), let levels = PowerLevels.read(content)
+        do {
+            try await checkPower(action, roomID: roomID, target: target, fresh: false)
+        } catch .insufficientPowerLevel {
+            try await checkPower(action, roomID: roomID, target: target, fresh: true)
+        }
+    }
+
+    private func checkPower(_ action: ChatAPI.MembershipAction, roomID: RoomID, target: UserID?, fresh: Bool)
+        async throws(ChatError)
+    {
+        guard let (content, own) = try await ownPowerLevel(roomID: roomID, fresh: fresh),
+            let levels = PowerLevels.read(content)
         else { return }
         let required: Int
         switch action {
@@ -157,7 +169,7 @@ extension AccountChat {
     }
 }
 
-/// The parts of `m.room.power_levels` that membership actions need.
+/// The parts of `m.room.power_levels` that membership actions and state changes need.
 struct PowerLevels: Decodable {
     var users: [String: Int]?
     var usersDefault: Int?
@@ -165,13 +177,20 @@ struct PowerLevels: Decodable {
     var kick: Int?
     var ban: Int?
     var redact: Int?
+    var events: [String: Int]?
+    var stateDefault: Int?
 
     enum CodingKeys: String, CodingKey {
-        case users, invite, kick, ban, redact
+        case users, invite, kick, ban, redact, events
         case usersDefault = "users_default"
+        case stateDefault = "state_default"
     }
 
     func level(of userID: String) -> Int { users?[userID] ?? usersDefault ?? 0 }
+
+    /// The level needed to send the state event `type` (`events[type]`, else `state_default`,
+    /// else 50).
+    func stateLevel(_ type: String) -> Int { events?[type] ?? stateDefault ?? 50 }
 
     static func read(_ bytes: [UInt8]) -> PowerLevels? {
         WireJSON.decodeIfValid(PowerLevels.self, from: bytes)

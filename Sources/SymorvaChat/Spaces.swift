@@ -266,25 +266,21 @@ extension AccountChat {
     /// Throws `.insufficientPowerLevel` unless the account may send the state event `type` in
     /// the room (the room's `events[type]`, else `state_default`, else 50).
     func checkStatePower(_ type: String, roomID: RoomID) async throws(ChatError) {
-        struct Levels: Decodable {
-            var events: [String: Int]?
-            var stateDefault: Int?
-            enum CodingKeys: String, CodingKey {
-                case events
-                case stateDefault = "state_default"
-            }
+        // A refusal by the stored levels is confirmed with the server's: they may not have synced
+        // a change yet (a promotion a moment ago).
+        for fresh in [false, true] {
+            guard let (content, own) = try await ownPowerLevel(roomID: roomID, fresh: fresh) else { return }
+            let required = PowerLevels.read(content)?.stateLevel(type) ?? 50
+            if own >= required { return }
+            if fresh { throw .insufficientPowerLevel(required: required, actual: own) }
         }
-        guard let (content, own) = try await ownPowerLevel(roomID: roomID) else { return }
-        let levels = WireJSON.decodeIfValid(Levels.self, from: content)
-        let required = levels?.events?[type] ?? levels?.stateDefault ?? 50
-        guard own >= required else { throw .insufficientPowerLevel(required: required, actual: own) }
     }
 
-    /// The room's `m.room.power_levels` content (stored, else fetched) and the account's level
+    /// The room's `m.room.power_levels` content (stored, else — or with `fresh` — fetched) and the account's level
     /// in it; `nil` when the room has none. A creator of a room whose version makes creators
     /// privileged (12 and later: they are not listed in `users`) has the highest level there is.
-    func ownPowerLevel(roomID: RoomID) async throws(ChatError) -> (content: [UInt8], level: Int)? {
-        var content = (try? await store.stateContent(roomID: roomID, type: "m.room.power_levels")) ?? nil
+    func ownPowerLevel(roomID: RoomID, fresh: Bool = false) async throws(ChatError) -> (content: [UInt8], level: Int)? {
+        var content = fresh ? nil : (try? await store.stateContent(roomID: roomID, type: "m.room.power_levels")) ?? nil
         if content == nil {
             content = try await perform(ChatAPI.state(roomID: roomID, type: "m.room.power_levels")).body
         }
