@@ -166,15 +166,31 @@ enum SimKnownDefects {
     // under concurrency (the engine's critical section), no Olm unwedging (unwedgeSessions), and
     // decrypting before the account is loaded (the event waits; the load asks for a retry).
 
-    // Also gone: "a device shows nothing after a kill" — the harness's crash image, not the
-    // product. `FileManager.copyItem` under `try?` stops at the first file that vanishes between
+    // "A device shows nothing after a kill" had one cause in the harness's crash image (fixed;
+    // the entry below is what is left). `FileManager.copyItem` under `try?` stops at the first file that vanishes between
     // listing and copying (an atomic write's `.tmp-` file, `AccountFiles`) and leaves a partial
     // image; copied file by file while the dead process checkpoints, it can also lose committed
     // rows. ``CrashImage`` copies under a read snapshot, skips a vanished file and keeps modes.
 
+    /// Open again (stop 23): after the crash image was fixed, 1,000 seeds ran clean, then one
+    /// quick seed (256, a kill at `sync.ingest`) showed a restarted device with nothing in its
+    /// timelines; its replay passed. A recovery race or another harness gap: not told apart yet.
+    /// Listed only for a device killed in that seed.
+    static let absentAfterKill =
+        "Open: a device killed at a fault point sometimes shows nothing after its restart (seed 256 quick)"
+
     /// The defect that explains `failure` of `report`, or `nil` when none listed does.
     static func defect(explaining failure: SimFailure, in report: SimReport) -> String? {
-        defect(explaining: failure)
+        let killed = Set(report.kills.map { String($0.split(separator: "@").first ?? "") })
+        let absent = failure.detail.contains(": absent in ") || failure.detail.contains("not in its sender's timeline")
+        if absent,
+            killed.contains(where: {
+                failure.detail.contains("|\($0) not in") || failure.detail.contains("|\($0): absent")
+            })
+        {
+            return absentAfterKill
+        }
+        return defect(explaining: failure)
     }
 
     /// The defect that explains `failure`, or `nil` when none listed does.
