@@ -16,9 +16,10 @@ import Foundation
 /// only writes pages that the WAL still holds. The `-shm` files are left out: the first
 /// connection of the new process rebuilds the WAL index from the WAL, as after a reboot.
 enum CrashImage {
-    /// Copies `source` to `destination` (which must not exist) as a crash image.
+    /// Copies `source` to `destination` as a crash image (whatever `destination` held goes first).
     static func copy(from source: String, to destination: String) {
         let files = FileManager.default
+        try? files.removeItem(atPath: destination)
         let paths = (files.enumerator(atPath: source)?.allObjects as? [String] ?? []).sorted()
         let readers = paths.filter { isDatabase(source + "/" + $0) }.compactMap { snapshot(source + "/" + $0) }
         defer { for reader in readers { end(reader) } }

@@ -23,7 +23,7 @@ struct CryptoSimulationTests {
         var totals = SimTotals()
         let started = ContinuousClock.now
         for report in await plan.run() {
-            let unexplained = report.failures.contains { SimKnownDefects.defect(explaining: $0, in: report) == nil }
+            let unexplained = report.failures.contains { SimKnownDefects.defect(explaining: $0) == nil }
             if plan.verbose || unexplained { print(report) }
             if !report.failures.isEmpty { failing.append("\(report.seed): \(SimTotals.summary(of: report.failures))") }
             totals.add(report)
@@ -166,32 +166,12 @@ enum SimKnownDefects {
     // under concurrency (the engine's critical section), no Olm unwedging (unwedgeSessions), and
     // decrypting before the account is loaded (the event waits; the load asks for a retry).
 
-    // "A device shows nothing after a kill" had one cause in the harness's crash image (fixed;
-    // the entry below is what is left). `FileManager.copyItem` under `try?` stops at the first file that vanishes between
-    // listing and copying (an atomic write's `.tmp-` file, `AccountFiles`) and leaves a partial
-    // image; copied file by file while the dead process checkpoints, it can also lose committed
-    // rows. ``CrashImage`` copies under a read snapshot, skips a vanished file and keeps modes.
-
-    /// Open again (stop 23): after the crash image was fixed, 1,000 seeds ran clean, then one
-    /// quick seed (256, a kill at `sync.ingest`) showed a restarted device with nothing in its
-    /// timelines; its replay passed. A recovery race or another harness gap: not told apart yet.
-    /// Listed only for a device killed in that seed.
-    static let absentAfterKill =
-        "Open: a device killed at a fault point sometimes shows nothing after its restart (seed 256 quick)"
-
-    /// The defect that explains `failure` of `report`, or `nil` when none listed does.
-    static func defect(explaining failure: SimFailure, in report: SimReport) -> String? {
-        let killed = Set(report.kills.map { String($0.split(separator: "@").first ?? "") })
-        let absent = failure.detail.contains(": absent in ") || failure.detail.contains("not in its sender's timeline")
-        if absent,
-            killed.contains(where: {
-                failure.detail.contains("|\($0) not in") || failure.detail.contains("|\($0): absent")
-            })
-        {
-            return absentAfterKill
-        }
-        return defect(explaining: failure)
-    }
+    // "A device shows nothing after a kill" was the harness, twice (fixed, no longer listed):
+    // the crash image was taken with `FileManager.copyItem` under `try?`, which stops at the first
+    // file that vanishes between listing and copying (``CrashImage`` copies under a read snapshot,
+    // skips a vanished file and keeps modes); and the driver restarted a killed device while its
+    // image was still being copied, so the new process opened a half-copied folder, found no
+    // session and wiped the account (``SimDevice`` now waits for the image before a restart).
 
     /// The defect that explains `failure`, or `nil` when none listed does.
     static func defect(explaining failure: SimFailure) -> String? {
@@ -204,7 +184,7 @@ enum SimKnownDefects {
     static func record(_ report: SimReport) {
         var byDefect: [String?: [SimFailure]] = [:]
         for failure in report.failures {
-            byDefect[defect(explaining: failure, in: report), default: []].append(failure)
+            byDefect[defect(explaining: failure), default: []].append(failure)
         }
         for (defect, failures) in byDefect.sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) {
             let message = Comment(

@@ -37,8 +37,14 @@ final class SimDevice: Sendable {
         var observer: FaultPointObserver?
         var number = 0
         var armed: FaultPoint?
-        /// The point the current incarnation died at; its crash image is taken.
+        /// The point the current incarnation died at; its crash image is taken (or being taken).
         var killedAt: FaultPoint?
+        /// Whether the crash image of the current kill is still being copied.
+        var imaging = false
+        /// Who waits for that copy to end (a stop, before it starts the next process on it).
+        var imageWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Whether the current process is being shut down: a point it reaches then kills nothing.
+        var stopping = false
         /// Every kill so far, by point.
         var kills: [FaultPoint] = []
         var restarts = 0
@@ -91,6 +97,7 @@ final class SimDevice: Sendable {
         let number = life.withLock { life in
             life.number += 1
             life.killedAt = nil
+            life.stopping = false
             return life.number
         }
         let incarnation = "\(key)#\(number)"
@@ -145,22 +152,48 @@ final class SimDevice: Sendable {
 
     private func reached(_ point: FaultPoint, incarnation: String) {
         let generation: Int? = life.withLock { life in
-            guard life.armed == point, life.killedAt == nil, "\(key)#\(life.number)" == incarnation else {
-                return nil
-            }
+            guard life.armed == point, life.killedAt == nil, !life.stopping, "\(key)#\(life.number)" == incarnation
+            else { return nil }
             life.armed = nil
             life.killedAt = point
+            life.imaging = true
             life.kills.append(point)
             return life.generation
         }
         guard let generation else { return }
         server.cut(incarnation)
         CrashImage.copy(from: folder(generation), to: folder(generation + 1))
+        let waiters = life.withLock { life in
+            life.imaging = false
+            defer { life.imageWaiters = [] }
+            return life.imageWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the current kill's crash image is complete (at once when none is being taken).
+    ///
+    /// The driver sees a device dead as soon as its kill is claimed, while the observer is still
+    /// copying on the dead process's task; a restart that started the next process then would run
+    /// it on a half-copied folder — the account's database missing, its session gone, the account
+    /// signed out and wiped: a device that "shows nothing after a kill" (quick seed 256, under load).
+    private func crashImageTaken() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = life.withLock { life -> Bool in
+                guard life.imaging else { return true }
+                life.imageWaiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
     /// Shuts the process down; after a kill, the next process runs on the crash image, so
     /// nothing the dead one did after the kill survives.
     func stop() async {
+        // No kill is claimed from here on; one claimed before finishes its image first.
+        life.withLock { $0.stopping = true }
+        await crashImageTaken()
         let community = life.withLock { life in
             let community = life.community
             life.community = nil
