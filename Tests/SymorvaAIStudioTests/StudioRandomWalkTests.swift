@@ -6,19 +6,6 @@ import SymorvaStore
 import SymorvaTesting
 import Testing
 
-/// A seeded generator: every walk is reproducible from its seed.
-struct WalkRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Thousands of seeded sequences of what a member and the world can do — decline, approve,
 /// summarize, revoke (also while a summary is in flight), revoke on another device, the service
 /// revoking a grant, time passing (also during a request) on a service clock set apart from the
@@ -55,7 +42,7 @@ struct StudioRandomWalkTests {
     }
 
     final class Walk: @unchecked Sendable {  // used by one task at a time
-        var random: WalkRandom
+        var random: SeededGenerator
         let clock = ManualClock(now: .seconds(1_000))
         let world: StudioWorld
         let database: SQLiteDatabase
@@ -70,7 +57,7 @@ struct StudioRandomWalkTests {
         var inFlightEnded = 0
 
         init(seed: UInt64) async throws {
-            random = WalkRandom(seed: seed)
+            random = SeededGenerator(seed: seed, skipping: 1)
             world = StudioWorld(clock: clock, bodies: items.map(\.body))
             world.serviceSkew = [Duration.zero, .seconds(90), .seconds(-90)][Int.random(in: 0..<3, using: &random)]
             database = try await SQLiteDatabase.open(path: ":memory:", configuration: .account)

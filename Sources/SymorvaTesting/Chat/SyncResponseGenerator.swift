@@ -76,6 +76,12 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     /// A stream that starts from `seed`.
     public init(seed: UInt64) { state = seed }
 
+    /// The stream of `seed` with its first `skipping` values already drawn (the machine walks'
+    /// per-seed coverage checks were tuned on the stream from its second value).
+    public init(seed: UInt64, skipping: Int) {
+        state = seed &+ UInt64(max(0, skipping)) &* 0x9E37_79B9_7F4A_7C15
+    }
+
     /// The next 64 random bits.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15

@@ -1,5 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaTesting
 import Testing
 
 /// Seeded random walks: a simulated world (user, server, store, timers) answers the effects the
@@ -20,7 +21,7 @@ struct SessionMachineWalkTests {
 
     @Test("Chaotic walks over every sample event never crash and keep counts sane", arguments: 0..<8)
     func chaoticWalk(seed: UInt64) {
-        var random = SessionRandom(seed: seed)
+        var random = SeededGenerator(seed: seed, skipping: 1)
         let machine = SessionFixture.machine
         var state = SessionState.signedOut
         var visited: Set<String> = []
@@ -41,25 +42,10 @@ struct SessionMachineWalkTests {
     }
 }
 
-/// A small deterministic generator (SessionRandom), so that a failing seed replays exactly.
-struct SessionRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-}
-
 /// The machine plus everything around it, simulated.
 struct SessionSimulatedWorld {
     let machine = SessionFixture.machine
-    var random: SessionRandom
+    var random: SeededGenerator
     var state = SessionState.signedOut
     /// Effects the world still owes an answer to, by key (keyed effects replace each other).
     var pendingKeyed: [EffectKey: SessionEffect] = [:]
@@ -74,7 +60,7 @@ struct SessionSimulatedWorld {
     var visited: Set<String> = []
     var maxWaiting = 0
 
-    init(seed: UInt64) { random = SessionRandom(seed: seed) }
+    init(seed: UInt64) { random = SeededGenerator(seed: seed, skipping: 1) }
 
     mutating func step() {
         if random.chance(35) || (pendingKeyed.isEmpty && pendingStore.isEmpty) {

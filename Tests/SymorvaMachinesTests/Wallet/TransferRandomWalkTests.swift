@@ -1,5 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaTesting
 import Testing
 
 /// Thousands of seeded event sequences, with timeouts, 5xx, connection resets, dropped answers,
@@ -64,7 +65,7 @@ struct TransferRandomWalkTests {
     /// Uniform noise from a random sampled state: every sampled event, fresh and reused command
     /// IDs, and restarts that rebuild hosts from the stored pending commands.
     static func chaosWalk(seed: UInt64) -> WalkChecker {
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var checker = WalkChecker()
         // Start anywhere: a walk from idle rarely reaches the states where money is at stake.
         let initial = random.pick(Fixture.sampleStates)
@@ -116,27 +117,6 @@ struct TransferRandomWalkTests {
             return host
         }
     }
-}
-
-/// SplitMix64: a tiny, seedable generator, so that a failing walk is replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Whether an event with probability `percent` happens.
-    mutating func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &self) < percent }
-
-    /// A uniformly chosen element.
-    mutating func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &self)] }
 }
 
 /// One transfer host as the runtime would run it: its state and the effects it launched whose

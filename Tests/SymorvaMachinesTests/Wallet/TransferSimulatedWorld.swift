@@ -1,5 +1,6 @@
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaTesting
 
 /// A device (hosts and the account's store), a network that loses, delays and garbles, and a
 /// wallet service that executes each command at most once, fences commands it is asked about
@@ -8,7 +9,7 @@ struct SimulatedWorld {
     static let correctPIN = "4321"
 
     let machine = Fixture.machine
-    var random: SplitMix64
+    var random: SeededGenerator
     var checker = WalkChecker()
     var hosts: [SimulatedHost] = [SimulatedHost()]
     var store: [CommandID: PendingCommand] = [:]
@@ -23,7 +24,7 @@ struct SimulatedWorld {
     private var nextCommand = 0
     private var nextDraft = 0
 
-    init(seed: UInt64) { random = SplitMix64(seed: seed) }
+    init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
     mutating func run(events: Int) {
         for _ in 0..<Int.random(in: (events / 3)...events, using: &random) { step() }
@@ -257,7 +258,7 @@ struct SimulatedService {
         }
     }
 
-    mutating func receive(_ request: ConfirmRequest, random: inout SplitMix64) -> ConfirmResult {
+    mutating func receive(_ request: ConfirmRequest, random: inout SeededGenerator) -> ConfirmResult {
         let id = request.commandID
         if let record = records[id] { return answer(record) }
         if fenced.contains(id) {
