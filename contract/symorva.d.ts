@@ -235,6 +235,41 @@ export interface DirectoryMember {
   avatarURL?: string;
   roles: string[];
 }
+/** An entry of the homeserver's user directory. */
+export interface DirectoryUser {
+  userID: UserID;
+  displayName?: string;
+  avatarURL?: string;
+}
+/** A room listed in a homeserver's public room directory. */
+export interface PublicRoom {
+  roomID: RoomID;
+  name?: string;
+  topic?: string;
+  canonicalAlias?: string;
+  avatarURL?: string;
+  joinedMemberCount: number;
+  isPubliclyJoinable: boolean;
+  guestCanJoin: boolean;
+  isWorldReadable: boolean;
+}
+/** The results of a search so far: every page loaded for its latest term. */
+export interface SearchResults<T> {
+  term: string;
+  items: T[];
+  hasMore: boolean;
+  totalEstimate?: number;
+  pageCount: number;
+  /** The failure of the last `loadMore`, the pages before it kept. */
+  lastError?: ContractError;
+}
+/** A search's state; an answer for an older term is dropped, never shown. */
+export type SearchState<T> =
+  | { kind: "idle" }
+  | { kind: "searching"; term: string }
+  | { kind: "loaded"; results: SearchResults<T> }
+  | { kind: "loadingMore"; results: SearchResults<T> }
+  | { kind: "failed"; term: string; error: ContractError };
 
 export interface Grant extends GrantInfo {
   grant: Handle;
@@ -298,6 +333,15 @@ export interface Methods {
   "chat.join": { params: { roomIDOrAlias: string }; result: { roomID: RoomID } };
   "chat.leave": { params: { roomID: RoomID }; result: Empty };
   "chat.invite": { params: { roomID: RoomID; userID: UserID }; result: Empty };
+  /** Power levels checked first. `allowedRooms` for the restricted rules (members of those may join). */
+  "chat.setJoinRule": {
+    params: {
+      roomID: RoomID;
+      rule: "public" | "invite" | "knock" | "restricted" | "knock_restricted";
+      allowedRooms?: RoomID[];
+    };
+    result: Empty;
+  };
   "chat.kick": { params: { roomID: RoomID; userID: UserID; reason?: string }; result: Empty };
   "chat.ban": { params: { roomID: RoomID; userID: UserID; reason?: string }; result: Empty };
   /** Optimistic: applied at once, rolled back on failure. */
@@ -353,6 +397,25 @@ export interface Methods {
   /** Community admins only. `changed` is false when the member already had (or lacked) it. */
   "directory.assignRole": { params: { role: string; userID: UserID }; result: { changed: boolean } };
   "directory.removeRole": { params: { role: string; userID: UserID }; result: { changed: boolean } };
+  /** A new search of the community's members (with `role` only, when given). */
+  "directory.searchMembers": { params: { role?: string; pageSize?: number }; result: { search: Handle } };
+  /** A new search of the homeserver's user directory (a term is needed; one page). */
+  "directory.searchUsers": { params: { pageSize?: number }; result: { search: Handle } };
+  /** A new search of a room directory (this homeserver's, or `server`'s). */
+  "publicRooms.search": { params: { server?: string; pageSize?: number }; result: { search: Handle } };
+  "publicRooms.resolve": { params: { alias: string }; result: { roomID: RoomID } };
+  "publicRooms.join": { params: { roomIDOrAlias: string }; result: { roomID: RoomID } };
+  "publicRooms.isPublished": { params: { roomID: RoomID }; result: { published: boolean } };
+  /** Power levels checked first (`directory.forbidden` with both levels, nothing sent). */
+  "publicRooms.setPublished": { params: { roomID: RoomID; published: boolean }; result: Empty };
+  /** Searches for `term` (default "") and answers its first page (at once when it is shown). */
+  "search.run": { params: { search: Handle; term?: string }; result: SearchResults<unknown> };
+  /** The next page; every result so far, or null when there is no search yet. */
+  "search.loadMore": { params: { search: Handle }; result: SearchResults<unknown> | null };
+  /** As the user types: answers at once; `search.results` shows the answer. */
+  "search.update": { params: { search: Handle; term: string }; result: Empty };
+  "search.refresh": { params: { search: Handle }; result: Empty };
+  "search.clear": { params: { search: Handle }; result: Empty };
 
   /** Synchronous (also through `execute`): the long-message rule. */
   "message.split": { params: { text: string; limit?: number }; result: { parts: string[] } };
@@ -385,6 +448,7 @@ export interface Paths {
   "meeting.participants": { params: { room: Handle }; value: MeetingParticipant[] };
   "meeting.state": { params: { room: Handle }; value: { kind: string } };
   "studio.grants": { params: Empty; value: GrantInfo[] };
+  "search.results": { params: { search: Handle }; value: SearchState<unknown> };
 }
 
 export type MethodName = keyof Methods;
@@ -498,12 +562,34 @@ export interface StudioClient {
   revoke(grant: Grant): Promise<void>;
 }
 
-/** The member directory; its paged searches are not in the protocol yet (docs/contract.md). */
+/** A search of one directory: the latest term's results, paged. */
+export interface DirectorySearch<T> {
+  readonly handle: Handle;
+  readonly results: Observe<SearchState<T>>;
+  search(term?: string): Promise<SearchResults<T>>;
+  update(term: string): Promise<void>;
+  loadMore(): Promise<SearchResults<T> | null>;
+  refresh(): Promise<void>;
+  clear(): Promise<void>;
+}
+
+/** The member directory. */
 export interface DirectoryClient {
   member(userID: UserID): Promise<DirectoryMember>;
   refreshOwnProfile(): Promise<DirectoryMember>;
   assignRole(role: string, userID: UserID): Promise<boolean>;
   removeRole(role: string, userID: UserID): Promise<boolean>;
+  members(options?: { role?: string; pageSize?: number }): Promise<DirectorySearch<DirectoryMember>>;
+  users(options?: { pageSize?: number }): Promise<DirectorySearch<DirectoryUser>>;
+}
+
+/** The homeserver's room directory (not a module: every community has it). */
+export interface PublicRoomsClient {
+  search(options?: { server?: string; pageSize?: number }): Promise<DirectorySearch<PublicRoom>>;
+  resolve(alias: string): Promise<RoomID>;
+  join(roomIDOrAlias: string): Promise<RoomID>;
+  isPublished(roomID: RoomID): Promise<boolean>;
+  setPublished(roomID: RoomID, published: boolean): Promise<void>;
 }
 
 export interface CommunityClient {
@@ -513,6 +599,7 @@ export interface CommunityClient {
   readonly aiStudio?: StudioClient;
   readonly wallet?: WalletClient;
   readonly directory?: DirectoryClient;
+  readonly publicRooms: PublicRoomsClient;
 }
 
 /** What the shell answers for the SDK: the consent sheet and PIN entry. */

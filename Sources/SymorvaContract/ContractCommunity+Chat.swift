@@ -117,6 +117,26 @@ extension ContractCommunity {
             try await mapping("chat") { try await chat.invite(userID, to: roomID) }
             return .object([:])
         }
+        methods.asynchronous["chat.setJoinRule"] = { call in
+            let roomID = try call.params.roomID("roomID")
+            let allowed = try (call.params.optionalStrings("allowedRooms") ?? []).map { text throws(ContractError) in
+                guard text.hasPrefix("!"), text.count > 1 else {
+                    throw ContractError.invalidParams("allowedRooms", "an array of room IDs (!…)")
+                }
+                return RoomID(text)
+            }
+            let rule: JoinRule
+            switch try call.params.string("rule") {
+            case "public": rule = .public
+            case "invite": rule = .invite
+            case "knock": rule = .knock
+            case "restricted": rule = .restricted(allowedRooms: allowed)
+            case "knock_restricted": rule = .knockRestricted(allowedRooms: allowed)
+            default: throw ContractError.invalidParams("rule", "public, invite, knock, restricted or knock_restricted")
+            }
+            try await mapping("chat") { try await chat.setJoinRule(rule, roomID: roomID) }
+            return .object([:])
+        }
         methods.asynchronous["chat.kick"] = { call in
             let roomID = try call.params.roomID("roomID")
             let userID = try call.params.userID("userID")

@@ -34,6 +34,7 @@ export declare class Client implements CommunityClient {
   readonly wallet?: CommunityClient["wallet"];
   readonly aiStudio?: CommunityClient["aiStudio"];
   readonly directory?: CommunityClient["directory"];
+  readonly publicRooms: CommunityClient["publicRooms"];
   /** Sends one request and resolves with its result (rejects with a SymorvaError). */
   request<M extends MethodName>(method: M, params?: Methods[M]["params"]): Promise<Methods[M]["result"]>;
   /** Subscribes to an observable path; resolves once the first value is there. */

@@ -176,7 +176,31 @@ class Client {
       refreshOwnProfile: () => call("directory.refreshOwnProfile"),
       assignRole: (role, userID) => call("directory.assignRole", { role, userID }).then((r) => r.changed),
       removeRole: (role, userID) => call("directory.removeRole", { role, userID }).then((r) => r.changed),
+      members: async (options = {}) => this._search(await call("directory.searchMembers", options)),
+      users: async (options = {}) => this._search(await call("directory.searchUsers", options)),
     } : undefined;
+    this.publicRooms = {
+      search: async (options = {}) => this._search(await call("publicRooms.search", options)),
+      resolve: (alias) => call("publicRooms.resolve", { alias }).then((r) => r.roomID),
+      join: (roomIDOrAlias) => call("publicRooms.join", { roomIDOrAlias }).then((r) => r.roomID),
+      isPublished: (roomID) => call("publicRooms.isPublished", { roomID }).then((r) => r.published),
+      setPublished: (roomID, published) => call("publicRooms.setPublished", { roomID, published }).then(none),
+    };
+  }
+
+  _search(opened) {
+    const search = opened.search;
+    const call = (method, params = {}) => this.request(method, { search, ...params });
+    const none = async () => {};
+    return {
+      handle: search,
+      results: () => this.observe("search.results", { search }),
+      search: (term = "") => call("search.run", { term }),
+      update: (term) => call("search.update", { term }).then(none),
+      loadMore: () => call("search.loadMore"),
+      refresh: () => call("search.refresh").then(none),
+      clear: () => call("search.clear").then(none),
+    };
   }
 
   _conversation(opened) {

@@ -254,6 +254,7 @@ class Client:
         self.wallet = _Wallet(self) if modules["wallet"] else None
         self.ai_studio = _Studio(self) if modules["aiStudio"] else None
         self.directory = _Directory(self) if modules["directory"] else None
+        self.public_rooms = _PublicRooms(self)
 
 
 class _Session:
@@ -390,3 +391,65 @@ class _Directory:
 
     async def refresh_own_profile(self):
         return await self._c.request("directory.refreshOwnProfile")
+
+    async def assign_role(self, role, user_id):
+        return (await self._c.request("directory.assignRole", role=role, userID=user_id))["changed"]
+
+    async def remove_role(self, role, user_id):
+        return (await self._c.request("directory.removeRole", role=role, userID=user_id))["changed"]
+
+    async def members(self, role=None, page_size=20):
+        params = {"pageSize": page_size, **({"role": role} if role is not None else {})}
+        return _Search(self._c, await self._c.request("directory.searchMembers", **params))
+
+    async def users(self, page_size=20):
+        return _Search(self._c, await self._c.request("directory.searchUsers", pageSize=page_size))
+
+
+class _PublicRooms:
+    """The homeserver's room directory (every community has it, whatever its modules)."""
+
+    def __init__(self, client):
+        self._c = client
+
+    async def search(self, server=None, page_size=20):
+        params = {"pageSize": page_size, **({"server": server} if server is not None else {})}
+        return _Search(self._c, await self._c.request("publicRooms.search", **params))
+
+    async def resolve(self, alias):
+        return (await self._c.request("publicRooms.resolve", alias=alias))["roomID"]
+
+    async def join(self, room_id_or_alias):
+        return (await self._c.request("publicRooms.join", roomIDOrAlias=room_id_or_alias))["roomID"]
+
+    async def is_published(self, room_id):
+        return (await self._c.request("publicRooms.isPublished", roomID=room_id))["published"]
+
+    async def set_published(self, room_id, published):
+        await self._c.request("publicRooms.setPublished", roomID=room_id, published=published)
+
+
+class _Search:
+    """A search of one directory behind a handle: the latest term's results, paged."""
+
+    def __init__(self, client, opened):
+        self._c = client
+        self.handle = opened["search"]
+
+    async def results(self):
+        return await self._c.observe("search.results", search=self.handle)
+
+    async def search(self, term=""):
+        return await self._c.request("search.run", search=self.handle, term=term)
+
+    async def update(self, term):
+        await self._c.request("search.update", search=self.handle, term=term)
+
+    async def load_more(self):
+        return await self._c.request("search.loadMore", search=self.handle)
+
+    async def refresh(self):
+        await self._c.request("search.refresh", search=self.handle)
+
+    async def clear(self):
+        await self._c.request("search.clear", search=self.handle)

@@ -306,3 +306,57 @@ def test_a_handle_of_another_account_answers_account_ended():
         assert (await fresh.send("through a new handle"))["roomID"] == room_id
         await client.close()
     run(scenario())
+
+
+def test_directory_searches_through_handles_public_rooms_and_users():
+    async def scenario():
+        alice, alice_account = await new_client("pyd")
+        bob, bob_account = await new_client("pyd")
+        name = "Contract plaza " + uuid.uuid4().hex[:8]
+        room_id = await alice.chat.create_room(name=name)
+        # Synapse lists a published room only when anyone may join (or knock, or read) it.
+        await alice.request("chat.setJoinRule", roomID=room_id, rule="public")
+        assert not await alice.public_rooms.is_published(room_id)
+        await alice.public_rooms.set_published(room_id, True)
+        assert await alice.public_rooms.is_published(room_id)
+
+        rooms = await bob.public_rooms.search(page_size=5)
+        results = await rooms.results()
+        found = await rooms.search(name)
+        assert found["term"] == name
+        assert [room["roomID"] for room in found["items"]] == [room_id]
+        assert found["items"][0]["name"] == name and not found["hasMore"]
+        await results.wait_until(lambda state: state["kind"] == "loaded"
+                                 and state["results"]["items"][0]["roomID"] == room_id)
+        assert await rooms.load_more() is not None  # no next page: the results unchanged
+        await results.close()
+
+        assert await bob.public_rooms.join(room_id) == room_id
+
+        if bob.directory is not None:
+            # Synapse fills its user directory in the background: search again until Alice is in.
+            users = await bob.directory.users(page_size=5)
+            localpart = alice_account["userID"][1:].split(":")[0]
+            for _ in range(40):
+                page = await users.search(localpart)
+                if any(user["userID"] == alice_account["userID"] for user in page["items"]):
+                    break
+                await users.clear()
+                await asyncio.sleep(0.25)
+            else:
+                raise AssertionError("alice never appeared in the user directory")
+
+        # Bad input: a malformed alias is typed, a search handle of a closed search is refused.
+        try:
+            await bob.public_rooms.resolve("not-an-alias")
+            raise AssertionError("a malformed alias resolved")
+        except symorva.SymorvaError as error:
+            assert (error.domain, error.code) == ("directory", "invalidInput")
+        try:
+            await bob.request("search.run", search="conversation-1")
+            raise AssertionError("a foreign handle was served")
+        except symorva.SymorvaError as error:
+            assert error.code == "invalidHandle"
+        await alice.close()
+        await bob.close()
+    run(scenario())
