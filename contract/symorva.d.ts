@@ -210,6 +210,11 @@ export interface MeetingRoom {
   meetingID: string;
   role: ParticipantRole;
 }
+/** A direction's audio level: RMS of the last 100 ms in dBFS (−100 silence), speaking above −45. */
+export interface AudioLevel {
+  decibels: number;
+  isSpeaking: boolean;
+}
 export interface MeetingParticipant {
   userID: UserID;
   role: ParticipantRole;
@@ -374,7 +379,17 @@ export interface Methods {
   /** Queries the original command; never resubmits. */
   "pending.query": { params: { pending: Handle }; result: TransferOutcome };
 
-  "meetings.join": { params: { roomID: RoomID; broadcast?: boolean }; result: MeetingRoom };
+  /** `tone`: a sine of that many hertz as the stage microphone (hosts without a capture device). */
+  "meetings.join": { params: { roomID: RoomID; broadcast?: boolean; tone?: number }; result: MeetingRoom };
+  /** Stage only (else `meetings.wrongRole`): connects the real-time media session; returns once audio flows. */
+  "room.media.connect": { params: { room: Handle }; result: Empty };
+  /** Stage only: off stops sending audio and shows the member muted; remembered while connecting. */
+  "room.media.setMicrophoneEnabled": { params: { room: Handle; enabled: boolean }; result: Empty };
+  "room.media.disconnect": { params: { room: Handle }; result: Empty };
+  /** Listener only (else `meetings.wrongRole`): the playback stream of the meeting's mix. */
+  "room.playback.play": { params: { room: Handle }; result: Empty };
+  "room.playback.pause": { params: { room: Handle }; result: Empty };
+  "room.playback.stop": { params: { room: Handle }; result: Empty };
   "room.raiseHand": { params: { room: Handle }; result: Empty };
   "room.lowerHand": { params: { room: Handle }; result: Empty };
   "room.leave": { params: { room: Handle }; result: Empty };
@@ -447,6 +462,11 @@ export interface Paths {
   "meeting.role": { params: { room: Handle }; value: { kind: ParticipantRole } };
   "meeting.participants": { params: { room: Handle }; value: MeetingParticipant[] };
   "meeting.state": { params: { room: Handle }; value: { kind: string } };
+  /** Stage only: the media session (idle, connecting, negotiating, connected, reconnecting, closed, failed). */
+  "meeting.media": { params: { room: Handle }; value: { kind: string } };
+  "meeting.audioLevels": { params: { room: Handle }; value: { incoming: AudioLevel; outgoing: AudioLevel } };
+  /** Listener only: idle, buffering, playing, paused, stalled, stopped. */
+  "meeting.playback": { params: { room: Handle }; value: { kind: string } };
   "studio.grants": { params: Empty; value: GrantInfo[] };
   "search.results": { params: { search: Handle }; value: SearchState<unknown> };
 }
@@ -543,15 +563,35 @@ export interface WalletClient {
   query(pending: PendingCommand): Promise<TransferOutcome>;
 }
 
+/** A stage member's real-time media session. */
+export interface StageMedia {
+  readonly state: Observe<{ kind: string }>;
+  readonly audioLevels: Observe<{ incoming: AudioLevel; outgoing: AudioLevel }>;
+  connect(): Promise<void>;
+  setMicrophoneEnabled(enabled: boolean): Promise<void>;
+  disconnect(): Promise<void>;
+}
+
+/** A listener's playback of the meeting's mix. */
+export interface Playback {
+  readonly state: Observe<{ kind: string }>;
+  play(): Promise<void>;
+  pause(): Promise<void>;
+  stop(): Promise<void>;
+}
+
 export interface Room extends MeetingRoom {
   readonly handle: Handle;
+  /** The role's media as it is now (`meetings.wrongRole` from the other kind's methods). */
+  readonly media: StageMedia;
+  readonly playback: Playback;
   raiseHand(): Promise<void>;
   lowerHand(): Promise<void>;
   leave(): Promise<void>;
 }
 
 export interface MeetingsClient {
-  join(roomID: RoomID, options?: { broadcast?: boolean }): Promise<Room>;
+  join(roomID: RoomID, options?: { broadcast?: boolean; tone?: number }): Promise<Room>;
 }
 
 export interface StudioClient {

@@ -146,6 +146,7 @@ extension ContractCommunity {
     /// `meetings.join`, `room.*` and the meeting paths.
     var meetingMethods: ContractMethods {
         let meetings = community.meetings
+        let environment = community.environment
         var methods = ContractMethods()
         let room: @Sendable (ContractCall) throws(ContractError) -> MeetingRoom = { call in
             try call.handles.resolve(call.params, "room", kind: "room", as: MeetingRoom.self, domain: "meetings")
@@ -153,9 +154,17 @@ extension ContractCommunity {
         methods.asynchronous["meetings.join"] = { [weak self] call in
             let roomID = try call.params.roomID("roomID")
             let broadcast = try call.params.optionalBool("broadcast") ?? false
+            // A sine tone of this many hertz as the stage microphone (hosts without a capture
+            // device, and tests), as the REPL's `meeting join --tone`.
+            var engine: (any MediaEngine)?
+            if let tone = try call.params.optionalInt("tone", in: 20...20_000) {
+                engine = AccountModuleFactory.toneMediaEngine(
+                    frequency: tone, transport: environment.transport, tracer: environment.tracer)
+                guard engine != nil else { throw ContractError(MeetingError.mediaUnavailable, domain: "meetings") }
+            }
             let account = self?.activeUserID
             let joined = try await mapping("meetings") {
-                try await meetings.join(roomID: roomID, broadcast: broadcast)
+                try await meetings.join(roomID: roomID, broadcast: broadcast, mediaEngine: engine)
             }
             return .object([
                 "room": .string(call.handles.issue(joined, kind: "room", account: account)),
@@ -180,6 +189,64 @@ extension ContractCommunity {
         }
         methods.asynchronous["room.demote"] = Self.roomAction(room, userID: true) { room, userID throws(MeetingError) in
             if let userID { try await room.demote(userID) }
+        }
+        // The role's media, as the seed's `case .stage(let media)` / `case .listener(let playback)`:
+        // `meetings.wrongRole` when the member's role now has the other kind.
+        let media: @Sendable (ContractCall) throws(ContractError) -> any MediaSession = { call throws(ContractError) in
+            guard case .stage(let media) = try room(call).role.value else {
+                throw ContractError(MeetingError.wrongRole, domain: "meetings")
+            }
+            return media
+        }
+        let playback: @Sendable (ContractCall) throws(ContractError) -> any PlaybackStream = {
+            call throws(ContractError) in
+            guard case .listener(let playback) = try room(call).role.value else {
+                throw ContractError(MeetingError.wrongRole, domain: "meetings")
+            }
+            return playback
+        }
+        methods.asynchronous["room.media.connect"] = { call in
+            let media = try media(call)
+            try await mapping("meetings") { try await media.connect() }
+            return .object([:])
+        }
+        methods.asynchronous["room.media.setMicrophoneEnabled"] = { call in
+            let media = try media(call)
+            guard let enabled = try call.params.optionalBool("enabled") else {
+                throw ContractError.invalidParams("enabled", "a boolean")
+            }
+            try await mapping("meetings") { try await media.setMicrophoneEnabled(enabled) }
+            return .object([:])
+        }
+        methods.asynchronous["room.media.disconnect"] = { call in
+            await (try media(call)).disconnect()
+            return .object([:])
+        }
+        methods.asynchronous["room.playback.play"] = { call in
+            try playback(call).play()
+            return .object([:])
+        }
+        methods.asynchronous["room.playback.pause"] = { call in
+            try playback(call).pause()
+            return .object([:])
+        }
+        methods.asynchronous["room.playback.stop"] = { call in
+            try playback(call).stop()
+            return .object([:])
+        }
+        methods.subscriptions["meeting.media"] = { call in
+            ContractSource(try media(call).state) { .object(["kind": .string($0.caseName)]) }
+        }
+        methods.subscriptions["meeting.audioLevels"] = { call in
+            ContractSource(try media(call).audioLevels) { levels in
+                let level: (AudioLevel) -> JSONValue = { level in
+                    .object(["decibels": .number(level.decibels), "isSpeaking": .bool(level.isSpeaking)])
+                }
+                return .object(["incoming": level(levels.incoming), "outgoing": level(levels.outgoing)])
+            }
+        }
+        methods.subscriptions["meeting.playback"] = { call in
+            ContractSource(try playback(call).state) { .object(["kind": .string(ContractError.caseName(of: $0))]) }
         }
         methods.subscriptions["meeting.role"] = { call in
             ContractSource(try room(call).role) { .object(["kind": .string($0.kind.rawValue)]) }

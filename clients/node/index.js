@@ -145,7 +145,22 @@ class Client {
       join: async (roomID, options = {}) => {
         const room = await call("meetings.join", { roomID, ...options });
         const act = (method) => () => call(method, { room: room.room }).then(none);
-        return { ...room, handle: room.room, raiseHand: act("room.raiseHand"), lowerHand: act("room.lowerHand"), leave: act("room.leave") };
+        const handle = { room: room.room };
+        const media = {
+          state: () => this.observe("meeting.media", handle),
+          audioLevels: () => this.observe("meeting.audioLevels", handle),
+          connect: act("room.media.connect"),
+          setMicrophoneEnabled: (enabled) => call("room.media.setMicrophoneEnabled", { ...handle, enabled }).then(none),
+          disconnect: act("room.media.disconnect"),
+        };
+        const playback = {
+          state: () => this.observe("meeting.playback", handle),
+          play: act("room.playback.play"), pause: act("room.playback.pause"), stop: act("room.playback.stop"),
+        };
+        return {
+          ...room, handle: room.room, media, playback,
+          raiseHand: act("room.raiseHand"), lowerHand: act("room.lowerHand"), leave: act("room.leave"),
+        };
       },
     };
     // Optional modules are absent when the manifest disables them (the methods answer moduleDisabled).

@@ -353,19 +353,69 @@ class _Room:
         self.room_id = room["roomID"]
         self.role = room["role"]
 
+        self.media = _StageMedia(client, self.handle)
+        self.playback = _Playback(client, self.handle)
+
     async def raise_hand(self):
         await self._c.request("room.raiseHand", room=self.handle)
 
+    async def lower_hand(self):
+        await self._c.request("room.lowerHand", room=self.handle)
+
     async def leave(self):
         await self._c.request("room.leave", room=self.handle)
+
+
+class _StageMedia:
+    """A stage member's media session (`meetings.wrongRole` while the member listens)."""
+
+    def __init__(self, client, handle):
+        self._c = client
+        self._handle = handle
+
+    async def state(self):
+        return await self._c.observe("meeting.media", room=self._handle)
+
+    async def audio_levels(self):
+        return await self._c.observe("meeting.audioLevels", room=self._handle)
+
+    async def connect(self):
+        await self._c.request("room.media.connect", room=self._handle)
+
+    async def set_microphone_enabled(self, enabled):
+        await self._c.request("room.media.setMicrophoneEnabled", room=self._handle, enabled=enabled)
+
+    async def disconnect(self):
+        await self._c.request("room.media.disconnect", room=self._handle)
+
+
+class _Playback:
+    """A listener's playback of the meeting's mix (`meetings.wrongRole` while on stage)."""
+
+    def __init__(self, client, handle):
+        self._c = client
+        self._handle = handle
+
+    async def state(self):
+        return await self._c.observe("meeting.playback", room=self._handle)
+
+    async def play(self):
+        await self._c.request("room.playback.play", room=self._handle)
+
+    async def pause(self):
+        await self._c.request("room.playback.pause", room=self._handle)
+
+    async def stop(self):
+        await self._c.request("room.playback.stop", room=self._handle)
 
 
 class _Meetings:
     def __init__(self, client):
         self._c = client
 
-    async def join(self, room_id, broadcast=False):
-        return _Room(self._c, await self._c.request("meetings.join", roomID=room_id, broadcast=broadcast))
+    async def join(self, room_id, broadcast=False, tone=None):
+        params = {"roomID": room_id, "broadcast": broadcast, **({"tone": tone} if tone is not None else {})}
+        return _Room(self._c, await self._c.request("meetings.join", **params))
 
 
 class _Studio:

@@ -174,9 +174,27 @@ def test_meeting_join_returns_a_role():
     async def scenario():
         client, _ = await new_client("pym")
         room_id = await client.chat.create_room(name="Meeting")
-        room = await client.meetings.join(room_id)
-        assert room.role in ("stage", "listener")
-        await room.raise_hand() if room.role == "listener" else None
+        room = await client.meetings.join(room_id, tone=440)
+        assert room.role == "stage"  # the room's creator hosts the meeting, on stage
+        # The seed's `case .stage(let media): try await media.setMicrophoneEnabled(true)`, over
+        # Janus for real, with a test tone as the microphone.
+        state = await room.media.state()
+        await room.media.connect()
+        await state.wait_until(lambda value: value["kind"] == "connected")
+        levels = await room.media.audio_levels()
+        await room.media.set_microphone_enabled(True)
+        await levels.wait_until(lambda value: value["outgoing"]["isSpeaking"], timeout=60)
+        await room.media.set_microphone_enabled(False)
+        await levels.wait_until(lambda value: not value["outgoing"]["isSpeaking"], timeout=60)
+        try:
+            await room.playback.play()
+            raise AssertionError("a stage member's playback played")
+        except symorva.SymorvaError as error:
+            assert (error.domain, error.code) == ("meetings", "wrongRole")
+        await levels.close()
+        await room.media.disconnect()
+        await state.wait_until(lambda value: value["kind"] == "closed")
+        await state.close()
         await room.leave()
         await client.close()
     run(scenario())
