@@ -240,6 +240,45 @@ export interface DirectoryMember {
   avatarURL?: string;
   roles: string[];
 }
+/** An HTTP pusher: where the homeserver posts this installation's notifications. */
+export interface Pusher {
+  pushkey: string;
+  appID: string;
+  appDisplayName: string;
+  deviceDisplayName: string;
+  profileTag: string;
+  language: string;
+  gatewayURL: string;
+  format: "event_id_only" | "full";
+}
+export type PusherState =
+  | { kind: "unregistered" }
+  | { kind: "registering" | "registered" | "removing"; pusher: Pusher }
+  | { kind: "failed"; pusher: Pusher; error: ContractError };
+export type PushRuleKind = "override" | "content" | "room" | "sender" | "underride";
+export interface PushRule {
+  kind: PushRuleKind;
+  ruleID: string;
+  isEnabled: boolean;
+  isDefault: boolean;
+  pattern?: string;
+  notifies: boolean;
+}
+/** The event a push names, fetched for display; an encrypted one has no body. */
+export interface PushedEvent {
+  eventID: EventID;
+  roomID: RoomID;
+  sender: UserID;
+  type: string;
+  originServerTimestamp?: Milliseconds;
+  body?: string;
+  isEncrypted: boolean;
+}
+export interface NotificationCounts {
+  notifications: number;
+  highlights: number;
+  rooms: Record<RoomID, { notifications: number; highlights: number }>;
+}
 /** An entry of the homeserver's user directory. */
 export interface DirectoryUser {
   userID: UserID;
@@ -432,6 +471,30 @@ export interface Methods {
   "search.refresh": { params: { search: Handle }; result: Empty };
   "search.clear": { params: { search: Handle }; result: Empty };
 
+  /** The community's reference gateway (development) and this installation's profile tag. */
+  "push.gateway": { params: Empty; result: { communityGatewayURL: string; profileTag: string } };
+  /** `gatewayURL` defaults to the community's; `format` to `event_id_only` (no content on the gateway). */
+  "push.setPusher": {
+    params: {
+      pushkey: string;
+      appID: string;
+      appDisplayName: string;
+      deviceDisplayName: string;
+      language?: string;
+      gatewayURL?: string;
+      format?: "event_id_only" | "full";
+    };
+    result: Pusher;
+  };
+  "push.pushers": { params: Empty; result: Pusher[] };
+  "push.pusherState": { params: Empty; result: PusherState };
+  "push.removePusher": { params: Empty; result: Empty };
+  "push.rules": { params: Empty; result: PushRule[] };
+  "push.addKeyword": { params: { keyword: string }; result: Empty };
+  "push.removeKeyword": { params: { keyword: string }; result: Empty };
+  "push.setRuleEnabled": { params: { kind: PushRuleKind; ruleID: string; enabled: boolean }; result: Empty };
+  "push.event": { params: { roomID: RoomID; eventID: EventID }; result: PushedEvent };
+
   /** Synchronous (also through `execute`): the long-message rule. */
   "message.split": { params: { text: string; limit?: number }; result: { parts: string[] } };
   /** Synchronous (also through `execute`): an amount as the wallet reads it. */
@@ -469,6 +532,7 @@ export interface Paths {
   "meeting.playback": { params: { room: Handle }; value: { kind: string } };
   "studio.grants": { params: Empty; value: GrantInfo[] };
   "search.results": { params: { search: Handle }; value: SearchState<unknown> };
+  "push.counts": { params: Empty; value: NotificationCounts };
 }
 
 export type MethodName = keyof Methods;
@@ -623,6 +687,21 @@ export interface DirectoryClient {
   users(options?: { pageSize?: number }): Promise<DirectorySearch<DirectoryUser>>;
 }
 
+/** Push notifications (not a module: every community has them). */
+export interface PushClient {
+  readonly counts: Observe<NotificationCounts>;
+  gateway(): Promise<{ communityGatewayURL: string; profileTag: string }>;
+  setPusher(options: Methods["push.setPusher"]["params"]): Promise<Pusher>;
+  pushers(): Promise<Pusher[]>;
+  pusherState(): Promise<PusherState>;
+  removePusher(): Promise<void>;
+  rules(): Promise<PushRule[]>;
+  addKeyword(keyword: string): Promise<void>;
+  removeKeyword(keyword: string): Promise<void>;
+  setRuleEnabled(kind: PushRuleKind, ruleID: string, enabled: boolean): Promise<void>;
+  event(roomID: RoomID, eventID: EventID): Promise<PushedEvent>;
+}
+
 /** The homeserver's room directory (not a module: every community has it). */
 export interface PublicRoomsClient {
   search(options?: { server?: string; pageSize?: number }): Promise<DirectorySearch<PublicRoom>>;
@@ -640,6 +719,7 @@ export interface CommunityClient {
   readonly wallet?: WalletClient;
   readonly directory?: DirectoryClient;
   readonly publicRooms: PublicRoomsClient;
+  readonly push: PushClient;
 }
 
 /** What the shell answers for the SDK: the consent sheet and PIN entry. */

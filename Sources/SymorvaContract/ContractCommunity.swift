@@ -90,6 +90,7 @@ package final class ContractCommunity: Sendable {
         methods.merge(meetingMethods)
         methods.merge(studioMethods)
         methods.merge(directoryMethods)
+        methods.merge(pushMethods)
         return methods
     }
 

@@ -35,6 +35,7 @@ export declare class Client implements CommunityClient {
   readonly aiStudio?: CommunityClient["aiStudio"];
   readonly directory?: CommunityClient["directory"];
   readonly publicRooms: CommunityClient["publicRooms"];
+  readonly push: CommunityClient["push"];
   /** Sends one request and resolves with its result (rejects with a SymorvaError). */
   request<M extends MethodName>(method: M, params?: Methods[M]["params"]): Promise<Methods[M]["result"]>;
   /** Subscribes to an observable path; resolves once the first value is there. */

@@ -194,12 +194,31 @@ class Client {
       members: async (options = {}) => this._search(await call("directory.searchMembers", options)),
       users: async (options = {}) => this._search(await call("directory.searchUsers", options)),
     } : undefined;
+    this.push = this._push();
     this.publicRooms = {
       search: async (options = {}) => this._search(await call("publicRooms.search", options)),
       resolve: (alias) => call("publicRooms.resolve", { alias }).then((r) => r.roomID),
       join: (roomIDOrAlias) => call("publicRooms.join", { roomIDOrAlias }).then((r) => r.roomID),
       isPublished: (roomID) => call("publicRooms.isPublished", { roomID }).then((r) => r.published),
       setPublished: (roomID, published) => call("publicRooms.setPublished", { roomID, published }).then(none),
+    };
+  }
+
+  _push() {
+    const call = (method, params) => this.request(method, params);
+    const none = async () => {};
+    return {
+      counts: () => this.observe("push.counts"),
+      gateway: () => call("push.gateway"),
+      setPusher: (options) => call("push.setPusher", options),
+      pushers: () => call("push.pushers"),
+      pusherState: () => call("push.pusherState"),
+      removePusher: () => call("push.removePusher").then(none),
+      rules: () => call("push.rules"),
+      addKeyword: (keyword) => call("push.addKeyword", { keyword }).then(none),
+      removeKeyword: (keyword) => call("push.removeKeyword", { keyword }).then(none),
+      setRuleEnabled: (kind, ruleID, enabled) => call("push.setRuleEnabled", { kind, ruleID, enabled }).then(none),
+      event: (roomID, eventID) => call("push.event", { roomID, eventID }),
     };
   }
 

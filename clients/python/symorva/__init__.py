@@ -255,6 +255,7 @@ class Client:
         self.ai_studio = _Studio(self) if modules["aiStudio"] else None
         self.directory = _Directory(self) if modules["directory"] else None
         self.public_rooms = _PublicRooms(self)
+        self.push = _Push(self)
 
 
 class _Session:
@@ -503,3 +504,44 @@ class _Search:
 
     async def clear(self):
         await self._c.request("search.clear", search=self.handle)
+
+
+class _Push:
+    """Push notifications: this installation's pusher, push rules, pushed events, counts."""
+
+    def __init__(self, client):
+        self._c = client
+
+    async def counts(self):
+        return await self._c.observe("push.counts")
+
+    async def gateway(self):
+        return await self._c.request("push.gateway")
+
+    async def set_pusher(self, pushkey, app_id, app_display_name, device_display_name, **options):
+        return await self._c.request("push.setPusher", pushkey=pushkey, appID=app_id,
+                                     appDisplayName=app_display_name, deviceDisplayName=device_display_name, **options)
+
+    async def pushers(self):
+        return await self._c.request("push.pushers")
+
+    async def pusher_state(self):
+        return await self._c.request("push.pusherState")
+
+    async def remove_pusher(self):
+        await self._c.request("push.removePusher")
+
+    async def rules(self):
+        return await self._c.request("push.rules")
+
+    async def add_keyword(self, keyword):
+        await self._c.request("push.addKeyword", keyword=keyword)
+
+    async def remove_keyword(self, keyword):
+        await self._c.request("push.removeKeyword", keyword=keyword)
+
+    async def set_rule_enabled(self, kind, rule_id, enabled):
+        await self._c.request("push.setRuleEnabled", kind=kind, ruleID=rule_id, enabled=enabled)
+
+    async def event(self, room_id, event_id):
+        return await self._c.request("push.event", roomID=room_id, eventID=event_id)

@@ -378,3 +378,58 @@ def test_directory_searches_through_handles_public_rooms_and_users():
         await alice.close()
         await bob.close()
     run(scenario())
+
+
+def test_push_pusher_rules_counts_and_the_pushed_event():
+    async def scenario():
+        alice, _ = await new_client("pyp")
+        bob, bob_account = await new_client("pyp")
+        room_id = await alice.chat.create_room(name="Push", invitees=[bob_account["userID"]])
+        await bob.chat.join(room_id)
+
+        gateway = await bob.push.gateway()
+        assert gateway["communityGatewayURL"].endswith("/_matrix/push/v1/notify")
+        pushkey = "py-" + uuid.uuid4().hex
+        pusher = await bob.push.set_pusher(pushkey, "org.symorva.tests.py.dev", "Symorva tests", "Python")
+        assert (pusher["pushkey"], pusher["format"], pusher["profileTag"]) == (pushkey, "event_id_only",
+                                                                              gateway["profileTag"])
+        assert [p["pushkey"] for p in await bob.push.pushers()] == [pushkey]
+        assert (await bob.push.pusher_state())["kind"] == "registered"
+
+        keyword = "zeppelin" + uuid.uuid4().hex[:6]
+        await bob.push.add_keyword(keyword)
+        assert any(rule["kind"] == "content" and rule.get("pattern") == keyword for rule in await bob.push.rules())
+        await bob.push.set_rule_enabled("override", ".m.rule.suppress_notices", False)
+        rules = await bob.push.rules()
+        assert not next(r for r in rules if r["ruleID"] == ".m.rule.suppress_notices")["isEnabled"]
+        await bob.push.set_rule_enabled("override", ".m.rule.suppress_notices", True)
+
+        counts = await bob.push.counts()
+        conversation = await alice.chat.conversation(room_id)
+        timeline = await conversation.timeline()
+        await conversation.send(f"the {keyword} lands at noon")
+        sent = await timeline.wait_until(lambda items: any(
+            keyword in (item["content"].get("body") or "") and item.get("eventID") for item in items))
+        event_id = next(item["eventID"] for item in sent if keyword in (item["content"].get("body") or ""))
+        # The keyword highlights: the server's counts for Bob's room say so.
+        await counts.wait_until(lambda value: value["rooms"].get(room_id, {}).get("highlights", 0) >= 1, timeout=60)
+        event = await bob.push.event(room_id, event_id)
+        assert (event["eventID"], event["type"], event["body"]) == (event_id, "m.room.message",
+                                                                    f"the {keyword} lands at noon")
+        assert not event["isEncrypted"]
+        await counts.close()
+        await timeline.close()
+
+        await bob.push.remove_keyword(keyword)
+        assert not any(rule.get("pattern") == keyword for rule in await bob.push.rules())
+        await bob.push.remove_pusher()
+        assert await bob.push.pushers() == []
+        try:
+            await bob.push.set_pusher(pushkey, "org.symorva.tests.py.dev", "Symorva tests", "Python",
+                                      gatewayURL="ftp://127.0.0.1/_matrix/push/v1/notify")
+            raise AssertionError("a pusher with an ftp gateway was set")
+        except symorva.SymorvaError as error:
+            assert (error.domain, error.code) == ("push", "invalidInput")
+        await alice.close()
+        await bob.close()
+    run(scenario())
