@@ -201,6 +201,60 @@ public final class MediaClient: Sendable {
         return try await send(endpoint, bytes: 0, reading: false).body
     }
 
+    /// Downloads the file of a received message into a file at `path` (replaced if it exists)
+    /// and returns its size. Plain media is downloaded as
+    /// ``download(_:toFileAt:maximumBytes:progress:)`` does. Encrypted media
+    /// (``MediaInfo/isEncrypted``): its ciphertext is downloaded into the account's media cache
+    /// (only ciphertext is kept there; a later call finds it), its SHA-256 checked against the
+    /// event's, and only then decrypted, into a temporary file next to `path` renamed into place.
+    ///
+    /// - Throws: ``MediaError/hashMismatch`` when the ciphertext is not the one the event names
+    ///   (nothing is written), ``MediaError/notFound`` for a message without media, and the
+    ///   download's errors.
+    @discardableResult
+    public func download(
+        _ media: MediaInfo, toFileAt path: String, progress: (@Sendable (MediaTransferProgress) -> Void)? = nil
+    ) async throws(MediaError) -> Int64 {
+        guard let file = media.encryptedFile else {
+            guard let uri = media.source else { throw .notFound }
+            return try await download(uri, toFileAt: path, progress: progress)
+        }
+        guard let uri = file.uri else { throw .notFound }
+        let ciphertext: String
+        var temporaryCiphertext: String?
+        if cache != nil {
+            ciphertext = try await cachedFile(for: uri, progress: progress)
+        } else {
+            ciphertext = path + ".ciphertext-" + UUID().uuidString
+            temporaryCiphertext = ciphertext
+            _ = try await download(uri, toFileAt: ciphertext, progress: progress)
+        }
+        defer { if let temporaryCiphertext { unlink(temporaryCiphertext) } }
+        let partial = path + ".part-" + UUID().uuidString
+        do throws(MediaError) {
+            let size: Int64
+            do throws(EncryptedAttachmentError) {
+                size = try EncryptedAttachment.decrypt(ciphertext, to: partial, file: file)
+            } catch .hashMismatch {
+                // Not the file the event names: a later call downloads it again.
+                if temporaryCiphertext == nil { unlink(ciphertext) }
+                throw .hashMismatch
+            } catch .unreadable {
+                throw .notFound
+            } catch .unwritable {
+                throw .fileNotWritable
+            } catch {
+                throw .decryptionFailed
+            }
+            guard rename(partial, path) == 0 else { throw .fileNotWritable }
+            logger.debug("decrypted media bytes=\(size)")
+            return size
+        } catch {
+            unlink(partial)
+            throw error
+        }
+    }
+
     // MARK: Cached
 
     /// The file of `uri` in the account's media cache, downloaded once (concurrent callers
