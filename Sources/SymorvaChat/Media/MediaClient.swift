@@ -295,6 +295,13 @@ public final class MediaClient: Sendable {
         }
     }
 
+    /// The file of a square thumbnail of an avatar (a room's ``ConversationListItem/avatar``, a
+    /// sender's ``/SymorvaMachines/SenderProfile/avatar``) at `size` × `size` pixels, cropped to
+    /// fill, in the account's media cache: made by the server once, then found there.
+    public func cachedAvatar(_ uri: MediaURI, size: Int = 96) async throws(MediaError) -> String {
+        try await cachedThumbnail(of: uri, width: size, height: size, cropped: true)
+    }
+
     /// A thumbnail of `uri` the server makes at about `width` × `height` pixels
     /// (`GET /_matrix/client/v1/media/thumbnail/…`): scaled to fit, or cropped to fill.
     public func thumbnail(
@@ -379,4 +386,10 @@ public final class MediaClient: Sendable {
             case unusedExpiresAt = "unused_expires_at"
         }
     }
+}
+
+extension SenderProfile {
+    /// The member's avatar to show, when ``avatarURL`` is a valid `mxc://` URI: a small square
+    /// thumbnail of it comes from ``MediaClient/cachedAvatar(_:size:)``.
+    public var avatar: MediaURI? { avatarURL.flatMap(MediaURI.init) }
 }
