@@ -163,6 +163,9 @@ def main() -> int:
             },
             "log_config": log_config_path,
             "media_store_path": os.path.join(data, "media_store"),
+            # Synapse's default is 50M; the SDK's media tests and `symorva-bench media-upload`
+            # send 100 MB files (issue 25).
+            "max_upload_size": "128M",
             "signing_key_path": cfg.get("signing_key_path")
             or os.path.join(data, "localhost.signing.key"),
             "report_stats": False,

@@ -38,9 +38,7 @@ public enum ChatError: Error, Sendable, Hashable, CustomStringConvertible, LogSa
     /// The room is end-to-end encrypted and this account has no working encryption (its crypto
     /// module did not start): nothing is sent or stored in the clear.
     case encryptionUnavailable
-    /// Attachments cannot be sent here: no folder for their copies (``ChatOptions/attachmentsDirectory``),
-    /// or an encrypted room (encrypted attachments are not built yet: nothing is uploaded in
-    /// the clear).
+    /// Attachments cannot be sent here: no folder for their copies (``ChatOptions/attachmentsDirectory``).
     case attachmentsUnavailable
     /// The file to send cannot be read (missing, not a regular file, no permission).
     case fileUnreadable

@@ -356,46 +356,76 @@ public final class Conversation: Sendable {
     /// sends two events. The copy is removed once the event is sent or the message cancelled
     /// (``cancelSend(_:)`` also aborts a running upload).
     ///
-    /// - Throws: `.attachmentsUnavailable` (no folder for copies, or an encrypted room: nothing
-    ///   is uploaded in the clear), `.fileUnreadable`, `.store` when it cannot be queued,
-    ///   `.accountEnded`.
+    /// In an encrypted room the copy is the file encrypted (AES-256-CTR with a fresh key, the
+    /// spec's `EncryptedFile` v2): the ciphertext is what is kept and uploaded, and the event's
+    /// `file` (key, IV, hash, URI) is stored sealed and sent Megolm-encrypted. Nothing of the
+    /// file is in the clear on disk or on the server.
+    ///
+    /// - Throws: `.attachmentsUnavailable` (no folder for copies), `.encryptionUnavailable` (an
+    ///   encrypted room without the account's crypto), `.fileUnreadable`, `.store` when it
+    ///   cannot be queued, `.accountEnded`.
     public func send(_ attachment: OutgoingAttachment) async throws(ChatError) -> SendReceipt {
         try client.ensureCurrent()
         guard let directory = client.options.attachmentsDirectory, AttachmentFiles.makeDirectory(directory) else {
             throw .attachmentsUnavailable
         }
-        guard try await !resolveEncryption() else { throw .attachmentsUnavailable }
+        let isEncrypted = try await resolveEncryption()
+        let encryptor = client.encryptor
+        if isEncrypted, encryptor == nil { throw .encryptionUnavailable }
         let transactionID = client.makeTransactionID()
         let copy = AttachmentFiles.path(in: directory, transactionID: transactionID.rawValue)
         let copied: (size: Int64, header: [UInt8])
-        do throws(AttachmentFiles.CopyFailure) {
-            copied = try AttachmentFiles.copy(attachment.path, to: copy)
-        } catch .unreadable {
-            throw .fileUnreadable
-        } catch {
-            throw .store(.store(.full))
+        var encryptedFile: EncryptedFile?
+        if isEncrypted {
+            guard let header = AttachmentFiles.header(of: attachment.path) else { throw .fileUnreadable }
+            do throws(EncryptedAttachmentError) {
+                let encrypted = try EncryptedAttachment.encrypt(attachment.path, to: copy)
+                encryptedFile = encrypted.file
+                copied = (encrypted.size, header)
+            } catch .unreadable {
+                throw .fileUnreadable
+            } catch .unwritable {
+                throw .store(.store(.full))
+            } catch {
+                throw .encryptionUnavailable
+            }
+        } else {
+            do throws(AttachmentFiles.CopyFailure) {
+                copied = try AttachmentFiles.copy(attachment.path, to: copy)
+            } catch .unreadable {
+                throw .fileUnreadable
+            } catch {
+                throw .store(.store(.full))
+            }
         }
         let content = attachment.content(
             size: copied.size,
-            pixelSize: attachment.contentType == "image/png" ? OutgoingAttachment.pngSize(copied.header) : nil)
-        let queued = QueuedAttachment(localPath: copy, contentType: attachment.contentType, size: copied.size)
+            pixelSize: attachment.contentType == "image/png" ? OutgoingAttachment.pngSize(copied.header) : nil,
+            encryptedFile: encryptedFile)
+        // The ciphertext goes up as what it is; the MIME type travels inside the encrypted event.
+        let uploadType = isEncrypted ? "application/octet-stream" : attachment.contentType
+        var stored = Array(content.json.utf8)
+        if isEncrypted {
+            guard let sealed = encryptor?.seal(stored, transactionID: transactionID) else {
+                AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)
+                throw .encryptionUnavailable
+            }
+            stored = sealed
+        }
+        let queued = QueuedAttachment(localPath: copy, contentType: uploadType, size: copied.size)
         let receipt = SendReceipt(roomID: id, transactionIDs: [transactionID])
         client.receipts.register(receipt)
         let queue = sendQueue
         let store = client.store
         let roomID = id
         let createdAt = client.currentUnixMilliseconds()
+        let draft = QueuedMessageDraft(
+            transactionID: transactionID.rawValue, eventType: content.eventType, content: stored,
+            isSealed: isEncrypted,
+            attachment: QueuedMessageAttachment(path: copy, contentType: uploadType, size: copied.size))
         try await sendLock.withLock { () async throws(ChatError) in
             do throws(ChatStoreError) {
-                _ = try await store.enqueueMessages(
-                    roomID: roomID.rawValue,
-                    [
-                        QueuedMessageDraft(
-                            transactionID: transactionID.rawValue, eventType: content.eventType,
-                            content: Array(content.json.utf8),
-                            attachment: QueuedMessageAttachment(
-                                path: copy, contentType: attachment.contentType, size: copied.size))
-                    ], createdAt: createdAt)
+                _ = try await store.enqueueMessages(roomID: roomID.rawValue, [draft], createdAt: createdAt)
             } catch {
                 client.receipts.forget(receipt)
                 AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)

@@ -58,6 +58,9 @@ public struct ConversationListItem: Sendable, Hashable, Identifiable, CustomStri
     public var displayName: RoomDisplayName
     /// `m.room.avatar` (an `mxc://` URI).
     public var avatarURL: String?
+    /// The room's avatar to show, when ``avatarURL`` is a valid `mxc://` URI: a small square
+    /// thumbnail of it comes from ``MediaClient/cachedAvatar(_:size:)``.
+    public var avatar: MediaURI? { avatarURL.flatMap(MediaURI.init) }
     /// `m.room.topic`.
     public var topic: String?
     /// The last message, if any is stored.

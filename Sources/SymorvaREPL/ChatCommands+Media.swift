@@ -52,7 +52,8 @@ extension ChatCommands {
             throw .commandFailed("cancelled (queued \(transactionID))")
         })
 
-    /// `download <message> <path>`: saves an attachment of the open conversation.
+    /// `download <message> <path>`: saves an attachment of the open conversation, printing its
+    /// size, and `sha256 ok` for an encrypted file (decrypted after its hash was checked).
     static let download = REPLCommand(
         "download", usage: "download <message> <path>", summary: "save an attachment of the open conversation",
         parse: { arguments throws(REPLError) in (try arguments.next(), try arguments.next()) },
@@ -71,15 +72,19 @@ extension ChatCommands {
             case .image(let media), .file(let media), .audio(let media), .video(let media): info = media
             default: throw .invalidArgument("message '\(arguments.0)' has no attachment")
             }
-            guard let source = info.source else { throw .commandFailed("the attachment has no downloadable source") }
+            guard info.source != nil || info.isEncrypted else {
+                throw .commandFailed("the attachment has no downloadable source")
+            }
             let size = try await failing { () async throws(ChatError) -> Int64 in
                 do throws(MediaError) {
-                    return try await conversation.media.download(source, toFileAt: arguments.1)
+                    return try await conversation.media.download(info, toFileAt: arguments.1)
                 } catch {
                     throw .media(error)
                 }
             }
             context.output.print("saved \(size) bytes")
+            // An encrypted file is written only after its ciphertext's hash matched the event's.
+            if info.isEncrypted { context.output.print("sha256 ok") }
         })
 
     /// `profile name <text…>` or `profile avatar <path>`.

@@ -11,16 +11,27 @@ the room events whose key had not arrived yet.
 
 Operations (besides `id`):
   login        homeserver, user, password           -> user_id, device_id, curve25519, ed25519
-  create_room  name, invite, history_visibility?    -> room_id (encrypted, m.megolm.v1.aes-sha2),
-                                                       once it has synced as encrypted
+  create_room  name, invite, history_visibility?,   -> room_id (encrypted, m.megolm.v1.aes-sha2,
+               encrypted?                              unless encrypted is false), once it has
+                                                       synced as such
   wait_invite  room_id                              -> once the invite has synced
-  join         room_id                              -> once the joined (encrypted) room has synced
+  join         room_id, encrypted?                  -> once the joined room has synced (as
+                                                       encrypted unless encrypted is false)
   leave        room_id                              -> once the server has the leave
   wait_member  room_id, user_id                     -> once the user is a joined member here
   send         room_id, body[, replaces | reply_to] -> event_id (encrypted by nio; devices not
                                                        verified are sent the key anyway); with
                                                        replaces an edit of that event, with
                                                        reply_to a reply to it
+  send_file    room_id, path, content_type, name    -> event_id, url: the file uploaded with nio's
+                                                       upload (v3; in an encrypted room encrypted
+                                                       by nio.crypto.attachments, its `file` in
+                                                       the Megolm event), an m.image or m.file
+  download_file room_id, event_id, path             -> size, encrypted, sha256 (hex, of what was
+                                                       written): the event's media downloaded on
+                                                       nio's v1 (authenticated) media path and,
+                                                       when encrypted, hash-checked and decrypted
+                                                       by nio.crypto.attachments.decrypt_attachment
   messages     room_id                              -> decrypted [{event_id, sender, body,
                                                        sender_key, session_id, rel_type,
                                                        relates_to, in_reply_to, new_body}] and
@@ -44,6 +55,7 @@ below warnings, and nio's own logging goes to standard error.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -60,12 +72,16 @@ from nio import (
     LocalProtocolError,
     MegolmEvent,
     RoomCreateError,
+    RoomEncryptedMedia,
     RoomLeaveError,
     RoomKeyRequest,
+    RoomMessageMedia,
     RoomMessageText,
     RoomSendError,
     SyncError,
+    UploadResponse,
 )
+from nio.crypto.attachments import decrypt_attachment
 
 
 class Peer:
@@ -79,6 +95,8 @@ class Peer:
         self.sync_error: str | None = None
         # Key requests of devices nio did not trust yet, by requesting device.
         self.untrusted_requests: dict[str, list[RoomKeyRequest]] = {}
+        # room -> event ID -> the media event's content (url, or file with key, iv, hashes).
+        self.media: dict[str, dict[str, dict[str, Any]]] = {}
 
     # --- the sync loop ------------------------------------------------------------------
 
@@ -112,6 +130,18 @@ class Peer:
                 "relates_to": relation.get("event_id"),
                 "in_reply_to": (relation.get("m.in_reply_to") or {}).get("event_id"),
                 "new_body": new_content.get("body"),
+            }
+            self.undecrypted.get(room_id, {}).pop(event.event_id, None)
+        elif isinstance(event, (RoomMessageMedia, RoomEncryptedMedia)):
+            content = event.source.get("content", {})
+            self.media.setdefault(room_id, {})[event.event_id] = content
+            events[event.event_id] = {
+                "event_id": event.event_id,
+                "sender": event.sender,
+                "body": event.body,
+                "decrypted": bool(getattr(event, "decrypted", False)),
+                "sender_key": getattr(event, "sender_key", None),
+                "session_id": getattr(event, "session_id", None),
             }
             self.undecrypted.get(room_id, {}).pop(event.event_id, None)
 
@@ -170,6 +200,12 @@ class Peer:
         room = self.client.rooms.get(room_id)
         return room is not None and room.encrypted
 
+    def is_joined(self, room_id: str, encrypted: bool) -> bool:
+        """Whether the room has synced as joined, and as encrypted when `encrypted`."""
+        assert self.client
+        room = self.client.rooms.get(room_id)
+        return room is not None and (room.encrypted or not encrypted)
+
     # --- operations ---------------------------------------------------------------------
 
     async def login(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -178,7 +214,7 @@ class Peer:
             args["homeserver"], args["user"], store_path=tempfile.mkdtemp(prefix="nio-peer-"), config=config
         )
         client = self.client
-        client.add_event_callback(self.on_event, (RoomMessageText, MegolmEvent))
+        client.add_event_callback(self.on_event, (RoomMessageText, RoomMessageMedia, RoomEncryptedMedia, MegolmEvent))
         client.add_to_device_callback(self.on_key_request, (RoomKeyRequest,))
         response = await client.login(args["password"], device_name="nio interop peer")
         if isinstance(response, LoginError):
@@ -196,9 +232,12 @@ class Peer:
 
     async def create_room(self, args: dict[str, Any]) -> dict[str, Any]:
         assert self.client
-        initial_state = [
-            {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
-        ]
+        encrypted = args.get("encrypted", True)
+        initial_state = []
+        if encrypted:
+            initial_state.append(
+                {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
+            )
         if "history_visibility" in args:
             initial_state.append(
                 {
@@ -213,8 +252,8 @@ class Peer:
         if isinstance(response, RoomCreateError):
             raise RuntimeError(f"room_create failed: {response.message}")
         room_id = response.room_id
-        if not await self.wait_for(lambda: self.is_encrypted(room_id), 60):
-            raise RuntimeError("the created room never synced as encrypted")
+        if not await self.wait_for(lambda: self.is_joined(room_id, encrypted), 60):
+            raise RuntimeError("the created room never synced")
         return {"room_id": room_id}
 
     async def wait_invite(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -230,8 +269,8 @@ class Peer:
         response = await self.client.join(room_id)
         if isinstance(response, JoinError):
             raise RuntimeError(f"join failed: {response.message}")
-        if not await self.wait_for(lambda: self.is_encrypted(room_id), 60):
-            raise RuntimeError("the joined room never synced as encrypted")
+        if not await self.wait_for(lambda: self.is_joined(room_id, args.get("encrypted", True)), 60):
+            raise RuntimeError("the joined room never synced")
         return {}
 
     async def leave(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -275,6 +314,54 @@ class Peer:
         if isinstance(response, RoomSendError):
             raise RuntimeError(f"room_send failed: {response.message}")
         return {"event_id": response.event_id}
+
+    async def send_file(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        room_id, path, content_type = args["room_id"], args["path"], args["content_type"]
+        encrypted = self.is_encrypted(room_id)
+        size = os.path.getsize(path)
+        response, decryption = await self.client.upload(
+            lambda *_: path,
+            content_type="application/octet-stream" if encrypted else content_type,
+            filename=None if encrypted else args["name"],
+            encrypt=encrypted,
+            filesize=size,
+        )
+        if not isinstance(response, UploadResponse):
+            raise RuntimeError(f"upload failed: {getattr(response, 'message', response)}")
+        content: dict[str, Any] = {
+            "msgtype": "m.image" if content_type.startswith("image/") else "m.file",
+            "body": args["name"],
+            "info": {"mimetype": content_type, "size": size},
+        }
+        if encrypted:
+            content["file"] = {**decryption, "url": response.content_uri}
+        else:
+            content["url"] = response.content_uri
+        sent = await self.client.room_send(room_id, "m.room.message", content, ignore_unverified_devices=True)
+        if isinstance(sent, RoomSendError):
+            raise RuntimeError(f"room_send failed: {sent.message}")
+        return {"event_id": sent.event_id, "url": response.content_uri}
+
+    async def download_file(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        room_id, event_id = args["room_id"], args["event_id"]
+        if not await self.wait_for(lambda: event_id in self.media.get(room_id, {}), args.get("timeout", 60)):
+            raise RuntimeError("no such media event")
+        content = self.media[room_id][event_id]
+        encrypted = "file" in content
+        url = content["file"]["url"] if encrypted else content["url"]
+        response = await self.client.download(mxc=url)
+        body = getattr(response, "body", None)
+        if not isinstance(body, bytes):
+            raise RuntimeError(f"download failed: {getattr(response, 'message', response)}")
+        if encrypted:
+            file = content["file"]
+            # Checks the ciphertext's SHA-256 (EncryptionError on a mismatch), then decrypts.
+            body = decrypt_attachment(body, file["key"]["k"], file["hashes"]["sha256"], file["iv"])
+        with open(args["path"], "wb") as output:
+            output.write(body)
+        return {"size": len(body), "encrypted": encrypted, "sha256": hashlib.sha256(body).hexdigest()}
 
     async def messages(self, args: dict[str, Any]) -> dict[str, Any]:
         events = list(self.timeline.get(args["room_id"], {}).values())
@@ -377,6 +464,8 @@ OPERATIONS = {
     "leave",
     "wait_member",
     "send",
+    "send_file",
+    "download_file",
     "messages",
     "devices",
     "verify",

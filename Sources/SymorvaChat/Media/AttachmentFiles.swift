@@ -71,6 +71,26 @@ enum AttachmentFiles {
         return (total, header)
     }
 
+    /// The first 24 bytes of the regular file at `path` (fewer for a shorter file), for a PNG's
+    /// size; `nil` when it cannot be read.
+    static func header(of path: String) -> [UInt8]? {
+        let input = open(path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { return nil }
+        defer { close(input) }
+        var info = stat()
+        guard fstat(input, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var header = [UInt8](repeating: 0, count: 24)
+        var filled = 0
+        while filled < header.count {
+            let count = header.withUnsafeMutableBytes { read(input, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { break }
+            filled += count
+        }
+        return Array(header[0..<filled])
+    }
+
     /// Makes `directory` (0700) if it is not there.
     static func makeDirectory(_ directory: String) -> Bool {
         if mkdir(directory, 0o700) == 0 || errno == EEXIST { return true }

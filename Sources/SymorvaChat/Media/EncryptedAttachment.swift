@@ -40,22 +40,30 @@ package struct EncryptedFile: Sendable, Hashable, CustomStringConvertible, Custo
         return "{" + fields.joined(separator: ",") + "}"
     }
 
+    /// The object as it travels (read leniently; ``init(wire:)`` checks it).
+    package struct Wire: Decodable, Sendable, Hashable {
+        struct Key: Decodable, Sendable, Hashable {
+            var alg: String?
+            var k: String
+        }
+        var v: String?
+        var url: String?
+        var key: Key
+        var iv: String
+        var hashes: [String: String]
+    }
+
     /// Reads an `EncryptedFile` object; `nil` unless it is v2 with an `A256CTR` key of 32 bytes,
     /// a 16-byte IV and a 32-byte SHA-256.
     package init?(json bytes: [UInt8]) {
-        struct Wire: Decodable {
-            struct Key: Decodable {
-                var alg: String?
-                var k: String
-            }
-            var v: String?
-            var url: String?
-            var key: Key
-            var iv: String
-            var hashes: [String: String]
-        }
-        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)), wire.v == "v2",
-            wire.key.alg == "A256CTR", let key = Base64Text.decode(wire.key.k), key.count == 32,
+        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { return nil }
+        self.init(wire: wire)
+    }
+
+    /// The file a decoded object describes; `nil` unless it is v2 with an `A256CTR` key of 32
+    /// bytes, a 16-byte IV and a 32-byte SHA-256.
+    package init?(wire: Wire) {
+        guard wire.v == "v2", wire.key.alg == "A256CTR", let key = Base64Text.decode(wire.key.k), key.count == 32,
             let iv = Base64Text.decode(wire.iv), iv.count == 16,
             let hash = wire.hashes["sha256"].flatMap(Base64Text.decode), hash.count == 32
         else { return nil }
@@ -124,7 +132,7 @@ package enum EncryptedAttachment {
     }
 
     /// The SHA-256 of the file at `path`.
-    static func sha256(of path: String) throws(EncryptedAttachmentError) -> [UInt8] {
+    package static func sha256(of path: String) throws(EncryptedAttachmentError) -> [UInt8] {
         let input = open(path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw .unreadable }
         defer { close(input) }

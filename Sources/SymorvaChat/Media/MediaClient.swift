@@ -201,6 +201,60 @@ public final class MediaClient: Sendable {
         return try await send(endpoint, bytes: 0, reading: false).body
     }
 
+    /// Downloads the file of a received message into a file at `path` (replaced if it exists)
+    /// and returns its size. Plain media is downloaded as
+    /// ``download(_:toFileAt:maximumBytes:progress:)`` does. Encrypted media
+    /// (``MediaInfo/isEncrypted``): its ciphertext is downloaded into the account's media cache
+    /// (only ciphertext is kept there; a later call finds it), its SHA-256 checked against the
+    /// event's, and only then decrypted, into a temporary file next to `path` renamed into place.
+    ///
+    /// - Throws: ``MediaError/hashMismatch`` when the ciphertext is not the one the event names
+    ///   (nothing is written), ``MediaError/notFound`` for a message without media, and the
+    ///   download's errors.
+    @discardableResult
+    public func download(
+        _ media: MediaInfo, toFileAt path: String, progress: (@Sendable (MediaTransferProgress) -> Void)? = nil
+    ) async throws(MediaError) -> Int64 {
+        guard let file = media.encryptedFile else {
+            guard let uri = media.source else { throw .notFound }
+            return try await download(uri, toFileAt: path, progress: progress)
+        }
+        guard let uri = file.uri else { throw .notFound }
+        let ciphertext: String
+        var temporaryCiphertext: String?
+        if cache != nil {
+            ciphertext = try await cachedFile(for: uri, progress: progress)
+        } else {
+            ciphertext = path + ".ciphertext-" + UUID().uuidString
+            temporaryCiphertext = ciphertext
+            _ = try await download(uri, toFileAt: ciphertext, progress: progress)
+        }
+        defer { if let temporaryCiphertext { unlink(temporaryCiphertext) } }
+        let partial = path + ".part-" + UUID().uuidString
+        do throws(MediaError) {
+            let size: Int64
+            do throws(EncryptedAttachmentError) {
+                size = try EncryptedAttachment.decrypt(ciphertext, to: partial, file: file)
+            } catch .hashMismatch {
+                // Not the file the event names: a later call downloads it again.
+                if temporaryCiphertext == nil { unlink(ciphertext) }
+                throw .hashMismatch
+            } catch .unreadable {
+                throw .notFound
+            } catch .unwritable {
+                throw .fileNotWritable
+            } catch {
+                throw .decryptionFailed
+            }
+            guard rename(partial, path) == 0 else { throw .fileNotWritable }
+            logger.debug("decrypted media bytes=\(size)")
+            return size
+        } catch {
+            unlink(partial)
+            throw error
+        }
+    }
+
     // MARK: Cached
 
     /// The file of `uri` in the account's media cache, downloaded once (concurrent callers
@@ -239,6 +293,13 @@ public final class MediaClient: Sendable {
                 throw error
             }
         }
+    }
+
+    /// The file of a square thumbnail of an avatar (a room's ``ConversationListItem/avatar``, a
+    /// sender's ``/SymorvaMachines/SenderProfile/avatar``) at `size` × `size` pixels, cropped to
+    /// fill, in the account's media cache: made by the server once, then found there.
+    public func cachedAvatar(_ uri: MediaURI, size: Int = 96) async throws(MediaError) -> String {
+        try await cachedThumbnail(of: uri, width: size, height: size, cropped: true)
     }
 
     /// A thumbnail of `uri` the server makes at about `width` × `height` pixels
@@ -325,4 +386,10 @@ public final class MediaClient: Sendable {
             case unusedExpiresAt = "unused_expires_at"
         }
     }
+}
+
+extension SenderProfile {
+    /// The member's avatar to show, when ``avatarURL`` is a valid `mxc://` URI: a small square
+    /// thumbnail of it comes from ``MediaClient/cachedAvatar(_:size:)``.
+    public var avatar: MediaURI? { avatarURL.flatMap(MediaURI.init) }
 }

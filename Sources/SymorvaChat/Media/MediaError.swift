@@ -35,6 +35,11 @@ public enum MediaError: Error, Sendable, Hashable, CustomStringConvertible, LogS
     /// The account's HTTP transport cannot stream files (only the SDK's libcurl transport
     /// does): the file is not loaded into memory instead.
     case streamingUnavailable
+    /// An encrypted file's ciphertext does not have the SHA-256 its event states (altered, or
+    /// not the file the event names): nothing was decrypted or written.
+    case hashMismatch
+    /// An encrypted file could not be decrypted (libcrypto failed); nothing was written.
+    case decryptionFailed
 
     /// The case and its codes.
     public var description: String {
@@ -53,6 +58,8 @@ public enum MediaError: Error, Sendable, Hashable, CustomStringConvertible, LogS
         case .invalidArgument(let name): "invalidArgument(\(name))"
         case .unexpectedResponse: "unexpectedResponse"
         case .streamingUnavailable: "streamingUnavailable"
+        case .hashMismatch: "hashMismatch"
+        case .decryptionFailed: "decryptionFailed"
         }
     }
 

@@ -67,8 +67,12 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The `m.room.message` content without its `url` (added when the URI is reserved):
-    /// msgtype, body, filename and `info` (mimetype, size, w/h, duration in ms).
-    func content(size: Int64, pixelSize: (width: Int, height: Int)?) -> MessageContent {
+    /// msgtype, body, filename and `info` (mimetype, size, w/h, duration in ms). For an
+    /// encrypted room, `encryptedFile` comes first as `file` (its `url` set at the reservation
+    /// too); the content is then never stored in the clear.
+    package func content(
+        size: Int64, pixelSize: (width: Int, height: Int)?, encryptedFile: EncryptedFile? = nil
+    ) -> MessageContent {
         var info = JSONObjectWriter()
         info.string("mimetype", contentType)
         info.raw("size", String(size))
@@ -83,6 +87,7 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
             info.raw("duration", String(seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         }
         var content = JSONObjectWriter()
+        if let encryptedFile { content.raw("file", encryptedFile.json) }
         content.string("msgtype", "m.\(kind.rawValue)")
         content.string("body", caption ?? fileName)
         content.string("filename", fileName)
@@ -90,13 +95,50 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
         return MessageContent(eventType: "m.room.message", json: content.text)
     }
 
-    /// `content` with `"url": uri` as its first member.
-    static func naming(_ uri: MediaURI, in content: MessageContent) -> MessageContent {
+    /// `content` naming `uri`: for an encrypted file its `file` object (the first member) gets
+    /// `url`; otherwise `"url": uri` becomes the first member.
+    package static func naming(_ uri: MediaURI, in content: MessageContent) -> MessageContent {
+        if let (file, rest) = leadingFile(in: content) {
+            var named = file
+            named.uri = uri
+            var member = JSONObjectWriter()
+            member.raw("file", named.json)
+            return MessageContent(eventType: content.eventType, json: String(member.text.dropLast()) + rest)
+        }
         var url = JSONObjectWriter()
         url.string("url", uri.uriString)
         let rest = content.json.drop { $0 == " " }.dropFirst()  // past "{"
         let separator = rest.drop { $0 == " " }.first == "}" ? "" : ","
         return MessageContent(eventType: content.eventType, json: String(url.text.dropLast()) + separator + rest)
+    }
+
+    /// The encrypted file an attachment's queued content carries (its first member, as
+    /// ``content(size:pixelSize:encryptedFile:)`` writes it); `nil` for a plain attachment.
+    package static func encryptedFile(in content: MessageContent) -> EncryptedFile? {
+        leadingFile(in: content)?.file
+    }
+
+    /// The leading `"file": {…}` member and the text after it (from its `,` or the closing `}`).
+    private static func leadingFile(in content: MessageContent) -> (file: EncryptedFile, rest: Substring)? {
+        let prefix = #"{"file":"#
+        let json = content.json
+        guard json.hasPrefix(prefix) else { return nil }
+        let objectStart = json.index(json.startIndex, offsetBy: prefix.count)
+        // The object holds only base64 text, fixed names and an mxc URI: no brace in a string.
+        var depth = 0
+        var end: String.Index?
+        for index in json[objectStart...].indices {
+            switch json[index] {
+            case "{": depth += 1
+            case "}":
+                depth -= 1
+                if depth == 0 { end = json.index(after: index) }
+            default: break
+            }
+            if end != nil { break }
+        }
+        guard let end, let file = EncryptedFile(json: Array(json[objectStart..<end].utf8)) else { return nil }
+        return (file, json[end...])
     }
 
     /// The width and height a PNG header states, from the file's first 24 bytes.

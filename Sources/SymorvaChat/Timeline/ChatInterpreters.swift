@@ -190,10 +190,17 @@ struct SendQueueInterpreter: EffectInterpreter {
             return .mediaReserved(transactionID, .failure(Self.sendError(error)))
         }
         let named = OutgoingAttachment.naming(reserved.uri, in: content)
+        var stored = Array(named.json.utf8)
+        if OutgoingAttachment.encryptedFile(in: named) != nil {
+            // An encrypted room's attachment: its key is in the content, which stays sealed.
+            guard let sealed = client.encryptor?.seal(stored, transactionID: transactionID) else {
+                return .mediaReserved(transactionID, .failure(.permanent(.encryptionFailed)))
+            }
+            stored = sealed
+        }
         do {
             _ = try await client.store.recordMediaReserved(
-                transactionID: transactionID.rawValue, mediaURI: reserved.uri.uriString,
-                content: Array(named.json.utf8))
+                transactionID: transactionID.rawValue, mediaURI: reserved.uri.uriString, content: stored)
         } catch {
             client.logger.error("reserved media not stored error=\(error)")
             return .mediaReserved(transactionID, .failure(.network))
@@ -245,6 +252,7 @@ struct SendQueueInterpreter: EffectInterpreter {
         case .fileUnreadable, .fileNotWritable: .permanent(.rejected(status: 0, errorCode: "file_unreadable"))
         case .responseTooLarge(let limit): .permanent(.rejected(status: 0, errorCode: "response_too_large_\(limit)"))
         case .invalidArgument, .streamingUnavailable: .permanent(.rejected(status: 0, errorCode: "invalid_request"))
+        case .hashMismatch, .decryptionFailed: .permanent(.encryptionFailed)
         }
     }
 
@@ -290,6 +298,10 @@ struct SendQueueInterpreter: EffectInterpreter {
 
     private func send(_ transactionID: TransactionID, _ content: MessageContent) async -> SendQueueMachine.Event? {
         FaultPoint.messagePersisted.reach()
+        // An encrypted attachment's content holds its key: it leaves Megolm-encrypted or not at all.
+        if content.eventType != "m.room.encrypted", OutgoingAttachment.encryptedFile(in: content) != nil {
+            return .sendResponse(transactionID, .failure(.permanent(.encryptionFailed)))
+        }
         do {
             let response = try await client.requester.send(
                 ChatAPI.send(roomID: roomID, transactionID: transactionID, content: content))

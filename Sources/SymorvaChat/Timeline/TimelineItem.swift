@@ -102,8 +102,14 @@ public struct MediaInfo: Sendable, Hashable {
     public var url: String?
     /// `info.duration` of audio and video.
     public var duration: Duration?
-    /// The media to download, when ``url`` is a valid `mxc://` URI.
+    /// The media to download, when ``url`` is a valid `mxc://` URI (plain media; encrypted
+    /// media has none: download it with ``MediaClient/download(_:toFileAt:progress:)``, which
+    /// checks and decrypts it).
     public var source: MediaURI? { url.flatMap(MediaURI.init) }
+    /// Whether the file is encrypted (`file` in an encrypted room's event): its key, IV and hash
+    /// travel with it, and ``MediaClient/download(_:toFileAt:progress:)`` checks the hash of
+    /// the ciphertext before decrypting.
+    public var isEncrypted: Bool { encryptedFile != nil }
     /// `info.mimetype`.
     public var mimeType: String?
     /// `info.size` in bytes.
@@ -112,6 +118,8 @@ public struct MediaInfo: Sendable, Hashable {
     public var width: Int?
     /// See ``width``.
     public var height: Int?
+    /// `file`: where the ciphertext is and how to check and decrypt it.
+    package var encryptedFile: EncryptedFile? = nil
 }
 
 /// The reactions with one key on an item.
@@ -156,6 +164,7 @@ struct ShownContent: Decodable {
     var body: String?
     var filename: String?
     var url: String?
+    var file: EncryptedFile.Wire?
     var info: Info?
     var membership: String?
     var displayname: String?
@@ -209,7 +218,8 @@ extension TimelineItemContent {
         MediaInfo(
             body: body, fileName: shown.filename, url: shown.url,
             duration: shown.info?.duration.map { .milliseconds($0) }, mimeType: shown.info?.mimetype,
-            size: shown.info?.size, width: shown.info?.w, height: shown.info?.h)
+            size: shown.info?.size, width: shown.info?.w, height: shown.info?.h,
+            encryptedFile: shown.file.flatMap(EncryptedFile.init(wire:)))
     }
 }
 

@@ -76,3 +76,41 @@ struct EncryptedAttachmentTests {
                 == nil)
     }
 }
+
+@Suite("An attachment's event content: url for a plain file, file (EncryptedFile v2) for an encrypted one")
+struct AttachmentContentTests {
+    static let file = EncryptedFile(
+        uri: nil, key: [UInt8](repeating: 1, count: 32),
+        iv: [UInt8](repeating: 2, count: 8) + [UInt8](repeating: 0, count: 8),
+        sha256: [UInt8](repeating: 3, count: 32))
+
+    @Test("An encrypted file's content starts with file; the reservation writes url into it, never a url of its own")
+    func encryptedContent() throws {
+        let attachment = OutgoingAttachment(path: "/tmp/a.png", contentType: "image/png", caption: "a view")
+        let content = attachment.content(size: 10, pixelSize: (4, 3), encryptedFile: Self.file)
+        #expect(content.json.hasPrefix(#"{"file":{"v":"v2""#))
+        #expect(OutgoingAttachment.encryptedFile(in: content) == Self.file)
+        let uri = try #require(MediaURI("mxc://example.org/abc"))
+        let named = OutgoingAttachment.naming(uri, in: content)
+        var expected = Self.file
+        expected.uri = uri
+        #expect(OutgoingAttachment.encryptedFile(in: named) == expected)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(named.json.utf8)) as? [String: Any])
+        #expect(object["url"] == nil)
+        #expect((object["file"] as? [String: Any])?["url"] as? String == "mxc://example.org/abc")
+        #expect(object["msgtype"] as? String == "m.image" && object["body"] as? String == "a view")
+        #expect((object["info"] as? [String: Any])?["w"] as? Int == 4)
+        // Naming again (a restart that re-reads the stored content) keeps one file, one URI.
+        #expect(OutgoingAttachment.naming(uri, in: named) == named)
+    }
+
+    @Test("A plain file's content gets url as its first member and no file")
+    func plainContent() throws {
+        let attachment = OutgoingAttachment(path: "/tmp/notes.txt", contentType: "text/plain")
+        let content = attachment.content(size: 5, pixelSize: nil)
+        #expect(OutgoingAttachment.encryptedFile(in: content) == nil)
+        let named = OutgoingAttachment.naming(try #require(MediaURI("mxc://example.org/n")), in: content)
+        #expect(named.json.hasPrefix(#"{"url":"mxc://example.org/n","msgtype":"m.file""#))
+        #expect(OutgoingAttachment.encryptedFile(in: named) == nil)
+    }
+}

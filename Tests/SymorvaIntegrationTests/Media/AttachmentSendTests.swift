@@ -154,10 +154,12 @@ struct AttachmentSendTests {
         }
     }
 
-    @Test("An attachment to an encrypted room or from an unreadable file is refused before anything is queued")
+    @Test(
+        "An attachment from an unreadable file, or to an encrypted room from an account without crypto, is refused before anything is queued"
+    )
     func refusals() async throws {
         try await withChatTestRun { run in
-            let (alice, _, roomID, _) = try await makePair(run)
+            let (alice, _, roomID, aliceAccount) = try await makePair(run)
             let room = try await alice.conversation(id: roomID)
             await #expect(throws: ChatError.fileUnreadable) {
                 try await room.send(OutgoingAttachment(path: "/nonexistent/photo.png", contentType: "image/png"))
@@ -166,10 +168,11 @@ struct AttachmentSendTests {
             let sealed = try await alice.conversation(id: encrypted)
             let source = try Self.temporaryFile([1, 2, 3], name: "x.bin")
             defer { unlink(source) }
-            await #expect(throws: ChatError.attachmentsUnavailable) {
+            await #expect(throws: ChatError.encryptionUnavailable) {
                 try await sealed.send(OutgoingAttachment(path: source, contentType: "application/octet-stream"))
             }
             #expect(room.outbox.value.isEmpty && sealed.outbox.value.isEmpty)
+            #expect(Self.copies(in: Self.options(for: aliceAccount)).isEmpty)
         }
     }
 }

@@ -26,7 +26,7 @@ final class TemporaryDataDirectory: Sendable {
 
 /// Counts the requests that go through it by path, and can hold the responses of one path at a
 /// gate (after the server answered, ignoring cancellation, like I/O that cannot be interrupted).
-final class RecordingTransport: HTTPTransport {
+final class RecordingTransport: HTTPFileTransport {
     let base: any HTTPTransport
     private let counts = Lock<[String: Int]>([:])
     private let held = Lock<(path: String, gate: TestGate)?>(nil)
@@ -35,6 +35,11 @@ final class RecordingTransport: HTTPTransport {
 
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         let path = request.url.path
+        // Media transfers stream through the base when it can (the libcurl transport), never
+        // with an empty body.
+        if request.bodyFile != nil || request.responseFile != nil, !(base is any HTTPFileTransport) {
+            throw .fileAccess
+        }
         counts.withLock { $0[path, default: 0] += 1 }
         let response = try await base.send(request)
         if let (heldPath, gate) = held.withLock({ $0 }), path.hasSuffix(heldPath) {
