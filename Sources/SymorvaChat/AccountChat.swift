@@ -33,14 +33,22 @@ public struct ChatOptions: Sendable, Hashable {
     /// The most bytes the media cache keeps (the manifest's `media.cacheBytes`); the least
     /// recently used files go first.
     public var mediaCacheBytes: Int64
+    /// The sync protocol (the account module picks it from the manifest's `sync.mode` and the
+    /// homeserver's `/versions`); `.v2` unless said otherwise.
+    public var syncMode: SyncMode
+    /// Sliding sync: rows of the conversation list in the first window.
+    package var slidingFirstWindow = 20
+    /// Sliding sync: rows each later request adds to the range until it covers the list.
+    package var slidingGrowthStep = 200
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
         sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
         encryptsNewRooms: Bool = false, communitySpace: String? = nil, attachmentsDirectory: String? = nil,
-        mediaCacheDirectory: String? = nil, mediaCacheBytes: Int64 = 256 << 20
+        mediaCacheDirectory: String? = nil, mediaCacheBytes: Int64 = 256 << 20, syncMode: SyncMode = .v2
     ) {
+        self.syncMode = syncMode
         self.encryptsNewRooms = encryptsNewRooms
         self.communitySpace = communitySpace
         self.attachmentsDirectory = attachmentsDirectory
@@ -83,8 +91,11 @@ public final class AccountChat: Sendable {
     /// The conversation list, from the store, updated after every committed sync.
     public var conversations: ObservableValue<ConversationList> { listPublisher.observable }
     /// The sync loop's state: stopped, initial sync, catching up, live, backing off,
-    /// awaiting a token, failed.
-    public var syncState: ObservableValue<SyncState> { syncHost.states }
+    /// awaiting a token, failed. With sliding sync the first window is the initial sync and
+    /// growing the range to the whole list is catching up.
+    public var syncState: ObservableValue<SyncState> { syncStates }
+    /// The protocol this client syncs with.
+    public var syncMode: SyncMode { syncLoop.mode }
     /// The account's media: uploads streamed from files, authenticated downloads, thumbnails.
     public let media: MediaClient
 
@@ -96,11 +107,19 @@ public final class AccountChat: Sendable {
     let tracer: Tracer
     let options: ChatOptions
     let logger = Logger(category: "chat")
-    let syncHost: MachineHost<SyncMachine>
+    let syncLoop: SyncLoop
+    private let syncStates: ObservableValue<SyncState>
+    /// Follows the sliding machine's states into ``syncStates``.
+    private let slidingStateFollower = Lock<(@Sendable () -> Void)?>(nil)
+    /// Rooms whose timeline is observed (open on screen): sliding sync subscribes to them.
+    private let openRooms = Lock<[RoomID: Int]>([:])
+    /// When the last sync response was committed in this run.
+    private let lastCommit = Lock<Timestamp?>(nil)
+    /// The observed windows of the conversation list.
+    let windows = ConversationWindows()
     let receipts = SendReceiptRegistry()
     let loads = RequestCoalescer<String, TimelinePage, TimelineError>()
 
-    private let syncInterpreter: SyncInterpreter
     private let listPublisher: ObservableValue<ConversationList>.Publisher
     private let listState = Lock(ListState())
     private let handles = Lock<[RoomID: Conversation]>([:])
@@ -150,15 +169,38 @@ public final class AccountChat: Sendable {
         self.media = MediaClient(
             requester: requester, wallClock: wallClock,
             cache: options.mediaCacheDirectory.map { MediaCache(directory: $0, capacity: options.mediaCacheBytes) })
-        let interpreter = SyncInterpreter(
-            requester: requester, store: store, timelineLimit: options.syncTimelineLimit,
-            longPollTimeout: options.longPollTimeout, wallClock: wallClock, logger: logger)
-        self.syncInterpreter = interpreter
-        self.syncHost = MachineHost(
-            machine: SyncMachine(longPollTimeout: options.longPollTimeout, backoff: options.syncBackoff),
-            initial: .stopped, interpreter: interpreter, instance: requester.userID.rawValue, scope: scope,
-            clock: clock, tracer: tracer)
-        interpreter.setDelegate(SyncDelegateBox(client: self))
+        switch options.syncMode {
+        case .v2:
+            let interpreter = SyncInterpreter(
+                requester: requester, store: store, timelineLimit: options.syncTimelineLimit,
+                longPollTimeout: options.longPollTimeout, wallClock: wallClock, logger: logger)
+            let host = MachineHost(
+                machine: SyncMachine(longPollTimeout: options.longPollTimeout, backoff: options.syncBackoff),
+                initial: .stopped, interpreter: interpreter, instance: requester.userID.rawValue, scope: scope,
+                clock: clock, tracer: tracer)
+            self.syncLoop = .v2(host, interpreter)
+            self.syncStates = host.states
+        case .sliding:
+            let interpreter = SlidingSyncInterpreter(
+                requester: requester, store: store,
+                options: SlidingSyncAPI.Options(subscriptionTimelineLimit: options.syncTimelineLimit),
+                wallClock: wallClock, logger: logger)
+            let host = MachineHost(
+                machine: SlidingSyncMachine(
+                    longPollTimeout: options.longPollTimeout, backoff: options.syncBackoff,
+                    firstWindow: options.slidingFirstWindow, growthStep: options.slidingGrowthStep),
+                initial: .stopped, interpreter: interpreter, instance: requester.userID.rawValue, scope: scope,
+                clock: clock, tracer: tracer)
+            self.syncLoop = .sliding(host, interpreter)
+            let publisher = ObservableValue<SyncState>.Publisher(.stopped)
+            self.syncStates = publisher.observable
+            let follower = host.states.subscribe { state in
+                let mapped = SyncState(state)
+                if publisher.value != mapped { publisher.publish(mapped) }
+            }
+            slidingStateFollower.withLock { $0 = follower }
+        }
+        syncLoop.setDelegate(SyncDelegateBox(client: self))
     }
 
     // MARK: Lifecycle
@@ -174,11 +216,24 @@ public final class AccountChat: Sendable {
         for roomID in Set(queued.map(\.roomID)) {
             _ = try await conversation(loading: RoomID(roomID))
         }
-        let since: String?
-        do { since = try await store.sinceToken() } catch { throw .store(error) }
-        await syncHost.send(
-            .started(
-                SyncStart(since: since.map(SyncToken.init(rawValue:)), jitterSeed: UInt64.random(in: 0...UInt64.max))))
+        switch syncLoop {
+        case .v2(let host, _):
+            let since: String?
+            do { since = try await store.sinceToken() } catch { throw .store(error) }
+            await host.send(
+                .started(
+                    SyncStart(
+                        since: since.map(SyncToken.init(rawValue:)), jitterSeed: UInt64.random(in: 0...UInt64.max))))
+        case .sliding(let host, _):
+            let pos: String?
+            do { pos = try await store.slidingSyncPosition().pos } catch { throw .store(error) }
+            let open = Set(openRooms.withLock { $0.keys.map(\.rawValue) })
+            await host.send(
+                .started(
+                    SlidingSyncStart(
+                        pos: pos.map(SlidingSyncPosition.init(rawValue:)), subscriptions: open,
+                        jitterSeed: UInt64.random(in: 0...UInt64.max))))
+        }
     }
 
     /// Stops syncing, sending and every timeline. The store keeps what it has, queued messages
@@ -189,8 +244,11 @@ public final class AccountChat: Sendable {
             return actions
         }
         for action in actions { action() }
-        await syncHost.send(.stopped)
-        await syncHost.stop()
+        await syncLoop.stop()
+        slidingStateFollower.withLock { follower in
+            follower?()
+            follower = nil
+        }
         let all = handles.withLock { handles in
             defer { handles.removeAll() }
             return Array(handles.values)
@@ -202,12 +260,12 @@ public final class AccountChat: Sendable {
     /// delay or a long poll).
     public func refresh() async {
         try? await reloadList()
-        await syncHost.send(.networkChanged)
+        await syncLoop.networkChanged()
     }
 
     /// Tells the sync loop and the send queues that connectivity changed: waiting retries run now.
     public func networkChanged() async {
-        await syncHost.send(.networkChanged)
+        await syncLoop.networkChanged()
         for conversation in handles.withLock({ Array($0.values) }) {
             await conversation.sendQueue.send(.networkChanged)
         }
@@ -227,7 +285,7 @@ public final class AccountChat: Sendable {
     package func connectDevices(
         inbox: @escaping SyncInboxWriter, onChanges handler: @escaping @Sendable (SyncDeviceChanges) async -> Void
     ) {
-        syncInterpreter.setInbox(inbox)
+        syncLoop.setInbox(inbox)
         deviceChangesHandler.withLock { $0 = handler }
     }
 
@@ -391,7 +449,7 @@ public final class AccountChat: Sendable {
 
     /// Resumes the sync loop and the send queues that wait for a new access token.
     public func tokenRefreshed() async {
-        await syncHost.send(.tokenRefreshed)
+        await syncLoop.tokenRefreshed()
         for conversation in handles.withLock({ Array($0.values) }) {
             await conversation.sendQueue.send(.tokenRefreshed)
         }
@@ -440,6 +498,8 @@ public final class AccountChat: Sendable {
     // MARK: Sync routing
 
     func syncCommitted(_ changes: SyncChanges) async {
+        let now = wallClock.now
+        lastCommit.withLock { $0 = now }
         if let handler = deviceChangesHandler.withLock({ $0 }) {
             var devices = changes.devices
             if devices.roomsChanged {
@@ -462,6 +522,44 @@ public final class AccountChat: Sendable {
         commits.publish { $0 &+ 1 }
     }
 
+    // MARK: Sliding sync subscriptions
+
+    /// A conversation's timeline gained its first observer: with sliding sync the room gets a
+    /// room subscription (its timeline and full state) until the last observer leaves.
+    func conversationOpened(_ roomID: RoomID) {
+        openRooms.withLock { rooms in
+            rooms[roomID, default: 0] += 1
+            postSubscriptions(rooms)
+        }
+    }
+
+    /// A conversation's timeline lost its last observer.
+    func conversationClosed(_ roomID: RoomID) {
+        openRooms.withLock { rooms in
+            guard let count = rooms[roomID] else { return }
+            rooms[roomID] = count > 1 ? count - 1 : nil
+            postSubscriptions(rooms)
+        }
+    }
+
+    /// Posted under the `openRooms` lock, so that the machine hears the sets in order.
+    private func postSubscriptions(_ rooms: [RoomID: Int]) {
+        guard case .sliding(let host, _) = syncLoop else { return }
+        host.post(.subscriptionsChanged(Set(rooms.keys.map(\.rawValue))))
+    }
+
+    /// The rooms with a sliding sync room subscription (conversations open on screen).
+    package var subscribedRooms: Set<RoomID> { Set(openRooms.withLock { $0.keys }) }
+
+    /// The mode, the window loaded and when the last response was committed (`sync status`).
+    package var syncStatus: SyncStatus {
+        var status = SyncStatus(mode: syncMode, window: nil, lastCommit: lastCommit.withLock { $0 })
+        if case .sliding(let host, _) = syncLoop, let progress = host.states.value.progress {
+            status.window = (progress.rangeEnd, progress.roomCount)
+        }
+        return status
+    }
+
     func syncTokenRejected() {
         logger.warning("access token rejected during sync; waiting for the session")
         tokenHandler.withLock { $0 }?()
@@ -477,6 +575,9 @@ public final class AccountChat: Sendable {
 
     /// Reads the list from the store and publishes it, unless a later read already did.
     func reloadList() async throws(ChatError) {
+        reloadWindows()
+        // An app that shows windows and does not observe the whole list never builds it.
+        guard !hasOpenWindows || listPublisher.observable.observerCount > 0 else { return }
         let ticket = listState.withLock { state -> UInt64 in
             state.nextTicket += 1
             return state.nextTicket
@@ -493,6 +594,9 @@ public final class AccountChat: Sendable {
         if let list { listPublisher.publish(list) }
     }
 
+    /// The optimistic flags laid over the list now.
+    var listOverrides: [RoomID: [ConversationFlag: Bool]] { listState.withLock { $0.overrides } }
+
     /// Lays an optimistic flag over the list (`nil` removes it) and publishes at once.
     func setOverride(_ flag: ConversationFlag, _ value: Bool?, roomID: RoomID) {
         let list = listState.withLock { state -> ConversationList in
@@ -501,6 +605,7 @@ public final class AccountChat: Sendable {
             return ConversationList.build(state.summaries, ownUserID: userID, overrides: state.overrides)
         }
         listPublisher.publish(list)
+        reloadWindows()
     }
 }
 

@@ -65,6 +65,9 @@ public final class ChatClient: Sendable {
     /// The active account, or `nil` while nobody is signed in.
     public var userID: UserID? { current?.userID }
 
+    /// The active account's sync mode, window and last commit (the REPL's `sync status`).
+    package var syncStatus: SyncStatus? { current?.syncStatus }
+
     /// Re-reads the active account's list from its store and makes its sync loop catch up now.
     /// Does nothing while nobody is signed in.
     public func refresh() async {
@@ -294,6 +297,17 @@ public struct ConversationListModel: Sendable {
 
     /// The current list and every later one, as an async sequence (one observer per iteration).
     public var values: AsyncStream<ConversationList> { observable.values }
+
+    /// Rows `range` of the active account's list (``AccountChat/conversationWindow(_:)``): only
+    /// those rows are built, whatever the size of the list. The window belongs to the account
+    /// active when it is asked for (ask again after a switch); while nobody is signed in it is
+    /// empty and `.signedOut`.
+    public func window(_ range: Range<Int>) -> ObservableValue<ConversationWindow> {
+        guard let chat = client.current else {
+            return ObservableValue(ConversationWindow(range: range, status: .signedOut))
+        }
+        return chat.conversationWindow(range)
+    }
 
     /// Re-reads the active account's list from its store and makes its sync loop catch up now
     /// (``ChatClient/refresh()``). Does nothing while nobody is signed in.

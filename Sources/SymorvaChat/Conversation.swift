@@ -107,11 +107,18 @@ public final class Conversation: Sendable {
             instance: roomID.rawValue,
             scope: client.scope, clock: client.clock, tracer: client.tracer)
         let host = timelineHost
+        // An observed timeline is an open conversation: sliding sync subscribes to its room.
         self.timelinePublisher = ObservableValue<[TimelineItem]>.Publisher(
             [],
             hooks: .init(
-                firstObserver: { host.post(.observed) },
-                lastObserverGone: { host.post(.unobserved) }))
+                firstObserver: { [weak client] in
+                    host.post(.observed)
+                    client?.conversationOpened(roomID)
+                },
+                lastObserverGone: { [weak client] in
+                    host.post(.unobserved)
+                    client?.conversationClosed(roomID)
+                }))
         let runner = SerialRunner { [weak self] in await self?.rebuild() }
         rebuilder.withLock { $0 = runner }
         let pagination = paginationPublisher

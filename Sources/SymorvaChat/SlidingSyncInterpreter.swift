@@ -17,8 +17,7 @@ import SymorvaRuntime
 /// becomes ``SlidingSyncMachine/Event/positionExpired``; `M_UNKNOWN_TOKEN` (after the
 /// requester's own refresh) ``SlidingSyncMachine/Event/tokenRejected``.
 ///
-/// Not yet hosted by ``AccountChat`` (which syncs with v2): the mode choice and the hosting
-/// are issue 26's next step.
+/// Hosted by ``AccountChat`` when its ``ChatOptions/syncMode`` is `.sliding`.
 final class SlidingSyncInterpreter: EffectInterpreter {
     typealias Machine = SlidingSyncMachine
 

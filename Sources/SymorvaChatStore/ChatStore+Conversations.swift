@@ -98,23 +98,40 @@ extension ChatStore {
         try await read { db throws(StoreError) in try Self.conversationList(limit: limit, db: db) }
     }
 
-    /// A window of the conversation list (rows `range`, most recent first) and how many rooms
-    /// the list has: what a screen showing 20 rows of 10,000 rooms reads, one index scan of
-    /// `range.upperBound` rows and a count, never the whole list.
+    /// A window of the conversation list as the app shows it (rows `range`) and how many rows
+    /// the list has: the rooms joined or invited to, pinned ones first, each part most recent
+    /// first. What a screen showing 20 rows of 10,000 rooms reads: the pinned rooms (few), one
+    /// index scan of at most `range.upperBound` rows and two counts, never the whole list.
     package func loadConversationWindow(_ range: Range<Int>) async throws(ChatStoreError) -> (
         rows: [ConversationSummary], total: Int
     ) {
         try await read { db throws(StoreError) in
-            let rows = try Self.conversationList(limit: range.count, offset: max(0, range.lowerBound), db: db)
-            let total = try db.queryOne("SELECT COUNT(*) FROM rooms") { $0.int(0) } ?? 0
+            let shown = "r.membership IN (\(RoomMembership.joined.rawValue), \(RoomMembership.invited.rawValue))"
+            let total = try db.queryOne("SELECT COUNT(*) FROM rooms r WHERE \(shown)") { $0.int(0) } ?? 0
+            let pinned =
+                try db.queryOne("SELECT COUNT(*) FROM rooms r WHERE r.is_pinned = 1 AND \(shown)") {
+                    $0.int(0)
+                } ?? 0
+            let lower = max(0, range.lowerBound)
+            let upper = max(lower, range.upperBound)
+            var rows: [ConversationSummary] = []
+            if lower < pinned {
+                rows = try Self.conversationList(
+                    limit: min(upper, pinned) - lower, offset: lower, filter: "r.is_pinned = 1 AND \(shown)", db: db)
+            }
+            if upper > pinned {
+                rows += try Self.conversationList(
+                    limit: upper - max(lower, pinned), offset: max(0, lower - pinned),
+                    filter: "r.is_pinned = 0 AND \(shown)", db: db)
+            }
             return (rows, total)
         }
     }
 
     /// The conversation list, read on the database's thread (for callers already there).
-    package static func conversationList(limit: Int, offset: Int = 0, db: isolated SQLiteDatabase)
-        throws(StoreError) -> [ConversationSummary]
-    {
+    package static func conversationList(
+        limit: Int, offset: Int = 0, filter: String? = nil, db: isolated SQLiteDatabase
+    ) throws(StoreError) -> [ConversationSummary] {
         let sql = """
             SELECT r.room_id, r.membership, r.name, r.canonical_alias, r.heroes, r.avatar_url, r.topic,
                 r.is_encrypted, r.joined_member_count, r.invited_member_count, r.notification_count,
@@ -123,6 +140,7 @@ extension ChatStore {
                 r.preview_msgtype, r.preview_redacted, d.type, d.content, d.transaction_id
             FROM rooms r
             LEFT JOIN decrypted_events d ON r.preview_type = 'm.room.encrypted' AND d.event_id = r.preview_event_id
+            \(filter.map { "WHERE \($0)" } ?? "")
             ORDER BY r.latest_activity_ts DESC LIMIT ? OFFSET ?
             """
         var rooms: [ConversationSummary] = []

@@ -23,6 +23,10 @@ extension AccountModuleFactory {
     /// each committed batch's device changes and to-device inbox, send queues encrypt and
     /// timelines decrypt through it, and room keys that arrive retry undecryptable events.
     ///
+    /// It syncs with simplified sliding sync when the manifest's `sync.mode` says `sliding`, or
+    /// says `auto` (the default) and the homeserver's `/versions` (as the session knows it)
+    /// advertises it; with `/sync` v2 otherwise.
+    ///
     /// The sync loop and the send queues wait when a request is refused for its token even
     /// after the requester's own refresh (or while the session is soft logged out): they ask the
     /// session for one refresh, and resume with the session's next token (a refresh, or
@@ -31,6 +35,9 @@ extension AccountModuleFactory {
         name: "chat", mainMigrations: ChatSchema.migrations, uses: [crypto.name]
     ) { context in
         let logger = Logger(category: "chat", center: context.logCenter)
+        let versions = context.session.states.value.signedInSession?.homeserver.versions
+        let syncMode = SyncMode.choose(context.configuration.sync.mode, versions: versions)
+        logger.info("chat syncs with \(LogLabel(syncMode.rawValue)) account=\(context.userID)")
         let chat = AccountChat(
             requester: context.requester, database: context.database.database, scope: context.scope,
             clock: context.clock, wallClock: context.wallClock, tracer: context.tracer,
@@ -39,7 +46,7 @@ extension AccountModuleFactory {
                 communitySpace: context.configuration.community.space,
                 attachmentsDirectory: context.database.directory + "/attachments",
                 mediaCacheDirectory: context.database.directory + "/media-cache",
-                mediaCacheBytes: context.configuration.media.cacheBytes))
+                mediaCacheBytes: context.configuration.media.cacheBytes, syncMode: syncMode))
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
             chat.connectDevices(inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) }) {

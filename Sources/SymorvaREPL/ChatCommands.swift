@@ -43,23 +43,72 @@ package enum ChatCommands {
         [
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
-            burst, outbox, attach, download, profile, room,
+            burst, outbox, attach, download, profile, room, sync,
         ] + spaceCommands + roomManagementCommands
     }
 
     // MARK: Conversations
 
-    static let rooms = REPLCommand(
-        "rooms", summary: "list conversations (pinned first, then by latest activity)",
+    // MARK: Sync
+
+    /// `sync status`.
+    static let sync = REPLCommand.group(
+        "sync", summary: "the active account's sync loop", subcommands: [syncStatus])
+
+    static let syncStatus = REPLCommand(
+        "status", usage: "sync status",
+        summary: "the sync mode (sliding or v2), its state, the window loaded and the position's age",
         run: { context async throws(REPLError) in
             let chat = try client(context)
-            let list = chat.conversations.value
-            context[ChatREPLState.self] = state(context).listing(list.items.map(\.id))
-            guard !list.items.isEmpty else {
+            guard let status = chat.syncStatus else { throw .commandFailed("not signed in") }
+            context.output.print("mode: \(status.mode.rawValue)")
+            context.output.print("state: \(chat.syncState.value.caseName)")
+            if let window = status.window {
+                let known = window.roomCount.map { " of \($0) rooms" } ?? " (list size not known yet)"
+                context.output.print("window: rows 0-\(window.rangeEnd)\(known)")
+            } else if status.mode == .sliding {
+                context.output.print("window: none")
+            } else {
+                context.output.print("window: every room (v2)")
+            }
+            if let lastCommit = status.lastCommit {
+                let age = max(0, SystemWallClock().now.millisecondsSince1970 - lastCommit.millisecondsSince1970)
+                context.output.print("position age: \(Double(age) / 1000)s")
+            } else {
+                context.output.print("position age: nothing committed in this run")
+            }
+        })
+
+    /// Rows the `rooms` command shows at once: the first window.
+    static let firstWindow = 20
+
+    static let rooms = REPLCommand(
+        "rooms", usage: "rooms [--all]",
+        summary: "list conversations (pinned first, then by latest activity): the first 20 at once, or all",
+        details: "Shows the first window of the list as soon as the store has it and says how many are known.",
+        parse: { arguments throws(REPLError) in
+            guard let word = arguments.optional() else { return false }
+            guard word == "--all" else { throw arguments.usageError }
+            return true
+        },
+        run: { all, context async throws(REPLError) in
+            let chat = try client(context)
+            let items: [ConversationListItem]
+            let total: Int
+            if all {
+                items = chat.conversations.value.items
+                total = items.count
+            } else {
+                let window = try await firstWindow(of: chat)
+                items = window.items
+                total = window.total
+            }
+            context[ChatREPLState.self] = state(context).listing(items.map(\.id))
+            guard !items.isEmpty else {
                 context.output.print("no conversations")
                 return
             }
-            for (index, item) in list.items.enumerated() {
+            for (index, item) in items.enumerated() {
                 var flags: [String] = []
                 if item.membership == .invited { flags.append("invited") }
                 if item.isPinned { flags.append("pinned") }
@@ -69,7 +118,19 @@ package enum ChatCommands {
                 let suffix = flags.isEmpty ? "" : "  [" + flags.joined(separator: ", ") + "]"
                 context.output.print("\(index + 1). \(TerminalText.escaped("\(item.name)  \(item.id)"))\(suffix)")
             }
+            if total > items.count {
+                context.output.print("\(items.count) of \(total) conversations known ('rooms --all' lists them all)")
+            } else {
+                context.output.print("\(total) conversation\(total == 1 ? "" : "s") known")
+            }
         })
+
+    /// The first rows of the active account's list, once the store has been read.
+    static func firstWindow(of chat: ChatClient) async throws(REPLError) -> ConversationWindow {
+        let window = chat.conversations.window(0..<firstWindow)
+        for await value in window.values where value.status != .loading { return value }
+        throw .commandFailed("the conversation list could not be read")
+    }
 
     static let create = REPLCommand(
         "create", usage: "create <name> [--encrypted] [<@user> …]",

@@ -34,6 +34,10 @@ package enum FaultPoint: String, CaseIterable, Sendable {
     /// A `/sync` batch that carried to-device events is committed with its token, and the
     /// crypto module has not processed them yet.
     case toDeviceCommitted = "todevice.committed"
+    /// An ingest transaction (v2 or sliding sync) has written a response that carries to-device
+    /// events — its rooms, the events into the crypto inbox, the token or position — and has
+    /// not committed: the kill undoes all of it, and the server must deliver the events again.
+    case toDeviceIngest = "todevice.ingest"
 
     /// The variable that arms a point.
     package static let environmentVariable = "SYMORVA_FAULT_POINT"

@@ -190,8 +190,10 @@ public final class ObservableValue<Value: Sendable>: Sendable {
         }
     }
 
+    /// Sets a new value and notifies every observer (`package` for owners that hold the value
+    /// weakly, such as windows of a list that must not keep themselves alive through their hooks).
     @inlinable
-    func publish(_ value: Value) {
+    package func publish(_ value: Value) {
         // Listeners run outside the lock, in publication order: the owner publishes from one
         // isolation domain (an actor), and the version check keeps a slower earlier publication
         // from overwriting a newer one.

@@ -84,6 +84,7 @@ struct SlidingSyncResponseDecoderTests {
         #expect(a.timeline.map(\.eventID) == ["$1"])
         #expect(a.isLimited && a.previousBatch == "t1")
         #expect(a.heroes == ["@bob:x", "@carol:x"])
+        #expect(a.heroNames == ["@bob:x": "Bob"])
         #expect(a.joinedMemberCount == 3 && a.invitedMemberCount == 1)
         #expect(a.notificationCount == 2 && a.highlightCount == 1)
         #expect(a.accountData.map(\.type) == ["m.tag"])

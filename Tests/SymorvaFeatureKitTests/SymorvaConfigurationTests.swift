@@ -289,6 +289,21 @@ struct SymorvaConfigurationTests {
         }
     }
 
+    @Test("sync.mode chooses the sync protocol: auto when absent, auto, sliding or v2, nothing else")
+    func syncMode() throws {
+        #expect(try SymorvaConfiguration(jsonData: Data(Self.valid.utf8)).sync.mode == .automatic)
+        for (text, mode) in [("auto", SymorvaConfiguration.Sync.Mode.automatic), ("sliding", .sliding), ("v2", .v2)] {
+            let set = try Self.manifest { $0["sync"] = ["mode": text] }
+            #expect(try SymorvaConfiguration(jsonData: set).sync.mode == mode)
+        }
+        try Self.expectError(.invalidField("sync.mode", reason: "not one of auto, sliding, v2")) {
+            $0["sync"] = ["mode": "v3"]
+        }
+        try Self.expectError(.invalidField("sync.mode", reason: "expected a string, found number")) {
+            $0["sync"] = ["mode": 2]
+        }
+    }
+
     @Test("Error descriptions name the field")
     func errorDescriptions() {
         #expect(

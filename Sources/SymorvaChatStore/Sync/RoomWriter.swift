@@ -362,7 +362,7 @@ struct RoomWriter {
                 try db.queryOne(
                     "SELECT content FROM room_state WHERE room_nid = ? AND type = 'm.room.member' AND state_key = ?",
                     [.integer(row.nid), .text(userID)]
-                ) { row in row.withBlob(0) { RawJSON.string("displayname", in: $0) } } ?? nil
+                ) { row in row.withBlob(0) { RawJSON.string("displayname", in: $0) } } ?? room.heroNames[userID]
             lines.append(userID + "\t" + (name ?? ""))
         }
         summary.heroes = lines.joined(separator: "\n")

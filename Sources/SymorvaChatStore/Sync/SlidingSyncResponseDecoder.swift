@@ -161,7 +161,10 @@ extension Reader {
                 room.membership = .invited
                 try readEvents(.stripped, section: "invite_state", roomID: roomID, into: &room.state)
             } else if scanner.key(key, is: "heroes") {
-                room.heroes = try readHeroes()
+                if let heroes = try readHeroes() {
+                    room.heroes = heroes.map(\.userID)
+                    for hero in heroes { room.heroNames[hero.userID] = hero.displayName }
+                }
             } else if scanner.key(key, is: "joined_count") {
                 room.joinedMemberCount = try scanner.readIntegerOrSkip()
             } else if scanner.key(key, is: "invited_count") {
@@ -176,14 +179,14 @@ extension Reader {
         }
     }
 
-    /// `heroes: [{"user_id": …, "displayname": …}, …]`: their user IDs (display names come
-    /// from the members' state, as in v2).
-    mutating func readHeroes() throws(JSONScanError) -> [String]? {
+    /// `heroes: [{"user_id": …, "displayname": …}, …]`: their user IDs and display names (the
+    /// members' state, when the room has it, wins, as in v2).
+    mutating func readHeroes() throws(JSONScanError) -> [(userID: String, displayName: String?)]? {
         guard scanner.peek() == UInt8(ascii: "[") else {
             try scanner.skipValue()
             return nil
         }
-        var heroes: [String] = []
+        var heroes: [(userID: String, displayName: String?)] = []
         var list = try scanner.beginArray()
         while try scanner.nextElement(&list) {
             guard scanner.peek() == UInt8(ascii: "{") else {
@@ -191,13 +194,18 @@ extension Reader {
                 continue
             }
             var hero = try scanner.beginObject()
+            var userID: String?
+            var displayName: String?
             while let key = try scanner.nextKey(&hero) {
-                if scanner.key(key, is: "user_id"), let userID = try scanner.readStringOrSkip() {
-                    heroes.append(userID)
+                if scanner.key(key, is: "user_id") {
+                    userID = try scanner.readStringOrSkip()
+                } else if scanner.key(key, is: "displayname") {
+                    displayName = try scanner.readStringOrSkip()
                 } else {
                     try scanner.skipValue()
                 }
             }
+            if let userID { heroes.append((userID, displayName)) }
         }
         return heroes
     }

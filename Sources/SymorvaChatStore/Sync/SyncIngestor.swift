@@ -76,6 +76,7 @@ package struct SyncIngestor: Sendable {
             try writer.write(response.rooms, document: response.document, db: db)
             if writer.report.rooms > 0 { FaultPoint.syncIngest.reach() }
             try writer.finish(response.head, document: response.document, inbox: inbox, db: db)
+            if !response.head.toDevice.isEmpty { FaultPoint.toDeviceIngest.reach() }
             return writer.report
         }
     }
@@ -95,6 +96,7 @@ package struct SyncIngestor: Sendable {
             try writer.finish(
                 body.head, position: .sliding(pos: response.pos, toDeviceSince: response.toDeviceNextBatch),
                 document: body.document, inbox: inbox, db: db)
+            if !body.head.toDevice.isEmpty { FaultPoint.toDeviceIngest.reach() }
             return writer.report
         }
     }

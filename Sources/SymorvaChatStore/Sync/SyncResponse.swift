@@ -120,6 +120,10 @@ package struct SyncRoomUpdate: Sendable, Hashable {
     package var accountData: [SyncEvent] = []
     /// `summary["m.heroes"]`, when sent.
     package var heroes: [String]?
+    /// Display names the response gives with its heroes (sliding sync's `heroes[].displayname`),
+    /// used when the room's state holds no membership event for the hero (v2 sends the heroes'
+    /// members in the state; sliding sync lazy-loads only the timeline's senders).
+    package var heroNames: [String: String] = [:]
     /// `summary["m.joined_member_count"]`, when sent.
     package var joinedMemberCount: Int64?
     /// `summary["m.invited_member_count"]`, when sent.

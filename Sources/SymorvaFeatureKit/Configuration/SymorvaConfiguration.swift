@@ -36,6 +36,8 @@ public struct SymorvaConfiguration: Sendable, Hashable {
     public var encryption: Encryption
     /// Media settings (the manifest's `media`).
     public var media: Media
+    /// How chat syncs (the manifest's `sync`).
+    public var sync: Sync
 
     /// The community's identity.
     public struct Community: Sendable, Hashable {
@@ -158,10 +160,29 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         public static let defaultCacheBytes: Int64 = 256 << 20
     }
 
+    /// How chat syncs with the homeserver.
+    public struct Sync: Sendable, Hashable {
+        /// Which protocol chat uses (`sync.mode`).
+        public enum Mode: String, Sendable, Hashable {
+            /// Simplified sliding sync (MSC4186) when the homeserver's `/versions` advertises
+            /// `org.matrix.simplified_msc3575`, `/sync` v2 otherwise (`"auto"`, the default).
+            case automatic = "auto"
+            /// Always simplified sliding sync (`"sliding"`), whatever `/versions` says.
+            case sliding
+            /// Always `/sync` v2 (`"v2"`).
+            case v2
+        }
+
+        /// Which protocol chat uses.
+        public var mode: Mode
+        /// Sync settings.
+        public init(mode: Mode = .automatic) { self.mode = mode }
+    }
+
     /// A configuration built in code (tests, embedding without a file); not validated beyond its types.
     public init(
         community: Community, homeserver: Homeserver, services: Services, modules: Modules,
-        encryption: Encryption = Encryption(isEnabledByDefault: false), media: Media = Media()
+        encryption: Encryption = Encryption(isEnabledByDefault: false), media: Media = Media(), sync: Sync = Sync()
     ) {
         self.version = 1
         self.community = community
@@ -170,6 +191,7 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         self.modules = modules
         self.encryption = encryption
         self.media = media
+        self.sync = sync
     }
 
     /// The manifest versions this SDK reads.
@@ -252,6 +274,13 @@ public struct SymorvaConfiguration: Sendable, Hashable {
             throw .invalidField("media.cacheBytes", reason: "less than 1 MiB (1048576)")
         }
         self.media = Media(cacheBytes: cacheBytes.map(Int64.init) ?? Media.defaultCacheBytes)
+
+        let sync = try reader.optionalObject(at: ["sync"], in: root) ?? [:]
+        let modeText = try reader.optionalString(at: ["sync", "mode"], in: sync) ?? Sync.Mode.automatic.rawValue
+        guard let mode = Sync.Mode(rawValue: modeText) else {
+            throw .invalidField("sync.mode", reason: "not one of auto, sliding, v2")
+        }
+        self.sync = Sync(mode: mode)
     }
 
     /// Validates the URL of `field`: absolute `http(s)`, plain `http` only for a loopback host.

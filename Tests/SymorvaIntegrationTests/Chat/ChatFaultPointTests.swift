@@ -85,6 +85,7 @@ extension ChatKillTests {
         }
         let storePath = try WalletIntegrationTests.accountStorePath(in: data.path)
         let tokenBefore = try await Self.syncToken(at: storePath)
+        #expect(tokenBefore != nil)
 
         // Process 2 dies inside the first ingest that writes a room: the one with Bob's messages.
         var armed = processEnvironment
@@ -105,11 +106,18 @@ extension ChatKillTests {
         #expect(third.output.filter { $0.contains(": while away ") }.count == texts.count)
     }
 
-    /// The stored sync token of the account database at `path`.
+    /// The stored sync position of the account database at `path`: v2's since-token and
+    /// sliding sync's `pos` and to-device `since` (the program syncs with whichever `/versions`
+    /// chose).
     static func syncToken(at path: String) async throws -> String? {
         let database = try await SQLiteDatabase.open(path: path, migrations: ChatSchema.migrations)
         return try await database.run { db throws(StoreError) in
-            try db.queryOne("SELECT since_token FROM sync_state WHERE id = 1") { $0.string(0) }
+            let since = try db.queryOne("SELECT since_token FROM sync_state WHERE id = 1") { $0.optionalString(0) }
+            let sliding = try db.queryOne("SELECT pos, to_device_since FROM sliding_sync_state WHERE id = 1") {
+                ($0.optionalString(0) ?? "-") + " " + ($0.optionalString(1) ?? "-")
+            }
+            guard since != nil || sliding != nil else { return nil }
+            return "v2: \((since ?? nil) ?? "-"), sliding: \(sliding ?? "-")"
         }
     }
 

@@ -24,10 +24,13 @@ struct DirectoryTestMember {
     var community: SymorvaCommunity { fixture.community }
 
     /// Registers a new member and signs them in.
-    static func register(_ prefix: String, directory: Bool = true) async throws -> DirectoryTestMember {
+    static func register(
+        _ prefix: String, directory: Bool = true, syncMode: SymorvaConfiguration.Sync.Mode? = nil
+    ) async throws -> DirectoryTestMember {
         let environment = DevEnvironment.current!
-        let fixture = CommunityFixture(
-            configuration: directory ? environment.directoryConfiguration : environment.configuration)
+        var configuration = directory ? environment.directoryConfiguration : environment.configuration
+        if let syncMode { configuration.sync = SymorvaConfiguration.Sync(mode: syncMode) }
+        let fixture = CommunityFixture(configuration: configuration)
         let account = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername(prefix), password: testPassword)
         return DirectoryTestMember(fixture: fixture, userID: account.userID)
