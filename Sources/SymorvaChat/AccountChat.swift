@@ -117,6 +117,8 @@ public final class AccountChat: Sendable {
     let encryptedRooms = Lock<Set<RoomID>>([])
     private let decryptorSlot = Lock<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
     private let stopActions = Lock<[@Sendable () -> Void]>([])
+    /// Whether the device counts unencrypted rooms too (``countOnDeviceInEveryRoom(_:)``).
+    let countsInEveryRoom = Lock(false)
 
     private struct ListState {
         var summaries: [ConversationSummary] = []
@@ -302,6 +304,7 @@ public final class AccountChat: Sendable {
             logger.error("decrypted events not stored error=\(error)")
             return
         }
+        await countDecrypted(outcomes)
         try? await reloadList()
         for roomID in Set(outcomes.map(\.event.roomID)) {
             let room = RoomID(roomID)
@@ -454,6 +457,7 @@ public final class AccountChat: Sendable {
         // Stored events wait for a key: they are tried again when keys arrive (the crypto module
         // says so), and new encrypted events when they are stored, not after every sync.
         if changes.hasEncryptedEvents { encryptedEventsStored() }
+        await countStoredEvents()
         try? await reloadList()
         for room in changes.rooms {
             guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }

@@ -299,7 +299,7 @@ public final class Conversation: Sendable {
         return sender
     }
 
-    private func enqueue(_ contents: [MessageContent]) async throws(ChatError) -> SendReceipt {
+    func enqueue(_ contents: [MessageContent]) async throws(ChatError) -> SendReceipt {
         let transactionIDs = contents.map { _ in client.makeTransactionID() }
         let receipt = SendReceipt(roomID: id, transactionIDs: transactionIDs)
         client.receipts.register(receipt)

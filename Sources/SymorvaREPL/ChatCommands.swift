@@ -153,11 +153,16 @@ package enum ChatCommands {
     // MARK: The open conversation
 
     static let send = REPLCommand(
-        "send", usage: "send <text> …", summary: "send a message to the open conversation",
+        "send", usage: "send <text> …",
+        summary: "send a message to the open conversation (@user:server and @room in it are mentions)",
         parse: { arguments throws(REPLError) in try arguments.rest(minimum: 1).joined(separator: " ") },
         run: { text, context async throws(REPLError) in
             let conversation = try current(context)
-            let receipt = try await failing { () async throws(ChatError) in try await conversation.send(.text(text)) }
+            let mentions = Mentions(parsing: text)
+            let receipt = try await failing { () async throws(ChatError) in
+                if mentions.userIDs.isEmpty && !mentions.room { return try await conversation.send(.text(text)) }
+                return try await conversation.send(.text(text), mentioning: mentions)
+            }
             context.output.print("queued \(receipt.transactionIDs.map(\.rawValue).joined(separator: ", "))")
         })
 
