@@ -33,14 +33,18 @@ public struct ChatOptions: Sendable, Hashable {
     /// The most bytes the media cache keeps (the manifest's `media.cacheBytes`); the least
     /// recently used files go first.
     public var mediaCacheBytes: Int64
+    /// Whether read receipts are private (`m.read.private`): the server counts them, other
+    /// members do not see them.
+    public var sendsPrivateReceipts: Bool
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
         sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
         encryptsNewRooms: Bool = false, communitySpace: String? = nil, attachmentsDirectory: String? = nil,
-        mediaCacheDirectory: String? = nil, mediaCacheBytes: Int64 = 256 << 20
+        mediaCacheDirectory: String? = nil, mediaCacheBytes: Int64 = 256 << 20, sendsPrivateReceipts: Bool = false
     ) {
+        self.sendsPrivateReceipts = sendsPrivateReceipts
         self.encryptsNewRooms = encryptsNewRooms
         self.communitySpace = communitySpace
         self.attachmentsDirectory = attachmentsDirectory

@@ -65,7 +65,14 @@ package enum ChatSchema {
         Migration(version: 9, name: "sliding_sync_position", sql: slidingSyncPosition),
         Migration(version: 10, name: "queued_attachments", sql: queuedAttachments),
         Migration(version: 11, name: "device_counts", sql: deviceCounts),
+        Migration(version: 12, name: "typing", sql: typing),
     ]
+
+    /// Version 12: who is typing in a room (`m.typing`, ephemeral: each one replaces the list),
+    /// user IDs one a line, written with the sync that brought it.
+    static let typing = """
+        ALTER TABLE rooms ADD COLUMN typing_users TEXT;
+        """
 
     /// Version 11: unread counts computed on the device (issue 27). The homeserver cannot read
     /// an encrypted message, so its counts for encrypted rooms say only "something arrived";

@@ -297,3 +297,28 @@ extension ChatStore {
         }
     }
 }
+
+extension ChatStore {
+    /// The members typing in a room, as the last `m.typing` said.
+    package func typingUsers(roomID: RoomID) async throws(ChatStoreError) -> [String] {
+        try await read { db throws(StoreError) in
+            let text = try db.queryOne("SELECT typing_users FROM rooms WHERE room_id = ?", [.text(roomID.rawValue)]) {
+                $0.optionalString(0)
+            }
+            return (text ?? nil)?.split(separator: "\n").map(String.init) ?? []
+        }
+    }
+
+    /// The room's `m.fully_read` marker (room account data), if synced.
+    package func fullyRead(roomID: RoomID) async throws(ChatStoreError) -> String? {
+        try await read { db throws(StoreError) in
+            let content = try db.queryOne(
+                """
+                SELECT content FROM account_data
+                WHERE type = 'm.fully_read' AND room_nid = (SELECT room_nid FROM rooms WHERE room_id = ?)
+                """, [.text(roomID.rawValue)]
+            ) { $0.blob(0) }
+            return content.flatMap { RawJSON.string("event_id", in: $0) }
+        }
+    }
+}

@@ -44,7 +44,7 @@ package enum ChatCommands {
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
             burst, outbox, attach, download, profile, room,
-        ] + spaceCommands + roomManagementCommands
+        ] + spaceCommands + roomManagementCommands + conversationCommands
     }
 
     // MARK: Conversations
@@ -234,11 +234,11 @@ package enum ChatCommands {
     }
 
     static let read = REPLCommand(
-        "read", summary: "send a read receipt for the newest message of the open conversation",
+        "read", summary: "mark the open conversation read: receipt and fully-read marker at its newest message",
         run: { context async throws(REPLError) in
             let conversation = try current(context)
             try await failing { () async throws(ChatError) in try await conversation.markRead() }
-            context.output.print("marked read")
+            context.output.print("marked read (receipt and fully-read marker)")
         })
 }
 
