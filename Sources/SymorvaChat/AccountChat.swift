@@ -40,15 +40,20 @@ public struct ChatOptions: Sendable, Hashable {
     package var slidingFirstWindow = 20
     /// Sliding sync: rows each later request adds to the range until it covers the list.
     package var slidingGrowthStep = 200
+    /// Whether read receipts are private (`m.read.private`): the server counts them, other
+    /// members do not see them.
+    public var sendsPrivateReceipts: Bool
 
     /// Options.
     public init(
         longPollTimeout: Duration = .seconds(30), syncBackoff: RetryBackoff = .sync,
         sendBackoff: RetryBackoff = .sendQueue, syncTimelineLimit: Int = 20, initialPageSize: Int = 20,
         encryptsNewRooms: Bool = false, communitySpace: String? = nil, attachmentsDirectory: String? = nil,
-        mediaCacheDirectory: String? = nil, mediaCacheBytes: Int64 = 256 << 20, syncMode: SyncMode = .v2
+        mediaCacheDirectory: String? = nil, mediaCacheBytes: Int64 = 256 << 20, syncMode: SyncMode = .v2,
+        sendsPrivateReceipts: Bool = false
     ) {
         self.syncMode = syncMode
+        self.sendsPrivateReceipts = sendsPrivateReceipts
         self.encryptsNewRooms = encryptsNewRooms
         self.communitySpace = communitySpace
         self.attachmentsDirectory = attachmentsDirectory
@@ -136,6 +141,8 @@ public final class AccountChat: Sendable {
     let encryptedRooms = Lock<Set<RoomID>>([])
     private let decryptorSlot = Lock<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
     private let stopActions = Lock<[@Sendable () -> Void]>([])
+    /// Whether the device counts unencrypted rooms too (``countOnDeviceInEveryRoom(_:)``).
+    let countsInEveryRoom = Lock(false)
 
     private struct ListState {
         var summaries: [ConversationSummary] = []
@@ -360,6 +367,7 @@ public final class AccountChat: Sendable {
             logger.error("decrypted events not stored error=\(error)")
             return
         }
+        await countDecrypted(outcomes)
         try? await reloadList()
         for roomID in Set(outcomes.map(\.event.roomID)) {
             let room = RoomID(roomID)
@@ -514,6 +522,7 @@ public final class AccountChat: Sendable {
         // Stored events wait for a key: they are tried again when keys arrive (the crypto module
         // says so), and new encrypted events when they are stored, not after every sync.
         if changes.hasEncryptedEvents { encryptedEventsStored() }
+        await countStoredEvents()
         try? await reloadList()
         for room in changes.rooms {
             guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }

@@ -281,14 +281,19 @@ extension Conversation {
         }
     }
 
-    /// Sends a read receipt (`m.read`) for `eventID`, or for the newest loaded event.
+    /// Marks the conversation read up to `eventID`, or to the newest loaded event: moves the
+    /// fully-read marker (`m.fully_read`) and the read receipt there in one request
+    /// (`read_markers`); the receipt is private (`m.read.private`) when
+    /// ``ChatOptions/sendsPrivateReceipts`` is set.
     public func markRead(upTo eventID: EventID? = nil) async throws(ChatError) {
         try client.ensureCurrent()
         var target = eventID
         if target == nil { target = timeline.value.last(where: { $0.eventID != nil })?.eventID }
         guard let target else { return }
         do {
-            _ = try await client.requester.send(ChatAPI.readReceipt(roomID: id, eventID: target))
+            _ = try await client.requester.send(
+                ChatAPI.readMarkers(
+                    roomID: id, fullyRead: target, read: target, privately: client.options.sendsPrivateReceipts))
         } catch {
             throw ChatError(error, now: client.wallClock.now)
         }

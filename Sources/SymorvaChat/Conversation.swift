@@ -67,7 +67,11 @@ public final class Conversation: Sendable {
     /// an upload starts and goes when its message is sent or cancelled.
     public var uploads: ObservableValue<[TransactionID: MediaTransferProgress]> { uploadBoard.publisher.observable }
 
+    /// The other members typing now (`m.typing`, updated with each sync that changes it).
+    public var typing: ObservableValue<[UserID]> { typingPublisher.observable }
+
     let client: AccountChat
+    let typingPublisher = ObservableValue<[UserID]>.Publisher([])
     let timelineHost: MachineHost<TimelineMachine>
     let sendQueue: MachineHost<SendQueueMachine>
 
@@ -208,7 +212,10 @@ public final class Conversation: Sendable {
         if let token = change.gapToken { events.append(.gapDetected(token)) }
         if !change.itemEventIDs.isEmpty { events.append(.liveEventsArrived(change.itemEventIDs)) }
         if !events.isEmpty { await timelineHost.send(contentsOf: events) }
-        if change.touchesTimeline { requestRebuild() }
+        if change.touchesTimeline {
+            requestRebuild()
+            await refreshTyping()
+        }
     }
 
     func requestRebuild() { rebuilder.withLock { $0 }?.request() }
@@ -306,7 +313,7 @@ public final class Conversation: Sendable {
         return sender
     }
 
-    private func enqueue(_ contents: [MessageContent]) async throws(ChatError) -> SendReceipt {
+    func enqueue(_ contents: [MessageContent]) async throws(ChatError) -> SendReceipt {
         let transactionIDs = contents.map { _ in client.makeTransactionID() }
         let receipt = SendReceipt(roomID: id, transactionIDs: transactionIDs)
         client.receipts.register(receipt)

@@ -64,7 +64,44 @@ package enum ChatSchema {
         Migration(version: 8, name: "device_inbox_handed_over", sql: deviceInboxHandedOver),
         Migration(version: 9, name: "sliding_sync_position", sql: slidingSyncPosition),
         Migration(version: 10, name: "queued_attachments", sql: queuedAttachments),
+        Migration(version: 11, name: "device_counts", sql: deviceCounts),
+        Migration(version: 12, name: "typing", sql: typing),
     ]
+
+    /// Version 12: who is typing in a room (`m.typing`, ephemeral: each one replaces the list),
+    /// user IDs one a line, written with the sync that brought it.
+    static let typing = """
+        ALTER TABLE rooms ADD COLUMN typing_users TEXT;
+        """
+
+    /// Version 11: unread counts computed on the device (issue 27). The homeserver cannot read
+    /// an encrypted message, so its counts for encrypted rooms say only "something arrived";
+    /// the device evaluates the account's push rules on each decrypted (or plaintext) event and
+    /// keeps a row in `push_actions` for each one that notifies, with its thread. A room's
+    /// device counts (`rooms.device_notification_count`, `device_highlight_count`) are those
+    /// rows after the account's read receipts (unthreaded, or of the row's thread), recomputed
+    /// when rows are added or receipts move. `push_evaluation` is how far the plaintext events
+    /// have been evaluated (an `event_nid`); an existing database starts at its newest event,
+    /// so history is not counted as new.
+    static let deviceCounts = """
+        CREATE TABLE push_actions (
+            event_nid INTEGER PRIMARY KEY,          -- events.event_nid of an event that notifies
+            room_nid INTEGER NOT NULL,
+            thread_id TEXT NOT NULL,                -- 'main' or the thread's root event ID
+            ts INTEGER NOT NULL,                    -- the event's origin_server_ts
+            highlight INTEGER NOT NULL
+        );
+        CREATE INDEX push_actions_by_room ON push_actions(room_nid, ts);
+
+        CREATE TABLE push_evaluation (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            evaluated_through INTEGER NOT NULL      -- the newest event_nid evaluated
+        );
+        INSERT INTO push_evaluation(id, evaluated_through) SELECT 1, COALESCE(MAX(event_nid), 0) FROM events;
+
+        ALTER TABLE rooms ADD COLUMN device_notification_count INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE rooms ADD COLUMN device_highlight_count INTEGER NOT NULL DEFAULT 0;
+        """
 
     /// Version 10: a queued message may carry a file (issue 25): its copy in the account's
     /// folder, type and size, and the two upload steps, each stored before the next begins:

@@ -40,9 +40,10 @@ package struct ConversationSummary: Sendable, Hashable, CustomStringConvertible 
     package var joinedMemberCount: Int
     /// `m.invited_member_count`.
     package var invitedMemberCount: Int
-    /// Unread notifications.
+    /// Unread notifications: the server's in an unencrypted room, the device's in an encrypted
+    /// one (the server cannot read its messages; ``ChatStore/recordPushActions(_:evaluatedThrough:ownUserID:)``).
     package var notificationCount: Int
-    /// Unread highlights (mentions).
+    /// Unread highlights (mentions), counted as ``notificationCount`` is.
     package var highlightCount: Int
     /// When the room last had a message (milliseconds since 1970; 0 if never): the list order.
     package var latestActivityTS: Int64
@@ -134,8 +135,10 @@ extension ChatStore {
     ) throws(StoreError) -> [ConversationSummary] {
         let sql = """
             SELECT r.room_id, r.membership, r.name, r.canonical_alias, r.heroes, r.avatar_url, r.topic,
-                r.is_encrypted, r.joined_member_count, r.invited_member_count, r.notification_count,
-                r.highlight_count, r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
+                r.is_encrypted, r.joined_member_count, r.invited_member_count,
+                CASE WHEN r.is_encrypted THEN r.device_notification_count ELSE r.notification_count END,
+                CASE WHEN r.is_encrypted THEN r.device_highlight_count ELSE r.highlight_count END,
+                r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
                 r.is_muted, r.preview_event_id, r.preview_sender, r.preview_type, r.preview_ts, r.preview_body,
                 r.preview_msgtype, r.preview_redacted, d.type, d.content, d.transaction_id
             FROM rooms r

@@ -81,6 +81,29 @@ package enum ChatAPI {
             body: Array("{}".utf8), requiresAuth: true)
     }
 
+    /// `POST /rooms/{roomId}/read_markers`: moves the fully-read marker (`m.fully_read`) and
+    /// the read receipt together, the receipt private (`m.read.private`: other members do not
+    /// see it) when `privately`.
+    package static func readMarkers(roomID: RoomID, fullyRead: EventID, read: EventID, privately: Bool)
+        -> MatrixEndpoint
+    {
+        var body = JSONObjectWriter()
+        body.string("m.fully_read", fullyRead.rawValue)
+        body.string(privately ? "m.read.private" : "m.read", read.rawValue)
+        return MatrixEndpoint(method: .post, path: "\(room(roomID))/read_markers", body: body.bytes, requiresAuth: true)
+    }
+
+    /// `PUT /rooms/{roomId}/typing/{userId}`: typing for `timeout` (the server stops showing it
+    /// then unless renewed), or stopped.
+    package static func typing(roomID: RoomID, userID: UserID, isTyping: Bool, timeout: Duration) -> MatrixEndpoint {
+        var body = JSONObjectWriter()
+        body.bool("typing", isTyping)
+        if isTyping { body.integer("timeout", milliseconds(timeout)) }
+        return MatrixEndpoint(
+            method: .put, path: "\(room(roomID))/typing/\(percentEncoded(userID.rawValue))", body: body.bytes,
+            requiresAuth: true)
+    }
+
     // MARK: Personal settings
 
     /// `PUT` (set) or `DELETE` (clear) `/user/{userId}/rooms/{roomId}/tags/{tag}`.

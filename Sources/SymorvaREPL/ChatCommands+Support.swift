@@ -135,6 +135,7 @@ final class TimelinePrinter: Sendable {
             text += encryption.isDeviceKnown ? "  [encrypted]" : "  [encrypted, unknown device]"
         }
         if item.isEdited { text += " (edited)" }
+        if item.mentionsMe { text += "  [mentions you]" }
         if !item.reactions.isEmpty {
             text +=
                 "  " + item.reactions.map { "\($0.key) \($0.count)\($0.includesOwn ? "*" : "")" }.joined(separator: " ")

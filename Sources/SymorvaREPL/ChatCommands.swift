@@ -44,7 +44,7 @@ package enum ChatCommands {
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
             burst, outbox, attach, download, profile, room, sync,
-        ] + spaceCommands + roomManagementCommands
+        ] + spaceCommands + roomManagementCommands + conversationCommands
     }
 
     // MARK: Conversations
@@ -214,11 +214,16 @@ package enum ChatCommands {
     // MARK: The open conversation
 
     static let send = REPLCommand(
-        "send", usage: "send <text> …", summary: "send a message to the open conversation",
+        "send", usage: "send <text> …",
+        summary: "send a message to the open conversation (@user:server and @room in it are mentions)",
         parse: { arguments throws(REPLError) in try arguments.rest(minimum: 1).joined(separator: " ") },
         run: { text, context async throws(REPLError) in
             let conversation = try current(context)
-            let receipt = try await failing { () async throws(ChatError) in try await conversation.send(.text(text)) }
+            let mentions = Mentions(parsing: text)
+            let receipt = try await failing { () async throws(ChatError) in
+                if mentions.userIDs.isEmpty && !mentions.room { return try await conversation.send(.text(text)) }
+                return try await conversation.send(.text(text), mentioning: mentions)
+            }
             context.output.print("queued \(receipt.transactionIDs.map(\.rawValue).joined(separator: ", "))")
         })
 
@@ -290,11 +295,11 @@ package enum ChatCommands {
     }
 
     static let read = REPLCommand(
-        "read", summary: "send a read receipt for the newest message of the open conversation",
+        "read", summary: "mark the open conversation read: receipt and fully-read marker at its newest message",
         run: { context async throws(REPLError) in
             let conversation = try current(context)
             try await failing { () async throws(ChatError) in try await conversation.markRead() }
-            context.output.print("marked read")
+            context.output.print("marked read (receipt and fully-read marker)")
         })
 }
 

@@ -16,7 +16,8 @@ struct ChatSchemaTests {
         #expect(
             tables == [
                 "account_data", "decrypted_events", "e2ee_inbox_device_lists", "e2ee_inbox_key_counts",
-                "e2ee_inbox_to_device", "events", "malformed_events", "pending_decryption", "receipts", "room_state",
+                "e2ee_inbox_to_device", "events", "malformed_events", "pending_decryption", "push_actions",
+                "push_evaluation", "receipts", "room_state",
                 "rooms", "send_queue", "sliding_sync_state", "sync_state", "timeline_chunks", "timeline_gaps",
                 "undecryptable_events",
             ])

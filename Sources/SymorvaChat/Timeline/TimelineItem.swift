@@ -49,6 +49,9 @@ public struct TimelineItem: Sendable, Hashable, Identifiable, CustomStringConver
     /// sent it and whether that device is known. `nil` for plaintext events and for events that
     /// could not be decrypted (``TimelineItemContent/unableToDecrypt(_:)``).
     public var encryption: EncryptionInfo? = nil
+    /// Whether it mentions the signed-in member (its `m.mentions` names them or the room; a
+    /// message without `m.mentions`, their user ID or name in the body): views highlight it.
+    public var mentionsMe: Bool = false
 
     /// The IDs only.
     public var description: String { "TimelineItem(\(id))" }
@@ -258,7 +261,9 @@ enum TimelineAssembler {
                     inReplyTo: stored.inReplyTo.map(EventID.init(rawValue:)),
                     readBy: (snapshot.readers[stored.eventID] ?? []).filter { $0 != ownUserID.rawValue }.map(
                         UserID.init(stored:)),
-                    sendState: nil, encryption: EncryptionInfo(stored: stored.encryption)))
+                    sendState: nil, encryption: EncryptionInfo(stored: stored.encryption),
+                    mentionsMe: stored.sender != ownUserID.rawValue && stored.redactedBy == nil
+                        && stored.type == "m.room.message" && Mentions.mention(of: ownUserID, in: stored.content)))
         }
         for item in queue {
             guard !echoedTransactions.contains(item.transactionID.rawValue), let state = sendState(item.status) else {

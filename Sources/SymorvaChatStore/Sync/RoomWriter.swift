@@ -1,3 +1,4 @@
+import SymorvaMatrix
 import SymorvaStore
 
 /// Writes one room of a `/sync` response: its row, state, timeline (chunks, gaps, relations,
@@ -291,6 +292,18 @@ struct RoomWriter {
     // MARK: Receipts and account data
 
     private mutating func writeReceipts(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError) {
+        // `m.typing` replaces the room's list of typing members (the newest one of the batch).
+        if let typing = room.ephemeral.last(where: { $0.type == "m.typing" }) {
+            var users: [String] = []
+            if case .object(let content)? = try? JSONValue(parsing: slice(typing.content)),
+                case .array(let list)? = content["user_ids"]
+            {
+                for case .string(let user) in list { users.append(user) }
+            }
+            try db.execute(
+                "UPDATE rooms SET typing_users = ? WHERE room_nid = ?",
+                [.text(users.joined(separator: "\n")), .integer(nid)])
+        }
         for event in room.ephemeral where event.type == "m.receipt" {
             let content = slice(event.content)
             var receipts: [(type: String, thread: String, user: String, event: String, ts: Int64)] = []

@@ -1,0 +1,199 @@
+import Foundation
+import SymorvaChat
+import SymorvaKit
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaTesting
+import Testing
+
+/// The counts computed on the device against their oracle, Synapse, with two SymorvaKit
+/// accounts. Alice (the counted account) creates an unencrypted and an encrypted room and
+/// invites Bob; a seeded random stream of steps runs in both rooms alike: Bob's messages with
+/// Alice's localpart, display name, a keyword of hers, `@room` (refused as a mention while Bob
+/// is at power 0, then allowed once raised), `m.mentions` of Alice or of nobody, notices,
+/// replies, edits and reactions; Alice's own messages; Alice's read receipts. At every
+/// checkpoint the device's counts of the unencrypted room equal Synapse's `notification_count`
+/// and `highlight_count`, and the encrypted room's device counts equal them too.
+///
+/// Steps: `SYMORVA_COUNT_STREAM_STEPS` (default 400: each step is sent to both rooms and waits
+/// for the server, ≈ 2 events a step; 10,000 events take ≈ 15 minutes on the shared machine).
+@Suite(
+    "Unread counts computed on the device agree with Synapse's",
+    .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"), .shutsDownCommunities)
+struct DeviceCountsStreamTests {
+    static var steps: Int {
+        ProcessInfo.processInfo.environment["SYMORVA_COUNT_STREAM_STEPS"].flatMap(Int.init) ?? 400
+    }
+
+    @Test("A seeded random stream: device counts = Synapse's in the plain room, and the same in the encrypted room")
+    func randomStream() async throws {
+        let aliceFixture = CommunityFixture()
+        let bobFixture = CommunityFixture()
+        let alice = try await aliceFixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("cnt-a"), password: testPassword)
+        let bob = try await bobFixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("cnt-b"), password: testPassword)
+        _ = try await aliceFixture.readyCrypto()
+        _ = try await bobFixture.readyCrypto()
+        let aliceChat = try #require(aliceFixture.community.module(AccountChat.self))
+        aliceChat.countOnDeviceInEveryRoom(true)
+        let displayName = "Alice Counter"
+        try await aliceFixture.community.chat.setDisplayName(displayName)
+        // A keyword of Alice's (a content rule): the device reads her rules from account data.
+        let requester = try #require(aliceFixture.community.requester)
+        let keyword = try await requester.send(
+            MatrixEndpoint(
+                method: .put, path: "/_matrix/client/v3/pushrules/global/content/deploy",
+                body: Array(#"{"pattern": "deploy", "actions": ["notify", {"set_tweak": "highlight"}]}"#.utf8),
+                requiresAuth: true))
+        #expect(keyword.isSuccess)
+
+        let plain = try await aliceFixture.community.chat.createRoom(
+            name: "Counted", invitees: [bob.userID], isEncrypted: false)
+        let sealed = try await aliceFixture.community.chat.createRoom(
+            name: "Counted sealed", invitees: [bob.userID], isEncrypted: true)
+        for room in [plain, sealed] {
+            try await bobFixture.community.chat.waitForConversation(room, .invited)
+            _ = try await bobFixture.community.chat.join(roomIDOrAlias: room.rawValue)
+            try await aliceFixture.community.chat.waitForConversation(room)
+        }
+        let rooms = [plain, sealed]
+        var bobRooms: [Conversation] = []
+        var aliceRooms: [Conversation] = []
+        for room in rooms {
+            bobRooms.append(try await bobFixture.community.chat.conversation(id: room))
+            aliceRooms.append(try await aliceFixture.community.chat.conversation(id: room))
+        }
+
+        let localpart = String(alice.userID.rawValue.dropFirst().prefix { $0 != ":" })
+        let words = [
+            "hello", localpart, localpart.uppercased(), displayName, "@room", "room", "m\(localpart)", "deploy",
+            "deployment", "@roommate", "(\(localpart))", "see you",
+        ]
+        let seed = UInt64.random(in: 1...UInt64.max)
+        var random = SeededGenerator(seed: seed)
+        var bobMessages: [[EventID]] = [[], []]
+        var lastEvents: [EventID?] = [nil, nil]
+        var bobIsModerator = false
+        var events = 0
+        var highlightsSeen = 0
+        var stepOf: [EventID: String] = [:]
+        let steps = Self.steps
+        for step in 1...steps {
+            if step == steps / 2 {
+                try await aliceChat.setPowerLevel(100, for: bob.userID, roomID: plain)
+                try await aliceChat.setPowerLevel(100, for: bob.userID, roomID: sealed)
+                bobIsModerator = true
+            }
+            let body = (0..<random.below(3) + 1).map { _ in random.pick(words) }.joined(separator: " ")
+            let kind = random.below(20)
+            let mentionKind = random.below(3)
+            for index in rooms.indices {
+                let bobRoom = bobRooms[index]
+                var sent: EventID?
+                switch kind {
+                case 0: sent = try await bobRoom.send(.notice(body)).sentEventID()
+                case 1, 2:
+                    if let target = bobMessages[index].last {
+                        sent = try await bobRoom.edit(target, newText: body).sentEventID()
+                    }
+                case 3:
+                    if let target = lastEvents[index] {
+                        try await bobRoom.react(to: target, key: "👍\(step)")
+                    }
+                case 4:
+                    if let target = lastEvents[index] {
+                        sent = try await bobRoom.send(.text(body), replyingTo: target).sentEventID()
+                    }
+                case 5, 6:
+                    let mentions: Mentions
+                    switch mentionKind {
+                    case 0: mentions = Mentions(userIDs: [alice.userID])
+                    case 1: mentions = Mentions()
+                    default: mentions = Mentions(room: true)
+                    }
+                    if mentions.room && !bobIsModerator {
+                        await #expect(throws: ChatError.insufficientPowerLevel(required: 50, actual: 0)) {
+                            _ = try await bobRoom.send(.text(body), mentioning: mentions)
+                        }
+                    } else {
+                        sent = try await bobRoom.send(.text(body), mentioning: mentions).sentEventID()
+                    }
+                case 7:
+                    sent = try await aliceRooms[index].send(.text(body)).sentEventID()
+                case 8:
+                    if let target = lastEvents[index] { try await aliceRooms[index].markRead(upTo: target) }
+                default:
+                    sent = try await bobRoom.send(.text(body)).sentEventID()
+                    if let sent { bobMessages[index].append(sent) }
+                }
+                if let sent {
+                    lastEvents[index] = sent
+                    events += 1
+                    stepOf[sent] = "step \(step) kind \(kind)"
+                }
+            }
+            if step % 25 == 0 || step == steps {
+                let counts = try await checkpoint(
+                    aliceChat, rooms: rooms, lastEvents: lastEvents, seed: seed, step: step, stepOf: stepOf)
+                highlightsSeen = max(highlightsSeen, counts.highlights)
+            }
+        }
+        #expect(events > steps, "seed \(seed): \(events) events were sent")
+        #expect(highlightsSeen > 0, "seed \(seed): the stream highlighted")
+    }
+
+    /// Waits until Alice's device has the last events and its counts settle, then compares:
+    /// the plain room's device counts with Synapse's, the sealed room's with the plain room's.
+    func checkpoint(
+        _ chat: AccountChat, rooms: [RoomID], lastEvents: [EventID?], seed: UInt64, step: Int, stepOf: [EventID: String]
+    ) async throws -> DeviceCounts {
+        let deadline = ContinuousClock.now + .seconds(60)
+        var server = (notifications: -1, highlights: -1)
+        var plainCounts = try await chat.deviceCounts(roomID: rooms[0])
+        var sealedCounts = plainCounts
+        while ContinuousClock.now < deadline {
+            var stored = true
+            for event in lastEvents.compactMap({ $0 }) where !(try await chat.hasStored(event)) { stored = false }
+            if let item = chat.conversations.value[rooms[0]] {
+                server = (item.unreadCount, item.highlightCount)
+            }
+            plainCounts = try await chat.deviceCounts(roomID: rooms[0])
+            sealedCounts = try await chat.deviceCounts(roomID: rooms[1])
+            if stored, server == (plainCounts.notifications, plainCounts.highlights),
+                sealedCounts.notifications == plainCounts.notifications,
+                sealedCounts.highlights == plainCounts.highlights
+            {
+                // The list shows the device's counts for the encrypted room.
+                let shown = chat.conversations.value[rooms[1]]
+                #expect(
+                    shown?.unreadCount == sealedCounts.notifications && shown?.highlightCount == sealedCounts.highlights
+                )
+                return plainCounts
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        // Which steps the two rooms counted differently.
+        let counted = try await rooms.asyncMap { room in
+            try await chat.notifyingEvents(roomID: room).map {
+                "\(stepOf[$0.eventID] ?? $0.eventID.rawValue)\($0.highlight ? " highlight" : "")"
+            }
+        }
+        Issue.record(
+            "plain only: \(Set(counted[0]).subtracting(counted[1]).sorted()), encrypted only: \(Set(counted[1]).subtracting(counted[0]).sorted())"
+        )
+        Issue.record(
+            "seed \(seed), step \(step): Synapse \(server), the device \(plainCounts.notifications)/\(plainCounts.highlights) (plain), \(sealedCounts.notifications)/\(sealedCounts.highlights) (encrypted)"
+        )
+        return plainCounts
+    }
+}
+
+extension Array {  // (this file only)
+    fileprivate func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}
