@@ -56,6 +56,8 @@ SYMORVA_SYSTEM_PACKAGES+=(iproute2)
 # The language-neutral contract (docs/contract.md): tsc type-checks contract/symorva.d.ts, and
 # the Node client's tests run under Node.js.
 SYMORVA_SYSTEM_PACKAGES+=(nodejs node-typescript)
+# `symorva-bench media-upload` compares its upload with the curl program's.
+SYMORVA_SYSTEM_PACKAGES+=(curl)
 
 # Installs whichever of the packages is missing. Fast when nothing is missing: one `dpkg -s`
 # call and no apt-get at all. Uses apt-get directly as root, sudo otherwise, and says what to

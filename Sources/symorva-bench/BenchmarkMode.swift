@@ -48,6 +48,7 @@ enum BenchmarkModes {
             PushRulesBenchmark(),
             ContractBenchmark(),
             ContractSendBenchmark(),
+            MediaUploadBenchmark(),
         ] + platformModes
 
     #if os(Linux)

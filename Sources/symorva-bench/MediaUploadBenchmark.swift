@@ -1,0 +1,210 @@
+import Foundation
+import SymorvaChat
+import SymorvaKit
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaTesting
+import SymorvaTransport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `symorva-bench media-upload [--megabytes N] [--runs N]`: uploads against the dev Synapse
+/// (`Scripts/dev-server start --test`; its `max_upload_size` is 128M) on loopback, through the
+/// code that ships, and prints:
+/// - plain: `MediaClient.upload(fileAt:)` of an N MB file (libcurl, the body read from the file)
+///   against the `curl` program posting the same file to the same endpoint with the same token,
+///   MB/s each and the SDK's share of curl's throughput (best of the runs);
+/// - encrypted: the send queue's work for an encrypted room, `EncryptedAttachment.encrypt` (the
+///   file encrypted into a copy) then the upload of the ciphertext, against the same curl figure
+///   (the encryption counted in), and the encryption on its own;
+/// - peak memory growth (`VmHWM` after, reset to `VmRSS` before) of each SDK upload;
+/// - a 12-megapixel PNG (4000 × 3000, made here without an image library): the upload, and the
+///   time from the upload's answer (and from its start) to the first 320 × 240 thumbnail.
+struct MediaUploadBenchmark: DevServerBenchmark {
+    let name = "media-upload"
+    let argumentsSynopsis = "[--megabytes N] [--runs N]"
+    let summary = "100 MB upload vs curl (plain, encrypted), peak RSS growth, 12 MP time to thumbnail (SYMORVA_* env)"
+
+    struct Settings {
+        var megabytes: Int
+        var runs: Int
+    }
+
+    let optionNames: Set<String> = ["megabytes", "runs"]
+
+    func settings(from options: inout Options) -> Settings {
+        Settings(megabytes: options.integer("megabytes", default: 100), runs: options.integer("runs", default: 3))
+    }
+
+    func measure(_ settings: Settings, homeserver: URL, services: URL) async throws {
+        guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
+            throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
+        }
+        let transport = CurlTransport()
+        let (user, token) = try await BenchMember.register(
+            BenchMember.uniqueName("bench-media"), homeserver: homeserver, transport: transport)
+        guard let userID = UserID(user) else { throw BenchFailure("registration gave '\(user)', not a user ID") }
+        let requester = FixedTokenMatrixRequester(
+            homeserverURL: homeserverURL, userID: userID, accessToken: token, transport: transport)
+        let media = MediaClient(requester: requester)
+        let bytes = settings.megabytes * 1_000_000
+        if let limit = try await media.configuration().maximumUploadBytes, Int64(bytes) > limit {
+            throw BenchFailure("the server takes at most \(limit) bytes (restart Scripts/dev-server for 128M)")
+        }
+
+        let folder = try ChatBench.temporaryDirectory()
+        let source = folder + "/source.bin"
+        let ciphertext = folder + "/ciphertext.bin"
+        let headers = folder + "/headers"
+        defer {
+            for path in [source, ciphertext, headers] { unlink(path) }
+            ChatBench.removeDirectory(folder)
+        }
+        try Self.writeFile(source, bytes: bytes)
+        // The token goes to curl in a 0600 file (`-H @file`), never on its command line.
+        try Self.writeSecret("Authorization: Bearer \(token.exposedValue)\n", to: headers)
+        let endpoint = homeserver.appending(path: "/_matrix/media/v3/upload").absoluteString
+        print("media-upload: \(settings.megabytes) MB file, \(settings.runs) runs each, best run reported")
+
+        var curlTimes: [Double] = []
+        var plainTimes: [Double] = []
+        var encryptTimes: [Double] = []
+        var encryptedUploadTimes: [Double] = []
+        var againTimes: [Double] = []
+        var plainGrowth = 0
+        var encryptedGrowth = 0
+        for _ in 0..<settings.runs {
+            curlTimes.append(try Self.curlUpload(source, endpoint: endpoint, headers: headers))
+
+            let (plainTime, plainPeak) = try await Self.measured {
+                _ = try await media.upload(fileAt: source, contentType: "application/octet-stream")
+            }
+            plainTimes.append(plainTime)
+            plainGrowth = max(plainGrowth, plainPeak)
+
+            let (encryptTime, encryptPeak) = try await Self.measured {
+                _ = try EncryptedAttachment.encrypt(source, to: ciphertext)
+            }
+            let (uploadTime, uploadPeak) = try await Self.measured {
+                _ = try await media.upload(fileAt: ciphertext, contentType: "application/octet-stream")
+            }
+            // The same ciphertext once more, now an older file: tells the upload from the write.
+            let (againTime, _) = try await Self.measured {
+                _ = try await media.upload(fileAt: ciphertext, contentType: "application/octet-stream")
+            }
+            againTimes.append(againTime)
+            unlink(ciphertext)
+            encryptTimes.append(encryptTime)
+            encryptedUploadTimes.append(uploadTime)
+            encryptedGrowth = max(encryptedGrowth, encryptPeak, uploadPeak)
+        }
+        let megabytes = Double(bytes) / 1e6
+        let curl = curlTimes.min()!
+        let plain = plainTimes.min()!
+        let encrypted = zip(encryptTimes, encryptedUploadTimes).map { $0 + $1 }.min()!
+        func rate(_ seconds: Double) -> String { ChatBench.format(megabytes / seconds, 0) + " MB/s" }
+        func share(_ seconds: Double) -> String { ChatBench.format(100 * curl / seconds, 1) + " %" }
+        print("  curl program:        \(ChatBench.format(curl, 3)) s  \(rate(curl))")
+        print("  SDK plain:           \(ChatBench.format(plain, 3)) s  \(rate(plain))  = \(share(plain)) of curl")
+        print(
+            "  SDK encrypted:       \(ChatBench.format(encrypted, 3)) s  \(rate(encrypted))  = \(share(encrypted)) of curl"
+                + " (encrypt \(ChatBench.format(encryptTimes.min()!, 3)) s + upload "
+                + "\(ChatBench.format(encryptedUploadTimes.min()!, 3)) s = \(share(encryptedUploadTimes.min()!)))")
+        print(
+            "  ciphertext again:    \(ChatBench.format(againTimes.min()!, 3)) s  \(rate(againTimes.min()!))"
+                + "  = \(share(againTimes.min()!)) of curl (the same file uploaded a second time)")
+        print(
+            "  peak RSS growth:     plain \(ChatBench.megabytes(plainGrowth)), encrypted \(ChatBench.megabytes(encryptedGrowth))"
+                + " (the file: \(ChatBench.megabytes(bytes)); chunks: 256 KiB upload, 1 MiB encryption)")
+
+        // Time to the first server thumbnail of a 12-megapixel image.
+        let image = folder + "/12mp.png"
+        defer { unlink(image) }
+        try Data(TestImage.png(width: 4000, height: 3000)).write(to: URL(fileURLWithPath: image))
+        let started = ContinuousClock.now
+        let uri = try await media.upload(fileAt: image, contentType: "image/png")
+        let uploaded = ContinuousClock.now
+        _ = try await media.thumbnail(of: uri, width: 320, height: 240)
+        let thumbnailed = ContinuousClock.now
+        func seconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: image)[.size] as? NSNumber)?.intValue ?? 0
+        print(
+            "  12 MP PNG (\(ChatBench.megabytes(size))): upload \(ChatBench.format(seconds(uploaded - started), 3)) s,"
+                + " first 320x240 thumbnail \(ChatBench.format(seconds(thumbnailed - uploaded), 3)) s after the"
+                + " upload's answer (\(ChatBench.format(seconds(thumbnailed - started), 3)) s from the start)")
+    }
+
+    /// Wall time of `body` and the growth of the peak resident set over the resident set before.
+    private static func measured(
+        _ body: () async throws -> Void
+    ) async throws -> (seconds: Double, peakGrowth: Int) {
+        ChatBench.resetPeakMemory()
+        let before = ChatBench.processStatus("VmRSS")
+        let start = ChatBench.now()
+        try await body()
+        let elapsed = ChatBench.now() - start
+        return (elapsed, max(0, ChatBench.processStatus("VmHWM") - before))
+    }
+
+    /// Posts `path` with the `curl` program (`--upload-file` with `-X POST`: streamed from the
+    /// file, as the SDK does; `--data-binary @file` would read it all into memory first) and
+    /// returns its wall time (the process's start to its exit).
+    private static func curlUpload(_ path: String, endpoint: String, headers: String) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = [
+            "--silent", "--show-error", "--fail", "--output", "/dev/null", "-X", "POST", "-H", "@" + headers, "-H",
+            "Content-Type: application/octet-stream", "-H", "Expect:", "--upload-file", path, endpoint,
+        ]
+        let start = ChatBench.now()
+        try process.run()
+        process.waitUntilExit()
+        let elapsed = ChatBench.now() - start
+        guard process.terminationStatus == 0 else {
+            throw BenchFailure("curl exited with \(process.terminationStatus)")
+        }
+        return elapsed
+    }
+
+    /// Writes `bytes` pseudo-random bytes (as incompressible as a photo or a ciphertext) to `path`.
+    private static func writeFile(_ path: String, bytes: Int) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+            let handle = FileHandle(forWritingAtPath: path)
+        else { throw BenchFailure("cannot write \(path)") }
+        defer { try? handle.close() }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var block = [UInt8](repeating: 0, count: 1 << 20)
+        var written = 0
+        while written < bytes {
+            block.withUnsafeMutableBytes { raw in
+                let words = raw.bindMemory(to: UInt64.self)
+                for index in words.indices {
+                    // xorshift64*
+                    state ^= state >> 12
+                    state ^= state << 25
+                    state ^= state >> 27
+                    words[index] = state &* 0x2545_F491_4F6C_DD1D
+                }
+            }
+            let count = min(block.count, bytes - written)
+            handle.write(Data(block[0..<count]))
+            written += count
+        }
+    }
+
+    private static func writeSecret(_ text: String, to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw BenchFailure("cannot write \(path)") }
+        defer { close(descriptor) }
+        let written = text.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+        guard written == text.utf8.count else { throw BenchFailure("cannot write \(path)") }
+    }
+}
