@@ -45,6 +45,8 @@ package actor CryptoEngine {
     /// `await`, so a send and a receive on one session would each save their own advance and
     /// one would be lost (and its message key used again).
     private let sessionLock = AsyncLock()
+    /// The account's cross-signing identity state (``refreshIdentityState()``).
+    package let identityState = ObservableValue<IdentityState>.Publisher(.none)
 
     package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
         self.driver = driver
@@ -79,6 +81,7 @@ package actor CryptoEngine {
         roomKeysStored.notify()
         // The account's own devices are tracked like everyone else's.
         _ = try await store.track([userID])
+        try await refreshIdentityState()
         return CryptoAccountStatus(
             deviceKeysPublished: published, maxOneTimeKeys: account?.maxOneTimeKeys ?? 100,
             serverOneTimeKeyCount: try await store.serverOneTimeKeyCount(),
