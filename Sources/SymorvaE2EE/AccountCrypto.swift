@@ -39,6 +39,7 @@ public final class AccountCrypto: Sendable {
         userID: UserID, deviceID: DeviceID, database: SQLiteDatabase, secretsKey: Secret<[UInt8]>,
         requester: any MatrixRequester, scope: AccountScope, clock: any RuntimeClock, wallClock: any WallClock,
         tracer: Tracer, logCenter: LogCenter, driver: any CryptoDriver = OlmCryptoDriver(),
+        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedWhenAvailable,
         jitterSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
     ) async throws(CryptoStoreError) {
         self.userID = userID
@@ -47,7 +48,8 @@ public final class AccountCrypto: Sendable {
         self.logger = logger
         let store = try await CryptoStore.open(on: database, userID: userID, key: secretsKey)
         self.store = store
-        let engine = CryptoEngine(driver: driver, store: store, userID: userID, deviceID: deviceID.rawValue)
+        let engine = CryptoEngine(
+            driver: driver, store: store, userID: userID, deviceID: deviceID.rawValue, roomKeyPolicy: roomKeyPolicy)
         self.engine = engine
         self.seed = jitterSeed
         self.requester = requester

@@ -102,8 +102,10 @@ extension CryptoInterpreter {
         let outdated = Set(try await store.outdatedUsers()).intersection(members)
         var devices: [CryptoStore.Device] = []
         for member in members {
-            devices += try await store.devices(of: member).filter {
-                !$0.keyChanged && !($0.userID == engine.userID && $0.deviceID == engine.deviceID)
+            for device in try await store.devices(of: member)
+            where !(device.userID == engine.userID && device.deviceID == engine.deviceID) {
+                // The room key policy: a device the owner did not cross-sign may get nothing.
+                if try await engine.policyAllows(device) { devices.append(device) }
             }
         }
         let withoutSession = try await engine.devicesWithoutSession(devices)

@@ -3,6 +3,7 @@ import SymorvaChat
 import SymorvaCrypto
 import SymorvaCryptoDriver
 import SymorvaE2EE
+import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
 import SymorvaMatrix
@@ -184,6 +185,119 @@ struct RecoveryTests {
         try await waitForIdentity(alice.crypto, .none)
         #expect(try await alice.crypto.identityChanged(of: bob.userID) == false)
         try await waitForTrust(alice.crypto, user: bob.userID, deviceID: bob.crypto.deviceID.rawValue, .crossSigned)
+    }
+}
+
+/// The room key policy against Synapse: a device the server adds to an account with a
+/// cross-signing identity (here: signed in through the API with made-up keys) gets no room key.
+@Suite(
+    "The room key policy against Synapse", .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
+    .shutsDownCommunities)
+struct RoomKeyPolicyTests {
+    let transport = CurlTransport()
+
+    /// Signs in to `user`'s account through the API: a new device, not SymorvaKit's.
+    func signInRaw(_ user: UserID) async throws -> RegisteredAccount {
+        let environment = try #require(DevEnvironment.current)
+        let body = try JSONValue.object([
+            "type": .string("m.login.password"), "password": .string(testPassword.exposedValue),
+            "identifier": .object(["type": .string("m.id.user"), "user": .string(user.rawValue)]),
+        ]).canonicalEncoding()
+        let response = try await transport.send(
+            .json(.post, url: environment.homeserverURL.appending(path: "/_matrix/client/v3/login"), body: body))
+        guard case .object(let members) = try JSONValue(parsing: response.body),
+            case .string(let token)? = members["access_token"], case .string(let deviceID)? = members["device_id"]
+        else { throw IntegrationFailure("login answered \(response.status)") }
+        return RegisteredAccount(userID: user.rawValue, accessToken: Secret(token), deviceID: deviceID)
+    }
+
+    /// The to-device events of type `type` from `sender` the device's `/sync` delivers within `timeout`
+    /// (an empty list when none came).
+    func toDeviceEvents(
+        for device: RegisteredAccount, since: inout String?, type: String, from sender: UserID, timeout: Duration
+    ) async throws -> [JSONValue] {
+        let environment = try #require(DevEnvironment.current)
+        let deadline = ContinuousClock.now + timeout
+        var found: [JSONValue] = []
+        repeat {
+            var url = environment.homeserverURL.appending(path: "/_matrix/client/v3/sync")
+            var query = [URLQueryItem(name: "timeout", value: "1000")]
+            if let since { query.append(URLQueryItem(name: "since", value: since)) }
+            url.append(queryItems: query)
+            let response = try await transport.send(
+                HTTPRequest(method: .get, url: url, bearerToken: device.accessToken))
+            guard case .object(let top) = try JSONValue(parsing: response.body) else { break }
+            if case .string(let next)? = top["next_batch"] { since = next }
+            if case .object(let toDevice)? = top["to_device"], case .array(let events)? = toDevice["events"] {
+                found += events.filter {
+                    guard case .object(let event) = $0 else { return false }
+                    return event["type"] == .string(type) && event["sender"] == .string(sender.rawValue)
+                }
+            }
+        } while found.isEmpty && ContinuousClock.now < deadline
+        return found
+    }
+
+    @Test(
+        "A device added to a cross-signed account through the API gets no room key; cross-signed by its owner, it does"
+    )
+    func injectedDeviceGetsNoRoomKey() async throws {
+        let alice = try await MembershipEncryptionTests.Member.register("injalice")
+        let bob = try await MembershipEncryptionTests.Member.register("injbob")
+        _ = try await alice.crypto.setUpRecovery()
+        let roomID = try await bob.chat.createRoom(name: "Injected", invitees: [alice.userID], isEncrypted: true)
+        try await alice.chat.waitForConversation(roomID, .invited)
+        _ = try await alice.chat.join(roomIDOrAlias: roomID.rawValue)
+        let bobRoom = try await bob.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        try await MembershipEncryptionTests.waitForMembership(.join, of: alice.userID, in: bobRoom)
+
+        // The server (anyone with the password, here) adds a device with made-up keys, self-signed
+        // and with a one-time key, so that nothing but the policy keeps a room key from it.
+        let injected = try await signInRaw(alice.userID)
+        let device = try await CrossSigningIntegrationTests().publishDevice(injected)
+        try device.olm.generateOneTimeKeys(1)
+        var oneTimeKeys: [String: JSONValue] = [:]
+        for (keyID, key) in try device.olm.unpublishedOneTimeKeys() {
+            oneTimeKeys["signed_curve25519:\(keyID)"] = try SignedJSON.sign(
+                .object(["key": .string(key)]), user: alice.userID, keyID: "ed25519:\(injected.deviceID)"
+            ) { message in device.olm.sign(message) }
+        }
+        _ = try await CrossSigningIntegrationTests().send(
+            try E2EEAPI.upload(deviceKeys: nil, oneTimeKeys: oneTimeKeys, fallbackKeys: [:]), as: injected)
+        try await RecoveryTests().waitForTrust(
+            bob.crypto, user: alice.userID, deviceID: alice.crypto.deviceID.rawValue, .crossSigned)
+        try await RecoveryTests().waitForTrust(bob.crypto, user: alice.userID, deviceID: injected.deviceID, .unverified)
+
+        _ = try await bobRoom.send(.text("not for the injected device")).sentEventID()
+        let aliceRoom = try await alice.chat.conversation(id: roomID)
+        let stopAlice = aliceRoom.observe()
+        defer { stopAlice() }
+        try await aliceRoom.waitForTimeline { $0.texts.contains("not for the injected device") }
+        var since: String?
+        let before = try await toDeviceEvents(
+            for: injected, since: &since, type: "m.room.encrypted", from: bob.userID, timeout: .seconds(3))
+        #expect(before.isEmpty, "the injected device received \(before.count) encrypted to-device events from Bob")
+
+        // The control: Alice cross-signs it (her self-signing key); Bob's next message's key reaches it.
+        let held = try #require(try await alice.crypto.store.crossSigningKeys())
+        let keys = try CrossSigningKeys(
+            userID: alice.userID, masterSeed: held.masterSeed, selfSigningSeed: held.selfSigningSeed,
+            userSigningSeed: held.userSigningSeed, driver: OlmCryptoDriver())
+        let (_, answer) = try await CrossSigningIntegrationTests().send(
+            try E2EEAPI.query(users: [alice.userID]), as: injected)
+        let deviceKeys = try #require(
+            CrossSigningChain.deviceKeys(in: answer, user: alice.userID, deviceID: injected.deviceID))
+        let failures = try await CrossSigningIntegrationTests().uploadSignatures(
+            [alice.userID.rawValue: [injected.deviceID: try keys.signDevice(deviceKeys)]], as: device)
+        #expect(failures.isEmpty)
+        try await RecoveryTests().waitForTrust(
+            bob.crypto, user: alice.userID, deviceID: injected.deviceID, .crossSigned)
+        _ = try await bobRoom.send(.text("now it may read")).sentEventID()
+        let after = try await toDeviceEvents(
+            for: injected, since: &since, type: "m.room.encrypted", from: bob.userID, timeout: .seconds(30))
+        #expect(!after.isEmpty, "cross-signed, the device got Bob's room key")
     }
 }
 
