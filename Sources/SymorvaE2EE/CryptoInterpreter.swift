@@ -129,7 +129,6 @@ struct CryptoInterpreter: EffectInterpreter {
             }
             let changed = try await engine.store.storeQueried(
                 devices.filter { answered.contains($0.key) }, users: answered, identities: identities)
-            try await engine.refreshIdentityState()
             engine.failedSenderQueries.withLock { failed in
                 for user in answered { failed[user] = nil }
             }
@@ -145,6 +144,12 @@ struct CryptoInterpreter: EffectInterpreter {
                 return waiting
             }) {
                 engine.roomKeysStored.notify()
+            }
+            // Last: what the devices and held keys need is done whatever this says.
+            do throws(CryptoStoreError) {
+                try await engine.refreshIdentityState()
+            } catch {
+                logger.error("identity state not read error=\(error)")
             }
             return .success(KeyQueryReport(users: answered, refusedDevices: invalid + changed, unanswered: unanswered))
         } catch {

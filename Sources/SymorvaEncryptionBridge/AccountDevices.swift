@@ -97,7 +97,7 @@ extension SessionClient {
 
 extension SessionClient {
     /// "I lost my recovery key": replaces the active account's cross-signing identity with a
-    /// new one and secret storage with a new key (``/SymorvaE2EE/AccountCrypto/resetRecovery(passphrase:authorize:)``),
+    /// new one and secret storage with a new key (`AccountCrypto.resetRecovery(passphrase:authorize:)`),
     /// completing the server's password stage with `password`. Every other device of the account
     /// must be restored again, every user who verified the account sees its identity change, and
     /// what the old secret storage held can no longer be read. Returns the new recovery key:

@@ -8,7 +8,7 @@ public enum IdentityState: Sendable, Hashable {
     /// makes one).
     case none
     /// The account has an identity whose private keys this device does not hold: enter the
-    /// recovery key (``AccountCrypto/restore(recoveryKey:)``) or reset it.
+    /// recovery key (``AccountCrypto/restore(recoveryKey:isPassphrase:)``) or reset it.
     case needsRecovery
     /// This device holds the private keys of the account's identity and is cross-signed by it.
     case ready

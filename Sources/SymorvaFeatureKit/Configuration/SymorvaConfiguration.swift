@@ -20,7 +20,7 @@ import SymorvaMatrix
 /// (`Server/symorva_server/config.py`), so that the client accepts what the server accepts
 /// (it also checks that `homeserver.serverName` follows the Matrix grammar): `modules` may be left out and a module absent from it is disabled; every listed
 /// module, known or not, needs a boolean `enabled`; `encryption.defaultEnabled` defaults to
-/// `false`; `encryption.roomKeySharing` (``RoomKeyPolicy``) to `crossSignedWhenAvailable`. Other unknown fields are ignored, so newer manifests stay readable.
+/// `false`; `encryption.roomKeySharing` (``SymorvaConfiguration/RoomKeyPolicy``) to `crossSignedWhenAvailable`. Other unknown fields are ignored, so newer manifests stay readable.
 public struct SymorvaConfiguration: Sendable, Hashable {
     /// The manifest format version; always 1 today.
     public var version: Int
