@@ -1,6 +1,7 @@
 import SymorvaChatStore
 import SymorvaCrypto
 import SymorvaCryptoDriver
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
@@ -124,6 +125,52 @@ struct CrossSigningStoreTests {
         stored = try await store.devices(of: bob)
         #expect(stored.map(\.trust) == [.unverified, .verified])
         #expect(stored.map(\.keyChanged) == [true, false])
+    }
+}
+
+@Suite("The room key policy")
+struct RoomKeyPolicyUnitTests {
+    let alice = UserID("@alice:example.org")
+    let bob = UserID("@bob:example.org")
+    let carol = UserID("@carol:example.org")
+
+    @Test(
+        "Each policy's devices: cross-signed ones always, others of a user with an identity only under allDevices, a changed key never"
+    )
+    func policies() async throws {
+        let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
+        let store = try await CryptoStore.migrating(on: database, userID: alice, key: try SecretBox.generateKey())
+        // Bob has an identity (pinned); Carol never set one up.
+        _ = try await store.storeQueried(
+            [:], users: [bob],
+            identities: [
+                bob: UserIdentity(
+                    userID: bob, masterKey: "K", selfSigningKey: nil, userSigningKey: nil,
+                    masterKeyObject: .object([:]), isVerified: false)
+            ])
+        func device(_ user: UserID, _ id: String, _ trust: DeviceTrustLevel, changed: Bool = false)
+            -> CryptoStore.Device
+        {
+            CryptoStore.Device(
+                userID: user, deviceID: id, curve25519: "c", ed25519: "e", displayName: nil, keyChanged: changed,
+                trust: trust)
+        }
+        let devices = [
+            device(bob, "SIGNED", .crossSigned), device(bob, "INJECTED", .unverified),
+            device(carol, "PLAIN", .unverified), device(bob, "CHANGED", .crossSigned, changed: true),
+        ]
+        let expected: [SymorvaConfiguration.RoomKeyPolicy: [String]] = [
+            .crossSignedOnly: ["SIGNED"],
+            .crossSignedWhenAvailable: ["SIGNED", "PLAIN"],
+            .allDevices: ["SIGNED", "INJECTED", "PLAIN"],
+        ]
+        for (policy, allowed) in expected {
+            let engine = CryptoEngine(
+                driver: OlmCryptoDriver(), store: store, userID: alice, deviceID: "A", roomKeyPolicy: policy)
+            var got: [String] = []
+            for device in devices where try await engine.policyAllows(device) { got.append(device.deviceID) }
+            #expect(got == allowed, "\(policy)")
+        }
     }
 }
 
