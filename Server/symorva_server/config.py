@@ -172,6 +172,10 @@ def validate_manifest(m: Any) -> dict[str, Any]:
     if "defaultEnabled" in enc:
         _require(isinstance(enc["defaultEnabled"], bool),
                  "manifest.encryption.defaultEnabled: must be a boolean")
+    if "roomKeySharing" in enc:
+        _require(enc["roomKeySharing"] in ("crossSignedOnly", "crossSignedWhenAvailable", "allDevices"),
+                 "manifest.encryption.roomKeySharing: must be crossSignedOnly, crossSignedWhenAvailable "
+                 "or allDevices")
     return m
 
 

@@ -26,6 +26,7 @@ def test_default_manifest_is_valid():
     (lambda m: m["modules"]["wallet"]["assets"][0].update(precision=-1), "precision"),
     (lambda m: m["modules"]["wallet"]["assets"][0].update(code="orb"), "code"),
     (lambda m: m["encryption"].update(defaultEnabled="no"), "defaultEnabled"),
+    (lambda m: m["encryption"].update(roomKeySharing="everyone"), "roomKeySharing"),
 ])
 def test_invalid_manifests(mutate, message):
     m = copy.deepcopy(BASE)

@@ -20,7 +20,7 @@ public final class AccountCrypto: Sendable {
     /// This device.
     public let deviceID: DeviceID
     let engine: CryptoEngine
-    let store: CryptoStore
+    package let store: CryptoStore
     let host: MachineHost<CryptoMachine>
     let interpreter: CryptoInterpreter
     let requester: any MatrixRequester
@@ -29,6 +29,8 @@ public final class AccountCrypto: Sendable {
     private let seed: UInt64
     /// The last ticket drawn for a request of a room's key.
     let shareTickets = Lock<UInt64>(0)
+    /// Setting up, restoring and resetting recovery run one at a time.
+    let recoveryLock = AsyncLock()
 
     /// The crypto machine's state: `ready` once this device's keys are published.
     public var state: ObservableValue<CryptoState> { host.states }
@@ -37,6 +39,7 @@ public final class AccountCrypto: Sendable {
         userID: UserID, deviceID: DeviceID, database: SQLiteDatabase, secretsKey: Secret<[UInt8]>,
         requester: any MatrixRequester, scope: AccountScope, clock: any RuntimeClock, wallClock: any WallClock,
         tracer: Tracer, logCenter: LogCenter, driver: any CryptoDriver = OlmCryptoDriver(),
+        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedWhenAvailable,
         jitterSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
     ) async throws(CryptoStoreError) {
         self.userID = userID
@@ -45,7 +48,8 @@ public final class AccountCrypto: Sendable {
         self.logger = logger
         let store = try await CryptoStore.open(on: database, userID: userID, key: secretsKey)
         self.store = store
-        let engine = CryptoEngine(driver: driver, store: store, userID: userID, deviceID: deviceID.rawValue)
+        let engine = CryptoEngine(
+            driver: driver, store: store, userID: userID, deviceID: deviceID.rawValue, roomKeyPolicy: roomKeyPolicy)
         self.engine = engine
         self.seed = jitterSeed
         self.requester = requester
@@ -79,6 +83,34 @@ public final class AccountCrypto: Sendable {
     public func devices(of user: UserID) async throws(CryptoError) -> [CryptoDevice] {
         do throws(CryptoStoreError) {
             return try await store.devices(of: user).map(CryptoDevice.init)
+        } catch {
+            throw CryptoInterpreter.cryptoError(error)
+        }
+    }
+
+    /// The account's cross-signing identity: `none` until one exists, `needsRecovery` while
+    /// this device does not hold its private keys, `ready`, or `identityChanged(user)` while a
+    /// user's (or this account's) identity is not the pinned one and not acknowledged.
+    public var identityState: ObservableValue<IdentityState> { engine.identityState.observable }
+
+    /// Whether `user`'s cross-signing identity changed since it was pinned and the change was not
+    /// acknowledged yet.
+    public func identityChanged(of user: UserID) async throws(CryptoError) -> Bool {
+        do throws(CryptoStoreError) {
+            return try await store.identity(of: user)?.changedMasterKey != nil
+        } catch {
+            throw CryptoInterpreter.cryptoError(error)
+        }
+    }
+
+    /// Acknowledges a change of `user`'s identity: the new master key is pinned, and the user no
+    /// longer shows as changed. Returns whether there was a change to acknowledge.
+    @discardableResult
+    public func acknowledgeIdentityChange(of user: UserID) async throws(CryptoError) -> Bool {
+        do throws(CryptoStoreError) {
+            let acknowledged = try await store.acknowledgeIdentity(of: user)
+            try await engine.refreshIdentityState()
+            return acknowledged
         } catch {
             throw CryptoInterpreter.cryptoError(error)
         }
@@ -136,6 +168,9 @@ public struct CryptoDevice: Sendable, Hashable {
     /// The server once showed other keys for this known device: they were refused, and the
     /// device is not trusted until a human looks (a compromised server or a re-used device ID).
     public var keysChanged: Bool
+    /// How far this device trusts it: cross-signed by its owner (``DeviceTrustLevel/crossSigned``),
+    /// and its owner verified by us (``DeviceTrustLevel/verified``), or neither.
+    public var trust: DeviceTrustLevel
 
     init(_ device: CryptoStore.Device) {
         userID = device.userID
@@ -144,5 +179,6 @@ public struct CryptoDevice: Sendable, Hashable {
         ed25519 = device.ed25519
         displayName = device.displayName
         keysChanged = device.keyChanged
+        trust = device.trust
     }
 }

@@ -1,5 +1,6 @@
 import SymorvaCrypto
 import SymorvaCryptoDriver
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
@@ -45,12 +46,35 @@ package actor CryptoEngine {
     /// `await`, so a send and a receive on one session would each save their own advance and
     /// one would be lost (and its message key used again).
     private let sessionLock = AsyncLock()
+    /// The account's cross-signing identity state (``refreshIdentityState()``).
+    package let identityState = ObservableValue<IdentityState>.Publisher(.none)
 
-    package init(driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String) {
+    /// Which devices get room keys, and whose requests and forwarded keys are taken.
+    let roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy
+
+    package init(
+        driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String,
+        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedWhenAvailable
+    ) {
         self.driver = driver
         self.store = store
         self.userID = userID
         self.deviceID = deviceID
+        self.roomKeyPolicy = roomKeyPolicy
+    }
+
+    /// Whether the room key policy allows `device`: to receive room keys, and (one of this
+    /// account's) to have its key requests answered and its forwarded keys taken.
+    package nonisolated func policyAllows(_ device: CryptoStore.Device) async throws(CryptoStoreError) -> Bool {
+        if device.keyChanged { return false }
+        switch roomKeyPolicy {
+        case .allDevices: return true
+        case .crossSignedOnly: return device.trust != .unverified
+        case .crossSignedWhenAvailable:
+            // A user whose identity was never seen has no way to cross-sign: all their devices.
+            if device.trust != .unverified { return true }
+            return try await store.identity(of: device.userID) == nil
+        }
     }
 
     /// Runs `body` inside the engine's critical section (``sessionLock``). Only the engine's
@@ -79,6 +103,7 @@ package actor CryptoEngine {
         roomKeysStored.notify()
         // The account's own devices are tracked like everyone else's.
         _ = try await store.track([userID])
+        try await refreshIdentityState()
         return CryptoAccountStatus(
             deviceKeysPublished: published, maxOneTimeKeys: account?.maxOneTimeKeys ?? 100,
             serverOneTimeKeyCount: try await store.serverOneTimeKeyCount(),
@@ -359,7 +384,7 @@ extension CryptoEngine {
             // Only from another known device of this account, and only as the answer to a
             // request this device made. The session is the original sender's: its keys are the
             // ones the content names, not those of the device that forwarded it.
-            guard senderUser == userID, known != nil,
+            guard senderUser == userID, let known, try await policyAllows(known),
                 try await store.hasOpenKeyRequest(roomID: roomID, sessionID: sessionID),
                 case .string(let key)? = content["session_key"],
                 case .string(let originalSenderKey)? = content["sender_key"],

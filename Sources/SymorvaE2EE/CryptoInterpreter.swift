@@ -109,10 +109,26 @@ struct CryptoInterpreter: EffectInterpreter {
         guard let answer = try? JSONValue(parsing: response.body) else { return .failure(.server(status: 502)) }
         let answered = DeviceKeys.answeredUsers(in: answer, among: users)
         let unanswered = users.filter { !answered.contains($0) }
-        let (devices, invalid) = DeviceKeys.verifiedDevices(in: answer, driver: engine.driver)
+        var (devices, invalid) = DeviceKeys.verifiedDevices(in: answer, driver: engine.driver)
         do throws(CryptoStoreError) {
+            // The signature chain: each answered user's identity (checked master → self-signing,
+            // our user-signing → theirs) and each device's trust level, stored with the devices.
+            let identities = CrossSigningChain.identities(
+                in: answer, ownUser: engine.userID, ownMasterKey: try await engine.store.crossSigningMasterKey(),
+                driver: engine.driver
+            ).filter { answered.contains($0.key) }
+            for (user, userDevices) in devices {
+                devices[user] = userDevices.map { device in
+                    var device = device
+                    if let keys = CrossSigningChain.deviceKeys(in: answer, user: user, deviceID: device.deviceID) {
+                        device.trust = CrossSigningChain.trust(
+                            ofDevice: keys, owner: identities[user], driver: engine.driver)
+                    }
+                    return device
+                }
+            }
             let changed = try await engine.store.storeQueried(
-                devices.filter { answered.contains($0.key) }, users: answered)
+                devices.filter { answered.contains($0.key) }, users: answered, identities: identities)
             engine.failedSenderQueries.withLock { failed in
                 for user in answered { failed[user] = nil }
             }
@@ -128,6 +144,12 @@ struct CryptoInterpreter: EffectInterpreter {
                 return waiting
             }) {
                 engine.roomKeysStored.notify()
+            }
+            // Last: what the devices and held keys need is done whatever this says.
+            do throws(CryptoStoreError) {
+                try await engine.refreshIdentityState()
+            } catch {
+                logger.error("identity state not read error=\(error)")
             }
             return .success(KeyQueryReport(users: answered, refusedDevices: invalid + changed, unanswered: unanswered))
         } catch {

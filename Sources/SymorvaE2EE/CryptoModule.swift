@@ -25,7 +25,8 @@ extension AccountModuleFactory {
             let crypto = try await AccountCrypto(
                 userID: context.userID, deviceID: deviceID, database: context.database.database, secretsKey: key,
                 requester: context.requester, scope: context.scope, clock: context.clock,
-                wallClock: context.wallClock, tracer: context.tracer, logCenter: context.logCenter)
+                wallClock: context.wallClock, tracer: context.tracer, logCenter: context.logCenter,
+                roomKeyPolicy: context.configuration.encryption.roomKeyPolicy)
             await crypto.start()
             return crypto
         } catch {

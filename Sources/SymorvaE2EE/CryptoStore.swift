@@ -152,6 +152,32 @@ package struct CryptoStore: Sendable {
         // to, in the sync's transaction (`SyncDeviceInbox`); chat's schema 8 moved what it had
         // stored for us here (creating these tables if it migrated first).
         Migration(version: 9, name: "e2ee_inbox", sql: SyncDeviceInbox.tables),
+        // Cross-signing (issue 24): this account's private keys, each tracked user's pinned
+        // identity, each device's trust level. Self-contained: it reads and changes no other
+        // migration's rows but the new column of `e2ee_devices`.
+        Migration(
+            version: 10, name: "e2ee_cross_signing",
+            sql: """
+                -- The account's cross-signing private keys this device holds: their 32-byte seeds,
+                -- each sealed with the secrets-at-rest key (never clear), and the master public key.
+                CREATE TABLE e2ee_cross_signing_keys (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    master_key TEXT NOT NULL,
+                    sealed_master BLOB NOT NULL,
+                    sealed_self_signing BLOB NOT NULL,
+                    sealed_user_signing BLOB NOT NULL
+                ) STRICT;
+                -- Each user's master key pinned on first sight (trust on first use); a keys/query
+                -- that lists another one records it as changed_master_key until it is acknowledged.
+                CREATE TABLE e2ee_identities (
+                    user_id TEXT PRIMARY KEY,
+                    pinned_master_key TEXT NOT NULL,
+                    changed_master_key TEXT,               -- not NULL: changed, not acknowledged
+                    verified INTEGER NOT NULL DEFAULT 0    -- our user-signing key signed the current key
+                ) STRICT, WITHOUT ROWID;
+                -- 0 unverified, 1 cross-signed by its owner, 2 verified (DeviceTrustLevel).
+                ALTER TABLE e2ee_devices ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
+                """),
     ]
 
     /// Writes a sync's share for end-to-end encryption into the inbox, inside the sync's
@@ -186,6 +212,8 @@ package struct CryptoStore: Sendable {
         package var displayName: String?
         /// The server once showed other keys for this device: its new keys are refused.
         package var keyChanged: Bool
+        /// Its trust level as the last `keys/query` showed the signature chain.
+        package var trust: DeviceTrustLevel = .unverified
     }
 
     /// The stored account: its pickle, its (opened) pickle key, whether its device keys are published.
@@ -358,8 +386,15 @@ package struct CryptoStore: Sendable {
     /// marks, in one transaction. A device whose stored keys differ from the new ones keeps its
     /// old keys and is flagged (``Device/keyChanged``).
     ///
+    /// Each answered user's checked cross-signing identity in `identities` is compared with the
+    /// pinned one in the same transaction (``pinIdentity(_:in:)``): pinned on first sight, a
+    /// different master key recorded as a change until it is acknowledged. A user the answer
+    /// lists without an identity keeps their pin.
+    ///
     /// - Returns: how many devices were refused for changed keys.
-    package func storeQueried(_ devices: [UserID: [Device]], users: [UserID]) async throws(CryptoStoreError) -> Int {
+    package func storeQueried(
+        _ devices: [UserID: [Device]], users: [UserID], identities: [UserID: UserIdentity] = [:]
+    ) async throws(CryptoStoreError) -> Int {
         let raw = users.map(\.rawValue)
         let rows = devices.values.flatMap { $0 }
         do {
@@ -380,21 +415,27 @@ package struct CryptoStore: Sendable {
                     for device in rows where device.userID.rawValue == user {
                         if let old = knownByID[device.deviceID], old != (device.curve25519, device.ed25519) {
                             refused += 1
+                            // Refused keys: the device trusts nothing the new keys were signed with.
                             try db.execute(
-                                "UPDATE e2ee_devices SET key_changed = 1 WHERE user_id = ? AND device_id = ?",
+                                "UPDATE e2ee_devices SET key_changed = 1, trust = 0 WHERE user_id = ? AND device_id = ?",
                                 [.text(user), .text(device.deviceID)])
                             continue
                         }
                         try db.execute(
                             """
-                            INSERT INTO e2ee_devices(user_id, device_id, curve25519, ed25519, display_name)
-                            VALUES (?, ?, ?, ?, ?)
-                            ON CONFLICT(user_id, device_id) DO UPDATE SET display_name = excluded.display_name
+                            INSERT INTO e2ee_devices(user_id, device_id, curve25519, ed25519, display_name, trust)
+                            VALUES (?, ?, ?, ?, ?, ?)
+                            ON CONFLICT(user_id, device_id) DO UPDATE SET display_name = excluded.display_name,
+                                trust = CASE WHEN e2ee_devices.key_changed = 1 THEN 0 ELSE excluded.trust END
                             """,
                             [
                                 .text(user), .text(device.deviceID), .text(device.curve25519), .text(device.ed25519),
                                 device.displayName.map { .text($0) } ?? .null,
+                                .integer(Int64(device.trust.storedValue)),
                             ])
+                    }
+                    if let userID = UserID(user), let identity = identities[userID] {
+                        try Self.pinIdentity(identity, in: db)
                     }
                     try db.execute("UPDATE e2ee_tracked_users SET outdated = 0 WHERE user_id = ?", [.text(user)])
                 }
@@ -411,16 +452,19 @@ package struct CryptoStore: Sendable {
         do {
             let rows = try await database.run { db throws(StoreError) in
                 try db.queryAll(
-                    "SELECT device_id, curve25519, ed25519, display_name, key_changed FROM e2ee_devices WHERE user_id = ? ORDER BY device_id",
+                    """
+                    SELECT device_id, curve25519, ed25519, display_name, key_changed, trust
+                    FROM e2ee_devices WHERE user_id = ? ORDER BY device_id
+                    """,
                     [.text(raw)]
                 ) { row in
-                    (row.string(0), row.string(1), row.string(2), row.isNull(3) ? nil : row.string(3), row.int(4) != 0)
+                    Device(
+                        userID: user, deviceID: row.string(0), curve25519: row.string(1), ed25519: row.string(2),
+                        displayName: row.isNull(3) ? nil : row.string(3), keyChanged: row.int(4) != 0,
+                        trust: DeviceTrustLevel(storedValue: row.int(5)))
                 }
             }
-            return rows.map {
-                Device(
-                    userID: user, deviceID: $0.0, curve25519: $0.1, ed25519: $0.2, displayName: $0.3, keyChanged: $0.4)
-            }
+            return rows
         } catch {
             throw .store(error)
         }

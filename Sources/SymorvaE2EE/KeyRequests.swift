@@ -250,7 +250,7 @@ extension CryptoInterpreter {
                     waiting += 1
                     continue
                 }
-                if device.keyChanged {
+                if !(try await engine.policyAllows(device)) {
                     dropped.append(request)
                 } else {
                     answerable.append((request, device))

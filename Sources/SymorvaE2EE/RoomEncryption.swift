@@ -102,8 +102,15 @@ extension CryptoInterpreter {
         let outdated = Set(try await store.outdatedUsers()).intersection(members)
         var devices: [CryptoStore.Device] = []
         for member in members {
-            devices += try await store.devices(of: member).filter {
+            let memberDevices = try await store.devices(of: member).filter {
                 !$0.keyChanged && !($0.userID == engine.userID && $0.deviceID == engine.deviceID)
+            }
+            // The room key policy: a device the owner did not cross-sign may get nothing (the
+            // store is asked about the owner's identity only when one of them is not cross-signed).
+            if engine.roomKeyPolicy == .allDevices || memberDevices.allSatisfy({ $0.trust != .unverified }) {
+                devices += memberDevices
+            } else {
+                for device in memberDevices where try await engine.policyAllows(device) { devices.append(device) }
             }
         }
         let withoutSession = try await engine.devicesWithoutSession(devices)

@@ -2,6 +2,7 @@ import SymorvaE2EE
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
+import SymorvaRuntime
 import SymorvaSession
 
 /// One of the account's devices: every sign-in is one (this app on this phone, a desktop
@@ -26,6 +27,9 @@ public struct AccountDevice: Sendable, Hashable, Identifiable, CustomStringConve
     /// The server once showed other keys for this known device: they were refused, and the
     /// device is not trusted until a human looks.
     public var keysChanged: Bool
+    /// How far this device trusts it (cross-signed by the account's identity, verified with the
+    /// master key this device holds, or neither); `nil` while its keys are not known here.
+    public var trust: DeviceTrustLevel?
 
     /// The device ID only.
     public var description: String { "AccountDevice(\(deviceID))" }
@@ -80,13 +84,42 @@ extension SessionClient {
             devices.append(
                 AccountDevice(
                     deviceID: deviceID, displayName: displayName, lastSeen: lastSeen, isCurrent: deviceID == current,
-                    ed25519Key: known?.ed25519, keysChanged: known?.keysChanged ?? false))
+                    ed25519Key: known?.ed25519, keysChanged: known?.keysChanged ?? false, trust: known?.trust))
         }
         return devices.sorted { lhs, rhs in
             if lhs.isCurrent != rhs.isCurrent { return lhs.isCurrent }
             let left = lhs.lastSeen?.rawValue ?? 0
             let right = rhs.lastSeen?.rawValue ?? 0
             return left != right ? left > right : lhs.deviceID < rhs.deviceID
+        }
+    }
+}
+
+extension SessionClient {
+    /// "I lost my recovery key": replaces the active account's cross-signing identity with a
+    /// new one and secret storage with a new key (`AccountCrypto.resetRecovery(passphrase:authorize:)`),
+    /// completing the server's password stage with `password`. Every other device of the account
+    /// must be restored again, every user who verified the account sees its identity change, and
+    /// what the old secret storage held can no longer be read. Returns the new recovery key:
+    /// show it once, never log it.
+    ///
+    /// - Throws: ``/SymorvaE2EE/RecoveryError/authorization(_:)`` for a wrong password or a
+    ///   server that wants other stages, ``/SymorvaE2EE/RecoveryError/notReady`` without a
+    ///   signed-in account with encryption, or a request's error.
+    public func resetRecovery(password: Secret<String>, passphrase: Secret<String>? = nil)
+        async throws(RecoveryError) -> Secret<String>
+    {
+        guard case .running(let context) = sessions.active.value,
+            let crypto = context.modules.module(AccountCrypto.self)
+        else { throw .notReady }
+        return try await crypto.resetRecovery(passphrase: passphrase) { endpoint throws(RecoveryError) in
+            do throws(SessionError) {
+                return try await self.authorize(
+                    method: endpoint.method.rawValue, path: endpoint.path, body: endpoint.body ?? [],
+                    password: password)
+            } catch {
+                throw .authorization("\(error)")
+            }
         }
     }
 }

@@ -87,3 +87,22 @@ extension E2EEAPI {
         MatrixEndpoint(method: .get, path: "\(prefix)/devices", requiresAuth: true)
     }
 }
+
+extension E2EEAPI {
+    /// `GET /user/{userId}/account_data/{type}`: the account's global account data of `type`
+    /// (`M_NOT_FOUND` when there is none). Secret storage keeps its keys and secrets there.
+    package static func accountData(user: UserID, type: String) -> MatrixEndpoint {
+        MatrixEndpoint(
+            method: .get, path: "\(prefix)/user/\(percentEncoded(user.rawValue))/account_data/\(percentEncoded(type))",
+            requiresAuth: true)
+    }
+
+    /// `PUT /user/{userId}/account_data/{type}` with `content` (replacing what was there).
+    package static func setAccountData(user: UserID, type: String, content: JSONValue)
+        throws(JSONValue.CanonicalJSONError) -> MatrixEndpoint
+    {
+        MatrixEndpoint(
+            method: .put, path: "\(prefix)/user/\(percentEncoded(user.rawValue))/account_data/\(percentEncoded(type))",
+            body: try content.canonicalEncoding(), requiresAuth: true)
+    }
+}

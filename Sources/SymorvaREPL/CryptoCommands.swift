@@ -1,10 +1,94 @@
 import SymorvaChat
 import SymorvaKit
+import SymorvaRuntime
 
 /// The REPL's end-to-end encryption commands.
 package enum CryptoCommands {
     /// Every command of this group.
-    package static var commands: [REPLCommand] { [devices, encryption] }
+    package static var commands: [REPLCommand] { [devices, encryption, recovery, trust] }
+
+    /// The active account's crypto module.
+    static func crypto(_ context: REPLContext) async throws(REPLError) -> AccountCrypto {
+        let community = try await CommunitySlot.community(in: context)
+        guard let crypto = community.module(AccountCrypto.self) else { throw .commandFailed("not signed in") }
+        return crypto
+    }
+
+    /// `recovery setup|restore|reset`.
+    package static let recovery = REPLCommand(
+        "recovery", usage: "recovery setup|restore|reset",
+        summary:
+            "setup: cross-signing and secret storage, prints the recovery key once; restore: reads the recovery key or passphrase (no echo) and cross-signs this device; reset: asks for the password, new identity and recovery key",
+        parse: { arguments throws(REPLError) -> String in
+            let action = try arguments.next()
+            guard ["setup", "restore", "reset"].contains(action), try arguments.rest().isEmpty else {
+                throw .invalidArgument("expected setup, restore or reset")
+            }
+            return action
+        },
+        run: { action, context async throws(REPLError) in
+            let crypto = try await crypto(context)
+            let community = try await CommunitySlot.community(in: context)
+            var input: Secret<String>?
+            switch action {
+            case "restore": input = try await context.readSecret(prompt: "Recovery key or passphrase: ")
+            case "reset": input = try await context.readSecret(prompt: "Password: ")
+            default: break
+            }
+            do throws(RecoveryError) {
+                switch (action, input) {
+                case ("restore", let text?):
+                    do throws(RecoveryError) {
+                        try await crypto.restore(recoveryKey: text)
+                    } catch .malformedRecoveryKey {
+                        // Not a recovery key: the passphrase it was made from, then.
+                        try await crypto.restore(recoveryKey: text, isPassphrase: true)
+                    }
+                    context.output.print("device cross-signed")
+                case ("reset", let password?):
+                    let key = try await community.session.resetRecovery(password: password)
+                    context.output.print(
+                        "identity reset (other devices must restore, contacts see a changed identity); recovery key: \(key.exposedValue)"
+                    )
+                default:
+                    let key = try await crypto.setUpRecovery()
+                    context.output.print("recovery key: \(key.exposedValue)")
+                }
+            } catch {
+                throw .commandFailed("recovery \(action): \(error)")
+            }
+        })
+
+    /// `trust <@user> ok`.
+    package static let trust = REPLCommand(
+        "trust", usage: "trust <@user> ok",
+        summary: "acknowledges a change of the user's cross-signing identity",
+        parse: { arguments throws(REPLError) -> UserID in
+            let word = try arguments.next()
+            guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
+            guard try arguments.rest() == ["ok"] else { throw .invalidArgument("expected 'ok'") }
+            return userID
+        },
+        run: { user, context async throws(REPLError) in
+            let crypto = try await crypto(context)
+            let acknowledged: Bool
+            do throws(CryptoError) {
+                acknowledged = try await crypto.acknowledgeIdentityChange(of: user)
+            } catch {
+                throw .commandFailed("identity not acknowledged: \(error)")
+            }
+            context.output.print(acknowledged ? "\(user): identity change acknowledged" : "\(user): no identity change")
+        })
+
+    /// How the REPL names an identity state.
+    static func describe(_ state: IdentityState) -> String {
+        switch state {
+        case .none: "none"
+        case .needsRecovery: "needs recovery"
+        case .ready: "ready"
+        case .identityChanged(let user): "identity changed: \(user)"
+        }
+    }
 
     /// `encryption <room> [on|keys]`.
     package static let encryption = REPLCommand(
@@ -44,7 +128,8 @@ package enum CryptoCommands {
     /// `devices [<@user>]`.
     package static let devices = REPLCommand(
         "devices", usage: "devices [<@user>]",
-        summary: "the account's own devices, or a user's, with their keys (* marks this device, ! a changed key)",
+        summary:
+            "the account's own devices, or a user's, with their keys and trust (verified, cross-signed, unverified), and the identity state (* marks this device, ! a changed key)",
         parse: { arguments throws(REPLError) -> UserID? in
             guard let word = try arguments.rest().first else { return nil }
             guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
@@ -65,8 +150,11 @@ package enum CryptoCommands {
                     let name = device.displayName.map { " \"\(TerminalText.escaped($0))\"" } ?? ""
                     let key = device.ed25519Key.map { " ed25519:\($0)" } ?? " (no verified keys)"
                     let flag = device.keysChanged ? " !keys changed" : ""
-                    context.output.print("\(device.isCurrent ? "*" : " ") \(device.deviceID)\(name)\(key)\(flag)")
+                    let trust = device.trust.map { " \($0.rawValue)" } ?? ""
+                    context.output.print(
+                        "\(device.isCurrent ? "*" : " ") \(device.deviceID)\(name)\(key)\(trust)\(flag)")
                 }
+                context.output.print("identity: \(describe(crypto.identityState.value))")
                 return
             }
             let listed: [CryptoDevice]
@@ -75,6 +163,11 @@ package enum CryptoCommands {
             } catch {
                 throw .commandFailed("devices not read: \(error)")
             }
+            let changed = (try? await crypto.identityChanged(of: user)) ?? false
+            defer {
+                context.output.print(
+                    "\(user) identity: \(changed ? "changed (trust \(user) ok to acknowledge)" : "unchanged")")
+            }
             guard !listed.isEmpty else {
                 context.output.print("no devices known for \(user)")
                 return
@@ -82,7 +175,8 @@ package enum CryptoCommands {
             for device in listed {
                 let flag = device.keysChanged ? " !keys changed" : ""
                 let name = device.displayName.map { " \"\(TerminalText.escaped($0))\"" } ?? ""
-                context.output.print("  \(device.deviceID)\(name) ed25519:\(device.ed25519)\(flag)")
+                context.output.print(
+                    "  \(device.deviceID)\(name) ed25519:\(device.ed25519) \(device.trust.rawValue)\(flag)")
             }
         })
 }

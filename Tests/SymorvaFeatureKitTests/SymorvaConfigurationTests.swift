@@ -276,6 +276,23 @@ struct SymorvaConfigurationTests {
         #expect(try !SymorvaConfiguration(jsonData: empty).encryption.isEnabledByDefault)
     }
 
+    @Test("encryption.roomKeySharing names the room key policy: crossSignedWhenAvailable when absent, one of three")
+    func roomKeyPolicy() throws {
+        #expect(
+            try SymorvaConfiguration(jsonData: Data(Self.valid.utf8)).encryption.roomKeyPolicy
+                == .crossSignedWhenAvailable)
+        for policy in SymorvaConfiguration.RoomKeyPolicy.allCases {
+            let set = try Self.manifest { $0["encryption"] = ["roomKeySharing": policy.rawValue] }
+            #expect(try SymorvaConfiguration(jsonData: set).encryption.roomKeyPolicy == policy)
+        }
+        try Self.expectError(
+            .invalidField(
+                "encryption.roomKeySharing", reason: "not one of crossSignedOnly, crossSignedWhenAvailable, allDevices")
+        ) {
+            $0["encryption"] = ["roomKeySharing": "everyone"]
+        }
+    }
+
     @Test("media.cacheBytes sets the media cache's cap: 256 MiB when absent, at least 1 MiB, an integer")
     func mediaCacheBytes() throws {
         #expect(try SymorvaConfiguration(jsonData: Data(Self.valid.utf8)).media.cacheBytes == 256 << 20)

@@ -4,7 +4,7 @@ import SymorvaMatrix
 import SymorvaRuntime
 
 /// How far this device trusts another device (MSC4153's levels).
-package enum DeviceTrustLevel: String, Sendable, Hashable {
+public enum DeviceTrustLevel: String, Sendable, Hashable {
     /// Cross-signed by its owner, whose identity we verified: our user-signing key signed the
     /// owner's master key (or the owner is this account and its master key is the one we hold).
     case verified

@@ -20,7 +20,7 @@ import SymorvaMatrix
 /// (`Server/symorva_server/config.py`), so that the client accepts what the server accepts
 /// (it also checks that `homeserver.serverName` follows the Matrix grammar): `modules` may be left out and a module absent from it is disabled; every listed
 /// module, known or not, needs a boolean `enabled`; `encryption.defaultEnabled` defaults to
-/// `false`. Other unknown fields are ignored, so newer manifests stay readable.
+/// `false`; `encryption.roomKeySharing` (``SymorvaConfiguration/RoomKeyPolicy``) to `crossSignedWhenAvailable`. Other unknown fields are ignored, so newer manifests stay readable.
 public struct SymorvaConfiguration: Sendable, Hashable {
     /// The manifest format version; always 1 today.
     public var version: Int
@@ -145,8 +145,29 @@ public struct SymorvaConfiguration: Sendable, Hashable {
     public struct Encryption: Sendable, Hashable {
         /// Whether conversations created by members are end-to-end encrypted by default.
         public var isEnabledByDefault: Bool
+        /// Which devices get room keys and whose key requests and forwarded keys are taken
+        /// (`encryption.roomKeySharing`).
+        public var roomKeyPolicy: RoomKeyPolicy
         /// Encryption defaults.
-        public init(isEnabledByDefault: Bool) { self.isEnabledByDefault = isEnabledByDefault }
+        public init(isEnabledByDefault: Bool, roomKeyPolicy: RoomKeyPolicy = .crossSignedWhenAvailable) {
+            self.isEnabledByDefault = isEnabledByDefault
+            self.roomKeyPolicy = roomKeyPolicy
+        }
+    }
+
+    /// Which devices this account trusts with room keys (MSC4153's device policy): a room's key
+    /// is shared with those devices only, and room key requests are answered and forwarded keys
+    /// accepted only from the account's own devices it allows.
+    public enum RoomKeyPolicy: String, Sendable, Hashable, CaseIterable {
+        /// Only devices their owner cross-signed: a user without a cross-signing identity gets
+        /// nothing (the specification's recommendation, MSC4153).
+        case crossSignedOnly
+        /// A user with a cross-signing identity (ever seen: it is pinned) gets keys on the devices
+        /// it cross-signed only; a user who never set one up gets them on every device. A device
+        /// the server adds to an account with an identity gets nothing.
+        case crossSignedWhenAvailable
+        /// Every device with valid self-signed keys (before cross-signing).
+        case allDevices
     }
 
     /// Media settings.
@@ -265,7 +286,16 @@ public struct SymorvaConfiguration: Sendable, Hashable {
 
         let encryption = try reader.optionalObject(at: ["encryption"], in: root) ?? [:]
         let enabled = try reader.optionalBool(at: ["encryption", "defaultEnabled"], in: encryption) ?? false
-        self.encryption = Encryption(isEnabledByDefault: enabled)
+        var sharing = RoomKeyPolicy.crossSignedWhenAvailable
+        if let text = try reader.optionalString(at: ["encryption", "roomKeySharing"], in: encryption) {
+            guard let value = RoomKeyPolicy(rawValue: text) else {
+                throw .invalidField(
+                    "encryption.roomKeySharing",
+                    reason: "not one of \(RoomKeyPolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            sharing = value
+        }
+        self.encryption = Encryption(isEnabledByDefault: enabled, roomKeyPolicy: sharing)
 
         let media = try reader.optionalObject(at: ["media"], in: root) ?? [:]
         var cacheBytes: Int?
