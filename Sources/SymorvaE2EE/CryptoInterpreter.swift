@@ -56,6 +56,8 @@ struct CryptoInterpreter: EffectInterpreter {
             return .oneTimeKeysClaimed(roomID, round: round, await claimOneTimeKeys(for: devices))
         case .sendRoomKey(let roomID, let round, let batch):
             return .roomKeySent(roomID, round: round, await sendRoomKey(roomID: roomID, batch: batch))
+        case .uploadBackup:
+            return .backupUploaded(await uploadBackup())
         case .scheduleRetry, .cancel:
             // Timers and cancellations are performed by the host.
             return nil

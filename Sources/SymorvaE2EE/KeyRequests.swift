@@ -199,9 +199,15 @@ extension CryptoInterpreter {
     /// every device of the account, each marked in the store once the server took it. The
     /// transaction ID is the request's and its action's: a retry reuses it.
     func sendKeyRequests() async -> Result<Int, CryptoRequestError> {
-        let requests: [CryptoStore.OutgoingKeyRequest]
+        var requests: [CryptoStore.OutgoingKeyRequest]
         do throws(CryptoStoreError) {
             requests = try await engine.store.keyRequestsToSend()
+            // The key backup first: a session it holds is not asked of the other devices.
+            var restored = false
+            for request in requests where !request.isCancellation {
+                if await fetchFromBackup(roomID: request.roomID, sessionID: request.sessionID) { restored = true }
+            }
+            if restored { requests = try await engine.store.keyRequestsToSend() }
         } catch {
             return .failure(Self.requestError(error))
         }

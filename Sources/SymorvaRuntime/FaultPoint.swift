@@ -34,6 +34,9 @@ package enum FaultPoint: String, CaseIterable, Sendable {
     /// A `/sync` batch that carried to-device events is committed with its token, and the
     /// crypto module has not processed them yet.
     case toDeviceCommitted = "todevice.committed"
+    /// A `PUT room_keys/keys` was answered by the server, and the uploaded keys are still in the
+    /// key backup's outbox.
+    case backupUploadAnswered = "backup.upload"
 
     /// The variable that arms a point.
     package static let environmentVariable = "SYMORVA_FAULT_POINT"
