@@ -80,14 +80,17 @@ extension AccountCrypto {
     public func checkBackup() async throws(KeyBackupError) -> KeyBackupStatus {
         let status = try await backupStatus()
         guard let version = status.version, status.stopReason == nil else { return status }
-        var reason: KeyBackupStopReason?
+        var current: KeyBackupVersion?
+        do throws(KeyBackupError) { current = try await currentBackupVersion() } catch .notFound { current = nil }
+        guard current?.version != version else { return status }
+        // Another version is current, or none: ours was replaced, unless it is gone.
+        let reason: KeyBackupStopReason
         do throws(KeyBackupError) {
-            let current = try await currentBackupVersion()
-            if current.version != version { reason = .replaced }
+            _ = try await sendBackupRequest(E2EEAPI.backupVersion(version))
+            reason = .replaced
         } catch .notFound {
             reason = .deleted
         }
-        guard let reason else { return status }
         do throws(CryptoStoreError) { try await store.stopBackup(reason) } catch {
             throw .local(CryptoInterpreter.cryptoError(error))
         }
@@ -168,7 +171,7 @@ extension AccountCrypto {
         }
     }
 
-    func currentBackupVersion() async throws(KeyBackupError) -> KeyBackupVersion {
+    package func currentBackupVersion() async throws(KeyBackupError) -> KeyBackupVersion {
         let response = try await sendBackupRequest(E2EEAPI.backupVersion())
         guard let version = KeyBackupVersion(parsing: response.body) else { throw .malformedResponse }
         return version

@@ -88,7 +88,9 @@ extension CryptoInterpreter {
             }
             _ = try await requester.send(endpoint)
         } catch {
-            if let reason = Self.backupStopReason(error) {
+            if var reason = Self.backupStopReason(error) {
+                // Not the current version: replaced, unless it is gone altogether.
+                if reason == .replaced, await isDeleted(version: backup.version) { reason = .deleted }
                 logger.warning("key backup no longer in use reason=\(reason.rawValue)")
                 do throws(CryptoStoreError) { try await store.stopBackup(reason) } catch {
                     return .failure(Self.requestError(error))
@@ -120,6 +122,17 @@ extension CryptoInterpreter {
         if matrix.code == .other(E2EEAPI.wrongRoomKeysVersion) { return .replaced }
         if matrix.code == .notFound, matrix.status == 404 { return .deleted }
         return nil
+    }
+
+    /// Whether the server no longer has backup `version` at all.
+    func isDeleted(version: String) async -> Bool {
+        do throws(MatrixRequestError) {
+            _ = try await requester.send(E2EEAPI.backupVersion(version))
+            return false
+        } catch {
+            if case .matrix(let matrix) = error, matrix.code == .notFound { return true }
+            return false
+        }
     }
 
     /// The stored session `sessionID` of `roomID` fetched from the backup in use, when this
