@@ -29,6 +29,9 @@ extension CryptoStore {
         ) STRICT, WITHOUT ROWID;
         -- Sessions restored from the backup: not verified, never uploaded again.
         ALTER TABLE e2ee_inbound_group_sessions ADD COLUMN from_backup INTEGER NOT NULL DEFAULT 0;
+        -- The backup version an open key request's session was looked up in: a request is
+        -- looked up once per version before (or while) the other devices are asked.
+        ALTER TABLE e2ee_outgoing_key_requests ADD COLUMN backup_version TEXT;
         """
 
     /// The backup version in use (or stopped) as stored.
@@ -231,6 +234,40 @@ extension CryptoStore {
                         session)
                 }
                 return stored
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// The open key requests (to send or sent, not answered) not yet looked up in backup
+    /// `version`: (room, session).
+    package func keyRequestsToLookUp(inBackup version: String) async throws(CryptoStoreError)
+        -> [(roomID: String, sessionID: String)]
+    {
+        do {
+            return try await database.run { db throws(StoreError) in
+                try db.queryAll(
+                    """
+                    SELECT room_id, session_id FROM e2ee_outgoing_key_requests
+                    WHERE state IN (0, 1) AND COALESCE(backup_version, '') != ? ORDER BY rowid
+                    """, [.text(version)]
+                ) { ($0.string(0), $0.string(1)) }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Records that the request for `sessionID` of `roomID` was looked up in backup `version`.
+    package func keyRequestLookedUp(roomID: String, sessionID: String, inBackup version: String)
+        async throws(CryptoStoreError)
+    {
+        do {
+            try await database.transaction { db throws(StoreError) in
+                try db.execute(
+                    "UPDATE e2ee_outgoing_key_requests SET backup_version = ? WHERE room_id = ? AND session_id = ?",
+                    [.text(version), .text(roomID), .text(sessionID)])
             }
         } catch {
             throw .store(error)

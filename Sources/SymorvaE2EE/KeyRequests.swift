@@ -201,13 +201,17 @@ extension CryptoInterpreter {
     func sendKeyRequests() async -> Result<Int, CryptoRequestError> {
         var requests: [CryptoStore.OutgoingKeyRequest]
         do throws(CryptoStoreError) {
-            requests = try await engine.store.keyRequestsToSend()
-            // The key backup first: a session it holds is not asked of the other devices.
-            var restored = false
-            for request in requests where !request.isCancellation {
-                if await fetchFromBackup(roomID: request.roomID, sessionID: request.sessionID) { restored = true }
+            // The key backup first: a session it holds is not asked of the other devices. Each
+            // open request is looked up once per backup version (a backup enabled after the
+            // request left is looked in too).
+            if let backup = try await engine.store.storedBackup(), backup.stopped == nil {
+                for request in try await engine.store.keyRequestsToLookUp(inBackup: backup.version) {
+                    _ = await fetchFromBackup(roomID: request.roomID, sessionID: request.sessionID)
+                    try await engine.store.keyRequestLookedUp(
+                        roomID: request.roomID, sessionID: request.sessionID, inBackup: backup.version)
+                }
             }
-            if restored { requests = try await engine.store.keyRequestsToSend() }
+            requests = try await engine.store.keyRequestsToSend()
         } catch {
             return .failure(Self.requestError(error))
         }

@@ -185,6 +185,8 @@ extension AccountCrypto {
         }
         engine.backupState.publish(.uploading(remaining: (try? await store.backupWaitingCount()) ?? 0))
         await host.send(.backupKeysWaiting)
+        // The keys this device asked other devices for are looked up in the backup.
+        await host.send(.roomKeysMissing)
     }
 
     private func sendBackupRequest(_ endpoint: MatrixEndpoint) async throws(KeyBackupError) -> HTTPResponse {

@@ -151,12 +151,16 @@ extension CryptoInterpreter {
                 try? await engine.store.stopBackup(.replaced)
                 engine.backupState.publish(.disabled)
             }
+            logger.info("room key not in the key backup error=\(error)")
             return false
         }
         guard let json = try? JSONValue(parsing: response.body), let entry = BackedUpRoomKey(json: json),
             let rows = try? await engine.restoredSessions([(roomID, sessionID, entry)], privateKey: privateKey),
             !rows.isEmpty
-        else { return false }
+        else {
+            logger.warning("room key from the key backup unreadable")
+            return false
+        }
         do throws(CryptoStoreError) {
             let stored = try await engine.importBackedUp(rows)
             if stored > 0 { logger.info("room key restored from the key backup") }

@@ -85,6 +85,32 @@ struct KeyBackupIntegrationTests {
     }
 
     @Test(
+        "An undecryptable event's session is fetched from the backup before the other devices are asked: the message decrypts with no full restore and no sibling online"
+    )
+    func sessionFetchedOnDemand() async throws {
+        let setup = try await Self.setUp("fay")
+        _ = try await setup.firstCrypto.createBackup()
+        try await setup.firstCrypto.backupState.wait(timeout: .seconds(60)) { $0 == .upToDate }
+        let privateKey = try #require(try await setup.firstCrypto.backupPrivateKey())
+        await setup.first.community.shutdown()
+
+        let second = CommunityFixture()
+        _ = try await second.community.session.signIn(username: setup.username, password: testPassword)
+        let secondCrypto = try await second.readyCrypto()
+        _ = try await secondCrypto.enableBackup(privateKey: privateKey)
+        try await second.community.chat.waitForConversation(setup.roomID)
+        let room = try await second.community.chat.conversation(id: setup.roomID)
+        let stop = room.observe()
+        defer { stop() }
+        // The keys asked for before the backup was enabled are looked up in it once it is.
+        _ = try await room.waitForTimeline { items in
+            items.texts.contains("bob before the new device") && items.texts.contains("mine before the new device")
+        }
+        #expect(second.logs.text.contains("room key restored from the key backup"))
+        #expect(!second.logs.text.contains("key backup restored keys="))
+    }
+
+    @Test(
         "A backup replaced by another device's new version is noticed at the next upload (M_WRONG_ROOM_KEYS_VERSION), one deleted at the next check; uploads stop"
     )
     func replacedAndDeleted() async throws {
@@ -118,5 +144,70 @@ struct KeyBackupIntegrationTests {
         let checked = try await thirdCrypto.checkBackup()
         #expect(checked.stopReason == .deleted && checked.version == newVersion)
         #expect(thirdCrypto.backupState.value == .disabled)
+    }
+}
+
+/// The `symorva` program dies (`SIGKILL`) after Synapse answered a `PUT room_keys/keys` and
+/// before the uploaded keys left the outbox (`SYMORVA_FAULT_POINT=backup.upload`).
+@Suite(
+    "The key backup's outbox survives the client process being killed",
+    .requires(DevEnvironment.isAvailable && DevEnvironment.current?.manifestPath != nil, "needs Scripts/dev-server"),
+    .requires(REPLProcess.binary != nil, "needs the symorva binary (swift build)"), .shutsDownCommunities)
+struct KeyBackupKillTests {
+    @Test(
+        "Killed during the upload: the keys stay in the outbox, the restart uploads them, the backup holds every session"
+    )
+    func killDuringUpload() async throws {
+        let environment = DevEnvironment.current!
+        let data = TemporaryDataDirectory("backup-kill")
+        let processEnvironment = ["SYMORVA_DATA_DIR": data.path, "SYMORVA_MANIFEST": environment.manifestPath!]
+        var armed = processEnvironment
+        armed[FaultPoint.environmentVariable] = FaultPoint.backupUploadAnswered.rawValue
+
+        let username = DevEnvironment.uniqueUsername("kill")
+        let first = try REPLProcess(environment: armed)
+        first.send("register \(username) --password-stdin")
+        first.send(testPassword.exposedValue)
+        try await first.waitForLine { $0.hasPrefix("registered and signed in as ") }
+        first.send("create Kept --encrypted")
+        let created = try await first.waitForLine { $0.hasPrefix("created !") && $0.hasSuffix(" (encrypted)") }
+        let roomID = created.split(separator: " ")[1]
+        first.send("open \(roomID)")
+        first.send("send in the backup after a kill")
+        try await first.waitForLine { $0.hasSuffix(": in the backup after a kill  [encrypted]") }
+        first.send("backup create")
+        try await first.waitForFaultPoint(.backupUploadAnswered)
+        let storePath = try WalletIntegrationTests.accountStorePath(in: data.path)
+        let sessions = try await Self.count("e2ee_inbound_group_sessions", at: storePath)
+        #expect(sessions >= 1)
+        #expect(try await Self.count("e2ee_backup_outbox", at: storePath) == sessions, "the upload was not recorded")
+
+        // The next process resumes: the outbox empties.
+        let second = try REPLProcess(environment: processEnvironment)
+        var line = ""
+        for _ in 0..<300 where !line.hasSuffix(", 0 session(s) waiting") {
+            let before = second.output.count
+            second.send("backup status")
+            line = try await second.transcript.wait(timeout: .seconds(30)) { $0.output.count > before }.output[before]
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(line.hasPrefix("backup: version ") && line.hasSuffix(", 0 session(s) waiting"))
+        second.send("quit")
+        #expect(try await second.finish() == 0)
+        #expect(try await Self.count("e2ee_backup_outbox", at: storePath) == 0)
+
+        // The server's backup holds every session of the device.
+        let other = CommunityFixture()
+        _ = try await other.community.session.signIn(username: username, password: testPassword)
+        let otherCrypto = try await other.readyCrypto()
+        #expect(try await otherCrypto.currentBackupVersion().count == sessions)
+    }
+
+    /// How many rows `table` of the account database at `path` holds.
+    static func count(_ table: String, at path: String) async throws -> Int {
+        let database = try await SQLiteDatabase.open(path: path, migrations: ChatSchema.migrations)
+        return try await database.run { db throws(StoreError) in
+            try db.queryOne("SELECT COUNT(*) FROM \(table)") { $0.int(0) } ?? 0
+        }
     }
 }
