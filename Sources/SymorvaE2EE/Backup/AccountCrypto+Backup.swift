@@ -114,17 +114,7 @@ extension AccountCrypto {
         }
         guard let backup, backup.stopped == nil, let privateKey else { throw .notFound }
         let stored = (version: backup.version, privateKey: privateKey)
-        let response = try await sendBackupRequest(E2EEAPI.roomKeys(version: stored.version, scope: .all))
-        guard case .object(let top)? = try? JSONValue(parsing: response.body), case .object(let rooms)? = top["rooms"]
-        else { throw .malformedResponse }
-        var entries: [(roomID: String, sessionID: String, key: BackedUpRoomKey)] = []
-        for (roomID, room) in rooms {
-            guard case .object(let members) = room, case .object(let sessions)? = members["sessions"] else { continue }
-            for (sessionID, json) in sessions {
-                if let key = BackedUpRoomKey(json: json) { entries.append((roomID, sessionID, key)) }
-            }
-        }
-        entries.sort { ($0.roomID, $0.sessionID) < ($1.roomID, $1.sessionID) }
+        let entries = try await backupEntries(version: stored.version)
         let total = entries.count
         var imported = 0
         var done = 0
@@ -144,6 +134,41 @@ extension AccountCrypto {
         engine.backupState.publish(waiting == 0 ? .upToDate : .uploading(remaining: waiting))
         logger.info("key backup restored keys=\(imported) of=\(total)")
         return (imported, total)
+    }
+
+    /// Every entry of backup `version` as the server holds it, sorted by room and session.
+    package func backupEntries(version: String) async throws(KeyBackupError)
+        -> [(roomID: String, sessionID: String, key: BackedUpRoomKey)]
+    {
+        let response = try await sendBackupRequest(E2EEAPI.roomKeys(version: version, scope: .all))
+        guard case .object(let top)? = try? JSONValue(parsing: response.body), case .object(let rooms)? = top["rooms"]
+        else { throw .malformedResponse }
+        var entries: [(roomID: String, sessionID: String, key: BackedUpRoomKey)] = []
+        for (roomID, room) in rooms {
+            guard case .object(let members) = room, case .object(let sessions)? = members["sessions"] else { continue }
+            for (sessionID, json) in sessions {
+                if let key = BackedUpRoomKey(json: json) { entries.append((roomID, sessionID, key)) }
+            }
+        }
+        entries.sort { ($0.roomID, $0.sessionID) < ($1.roomID, $1.sessionID) }
+        return entries
+    }
+
+    /// Puts entries into backup `version` as they are (another implementation's, in the
+    /// interoperability tests); the server keeps a stored key unless the new one is better.
+    package func putBackupEntries(
+        _ entries: [(roomID: String, sessionID: String, key: BackedUpRoomKey)], version: String
+    )
+        async throws(KeyBackupError)
+    {
+        var rooms: [String: [String: JSONValue]] = [:]
+        for entry in entries { rooms[entry.roomID, default: [:]][entry.sessionID] = entry.key.json }
+        let body = JSONValue.object(["rooms": .object(rooms.mapValues { .object(["sessions": .object($0)]) })])
+        let endpoint: MatrixEndpoint
+        do { endpoint = try E2EEAPI.putRoomKeys(version: version, scope: .all, body: body) } catch {
+            throw .local(.driver("canonical JSON"))
+        }
+        _ = try await sendBackupRequest(endpoint)
     }
 
     /// How many entries a restore decrypts and stores at a time.
