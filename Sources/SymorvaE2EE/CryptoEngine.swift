@@ -30,6 +30,9 @@ package actor CryptoEngine {
     package let roomKeysStored = Notifier()
     /// Where the key backup is (`AccountCrypto.backupState`).
     package let backupState = ObservableValue<KeyBackupState>.Publisher(.disabled)
+    /// Told of each confirmed backup upload: how long each of its keys waited, from entering the
+    /// outbox to the server's answer (milliseconds). The `backup-lag` benchmark listens.
+    package let backupUploadLags = Lock<(@Sendable ([Int64]) -> Void)?>(nil)
     /// Inbound Megolm sessions already unpickled for decryption (``inboundSession(roomID:sessionID:)``).
     private var inboundSessions: [InboundKey: KeptInboundSession] = [:]
     /// An event was left undecrypted because its sender's device list could not be queried:

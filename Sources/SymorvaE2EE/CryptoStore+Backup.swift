@@ -25,6 +25,7 @@ extension CryptoStore {
             room_id TEXT NOT NULL,
             session_id TEXT NOT NULL,
             seq INTEGER NOT NULL,
+            queued_ms INTEGER NOT NULL,              -- wall clock when it entered (the backup lag)
             PRIMARY KEY (room_id, session_id)
         ) STRICT, WITHOUT ROWID;
         -- Sessions restored from the backup: not verified, never uploaded again.
@@ -45,7 +46,12 @@ extension CryptoStore {
     package struct BackupOutboxEntry: Sendable {
         package var session: InboundSessionRow
         package var seq: Int64
+        /// When it entered the outbox (wall clock, milliseconds).
+        package var queuedMilliseconds: Int64
     }
+
+    /// The wall clock in milliseconds, in SQL (`storeInbound` has no clock of its own).
+    static let sqlNowMilliseconds = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 
     private var backupKeyAssociatedData: [UInt8] {
         SecretBox.associatedData(account: userID.rawValue, field: "e2ee.backup_key")
@@ -58,10 +64,10 @@ extension CryptoStore {
     {
         try db.execute(
             """
-            INSERT INTO e2ee_backup_outbox(room_id, session_id, seq)
-            SELECT ?1, ?2, COALESCE((SELECT MAX(seq) FROM e2ee_backup_outbox), 0) + 1
+            INSERT INTO e2ee_backup_outbox(room_id, session_id, seq, queued_ms)
+            SELECT ?1, ?2, COALESCE((SELECT MAX(seq) FROM e2ee_backup_outbox), 0) + 1, \(sqlNowMilliseconds)
             WHERE EXISTS (SELECT 1 FROM e2ee_key_backup WHERE stopped IS NULL)
-            ON CONFLICT(room_id, session_id) DO UPDATE SET seq = excluded.seq
+            ON CONFLICT(room_id, session_id) DO UPDATE SET seq = excluded.seq, queued_ms = excluded.queued_ms
             """, [.text(roomID), .text(sessionID)])
     }
 
@@ -118,8 +124,9 @@ extension CryptoStore {
                 }
                 try db.execute(
                     """
-                    INSERT OR IGNORE INTO e2ee_backup_outbox(room_id, session_id, seq)
-                    SELECT room_id, session_id, 0 FROM e2ee_inbound_group_sessions WHERE from_backup = 0
+                    INSERT OR IGNORE INTO e2ee_backup_outbox(room_id, session_id, seq, queued_ms)
+                    SELECT room_id, session_id, 0, \(Self.sqlNowMilliseconds)
+                    FROM e2ee_inbound_group_sessions WHERE from_backup = 0
                     """)
             }
         } catch {
@@ -158,7 +165,7 @@ extension CryptoStore {
                 try db.queryAll(
                     """
                     SELECT o.room_id, o.session_id, o.seq, s.sender_key, s.signing_key, s.forwarded, s.pickle,
-                        s.sender_user, s.first_known_index
+                        s.sender_user, s.first_known_index, o.queued_ms
                     FROM e2ee_backup_outbox o JOIN e2ee_inbound_group_sessions s
                         ON s.room_id = o.room_id AND s.session_id = o.session_id
                     ORDER BY o.seq, o.room_id, o.session_id LIMIT ?
@@ -169,7 +176,7 @@ extension CryptoStore {
                             roomID: $0.string(0), sessionID: $0.string(1), senderKey: $0.string(3),
                             signingKey: $0.string(4), forwarded: $0.int(5) != 0, pickle: $0.blob(6),
                             senderUser: $0.isNull(7) ? nil : UserID($0.string(7)), firstKnownIndex: $0.int(8)),
-                        seq: $0.int64(2))
+                        seq: $0.int64(2), queuedMilliseconds: $0.int64(9))
                 }
             }
         } catch {

@@ -187,6 +187,12 @@ extension AccountCrypto {
         engine.backupState.publish(.disabled)
     }
 
+    /// Calls `body` after each confirmed backup upload with how long each key waited, from
+    /// entering the outbox to the server's answer, in milliseconds (the `backup-lag` benchmark).
+    package func observeBackupUploads(_ body: @escaping @Sendable ([Int64]) -> Void) {
+        engine.backupUploadLags.withLock { $0 = body }
+    }
+
     // MARK: Helpers
 
     /// The private key of the backup in use (package: secret storage keeps it).

@@ -104,6 +104,10 @@ extension CryptoInterpreter {
         // The server has the keys; this process has not removed them from the outbox yet (a kill
         // here uploads them again, which the server's merge rules make harmless).
         FaultPoint.backupUploadAnswered.reach()
+        if let report = engine.backupUploadLags.withLock({ $0 }) {
+            let now = wallClock.now.millisecondsSince1970
+            report(entries.map { now - $0.queuedMilliseconds })
+        }
         do throws(CryptoStoreError) {
             let remaining = try await store.backupUploaded(
                 entries.map { ($0.session.roomID, $0.session.sessionID, $0.seq) })
