@@ -398,17 +398,19 @@ extension CryptoEngine {
 
 extension CryptoEngine {
     /// Uses the held room keys of `users` whose devices a `keys/query` just listed (and drops
-    /// the others); tells chat when any was stored.
-    package func releaseHeldRoomKeys(of users: [UserID]) async throws(CryptoStoreError) {
+    /// the others); tells chat when any was stored. Returns how many were stored.
+    @discardableResult
+    package func releaseHeldRoomKeys(of users: [UserID]) async throws(CryptoStoreError) -> Int {
         let released = try await exclusively {
             () async throws(CryptoStoreError) -> [(roomID: String, sessionID: String)] in
             try await store.releaseHeldRoomKeys(of: users)
         }
-        guard !released.isEmpty else { return }
+        guard !released.isEmpty else { return 0 }
         for session in released {
             inboundSessions[InboundKey(roomID: session.roomID, sessionID: session.sessionID)] = nil
         }
         roomKeysStored.notify()
+        return released.count
     }
 }
 

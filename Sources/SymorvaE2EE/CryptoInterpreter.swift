@@ -118,7 +118,7 @@ struct CryptoInterpreter: EffectInterpreter {
             engine.failedSenderQueries.withLock { failed in
                 for user in answered { failed[user] = nil }
             }
-            try await engine.releaseHeldRoomKeys(of: answered)
+            let released = try await engine.releaseHeldRoomKeys(of: answered)
             if !unanswered.isEmpty {
                 logger.info("keys query left users outdated unanswered=\(unanswered.count)")
             }
@@ -131,7 +131,10 @@ struct CryptoInterpreter: EffectInterpreter {
             }) {
                 engine.roomKeysStored.notify()
             }
-            return .success(KeyQueryReport(users: answered, refusedDevices: invalid + changed, unanswered: unanswered))
+            return .success(
+                KeyQueryReport(
+                    users: answered, refusedDevices: invalid + changed, unanswered: unanswered,
+                    roomKeysReleased: released > 0))
         } catch {
             return .failure(Self.requestError(error))
         }

@@ -148,6 +148,7 @@ extension CryptoMachine {
             }
             next.failures = 0
             devicesUpdated(&next)
+            if case .success(let report) = result, report.roomKeysReleased { next.backupPending = true }
             sharing = queryAnswered(result, queried: querying, work: &next)
         case .toDeviceProcessed(let result):
             guard work.isProcessingToDevice else { return .stay }  // stale
@@ -226,7 +227,9 @@ extension CryptoMachine {
             switch result {
             case .failure(let error):
                 if error.isRetryable { next.outdated.formUnion(querying) } else { next.outdated.subtract(querying) }
-            case .success: devicesUpdated(&next)
+            case .success(let report):
+                devicesUpdated(&next)
+                if report.roomKeysReleased { next.backupPending = true }
             }
             sharing = queryAnswered(result, queried: querying, work: &next)
         case .toDeviceProcessed(let result):

@@ -364,9 +364,15 @@ package struct KeyQueryReport: Sendable, Equatable {
     /// listed): still outdated in the store, with the devices they had; queried again when a send
     /// or a decryption needs them, or at the next start.
     package var unanswered: [UserID]
+    /// Room keys held for devices not known yet were stored (the devices are now): they wait
+    /// for the key backup.
+    package var roomKeysReleased: Bool
 
     /// A report.
-    package init(users: [UserID], refusedDevices: Int = 0, unanswered: [UserID] = []) {
+    package init(
+        users: [UserID], refusedDevices: Int = 0, unanswered: [UserID] = [], roomKeysReleased: Bool = false
+    ) {
+        self.roomKeysReleased = roomKeysReleased
         self.users = users
         self.refusedDevices = refusedDevices
         self.unanswered = unanswered

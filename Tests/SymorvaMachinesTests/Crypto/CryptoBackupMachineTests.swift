@@ -35,6 +35,20 @@ extension CryptoMachineTests {
         try store.send(.backupUploaded(.success(BackupUploadReport(uploaded: 1, remaining: 5))), stayingWith: [])
     }
 
+    @Test(
+        "Room keys a keys/query released (held for devices not known then) wait for the backup; while backing off they are recorded"
+    )
+    func releasedKeysAreBackedUp() throws {
+        let store = MachineTestStore(machine, initial: .ready(work(querying: [bob])))
+        try store.send(
+            .keysQueried(.success(KeyQueryReport(users: [bob], roomKeysReleased: true))),
+            expecting: .ready(backupWork(uploading: true)), effects: [.uploadBackup])
+        store.reset(to: .backingOff(work(querying: [bob], failures: 1)))
+        try store.send(
+            .keysQueried(.success(KeyQueryReport(users: [bob], roomKeysReleased: true))),
+            expecting: .backingOff(backupWork(pending: true, failures: 1)))
+    }
+
     @Test("A backup deleted or replaced on the server stops the uploads even with keys left")
     func backupStopped() throws {
         let store = MachineTestStore(machine, initial: .ready(backupWork(uploading: true)))

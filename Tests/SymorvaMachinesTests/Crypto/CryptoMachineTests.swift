@@ -440,6 +440,7 @@ struct CryptoMachineTests {
                 .success(RoomKeySent(sessionID: "S", devices: [bobDevice], newSessionStored: true))),
             .shareOutcomeTaken(ShareTicket(9)), .shareOutcomeTaken(ShareTicket(3)),
             .toDeviceProcessed(.success(ToDeviceReport(processed: 1, roomKeysStored: true))),
+            .keysQueried(.success(KeyQueryReport(users: [bob], roomKeysReleased: true))),
             .backupKeysWaiting, .backupUploaded(.success(BackupUploadReport(uploaded: 3, remaining: 2))),
             .backupUploaded(.success(BackupUploadReport(uploaded: 0, remaining: 2, stopped: true))),
             .backupUploaded(.failure(.network)),
