@@ -29,6 +29,11 @@ package actor CryptoEngine {
     static let oldFallbackKeyLifetimeMilliseconds: Int64 = 3_600_000
     /// Told whenever a room key is stored (chat tries its undecrypted events again).
     package let roomKeysStored = Notifier()
+    /// Where the key backup is (`AccountCrypto.backupState`).
+    package let backupState = ObservableValue<KeyBackupState>.Publisher(.disabled)
+    /// Told of each confirmed backup upload: how long each of its keys waited, from entering the
+    /// outbox to the server's answer (milliseconds). The `backup-lag` benchmark listens.
+    package let backupUploadLags = Lock<(@Sendable ([Int64]) -> Void)?>(nil)
     /// Inbound Megolm sessions already unpickled for decryption (``inboundSession(roomID:sessionID:)``).
     private var inboundSessions: [InboundKey: KeptInboundSession] = [:]
     /// An event was left undecrypted because its sender's device list could not be queried:
@@ -110,7 +115,8 @@ package actor CryptoEngine {
             outdatedUsers: try await store.outdatedUsers(), hasPendingToDevice: try await store.hasPendingToDevice(),
             hasKeyRequestsToSend: try await store.hasKeyRequestsToSend(),
             hasKeyRequestsToAnswer: try await store.hasKeyRequestsToAnswer(),
-            hasWedgedSessions: try await store.hasWedgedDevices())
+            hasWedgedSessions: try await store.hasWedgedDevices(),
+            hasBackupKeysWaiting: try await store.backupWaitingCount() > 0)
     }
 
     /// Reads the stored account into memory, or creates and stores one. Inside the critical
@@ -283,6 +289,7 @@ extension CryptoEngine {
                 if outcome.incomingRequest != nil { report.keyRequestsReceived = true }
                 report.processed += 1
                 if let stored = outcome.inboundSession {
+                    report.roomKeysStored = true
                     // A better key may have replaced the one kept unpickled.
                     inboundSessions[InboundKey(roomID: stored.roomID, sessionID: stored.sessionID)] = nil
                     roomKeysStored.notify()
@@ -416,17 +423,19 @@ extension CryptoEngine {
 
 extension CryptoEngine {
     /// Uses the held room keys of `users` whose devices a `keys/query` just listed (and drops
-    /// the others); tells chat when any was stored.
-    package func releaseHeldRoomKeys(of users: [UserID]) async throws(CryptoStoreError) {
+    /// the others); tells chat when any was stored. Returns how many were stored.
+    @discardableResult
+    package func releaseHeldRoomKeys(of users: [UserID]) async throws(CryptoStoreError) -> Int {
         let released = try await exclusively {
             () async throws(CryptoStoreError) -> [(roomID: String, sessionID: String)] in
             try await store.releaseHeldRoomKeys(of: users)
         }
-        guard !released.isEmpty else { return }
+        guard !released.isEmpty else { return 0 }
         for session in released {
             inboundSessions[InboundKey(roomID: session.roomID, sessionID: session.sessionID)] = nil
         }
         roomKeysStored.notify()
+        return released.count
     }
 }
 
@@ -624,6 +633,19 @@ extension CryptoEngine {
                 throw .driver(.library("megolm"))
             }
         }
+    }
+
+    /// Stores sessions restored from the key backup (each unless stored as well or better),
+    /// forgets the unpickled copies they replace, and tells chat to try its events again.
+    /// Returns how many were stored.
+    package func importBackedUp(_ rows: [CryptoStore.InboundSessionRow]) async throws(CryptoStoreError) -> Int {
+        guard !rows.isEmpty else { return 0 }
+        let stored = try await store.importFromBackup(rows)
+        for session in stored {
+            inboundSessions[InboundKey(roomID: session.roomID, sessionID: session.sessionID)] = nil
+        }
+        if !stored.isEmpty { roomKeysStored.notify() }
+        return stored.count
     }
 
     /// Decrypts a `m.megolm.v1.aes-sha2` event content with a stored inbound session: the

@@ -56,6 +56,8 @@ struct CryptoInterpreter: EffectInterpreter {
             return .oneTimeKeysClaimed(roomID, round: round, await claimOneTimeKeys(for: devices))
         case .sendRoomKey(let roomID, let round, let batch):
             return .roomKeySent(roomID, round: round, await sendRoomKey(roomID: roomID, batch: batch))
+        case .uploadBackup:
+            return .backupUploaded(await uploadBackup())
         case .scheduleRetry, .cancel:
             // Timers and cancellations are performed by the host.
             return nil
@@ -132,7 +134,7 @@ struct CryptoInterpreter: EffectInterpreter {
             engine.failedSenderQueries.withLock { failed in
                 for user in answered { failed[user] = nil }
             }
-            try await engine.releaseHeldRoomKeys(of: answered)
+            let released = try await engine.releaseHeldRoomKeys(of: answered)
             if !unanswered.isEmpty {
                 logger.info("keys query left users outdated unanswered=\(unanswered.count)")
             }
@@ -151,7 +153,10 @@ struct CryptoInterpreter: EffectInterpreter {
             } catch {
                 logger.error("identity state not read error=\(error)")
             }
-            return .success(KeyQueryReport(users: answered, refusedDevices: invalid + changed, unanswered: unanswered))
+            return .success(
+                KeyQueryReport(
+                    users: answered, refusedDevices: invalid + changed, unanswered: unanswered,
+                    roomKeysReleased: released > 0))
         } catch {
             return .failure(Self.requestError(error))
         }

@@ -178,6 +178,7 @@ package struct CryptoStore: Sendable {
                 -- 0 unverified, 1 cross-signed by its owner, 2 verified (DeviceTrustLevel).
                 ALTER TABLE e2ee_devices ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
                 """),
+        Migration(version: 11, name: "e2ee_key_backup", sql: CryptoStore.keyBackupTables),
     ]
 
     /// Writes a sync's share for end-to-end encryption into the inbox, inside the sync's
@@ -514,12 +515,16 @@ package struct CryptoStore: Sendable {
         package var senderUser: UserID?
         /// The first message index it decrypts.
         package var firstKnownIndex: Int
+        /// Restored from the server-side key backup (stored as forwarded, not verified; never
+        /// uploaded again).
+        package var fromBackup: Bool
 
         /// A row as given (`package` for the benchmarks, which store room keys directly).
         package init(
             roomID: String, sessionID: String, senderKey: String, signingKey: String, forwarded: Bool, pickle: [UInt8],
-            senderUser: UserID? = nil, firstKnownIndex: Int = 0
+            senderUser: UserID? = nil, firstKnownIndex: Int = 0, fromBackup: Bool = false
         ) {
+            self.fromBackup = fromBackup
             self.roomID = roomID
             self.sessionID = sessionID
             self.senderKey = senderKey
@@ -535,17 +540,22 @@ package struct CryptoStore: Sendable {
     /// already stored is replaced only by the same session from the same device (sender key) that
     /// decrypts from an earlier index, or from the same index as a key received from its sender
     /// where the stored one was forwarded. Returns whether it was stored.
+    ///
+    /// A session stored (not one restored from the backup) enters the backup outbox in the same
+    /// transaction when a backup is in use (``enqueueForBackup(roomID:sessionID:in:)``): a kill
+    /// right after loses nothing.
     @discardableResult
     static func storeInbound(_ inbound: InboundSessionRow, in db: isolated SQLiteDatabase) throws(StoreError) -> Bool {
         try db.execute(
             """
             INSERT INTO e2ee_inbound_group_sessions(
-                room_id, session_id, sender_key, signing_key, forwarded, pickle, sender_user, first_known_index)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                room_id, session_id, sender_key, signing_key, forwarded, pickle, sender_user, first_known_index,
+                from_backup)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(room_id, session_id) DO UPDATE SET
                 signing_key = excluded.signing_key, forwarded = excluded.forwarded, pickle = excluded.pickle,
                 sender_user = COALESCE(excluded.sender_user, e2ee_inbound_group_sessions.sender_user),
-                first_known_index = excluded.first_known_index
+                first_known_index = excluded.first_known_index, from_backup = excluded.from_backup
             WHERE excluded.sender_key = e2ee_inbound_group_sessions.sender_key AND (
                 excluded.first_known_index < e2ee_inbound_group_sessions.first_known_index
                 OR (excluded.first_known_index = e2ee_inbound_group_sessions.first_known_index
@@ -555,8 +565,11 @@ package struct CryptoStore: Sendable {
                 .text(inbound.roomID), .text(inbound.sessionID), .text(inbound.senderKey), .text(inbound.signingKey),
                 .integer(inbound.forwarded ? 1 : 0), .blob(inbound.pickle),
                 inbound.senderUser.map { .text($0.rawValue) } ?? .null, .integer(Int64(inbound.firstKnownIndex)),
+                .integer(inbound.fromBackup ? 1 : 0),
             ])
-        return db.changes > 0
+        guard db.changes > 0 else { return false }
+        if !inbound.fromBackup { try enqueueForBackup(roomID: inbound.roomID, sessionID: inbound.sessionID, in: db) }
+        return true
     }
 
     /// The oldest stored to-device events.
@@ -685,7 +698,7 @@ package struct CryptoStore: Sendable {
             return try await database.run { db throws(StoreError) in
                 try db.queryOne(
                     """
-                    SELECT sender_key, signing_key, forwarded, pickle, sender_user, first_known_index
+                    SELECT sender_key, signing_key, forwarded, pickle, sender_user, first_known_index, from_backup
                     FROM e2ee_inbound_group_sessions WHERE room_id = ? AND session_id = ?
                     """,
                     [.text(roomID), .text(sessionID)]
@@ -693,7 +706,8 @@ package struct CryptoStore: Sendable {
                     InboundSessionRow(
                         roomID: roomID, sessionID: sessionID, senderKey: $0.string(0), signingKey: $0.string(1),
                         forwarded: $0.int(2) != 0, pickle: $0.blob(3),
-                        senderUser: $0.isNull(4) ? nil : UserID($0.string(4)), firstKnownIndex: $0.int(5))
+                        senderUser: $0.isNull(4) ? nil : UserID($0.string(4)), firstKnownIndex: $0.int(5),
+                        fromBackup: $0.int(6) != 0)
                 }
             }
         } catch {

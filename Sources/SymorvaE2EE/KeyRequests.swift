@@ -199,8 +199,18 @@ extension CryptoInterpreter {
     /// every device of the account, each marked in the store once the server took it. The
     /// transaction ID is the request's and its action's: a retry reuses it.
     func sendKeyRequests() async -> Result<Int, CryptoRequestError> {
-        let requests: [CryptoStore.OutgoingKeyRequest]
+        var requests: [CryptoStore.OutgoingKeyRequest]
         do throws(CryptoStoreError) {
+            // The key backup first: a session it holds is not asked of the other devices. Each
+            // open request is looked up once per backup version (a backup enabled after the
+            // request left is looked in too).
+            if let backup = try await engine.store.storedBackup(), backup.stopped == nil {
+                for request in try await engine.store.keyRequestsToLookUp(inBackup: backup.version) {
+                    _ = await fetchFromBackup(roomID: request.roomID, sessionID: request.sessionID)
+                    try await engine.store.keyRequestLookedUp(
+                        roomID: request.roomID, sessionID: request.sessionID, inBackup: backup.version)
+                }
+            }
             requests = try await engine.store.keyRequestsToSend()
         } catch {
             return .failure(Self.requestError(error))

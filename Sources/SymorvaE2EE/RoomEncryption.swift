@@ -189,7 +189,10 @@ extension CryptoInterpreter {
             }
             try await engine.markShared(roomID: roomID.rawValue, sessionID: sessionID, with: sent)
             logger.info("room key shared devices=\(sent.count) new_session=\(batch.session == .new)")
-            return .success(RoomKeySent(sessionID: sessionID, devices: sent.map(Self.shareDevice).sorted()))
+            return .success(
+                RoomKeySent(
+                    sessionID: sessionID, devices: sent.map(Self.shareDevice).sorted(),
+                    newSessionStored: batch.session == .new))
         } catch {
             logger.error("room key not shared error=\(error)")
             return .failure(Self.requestError(error))

@@ -5,7 +5,7 @@ import SymorvaRuntime
 /// The REPL's end-to-end encryption commands.
 package enum CryptoCommands {
     /// Every command of this group.
-    package static var commands: [REPLCommand] { [devices, encryption, recovery, trust] }
+    package static var commands: [REPLCommand] { [devices, encryption, recovery, trust, backup] }
 
     /// The active account's crypto module.
     static func crypto(_ context: REPLContext) async throws(REPLError) -> AccountCrypto {
@@ -177,6 +177,50 @@ package enum CryptoCommands {
                 let name = device.displayName.map { " \"\(TerminalText.escaped($0))\"" } ?? ""
                 context.output.print(
                     "  \(device.deviceID)\(name) ed25519:\(device.ed25519) \(device.trust.rawValue)\(flag)")
+            }
+        })
+
+    /// `backup [status|create|restore|delete]`.
+    package static let backup = REPLCommand(
+        "backup", usage: "backup [status|create|restore|delete]",
+        summary:
+            "the server-side key backup: its version and how many keys wait ('status', after checking the server's current version); 'create' makes a new one with a new key (kept sealed here, nothing printed), 'restore' reads every key of the backup in use, 'delete' removes it",
+        parse: { arguments throws(REPLError) -> String in
+            let rest = try arguments.rest()
+            guard rest.count <= 1, ["status", "create", "restore", "delete"].contains(rest.first ?? "status") else {
+                throw .invalidArgument("expected status, create, restore or delete")
+            }
+            return rest.first ?? "status"
+        },
+        run: { action, context async throws(REPLError) in
+            let community = try await CommunitySlot.community(in: context)
+            guard let crypto = community.module(AccountCrypto.self) else { throw .commandFailed("not signed in") }
+            do throws(KeyBackupError) {
+                switch action {
+                case "create":
+                    let version = try await crypto.createBackup()
+                    context.output.print("backup created: version \(version)")
+                case "restore":
+                    let (imported, total) = try await crypto.restoreBackup()
+                    context.output.print("backup restored: \(imported) new key(s) of \(total)")
+                case "delete":
+                    try await crypto.deleteBackup()
+                    context.output.print("backup deleted")
+                default:
+                    let status: KeyBackupStatus
+                    do throws(KeyBackupError) { status = try await crypto.checkBackup() } catch {
+                        // Offline: what this device knows.
+                        status = try await crypto.backupStatus()
+                    }
+                    guard let version = status.version else {
+                        context.output.print("backup: none")
+                        return
+                    }
+                    let stopped = status.stopReason.map { " (stopped: \($0.rawValue) on the server)" } ?? ""
+                    context.output.print("backup: version \(version), \(status.waiting) session(s) waiting\(stopped)")
+                }
+            } catch {
+                throw .commandFailed("backup \(action) failed: \(error.caseName)")
             }
         })
 }

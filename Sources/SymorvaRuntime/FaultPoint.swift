@@ -38,6 +38,9 @@ package enum FaultPoint: String, CaseIterable, Sendable {
     /// events — its rooms, the events into the crypto inbox, the token or position — and has
     /// not committed: the kill undoes all of it, and the server must deliver the events again.
     case toDeviceIngest = "todevice.ingest"
+    /// A `PUT room_keys/keys` was answered by the server, and the uploaded keys are still in the
+    /// key backup's outbox.
+    case backupUploadAnswered = "backup.upload"
 
     /// The variable that arms a point.
     package static let environmentVariable = "SYMORVA_FAULT_POINT"

@@ -43,6 +43,7 @@ enum BenchmarkModes {
             StudioBenchmark(),
             MegolmBenchmark(),
             E2EESendBenchmark(),
+            BackupLagBenchmark(),
             LockBenchmark(),
             PushBenchmark(),
             PushRulesBenchmark(),

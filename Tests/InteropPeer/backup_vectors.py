@@ -8,6 +8,13 @@ ephemeral key is random, so each run prints a new, equally valid vector;
 Tests/SymorvaAdapterTests/Crypto/OlmPkTests.swift holds one run's output, which libolm must
 decrypt. With `--decrypt CIPHERTEXT MAC EPHEMERAL` it decrypts an entry for the same key instead
 and prints the plaintext (the reverse direction).
+
+For the key backup's interoperability tests, keys and plaintexts come on standard input (never
+on the command line):
+    --decrypt-stdin   lines: the backup's private key (unpadded base64), ciphertext, mac,
+                      ephemeral; prints the plaintext
+    --encrypt-stdin   first line: the backup's public key (unpadded base64); the rest is the
+                      plaintext; prints ciphertext, mac and ephemeral, one a line
 """
 
 import base64
@@ -31,6 +38,19 @@ def unpadded_decode(text: str) -> bytes:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--decrypt-stdin"]:
+        private, ciphertext, mac, ephemeral = sys.stdin.read().split("\n")[:4]
+        key = vodozemac.Curve25519SecretKey.from_bytes(unpadded_decode(private))
+        message = vodozemac.Message(*(unpadded_decode(part) for part in (ciphertext, mac, ephemeral)))
+        sys.stdout.write(vodozemac.PkDecryption.from_key(key).decrypt(message).decode())
+        return
+    if sys.argv[1:] == ["--encrypt-stdin"]:
+        public, _, plaintext = sys.stdin.read().partition("\n")
+        encryption = vodozemac.PkEncryption.from_key(vodozemac.Curve25519PublicKey.from_base64(public))
+        message = encryption.encrypt(plaintext.encode())
+        for part in (message.ciphertext, message.mac, message.ephemeral_key):
+            print(unpadded_encode(part))
+        return
     secret = vodozemac.Curve25519SecretKey.from_bytes(ALICE_PRIVATE)
     if len(sys.argv) == 5 and sys.argv[1] == "--decrypt":
         # Message(ciphertext, mac, ephemeral_key) from raw bytes: vodozemac 0.10's base64

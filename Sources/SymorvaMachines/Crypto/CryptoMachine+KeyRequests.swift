@@ -14,12 +14,15 @@ package struct ToDeviceReport: Sendable, Equatable {
     /// A device's Olm message could not be decrypted (its session with this device is wedged):
     /// a new session is due (recorded in the store).
     package var sessionsWedged: Bool
+    /// Room keys were stored (and entered the backup outbox if a backup is in use).
+    package var roomKeysStored: Bool
 
     /// A report.
     package init(
         processed: Int, keyRequestsReceived: Bool = false, requestedKeysArrived: Bool = false,
-        heldForUsers: [UserID] = [], sessionsWedged: Bool = false
+        heldForUsers: [UserID] = [], sessionsWedged: Bool = false, roomKeysStored: Bool = false
     ) {
+        self.roomKeysStored = roomKeysStored
         self.processed = processed
         self.keyRequestsReceived = keyRequestsReceived
         self.requestedKeysArrived = requestedKeysArrived
@@ -49,6 +52,24 @@ extension CryptoMachine {
         if report.requestedKeysArrived { work.keyRequestsPending = true }
         work.outdated.formUnion(report.heldForUsers)
         if report.sessionsWedged { work.unwedgePending = true }
+        if report.roomKeysStored { work.backupPending = true }
+    }
+
+    /// An upload to the key backup answered (`work` has it in flight): whether to back off. A
+    /// refusal for good leaves the keys in the outbox until the next start or the next key.
+    func applyBackupUploaded(_ result: Result<BackupUploadReport, CryptoRequestError>, to work: inout CryptoWork)
+        -> CryptoRequestError?
+    {
+        work.isUploadingBackup = false
+        switch result {
+        case .success(let report):
+            if report.remaining > 0, !report.stopped { work.backupPending = true }
+            return nil
+        case .failure(let error):
+            guard error.isRetryable else { return nil }
+            work.backupPending = true
+            return error
+        }
     }
 
     /// An unwedging answered (`work` has it in flight): whether to back off. A refusal for good
@@ -91,5 +112,23 @@ extension CryptoMachine {
         guard work.answersAwaitDevices else { return }
         work.answersAwaitDevices = false
         work.keyAnswersPending = true
+    }
+}
+
+/// What one upload to the key backup did.
+package struct BackupUploadReport: Sendable, Equatable {
+    /// Keys uploaded by this batch.
+    package var uploaded: Int
+    /// Keys still waiting in the outbox.
+    package var remaining: Int
+    /// The backup version is no longer in use (deleted or replaced on the server, or none is
+    /// enabled): nothing more is uploaded.
+    package var stopped: Bool
+
+    /// A report.
+    package init(uploaded: Int, remaining: Int, stopped: Bool = false) {
+        self.uploaded = uploaded
+        self.remaining = remaining
+        self.stopped = stopped
     }
 }

@@ -5,7 +5,9 @@ extension CryptoMachine {
     static let fallbackAlgorithm = "signed_curve25519"
 
     /// Every key the machine's effects run under.
-    static let effectKeys = [uploadKey, queryKey, toDeviceKey, keyRequestsKey, keyAnswersKey, unwedgeKey, retryKey]
+    static let effectKeys = [
+        uploadKey, queryKey, toDeviceKey, keyRequestsKey, keyAnswersKey, unwedgeKey, backupKey, retryKey,
+    ]
 
     // MARK: idle, failed
 
@@ -17,7 +19,8 @@ extension CryptoMachine {
             return .move(to: .idle)
         case .accountLoaded, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
             .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .roomKeyNeeded,
-            .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent, .shareOutcomeTaken, .timerFired:
+            .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent, .shareOutcomeTaken, .backupKeysWaiting,
+            .backupUploaded, .timerFired:
             return .ignored
         }
     }
@@ -34,6 +37,7 @@ extension CryptoMachine {
             work.keyRequestsPending = status.hasKeyRequestsToSend
             work.keyAnswersPending = status.hasKeyRequestsToAnswer
             work.unwedgePending = status.hasWedgedSessions
+            work.backupPending = status.hasBackupKeysWaiting
             guard status.deviceKeysPublished else {
                 // A new account, or one whose first upload never got an answer: (re)send the
                 // device keys with the keys stored for them. Nothing else leaves first.
@@ -53,7 +57,8 @@ extension CryptoMachine {
             return .move(to: .idle)
         case .started, .syncCommitted, .usersTracked, .keysUploaded, .keysQueried, .toDeviceProcessed,
             .roomKeysMissing, .keyRequestsSent, .keyRequestsAnswered, .sessionsUnwedged, .roomKeyNeeded,
-            .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent, .shareOutcomeTaken, .timerFired:
+            .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent, .shareOutcomeTaken, .backupKeysWaiting,
+            .backupUploaded, .timerFired:
             // What a sync, a membership change or a decryption brought is in the store: the
             // load reads it.
             return .ignored
@@ -76,6 +81,10 @@ extension CryptoMachine {
             var next = work
             next.keyRequestsPending = true
             return next == work ? .stay : .move(to: .publishing(next))
+        case .backupKeysWaiting:
+            var next = work
+            next.backupPending = true
+            return next == work ? .stay : .move(to: .publishing(next))
         case .keysUploaded(.success(let count)):
             var next = work
             next.upload = nil
@@ -92,7 +101,7 @@ extension CryptoMachine {
             return stop(work)
         case .started, .accountLoaded, .keysQueried, .toDeviceProcessed, .keyRequestsSent, .keyRequestsAnswered,
             .sessionsUnwedged, .roomKeyNeeded, .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent,
-            .shareOutcomeTaken, .timerFired:
+            .shareOutcomeTaken, .backupUploaded, .timerFired:
             // Nothing but the first upload is in flight while publishing (no key is shared
             // before the device's keys are published).
             return .ignored
@@ -103,6 +112,8 @@ extension CryptoMachine {
 
     func ready(_ work: CryptoWork, on event: Event) -> Transition<State, Effect> {
         var next = work
+        // A round that sent a key may have stored a new session of ours: it waits for the backup.
+        if case .roomKeySent(_, _, .success(let sent)) = event, sent.newSessionStored { next.backupPending = true }
         if let effects = share(event, work: &next, accepting: true) {
             let pending = startPending(&next)
             return next == work ? .stay : .move(to: .ready(next), effects: effects + pending)
@@ -137,6 +148,7 @@ extension CryptoMachine {
             }
             next.failures = 0
             devicesUpdated(&next)
+            if case .success(let report) = result, report.roomKeysReleased { next.backupPending = true }
             sharing = queryAnswered(result, queried: querying, work: &next)
         case .toDeviceProcessed(let result):
             guard work.isProcessingToDevice else { return .stay }  // stale
@@ -162,6 +174,14 @@ extension CryptoMachine {
             guard work.isUnwedging else { return .stay }  // stale
             if let error = applyUnwedged(result, to: &next) { return backOff(next, retryAfter: error.retryAfter) }
             if case .success = result { next.failures = 0 }
+        case .backupKeysWaiting:
+            next.backupPending = true
+        case .backupUploaded(let result):
+            guard work.isUploadingBackup else { return .stay }  // stale
+            if let error = applyBackupUploaded(result, to: &next) {
+                return backOff(next, retryAfter: error.retryAfter)
+            }
+            if case .success = result { next.failures = 0 }
         case .stopped:
             return stop(work)
         case .started, .accountLoaded, .timerFired, .roomKeyNeeded, .roomKeyFactsLoaded, .oneTimeKeysClaimed,
@@ -169,13 +189,15 @@ extension CryptoMachine {
             return .ignored
         }
         let effects = sharing + startPending(&next)
-        return next == work ? .stay : .move(to: .ready(next), effects: effects)
+        // An effect that answered and starts again (another batch) leaves the state as it was.
+        return next == work ? .stay(effects: effects) : .move(to: .ready(next), effects: effects)
     }
 
     // MARK: backingOff
 
     func backingOff(_ work: CryptoWork, on event: Event) -> Transition<State, Effect> {
         var next = work
+        if case .roomKeySent(_, _, .success(let sent)) = event, sent.newSessionStored { next.backupPending = true }
         if let effects = share(event, work: &next, accepting: false) {
             return next == work ? .stay : .move(to: .backingOff(next), effects: effects)
         }
@@ -205,7 +227,9 @@ extension CryptoMachine {
             switch result {
             case .failure(let error):
                 if error.isRetryable { next.outdated.formUnion(querying) } else { next.outdated.subtract(querying) }
-            case .success: devicesUpdated(&next)
+            case .success(let report):
+                devicesUpdated(&next)
+                if report.roomKeysReleased { next.backupPending = true }
             }
             sharing = queryAnswered(result, queried: querying, work: &next)
         case .toDeviceProcessed(let result):
@@ -229,6 +253,11 @@ extension CryptoMachine {
         case .sessionsUnwedged(let result):
             guard work.isUnwedging else { return .stay }  // stale
             _ = applyUnwedged(result, to: &next)
+        case .backupKeysWaiting:
+            next.backupPending = true
+        case .backupUploaded(let result):
+            guard work.isUploadingBackup else { return .stay }  // stale
+            _ = applyBackupUploaded(result, to: &next)
         case .stopped:
             return stop(work)
         case .started, .accountLoaded, .roomKeyNeeded, .roomKeyFactsLoaded, .oneTimeKeysClaimed, .roomKeySent,
@@ -288,6 +317,11 @@ extension CryptoMachine {
             work.unwedgePending = false
             work.isUnwedging = true
             effects.append(.unwedgeSessions)
+        }
+        if work.backupPending, !work.isUploadingBackup {
+            work.backupPending = false
+            work.isUploadingBackup = true
+            effects.append(.uploadBackup)
         }
         return effects
     }

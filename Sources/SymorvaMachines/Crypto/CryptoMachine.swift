@@ -27,6 +27,8 @@ package struct CryptoMachine: ChartedMachine {
     package static let keyAnswersKey: EffectKey = "crypto.keyAnswers"
     /// The key of the running unwedging of Olm sessions.
     package static let unwedgeKey: EffectKey = "crypto.unwedge"
+    /// The key of the running upload of a batch of room keys to the key backup.
+    package static let backupKey: EffectKey = "crypto.backup"
     /// The key of a round of sharing a room's key (one per room at a time; the round's number
     /// is the machine's own count, never data).
     package static func shareKey(_ round: UInt64) -> EffectKey { EffectKey("crypto.share.\(round)") }
@@ -85,6 +87,12 @@ package struct CryptoMachine: ChartedMachine {
         case roomKeySent(RoomID, round: UInt64, Result<RoomKeySent, CryptoRequestError>)
         /// The caller read the ticket's outcome: forget it.
         case shareOutcomeTaken(ShareTicket)
+        /// Room keys entered the key backup's outbox outside the machine's own work (a backup was
+        /// created or enabled): upload them.
+        case backupKeysWaiting
+        /// ``Effect/uploadBackup`` answered: how many keys still wait (or that the backup is no
+        /// longer in use), or why not.
+        case backupUploaded(Result<BackupUploadReport, CryptoRequestError>)
         /// A timer of this machine fired.
         case timerFired(CryptoTimer)
         /// Stop (sign-out, account switch).
@@ -94,7 +102,7 @@ package struct CryptoMachine: ChartedMachine {
             "started", "accountLoaded", "syncCommitted", "usersTracked", "keysUploaded", "keysQueried",
             "toDeviceProcessed", "roomKeysMissing", "keyRequestsSent", "keyRequestsAnswered", "sessionsUnwedged",
             "roomKeyNeeded", "roomKeyFactsLoaded", "oneTimeKeysClaimed", "roomKeySent", "shareOutcomeTaken",
-            "timerFired", "stopped",
+            "backupKeysWaiting", "backupUploaded", "timerFired", "stopped",
         ]
 
         package var caseNameLiteral: StaticString? {
@@ -115,6 +123,8 @@ package struct CryptoMachine: ChartedMachine {
             case .oneTimeKeysClaimed: "oneTimeKeysClaimed"
             case .roomKeySent: "roomKeySent"
             case .shareOutcomeTaken: "shareOutcomeTaken"
+            case .backupKeysWaiting: "backupKeysWaiting"
+            case .backupUploaded: "backupUploaded"
             case .timerFired: "timerFired"
             case .stopped: "stopped"
             }
@@ -162,6 +172,11 @@ package struct CryptoMachine: ChartedMachine {
         /// `m.room_key` for each device of the batch, send them in one `sendToDevice`, and record
         /// who has it. Answers ``Event/roomKeySent(_:round:_:)``. Keyed by ``CryptoMachine/shareKey(_:)``.
         case sendRoomKey(RoomID, round: UInt64, RoomKeyBatch)
+        /// Upload the oldest batch of room keys waiting in the backup outbox (`PUT room_keys/keys`
+        /// to the version in use), removing what the server took; a version deleted or replaced
+        /// on the server is recorded as no longer in use. Answers ``Event/backupUploaded(_:)``.
+        /// Keyed by ``CryptoMachine/backupKey``.
+        case uploadBackup
         /// Fire ``Event/timerFired(_:)`` with ``CryptoTimer/retry`` after the delay.
         case scheduleRetry(after: Duration)
         /// Cancel the effect running under this key.
@@ -179,6 +194,7 @@ package struct CryptoMachine: ChartedMachine {
             case .loadRoomKeyFacts: "loadRoomKeyFacts"
             case .claimOneTimeKeys: "claimOneTimeKeys"
             case .sendRoomKey: "sendRoomKey"
+            case .uploadBackup: "uploadBackup"
             case .scheduleRetry: "scheduleRetry"
             case .cancel: "cancel"
             }
@@ -195,6 +211,7 @@ package struct CryptoMachine: ChartedMachine {
             case .unwedgeSessions: .keyed(CryptoMachine.unwedgeKey)
             case .loadRoomKeyFacts(_, let round), .claimOneTimeKeys(_, let round, _), .sendRoomKey(_, let round, _):
                 .keyed(CryptoMachine.shareKey(round))
+            case .uploadBackup: .keyed(CryptoMachine.backupKey)
             case .scheduleRetry(let after): .timer(CryptoMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
             }
@@ -263,13 +280,16 @@ package struct CryptoAccountStatus: Sendable, Equatable {
     package var hasKeyRequestsToAnswer: Bool
     /// Whether devices with wedged Olm sessions wait for new ones.
     package var hasWedgedSessions: Bool
+    /// Whether room keys wait in the backup outbox (a backup is in use).
+    package var hasBackupKeysWaiting: Bool
 
     /// A status.
     package init(
         deviceKeysPublished: Bool, maxOneTimeKeys: Int = 100, serverOneTimeKeyCount: Int? = nil,
         outdatedUsers: [UserID] = [], hasPendingToDevice: Bool = false, hasKeyRequestsToSend: Bool = false,
-        hasKeyRequestsToAnswer: Bool = false, hasWedgedSessions: Bool = false
+        hasKeyRequestsToAnswer: Bool = false, hasWedgedSessions: Bool = false, hasBackupKeysWaiting: Bool = false
     ) {
+        self.hasBackupKeysWaiting = hasBackupKeysWaiting
         self.hasWedgedSessions = hasWedgedSessions
         self.hasKeyRequestsToSend = hasKeyRequestsToSend
         self.hasKeyRequestsToAnswer = hasKeyRequestsToAnswer
@@ -344,9 +364,15 @@ package struct KeyQueryReport: Sendable, Equatable {
     /// listed): still outdated in the store, with the devices they had; queried again when a send
     /// or a decryption needs them, or at the next start.
     package var unanswered: [UserID]
+    /// Room keys held for devices not known yet were stored (the devices are now): they wait
+    /// for the key backup.
+    package var roomKeysReleased: Bool
 
     /// A report.
-    package init(users: [UserID], refusedDevices: Int = 0, unanswered: [UserID] = []) {
+    package init(
+        users: [UserID], refusedDevices: Int = 0, unanswered: [UserID] = [], roomKeysReleased: Bool = false
+    ) {
+        self.roomKeysReleased = roomKeysReleased
         self.users = users
         self.refusedDevices = refusedDevices
         self.unanswered = unanswered
@@ -387,6 +413,10 @@ public struct CryptoWork: Sendable, Equatable {
     package var unwedgePending: Bool = false
     /// ``CryptoMachine/Effect/unwedgeSessions`` is in flight.
     package var isUnwedging: Bool = false
+    /// Room keys may wait in the backup outbox (stored, or an upload left some).
+    package var backupPending: Bool = false
+    /// ``CryptoMachine/Effect/uploadBackup`` is in flight.
+    package var isUploadingBackup: Bool = false
     /// Some requests came from own devices not known yet: answered again after the next
     /// successful `keys/query`.
     package var answersAwaitDevices: Bool = false

@@ -137,11 +137,14 @@ package struct RoomKeySent: Sendable, Equatable {
     package var sessionID: String
     /// The devices that got it.
     package var devices: [ShareDevice]
+    /// The session is new: its inbound copy was stored (and waits for the key backup).
+    package var newSessionStored: Bool
 
     /// A report.
-    package init(sessionID: String, devices: [ShareDevice]) {
+    package init(sessionID: String, devices: [ShareDevice], newSessionStored: Bool = false) {
         self.sessionID = sessionID
         self.devices = devices
+        self.newSessionStored = newSessionStored
     }
 }
 

@@ -338,7 +338,7 @@ struct CryptoMachineTests {
     static let stopEffects: [CryptoMachine.Effect] = [
         .cancel(CryptoMachine.uploadKey), .cancel(CryptoMachine.queryKey), .cancel(CryptoMachine.toDeviceKey),
         .cancel(CryptoMachine.keyRequestsKey), .cancel(CryptoMachine.keyAnswersKey), .cancel(CryptoMachine.unwedgeKey),
-        .cancel(CryptoMachine.retryKey),
+        .cancel(CryptoMachine.backupKey), .cancel(CryptoMachine.retryKey),
     ]
 
     // MARK: Effects and the chart
@@ -379,6 +379,7 @@ struct CryptoMachineTests {
             .ready(work(sendingRequests: true, answering: true)),
             .backingOff(work(failures: 1, sendingRequests: true, answering: true)),
             .ready(unwedgingWork), .backingOff(unwedgingBackingOff),
+            .ready(backupWork(uploading: true)), .backingOff(backupWork(pending: true, uploading: true, failures: 1)),
             .failed(.accountUnreadable),
         ]
         let room = EncryptedRoom(roomID: RoomID("!r:x"), joined: [alice, bob])
@@ -434,7 +435,16 @@ struct CryptoMachineTests {
             .oneTimeKeysClaimed(room.roomID, round: 1, .failure(.network)),
             .roomKeySent(room.roomID, round: 1, .success(RoomKeySent(sessionID: "S", devices: [bobDevice]))),
             .roomKeySent(room.roomID, round: 1, .failure(.network)),
+            .roomKeySent(
+                room.roomID, round: 1,
+                .success(RoomKeySent(sessionID: "S", devices: [bobDevice], newSessionStored: true))),
             .shareOutcomeTaken(ShareTicket(9)), .shareOutcomeTaken(ShareTicket(3)),
+            .toDeviceProcessed(.success(ToDeviceReport(processed: 1, roomKeysStored: true))),
+            .keysQueried(.success(KeyQueryReport(users: [bob], roomKeysReleased: true))),
+            .backupKeysWaiting, .backupUploaded(.success(BackupUploadReport(uploaded: 3, remaining: 2))),
+            .backupUploaded(.success(BackupUploadReport(uploaded: 0, remaining: 2, stopped: true))),
+            .backupUploaded(.failure(.network)),
+            .backupUploaded(.failure(.rejected(status: 403, errorCode: "M_FORBIDDEN"))),
             .timerFired(.retry), .stopped,
         ]
         try ChartChecker(machine: machine).assertConforms(states: states, events: events, initial: .idle)
