@@ -102,17 +102,17 @@ extension ChatStore {
     /// A window of the conversation list as the app shows it (rows `range`) and how many rows
     /// the list has: the rooms joined or invited to, pinned ones first, each part most recent
     /// first. What a screen showing 20 rows of 10,000 rooms reads: the pinned rooms (few), one
-    /// index scan of at most `range.upperBound` rows and two counts, never the whole list.
+    /// index scan of at most `range.upperBound` rows and one counting scan, never the whole list.
     package func loadConversationWindow(_ range: Range<Int>) async throws(ChatStoreError) -> (
         rows: [ConversationSummary], total: Int
     ) {
         try await read { db throws(StoreError) in
             let shown = "r.membership IN (\(RoomMembership.joined.rawValue), \(RoomMembership.invited.rawValue))"
-            let total = try db.queryOne("SELECT COUNT(*) FROM rooms r WHERE \(shown)") { $0.int(0) } ?? 0
-            let pinned =
-                try db.queryOne("SELECT COUNT(*) FROM rooms r WHERE r.is_pinned = 1 AND \(shown)") {
-                    $0.int(0)
-                } ?? 0
+            // One scan for both counts.
+            let (total, pinned) =
+                try db.queryOne("SELECT COUNT(*), TOTAL(r.is_pinned = 1) FROM rooms r WHERE \(shown)") {
+                    ($0.int(0), Int($0.double(1)))
+                } ?? (0, 0)
             let lower = max(0, range.lowerBound)
             let upper = max(lower, range.upperBound)
             var rows: [ConversationSummary] = []
