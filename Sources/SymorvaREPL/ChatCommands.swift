@@ -50,10 +50,21 @@ package enum ChatCommands {
     // MARK: Conversations
 
     static let rooms = REPLCommand(
-        "rooms", summary: "list conversations (pinned first, then by latest activity)",
-        run: { context async throws(REPLError) in
+        "rooms", usage: "rooms [--space <space>]",
+        summary: "list conversations (pinned first, then by latest activity), or only a space's",
+        parse: { arguments throws(REPLError) -> String? in
+            guard let flag = arguments.optional() else { return nil }
+            guard flag == "--space" else { throw arguments.usageError }
+            return try arguments.next()
+        },
+        run: { space, context async throws(REPLError) in
             let chat = try client(context)
-            let list = chat.conversations.value
+            var list = chat.conversations.value
+            if let space {
+                let spaceID = try resolveRoom(space, context)
+                list = try await failing { () async throws(ChatError) in try await chat.conversations(inSpace: spaceID)
+                }
+            }
             context[ChatREPLState.self] = state(context).listing(list.items.map(\.id))
             guard !list.items.isEmpty else {
                 context.output.print("no conversations")
