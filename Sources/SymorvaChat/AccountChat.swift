@@ -127,7 +127,7 @@ public final class AccountChat: Sendable {
 
     private let listPublisher: ObservableValue<ConversationList>.Publisher
     private let listState = Lock(ListState())
-    private let handles = Lock<[RoomID: Conversation]>([:])
+    let handles = Lock<[RoomID: Conversation]>([:])
     private let handleCoalescer = RequestCoalescer<RoomID, Conversation, ChatError>()
     private let tokenHandler = Lock<(@Sendable () -> Void)?>(nil)
     private let deviceChangesHandler = Lock<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
@@ -143,6 +143,8 @@ public final class AccountChat: Sendable {
     private let stopActions = Lock<[@Sendable () -> Void]>([])
     /// Whether the device counts unencrypted rooms too (``countOnDeviceInEveryRoom(_:)``).
     let countsInEveryRoom = Lock(false)
+    /// The users the account ignores (``ignore(_:)``), from `m.ignored_user_list`.
+    let ignored = Lock<Set<String>>([])
 
     private struct ListState {
         var summaries: [ConversationSummary] = []
@@ -523,6 +525,7 @@ public final class AccountChat: Sendable {
         // says so), and new encrypted events when they are stored, not after every sync.
         if changes.hasEncryptedEvents { encryptedEventsStored() }
         await countStoredEvents()
+        await refreshIgnored()
         try? await reloadList()
         for room in changes.rooms {
             guard let conversation = handles.withLock({ $0[room.roomID] }) else { continue }

@@ -11,7 +11,8 @@ extension AccountChat {
     /// shows it.
     ///
     /// - Parameters:
-    ///   - isDirect: a one-to-one chat (`trusted_private_chat`, `is_direct`).
+    ///   - isDirect: a one-to-one chat (`trusted_private_chat`, `is_direct`), recorded in
+    ///     `m.direct` under each invitee (``markDirect(_:with:)``).
     ///   - isEncrypted: turn on end-to-end encryption (`m.room.encryption`, Megolm); `nil`
     ///     follows the manifest's `encryption.defaultEnabled` (``ChatOptions/encryptsNewRooms``).
     public func createRoom(
@@ -26,6 +27,8 @@ extension AccountChat {
         // Known encrypted from now on, before its `m.room.encryption` has synced: a message sent
         // right away must never leave in plaintext.
         if isEncrypted { await markEncrypted(RoomID(roomID)) }
+        // A direct chat is one in `m.direct` too, which other clients read.
+        if isDirect, !invitees.isEmpty { try await markDirect(RoomID(roomID), with: invitees) }
         await waitUntilListed(RoomID(roomID), as: .joined)
         // In an encrypted room, a message sent right after this returns must share its key with
         // every invitee's devices, so the invites must be in the room's synced state first.

@@ -249,7 +249,7 @@ public final class ChatClient: Sendable {
 
     /// Runs `body` with the active account's chat; a result that comes back after that account
     /// was switched away from or signed out is not handed out (`.accountEnded`).
-    private func withActive<T: Sendable>(
+    func withActive<T: Sendable>(
         _ body: (AccountChat) async throws(ChatError) -> T
     ) async throws(ChatError) -> T {
         try await active.withActive(body)

@@ -235,6 +235,9 @@ public final class Conversation: Sendable {
             return
         }
         client.openDecrypted(&snapshot.items)
+        // Ignored users' events are hidden, those stored before they were ignored too.
+        let ignored = client.ignored.withLock { $0 }
+        if !ignored.isEmpty { snapshot.items.removeAll { ignored.contains($0.sender) } }
         let own = client.userID
         // Pending reactions the store now reflects are settled. A change made since the read
         // above is not in `storedReactionEventIDs` and stays pending until the next rebuild.

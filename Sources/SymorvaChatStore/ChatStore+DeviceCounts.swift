@@ -322,3 +322,14 @@ extension ChatStore {
         }
     }
 }
+
+extension ChatStore {
+    /// The account's global account data of `type`, raw JSON, if synced.
+    package func globalAccountData(_ type: String) async throws(ChatStoreError) -> [UInt8]? {
+        try await read { db throws(StoreError) in
+            try db.queryOne("SELECT content FROM account_data WHERE room_nid = 0 AND type = ?", [.text(type)]) {
+                $0.blob(0)
+            }
+        }
+    }
+}

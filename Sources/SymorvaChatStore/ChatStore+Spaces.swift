@@ -43,3 +43,18 @@ extension ChatStore {
         }
     }
 }
+
+extension ChatStore {
+    /// The rooms whose stored `m.space.parent` names `spaceID` (a room may claim its space).
+    package func roomsClaiming(parent spaceID: RoomID) async throws(ChatStoreError) -> [RoomID] {
+        try await read { db throws(StoreError) in
+            try db.queryAll(
+                """
+                SELECT r.room_id FROM room_state s JOIN rooms r ON r.room_nid = s.room_nid
+                WHERE s.type = 'm.space.parent' AND s.state_key = ? AND json_valid(CAST(s.content AS TEXT))
+                    AND json_array_length(json_extract(CAST(s.content AS TEXT), '$.via')) > 0
+                """, [.text(spaceID.rawValue)]
+            ) { RoomID($0.string(0)) }
+        }
+    }
+}

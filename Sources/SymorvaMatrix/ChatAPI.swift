@@ -106,6 +106,14 @@ package enum ChatAPI {
 
     // MARK: Personal settings
 
+    /// `GET` (no `content`) or `PUT` the account's global account data of `type`.
+    package static func accountData(_ type: String, userID: UserID, content: [UInt8]? = nil) -> MatrixEndpoint {
+        MatrixEndpoint(
+            method: content == nil ? .get : .put,
+            path: "\(prefix)/user/\(percentEncoded(userID.rawValue))/account_data/\(percentEncoded(type))",
+            body: content, requiresAuth: true)
+    }
+
     /// `PUT` (set) or `DELETE` (clear) `/user/{userId}/rooms/{roomId}/tags/{tag}`.
     package static func tag(_ tag: String, set: Bool, roomID: RoomID, userID: UserID) -> MatrixEndpoint {
         let path =

@@ -79,26 +79,43 @@ package enum ChatCommands {
             }
         })
 
+    /// What `rooms` lists.
+    enum RoomsRequest: Sendable {
+        case firstWindow, all
+        case space(String)
+    }
+
     /// Rows the `rooms` command shows at once: the first window.
     static let firstWindow = 20
 
     static let rooms = REPLCommand(
-        "rooms", usage: "rooms [--all]",
-        summary: "list conversations (pinned first, then by latest activity): the first 20 at once, or all",
+        "rooms", usage: "rooms [--all | --space <space>]",
+        summary:
+            "list conversations (pinned first, then by latest activity): the first 20 at once, all, or a space's",
         details: "Shows the first window of the list as soon as the store has it and says how many are known.",
-        parse: { arguments throws(REPLError) in
-            guard let word = arguments.optional() else { return false }
-            guard word == "--all" else { throw arguments.usageError }
-            return true
+        parse: { arguments throws(REPLError) -> RoomsRequest in
+            guard let flag = arguments.optional() else { return .firstWindow }
+            switch flag {
+            case "--all": return .all
+            case "--space": return .space(try arguments.next())
+            default: throw arguments.usageError
+            }
         },
-        run: { all, context async throws(REPLError) in
+        run: { request, context async throws(REPLError) in
             let chat = try client(context)
             let items: [ConversationListItem]
             let total: Int
-            if all {
+            switch request {
+            case .all:
                 items = chat.conversations.value.items
                 total = items.count
-            } else {
+            case .space(let space):
+                let spaceID = try resolveRoom(space, context)
+                items = try await failing { () async throws(ChatError) in
+                    try await chat.conversations(inSpace: spaceID)
+                }.items
+                total = items.count
+            case .firstWindow:
                 let window = try await firstWindow(of: chat)
                 items = window.items
                 total = window.total

@@ -3,8 +3,34 @@ import SymorvaKit
 import SymorvaMachines
 
 extension ChatCommands {
-    /// `typing`: typing notifications of the open conversation.
-    static var conversationCommands: [REPLCommand] { [typing] }
+    /// `typing`: typing notifications of the open conversation; `ignore`: ignoring users.
+    static var conversationCommands: [REPLCommand] { [typing, ignore] }
+
+    static let ignore = REPLCommand(
+        "ignore", usage: "ignore [<@user> | --undo <@user>]",
+        summary: "ignore a user (their messages hidden, their invites dropped); alone: who is ignored",
+        parse: { arguments throws(REPLError) in try arguments.rest() },
+        run: { words, context async throws(REPLError) in
+            let chat = try client(context)
+            switch words.count {
+            case 0:
+                let users: [UserID]
+                do throws(ChatError) { users = try chat.ignoredUsers() } catch { throw .failure(error) }
+                context.output.print(
+                    users.isEmpty ? "nobody is ignored" : "ignored: " + users.map(\.rawValue).joined(separator: ", "))
+            case 1, 2:
+                let undo = words.count == 2
+                guard !undo || words[0] == "--undo", let user = UserID(words[words.count - 1]) else {
+                    throw .usage("ignore [<@user> | --undo <@user>]")
+                }
+                try await failing { () async throws(ChatError) in
+                    if undo { try await chat.unignore(user) } else { try await chat.ignore(user) }
+                }
+                context.output.print(undo ? "no longer ignoring \(user)" : "ignoring \(user)")
+            default:
+                throw .usage("ignore [<@user> | --undo <@user>]")
+            }
+        })
 
     static let typing = REPLCommand(
         "typing", usage: "typing [on|off]",

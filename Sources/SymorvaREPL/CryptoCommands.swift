@@ -127,15 +127,21 @@ package enum CryptoCommands {
 
     /// `devices [<@user>]`.
     package static let devices = REPLCommand(
-        "devices", usage: "devices [<@user>]",
+        "devices", usage: "devices [<@user>] | devices rename <device> <name>… | devices remove <device>",
         summary:
             "the account's own devices, or a user's, with their keys and trust (verified, cross-signed, unverified), and the identity state (* marks this device, ! a changed key)",
-        parse: { arguments throws(REPLError) -> UserID? in
-            guard let word = try arguments.rest().first else { return nil }
-            guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
-            return userID
-        },
-        run: { user, context async throws(REPLError) in
+        parse: { arguments throws(REPLError) -> [String] in try arguments.rest() },
+        run: { words, context async throws(REPLError) in
+            // `rename` and `remove` live in AccountCommands.swift.
+            if let first = words.first, DeviceManagementCommands.subcommands.contains(first) {
+                try await DeviceManagementCommands.run(words, context)
+                return
+            }
+            var user: UserID?
+            if let word = words.first {
+                guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
+                user = userID
+            }
             let community = try await CommunitySlot.community(in: context)
             guard let crypto = community.module(AccountCrypto.self) else {
                 throw .commandFailed("not signed in")

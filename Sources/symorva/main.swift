@@ -16,7 +16,8 @@ if arguments.first == "serve" {
         arguments: arguments,
         environment: ProcessInfo.processInfo.environment,
         commands: SessionCommands.all + WalletCommands.commands + ChatCommands.all + MeetingCommands.commands
-            + DirectoryCommands.commands + PushCommands.commands + StudioCommands.commands + CryptoCommands.commands,
+            + DirectoryCommands.commands + PushCommands.commands + StudioCommands.commands + CryptoCommands.commands
+            + DeviceManagementCommands.all,
         launch: CommunitySlot.launchIfConfigured(in:))
 }
 exit(status)
