@@ -66,10 +66,18 @@ package enum ChatSchema {
         Migration(version: 10, name: "queued_attachments", sql: queuedAttachments),
         Migration(version: 11, name: "device_counts", sql: deviceCounts),
         Migration(version: 12, name: "typing", sql: typing),
+        Migration(version: 13, name: "counts_on_device", sql: countsOnDevice),
     ]
 
     /// Version 12: who is typing in a room (`m.typing`, ephemeral: each one replaces the list),
     /// user IDs one a line, written with the sync that brought it.
+    /// Whether the room's unread counts are the device's whatever its encryption: set by the
+    /// sync that last wrote the room — simplified sliding sync sends placeholder zeros (Synapse
+    /// does not compute them there), `/sync` v2 the server's real counts.
+    static let countsOnDevice = """
+        ALTER TABLE rooms ADD COLUMN counts_on_device INTEGER NOT NULL DEFAULT 0;
+        """
+
     static let typing = """
         ALTER TABLE rooms ADD COLUMN typing_users TEXT;
         """

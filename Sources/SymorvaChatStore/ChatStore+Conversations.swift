@@ -136,8 +136,9 @@ extension ChatStore {
         let sql = """
             SELECT r.room_id, r.membership, r.name, r.canonical_alias, r.heroes, r.avatar_url, r.topic,
                 r.is_encrypted, r.joined_member_count, r.invited_member_count,
-                CASE WHEN r.is_encrypted THEN r.device_notification_count ELSE r.notification_count END,
-                CASE WHEN r.is_encrypted THEN r.device_highlight_count ELSE r.highlight_count END,
+                CASE WHEN r.is_encrypted OR r.counts_on_device THEN r.device_notification_count
+                    ELSE r.notification_count END,
+                CASE WHEN r.is_encrypted OR r.counts_on_device THEN r.device_highlight_count ELSE r.highlight_count END,
                 r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
                 r.is_muted, r.preview_event_id, r.preview_sender, r.preview_type, r.preview_ts, r.preview_body,
                 r.preview_msgtype, r.preview_redacted, d.type, d.content, d.transaction_id

@@ -76,7 +76,8 @@ package struct DeviceCounts: Sendable, Hashable {
 
 extension ChatStore {
     /// Plaintext events stored after the last evaluated one (`push_evaluation`), oldest first,
-    /// in encrypted rooms (or in every room with `everyRoom`), not sent by `ownUserID`; and the
+    /// in encrypted rooms, rooms whose counts are the device's (sliding sync) or every room with
+    /// `everyRoom`, not sent by `ownUserID`; and the
     /// newest `event_nid` the read covered (evaluated or passed over), to hand back to
     /// ``recordPushActions(_:evaluatedThrough:ownUserID:)``. Encrypted events are evaluated
     /// when they are decrypted.
@@ -100,7 +101,8 @@ extension ChatStore {
                 SELECT e.event_nid, e.room_nid, e.type, e.sender, e.state_key, e.content
                 FROM events e JOIN rooms r ON r.room_nid = e.room_nid
                 WHERE e.event_nid > ?1 AND e.event_nid <= ?2 AND e.type != 'm.room.encrypted'
-                    AND e.sender != ?3 AND e.redacted_by IS NULL AND (r.is_encrypted = 1 OR ?4)
+                    AND e.sender != ?3 AND e.redacted_by IS NULL
+                    AND (r.is_encrypted = 1 OR r.counts_on_device = 1 OR ?4)
                     AND r.membership = 0
                 ORDER BY e.event_nid
                 """, [.integer(start), .integer(end), .text(ownUserID), .bool(everyRoom)]

@@ -11,6 +11,9 @@ struct RoomWriter {
     /// Whether `send_queue` has rows: when it is empty (it cannot fill during the ingest
     /// transaction), remote echoes have no queue entry to delete.
     let hasQueuedMessages: Bool
+    /// Whether the room's unread counts are the device's from now on (sliding sync), or the
+    /// server's (v2).
+    let countsOnDevice: Bool
 
     private(set) var timelineEvents = 0
     private(set) var stateEvents = 0
@@ -22,7 +25,8 @@ struct RoomWriter {
 
     private var summary = SummaryChange()
 
-    init(room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool) {
+    init(room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool, countsOnDevice: Bool = false) {
+        self.countsOnDevice = countsOnDevice
         self.room = room
         self.bytes = bytes
         self.hasQueuedMessages = hasQueuedMessages
@@ -397,7 +401,8 @@ struct RoomWriter {
                 preview_body = IIF(?19 OR ?30, ?28, preview_body), preview_msgtype = IIF(?19, ?29, preview_msgtype),
                 preview_redacted = IIF(?19, 0, preview_redacted),
                 is_favourite = COALESCE(?20, is_favourite), is_low_priority = COALESCE(?21, is_low_priority),
-                is_pinned = COALESCE(?22, is_pinned), live_chunk_id = COALESCE(?23, live_chunk_id)
+                is_pinned = COALESCE(?22, is_pinned), live_chunk_id = COALESCE(?23, live_chunk_id),
+                counts_on_device = ?31
             WHERE room_nid = ?1
             """
         try db.withStatement(sql) { statement throws(StoreError) in
@@ -440,6 +445,7 @@ struct RoomWriter {
             try statement.bind(preview?.body, at: 28)
             try statement.bind(preview?.messageType, at: 29)
             try statement.bind(editedBody ? 1 : 0, at: 30)
+            try statement.bind(countsOnDevice ? 1 : 0, at: 31)
             let tags = change.tags
             try statement.bind(tags.map { Int64($0.contains("m.favourite") ? 1 : 0) }, at: 20)
             try statement.bind(tags.map { Int64($0.contains("m.lowpriority") ? 1 : 0) }, at: 21)

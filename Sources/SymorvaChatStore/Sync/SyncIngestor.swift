@@ -91,6 +91,7 @@ package struct SyncIngestor: Sendable {
         let body = response.body
         return try await store.write { db throws(StoreError) in
             var writer = try SyncWriter(db: db)
+            writer.countsOnDevice = true
             try writer.write(body.rooms, document: body.document, db: db)
             if writer.report.rooms > 0 { FaultPoint.syncIngest.reach() }
             try writer.finish(
@@ -123,6 +124,8 @@ struct SyncWriter {
     let previousToken: String?
     /// Whether the send queue has rows (it cannot gain any during the ingest transaction).
     let hasQueuedMessages: Bool
+    /// Whether the rooms' unread counts are the device's (sliding sync: the server sends none).
+    var countsOnDevice = false
 
     /// Runs inside the ingest transaction.
     init(db: isolated SQLiteDatabase) throws(StoreError) {
@@ -134,7 +137,8 @@ struct SyncWriter {
         let result = document.withUnsafeBytes { bytes in
             Result { () throws(StoreError) in
                 for room in rooms {
-                    var writer = RoomWriter(room: room, bytes: bytes, hasQueuedMessages: hasQueuedMessages)
+                    var writer = RoomWriter(
+                        room: room, bytes: bytes, hasQueuedMessages: hasQueuedMessages, countsOnDevice: countsOnDevice)
                     try writer.write(db: db)
                     report.rooms += 1
                     report.timelineEvents += writer.timelineEvents

@@ -128,6 +128,43 @@ struct SlidingSyncProductTests {
         }
     }
 
+    @Test("Unread and highlight counts under sliding sync are the device's, equal to what v2 gets from the server")
+    func countsOnDevice() async throws {
+        // Synapse's simplified sliding sync sends placeholder zeros for a room's counts: the
+        // device evaluates the account's push rules on every room it syncs that way. It counts
+        // what it has stored: events that arrive while it syncs (a first window carries only
+        // each room's latest event, so older unread events of a new sign-in are not counted).
+        try await withChatTestRun { run in
+            let alice = try await ChatTestAccount.register("slidingcounta", transport: transport)
+            let bob = try await ChatTestAccount.register("slidingcountb", transport: transport)
+            let aliceV2 = try await alice.makeClient(in: run, transport: transport)
+            let bobV2 = try await bob.makeClient(in: run, transport: transport)
+            try await aliceV2.startAndSync()
+            try await bobV2.startAndSync()
+            let roomID = try await bobV2.createRoom(name: "Counted", invitees: [alice.userID])
+            try await aliceV2.waitForConversation(roomID, .invited)
+            _ = try await aliceV2.join(roomIDOrAlias: roomID.rawValue)
+            try await bobV2.waitForConversation(roomID)
+            let (sliding, _) = try await slidingClient(alice, in: run)
+            try await sliding.start()
+            _ = try await sliding.conversations.wait(timeout: .seconds(60)) { $0[roomID]?.membership == .joined }
+            let conversation = try await bobV2.conversation(id: roomID)
+            try await conversation.send(.text("first")).waitUntilSent()
+            try await conversation.send(.text("second")).waitUntilSent()
+            try await conversation.send(.text("you there?"), mentioning: Mentions(userIDs: [alice.userID]))
+                .waitUntilSent()
+            let server = try await aliceV2.conversations.wait(timeout: .seconds(60)) { list in
+                (list[roomID]?.unreadCount ?? 0) >= 3 && (list[roomID]?.highlightCount ?? 0) >= 1
+            }
+            let device = try await sliding.conversations.wait(timeout: .seconds(60)) { list in
+                list[roomID]?.unreadCount == server[roomID]?.unreadCount
+                    && list[roomID]?.highlightCount == server[roomID]?.highlightCount
+            }
+            #expect(device[roomID]?.unreadCount == 3)
+            #expect(device[roomID]?.highlightCount == 1)
+        }
+    }
+
     @Test("An open conversation is a room subscription and gets live events; M_UNKNOWN_POS loses nothing")
     func liveAndUnknownPosition() async throws {
         try await withChatTestRun { run in

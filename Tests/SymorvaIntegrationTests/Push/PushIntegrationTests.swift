@@ -13,8 +13,8 @@ private struct PushScene {
     let appID = "org.symorva.tests.dev"
 
     static func make() async throws -> PushScene {
-        // v2: Synapse's sliding sync sends dummy notification and highlight counts (always 0;
-        // its handler says so), and counting on the client is not built yet.
+        // v2: the server's counts (Synapse's sliding sync sends dummy zeros; the device counts
+        // there, from what it has stored, SlidingSyncProductTests.countsOnDevice).
         let alice = try await DirectoryTestMember.register("push-a", syncMode: .v2)
         let bob = try await DirectoryTestMember.register("push-b", syncMode: .v2)
         let roomID = try await alice.community.chat.createRoom(name: "Push room")
