@@ -222,7 +222,13 @@ extension Conversation {
             relation.string("key", key)
             var content = JSONObjectWriter()
             content.raw("m.relates_to", relation.text)
-            let message = MessageContent(eventType: "m.reaction", json: content.text)
+            let message: MessageContent
+            do throws(ChatError) {
+                message = try await encryptedIfNeeded(MessageContent(eventType: "m.reaction", json: content.text))
+            } catch {
+                rollBackPending(change, to: previous)
+                throw error
+            }
             let response: HTTPResponse
             do throws(MatrixRequestError) {
                 response = try await client.requester.send(
@@ -235,6 +241,32 @@ extension Conversation {
             // is what an unreact before then redacts.
             if let reaction = RawJSON.string("event_id", in: response.body) {
                 acceptPending(change, as: EventID(reaction))
+            }
+        }
+    }
+
+    /// `content` as it may leave for this room: encrypted (`m.room.encrypted`, its relation kept
+    /// in the clear as the specification asks) when the room is encrypted, so that an event sent
+    /// outside the send queue (a reaction) is never plaintext in an encrypted room.
+    ///
+    /// - Throws: ``ChatError/encryptionUnavailable`` without a crypto module or when the content
+    ///   cannot be encrypted; `.network`, `.server`, `.rateLimited` when encrypting needed a
+    ///   request that failed; `.store`.
+    func encryptedIfNeeded(_ content: MessageContent) async throws(ChatError) -> MessageContent {
+        guard try await resolveEncryption() else { return content }
+        guard let encryptor = client.encryptor else { throw .encryptionUnavailable }
+        let stored: EncryptedRoom?
+        do { stored = try await client.store.encryptedRoom(id) } catch { throw .store(error) }
+        guard let room = stored else { throw .unknownConversation(id) }
+        do throws(SendError) {
+            return try await encryptor.encrypt(content, in: room)
+        } catch {
+            switch error {
+            case .network: throw .network
+            case .server(let status): throw .server(status: status, errorCode: "")
+            case .rateLimited(let retryAfter): throw .rateLimited(retryAfter: retryAfter)
+            case .unknownToken: throw .tokenRejected
+            case .permanent: throw .encryptionUnavailable
             }
         }
     }
