@@ -18,19 +18,8 @@ struct EncryptedRoomTests {
         // v2: with sliding sync, Bob's first message right after joining was once not readable by
         // Alice (an open question of issue 26, in its note); this test is about the reaction.
         configuration.sync = SymorvaConfiguration.Sync(mode: .v2)
-        let aliceFixture = CommunityFixture(configuration: configuration)
-        let bobFixture = CommunityFixture(configuration: configuration)
-        _ = try await aliceFixture.community.session.register(
-            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
-        let bob = try await bobFixture.community.session.register(
-            username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
-        _ = try await aliceFixture.readyCrypto()
-        _ = try await bobFixture.readyCrypto()
-        let roomID = try await aliceFixture.community.chat.createRoom(
-            name: "Sealed reactions", invitees: [bob.userID], isEncrypted: true)
-        try await bobFixture.community.chat.waitForConversation(roomID, .invited)
-        _ = try await bobFixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
-        try await aliceFixture.community.chat.waitForConversation(roomID)
+        let (aliceFixture, bobFixture, roomID) = try await EncryptionStateTests.pair(
+            encrypted: true, name: "Sealed reactions", configuration: configuration, bobConfiguration: configuration)
         let bobRoom = try await bobFixture.community.chat.conversation(id: roomID)
         let stopBob = bobRoom.observe()
         defer { stopBob() }

@@ -15,12 +15,14 @@ import Testing
     .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"),
     .shutsDownCommunities)
 struct EncryptionStateTests {
-    /// Alice and Bob, both ready, in a room Alice created (plaintext unless `encrypted`) that Bob joined.
-    func pair(encrypted: Bool?, configuration: SymorvaConfiguration? = nil) async throws
-        -> (alice: CommunityFixture, bob: CommunityFixture, roomID: RoomID)
-    {
+    /// Alice and Bob, both ready, in a room Alice created (plaintext unless `encrypted`) that Bob
+    /// joined; Alice's community has `configuration`, Bob's `bobConfiguration`.
+    static func pair(
+        encrypted: Bool?, name: String = "State", configuration: SymorvaConfiguration? = nil,
+        bobConfiguration: SymorvaConfiguration? = nil
+    ) async throws -> (alice: CommunityFixture, bob: CommunityFixture, roomID: RoomID) {
         let aliceFixture = CommunityFixture(configuration: configuration)
-        let bobFixture = CommunityFixture()
+        let bobFixture = CommunityFixture(configuration: bobConfiguration)
         _ = try await aliceFixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let bob = try await bobFixture.community.session.register(
@@ -28,7 +30,7 @@ struct EncryptionStateTests {
         _ = try await aliceFixture.readyCrypto()
         _ = try await bobFixture.readyCrypto()
         let roomID = try await aliceFixture.community.chat.createRoom(
-            name: "State", invitees: [bob.userID], isEncrypted: encrypted)
+            name: name, invitees: [bob.userID], isEncrypted: encrypted)
         try await bobFixture.community.chat.waitForConversation(roomID, .invited)
         _ = try await bobFixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
         try await aliceFixture.community.chat.waitForConversation(roomID)
@@ -39,7 +41,7 @@ struct EncryptionStateTests {
         "Encryption turned on in a plaintext room: both sides see it encrypted, later messages leave encrypted and are read"
     )
     func enableInExistingRoom() async throws {
-        let (aliceFixture, bobFixture, roomID) = try await pair(encrypted: false)
+        let (aliceFixture, bobFixture, roomID) = try await Self.pair(encrypted: false)
         let aliceRoom = try await aliceFixture.community.chat.conversation(id: roomID)
         let bobRoom = try await bobFixture.community.chat.conversation(id: roomID)
         let stopBob = bobRoom.observe()
@@ -100,7 +102,7 @@ struct EncryptionStateTests {
     func manifestDefault() async throws {
         var configuration = DevEnvironment.current!.configuration
         configuration.encryption = SymorvaConfiguration.Encryption(isEnabledByDefault: true)
-        let (aliceFixture, bobFixture, roomID) = try await pair(encrypted: nil, configuration: configuration)
+        let (aliceFixture, bobFixture, roomID) = try await Self.pair(encrypted: nil, configuration: configuration)
         let aliceRoom = try await aliceFixture.community.chat.conversation(id: roomID)
         #expect(aliceRoom.encryption.value == .encrypted)
         let state = try await aliceFixture.community.requester!.send(
