@@ -31,6 +31,8 @@ public enum RecoveryError: Error, Sendable, Hashable, CustomStringConvertible {
     case store
     /// The crypto account is not loaded yet.
     case notReady
+    /// The key backup could not be created, enabled or restored (the identity part succeeded).
+    case backup(KeyBackupError)
 
     /// The case name (and its field); never a key.
     public var description: String {
@@ -46,6 +48,7 @@ public enum RecoveryError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unavailable: "unavailable"
         case .store: "store"
         case .notReady: "notReady"
+        case .backup(let error): "backup(\(error))"
         }
     }
 }
@@ -55,13 +58,14 @@ public enum RecoveryError: Error, Sendable, Hashable, CustomStringConvertible {
 /// returns the answer's body.
 package typealias PasswordAuthorizer = @Sendable (MatrixEndpoint) async throws(RecoveryError) -> [UInt8]
 
-/// The secret names secret storage keeps the cross-signing private keys under (the backup key,
-/// `m.megolm_backup.v1`, goes next to them: the key backup owns it).
+/// The secret names secret storage keeps the cross-signing private keys and the key backup's
+/// private key under.
 enum SecretName {
     static let master = "m.cross_signing.master"
     static let selfSigning = "m.cross_signing.self_signing"
     static let userSigning = "m.cross_signing.user_signing"
     static let crossSigning = [master, selfSigning, userSigning]
+    static let megolmBackup = "m.megolm_backup.v1"
     static let defaultKey = "m.secret_storage.default_key"
     static func keyDescription(_ keyID: String) -> String { "m.secret_storage.key.\(keyID)" }
 }
@@ -76,6 +80,11 @@ extension AccountCrypto {
     /// recovery key returned, shown to the member once, never logged. With a `passphrase`, the
     /// key is derived from it instead (PBKDF2-SHA-512, a random salt), and the recovery key is
     /// that key's encoding.
+    ///
+    /// The key backup: when the account has none, one is created (its `auth_data` signed by this
+    /// device and the master key) and its private key kept in secret storage too
+    /// (`m.megolm_backup.v1`); when this device uses the current backup, its key is kept there;
+    /// a backup whose key this device lacks is left alone (not in the new secret storage).
     ///
     /// When this device already holds the account's identity (set up before), only a new secret
     /// storage key is made.
@@ -103,9 +112,10 @@ extension AccountCrypto {
                 try await uploadIdentity(keys, authorize: nil)
             }
             try await signThisDevice(with: keys)
-            let recoveryKey = try await writeSecretStorage(keys, passphrase: passphrase)
+            let backupKey = try await backupKeyForSecretStorage(keys)
+            let recoveryKey = try await writeSecretStorage(keys, backupKey: backupKey, passphrase: passphrase)
             try await pinOwnIdentity(keys)
-            logger.info("recovery set up")
+            logger.info("recovery set up backup=\(backupKey != nil)")
             return recoveryKey
         }
     }
@@ -113,9 +123,18 @@ extension AccountCrypto {
     /// Restores the account's identity on this device from secret storage with the recovery key
     /// (or, when `isPassphrase` is true, the passphrase the key was derived from): the private
     /// keys are read, checked against the identity the server lists, kept (sealed), and this
-    /// device is cross-signed.
-    public func restore(recoveryKey text: Secret<String>, isPassphrase: Bool = false) async throws(RecoveryError) {
-        try await recoveryLock.withLock { () async throws(RecoveryError) in
+    /// device is cross-signed. When secret storage holds the key backup's private key
+    /// (`m.megolm_backup.v1`), the backup is then enabled and every room key in it restored
+    /// (``backupState`` shows the progress): returns how many keys were stored, of how many, or
+    /// `nil` when there is no backup key in secret storage.
+    ///
+    /// - Throws: ``RecoveryError/backup(_:)`` when the backup could not be enabled or restored
+    ///   (the identity is restored by then; calling again restores the backup).
+    @discardableResult
+    public func restore(recoveryKey text: Secret<String>, isPassphrase: Bool = false) async throws(RecoveryError)
+        -> (imported: Int, total: Int)?
+    {
+        let backupKey = try await recoveryLock.withLock { () async throws(RecoveryError) -> Secret<[UInt8]>? in
             let keyID = try await defaultKeyID()
             let description = try await keyDescription(keyID)
             let key: Secret<[UInt8]>
@@ -148,6 +167,14 @@ extension AccountCrypto {
             try await signThisDevice(with: keys, answer: answer)
             try await pinOwnIdentity(keys)
             logger.info("recovery restored")
+            return try await readOptionalSecret(SecretName.megolmBackup, keyID: keyID, key: key)
+        }
+        guard let backupKey else { return nil }
+        do throws(KeyBackupError) {
+            _ = try await enableBackup(privateKey: backupKey)
+            return try await restoreBackup()
+        } catch {
+            throw .backup(error)
         }
     }
 
@@ -155,7 +182,8 @@ extension AccountCrypto {
     /// password: `authorize` completes the stage) and secret storage with a new key, and
     /// cross-signs this device. Every other device of the account, and every user who verified
     /// this account, sees a changed identity; what the old secret storage held is unreadable.
-    /// Returns the new recovery key.
+    /// A new key backup is created (the old one's key went with the old secret storage) and its
+    /// key kept in the new secret storage. Returns the new recovery key.
     package func resetRecovery(passphrase: Secret<String>? = nil, authorize: @escaping PasswordAuthorizer)
         async throws(RecoveryError) -> Secret<String>
     {
@@ -167,7 +195,11 @@ extension AccountCrypto {
             try await uploadIdentity(keys, authorize: authorize)
             try await keep(keys)
             try await signThisDevice(with: keys)
-            let recoveryKey = try await writeSecretStorage(keys, passphrase: passphrase)
+            let backupKey: Secret<[UInt8]>
+            do throws(KeyBackupError) { backupKey = try await createBackup(masterKey: keys.master).privateKey } catch {
+                throw .backup(error)
+            }
+            let recoveryKey = try await writeSecretStorage(keys, backupKey: backupKey, passphrase: passphrase)
             try await pinOwnIdentity(keys)
             logger.info("recovery reset")
             return recoveryKey
@@ -184,6 +216,28 @@ extension AccountCrypto {
             try CrossSigningKeys(
                 userID: userID, masterSeed: stored.masterSeed, selfSigningSeed: stored.selfSigningSeed,
                 userSigningSeed: stored.userSigningSeed, driver: engine.driver)
+        }
+    }
+
+    /// The key backup's private key to keep in secret storage: a new backup's when the account
+    /// has none, the current one's when this device uses it, else `nil` (a backup whose key this
+    /// device lacks).
+    private func backupKeyForSecretStorage(_ keys: CrossSigningKeys) async throws(RecoveryError) -> Secret<[UInt8]>? {
+        do throws(KeyBackupError) {
+            let current: KeyBackupVersion
+            do throws(KeyBackupError) {
+                current = try await currentBackupVersion()
+            } catch .notFound {
+                return try await createBackup(masterKey: keys.master).privateKey
+            }
+            let status = try await backupStatus()
+            guard status.version == current.version, status.stopReason == nil else {
+                logger.warning("key backup in use by the account is not this device's: not in secret storage")
+                return nil
+            }
+            return try await backupPrivateKey()
+        } catch {
+            throw .backup(error)
         }
     }
 
@@ -255,9 +309,11 @@ extension AccountCrypto {
     }
 
     /// A new secret storage key (random, or from `passphrase`), its description, the three
-    /// private keys encrypted under it, and the default key, in account data. Returns the
-    /// key's recovery key encoding.
-    private func writeSecretStorage(_ keys: CrossSigningKeys, passphrase: Secret<String>?)
+    /// private keys (and the key backup's, when given) encrypted under it, and the default key,
+    /// in account data. Returns the key's recovery key encoding.
+    private func writeSecretStorage(
+        _ keys: CrossSigningKeys, backupKey: Secret<[UInt8]>?, passphrase: Secret<String>?
+    )
         async throws(RecoveryError) -> Secret<String>
     {
         var generator = SystemRandomNumberGenerator()
@@ -277,9 +333,13 @@ extension AccountCrypto {
             try SecretStorage.describe(key, passphrase: parameters)
         }
         try await putAccountData(SecretName.keyDescription(keyID), description.json)
-        for (name, signingKey) in zip(SecretName.crossSigning, [keys.master, keys.selfSigning, keys.userSigning]) {
-            // The secret is the unpadded base64 of the key's seed.
-            let secret = signingKey.seed.map { Array(UnpaddedBase64.encode($0).utf8) }
+        var secrets = zip(SecretName.crossSigning, [keys.master, keys.selfSigning, keys.userSigning]).map {
+            ($0, $1.seed)
+        }
+        if let backupKey { secrets.append((SecretName.megolmBackup, backupKey)) }
+        for (name, seed) in secrets {
+            // The secret is the unpadded base64 of the key's seed (the backup's private key).
+            let secret = seed.map { Array(UnpaddedBase64.encode($0).utf8) }
             let encrypted = try Self.secrets { () throws(SecretStorageError) in
                 try SecretStorage.encrypt(secret, name: name, key: key)
             }
@@ -306,9 +366,20 @@ extension AccountCrypto {
     private func readSecret(_ name: String, keyID: String, key: Secret<[UInt8]>) async throws(RecoveryError)
         -> Secret<[UInt8]>
     {
+        guard let secret = try await readOptionalSecret(name, keyID: keyID, key: key) else {
+            throw .secretStorage(name)
+        }
+        return secret
+    }
+
+    /// The 32-byte secret `name` encrypted under `keyID`, or `nil` when secret storage has none
+    /// under that key.
+    private func readOptionalSecret(_ name: String, keyID: String, key: Secret<[UInt8]>) async throws(RecoveryError)
+        -> Secret<[UInt8]>?
+    {
         guard case .object(let members)? = try await accountData(name),
             case .object(let encrypted)? = members["encrypted"], let object = encrypted[keyID]
-        else { throw .secretStorage(name) }
+        else { return nil }
         let secret = try Self.secrets { () throws(SecretStorageError) in
             try SecretStorage.decrypt(try EncryptedSecret(json: object), name: name, key: key)
         }

@@ -18,7 +18,7 @@ package enum CryptoCommands {
     package static let recovery = REPLCommand(
         "recovery", usage: "recovery setup|restore|reset",
         summary:
-            "setup: cross-signing and secret storage, prints the recovery key once; restore: reads the recovery key or passphrase (no echo) and cross-signs this device; reset: asks for the password, new identity and recovery key",
+            "setup: cross-signing, key backup and secret storage, prints the recovery key once; restore: reads the recovery key or passphrase (no echo), cross-signs this device and restores the key backup; reset: asks for the password, new identity, key backup and recovery key",
         parse: { arguments throws(REPLError) -> String in
             let action = try arguments.next()
             guard ["setup", "restore", "reset"].contains(action), try arguments.rest().isEmpty else {
@@ -38,13 +38,25 @@ package enum CryptoCommands {
             do throws(RecoveryError) {
                 switch (action, input) {
                 case ("restore", let text?):
+                    // The backup's progress while its keys are restored.
+                    let output = context.output
+                    let stopProgress = crypto.backupState.subscribe { state in
+                        if case .restoring(let imported, let total) = state, total > 0 {
+                            output.print("backup: restoring \(imported) of \(total)")
+                        }
+                    }
+                    defer { stopProgress() }
+                    let restored: (imported: Int, total: Int)?
                     do throws(RecoveryError) {
-                        try await crypto.restore(recoveryKey: text)
+                        restored = try await crypto.restore(recoveryKey: text)
                     } catch .malformedRecoveryKey {
                         // Not a recovery key: the passphrase it was made from, then.
-                        try await crypto.restore(recoveryKey: text, isPassphrase: true)
+                        restored = try await crypto.restore(recoveryKey: text, isPassphrase: true)
                     }
                     context.output.print("device cross-signed")
+                    if let restored {
+                        context.output.print("backup restored: \(restored.imported) new key(s) of \(restored.total)")
+                    }
                 case ("reset", let password?):
                     let key = try await community.session.resetRecovery(password: password)
                     context.output.print(

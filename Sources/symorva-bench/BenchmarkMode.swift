@@ -44,6 +44,7 @@ enum BenchmarkModes {
             MegolmBenchmark(),
             E2EESendBenchmark(),
             BackupLagBenchmark(),
+            RecoveryBenchmark(),
             LockBenchmark(),
             PushBenchmark(),
             PushRulesBenchmark(),

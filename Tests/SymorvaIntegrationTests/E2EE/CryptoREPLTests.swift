@@ -103,6 +103,8 @@ struct CryptoREPLTests {
         second.send("recovery restore")
         second.send(recoveryKey)
         try await second.waitForLine { $0 == "device cross-signed" }
+        // The set-up created a key backup; the restore enabled it and restored its keys (none yet).
+        try await second.waitForLine { $0 == "backup restored: 0 new key(s) of 0" }
         let listed = try await waitForDevices(second) { $0.hasPrefix("* ") && $0.hasSuffix(" verified") }
         #expect(listed.contains("identity: ready"))
         #expect(listed.filter { $0.hasSuffix(" verified") }.count == 2, "both devices verified: \(listed)")
