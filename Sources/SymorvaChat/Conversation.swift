@@ -147,7 +147,14 @@ public final class Conversation: Sendable {
         await refreshEncryption()
         guard !rows.isEmpty else { return }
         let encryptor = client.encryptor
-        await sendQueue.send(.restored(rows.map { Self.item(from: $0, opening: encryptor) }))
+        let items = rows.map { Self.item(from: $0, opening: encryptor) }
+        // A copy encrypted because its room became encrypted: the plain copy it replaced goes,
+        // should the app have stopped between the row's write and the plain copy's removal.
+        for case let attachment? in items.map(\.attachment) where attachment.isEncrypted {
+            let plain = String(attachment.localPath.dropLast(".enc".count))
+            if attachment.localPath == AttachmentFiles.encryptedPath(of: plain) { AttachmentFiles.removeFile(plain) }
+        }
+        await sendQueue.send(.restored(items))
     }
 
     /// The queue item for a stored row; a sealed content is opened with `encryptor`. A content
@@ -176,15 +183,17 @@ public final class Conversation: Sendable {
         let encrypted = row.encryptedContent.map {
             MessageContent(eventType: "m.room.encrypted", json: String(decoding: $0, as: UTF8.self))
         }
+        let openedContent = MessageContent(eventType: row.eventType, json: String(decoding: content, as: UTF8.self))
         let attachment = row.attachment.map { file in
             QueuedAttachment(
                 localPath: file.path, contentType: file.contentType, size: file.size,
-                mediaURI: file.mediaURI.flatMap(MediaURI.init), isUploaded: file.isUploaded)
+                mediaURI: file.mediaURI.flatMap(MediaURI.init), isUploaded: file.isUploaded,
+                isEncrypted: row.contentIsSealed && OutgoingAttachment.encryptedFile(in: openedContent) != nil)
         }
         return SendQueueItem(
             transactionID: TransactionID(row.transactionID),
-            content: MessageContent(eventType: row.eventType, json: String(decoding: content, as: UTF8.self)),
-            encryptedContent: encrypted, status: status, isPersisted: true, failedAttempts: row.attempts,
+            content: openedContent, encryptedContent: encrypted, status: status, isPersisted: true,
+            failedAttempts: row.attempts,
             attachment: attachment)
     }
 
@@ -429,7 +438,8 @@ public final class Conversation: Sendable {
             }
             stored = sealed
         }
-        let queued = QueuedAttachment(localPath: copy, contentType: uploadType, size: copied.size)
+        let queued = QueuedAttachment(
+            localPath: copy, contentType: uploadType, size: copied.size, isEncrypted: isEncrypted)
         let receipt = SendReceipt(roomID: id, transactionIDs: [transactionID])
         client.receipts.register(receipt)
         let queue = sendQueue

@@ -236,6 +236,27 @@ extension ChatStore {
         }
     }
 
+    /// Records, durably, that a queued attachment's plain copy was encrypted (its room became
+    /// encrypted before the upload): the row names the ciphertext at `path` (uploaded as
+    /// `contentType`), holds the sealed `content` that carries its `file`, and forgets any
+    /// reservation, which may hold the plain bytes. Only a row whose upload is not recorded
+    /// changes. Returns whether it did.
+    @discardableResult
+    package func recordAttachmentEncrypted(
+        transactionID: String, sealedContent: [UInt8], path: String, contentType: String
+    ) async throws(ChatStoreError) -> Bool {
+        try await write(durability: .full) { db throws(StoreError) in
+            try db.execute(
+                """
+                UPDATE send_queue SET content = ?, content_sealed = 1, attachment_path = ?, attachment_type = ?,
+                    media_uri = NULL, media_uploaded = 0
+                WHERE txn_id = ? AND attachment_path IS NOT NULL AND media_uploaded = 0
+                """,
+                [.blob(sealedContent), .text(path), .text(contentType), .text(transactionID)])
+            return db.changes > 0
+        }
+    }
+
     /// Records, durably, that a queued attachment's bytes are on the server: a restart sends
     /// its event without uploading again. Returns whether the row exists.
     @discardableResult

@@ -99,8 +99,21 @@ enum AttachmentFiles {
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
     }
 
-    /// Removes `transactionID`'s copy, if there is one.
+    /// Where a plain copy's ciphertext goes when its room became encrypted before the upload
+    /// (next to the plain copy, which is removed once the queue row names the ciphertext).
+    static func encryptedPath(of plainCopy: String) -> String {
+        plainCopy + ".enc"
+    }
+
+    /// Removes the file at `path`, if there is one.
+    static func removeFile(_ path: String) {
+        unlink(path)
+    }
+
+    /// Removes `transactionID`'s copy (plain or encrypted), if there is one.
     static func remove(in directory: String, transactionID: String) {
-        unlink(path(in: directory, transactionID: transactionID))
+        let plain = path(in: directory, transactionID: transactionID)
+        unlink(plain)
+        unlink(encryptedPath(of: plain))
     }
 }

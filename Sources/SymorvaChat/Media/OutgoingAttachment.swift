@@ -112,6 +112,23 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
         return MessageContent(eventType: content.eventType, json: String(url.text.dropLast()) + separator + rest)
     }
 
+    /// A plain attachment's `content` (with or without its leading `url`) made to carry
+    /// `file` instead, as its first member: its room became encrypted before the upload. The
+    /// `url` goes (the reservation is made again for the ciphertext).
+    package static func carrying(_ file: EncryptedFile, in content: MessageContent) -> MessageContent {
+        var rest = Substring(content.json.drop { $0 == " " }.dropFirst())  // past "{"
+        let urlPrefix = #""url":""#
+        if rest.hasPrefix(urlPrefix), let close = rest.dropFirst(urlPrefix.count).firstIndex(of: "\"") {
+            // An mxc URI holds no quote or escape: the string ends at the next quote.
+            rest = rest[rest.index(after: close)...].drop { $0 == " " }
+            if rest.first == "," { rest = rest.dropFirst() }
+        }
+        var member = JSONObjectWriter()
+        member.raw("file", file.json)
+        let separator = rest.drop { $0 == " " }.first == "}" ? "" : ","
+        return MessageContent(eventType: content.eventType, json: String(member.text.dropLast()) + separator + rest)
+    }
+
     /// The encrypted file an attachment's queued content carries (its first member, as
     /// ``content(size:pixelSize:encryptedFile:)`` writes it); `nil` for a plain attachment.
     package static func encryptedFile(in content: MessageContent) -> EncryptedFile? {

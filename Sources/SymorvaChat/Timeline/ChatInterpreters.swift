@@ -136,6 +136,8 @@ struct SendQueueInterpreter: EffectInterpreter {
             return await reserveMedia(transactionID, content)
         case .uploadMedia(let transactionID, let attachment):
             return await uploadMedia(transactionID, attachment)
+        case .encryptAttachment(let transactionID, let content, let attachment):
+            return await encryptCopy(transactionID, content, attachment)
         case .encrypt(let transactionID, let content):
             return .encrypted(transactionID, await encrypt(transactionID, content))
         case .sendEvent(let transactionID, let content):
@@ -236,6 +238,63 @@ struct SendQueueInterpreter: EffectInterpreter {
         }
         board.update(transactionID, MediaTransferProgress(completedBytes: attachment.size, totalBytes: attachment.size))
         return .mediaUploaded(transactionID, .success(uri))
+    }
+
+    /// Encrypts a plain attachment copy whose room became encrypted before its upload: the
+    /// ciphertext (a fresh key and IV) is written and synced next to the copy, the row then names
+    /// it with the sealed content carrying its `file` (durably, the old reservation forgotten:
+    /// it may hold the plain bytes), and only then is the plain copy removed. A stop between the
+    /// two leaves a row naming the ciphertext; the restore removes the plain copy
+    /// (``Conversation/restoreQueue()``). Before the row's write nothing changed: this runs again.
+    private func encryptCopy(
+        _ transactionID: TransactionID, _ content: MessageContent, _ attachment: QueuedAttachment
+    ) async -> SendQueueMachine.Event? {
+        guard let encryptor = client.encryptor else {
+            return .attachmentEncrypted(transactionID, .failure(.permanent(.encryptionFailed)))
+        }
+        let sealedPath = AttachmentFiles.encryptedPath(of: attachment.localPath)
+        let encrypted: (file: EncryptedFile, size: Int64)
+        do throws(EncryptedAttachmentError) {
+            encrypted = try EncryptedAttachment.encrypt(attachment.localPath, to: sealedPath)
+        } catch {
+            client.logger.error("attachment copy not encrypted error=\(error)")
+            let reason: SendFailureReason =
+                switch error {
+                case .unreadable: .rejected(status: 0, errorCode: "file_unreadable")
+                case .unwritable: .notStored(.full)
+                case .hashMismatch, .cipher: .encryptionFailed
+                }
+            return .attachmentEncrypted(transactionID, .failure(.permanent(reason)))
+        }
+        if Task.isCancelled {
+            AttachmentFiles.removeFile(sealedPath)
+            return nil
+        }
+        let named = OutgoingAttachment.carrying(encrypted.file, in: content)
+        guard let sealed = encryptor.seal(Array(named.json.utf8), transactionID: transactionID) else {
+            AttachmentFiles.removeFile(sealedPath)
+            return .attachmentEncrypted(transactionID, .failure(.permanent(.encryptionFailed)))
+        }
+        let uploadType = "application/octet-stream"
+        do {
+            guard
+                try await client.store.recordAttachmentEncrypted(
+                    transactionID: transactionID.rawValue, sealedContent: sealed, path: sealedPath,
+                    contentType: uploadType)
+            else {
+                // The row is gone (cancelled meanwhile): nothing names the ciphertext.
+                AttachmentFiles.removeFile(sealedPath)
+                return nil
+            }
+        } catch {
+            client.logger.error("encrypted attachment not stored error=\(error)")
+            AttachmentFiles.removeFile(sealedPath)
+            return .attachmentEncrypted(transactionID, .failure(.network))
+        }
+        AttachmentFiles.removeFile(attachment.localPath)
+        let copy = QueuedAttachment(
+            localPath: sealedPath, contentType: uploadType, size: encrypted.size, isEncrypted: true)
+        return .attachmentEncrypted(transactionID, .success(EncryptedAttachmentCopy(content: named, attachment: copy)))
     }
 
     /// What a failed media request means for the send queue.

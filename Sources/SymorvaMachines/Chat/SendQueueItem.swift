@@ -117,21 +117,27 @@ package struct QueuedAttachment: Sendable, Hashable, CustomStringConvertible, Cu
     package var mediaURI: MediaURI?
     /// Whether the bytes are on the server (stored).
     package var isUploaded: Bool
+    /// Whether the copy is the file encrypted for an encrypted room (the content carries its
+    /// `file`). A plain copy is never uploaded once the room is encrypted: it is encrypted first.
+    package var isEncrypted: Bool
 
     /// An attachment.
     package init(
-        localPath: String, contentType: String, size: Int64, mediaURI: MediaURI? = nil, isUploaded: Bool = false
+        localPath: String, contentType: String, size: Int64, mediaURI: MediaURI? = nil, isUploaded: Bool = false,
+        isEncrypted: Bool = false
     ) {
         self.localPath = localPath
         self.contentType = contentType
         self.size = size
         self.mediaURI = mediaURI
         self.isUploaded = isUploaded
+        self.isEncrypted = isEncrypted
     }
 
     /// The size and the upload's progress, never the path or the URI.
     package var description: String {
-        "QueuedAttachment(\(size) bytes, \(isUploaded ? "uploaded" : mediaURI == nil ? "new" : "reserved"))"
+        let step = isUploaded ? "uploaded" : mediaURI == nil ? "new" : "reserved"
+        return "QueuedAttachment(\(size) bytes, \(step)\(isEncrypted ? ", encrypted" : ""))"
     }
     /// The same as the description.
     package var customMirror: Mirror { Mirror(self, children: ["attachment": description], displayStyle: .struct) }
@@ -149,6 +155,22 @@ package struct MediaReservation: Sendable, Hashable {
     package init(uri: MediaURI, content: MessageContent) {
         self.uri = uri
         self.content = content
+    }
+}
+
+/// A plain attachment's copy encrypted for a room that became encrypted after it was queued
+/// (``SendQueueMachine/Event/attachmentEncrypted(_:_:)``): the content now carries `file` and
+/// no `url`, and the attachment names the ciphertext, with no reservation yet.
+package struct EncryptedAttachmentCopy: Sendable, Hashable {
+    /// The content with `file` (key, IV, hash) and without `url` (stored sealed).
+    package var content: MessageContent
+    /// The ciphertext copy: encrypted, not reserved, not uploaded.
+    package var attachment: QueuedAttachment
+
+    /// A copy.
+    package init(content: MessageContent, attachment: QueuedAttachment) {
+        self.content = content
+        self.attachment = attachment
     }
 }
 

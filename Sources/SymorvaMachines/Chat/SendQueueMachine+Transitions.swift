@@ -76,6 +76,25 @@ extension SendQueueMachine {
         }
     }
 
+    /// The plain copy is now ciphertext and stored so: the URI is reserved next (a new one: the
+    /// old reservation, if any, may already hold the plain bytes and is left unused).
+    func attachmentEncrypted(
+        _ transactionID: TransactionID, _ result: Result<EncryptedAttachmentCopy, SendError>, in state: inout State
+    ) -> [Effect]? {
+        guard state.status == .sending else { return nil }
+        guard let head = inFlightHead(transactionID, .encrypting, in: state),
+            let attachment = state.items[head].attachment, !attachment.isUploaded
+        else { return [] }
+        switch result {
+        case .success(let copy):
+            state.items[head].content = copy.content
+            state.items[head].attachment = copy.attachment
+            return nextStep(head, in: &state)
+        case .failure(let error):
+            return fail(head, error, in: &state)
+        }
+    }
+
     /// The head finished one step of its way: it starts the next, as a retry would.
     private func nextStep(_ head: Int, in state: inout State) -> [Effect] {
         state.items[head].status = .queued
@@ -87,7 +106,10 @@ extension SendQueueMachine {
         _ transactionID: TransactionID, _ result: Result<MessageContent, SendError>, in state: inout State
     ) -> [Effect]? {
         guard state.status == .sending else { return nil }
-        guard let head = inFlightHead(transactionID, .encrypting, in: state) else { return [] }
+        // An attachment's copy being encrypted is not its event being encrypted.
+        guard let head = inFlightHead(transactionID, .encrypting, in: state),
+            state.items[head].attachment?.isUploaded ?? true
+        else { return [] }
         switch result {
         case .success(let content):
             state.items[head].encryptedContent = content
@@ -208,6 +230,15 @@ extension SendQueueMachine {
         case .queued:
             guard item.isPersisted else { return [] }
             state.status = .sending
+            // Whether the file goes up encrypted is decided now, from the room as it is when its
+            // upload starts: a copy queued in the clear is encrypted first in a room that is
+            // encrypted by now.
+            if let attachment = item.attachment, !attachment.isUploaded, !attachment.isEncrypted,
+                state.roomIsEncrypted
+            {
+                state.items[head].status = .encrypting
+                return [.encryptAttachment(item.transactionID, item.content, attachment)]
+            }
             if let attachment = item.attachment, attachment.mediaURI == nil {
                 state.items[head].status = .reservingMedia
                 return [.reserveMedia(item.transactionID, item.content)]

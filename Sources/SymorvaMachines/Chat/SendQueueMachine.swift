@@ -93,6 +93,9 @@ package struct SendQueueMachine: ChartedMachine {
         case mediaUploaded(TransactionID, Result<MediaURI, SendError>)
         /// The head was encrypted (or could not be).
         case encrypted(TransactionID, Result<MessageContent, SendError>)
+        /// The head's plain attachment copy was encrypted (the room became encrypted after it
+        /// was queued) and stored with its new content; its URI is reserved next.
+        case attachmentEncrypted(TransactionID, Result<EncryptedAttachmentCopy, SendError>)
         /// The head's PUT finished.
         case sendResponse(TransactionID, Result<EventID, SendError>)
         /// Sync delivered an event of ours carrying this `unsigned.transaction_id`.
@@ -114,7 +117,7 @@ package struct SendQueueMachine: ChartedMachine {
 
         package static let allCaseNames = [
             "restored", "enqueued", "attachmentEnqueued", "persisted", "persistFailed", "mediaReserved",
-            "mediaUploaded", "encrypted", "sendResponse", "remoteEchoReceived",
+            "mediaUploaded", "encrypted", "attachmentEncrypted", "sendResponse", "remoteEchoReceived",
             "timerFired",
             "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
             "encryptionEnabled",
@@ -131,6 +134,7 @@ package struct SendQueueMachine: ChartedMachine {
             case .mediaReserved: "mediaReserved"
             case .mediaUploaded: "mediaUploaded"
             case .encrypted: "encrypted"
+            case .attachmentEncrypted: "attachmentEncrypted"
             case .sendResponse: "sendResponse"
             case .remoteEchoReceived: "remoteEchoReceived"
             case .timerFired: "timerFired"
@@ -158,6 +162,11 @@ package struct SendQueueMachine: ChartedMachine {
         /// Encrypt the content for the room; answer ``Event/encrypted(_:_:)``. Keyed by
         /// ``SendQueueMachine/requestKey``.
         case encrypt(TransactionID, MessageContent)
+        /// Encrypt the head's plain attachment copy (the room is encrypted now, the upload has
+        /// not started): the ciphertext replaces the copy, the content gets `file` instead of
+        /// `url`, both stored before answering ``Event/attachmentEncrypted(_:_:)``. Keyed by
+        /// ``SendQueueMachine/requestKey``.
+        case encryptAttachment(TransactionID, MessageContent, QueuedAttachment)
         /// `PUT /rooms/{roomId}/send/{eventType}/{txnId}`; answer ``Event/sendResponse(_:_:)``.
         /// Keyed by ``SendQueueMachine/requestKey``.
         case sendEvent(TransactionID, MessageContent)
@@ -183,6 +192,7 @@ package struct SendQueueMachine: ChartedMachine {
             case .reserveMedia: "reserveMedia"
             case .uploadMedia: "uploadMedia"
             case .encrypt: "encrypt"
+            case .encryptAttachment: "encryptAttachment"
             case .sendEvent: "sendEvent"
             case .scheduleRetry: "scheduleRetry"
             case .requestTokenRefresh: "requestTokenRefresh"
@@ -196,7 +206,8 @@ package struct SendQueueMachine: ChartedMachine {
 
         package var directive: EffectDirective {
             switch self {
-            case .reserveMedia, .uploadMedia, .encrypt, .sendEvent: .keyed(SendQueueMachine.requestKey)
+            case .reserveMedia, .uploadMedia, .encrypt, .encryptAttachment, .sendEvent:
+                .keyed(SendQueueMachine.requestKey)
             case .scheduleRetry(let after): .timer(SendQueueMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
             case .persist, .requestTokenRefresh, .recordFailure, .clearFailure, .recordSent, .discard: .perform
@@ -230,6 +241,8 @@ package struct SendQueueMachine: ChartedMachine {
         case .mediaReserved(let transactionID, let result): effects = reserved(transactionID, result, in: &next)
         case .mediaUploaded(let transactionID, let result): effects = uploaded(transactionID, result, in: &next)
         case .encrypted(let transactionID, let result): effects = encrypted(transactionID, result, in: &next)
+        case .attachmentEncrypted(let transactionID, let result):
+            effects = attachmentEncrypted(transactionID, result, in: &next)
         case .sendResponse(let transactionID, let result): effects = responded(transactionID, result, in: &next)
         case .remoteEchoReceived(let transactionID, let eventID): effects = echoed(transactionID, eventID, in: &next)
         case .timerFired(.retry): effects = retryNow(in: &next, cancellingTimer: false)

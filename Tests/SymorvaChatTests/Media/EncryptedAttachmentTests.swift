@@ -113,4 +113,29 @@ struct AttachmentContentTests {
         #expect(named.json.hasPrefix(#"{"url":"mxc://example.org/n","msgtype":"m.file""#))
         #expect(OutgoingAttachment.encryptedFile(in: named) == nil)
     }
+
+    @Test("A plain content made to carry file (its room became encrypted): url goes, file comes first, the rest stays")
+    func plainContentCarriesFile() throws {
+        let attachment = OutgoingAttachment(path: "/tmp/a.png", contentType: "image/png", caption: "later sealed")
+        let plain = attachment.content(size: 10, pixelSize: (4, 3))
+        let reserved = OutgoingAttachment.naming(try #require(MediaURI("mxc://example.org/plain")), in: plain)
+        for content in [plain, reserved] {
+            let carried = OutgoingAttachment.carrying(Self.file, in: content)
+            #expect(carried.json.hasPrefix(#"{"file":{"v":"v2""#))
+            #expect(!carried.json.contains("mxc://example.org/plain"))
+            #expect(OutgoingAttachment.encryptedFile(in: carried) == Self.file)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(carried.json.utf8)) as? [String: Any])
+            #expect(object["url"] == nil)
+            #expect(object["body"] as? String == "later sealed" && object["msgtype"] as? String == "m.image")
+            #expect((object["info"] as? [String: Any])?["mimetype"] as? String == "image/png")
+            // Its reservation then names the ciphertext inside file, as for a file encrypted at once.
+            let uri = try #require(MediaURI("mxc://example.org/sealed"))
+            let named = OutgoingAttachment.naming(uri, in: carried)
+            #expect(OutgoingAttachment.encryptedFile(in: named)?.uri == uri)
+            #expect(!named.json.contains(#""url":"mxc://example.org/sealed","#))
+        }
+        let empty = OutgoingAttachment.carrying(Self.file, in: MessageContent(eventType: "m.room.message", json: "{}"))
+        #expect(OutgoingAttachment.encryptedFile(in: empty) == Self.file)
+        #expect((try JSONSerialization.jsonObject(with: Data(empty.json.utf8))) is [String: Any])
+    }
 }

@@ -6,6 +6,7 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaTesting
+import SymorvaTransport
 import Testing
 
 /// Attachments in an encrypted room, between two SymorvaKit accounts with their crypto, on the
@@ -143,5 +144,116 @@ struct EncryptedMediaTests {
             }
         }
         #expect(Self.files(under: bobFixture.data.path + "/accounts").contains { $0.contains("/media-cache/") })
+    }
+
+    @Test(
+        "An attachment queued in a plain room that becomes encrypted before its upload goes up encrypted: the event carries file, never url, and the server never holds the plain bytes"
+    )
+    func roomEncryptedBeforeUpload() async throws {
+        let aliceFixture = CommunityFixture()
+        let bobFixture = CommunityFixture()
+        let alice = try await aliceFixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
+        let bob = try await bobFixture.community.session.register(
+            username: DevEnvironment.uniqueUsername("bob"), password: testPassword)
+        let aliceCrypto = try await aliceFixture.readyCrypto()
+        let bobCrypto = try await bobFixture.readyCrypto()
+        let roomID = try await aliceFixture.community.chat.createRoom(
+            name: "Sealed later", invitees: [bob.userID], isEncrypted: false)
+        try await bobFixture.community.chat.waitForConversation(roomID, .invited)
+        _ = try await bobFixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
+        try await aliceFixture.community.chat.waitForConversation(roomID)
+        let aliceRoom = try await aliceFixture.community.chat.conversation(id: roomID)
+        #expect(aliceRoom.encryption.value != .encrypted)
+
+        let png = TestImage.png(width: 211, height: 97)
+        let source = FileManager.default.temporaryDirectory.appending(path: "symorva-late-\(UUID().uuidString).png")
+            .path
+        try Data(png).write(to: URL(fileURLWithPath: source))
+        defer { unlink(source) }
+
+        // The queue is paused at its reservation: the server has answered, the answer is held.
+        let gate = TestGate()
+        aliceFixture.transport.hold("/media/v1/create", at: gate)
+        let receipt = try await aliceRoom.send(
+            OutgoingAttachment(path: source, contentType: "image/png", fileName: "late.png", caption: "sealed later"))
+        try await gate.waitForWaiters(count: 1)
+        // Queued while the room was plain: the copy in the account folder is the file itself.
+        let accounts = aliceFixture.data.path + "/accounts"
+        let copies = { Self.files(under: accounts).filter { $0.contains("/attachments/") } }
+        #expect(copies().count == 1)
+        #expect(
+            try copies().contains { try [UInt8](Data(contentsOf: URL(fileURLWithPath: accounts + "/" + $0))) == png })
+
+        // The room turns encrypted before the upload starts; then the queue goes on.
+        try await aliceRoom.enableEncryption()
+        try await aliceCrypto.waitForDevice(bobCrypto.deviceID.rawValue, of: bob.userID)
+        gate.open()
+        let eventID = try await receipt.sentEventID()
+
+        // Two reservations (the first may hold nothing but is never used), one event, encrypted.
+        #expect(aliceFixture.transport.count("/media/v1/create") == 2)
+        let raw = try await bobFixture.community.requester!.send(ChatAPI.event(roomID: roomID, eventID: eventID)).body
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any])
+        #expect(event["type"] as? String == "m.room.encrypted")
+        #expect(!String(decoding: raw, as: UTF8.self).contains("sealed later"))
+
+        // Bob's row: the image with its encrypted file, no url; his download decrypts to the PNG.
+        let bobRoom = try await bobFixture.community.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        let items = try await bobRoom.waitForTimeline { items in
+            items.contains { if case .image(let info) = $0.content { info.body == "sealed later" } else { false } }
+        }
+        let info = try #require(
+            items.compactMap { item -> MediaInfo? in
+                if case .image(let info) = item.content { return info }
+                return nil
+            }.first)
+        #expect(info.isEncrypted && info.url == nil && info.source == nil)
+        #expect(info.mimeType == "image/png" && info.size == png.count && info.width == 211)
+        let uri = try #require(info.encryptedFile?.uri)
+        let saved = FileManager.default.temporaryDirectory.appending(path: "symorva-late-\(UUID().uuidString)").path
+        defer { unlink(saved) }
+        #expect(try await bobRoom.media.download(info, toFileAt: saved) == Int64(png.count))
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: saved))) == png)
+
+        // What Synapse stores: every media object of Alice's with bytes is the ciphertext; none
+        // holds the PNG or any slice of it.
+        let environment = DevEnvironment.current!
+        let bobRequester = try #require(bobFixture.community.requester)
+        let admin = try #require(DevEnvironment.admin)
+        let adminLogin = try await bobRequester.send(
+            AuthAPI.login(
+                LoginRequest(
+                    homeserverURL: HomeserverURL(environment.homeserverURL.absoluteString)!,
+                    credentials: .password(username: admin.user, password: Secret(admin.password)),
+                    requestsRefreshToken: false)))
+        let adminRequester = FixedTokenMatrixRequester(
+            homeserverURL: HomeserverURL(environment.homeserverURL.absoluteString)!, userID: UserID(admin.user)!,
+            accessToken: try AuthAPI.decode(LoginResponse.self, from: adminLogin.body).accessToken,
+            transport: CurlTransport())
+        let encoded = alice.userID.rawValue.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let listed = try await adminRequester.send(
+            MatrixEndpoint(method: .get, path: "/_synapse/admin/v1/users/\(encoded)/media", requiresAuth: true))
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(listed.body)) as? [String: Any])
+        let stored = (list["media"] as? [[String: Any]] ?? []).filter { ($0["media_length"] as? Int ?? 0) > 0 }
+        #expect(stored.count == 1, "one media object with bytes: \(stored.count)")
+        let slices = Self.canarySlices(of: png)
+        for media in stored {
+            let mediaID = try #require(media["media_id"] as? String)
+            let bytes = try await bobRoom.media.data(for: try #require(MediaURI("mxc://\(uri.serverName)/\(mediaID)")))
+            #expect(bytes.count == png.count && bytes != png)
+            let data = Data(bytes)
+            #expect(slices.allSatisfy { data.range(of: $0) == nil }, "plaintext slices on the server")
+        }
+
+        // The copy is gone, and no plaintext slice is left in Alice's account folder.
+        #expect(copies().isEmpty)
+        for name in Self.files(under: accounts) {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: accounts + "/" + name))
+            let leaked = slices.filter { bytes.range(of: $0) != nil }.count
+            #expect(leaked == 0, "\(leaked) plaintext slices in \(name)")
+        }
     }
 }

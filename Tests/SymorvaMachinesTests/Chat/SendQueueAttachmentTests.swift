@@ -153,4 +153,140 @@ struct SendQueueAttachmentTests {
             expecting: F.state([F.attachmentItem(F.t1, .sending, uri: F.photoURI, uploaded: true)], .sending),
             effects: [.sendEvent(F.t1, F.imageWithURL)])
     }
+
+    // MARK: A room that became encrypted after the attachment was queued
+
+    /// The encrypted copy's item at `status`, reserved when `uri` is given.
+    static func sealedItem(
+        _ status: SendItemStatus, uri: MediaURI? = nil, uploaded: Bool = false, attempts: Int = 0
+    ) -> SendQueueItem {
+        var attachment = F.encryptedPhoto
+        attachment.mediaURI = uri
+        attachment.isUploaded = uploaded
+        return SendQueueItem(
+            transactionID: F.t1, content: uri == nil ? F.encryptedImage : F.encryptedImageWithURL, status: status,
+            isPersisted: true, failedAttempts: attempts, attachment: attachment)
+    }
+
+    @Test("A plain copy whose room became encrypted before its upload is encrypted first, then reserved anew")
+    func plainCopyEncryptedBeforeUpload() throws {
+        let store = MachineTestStore(machine, initial: F.state([F.attachmentItem(F.t1, .reservingMedia)], .sending))
+        try store.send(
+            .encryptionEnabled,
+            expecting: F.state([F.attachmentItem(F.t1, .reservingMedia)], .sending, encrypted: true))
+        // The reservation was running: it lands, but the upload does not start in the clear.
+        try store.send(
+            .mediaReserved(F.t1, .success(F.reservation)),
+            expecting: F.state([F.attachmentItem(F.t1, .encrypting, uri: F.photoURI)], .sending, encrypted: true),
+            effects: [.encryptAttachment(F.t1, F.imageWithURL, Self.withURI())])
+        // A text's encryption result is not the copy's: it changes nothing.
+        try store.send(.encrypted(F.t1, .success(F.cipher)), stayingWith: [])
+        try store.send(
+            .attachmentEncrypted(F.t1, .success(F.encryptedCopy)),
+            expecting: F.state([Self.sealedItem(.reservingMedia)], .sending, encrypted: true),
+            effects: [.reserveMedia(F.t1, F.encryptedImage)])
+        var sealedWithURI = F.encryptedPhoto
+        sealedWithURI.mediaURI = F.sealedURI
+        try store.send(
+            .mediaReserved(F.t1, .success(MediaReservation(uri: F.sealedURI, content: F.encryptedImageWithURL))),
+            expecting: F.state([Self.sealedItem(.uploading, uri: F.sealedURI)], .sending, encrypted: true),
+            effects: [.uploadMedia(F.t1, sealedWithURI)])
+        try store.send(
+            .mediaUploaded(F.t1, .success(F.sealedURI)),
+            expecting: F.state(
+                [Self.sealedItem(.encrypting, uri: F.sealedURI, uploaded: true)], .sending, encrypted: true),
+            effects: [.encrypt(F.t1, F.encryptedImageWithURL)])
+        // The encrypted copy is never encrypted again: a stale answer changes nothing.
+        try store.send(.attachmentEncrypted(F.t1, .success(F.encryptedCopy)), stayingWith: [])
+    }
+
+    @Test("An upload already running when the room turns encrypted finishes; its event is encrypted")
+    func runningUploadKeepsItsDecision() throws {
+        let store = MachineTestStore(
+            machine, initial: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)], .sending))
+        try store.send(
+            .encryptionEnabled,
+            expecting: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)], .sending, encrypted: true))
+        try store.send(
+            .mediaUploaded(F.t1, .success(F.photoURI)),
+            expecting: F.state(
+                [F.attachmentItem(F.t1, .encrypting, uri: F.photoURI, uploaded: true)], .sending, encrypted: true),
+            effects: [.encrypt(F.t1, F.imageWithURL)])
+    }
+
+    @Test("A failed upload retried after the room turned encrypted encrypts the copy first")
+    func retryAfterEncryptionEncrypts() throws {
+        let (jitter, delay) = F.draw(attempt: 1)
+        let store = MachineTestStore(
+            machine, initial: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)], .sending))
+        try store.send(
+            .mediaUploaded(F.t1, .failure(.network)),
+            expecting: F.state(
+                [F.attachmentItem(F.t1, .queued, uri: F.photoURI, attempts: 1)], .waitingRetry(attempt: 1),
+                jitter: jitter),
+            effects: [.scheduleRetry(after: delay)])
+        try store.send(
+            .encryptionEnabled,
+            expecting: F.state(
+                [F.attachmentItem(F.t1, .queued, uri: F.photoURI, attempts: 1)], .waitingRetry(attempt: 1),
+                encrypted: true, jitter: jitter))
+        try store.send(
+            .timerFired(.retry),
+            expecting: F.state(
+                [F.attachmentItem(F.t1, .encrypting, uri: F.photoURI, attempts: 1)], .sending, encrypted: true,
+                jitter: jitter),
+            effects: [.encryptAttachment(F.t1, F.imageWithURL, Self.withURI())])
+    }
+
+    @Test("The copy's encryption: a transient failure retries it, a permanent one blocks, a cancel aborts it")
+    func copyEncryptionFailures() throws {
+        let encrypting = F.state(
+            [F.attachmentItem(F.t1, .encrypting), F.item(F.t2, F.hello)], .sending, encrypted: true)
+        let store = MachineTestStore(machine, initial: encrypting)
+        let (jitter, delay) = F.draw(attempt: 1)
+        try store.send(
+            .attachmentEncrypted(F.t1, .failure(.network)),
+            expecting: F.state(
+                [F.attachmentItem(F.t1, attempts: 1), F.item(F.t2, F.hello)], .waitingRetry(attempt: 1),
+                encrypted: true, jitter: jitter),
+            effects: [.scheduleRetry(after: delay)])
+        try store.send(
+            .timerFired(.retry),
+            expecting: F.state(
+                [F.attachmentItem(F.t1, .encrypting, attempts: 1), F.item(F.t2, F.hello)], .sending, encrypted: true,
+                jitter: jitter),
+            effects: [.encryptAttachment(F.t1, F.image, F.photo)])
+        store.reset(to: encrypting)
+        try store.send(
+            .attachmentEncrypted(F.t1, .failure(.permanent(.encryptionFailed))),
+            expecting: F.state(
+                [F.attachmentItem(F.t1, .failed(.encryptionFailed)), F.item(F.t2, F.hello)], .blocked(F.t1),
+                encrypted: true),
+            effects: [.recordFailure(F.t1, .encryptionFailed)])
+        store.reset(to: encrypting)
+        try store.send(
+            .cancelRequested(F.t1),
+            expecting: F.state(
+                [F.attachmentItem(F.t1, .cancelled), F.item(F.t2, F.hello, .encrypting)], .sending, encrypted: true),
+            effects: [.cancel(SendQueueMachine.requestKey), .discard(F.t1), .encrypt(F.t2, F.hello)])
+        try store.send(.attachmentEncrypted(F.t1, .success(F.encryptedCopy)), stayingWith: [])
+        store.reset(to: F.state([F.attachmentItem(F.t1)], .idle, encrypted: true))
+        try store.assertIgnored(.attachmentEncrypted(F.t1, .success(F.encryptedCopy)))
+    }
+
+    @Test("After a restart in an encrypted room, a plain copy is encrypted first; an encrypted one is not")
+    func restartEncryptsPlainCopy() throws {
+        let store = MachineTestStore(machine, initial: F.empty(encrypted: true))
+        try store.send(
+            .restored([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)]),
+            expecting: F.state([F.attachmentItem(F.t1, .encrypting, uri: F.photoURI)], .sending, encrypted: true),
+            effects: [.encryptAttachment(F.t1, F.imageWithURL, Self.withURI())])
+        store.reset(to: F.empty(encrypted: true))
+        var sealedWithURI = F.encryptedPhoto
+        sealedWithURI.mediaURI = F.sealedURI
+        try store.send(
+            .restored([Self.sealedItem(.uploading, uri: F.sealedURI)]),
+            expecting: F.state([Self.sealedItem(.uploading, uri: F.sealedURI)], .sending, encrypted: true),
+            effects: [.uploadMedia(F.t1, sealedWithURI)])
+    }
 }

@@ -25,6 +25,17 @@ enum SendQueueFixture {
     static let imageWithURL = MessageContent(
         eventType: "m.room.message", json: #"{"msgtype":"m.image","body":"p.png","url":"mxc://example.org/photo1"}"#)
     static let reservation = MediaReservation(uri: photoURI, content: imageWithURL)
+    // The same attachment after its plain copy was encrypted for a room that became encrypted.
+    static let sealedURI = MediaURI("mxc://example.org/sealed1")!
+    static let encryptedPhoto = QueuedAttachment(
+        localPath: "/account/attachments/t1.enc", contentType: "application/octet-stream", size: 2048,
+        isEncrypted: true)
+    static let encryptedImage = MessageContent(
+        eventType: "m.room.message", json: #"{"file":{"v":"v2"},"msgtype":"m.image","body":"p.png"}"#)
+    static let encryptedImageWithURL = MessageContent(
+        eventType: "m.room.message",
+        json: #"{"file":{"v":"v2","url":"mxc://example.org/sealed1"},"msgtype":"m.image","body":"p.png"}"#)
+    static let encryptedCopy = EncryptedAttachmentCopy(content: encryptedImage, attachment: encryptedPhoto)
 
     /// An attachment item at a step of its way: reserved when `uri` is given, uploaded when `uploaded`.
     static func attachmentItem(

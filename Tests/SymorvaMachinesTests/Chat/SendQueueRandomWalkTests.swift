@@ -66,13 +66,23 @@ struct SendQueueWorld {
         switch effect {
         case .persist(let item):
             persisting.append(item.transactionID)
-        case .reserveMedia(let id, _), .uploadMedia(let id, _), .encrypt(let id, _), .sendEvent(let id, _):
+        case .reserveMedia(let id, _), .uploadMedia(let id, _), .encrypt(let id, _), .sendEvent(let id, _),
+            .encryptAttachment(let id, _, _):
             #expect(persisted.contains(id), "request for \(id) before it was persisted", sourceLocation: sourceLocation)
             #expect(!cancelled.contains(id), "request for \(id) after it was cancelled", sourceLocation: sourceLocation)
             if case .reserveMedia = effect {
                 #expect(reservedURI[id] == nil, "\(id) reserved a second URI", sourceLocation: sourceLocation)
             }
+            if case .encryptAttachment(_, _, let attachment) = effect {
+                #expect(state.roomIsEncrypted, "\(id) encrypted in a plain room", sourceLocation: sourceLocation)
+                #expect(!attachment.isEncrypted, "\(id) encrypted twice", sourceLocation: sourceLocation)
+                #expect(!uploadedItems.contains(id), "\(id) encrypted after its upload", sourceLocation: sourceLocation)
+            }
             if case .uploadMedia(_, let attachment) = effect {
+                // The decision to encrypt is the room's when the upload starts.
+                #expect(
+                    !state.roomIsEncrypted || attachment.isEncrypted, "\(id) uploads in the clear to an encrypted room",
+                    sourceLocation: sourceLocation)
                 #expect(!uploadedItems.contains(id), "\(id) uploaded twice", sourceLocation: sourceLocation)
                 #expect(
                     attachment.mediaURI != nil && attachment.mediaURI == reservedURI[id],
@@ -212,6 +222,21 @@ struct SendQueueWorld {
             case 4: send(.mediaUploaded(id, .failure(.server(status: 503))))
             default: send(.mediaUploaded(id, .failure(.permanent(.tooLarge))))
             }
+        case .encryptAttachment(let id, _, var attachment):
+            switch calm ? 0 : pick(6) {
+            case 0, 1, 2, 3:
+                // The interpreter stores the ciphertext copy and its content, no reservation.
+                reservedURI[id] = nil
+                attachment.isEncrypted = true
+                attachment.mediaURI = nil
+                attachment.contentType = "application/octet-stream"
+                let content = MessageContent(eventType: "m.room.message", json: "{\"file\":{}}")
+                send(
+                    .attachmentEncrypted(
+                        id, .success(EncryptedAttachmentCopy(content: content, attachment: attachment))))
+            case 4: send(.attachmentEncrypted(id, .failure(.network)))
+            default: send(.attachmentEncrypted(id, .failure(.permanent(.encryptionFailed))))
+            }
         case .encrypt(let id, _):
             let failed = !calm && chance(0.1)
             send(
@@ -295,6 +320,8 @@ struct SendQueueRandomWalkTests {
             F.state([F.attachmentItem(F.t1, .reservingMedia)], .sending),
             F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI), F.item(F.t2, F.hello)], .sending),
             F.state([F.attachmentItem(F.t1, .queued, uri: F.photoURI)], .waitingRetry(attempt: 1)),
+            F.state([F.attachmentItem(F.t1, .encrypting, uri: F.photoURI)], .sending, encrypted: true),
+            F.state([F.attachmentItem(F.t1, .encrypting), F.item(F.t2, F.hello)], .sending, encrypted: true),
         ]
         let ids = (1...8).map { TransactionID("t\($0)") }
         var events: [SendQueueMachine.Event] = [
@@ -320,6 +347,9 @@ struct SendQueueRandomWalkTests {
                 .mediaUploaded(id, .success(SendQueueFixture.photoURI)), .mediaUploaded(id, .failure(.network)),
                 .mediaUploaded(id, .failure(.unknownToken)), .mediaUploaded(id, .failure(.permanent(.tooLarge))),
                 .encrypted(id, .success(SendQueueFixture.cipher)), .encrypted(id, .failure(.network)),
+                .attachmentEncrypted(id, .success(SendQueueFixture.encryptedCopy)),
+                .attachmentEncrypted(id, .failure(.network)), .attachmentEncrypted(id, .failure(.unknownToken)),
+                .attachmentEncrypted(id, .failure(.permanent(.encryptionFailed))),
                 .encrypted(id, .failure(.unknownToken)), .encrypted(id, .failure(.permanent(.encryptionFailed))),
                 .sendResponse(id, .success(EventID("$x"))), .sendResponse(id, .failure(.server(status: 500))),
                 .sendResponse(id, .failure(.unknownToken)), .sendResponse(id, .failure(.permanent(.tooLarge))),
