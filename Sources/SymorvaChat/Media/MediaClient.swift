@@ -296,8 +296,8 @@ public final class MediaClient: Sendable {
     }
 
     /// The file of a square thumbnail of an avatar (a room's ``ConversationListItem/avatar``, a
-    /// sender's ``/SymorvaMachines/SenderProfile/avatar``) at `size` × `size` pixels, cropped to
-    /// fill, in the account's media cache: made by the server once, then found there.
+    /// sender's `SenderProfile.avatar`) at `size` × `size` pixels, cropped to fill, in the
+    /// account's media cache: made by the server once, then found there.
     public func cachedAvatar(_ uri: MediaURI, size: Int = 96) async throws(MediaError) -> String {
         try await cachedThumbnail(of: uri, width: size, height: size, cropped: true)
     }
@@ -389,7 +389,7 @@ public final class MediaClient: Sendable {
 }
 
 extension SenderProfile {
-    /// The member's avatar to show, when ``avatarURL`` is a valid `mxc://` URI: a small square
-    /// thumbnail of it comes from ``MediaClient/cachedAvatar(_:size:)``.
+    /// The member's avatar to show, when ``/SymorvaMachines/SenderProfile/avatarURL`` is a valid
+    /// `mxc://` URI: a small square thumbnail of it comes from ``MediaClient/cachedAvatar(_:size:)``.
     public var avatar: MediaURI? { avatarURL.flatMap(MediaURI.init) }
 }
