@@ -94,17 +94,8 @@ struct BackupLagBenchmark: DevServerBenchmark {
     static func member(_ prefix: String, homeserver: URL, services: URL, serverName: String) async throws -> Member {
         let folder = NSTemporaryDirectory() + "symorva-bench-backup-\(UUID().uuidString)"
         guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else { throw BenchFailure("bad URL") }
-        let configuration = SymorvaConfiguration(
-            community: .init(name: "Benchmark"),
-            homeserver: .init(url: homeserverURL, serverName: serverName),
-            services: .init(url: services),
-            modules: .init(
-                meetings: .init(isEnabled: false), aiStudio: .init(isEnabled: false),
-                wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
-        let community = SymorvaCommunity(
-            configuration: configuration,
-            environment: SymorvaEnvironment(dataDirectory: folder, transport: CurlTransport()),
-            modules: [.crypto, .chat])
+        let community = Self.chatCommunity(
+            homeserver: homeserverURL, serverName: serverName, services: services, folder: folder)
         let account = try await community.session.register(
             username: BenchMember.uniqueName(prefix), password: Secret("correct horse battery staple"))
         guard let crypto = community.module(AccountCrypto.self) else { throw BenchFailure("no crypto module") }
@@ -113,5 +104,25 @@ struct BackupLagBenchmark: DevServerBenchmark {
             return false
         }
         return Member(community: community, crypto: crypto, userID: account.userID)
+    }
+}
+
+extension BackupLagBenchmark {
+    /// A community with only the crypto and chat modules on the dev servers, its data in
+    /// `folder` (the backup-lag and recovery benchmarks' devices).
+    static func chatCommunity(
+        homeserver: HomeserverURL, serverName: String, services: URL, folder: String
+    ) -> SymorvaCommunity {
+        let configuration = SymorvaConfiguration(
+            community: .init(name: "Benchmark"),
+            homeserver: .init(url: homeserver, serverName: serverName),
+            services: .init(url: services),
+            modules: .init(
+                meetings: .init(isEnabled: false), aiStudio: .init(isEnabled: false),
+                wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
+        return SymorvaCommunity(
+            configuration: configuration,
+            environment: SymorvaEnvironment(dataDirectory: folder, transport: CurlTransport()),
+            modules: [.crypto, .chat])
     }
 }

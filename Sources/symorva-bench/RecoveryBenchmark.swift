@@ -158,17 +158,8 @@ struct RecoveryBenchmark: DevServerBenchmark {
         async throws -> Device
     {
         let folder = NSTemporaryDirectory() + "symorva-bench-recovery-\(UUID().uuidString)"
-        let configuration = SymorvaConfiguration(
-            community: .init(name: "Benchmark"),
-            homeserver: .init(url: homeserver, serverName: serverName),
-            services: .init(url: services),
-            modules: .init(
-                meetings: .init(isEnabled: false), aiStudio: .init(isEnabled: false),
-                wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
-        let community = SymorvaCommunity(
-            configuration: configuration,
-            environment: SymorvaEnvironment(dataDirectory: folder, transport: CurlTransport()),
-            modules: [.crypto, .chat])
+        let community = BackupLagBenchmark.chatCommunity(
+            homeserver: homeserver, serverName: serverName, services: services, folder: folder)
         _ = try await community.session.signIn(username: username, password: Secret("correct horse battery staple"))
         guard let crypto = community.module(AccountCrypto.self) else { throw BenchFailure("no crypto module") }
         _ = try await crypto.state.wait(timeout: .seconds(60)) { state in
