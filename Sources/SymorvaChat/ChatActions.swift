@@ -256,7 +256,13 @@ extension Conversation {
         guard try await resolveEncryption() else { return content }
         guard let encryptor = client.encryptor else { throw .encryptionUnavailable }
         let stored: EncryptedRoom?
-        do { stored = try await client.store.encryptedRoom(id) } catch { throw .store(error) }
+        do throws(MemberListError) { stored = try await client.roomForEncryption(id) } catch {
+            switch error {
+            case .request(let request): throw ChatError(request, now: client.wallClock.now)
+            case .unreadable: throw .unexpectedResponse
+            case .store(let store): throw .store(store)
+            }
+        }
         guard let room = stored else { throw .unknownConversation(id) }
         do throws(SendError) {
             return try await encryptor.encrypt(content, in: room)

@@ -226,6 +226,41 @@ extension ChatStore {
 }
 
 extension ChatStore {
+    /// Stores the member events of `GET /rooms/{roomId}/members` (decoded like a `/messages`
+    /// page: ``SyncResponseDecoder/decodeMessages(_:)``, its `chunk`) as the room's state: a
+    /// member the store lacks is added (lazy loading and sliding sync's list leave most
+    /// members out), a stored one is replaced only by a newer event (a sync that committed
+    /// meanwhile wins). Events that are not `m.room.member` with a state key are ignored.
+    ///
+    /// Returns the number of rows added or replaced; `nil` when the room is not stored.
+    @discardableResult
+    package func storeMembers(roomID: RoomID, page: MessagesPage) async throws(ChatStoreError) -> Int? {
+        try await write { db throws(StoreError) in
+            guard let nid = try Self.roomNID(roomID, db: db) else { return nil }
+            var changed = 0
+            for event in page.chunk where event.type == "m.room.member" {
+                guard let stateKey = event.stateKey, let eventID = event.eventID else { continue }
+                try db.execute(
+                    """
+                    INSERT INTO room_state(room_nid, type, state_key, event_id, sender, origin_server_ts, content)
+                    VALUES (?, 'm.room.member', ?, ?, ?, ?, ?)
+                    ON CONFLICT DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender,
+                        origin_server_ts = excluded.origin_server_ts, content = excluded.content
+                    WHERE excluded.origin_server_ts > room_state.origin_server_ts
+                        AND excluded.event_id IS NOT room_state.event_id
+                    """,
+                    [
+                        .integer(nid), .text(stateKey), .text(eventID), .text(event.sender),
+                        .integer(event.originServerTS), .blob(Array(page.document[event.content])),
+                    ])
+                changed += db.changes
+            }
+            return changed
+        }
+    }
+}
+
+extension ChatStore {
     /// What the crypto module needs to share `roomID`'s key, from the room's stored state: its
     /// joined and invited members, `m.room.history_visibility` and the rotation settings of
     /// `m.room.encryption`. `nil` when the room is not stored.

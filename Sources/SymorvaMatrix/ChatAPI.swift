@@ -183,6 +183,12 @@ package enum ChatAPI {
             requiresAuth: true)
     }
 
+    /// `GET /rooms/{roomId}/members`: the room's current `m.room.member` events, every
+    /// membership (a stored member who has since left or been banned is corrected too).
+    package static func members(roomID: RoomID) -> MatrixEndpoint {
+        MatrixEndpoint(method: .get, path: "\(room(roomID))/members", requiresAuth: true)
+    }
+
     /// `GET /rooms/{roomId}/state`: every current state event of the room.
     package static func roomState(roomID: RoomID) -> MatrixEndpoint {
         MatrixEndpoint(method: .get, path: "\(room(roomID))/state", requiresAuth: true)

@@ -15,6 +15,8 @@ import Testing
 /// something written or sent still holds the plaintext, and recognises what it sealed.
 final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     let encrypted = Lock<[RoomID]>([])
+    /// The recipients of each encryption (``EncryptedRoom/recipients``).
+    let recipients = Lock<[[UserID]]>([])
     /// Whether the "room key" is there: without it every decryption waits (`nil`).
     let hasKey = Lock(true)
     /// How many decryptions were asked for.
@@ -24,6 +26,7 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
 
     func encrypt(_ content: MessageContent, in room: EncryptedRoom) async throws(SendError) -> MessageContent {
         encrypted.withLock { $0.append(room.roomID) }
+        recipients.withLock { $0.append(room.recipients) }
         let ciphertext = Data(Self.flipped(Array(content.json.utf8))).base64EncodedString()
         return MessageContent(
             eventType: "m.room.encrypted",
@@ -81,6 +84,7 @@ struct ConversationEncryptionTests {
     static let roomID = RoomID("!vault:example.org")
     static let me = UserID("@me:example.org")
     static let encryptionStatePath = "/_matrix/client/v3/rooms/!vault:example.org/state/m.room.encryption"
+    static let membersPath = "/_matrix/client/v3/rooms/!vault:example.org/members"
 
     let transport = ScriptedHTTPTransport()
     let crypto = FlippingRoomCrypto()
@@ -88,6 +92,13 @@ struct ConversationEncryptionTests {
     init() {
         transport.on("PUT", pathPrefix: "/_matrix/client/v3/rooms/!vault:example.org/send/") { request in
             .json(200, #"{"event_id": "$sent-\#(request.url.path.split(separator: "/").last ?? "")"}"#)
+        }
+        // The room's members as the server has them: Bob too, whom lazy loading left out.
+        transport.on("GET", Self.membersPath) { _ in
+            .json(
+                200,
+                #"{"chunk": [{"type": "m.room.member", "state_key": "@me:example.org", "event_id": "$join-me", "sender": "@me:example.org", "origin_server_ts": 1, "content": {"membership": "join"}}, {"type": "m.room.member", "state_key": "@bob:example.org", "event_id": "$join-bob", "sender": "@bob:example.org", "origin_server_ts": 2, "content": {"membership": "join"}}]}"#
+            )
         }
     }
 
@@ -161,9 +172,13 @@ struct ConversationEncryptionTests {
         #expect(sentTypes == ["m.room.encrypted"])
         #expect(!sentBodies.contains("vault code"))
         #expect(crypto.encrypted.withLock { $0 } == [Self.roomID])
+        // Only our membership was stored (as right after a join): the key's recipients come
+        // from the server's member list.
+        #expect(crypto.recipients.withLock { $0 } == [[Self.me, UserID("@bob:example.org")].sorted()])
         // Asked once; the next message needs no question.
         try await conversation.send(.text("again")).sent()
         #expect(transport.count("GET", Self.encryptionStatePath) == 1)
+        #expect(transport.count("GET", Self.membersPath) == 1)
         #expect(sentTypes == ["m.room.encrypted", "m.room.encrypted"])
     }
 
@@ -404,6 +419,52 @@ struct ConversationEncryptionTests {
         #expect(room.rotationPeriodMessages == 20)
         #expect(room.recipients == [Self.me])
         #expect(try await store.encryptedRoom(RoomID("!unknown:example.org")) == nil)
+    }
+
+    @Test("/members fills in the members the store lacks and corrects older ones; a newer stored member stays")
+    func membersFromServer() async throws {
+        let store = try await store(fullState: true)
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync(
+                "b2",
+                [
+                    #"{"type": "m.room.member", "state_key": "@carol:example.org", "event_id": "$carol-join", "sender": "@carol:example.org", "origin_server_ts": 50, "content": {"membership": "join"}}"#,
+                    #"{"type": "m.room.member", "state_key": "@dave:example.org", "event_id": "$dave-join", "sender": "@dave:example.org", "origin_server_ts": 5, "content": {"membership": "join"}}"#,
+                ]))
+        // The server's list: Bob (unknown here), Carol's older invite (a sync committed her join
+        // after the server answered), Dave's newer leave, and a non-member event (ignored).
+        let members = Array(
+            #"""
+            {"chunk": [
+              {"type": "m.room.member", "state_key": "@bob:example.org", "event_id": "$bob", "sender": "@bob:example.org", "origin_server_ts": 40, "content": {"membership": "join"}},
+              {"type": "m.room.member", "state_key": "@carol:example.org", "event_id": "$carol-invite", "sender": "@me:example.org", "origin_server_ts": 30, "content": {"membership": "invite"}},
+              {"type": "m.room.member", "state_key": "@dave:example.org", "event_id": "$dave-leave", "sender": "@dave:example.org", "origin_server_ts": 60, "content": {"membership": "leave"}},
+              {"type": "m.room.topic", "state_key": "", "event_id": "$topic", "sender": "@me:example.org", "origin_server_ts": 70, "content": {"topic": "x"}}
+            ]}
+            """#.utf8)
+        let changed = try await store.storeMembers(
+            roomID: Self.roomID, page: SyncResponseDecoder.decodeMessages(members))
+        #expect(changed == 2)
+        let room = try #require(try await store.encryptedRoom(Self.roomID))
+        #expect(room.joined == ["@bob:example.org", "@carol:example.org", Self.me])
+        #expect(
+            try await store.storeMembers(roomID: RoomID("!unknown:example.org"), page: MessagesPage()) == nil)
+    }
+
+    @Test("A gap makes a room's member list unknown again; a load begun before the gap does not count")
+    func memberListsAcrossGaps() {
+        var lists = MemberLists()
+        let room = Self.roomID
+        #expect(!lists.isLoaded(room))
+        lists.markLoaded(room, since: lists.generation(room))
+        #expect(lists.isLoaded(room))
+        let before = lists.generation(room)
+        lists.invalidate(room)
+        #expect(!lists.isLoaded(room))
+        lists.markLoaded(room, since: before)
+        #expect(!lists.isLoaded(room), "the load began before the gap")
+        lists.markLoaded(room, since: lists.generation(room))
+        #expect(lists.isLoaded(room))
     }
 
     @Test("An encrypted edit (its relation in the clear, its new content encrypted) shows in place of the original")

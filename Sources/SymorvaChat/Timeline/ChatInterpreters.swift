@@ -323,14 +323,23 @@ struct SendQueueInterpreter: EffectInterpreter {
     {
         guard let encryptor = client.encryptor else { return .failure(.permanent(.encryptionFailed)) }
         let room: EncryptedRoom
-        do throws(ChatStoreError) {
-            guard let stored = try await client.store.encryptedRoom(roomID) else {
+        do throws(MemberListError) {
+            guard let stored = try await client.roomForEncryption(roomID) else {
                 return .failure(.permanent(.encryptionFailed))
             }
             room = stored
         } catch {
-            client.logger.error("room not read for encryption error=\(error)")
-            return .failure(.network)
+            switch error {
+            case .request(let request):
+                client.logger.info("members not read for encryption error=\(request)")
+                return .failure(RequestFailure.sendError(request, now: client.wallClock.now))
+            case .unreadable(let decoding):
+                client.logger.error("members unreadable error=\(decoding)")
+                return .failure(.network)
+            case .store(let store):
+                client.logger.error("room not read for encryption error=\(store)")
+                return .failure(.network)
+            }
         }
         let encrypted: MessageContent
         do throws(SendError) {

@@ -262,6 +262,7 @@ final class SimHomeserver: Sendable {
                 request.body, room: parts[1], type: parts[3], transaction: parts[4], device: device)
         case (.get, "rooms") where parts.count >= 4 && parts[2] == "state":
             return roomState(room: parts[1], type: parts[3])
+        case (.get, "rooms") where parts.count == 3 && parts[2] == "members": return members(room: parts[1])
         default: return unknown(request)
         }
     }
@@ -586,6 +587,15 @@ final class SimHomeserver: Sendable {
             }
             _ = record
             return .json(200, #"{"algorithm":"m.megolm.v1.aes-sha2"}"#)
+        }
+    }
+
+    /// `GET /rooms/{roomId}/members`: the room's member events (members never change here).
+    private func members(room: String) -> HTTPResponse {
+        state.withLock { state in
+            guard let record = state.rooms[room] else { return .json(404, #"{"errcode":"M_NOT_FOUND"}"#) }
+            let members = record.state.filter { $0.contains(#""type":"m.room.member""#) }
+            return .json(200, #"{"chunk":[\#(members.joined(separator: ","))]}"#)
         }
     }
 
