@@ -255,6 +255,20 @@ export type PusherState =
   | { kind: "unregistered" }
   | { kind: "registering" | "registered" | "removing"; pusher: Pusher }
   | { kind: "failed"; pusher: Pusher; error: ContractError };
+/** One of the account's devices, as the homeserver lists it joined with what this device's encryption verified. */
+export interface AccountDevice {
+  deviceID: string;
+  displayName: string | null;
+  lastSeen: Milliseconds | null;
+  isCurrent: boolean;
+  ed25519Key: string | null;
+  /** The server once showed other keys for this known device: refused, not trusted until a human looks. */
+  keysChanged: boolean;
+  /** `null` while its keys are not known here. */
+  trust: DeviceTrustLevel | null;
+}
+export type DeviceTrustLevel = "verified" | "crossSigned" | "unverified";
+export type HistoryVisibility = "world_readable" | "shared" | "invited" | "joined";
 export type PushRuleKind = "override" | "content" | "room" | "sender" | "underride";
 export interface PushRule {
   kind: PushRuleKind;
@@ -368,6 +382,11 @@ export interface Methods {
   "session.signOut": { params: Empty; result: Empty };
   "session.switchAccount": { params: { userID: UserID }; result: Account };
   "session.removeAccount": { params: { userID: UserID }; result: Empty };
+  /** The account's devices, this one first, then by when they were last seen. */
+  "session.devices": { params: Empty; result: AccountDevice[] };
+  "session.renameDevice": { params: { deviceID: string; name: string }; result: Empty };
+  /** Behind the password stage: `session.invalidCredentials` for a wrong password (the device stays). */
+  "session.removeDevice": { params: { deviceID: string; password: string }; result: Empty };
 
   "chat.refresh": { params: Empty; result: Empty };
   "chat.createRoom": {
@@ -393,6 +412,23 @@ export interface Methods {
     params: { roomID: RoomID; flag: "favourite" | "lowPriority" | "pinned" | "muted"; value: boolean };
     result: Empty;
   };
+  // Room management: each checks the account's power level first (chat.insufficientPowerLevel) and waits for the server.
+  "chat.setRoomName": { params: { roomID: RoomID; name: string }; result: Empty };
+  "chat.setRoomTopic": { params: { roomID: RoomID; topic: string }; result: Empty };
+  "chat.setHistoryVisibility": { params: { roomID: RoomID; visibility: HistoryVisibility }; result: Empty };
+  "chat.setPowerLevel": { params: { roomID: RoomID; userID: UserID; level: number }; result: Empty };
+  "chat.knock": { params: { roomIDOrAlias: string; reason?: string; via?: string[] }; result: { roomID: RoomID } };
+  /** The users knocking on the room. */
+  "chat.knocks": { params: { roomID: RoomID }; result: { userIDs: UserID[] } };
+  "chat.acceptKnock": { params: { roomID: RoomID; userID: UserID }; result: Empty };
+  "chat.denyKnock": { params: { roomID: RoomID; userID: UserID; reason?: string }; result: Empty };
+  // One's own profile and the users one ignores.
+  "chat.setDisplayName": { params: { name: string }; result: Empty };
+  /** Uploads the image file at `path` (a path of the host's) and makes it the account's avatar. */
+  "chat.setAvatar": { params: { path: string; contentType: string }; result: { avatarURL: string } };
+  "chat.ignore": { params: { userID: UserID }; result: Empty };
+  "chat.unignore": { params: { userID: UserID }; result: Empty };
+  "chat.ignoredUsers": { params: Empty; result: { userIDs: UserID[] } };
   "chat.conversation": { params: { roomID: RoomID }; result: { conversation: Handle; roomID: RoomID } };
   "chat.conversation.send": {
     params: { conversation: Handle; text: string; kind?: "text" | "notice" | "emote"; replyingTo?: EventID };
@@ -585,6 +621,9 @@ export interface Session {
   signOut(): Promise<void>;
   switchAccount(userID: UserID): Promise<Account>;
   removeAccount(userID: UserID): Promise<void>;
+  devices(): Promise<AccountDevice[]>;
+  renameDevice(deviceID: string, name: string): Promise<void>;
+  removeDevice(deviceID: string, password: string): Promise<void>;
 }
 
 export interface Conversation {
@@ -608,6 +647,22 @@ export interface ChatClient {
   join(roomIDOrAlias: string): Promise<RoomID>;
   leave(roomID: RoomID): Promise<void>;
   invite(userID: UserID, roomID: RoomID): Promise<void>;
+  kick(userID: UserID, roomID: RoomID, reason?: string): Promise<void>;
+  ban(userID: UserID, roomID: RoomID, reason?: string): Promise<void>;
+  setJoinRule(roomID: RoomID, rule: Methods["chat.setJoinRule"]["params"]["rule"], allowedRooms?: RoomID[]): Promise<void>;
+  setRoomName(roomID: RoomID, name: string): Promise<void>;
+  setRoomTopic(roomID: RoomID, topic: string): Promise<void>;
+  setHistoryVisibility(roomID: RoomID, visibility: HistoryVisibility): Promise<void>;
+  setPowerLevel(roomID: RoomID, userID: UserID, level: number): Promise<void>;
+  knock(roomIDOrAlias: string, options?: { reason?: string; via?: string[] }): Promise<RoomID>;
+  knocks(roomID: RoomID): Promise<UserID[]>;
+  acceptKnock(roomID: RoomID, userID: UserID): Promise<void>;
+  denyKnock(roomID: RoomID, userID: UserID, reason?: string): Promise<void>;
+  setDisplayName(name: string): Promise<void>;
+  setAvatar(path: string, contentType: string): Promise<string>;
+  ignore(userID: UserID): Promise<void>;
+  unignore(userID: UserID): Promise<void>;
+  ignoredUsers(): Promise<UserID[]>;
 }
 
 export interface Draft extends TransferDraft {

@@ -85,6 +85,8 @@ package final class ContractCommunity: Sendable {
         var methods = ContractMethods.synchronousRules
         methods.merge(sessionMethods)
         methods.merge(chatMethods)
+        methods.merge(roomManagementMethods)
+        methods.merge(deviceMethods)
         methods.merge(conversationMethods)
         methods.merge(walletMethods)
         methods.merge(meetingMethods)

@@ -131,6 +131,9 @@ class Client {
       removeAccount: (userID) => call("session.removeAccount", { userID }).then(none),
       state: () => this.observe("session.state"),
       accounts: () => this.observe("session.accounts"),
+      devices: () => call("session.devices"),
+      renameDevice: (deviceID, name) => call("session.renameDevice", { deviceID, name }).then(none),
+      removeDevice: (deviceID, password) => call("session.removeDevice", { deviceID, password }).then(none),
     };
     this.chat = {
       conversations: () => this.observe("chat.conversations"),
@@ -139,6 +142,22 @@ class Client {
       join: (roomIDOrAlias) => call("chat.join", { roomIDOrAlias }).then((r) => r.roomID),
       leave: (roomID) => call("chat.leave", { roomID }).then(none),
       invite: (userID, roomID) => call("chat.invite", { userID, roomID }).then(none),
+      kick: (userID, roomID, reason) => call("chat.kick", { userID, roomID, reason }).then(none),
+      ban: (userID, roomID, reason) => call("chat.ban", { userID, roomID, reason }).then(none),
+      setJoinRule: (roomID, rule, allowedRooms) => call("chat.setJoinRule", { roomID, rule, allowedRooms }).then(none),
+      setRoomName: (roomID, name) => call("chat.setRoomName", { roomID, name }).then(none),
+      setRoomTopic: (roomID, topic) => call("chat.setRoomTopic", { roomID, topic }).then(none),
+      setHistoryVisibility: (roomID, visibility) => call("chat.setHistoryVisibility", { roomID, visibility }).then(none),
+      setPowerLevel: (roomID, userID, level) => call("chat.setPowerLevel", { roomID, userID, level }).then(none),
+      knock: (roomIDOrAlias, options = {}) => call("chat.knock", { roomIDOrAlias, ...options }).then((r) => r.roomID),
+      knocks: (roomID) => call("chat.knocks", { roomID }).then((r) => r.userIDs),
+      acceptKnock: (roomID, userID) => call("chat.acceptKnock", { roomID, userID }).then(none),
+      denyKnock: (roomID, userID, reason) => call("chat.denyKnock", { roomID, userID, reason }).then(none),
+      setDisplayName: (name) => call("chat.setDisplayName", { name }).then(none),
+      setAvatar: (path, contentType) => call("chat.setAvatar", { path, contentType }).then((r) => r.avatarURL),
+      ignore: (userID) => call("chat.ignore", { userID }).then(none),
+      unignore: (userID) => call("chat.unignore", { userID }).then(none),
+      ignoredUsers: () => call("chat.ignoredUsers").then((r) => r.userIDs),
       conversation: async (roomID) => this._conversation(await call("chat.conversation", { roomID })),
     };
     this.meetings = {

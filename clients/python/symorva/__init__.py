@@ -277,6 +277,15 @@ class _Session:
     async def state(self):
         return await self._c.observe("session.state")
 
+    async def devices(self):
+        return await self._c.request("session.devices")
+
+    async def rename_device(self, device_id, name):
+        await self._c.request("session.renameDevice", deviceID=device_id, name=name)
+
+    async def remove_device(self, device_id, password):
+        await self._c.request("session.removeDevice", deviceID=device_id, password=password)
+
 
 class _Conversation:
     def __init__(self, client, opened):
@@ -309,6 +318,58 @@ class _Chat:
 
     async def invite(self, user_id, room_id):
         await self._c.request("chat.invite", userID=user_id, roomID=room_id)
+
+    async def leave(self, room_id):
+        await self._c.request("chat.leave", roomID=room_id)
+
+    async def kick(self, user_id, room_id, reason=None):
+        await self._c.request("chat.kick", userID=user_id, roomID=room_id, reason=reason)
+
+    async def ban(self, user_id, room_id, reason=None):
+        await self._c.request("chat.ban", userID=user_id, roomID=room_id, reason=reason)
+
+    async def set_join_rule(self, room_id, rule, allowed_rooms=None):
+        await self._c.request("chat.setJoinRule", roomID=room_id, rule=rule, allowedRooms=allowed_rooms)
+
+    async def set_room_name(self, room_id, name):
+        await self._c.request("chat.setRoomName", roomID=room_id, name=name)
+
+    async def set_room_topic(self, room_id, topic):
+        await self._c.request("chat.setRoomTopic", roomID=room_id, topic=topic)
+
+    async def set_history_visibility(self, room_id, visibility):
+        await self._c.request("chat.setHistoryVisibility", roomID=room_id, visibility=visibility)
+
+    async def set_power_level(self, room_id, user_id, level):
+        await self._c.request("chat.setPowerLevel", roomID=room_id, userID=user_id, level=level)
+
+    async def knock(self, room_id_or_alias, reason=None, via=None):
+        return (await self._c.request("chat.knock", roomIDOrAlias=room_id_or_alias, reason=reason,
+                                      via=via or []))["roomID"]
+
+    async def knocks(self, room_id):
+        return (await self._c.request("chat.knocks", roomID=room_id))["userIDs"]
+
+    async def accept_knock(self, room_id, user_id):
+        await self._c.request("chat.acceptKnock", roomID=room_id, userID=user_id)
+
+    async def deny_knock(self, room_id, user_id, reason=None):
+        await self._c.request("chat.denyKnock", roomID=room_id, userID=user_id, reason=reason)
+
+    async def set_display_name(self, name):
+        await self._c.request("chat.setDisplayName", name=name)
+
+    async def set_avatar(self, path, content_type):
+        return (await self._c.request("chat.setAvatar", path=path, contentType=content_type))["avatarURL"]
+
+    async def ignore(self, user_id):
+        await self._c.request("chat.ignore", userID=user_id)
+
+    async def unignore(self, user_id):
+        await self._c.request("chat.unignore", userID=user_id)
+
+    async def ignored_users(self):
+        return (await self._c.request("chat.ignoredUsers"))["userIDs"]
 
     async def conversation(self, room_id):
         return _Conversation(self._c, await self._c.request("chat.conversation", roomID=room_id))

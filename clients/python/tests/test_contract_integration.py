@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import tempfile
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -432,4 +433,183 @@ def test_push_pusher_rules_counts_and_the_pushed_event():
             assert (error.domain, error.code) == ("push", "invalidInput")
         await alice.close()
         await bob.close()
+    run(scenario())
+
+
+class Watcher:
+    """An account of its own, outside the SDK, that reads what the server holds (room state,
+    memberships, profiles) to check what the contract's methods did."""
+
+    def __init__(self):
+        name = "watch" + uuid.uuid4().hex[:10]
+        registered = http("POST", f"{HOMESERVER}/_matrix/client/v3/register",
+                          {"username": name, "password": secrets.token_hex(12), "auth": {"type": "m.login.dummy"}})
+        self.user_id = registered["user_id"]
+        self.token = registered["access_token"]
+
+    def join(self, room_id):
+        http("POST", f"{HOMESERVER}/_matrix/client/v3/join/{urllib.parse.quote(room_id)}", {}, self.token)
+
+    def state(self, room_id, event_type, state_key=""):
+        return http("GET", f"{HOMESERVER}/_matrix/client/v3/rooms/{urllib.parse.quote(room_id)}/state/"
+                           f"{event_type}/{urllib.parse.quote(state_key)}", None, self.token)
+
+    def membership(self, room_id, user_id):
+        return self.state(room_id, "m.room.member", user_id)["membership"]
+
+    def profile(self, user_id):
+        return http("GET", f"{HOMESERVER}/_matrix/client/v3/profile/{urllib.parse.quote(user_id)}", None, self.token)
+
+
+async def eventually(probe, timeout=60):
+    """Awaits `probe()` (a coroutine function) until it answers truthy; returns that answer."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        answer = await probe()
+        if answer:
+            return answer
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("timed out waiting for a condition")
+        await asyncio.sleep(0.2)
+
+
+def test_room_management_knocking_and_membership():
+    async def scenario():
+        watcher = Watcher()
+        alice, alice_account = await new_client("pyr")
+        bob, bob_account = await new_client("pyr")
+        bob_id = bob_account["userID"]
+        room_id = await alice.chat.create_room(name="Before")
+        await alice.chat.invite(watcher.user_id, room_id)
+        watcher.join(room_id)
+
+        conversations = await alice.chat.conversations()
+        await alice.chat.set_room_name(room_id, "Managed room")
+        await alice.chat.set_room_topic(room_id, "What the contract manages")
+        await conversations.wait_until(lambda value: any(
+            i["id"] == room_id and i["name"] == "Managed room" and i.get("topic") == "What the contract manages"
+            for i in value["items"]))
+        assert watcher.state(room_id, "m.room.name")["name"] == "Managed room"
+        await alice.chat.set_history_visibility(room_id, "joined")
+        assert watcher.state(room_id, "m.room.history_visibility")["history_visibility"] == "joined"
+        with pytest.raises(symorva.SymorvaError) as bad_visibility:
+            await alice.chat.set_history_visibility(room_id, "everyone")
+        assert (bad_visibility.value.code, bad_visibility.value.details["parameter"]) == ("invalidParams",
+                                                                                        "visibility")
+
+        # Knocking: Bob knocks, Alice sees him knocking and lets him in; he joins.
+        await alice.chat.set_join_rule(room_id, "knock")
+        assert await bob.chat.knock(room_id, reason="let me in") == room_id
+        assert await eventually(lambda: _contains(alice.chat.knocks(room_id), bob_id))
+        await alice.chat.accept_knock(room_id, bob_id)
+        assert watcher.membership(room_id, bob_id) == "invite"
+        await bob.chat.join(room_id)
+        assert watcher.membership(room_id, bob_id) == "join"
+
+        # Power levels: Bob, at 0, may not rename the room; at 50 (the default for state) he may.
+        with pytest.raises(symorva.SymorvaError) as refused:
+            await bob.chat.set_room_name(room_id, "Bob's room")
+        assert (refused.value.domain, refused.value.code) == ("chat", "insufficientPowerLevel")
+        await alice.chat.set_power_level(room_id, bob_id, 50)
+        assert watcher.state(room_id, "m.room.power_levels")["users"][bob_id] == 50
+        await eventually(lambda: _succeeds(bob.chat.set_room_name(room_id, "Bob's room"), "insufficientPowerLevel"))
+        assert watcher.state(room_id, "m.room.name")["name"] == "Bob's room"
+        with pytest.raises(symorva.SymorvaError) as wrong_level:
+            await alice.chat.set_power_level(room_id, bob_id, "high")
+        assert wrong_level.value.code == "invalidParams"
+
+        # Leave, kick, ban.
+        await bob.chat.leave(room_id)
+        assert watcher.membership(room_id, bob_id) == "leave"
+        await alice.chat.invite(bob_id, room_id)
+        await bob.chat.join(room_id)
+        await alice.chat.kick(bob_id, room_id, reason="a test kick")
+        assert watcher.membership(room_id, bob_id) == "leave"
+        assert watcher.state(room_id, "m.room.member", bob_id).get("reason") == "a test kick"
+        await alice.chat.ban(bob_id, room_id, reason="a test ban")
+        assert watcher.membership(room_id, bob_id) == "ban"
+        with pytest.raises(symorva.SymorvaError) as banned:
+            await bob.chat.join(room_id)
+        assert banned.value.domain == "chat"
+
+        # A knock turned down.
+        carol, carol_account = await new_client("pyr")
+        await carol.chat.knock(room_id)
+        assert await eventually(lambda: _contains(alice.chat.knocks(room_id), carol_account["userID"]))
+        await alice.chat.deny_knock(room_id, carol_account["userID"], reason="not today")
+        assert watcher.membership(room_id, carol_account["userID"]) == "leave"
+        await conversations.close()
+        for client in (alice, bob, carol):
+            await client.close()
+    run(scenario())
+
+
+async def _contains(awaitable, item):
+    return item in await awaitable
+
+
+async def _succeeds(awaitable, retried_code):
+    """True when the request succeeds; False when it fails with `retried_code` (the local state
+    has not caught up yet); any other error is raised."""
+    try:
+        await awaitable
+        return True
+    except symorva.SymorvaError as error:
+        if error.code != retried_code:
+            raise
+        return False
+
+
+# The smallest valid PNG (1×1, grey).
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010800000000"
+                    "3a7e9b550000000a4944415478da63680000008200814f7a3a2b0000000049454e44ae426082")
+
+
+def test_profile_ignoring_and_devices():
+    async def scenario():
+        watcher = Watcher()
+        alice, alice_account = await new_client("pyd")
+        alice_id = alice_account["userID"]
+        password = REGISTERED_PASSWORDS[-1]
+        bob, bob_account = await new_client("pyd")
+
+        await alice.chat.set_display_name("Alice of the contract")
+        assert watcher.profile(alice_id)["displayname"] == "Alice of the contract"
+        with pytest.raises(symorva.SymorvaError) as empty:
+            await alice.chat.set_display_name("")
+        assert (empty.value.domain, empty.value.code) == ("chat", "invalidArgument")
+        with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as image:
+            image.write(PNG)
+        avatar = await alice.chat.set_avatar(image.name, "image/png")
+        os.unlink(image.name)
+        assert avatar.startswith("mxc://")
+        assert watcher.profile(alice_id)["avatar_url"] == avatar
+
+        await alice.chat.ignore(bob_account["userID"])
+        assert await alice.chat.ignored_users() == [bob_account["userID"]]
+        await alice.chat.unignore(bob_account["userID"])
+        assert await alice.chat.ignored_users() == []
+        with pytest.raises(symorva.SymorvaError) as not_a_user:
+            await alice.chat.ignore("bob")
+        assert not_a_user.value.code == "invalidParams"
+
+        # Devices: this one, renamed; a second sign-in listed, then removed behind the password.
+        devices = await alice.session.devices()
+        assert [d["isCurrent"] for d in devices] == [True]
+        current = devices[0]["deviceID"]
+        await alice.session.rename_device(current, "Python laptop")
+        assert (await alice.session.devices())[0]["displayName"] == "Python laptop"
+        second = await symorva.Client.open(MANIFEST, tempfile.mkdtemp(prefix="symorva-py-"))
+        await second.session.sign_in(alice_id, password)
+        devices = await alice.session.devices()
+        assert len(devices) == 2 and devices[0]["deviceID"] == current
+        other = devices[1]["deviceID"]
+        with pytest.raises(symorva.SymorvaError) as wrong:
+            await alice.session.remove_device(other, "not-the-password")
+        assert (wrong.value.domain, wrong.value.code) == ("session", "invalidCredentials")
+        assert len(await alice.session.devices()) == 2
+        await alice.session.remove_device(other, password)
+        assert [d["deviceID"] for d in await alice.session.devices()] == [current]
+        for client in (second, alice, bob):
+            await client.close()
     run(scenario())
