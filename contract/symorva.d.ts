@@ -269,6 +269,31 @@ export interface AccountDevice {
 }
 export type DeviceTrustLevel = "verified" | "crossSigned" | "unverified";
 export type HistoryVisibility = "world_readable" | "shared" | "invited" | "joined";
+/** The account's cross-signing identity as this device sees it. */
+export type IdentityState =
+  | { kind: "none" } | { kind: "needsRecovery" } | { kind: "ready" } | { kind: "identityChanged"; userID: UserID };
+/** Where the server-side key backup is. */
+export type KeyBackupState =
+  | { kind: "disabled" } | { kind: "uploading"; remaining: number } | { kind: "upToDate" }
+  | { kind: "restoring"; imported: number; total: number };
+export interface KeyBackupStatus {
+  /** The backup version this device uploads to, if any. */
+  version: string | null;
+  /** Room keys stored and not yet in the backup. */
+  waiting: number;
+  stopReason: "deleted" | "replaced" | null;
+}
+export interface RestoredKeys { imported: number; total: number }
+/** A device of a user, as verified from its self-signed keys, and how far this device trusts it. */
+export interface CryptoDevice {
+  userID: UserID;
+  deviceID: string;
+  ed25519Key: string;
+  displayName: string | null;
+  keysChanged: boolean;
+  trust: DeviceTrustLevel;
+}
+export type RoomEncryptionState = "unknown" | "notEncrypted" | "encrypted";
 export type PushRuleKind = "override" | "content" | "room" | "sender" | "underride";
 export interface PushRule {
   kind: PushRuleKind;
@@ -353,7 +378,9 @@ export interface Summary {
 
 /** The error of an answer. `code` is the Swift error's case name, stable across releases. */
 export interface ContractError {
-  domain: "contract" | "session" | "chat" | "wallet" | "meetings" | "studio" | "directory" | "amount";
+  domain:
+    | "contract" | "session" | "chat" | "wallet" | "meetings" | "studio" | "directory" | "push" | "encryption"
+    | "amount";
   code: string;
   message: string;
   details?: Record<string, unknown>;
@@ -442,6 +469,35 @@ export interface Methods {
   /** A failed message again, with its transaction ID (idempotent), or dropped from the queue. */
   "chat.conversation.resend": { params: { conversation: Handle; transactionID: string }; result: Empty };
   "chat.conversation.cancelSend": { params: { conversation: Handle; transactionID: string }; result: Empty };
+
+  /** Turns on end-to-end encryption for the room; final. Nothing happens when it is on. */
+  "chat.conversation.enableEncryption": { params: { conversation: Handle }; result: Empty };
+
+  // Encryption management of the active account (errors in the domain "encryption";
+  // encryption.notReady without a signed-in account with encryption). Device verification is
+  // not here (issue 29: verification.*).
+  "encryption.identityState": { params: Empty; result: IdentityState };
+  /** Creates the identity (if none), secret storage and a key backup; the recovery key: show it once. */
+  "encryption.recovery.setUp": { params: { passphrase?: string }; result: { recoveryKey: string } };
+  /** The identity from secret storage, then the key backup (`null` when secret storage holds no backup key). */
+  "encryption.recovery.restore": {
+    params: { recoveryKey: string; isPassphrase?: boolean };
+    result: { backup: RestoredKeys | null };
+  };
+  /** "I lost my recovery key": a new identity and secret storage, behind the password stage. */
+  "encryption.recovery.reset": { params: { password: string; passphrase?: string }; result: { recoveryKey: string } };
+  "encryption.backup.status": { params: Empty; result: KeyBackupStatus };
+  /** Compares with the server's current version; stops uploading when it was replaced or deleted. */
+  "encryption.backup.check": { params: Empty; result: KeyBackupStatus };
+  "encryption.backup.create": { params: Empty; result: { version: string } };
+  /** The backup's private key in base64 (as secret storage holds it). */
+  "encryption.backup.enable": { params: { privateKey: string }; result: { version: string } };
+  "encryption.backup.restore": { params: Empty; result: RestoredKeys };
+  "encryption.backup.delete": { params: Empty; result: Empty };
+  /** The user's devices as last queried (users sharing an encrypted room with the account, and the account). */
+  "encryption.devices": { params: { userID: UserID }; result: CryptoDevice[] };
+  "encryption.identityChanged": { params: { userID: UserID }; result: { changed: boolean } };
+  "encryption.acknowledgeIdentityChange": { params: { userID: UserID }; result: { acknowledged: boolean } };
 
   "wallet.refreshBalances": { params: Empty; result: Balance[] };
   "wallet.history": { params: { limit?: number }; result: LedgerEntry[] };
@@ -569,6 +625,12 @@ export interface Paths {
   "studio.grants": { params: Empty; value: GrantInfo[] };
   "search.results": { params: { search: Handle }; value: SearchState<unknown> };
   "push.counts": { params: Empty; value: NotificationCounts };
+  /** The conversation's encryption. */
+  "conversation.encryption": { params: { conversation: Handle }; value: { kind: RoomEncryptionState } };
+  /** The identity of the account active when subscribed. */
+  "encryption.identity": { params: Empty; value: IdentityState };
+  /** The key backup of the account active when subscribed. */
+  "encryption.backup": { params: Empty; value: KeyBackupState };
 }
 
 export type MethodName = keyof Methods;
@@ -637,6 +699,8 @@ export interface Conversation {
   react(eventID: EventID, key: string): Promise<void>;
   redact(eventID: EventID): Promise<void>;
   markRead(eventID?: EventID): Promise<void>;
+  readonly encryption: Observe<{ kind: RoomEncryptionState }>;
+  enableEncryption(): Promise<void>;
 }
 
 export interface ChatClient {
@@ -766,6 +830,25 @@ export interface PublicRoomsClient {
   setPublished(roomID: RoomID, published: boolean): Promise<void>;
 }
 
+/** Encryption management of the active account (not a module: every community has it; `notReady` without an account). */
+export interface EncryptionClient {
+  readonly identity: Observe<IdentityState>;
+  readonly backup: Observe<KeyBackupState>;
+  identityState(): Promise<IdentityState>;
+  setUpRecovery(passphrase?: string): Promise<string>;
+  restoreRecovery(recoveryKey: string, isPassphrase?: boolean): Promise<RestoredKeys | null>;
+  resetRecovery(password: string, passphrase?: string): Promise<string>;
+  backupStatus(): Promise<KeyBackupStatus>;
+  checkBackup(): Promise<KeyBackupStatus>;
+  createBackup(): Promise<string>;
+  enableBackup(privateKey: string): Promise<string>;
+  restoreBackup(): Promise<RestoredKeys>;
+  deleteBackup(): Promise<void>;
+  devices(userID: UserID): Promise<CryptoDevice[]>;
+  identityChanged(userID: UserID): Promise<boolean>;
+  acknowledgeIdentityChange(userID: UserID): Promise<boolean>;
+}
+
 export interface CommunityClient {
   readonly session: Session;
   readonly chat: ChatClient;
@@ -775,6 +858,7 @@ export interface CommunityClient {
   readonly directory?: DirectoryClient;
   readonly publicRooms: PublicRoomsClient;
   readonly push: PushClient;
+  readonly encryption: EncryptionClient;
 }
 
 /** What the shell answers for the SDK: the consent sheet and PIN entry. */

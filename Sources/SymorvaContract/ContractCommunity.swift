@@ -93,6 +93,8 @@ package final class ContractCommunity: Sendable {
         methods.merge(studioMethods)
         methods.merge(directoryMethods)
         methods.merge(pushMethods)
+        methods.merge(encryptionMethods)
+        // Device verification (issue 29) merges its `verification.*` methods here.
         return methods
     }
 

@@ -214,6 +214,26 @@ class Client {
       users: async (options = {}) => this._search(await call("directory.searchUsers", options)),
     } : undefined;
     this.push = this._push();
+    this.encryption = {
+      identity: () => this.observe("encryption.identity"),
+      backup: () => this.observe("encryption.backup"),
+      identityState: () => call("encryption.identityState"),
+      setUpRecovery: (passphrase) => call("encryption.recovery.setUp", { passphrase }).then((r) => r.recoveryKey),
+      restoreRecovery: (recoveryKey, isPassphrase) =>
+        call("encryption.recovery.restore", { recoveryKey, isPassphrase }).then((r) => r.backup),
+      resetRecovery: (password, passphrase) =>
+        call("encryption.recovery.reset", { password, passphrase }).then((r) => r.recoveryKey),
+      backupStatus: () => call("encryption.backup.status"),
+      checkBackup: () => call("encryption.backup.check"),
+      createBackup: () => call("encryption.backup.create").then((r) => r.version),
+      enableBackup: (privateKey) => call("encryption.backup.enable", { privateKey }).then((r) => r.version),
+      restoreBackup: () => call("encryption.backup.restore"),
+      deleteBackup: () => call("encryption.backup.delete").then(none),
+      devices: (userID) => call("encryption.devices", { userID }),
+      identityChanged: (userID) => call("encryption.identityChanged", { userID }).then((r) => r.changed),
+      acknowledgeIdentityChange: (userID) =>
+        call("encryption.acknowledgeIdentityChange", { userID }).then((r) => r.acknowledged),
+    };
     this.publicRooms = {
       search: async (options = {}) => this._search(await call("publicRooms.search", options)),
       resolve: (alias) => call("publicRooms.resolve", { alias }).then((r) => r.roomID),
@@ -271,6 +291,8 @@ class Client {
       react: (eventID, key) => call("chat.conversation.react", { eventID, key }).then(none),
       redact: (eventID) => call("chat.conversation.redact", { eventID }).then(none),
       markRead: (eventID) => call("chat.conversation.markRead", eventID ? { eventID } : {}).then(none),
+      encryption: () => this.observe("conversation.encryption", { conversation }),
+      enableEncryption: () => call("chat.conversation.enableEncryption").then(none),
     };
   }
 }

@@ -187,3 +187,29 @@ test("room management, profile, ignoring and devices", options, async () => {
   await alice.close();
   await bob.close();
 });
+
+test("encryption: recovery set up, the key backup in use, typed errors", options, async () => {
+  const { client } = await newClient("nde");
+  let identity;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try { identity = await client.encryption.identityState(); break; } catch (error) {
+      assert.equal(error.code, "notReady");
+      assert.ok(Date.now() < deadline, "encryption never became ready");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  assert.deepEqual(identity, { kind: "none" });
+  const recoveryKey = await client.encryption.setUpRecovery();
+  assert.ok(recoveryKey.length >= 48);
+  assert.deepEqual(await client.encryption.identityState(), { kind: "ready" });
+  const status = await client.encryption.backupStatus();
+  assert.ok(status.version);
+  assert.equal((await rejection(client.encryption.enableBackup("***"))).code, "invalidParams");
+  const mismatch = await rejection(client.encryption.enableBackup(Buffer.alloc(32, 7).toString("base64")));
+  assert.deepEqual([mismatch.domain, mismatch.code], ["encryption", "keyMismatch"]);
+  const identityObserved = await client.encryption.identity();
+  assert.deepEqual(identityObserved.value, { kind: "ready" });
+  await identityObserved.close();
+  await client.close();
+});

@@ -256,6 +256,7 @@ class Client:
         self.directory = _Directory(self) if modules["directory"] else None
         self.public_rooms = _PublicRooms(self)
         self.push = _Push(self)
+        self.encryption = _Encryption(self)
 
 
 class _Session:
@@ -301,6 +302,12 @@ class _Conversation:
 
     async def timeline(self):
         return await self._c.observe("conversation.timeline", conversation=self.handle)
+
+    async def encryption(self):
+        return await self._c.observe("conversation.encryption", conversation=self.handle)
+
+    async def enable_encryption(self):
+        await self._c.request("chat.conversation.enableEncryption", conversation=self.handle)
 
 
 class _Chat:
@@ -606,3 +613,58 @@ class _Push:
 
     async def event(self, room_id, event_id):
         return await self._c.request("push.event", roomID=room_id, eventID=event_id)
+
+
+class _Encryption:
+    """Encryption management of the active account: identity and recovery, the key backup, the
+    devices of users and their trust."""
+
+    def __init__(self, client):
+        self._c = client
+
+    async def identity(self):
+        return await self._c.observe("encryption.identity")
+
+    async def backup(self):
+        return await self._c.observe("encryption.backup")
+
+    async def identity_state(self):
+        return await self._c.request("encryption.identityState")
+
+    async def set_up_recovery(self, passphrase=None):
+        return (await self._c.request("encryption.recovery.setUp", passphrase=passphrase))["recoveryKey"]
+
+    async def restore_recovery(self, recovery_key, is_passphrase=False):
+        return (await self._c.request("encryption.recovery.restore", recoveryKey=recovery_key,
+                                      isPassphrase=is_passphrase))["backup"]
+
+    async def reset_recovery(self, password, passphrase=None):
+        return (await self._c.request("encryption.recovery.reset", password=password,
+                                      passphrase=passphrase))["recoveryKey"]
+
+    async def backup_status(self):
+        return await self._c.request("encryption.backup.status")
+
+    async def check_backup(self):
+        return await self._c.request("encryption.backup.check")
+
+    async def create_backup(self):
+        return (await self._c.request("encryption.backup.create"))["version"]
+
+    async def enable_backup(self, private_key):
+        return (await self._c.request("encryption.backup.enable", privateKey=private_key))["version"]
+
+    async def restore_backup(self):
+        return await self._c.request("encryption.backup.restore")
+
+    async def delete_backup(self):
+        await self._c.request("encryption.backup.delete")
+
+    async def devices(self, user_id):
+        return await self._c.request("encryption.devices", userID=user_id)
+
+    async def identity_changed(self, user_id):
+        return (await self._c.request("encryption.identityChanged", userID=user_id))["changed"]
+
+    async def acknowledge_identity_change(self, user_id):
+        return (await self._c.request("encryption.acknowledgeIdentityChange", userID=user_id))["acknowledged"]

@@ -7,6 +7,7 @@ SYMORVA_REQUIRE_SERVERS=1 (then they fail).
 """
 
 import asyncio
+import base64
 import json
 import os
 import secrets
@@ -613,3 +614,115 @@ def test_profile_ignoring_and_devices():
         for client in (second, alice, bob):
             await client.close()
     run(scenario())
+
+
+async def _unless(awaitable, retried_code):
+    """The answer, or None when the request fails with `retried_code` (not ready yet)."""
+    try:
+        return await awaitable
+    except symorva.SymorvaError as error:
+        if error.code != retried_code:
+            raise
+        return None
+
+
+def test_encryption_recovery_backup_and_trust():
+    lines = []
+    symorva.set_log(0, lambda level, line: lines.append(line))  # trace: the recovery key must not show
+    keys = []
+
+    async def scenario():
+        alice, account = await new_client("pye")
+        alice_id = account["userID"]
+        password = REGISTERED_PASSWORDS[-1]
+        bob, bob_account = await new_client("pye")
+        bob_id = bob_account["userID"]
+
+        # A new account: no identity, no backup; setting up recovery makes both.
+        identity = await eventually(lambda: _unless(alice.encryption.identity_state(), "notReady"))
+        assert identity == {"kind": "none"}
+        assert (await alice.encryption.backup_status())["version"] is None
+        recovery_key = await alice.encryption.set_up_recovery()
+        keys.append(recovery_key)
+        assert len(recovery_key.replace(" ", "")) >= 48
+        assert await alice.encryption.identity_state() == {"kind": "ready"}
+        version = (await alice.encryption.backup_status())["version"]
+        assert version
+
+        # An encrypted room: the message's key reaches the backup.
+        room_id = await alice.chat.create_room(name="Sealed", invitees=[bob_id])
+        conversation = await alice.chat.conversation(room_id)
+        encryption = await conversation.encryption()
+        assert encryption.value["kind"] in ("unknown", "notEncrypted")
+        await conversation.enable_encryption()
+        await encryption.wait_until(lambda value: value["kind"] == "encrypted")
+        await bob.chat.join(room_id)
+        backup = await alice.encryption.backup()
+        timeline = await conversation.timeline()
+        await conversation.send("sealed words")
+        await timeline.wait_until(lambda items: any(
+            item["content"].get("body") == "sealed words" and item.get("eventID") for item in items))
+        await backup.wait_until(lambda value: value["kind"] == "upToDate", timeout=60)
+        assert (await alice.encryption.backup_status())["waiting"] == 0
+
+        # Trust: this device is verified by the identity it holds; Bob, without one, is not.
+        own = await alice.encryption.devices(alice_id)
+        assert [d["trust"] for d in own if d["deviceID"] == (await alice.session.devices())[0]["deviceID"]] == \
+            ["verified"]
+        bob_devices = await eventually(lambda: alice.encryption.devices(bob_id))
+        assert {d["trust"] for d in bob_devices} == {"unverified"}
+        assert await alice.encryption.identity_changed(bob_id) is False
+        assert await alice.encryption.acknowledge_identity_change(bob_id) is False
+
+        # A second device of Alice needs recovery; the recovery key restores the identity and
+        # every key of the backup, and the message reads there.
+        second = await symorva.Client.open(MANIFEST, tempfile.mkdtemp(prefix="symorva-py-"))
+        await second.session.sign_in(alice_id, password)
+        await eventually(lambda: _is(second.encryption.identity_state(), {"kind": "needsRecovery"}, "notReady"))
+        with pytest.raises(symorva.SymorvaError) as malformed:
+            await second.encryption.restore_recovery("not a recovery key")
+        assert (malformed.value.domain, malformed.value.code) == ("encryption", "malformedRecoveryKey")
+        restored = await second.encryption.restore_recovery(recovery_key)
+        assert restored["total"] >= 1 and restored["imported"] >= 1, restored
+        assert await second.encryption.identity_state() == {"kind": "ready"}
+        sealed = await eventually(lambda: _unless(second.chat.conversation(room_id), "unknownConversation"))
+        second_timeline = await sealed.timeline()
+        await second_timeline.wait_until(lambda items: any(
+            item["content"].get("body") == "sealed words" for item in items), timeout=60)
+        await second_timeline.close()
+        checked = await second.encryption.check_backup()
+        assert (checked["version"], checked["stopReason"]) == (version, None)
+        assert (await second.encryption.restore_backup())["total"] >= 1
+
+        # Bad backup keys are refused, typed; the backup in use stays.
+        with pytest.raises(symorva.SymorvaError) as not_base64:
+            await second.encryption.enable_backup("***")
+        assert not_base64.value.code == "invalidParams"
+        with pytest.raises(symorva.SymorvaError) as mismatch:
+            await second.encryption.enable_backup(base64.b64encode(bytes(range(32))).decode())
+        assert (mismatch.value.domain, mismatch.value.code) == ("encryption", "keyMismatch")
+        with pytest.raises(symorva.SymorvaError) as wrong_password:
+            await second.encryption.reset_recovery("not-the-password")
+        assert (wrong_password.value.domain, wrong_password.value.code) == ("encryption", "authorization")
+
+        # Deleting the backup on one device: the other sees it gone when it checks.
+        await second.encryption.delete_backup()
+        assert (await second.encryption.backup_status())["version"] is None
+        checked = await alice.encryption.check_backup()
+        assert checked["stopReason"] == "deleted", checked
+        await backup.wait_until(lambda value: value["kind"] == "disabled")
+        for observed in (backup, timeline, encryption):
+            await observed.close()
+        for client in (second, alice, bob):
+            await client.close()
+    try:
+        run(scenario())
+    finally:
+        symorva.set_log(6)
+    assert len(lines) > 30, "trace logging wrote too little to prove anything"
+    compact = keys[0].replace(" ", "")
+    assert not any(keys[0] in line or compact in line or compact[:12] in line.replace(" ", "") for line in lines)
+
+
+async def _is(awaitable, expected, retried_code):
+    return await _unless(awaitable, retried_code) == expected
