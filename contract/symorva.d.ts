@@ -258,14 +258,15 @@ export type PusherState =
 /** One of the account's devices, as the homeserver lists it joined with what this device's encryption verified. */
 export interface AccountDevice {
   deviceID: string;
-  displayName: string | null;
-  lastSeen: Milliseconds | null;
+  displayName?: string;
+  lastSeen?: Milliseconds;
   isCurrent: boolean;
-  ed25519Key: string | null;
+  /** Absent for a device without end-to-end encryption, or not queried yet. */
+  ed25519Key?: string;
   /** The server once showed other keys for this known device: refused, not trusted until a human looks. */
   keysChanged: boolean;
-  /** `null` while its keys are not known here. */
-  trust: DeviceTrustLevel | null;
+  /** Absent while its keys are not known here. */
+  trust?: DeviceTrustLevel;
 }
 export type DeviceTrustLevel = "verified" | "crossSigned" | "unverified";
 export type HistoryVisibility = "world_readable" | "shared" | "invited" | "joined";

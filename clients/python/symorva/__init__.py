@@ -8,6 +8,12 @@ asyncio API whose names follow the contract (contract/symorva.d.ts, docs/contrac
     timeline = await conversation.timeline()          # an Observable, kept current
     receipt = await conversation.send("Hello")
     await client.close()
+
+With `validate=True` (or SYMORVA_VALIDATE_SCHEMA=1 in the environment), every message from the
+SDK is checked against contract/symorva.schema.json (symorva.schema): each answer's result
+against its method's schema (and the params that succeeded against the params schema), each
+subscription's value and update against its path's. A result that violates it fails the request
+with SchemaViolation; any violation makes close() raise.
 """
 
 import asyncio
@@ -139,9 +145,10 @@ class Client:
     """One community over the C library. Build it with `await Client.open(...)`."""
 
     @classmethod
-    async def open(cls, manifest, data_directory, consent=None, pin_entry=None):
+    async def open(cls, manifest, data_directory, consent=None, pin_entry=None, validate=None):
         """`consent(sheet) -> "approved" | "declined"` and `pin_entry(summary) -> str | None` may
-        be coroutines; they answer the SDK's host requests."""
+        be coroutines; they answer the SDK's host requests. `validate` checks every message
+        against the contract's JSON Schema (default: $SYMORVA_VALIDATE_SCHEMA == "1")."""
         lib = library()
         loop = asyncio.get_running_loop()
         client_id = await loop.run_in_executor(
@@ -149,6 +156,9 @@ class Client:
         if client_id <= 0:
             raise SymorvaError({"domain": "contract", "code": "invalidManifest", "message": f"create failed ({client_id})"})
         client = cls(client_id, loop, consent, pin_entry)
+        if validate if validate is not None else os.environ.get("SYMORVA_VALIDATE_SCHEMA") == "1":
+            from .schema import Schema
+            client._schema = Schema.load()
         client._build(await client.request("community.modules"))
         return client
 
@@ -161,6 +171,10 @@ class Client:
         self._pending = {}
         self._observed = {}
         self._closed = asyncio.Event()
+        self._schema = None
+        self._sent = {}
+        self._paths = {}
+        self.schema_violations = []
         self._receiver = threading.Thread(target=self._receive_loop, name=f"symorva-{client_id}", daemon=True)
         self._receiver.start()
 
@@ -180,7 +194,46 @@ class Client:
     def _closed_flag(self):
         return getattr(self, "_destroyed", False)
 
+    def _violation(self, check, *arguments):
+        """Runs a schema check; returns the violation (also kept in schema_violations) or None."""
+        from .schema import SchemaViolation
+        try:
+            check(*arguments)
+        except SchemaViolation as violation:
+            self.schema_violations.append(str(violation))
+            return violation
+        return None
+
+    def _check_answer(self, message):
+        violation = self._violation(self._schema.check_message, message)
+        sent = self._sent.pop(message["id"], None)
+        if violation is not None or sent is None or "error" in message:
+            return violation
+        method, params = sent
+        result = message["result"]
+        if method == "subscribe":
+            path = params.get("path")
+            self._paths[result.get("subscription")] = path
+            arguments = {key: value for key, value in params.items() if key != "path"}
+            return (self._violation(self._schema.check_path_params, path, arguments)
+                    or self._violation(self._schema.check_value, path, result.get("value")))
+        return (self._violation(self._schema.check_params, method, params)
+                or self._violation(self._schema.check_result, method, result))
+
     def _dispatch(self, message):
+        if self._schema is not None and "id" in message:
+            violation = self._check_answer(message)
+            if violation is not None:
+                future = self._pending.pop(message["id"], None)
+                if future is not None and not future.done():
+                    future.set_exception(violation)
+                return
+        elif self._schema is not None:
+            self._violation(self._schema.check_message, message)
+            if "update" in message:
+                path = self._paths.get(message["update"]["subscription"])
+                if path is not None:
+                    self._violation(self._schema.check_value, path, message["update"]["value"])
         if "id" in message:
             future = self._pending.pop(message["id"], None)
             if future is None or future.done():
@@ -225,6 +278,8 @@ class Client:
         request_id = next(self._ids)
         future = self._loop.create_future()
         self._pending[request_id] = future
+        if self._schema is not None:
+            self._sent[request_id] = (method, params)
         status = library().symorva_client_send(self._id, json.dumps({"id": request_id, "method": method, "params": params}).encode())
         if status != 0:
             self._pending.pop(request_id, None)
@@ -246,6 +301,8 @@ class Client:
         if not self._closed.is_set():
             self._dispatch({"closed": True})
         await self._loop.run_in_executor(None, self._receiver.join, 5)
+        if self.schema_violations:
+            raise AssertionError("messages the contract's schema refuses: " + "; ".join(self.schema_violations))
 
     def _build(self, modules):
         self.session = _Session(self)
