@@ -443,6 +443,8 @@ export interface Methods {
   // Room management: each checks the account's power level first (chat.insufficientPowerLevel) and waits for the server.
   "chat.setRoomName": { params: { roomID: RoomID; name: string }; result: Empty };
   "chat.setRoomTopic": { params: { roomID: RoomID; topic: string }; result: Empty };
+  /** Uploads the image file at `path` (a path of the host's) and makes it the room's avatar. */
+  "chat.setRoomAvatar": { params: { roomID: RoomID; path: string; contentType: string }; result: { avatarURL: string } };
   "chat.setHistoryVisibility": { params: { roomID: RoomID; visibility: HistoryVisibility }; result: Empty };
   "chat.setPowerLevel": { params: { roomID: RoomID; userID: UserID; level: number }; result: Empty };
   "chat.knock": { params: { roomIDOrAlias: string; reason?: string; via?: string[] }; result: { roomID: RoomID } };
@@ -717,6 +719,7 @@ export interface ChatClient {
   setJoinRule(roomID: RoomID, rule: Methods["chat.setJoinRule"]["params"]["rule"], allowedRooms?: RoomID[]): Promise<void>;
   setRoomName(roomID: RoomID, name: string): Promise<void>;
   setRoomTopic(roomID: RoomID, topic: string): Promise<void>;
+  setRoomAvatar(roomID: RoomID, path: string, contentType: string): Promise<string>;
   setHistoryVisibility(roomID: RoomID, visibility: HistoryVisibility): Promise<void>;
   setPowerLevel(roomID: RoomID, userID: UserID, level: number): Promise<void>;
   knock(roomIDOrAlias: string, options?: { reason?: string; via?: string[] }): Promise<RoomID>;

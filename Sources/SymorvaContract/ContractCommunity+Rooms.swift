@@ -2,8 +2,8 @@ import SymorvaKit
 import SymorvaMatrix
 
 extension ContractCommunity {
-    /// Room management beyond the join rule (name, topic, history visibility, power levels,
-    /// knocking), one's own profile and the users one ignores: `chat.*` on the chat client. Each
+    /// Room management beyond the join rule (name, topic, avatar, history visibility, power
+    /// levels, knocking), one's own profile and the users one ignores: `chat.*` on the chat client. Each
     /// change checks the account's power level first and waits for the server (the Swift API's
     /// rules); nothing is optimistic.
     var roomManagementMethods: ContractMethods {
@@ -37,6 +37,17 @@ extension ContractCommunity {
             }
             try await mapping("chat") { try await chat.setPowerLevel(level, for: userID, roomID: roomID) }
             return .object([:])
+        }
+        // The room's avatar from an image file of the host's (power level checked before the
+        // upload); the answer is its mxc URI.
+        methods.asynchronous["chat.setRoomAvatar"] = { call in
+            let roomID = try call.params.roomID("roomID")
+            let path = try call.params.string("path")
+            let contentType = try call.params.string("contentType")
+            let uri = try await mapping("chat") {
+                try await chat.setRoomAvatar(fileAt: path, contentType: contentType, in: roomID)
+            }
+            return .object(["avatarURL": .string(uri.uriString)])
         }
         methods.asynchronous["chat.knock"] = { call in
             let target = try call.params.string("roomIDOrAlias")

@@ -147,6 +147,8 @@ class Client {
       setJoinRule: (roomID, rule, allowedRooms) => call("chat.setJoinRule", { roomID, rule, allowedRooms }).then(none),
       setRoomName: (roomID, name) => call("chat.setRoomName", { roomID, name }).then(none),
       setRoomTopic: (roomID, topic) => call("chat.setRoomTopic", { roomID, topic }).then(none),
+      setRoomAvatar: (roomID, path, contentType) =>
+        call("chat.setRoomAvatar", { roomID, path, contentType }).then((r) => r.avatarURL),
       setHistoryVisibility: (roomID, visibility) => call("chat.setHistoryVisibility", { roomID, visibility }).then(none),
       setPowerLevel: (roomID, userID, level) => call("chat.setPowerLevel", { roomID, userID, level }).then(none),
       knock: (roomIDOrAlias, options = {}) => call("chat.knock", { roomIDOrAlias, ...options }).then((r) => r.roomID),

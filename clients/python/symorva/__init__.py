@@ -401,6 +401,10 @@ class _Chat:
     async def set_room_topic(self, room_id, topic):
         await self._c.request("chat.setRoomTopic", roomID=room_id, topic=topic)
 
+    async def set_room_avatar(self, room_id, path, content_type):
+        return (await self._c.request("chat.setRoomAvatar", roomID=room_id, path=path,
+                                      contentType=content_type))["avatarURL"]
+
     async def set_history_visibility(self, room_id, visibility):
         await self._c.request("chat.setHistoryVisibility", roomID=room_id, visibility=visibility)
 

@@ -84,6 +84,7 @@ async def new_client(prefix, **handlers):
     password = "pw-canary-" + secrets.token_hex(12)
     REGISTERED_PASSWORDS.append(password)
     account = await client.session.register(name, password)
+    client.data_directory = folder
     return client, account
 
 
@@ -491,6 +492,12 @@ def test_room_management_knocking_and_membership():
             i["id"] == room_id and i["name"] == "Managed room" and i.get("topic") == "What the contract manages"
             for i in value["items"]))
         assert watcher.state(room_id, "m.room.name")["name"] == "Managed room"
+        with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as image:
+            image.write(PNG)
+        room_avatar = await alice.chat.set_room_avatar(room_id, image.name, "image/png")
+        os.unlink(image.name)
+        assert room_avatar.startswith("mxc://")
+        assert watcher.state(room_id, "m.room.avatar")["url"] == room_avatar
         await alice.chat.set_history_visibility(room_id, "joined")
         assert watcher.state(room_id, "m.room.history_visibility")["history_visibility"] == "joined"
         with pytest.raises(symorva.SymorvaError) as bad_visibility:
@@ -674,8 +681,12 @@ def test_encryption_recovery_backup_and_trust():
         assert await alice.encryption.identity_changed(bob_id) is False
         assert await alice.encryption.acknowledge_identity_change(bob_id) is False
 
-        # A second device of Alice needs recovery; the recovery key restores the identity and
-        # every key of the backup, and the message reads there.
+        # Alice's first device goes away (it could forward the key itself): a second device
+        # needs recovery; the recovery key restores the identity and every key of the backup, and
+        # the message reads there.
+        for observed in (backup, timeline, encryption):
+            await observed.close()
+        await alice.close()
         second = await symorva.Client.open(MANIFEST, tempfile.mkdtemp(prefix="symorva-py-"))
         await second.session.sign_in(alice_id, password)
         await eventually(lambda: _is(second.encryption.identity_state(), {"kind": "needsRecovery"}, "notReady"))
@@ -683,7 +694,10 @@ def test_encryption_recovery_backup_and_trust():
             await second.encryption.restore_recovery("not a recovery key")
         assert (malformed.value.domain, malformed.value.code) == ("encryption", "malformedRecoveryKey")
         restored = await second.encryption.restore_recovery(recovery_key)
-        assert restored["total"] >= 1 and restored["imported"] >= 1, restored
+        # The backup holds the room's key. `imported` may be 0: once the backup is enabled, the
+        # timeline may fetch the missing session from it on its own before the full restore runs.
+        # Either way the key comes from the backup: no other device of Alice is running.
+        assert restored["total"] >= 1 and restored["imported"] in range(restored["total"] + 1), restored
         assert await second.encryption.identity_state() == {"kind": "ready"}
         sealed = await eventually(lambda: _unless(second.chat.conversation(room_id), "unknownConversation"))
         second_timeline = await sealed.timeline()
@@ -705,14 +719,17 @@ def test_encryption_recovery_backup_and_trust():
             await second.encryption.reset_recovery("not-the-password")
         assert (wrong_password.value.domain, wrong_password.value.code) == ("encryption", "authorization")
 
-        # Deleting the backup on one device: the other sees it gone when it checks.
+        # Deleting the backup on one device: the other (the first, back) sees it gone when it
+        # checks.
+        alice = await symorva.Client.open(MANIFEST, alice.data_directory)
+        assert (await eventually(lambda: _unless(alice.encryption.backup_status(), "notReady")))["version"] == version
+        backup = await alice.encryption.backup()
         await second.encryption.delete_backup()
         assert (await second.encryption.backup_status())["version"] is None
         checked = await alice.encryption.check_backup()
         assert checked["stopReason"] == "deleted", checked
         await backup.wait_until(lambda value: value["kind"] == "disabled")
-        for observed in (backup, timeline, encryption):
-            await observed.close()
+        await backup.close()
         for client in (second, alice, bob):
             await client.close()
     try:
