@@ -295,6 +295,29 @@ export interface CryptoDevice {
   trust: DeviceTrustLevel;
 }
 export type RoomEncryptionState = "unknown" | "notEncrypted" | "encrypted";
+/** A room a space links to (`m.space.child`). */
+export interface SpaceChildLink { roomID: RoomID; via: string[]; isSuggested: boolean }
+/** A room or space of a space's hierarchy, as the server summarizes it. */
+export interface SpaceRoom {
+  id: RoomID;
+  name?: string;
+  topic?: string;
+  canonicalAlias?: string;
+  avatarURL?: string;
+  joinedMembers: number;
+  joinRule?: string;
+  isSpace: boolean;
+  isWorldReadable: boolean;
+  children: SpaceChildLink[];
+}
+/** A space's hierarchy as loaded so far (the path `hierarchy.state`). */
+export interface HierarchyState {
+  rooms: SpaceRoom[];
+  isComplete: boolean;
+  isLoading: boolean;
+  failure?: ContractError;
+}
+export interface SpaceHierarchyInfo { hierarchy: Handle; spaceID: RoomID; pageSize: number }
 export type PushRuleKind = "override" | "content" | "room" | "sender" | "underride";
 export interface PushRule {
   kind: PushRuleKind;
@@ -459,6 +482,21 @@ export interface Methods {
   "chat.ignore": { params: { userID: UserID }; result: Empty };
   "chat.unignore": { params: { userID: UserID }; result: Empty };
   "chat.ignoredUsers": { params: Empty; result: { userIDs: UserID[] } };
+  // Spaces: the joined ones and their links from the synced state; a hierarchy paged from the server as a handle.
+  "chat.joinedSpaces": { params: Empty; result: { id: RoomID; name?: string }[] };
+  /** From the synced state, which keeps no `suggested`: `isSuggested` is false here (the hierarchy carries it). */
+  "chat.roomsOfSpace": { params: { spaceID: RoomID }; result: SpaceChildLink[] };
+  "chat.createSpace": { params: { name: string; topic?: string; isPublic?: boolean }; result: { roomID: RoomID } };
+  /** Power level for `m.space.child` checked first. `via` defaults to the account's server. */
+  "chat.addToSpace": { params: { roomID: RoomID; spaceID: RoomID; via?: string[]; suggested?: boolean }; result: Empty };
+  "chat.removeFromSpace": { params: { roomID: RoomID; spaceID: RoomID }; result: Empty };
+  /** Joins a room through the servers a space's link names. */
+  "chat.joinVia": { params: { roomID: RoomID; via: string[] }; result: { roomID: RoomID } };
+  "chat.hierarchy": { params: { spaceID: RoomID; pageSize?: number }; result: SpaceHierarchyInfo };
+  /** The community's space (the manifest's `community.space`). */
+  "chat.communityRooms": { params: { pageSize?: number }; result: SpaceHierarchyInfo };
+  /** The next page; answers the state after it. */
+  "hierarchy.loadNextPage": { params: { hierarchy: Handle }; result: HierarchyState };
   "chat.conversation": { params: { roomID: RoomID }; result: { conversation: Handle; roomID: RoomID } };
   "chat.conversation.send": {
     params: { conversation: Handle; text: string; kind?: "text" | "notice" | "emote"; replyingTo?: EventID };
@@ -634,6 +672,7 @@ export interface Paths {
   "encryption.identity": { params: Empty; value: IdentityState };
   /** The key backup of the account active when subscribed. */
   "encryption.backup": { params: Empty; value: KeyBackupState };
+  "hierarchy.state": { params: { hierarchy: Handle }; value: HierarchyState };
 }
 
 export type MethodName = keyof Methods;
@@ -731,6 +770,20 @@ export interface ChatClient {
   ignore(userID: UserID): Promise<void>;
   unignore(userID: UserID): Promise<void>;
   ignoredUsers(): Promise<UserID[]>;
+  joinedSpaces(): Promise<{ id: RoomID; name?: string }[]>;
+  roomsOfSpace(spaceID: RoomID): Promise<SpaceChildLink[]>;
+  createSpace(name: string, options?: { topic?: string; isPublic?: boolean }): Promise<RoomID>;
+  addToSpace(roomID: RoomID, spaceID: RoomID, options?: { via?: string[]; suggested?: boolean }): Promise<void>;
+  removeFromSpace(roomID: RoomID, spaceID: RoomID): Promise<void>;
+  joinVia(roomID: RoomID, via: string[]): Promise<RoomID>;
+  hierarchy(spaceID: RoomID, pageSize?: number): Promise<SpaceHierarchy>;
+  communityRooms(pageSize?: number): Promise<SpaceHierarchy>;
+}
+
+/** A space's hierarchy, paged from the server. */
+export interface SpaceHierarchy extends SpaceHierarchyInfo {
+  readonly state: Observe<HierarchyState>;
+  loadNextPage(): Promise<HierarchyState>;
 }
 
 export interface Draft extends TransferDraft {

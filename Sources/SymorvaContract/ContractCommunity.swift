@@ -86,6 +86,7 @@ package final class ContractCommunity: Sendable {
         methods.merge(sessionMethods)
         methods.merge(chatMethods)
         methods.merge(roomManagementMethods)
+        methods.merge(spaceMethods)
         methods.merge(deviceMethods)
         methods.merge(conversationMethods)
         methods.merge(walletMethods)

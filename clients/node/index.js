@@ -160,6 +160,14 @@ class Client {
       ignore: (userID) => call("chat.ignore", { userID }).then(none),
       unignore: (userID) => call("chat.unignore", { userID }).then(none),
       ignoredUsers: () => call("chat.ignoredUsers").then((r) => r.userIDs),
+      joinedSpaces: () => call("chat.joinedSpaces"),
+      roomsOfSpace: (spaceID) => call("chat.roomsOfSpace", { spaceID }),
+      createSpace: (name, options = {}) => call("chat.createSpace", { name, ...options }).then((r) => r.roomID),
+      addToSpace: (roomID, spaceID, options = {}) => call("chat.addToSpace", { roomID, spaceID, ...options }).then(none),
+      removeFromSpace: (roomID, spaceID) => call("chat.removeFromSpace", { roomID, spaceID }).then(none),
+      joinVia: (roomID, via) => call("chat.joinVia", { roomID, via }).then((r) => r.roomID),
+      hierarchy: async (spaceID, pageSize) => this._hierarchy(await call("chat.hierarchy", { spaceID, pageSize })),
+      communityRooms: async (pageSize) => this._hierarchy(await call("chat.communityRooms", { pageSize })),
       conversation: async (roomID) => this._conversation(await call("chat.conversation", { roomID })),
     };
     this.meetings = {
@@ -275,6 +283,15 @@ class Client {
       loadMore: () => call("search.loadMore"),
       refresh: () => call("search.refresh").then(none),
       clear: () => call("search.clear").then(none),
+    };
+  }
+
+  _hierarchy(info) {
+    const hierarchy = info.hierarchy;
+    return {
+      ...info,
+      state: () => this.observe("hierarchy.state", { hierarchy }),
+      loadNextPage: () => this.request("hierarchy.loadNextPage", { hierarchy }),
     };
   }
 

@@ -213,3 +213,20 @@ test("encryption: recovery set up, the key backup in use, typed errors", options
   await identityObserved.close();
   await client.close();
 });
+
+test("spaces: a space, a linked room, its hierarchy through a handle", options, async () => {
+  const { client } = await newClient("nds");
+  const spaceID = await client.chat.createSpace("Node space", { topic: "from node" });
+  const roomID = await client.chat.createRoom({ name: "Linked from node" });
+  await client.chat.addToSpace(roomID, spaceID, { suggested: true });
+  const hierarchy = await client.chat.hierarchy(spaceID, 5);
+  assert.equal(hierarchy.spaceID, spaceID);
+  const state = await hierarchy.state();
+  const loaded = await hierarchy.loadNextPage();
+  assert.deepEqual(loaded.rooms.map((room) => room.id).sort(), [roomID, spaceID].sort());
+  await until(state, (value) => value.isComplete);
+  await state.close();
+  await client.chat.removeFromSpace(roomID, spaceID);
+  assert.equal((await rejection(client.chat.joinVia(roomID, []))).code, "invalidParams");
+  await client.close();
+});

@@ -439,6 +439,30 @@ class _Chat:
     async def ignored_users(self):
         return (await self._c.request("chat.ignoredUsers"))["userIDs"]
 
+    async def joined_spaces(self):
+        return await self._c.request("chat.joinedSpaces")
+
+    async def rooms_of_space(self, space_id):
+        return await self._c.request("chat.roomsOfSpace", spaceID=space_id)
+
+    async def create_space(self, name, topic=None, is_public=False):
+        return (await self._c.request("chat.createSpace", name=name, topic=topic, isPublic=is_public))["roomID"]
+
+    async def add_to_space(self, room_id, space_id, via=None, suggested=False):
+        await self._c.request("chat.addToSpace", roomID=room_id, spaceID=space_id, via=via, suggested=suggested)
+
+    async def remove_from_space(self, room_id, space_id):
+        await self._c.request("chat.removeFromSpace", roomID=room_id, spaceID=space_id)
+
+    async def join_via(self, room_id, via):
+        return (await self._c.request("chat.joinVia", roomID=room_id, via=via))["roomID"]
+
+    async def hierarchy(self, space_id, page_size=50):
+        return _Hierarchy(self._c, await self._c.request("chat.hierarchy", spaceID=space_id, pageSize=page_size))
+
+    async def community_rooms(self, page_size=50):
+        return _Hierarchy(self._c, await self._c.request("chat.communityRooms", pageSize=page_size))
+
     async def conversation(self, room_id):
         return _Conversation(self._c, await self._c.request("chat.conversation", roomID=room_id))
 
@@ -729,3 +753,18 @@ class _Encryption:
 
     async def acknowledge_identity_change(self, user_id):
         return (await self._c.request("encryption.acknowledgeIdentityChange", userID=user_id))["acknowledged"]
+
+
+class _Hierarchy:
+    """A space's hierarchy, paged from the server."""
+
+    def __init__(self, client, info):
+        self._c = client
+        self.handle = info["hierarchy"]
+        self.space_id = info["spaceID"]
+
+    async def state(self):
+        return await self._c.observe("hierarchy.state", hierarchy=self.handle)
+
+    async def load_next_page(self):
+        return await self._c.request("hierarchy.loadNextPage", hierarchy=self.handle)

@@ -743,3 +743,63 @@ def test_encryption_recovery_backup_and_trust():
 
 async def _is(awaitable, expected, retried_code):
     return await _unless(awaitable, retried_code) == expected
+
+
+def test_spaces_links_hierarchy_and_joining_through_a_link():
+    async def scenario():
+        watcher = Watcher()
+        alice, _ = await new_client("pys")
+        bob, _ = await new_client("pys")
+        space_id = await alice.chat.create_space("Contract space", topic="Rooms of the contract", is_public=True)
+        room_id = await alice.chat.create_room(name="In the space")
+        await alice.chat.set_join_rule(room_id, "public")
+        await alice.chat.add_to_space(room_id, space_id, suggested=True)
+        await alice.chat.invite(watcher.user_id, space_id)
+        watcher.join(space_id)
+        link = watcher.state(space_id, "m.space.child", room_id)
+        assert link["via"] == [SERVER_NAME] and link["suggested"] is True
+
+        joined = await eventually(lambda: _find(alice.chat.joined_spaces(), lambda s: s["id"] == space_id))
+        assert joined["name"] == "Contract space"
+        links = await eventually(lambda: _find(alice.chat.rooms_of_space(space_id), lambda l: l["roomID"] == room_id))
+        # The synced state's links carry no `suggested` (the chat store keeps room and via only).
+        assert (links["roomID"], links["via"]) == (room_id, [SERVER_NAME])
+
+        # The hierarchy, paged from the server, as a handle with its state observed.
+        hierarchy = await bob.chat.hierarchy(space_id, page_size=10)
+        state = await hierarchy.state()
+        assert state.value["rooms"] == [] and not state.value["isComplete"]
+        loaded = await hierarchy.load_next_page()
+        assert [room["id"] for room in loaded["rooms"]][:1] == [space_id]
+        assert any(room["id"] == room_id and not room["isSpace"] for room in loaded["rooms"])
+        space = next(room for room in loaded["rooms"] if room["id"] == space_id)
+        assert space["isSpace"] and space["name"] == "Contract space"
+        assert [(child["roomID"], child["isSuggested"]) for child in space["children"]] == [(room_id, True)]
+        await state.wait_until(lambda value: value["isComplete"] and len(value["rooms"]) >= 2)
+        await state.close()
+
+        # Bob joins the room through the link's servers; a link removed goes from the list.
+        assert await bob.chat.join_via(room_id, link["via"]) == room_id
+        with pytest.raises(symorva.SymorvaError) as no_via:
+            await bob.chat.join_via(room_id, [])
+        assert (no_via.value.code, no_via.value.details["parameter"]) == ("invalidParams", "via")
+        with pytest.raises(symorva.SymorvaError) as refused:
+            await bob.chat.add_to_space(room_id, space_id)
+        assert refused.value.domain == "chat"
+        await alice.chat.remove_from_space(room_id, space_id)
+        assert watcher.state(space_id, "m.space.child", room_id) == {}
+        await eventually(lambda: _lacks(alice.chat.rooms_of_space(space_id), room_id))
+        with pytest.raises(symorva.SymorvaError) as foreign:
+            await alice.request("hierarchy.loadNextPage", hierarchy=hierarchy.handle)
+        assert foreign.value.code == "invalidHandle"
+        for client in (alice, bob):
+            await client.close()
+    run(scenario())
+
+
+async def _find(awaitable, predicate):
+    return next((item for item in await awaitable if predicate(item)), None)
+
+
+async def _lacks(awaitable, room_id):
+    return all(link["roomID"] != room_id for link in await awaitable)
