@@ -255,6 +255,69 @@ export type PusherState =
   | { kind: "unregistered" }
   | { kind: "registering" | "registered" | "removing"; pusher: Pusher }
   | { kind: "failed"; pusher: Pusher; error: ContractError };
+/** One of the account's devices, as the homeserver lists it joined with what this device's encryption verified. */
+export interface AccountDevice {
+  deviceID: string;
+  displayName?: string;
+  lastSeen?: Milliseconds;
+  isCurrent: boolean;
+  /** Absent for a device without end-to-end encryption, or not queried yet. */
+  ed25519Key?: string;
+  /** The server once showed other keys for this known device: refused, not trusted until a human looks. */
+  keysChanged: boolean;
+  /** Absent while its keys are not known here. */
+  trust?: DeviceTrustLevel;
+}
+export type DeviceTrustLevel = "verified" | "crossSigned" | "unverified";
+export type HistoryVisibility = "world_readable" | "shared" | "invited" | "joined";
+/** The account's cross-signing identity as this device sees it. */
+export type IdentityState =
+  | { kind: "none" } | { kind: "needsRecovery" } | { kind: "ready" } | { kind: "identityChanged"; userID: UserID };
+/** Where the server-side key backup is. */
+export type KeyBackupState =
+  | { kind: "disabled" } | { kind: "uploading"; remaining: number } | { kind: "upToDate" }
+  | { kind: "restoring"; imported: number; total: number };
+export interface KeyBackupStatus {
+  /** The backup version this device uploads to, if any. */
+  version: string | null;
+  /** Room keys stored and not yet in the backup. */
+  waiting: number;
+  stopReason: "deleted" | "replaced" | null;
+}
+export interface RestoredKeys { imported: number; total: number }
+/** A device of a user, as verified from its self-signed keys, and how far this device trusts it. */
+export interface CryptoDevice {
+  userID: UserID;
+  deviceID: string;
+  ed25519Key: string;
+  displayName: string | null;
+  keysChanged: boolean;
+  trust: DeviceTrustLevel;
+}
+export type RoomEncryptionState = "unknown" | "notEncrypted" | "encrypted";
+/** A room a space links to (`m.space.child`). */
+export interface SpaceChildLink { roomID: RoomID; via: string[]; isSuggested: boolean }
+/** A room or space of a space's hierarchy, as the server summarizes it. */
+export interface SpaceRoom {
+  id: RoomID;
+  name?: string;
+  topic?: string;
+  canonicalAlias?: string;
+  avatarURL?: string;
+  joinedMembers: number;
+  joinRule?: string;
+  isSpace: boolean;
+  isWorldReadable: boolean;
+  children: SpaceChildLink[];
+}
+/** A space's hierarchy as loaded so far (the path `hierarchy.state`). */
+export interface HierarchyState {
+  rooms: SpaceRoom[];
+  isComplete: boolean;
+  isLoading: boolean;
+  failure?: ContractError;
+}
+export interface SpaceHierarchyInfo { hierarchy: Handle; spaceID: RoomID; pageSize: number }
 export type PushRuleKind = "override" | "content" | "room" | "sender" | "underride";
 export interface PushRule {
   kind: PushRuleKind;
@@ -339,7 +402,9 @@ export interface Summary {
 
 /** The error of an answer. `code` is the Swift error's case name, stable across releases. */
 export interface ContractError {
-  domain: "contract" | "session" | "chat" | "wallet" | "meetings" | "studio" | "directory" | "amount";
+  domain:
+    | "contract" | "session" | "chat" | "wallet" | "meetings" | "studio" | "directory" | "push" | "encryption"
+    | "amount";
   code: string;
   message: string;
   details?: Record<string, unknown>;
@@ -368,6 +433,11 @@ export interface Methods {
   "session.signOut": { params: Empty; result: Empty };
   "session.switchAccount": { params: { userID: UserID }; result: Account };
   "session.removeAccount": { params: { userID: UserID }; result: Empty };
+  /** The account's devices, this one first, then by when they were last seen. */
+  "session.devices": { params: Empty; result: AccountDevice[] };
+  "session.renameDevice": { params: { deviceID: string; name: string }; result: Empty };
+  /** Behind the password stage: `session.invalidCredentials` for a wrong password (the device stays). */
+  "session.removeDevice": { params: { deviceID: string; password: string }; result: Empty };
 
   "chat.refresh": { params: Empty; result: Empty };
   "chat.createRoom": {
@@ -393,6 +463,40 @@ export interface Methods {
     params: { roomID: RoomID; flag: "favourite" | "lowPriority" | "pinned" | "muted"; value: boolean };
     result: Empty;
   };
+  // Room management: each checks the account's power level first (chat.insufficientPowerLevel) and waits for the server.
+  "chat.setRoomName": { params: { roomID: RoomID; name: string }; result: Empty };
+  "chat.setRoomTopic": { params: { roomID: RoomID; topic: string }; result: Empty };
+  /** Uploads the image file at `path` (a path of the host's) and makes it the room's avatar. */
+  "chat.setRoomAvatar": { params: { roomID: RoomID; path: string; contentType: string }; result: { avatarURL: string } };
+  "chat.setHistoryVisibility": { params: { roomID: RoomID; visibility: HistoryVisibility }; result: Empty };
+  "chat.setPowerLevel": { params: { roomID: RoomID; userID: UserID; level: number }; result: Empty };
+  "chat.knock": { params: { roomIDOrAlias: string; reason?: string; via?: string[] }; result: { roomID: RoomID } };
+  /** The users knocking on the room. */
+  "chat.knocks": { params: { roomID: RoomID }; result: { userIDs: UserID[] } };
+  "chat.acceptKnock": { params: { roomID: RoomID; userID: UserID }; result: Empty };
+  "chat.denyKnock": { params: { roomID: RoomID; userID: UserID; reason?: string }; result: Empty };
+  // One's own profile and the users one ignores.
+  "chat.setDisplayName": { params: { name: string }; result: Empty };
+  /** Uploads the image file at `path` (a path of the host's) and makes it the account's avatar. */
+  "chat.setAvatar": { params: { path: string; contentType: string }; result: { avatarURL: string } };
+  "chat.ignore": { params: { userID: UserID }; result: Empty };
+  "chat.unignore": { params: { userID: UserID }; result: Empty };
+  "chat.ignoredUsers": { params: Empty; result: { userIDs: UserID[] } };
+  // Spaces: the joined ones and their links from the synced state; a hierarchy paged from the server as a handle.
+  "chat.joinedSpaces": { params: Empty; result: { id: RoomID; name?: string }[] };
+  /** From the synced state, which keeps no `suggested`: `isSuggested` is false here (the hierarchy carries it). */
+  "chat.roomsOfSpace": { params: { spaceID: RoomID }; result: SpaceChildLink[] };
+  "chat.createSpace": { params: { name: string; topic?: string; isPublic?: boolean }; result: { roomID: RoomID } };
+  /** Power level for `m.space.child` checked first. `via` defaults to the account's server. */
+  "chat.addToSpace": { params: { roomID: RoomID; spaceID: RoomID; via?: string[]; suggested?: boolean }; result: Empty };
+  "chat.removeFromSpace": { params: { roomID: RoomID; spaceID: RoomID }; result: Empty };
+  /** Joins a room through the servers a space's link names. */
+  "chat.joinVia": { params: { roomID: RoomID; via: string[] }; result: { roomID: RoomID } };
+  "chat.hierarchy": { params: { spaceID: RoomID; pageSize?: number }; result: SpaceHierarchyInfo };
+  /** The community's space (the manifest's `community.space`). */
+  "chat.communityRooms": { params: { pageSize?: number }; result: SpaceHierarchyInfo };
+  /** The next page; answers the state after it. */
+  "hierarchy.loadNextPage": { params: { hierarchy: Handle }; result: HierarchyState };
   "chat.conversation": { params: { roomID: RoomID }; result: { conversation: Handle; roomID: RoomID } };
   "chat.conversation.send": {
     params: { conversation: Handle; text: string; kind?: "text" | "notice" | "emote"; replyingTo?: EventID };
@@ -406,6 +510,35 @@ export interface Methods {
   /** A failed message again, with its transaction ID (idempotent), or dropped from the queue. */
   "chat.conversation.resend": { params: { conversation: Handle; transactionID: string }; result: Empty };
   "chat.conversation.cancelSend": { params: { conversation: Handle; transactionID: string }; result: Empty };
+
+  /** Turns on end-to-end encryption for the room; final. Nothing happens when it is on. */
+  "chat.conversation.enableEncryption": { params: { conversation: Handle }; result: Empty };
+
+  // Encryption management of the active account (errors in the domain "encryption";
+  // encryption.notReady without a signed-in account with encryption). Device verification is
+  // not here (issue 29: verification.*).
+  "encryption.identityState": { params: Empty; result: IdentityState };
+  /** Creates the identity (if none), secret storage and a key backup; the recovery key: show it once. */
+  "encryption.recovery.setUp": { params: { passphrase?: string }; result: { recoveryKey: string } };
+  /** The identity from secret storage, then the key backup (`null` when secret storage holds no backup key). */
+  "encryption.recovery.restore": {
+    params: { recoveryKey: string; isPassphrase?: boolean };
+    result: { backup: RestoredKeys | null };
+  };
+  /** "I lost my recovery key": a new identity and secret storage, behind the password stage. */
+  "encryption.recovery.reset": { params: { password: string; passphrase?: string }; result: { recoveryKey: string } };
+  "encryption.backup.status": { params: Empty; result: KeyBackupStatus };
+  /** Compares with the server's current version; stops uploading when it was replaced or deleted. */
+  "encryption.backup.check": { params: Empty; result: KeyBackupStatus };
+  "encryption.backup.create": { params: Empty; result: { version: string } };
+  /** The backup's private key in base64 (as secret storage holds it). */
+  "encryption.backup.enable": { params: { privateKey: string }; result: { version: string } };
+  "encryption.backup.restore": { params: Empty; result: RestoredKeys };
+  "encryption.backup.delete": { params: Empty; result: Empty };
+  /** The user's devices as last queried (users sharing an encrypted room with the account, and the account). */
+  "encryption.devices": { params: { userID: UserID }; result: CryptoDevice[] };
+  "encryption.identityChanged": { params: { userID: UserID }; result: { changed: boolean } };
+  "encryption.acknowledgeIdentityChange": { params: { userID: UserID }; result: { acknowledged: boolean } };
 
   "wallet.refreshBalances": { params: Empty; result: Balance[] };
   "wallet.history": { params: { limit?: number }; result: LedgerEntry[] };
@@ -533,6 +666,13 @@ export interface Paths {
   "studio.grants": { params: Empty; value: GrantInfo[] };
   "search.results": { params: { search: Handle }; value: SearchState<unknown> };
   "push.counts": { params: Empty; value: NotificationCounts };
+  /** The conversation's encryption. */
+  "conversation.encryption": { params: { conversation: Handle }; value: { kind: RoomEncryptionState } };
+  /** The identity of the account active when subscribed. */
+  "encryption.identity": { params: Empty; value: IdentityState };
+  /** The key backup of the account active when subscribed. */
+  "encryption.backup": { params: Empty; value: KeyBackupState };
+  "hierarchy.state": { params: { hierarchy: Handle }; value: HierarchyState };
 }
 
 export type MethodName = keyof Methods;
@@ -585,6 +725,9 @@ export interface Session {
   signOut(): Promise<void>;
   switchAccount(userID: UserID): Promise<Account>;
   removeAccount(userID: UserID): Promise<void>;
+  devices(): Promise<AccountDevice[]>;
+  renameDevice(deviceID: string, name: string): Promise<void>;
+  removeDevice(deviceID: string, password: string): Promise<void>;
 }
 
 export interface Conversation {
@@ -598,6 +741,8 @@ export interface Conversation {
   react(eventID: EventID, key: string): Promise<void>;
   redact(eventID: EventID): Promise<void>;
   markRead(eventID?: EventID): Promise<void>;
+  readonly encryption: Observe<{ kind: RoomEncryptionState }>;
+  enableEncryption(): Promise<void>;
 }
 
 export interface ChatClient {
@@ -608,6 +753,37 @@ export interface ChatClient {
   join(roomIDOrAlias: string): Promise<RoomID>;
   leave(roomID: RoomID): Promise<void>;
   invite(userID: UserID, roomID: RoomID): Promise<void>;
+  kick(userID: UserID, roomID: RoomID, reason?: string): Promise<void>;
+  ban(userID: UserID, roomID: RoomID, reason?: string): Promise<void>;
+  setJoinRule(roomID: RoomID, rule: Methods["chat.setJoinRule"]["params"]["rule"], allowedRooms?: RoomID[]): Promise<void>;
+  setRoomName(roomID: RoomID, name: string): Promise<void>;
+  setRoomTopic(roomID: RoomID, topic: string): Promise<void>;
+  setRoomAvatar(roomID: RoomID, path: string, contentType: string): Promise<string>;
+  setHistoryVisibility(roomID: RoomID, visibility: HistoryVisibility): Promise<void>;
+  setPowerLevel(roomID: RoomID, userID: UserID, level: number): Promise<void>;
+  knock(roomIDOrAlias: string, options?: { reason?: string; via?: string[] }): Promise<RoomID>;
+  knocks(roomID: RoomID): Promise<UserID[]>;
+  acceptKnock(roomID: RoomID, userID: UserID): Promise<void>;
+  denyKnock(roomID: RoomID, userID: UserID, reason?: string): Promise<void>;
+  setDisplayName(name: string): Promise<void>;
+  setAvatar(path: string, contentType: string): Promise<string>;
+  ignore(userID: UserID): Promise<void>;
+  unignore(userID: UserID): Promise<void>;
+  ignoredUsers(): Promise<UserID[]>;
+  joinedSpaces(): Promise<{ id: RoomID; name?: string }[]>;
+  roomsOfSpace(spaceID: RoomID): Promise<SpaceChildLink[]>;
+  createSpace(name: string, options?: { topic?: string; isPublic?: boolean }): Promise<RoomID>;
+  addToSpace(roomID: RoomID, spaceID: RoomID, options?: { via?: string[]; suggested?: boolean }): Promise<void>;
+  removeFromSpace(roomID: RoomID, spaceID: RoomID): Promise<void>;
+  joinVia(roomID: RoomID, via: string[]): Promise<RoomID>;
+  hierarchy(spaceID: RoomID, pageSize?: number): Promise<SpaceHierarchy>;
+  communityRooms(pageSize?: number): Promise<SpaceHierarchy>;
+}
+
+/** A space's hierarchy, paged from the server. */
+export interface SpaceHierarchy extends SpaceHierarchyInfo {
+  readonly state: Observe<HierarchyState>;
+  loadNextPage(): Promise<HierarchyState>;
 }
 
 export interface Draft extends TransferDraft {
@@ -711,6 +887,25 @@ export interface PublicRoomsClient {
   setPublished(roomID: RoomID, published: boolean): Promise<void>;
 }
 
+/** Encryption management of the active account (not a module: every community has it; `notReady` without an account). */
+export interface EncryptionClient {
+  readonly identity: Observe<IdentityState>;
+  readonly backup: Observe<KeyBackupState>;
+  identityState(): Promise<IdentityState>;
+  setUpRecovery(passphrase?: string): Promise<string>;
+  restoreRecovery(recoveryKey: string, isPassphrase?: boolean): Promise<RestoredKeys | null>;
+  resetRecovery(password: string, passphrase?: string): Promise<string>;
+  backupStatus(): Promise<KeyBackupStatus>;
+  checkBackup(): Promise<KeyBackupStatus>;
+  createBackup(): Promise<string>;
+  enableBackup(privateKey: string): Promise<string>;
+  restoreBackup(): Promise<RestoredKeys>;
+  deleteBackup(): Promise<void>;
+  devices(userID: UserID): Promise<CryptoDevice[]>;
+  identityChanged(userID: UserID): Promise<boolean>;
+  acknowledgeIdentityChange(userID: UserID): Promise<boolean>;
+}
+
 export interface CommunityClient {
   readonly session: Session;
   readonly chat: ChatClient;
@@ -720,6 +915,7 @@ export interface CommunityClient {
   readonly directory?: DirectoryClient;
   readonly publicRooms: PublicRoomsClient;
   readonly push: PushClient;
+  readonly encryption: EncryptionClient;
 }
 
 /** What the shell answers for the SDK: the consent sheet and PIN entry. */

@@ -85,12 +85,17 @@ package final class ContractCommunity: Sendable {
         var methods = ContractMethods.synchronousRules
         methods.merge(sessionMethods)
         methods.merge(chatMethods)
+        methods.merge(roomManagementMethods)
+        methods.merge(spaceMethods)
+        methods.merge(deviceMethods)
         methods.merge(conversationMethods)
         methods.merge(walletMethods)
         methods.merge(meetingMethods)
         methods.merge(studioMethods)
         methods.merge(directoryMethods)
         methods.merge(pushMethods)
+        methods.merge(encryptionMethods)
+        // Device verification (issue 29) merges its `verification.*` methods here.
         return methods
     }
 

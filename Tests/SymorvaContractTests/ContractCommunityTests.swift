@@ -83,6 +83,48 @@ struct ContractCommunityTests {
         }
     }
 
+    @Test("Signed out: room management, devices and encryption answer typed errors; wrong parameters first")
+    func managementSignedOut() async throws {
+        try await withEngine { engine, sink in
+            let cases: [(request: String, domain: String, code: String, parameter: String?)] = [
+                (#""chat.setRoomName", "params": {"roomID": "!r:localhost", "name": "n"}"#, "chat", "notSignedIn", nil),
+                (
+                    #""chat.setHistoryVisibility", "params": {"roomID": "!r:localhost", "visibility": "everyone"}"#,
+                    "contract", "invalidParams", "visibility"
+                ),
+                (
+                    #""chat.setPowerLevel", "params": {"roomID": "!r:localhost", "userID": "@b:localhost", "level": "high"}"#,
+                    "contract", "invalidParams", "level"
+                ),
+                (#""chat.knock", "params": {"roomIDOrAlias": "!r:localhost"}"#, "chat", "notSignedIn", nil),
+                (#""chat.ignore", "params": {"userID": "bob"}"#, "contract", "invalidParams", "userID"),
+                (#""session.devices""#, "session", "notSignedIn", nil),
+                (#""session.removeDevice", "params": {"deviceID": "D"}"#, "contract", "invalidParams", "password"),
+                (#""encryption.identityState""#, "encryption", "notReady", nil),
+                (#""encryption.backup.status""#, "encryption", "notReady", nil),
+                (
+                    #""encryption.backup.enable", "params": {"privateKey": "***"}"#, "contract", "invalidParams",
+                    "privateKey"
+                ),
+                (
+                    #""encryption.recovery.restore", "params": {"recoveryKey": "canary-recovery-key-5d1e"}"#,
+                    "encryption", "notReady", nil
+                ),
+                (#""subscribe", "params": {"path": "encryption.identity"}"#, "encryption", "notReady", nil),
+            ]
+            for (index, item) in cases.enumerated() {
+                let answer = try await call(engine, #"{"id": \#(index), "method": \#(item.request)}"#)
+                #expect(answer["error"]?["domain"] == .string(item.domain), "\(item.request)")
+                #expect(answer["error"]?["code"] == .string(item.code), "\(item.request)")
+                if let parameter = item.parameter {
+                    #expect(answer["error"]?["details"]?["parameter"] == .string(parameter), "\(item.request)")
+                }
+            }
+            let text = sink.text
+            #expect(!text.contains("canary-recovery-key-5d1e"))
+        }
+    }
+
     @Test("Subscriptions to the session and the conversation list answer their current value")
     func observables() async throws {
         try await withEngine { engine, _ in

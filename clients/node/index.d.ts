@@ -36,6 +36,7 @@ export declare class Client implements CommunityClient {
   readonly directory?: CommunityClient["directory"];
   readonly publicRooms: CommunityClient["publicRooms"];
   readonly push: CommunityClient["push"];
+  readonly encryption: CommunityClient["encryption"];
   /** Sends one request and resolves with its result (rejects with a SymorvaError). */
   request<M extends MethodName>(method: M, params?: Methods[M]["params"]): Promise<Methods[M]["result"]>;
   /** Subscribes to an observable path; resolves once the first value is there. */

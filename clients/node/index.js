@@ -131,6 +131,9 @@ class Client {
       removeAccount: (userID) => call("session.removeAccount", { userID }).then(none),
       state: () => this.observe("session.state"),
       accounts: () => this.observe("session.accounts"),
+      devices: () => call("session.devices"),
+      renameDevice: (deviceID, name) => call("session.renameDevice", { deviceID, name }).then(none),
+      removeDevice: (deviceID, password) => call("session.removeDevice", { deviceID, password }).then(none),
     };
     this.chat = {
       conversations: () => this.observe("chat.conversations"),
@@ -139,6 +142,32 @@ class Client {
       join: (roomIDOrAlias) => call("chat.join", { roomIDOrAlias }).then((r) => r.roomID),
       leave: (roomID) => call("chat.leave", { roomID }).then(none),
       invite: (userID, roomID) => call("chat.invite", { userID, roomID }).then(none),
+      kick: (userID, roomID, reason) => call("chat.kick", { userID, roomID, reason }).then(none),
+      ban: (userID, roomID, reason) => call("chat.ban", { userID, roomID, reason }).then(none),
+      setJoinRule: (roomID, rule, allowedRooms) => call("chat.setJoinRule", { roomID, rule, allowedRooms }).then(none),
+      setRoomName: (roomID, name) => call("chat.setRoomName", { roomID, name }).then(none),
+      setRoomTopic: (roomID, topic) => call("chat.setRoomTopic", { roomID, topic }).then(none),
+      setRoomAvatar: (roomID, path, contentType) =>
+        call("chat.setRoomAvatar", { roomID, path, contentType }).then((r) => r.avatarURL),
+      setHistoryVisibility: (roomID, visibility) => call("chat.setHistoryVisibility", { roomID, visibility }).then(none),
+      setPowerLevel: (roomID, userID, level) => call("chat.setPowerLevel", { roomID, userID, level }).then(none),
+      knock: (roomIDOrAlias, options = {}) => call("chat.knock", { roomIDOrAlias, ...options }).then((r) => r.roomID),
+      knocks: (roomID) => call("chat.knocks", { roomID }).then((r) => r.userIDs),
+      acceptKnock: (roomID, userID) => call("chat.acceptKnock", { roomID, userID }).then(none),
+      denyKnock: (roomID, userID, reason) => call("chat.denyKnock", { roomID, userID, reason }).then(none),
+      setDisplayName: (name) => call("chat.setDisplayName", { name }).then(none),
+      setAvatar: (path, contentType) => call("chat.setAvatar", { path, contentType }).then((r) => r.avatarURL),
+      ignore: (userID) => call("chat.ignore", { userID }).then(none),
+      unignore: (userID) => call("chat.unignore", { userID }).then(none),
+      ignoredUsers: () => call("chat.ignoredUsers").then((r) => r.userIDs),
+      joinedSpaces: () => call("chat.joinedSpaces"),
+      roomsOfSpace: (spaceID) => call("chat.roomsOfSpace", { spaceID }),
+      createSpace: (name, options = {}) => call("chat.createSpace", { name, ...options }).then((r) => r.roomID),
+      addToSpace: (roomID, spaceID, options = {}) => call("chat.addToSpace", { roomID, spaceID, ...options }).then(none),
+      removeFromSpace: (roomID, spaceID) => call("chat.removeFromSpace", { roomID, spaceID }).then(none),
+      joinVia: (roomID, via) => call("chat.joinVia", { roomID, via }).then((r) => r.roomID),
+      hierarchy: async (spaceID, pageSize) => this._hierarchy(await call("chat.hierarchy", { spaceID, pageSize })),
+      communityRooms: async (pageSize) => this._hierarchy(await call("chat.communityRooms", { pageSize })),
       conversation: async (roomID) => this._conversation(await call("chat.conversation", { roomID })),
     };
     this.meetings = {
@@ -195,6 +224,26 @@ class Client {
       users: async (options = {}) => this._search(await call("directory.searchUsers", options)),
     } : undefined;
     this.push = this._push();
+    this.encryption = {
+      identity: () => this.observe("encryption.identity"),
+      backup: () => this.observe("encryption.backup"),
+      identityState: () => call("encryption.identityState"),
+      setUpRecovery: (passphrase) => call("encryption.recovery.setUp", { passphrase }).then((r) => r.recoveryKey),
+      restoreRecovery: (recoveryKey, isPassphrase) =>
+        call("encryption.recovery.restore", { recoveryKey, isPassphrase }).then((r) => r.backup),
+      resetRecovery: (password, passphrase) =>
+        call("encryption.recovery.reset", { password, passphrase }).then((r) => r.recoveryKey),
+      backupStatus: () => call("encryption.backup.status"),
+      checkBackup: () => call("encryption.backup.check"),
+      createBackup: () => call("encryption.backup.create").then((r) => r.version),
+      enableBackup: (privateKey) => call("encryption.backup.enable", { privateKey }).then((r) => r.version),
+      restoreBackup: () => call("encryption.backup.restore"),
+      deleteBackup: () => call("encryption.backup.delete").then(none),
+      devices: (userID) => call("encryption.devices", { userID }),
+      identityChanged: (userID) => call("encryption.identityChanged", { userID }).then((r) => r.changed),
+      acknowledgeIdentityChange: (userID) =>
+        call("encryption.acknowledgeIdentityChange", { userID }).then((r) => r.acknowledged),
+    };
     this.publicRooms = {
       search: async (options = {}) => this._search(await call("publicRooms.search", options)),
       resolve: (alias) => call("publicRooms.resolve", { alias }).then((r) => r.roomID),
@@ -237,6 +286,15 @@ class Client {
     };
   }
 
+  _hierarchy(info) {
+    const hierarchy = info.hierarchy;
+    return {
+      ...info,
+      state: () => this.observe("hierarchy.state", { hierarchy }),
+      loadNextPage: () => this.request("hierarchy.loadNextPage", { hierarchy }),
+    };
+  }
+
   _conversation(opened) {
     const conversation = opened.conversation;
     const call = (method, params = {}) => this.request(method, { conversation, ...params });
@@ -252,6 +310,8 @@ class Client {
       react: (eventID, key) => call("chat.conversation.react", { eventID, key }).then(none),
       redact: (eventID) => call("chat.conversation.redact", { eventID }).then(none),
       markRead: (eventID) => call("chat.conversation.markRead", eventID ? { eventID } : {}).then(none),
+      encryption: () => this.observe("conversation.encryption", { conversation }),
+      enableEncryption: () => call("chat.conversation.enableEncryption").then(none),
     };
   }
 }

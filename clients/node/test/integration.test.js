@@ -147,3 +147,86 @@ test("sign-out ends the handles; bad input leaves the client usable", options, a
   assert.deepEqual([ended.domain, ended.code], ["chat", "accountEnded"]);
   await client.close();
 });
+
+test("room management, profile, ignoring and devices", options, async () => {
+  const { client: alice, account } = await newClient("ndr");
+  const { client: bob, account: bobAccount } = await newClient("ndr");
+  const roomID = await alice.chat.createRoom({ name: "Before" });
+  const conversations = await alice.chat.conversations();
+  await alice.chat.setRoomName(roomID, "Managed from node");
+  await alice.chat.setRoomTopic(roomID, "Topic from node");
+  await until(conversations, (list) => list.items.some((item) => item.id === roomID && item.name === "Managed from node" && item.topic === "Topic from node"));
+  await conversations.close();
+  await alice.chat.setHistoryVisibility(roomID, "invited");
+  assert.equal((await rejection(alice.chat.setHistoryVisibility(roomID, "nobody"))).code, "invalidParams");
+
+  await alice.chat.setJoinRule(roomID, "knock");
+  assert.equal(await bob.chat.knock(roomID, { reason: "node knocks" }), roomID);
+  const deadline = Date.now() + 60_000;
+  while (!(await alice.chat.knocks(roomID)).includes(bobAccount.userID)) {
+    assert.ok(Date.now() < deadline, "Bob's knock never showed");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await alice.chat.acceptKnock(roomID, bobAccount.userID);
+  await bob.chat.join(roomID);
+  await alice.chat.setPowerLevel(roomID, bobAccount.userID, 10);
+  await alice.chat.kick(bobAccount.userID, roomID, "node kick");
+
+  await alice.chat.setDisplayName("Alice from node");
+  await alice.chat.ignore(bobAccount.userID);
+  assert.deepEqual(await alice.chat.ignoredUsers(), [bobAccount.userID]);
+  await alice.chat.unignore(bobAccount.userID);
+  assert.deepEqual(await alice.chat.ignoredUsers(), []);
+
+  const devices = await alice.session.devices();
+  assert.deepEqual(devices.map((device) => device.isCurrent), [true]);
+  await alice.session.renameDevice(devices[0].deviceID, "Node desktop");
+  assert.equal((await alice.session.devices())[0].displayName, "Node desktop");
+  assert.equal((await rejection(alice.session.removeDevice(devices[0].deviceID, ""))).code, "invalidParams");
+  assert.equal(account.deviceID, devices[0].deviceID);
+  await alice.close();
+  await bob.close();
+});
+
+test("encryption: recovery set up, the key backup in use, typed errors", options, async () => {
+  const { client } = await newClient("nde");
+  let identity;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try { identity = await client.encryption.identityState(); break; } catch (error) {
+      assert.equal(error.code, "notReady");
+      assert.ok(Date.now() < deadline, "encryption never became ready");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  assert.deepEqual(identity, { kind: "none" });
+  const recoveryKey = await client.encryption.setUpRecovery();
+  assert.ok(recoveryKey.length >= 48);
+  assert.deepEqual(await client.encryption.identityState(), { kind: "ready" });
+  const status = await client.encryption.backupStatus();
+  assert.ok(status.version);
+  assert.equal((await rejection(client.encryption.enableBackup("***"))).code, "invalidParams");
+  const mismatch = await rejection(client.encryption.enableBackup(Buffer.alloc(32, 7).toString("base64")));
+  assert.deepEqual([mismatch.domain, mismatch.code], ["encryption", "keyMismatch"]);
+  const identityObserved = await client.encryption.identity();
+  assert.deepEqual(identityObserved.value, { kind: "ready" });
+  await identityObserved.close();
+  await client.close();
+});
+
+test("spaces: a space, a linked room, its hierarchy through a handle", options, async () => {
+  const { client } = await newClient("nds");
+  const spaceID = await client.chat.createSpace("Node space", { topic: "from node" });
+  const roomID = await client.chat.createRoom({ name: "Linked from node" });
+  await client.chat.addToSpace(roomID, spaceID, { suggested: true });
+  const hierarchy = await client.chat.hierarchy(spaceID, 5);
+  assert.equal(hierarchy.spaceID, spaceID);
+  const state = await hierarchy.state();
+  const loaded = await hierarchy.loadNextPage();
+  assert.deepEqual(loaded.rooms.map((room) => room.id).sort(), [roomID, spaceID].sort());
+  await until(state, (value) => value.isComplete);
+  await state.close();
+  await client.chat.removeFromSpace(roomID, spaceID);
+  assert.equal((await rejection(client.chat.joinVia(roomID, []))).code, "invalidParams");
+  await client.close();
+});

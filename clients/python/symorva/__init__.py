@@ -8,6 +8,12 @@ asyncio API whose names follow the contract (contract/symorva.d.ts, docs/contrac
     timeline = await conversation.timeline()          # an Observable, kept current
     receipt = await conversation.send("Hello")
     await client.close()
+
+With `validate=True` (or SYMORVA_VALIDATE_SCHEMA=1 in the environment), every message from the
+SDK is checked against contract/symorva.schema.json (symorva.schema): each answer's result
+against its method's schema (and the params that succeeded against the params schema), each
+subscription's value and update against its path's. A result that violates it fails the request
+with SchemaViolation; any violation makes close() raise.
 """
 
 import asyncio
@@ -139,9 +145,10 @@ class Client:
     """One community over the C library. Build it with `await Client.open(...)`."""
 
     @classmethod
-    async def open(cls, manifest, data_directory, consent=None, pin_entry=None):
+    async def open(cls, manifest, data_directory, consent=None, pin_entry=None, validate=None):
         """`consent(sheet) -> "approved" | "declined"` and `pin_entry(summary) -> str | None` may
-        be coroutines; they answer the SDK's host requests."""
+        be coroutines; they answer the SDK's host requests. `validate` checks every message
+        against the contract's JSON Schema (default: $SYMORVA_VALIDATE_SCHEMA == "1")."""
         lib = library()
         loop = asyncio.get_running_loop()
         client_id = await loop.run_in_executor(
@@ -149,6 +156,9 @@ class Client:
         if client_id <= 0:
             raise SymorvaError({"domain": "contract", "code": "invalidManifest", "message": f"create failed ({client_id})"})
         client = cls(client_id, loop, consent, pin_entry)
+        if validate if validate is not None else os.environ.get("SYMORVA_VALIDATE_SCHEMA") == "1":
+            from .schema import Schema
+            client._schema = Schema.load()
         client._build(await client.request("community.modules"))
         return client
 
@@ -161,6 +171,10 @@ class Client:
         self._pending = {}
         self._observed = {}
         self._closed = asyncio.Event()
+        self._schema = None
+        self._sent = {}
+        self._paths = {}
+        self.schema_violations = []
         self._receiver = threading.Thread(target=self._receive_loop, name=f"symorva-{client_id}", daemon=True)
         self._receiver.start()
 
@@ -180,7 +194,46 @@ class Client:
     def _closed_flag(self):
         return getattr(self, "_destroyed", False)
 
+    def _violation(self, check, *arguments):
+        """Runs a schema check; returns the violation (also kept in schema_violations) or None."""
+        from .schema import SchemaViolation
+        try:
+            check(*arguments)
+        except SchemaViolation as violation:
+            self.schema_violations.append(str(violation))
+            return violation
+        return None
+
+    def _check_answer(self, message):
+        violation = self._violation(self._schema.check_message, message)
+        sent = self._sent.pop(message["id"], None)
+        if violation is not None or sent is None or "error" in message:
+            return violation
+        method, params = sent
+        result = message["result"]
+        if method == "subscribe":
+            path = params.get("path")
+            self._paths[result.get("subscription")] = path
+            arguments = {key: value for key, value in params.items() if key != "path"}
+            return (self._violation(self._schema.check_path_params, path, arguments)
+                    or self._violation(self._schema.check_value, path, result.get("value")))
+        return (self._violation(self._schema.check_params, method, params)
+                or self._violation(self._schema.check_result, method, result))
+
     def _dispatch(self, message):
+        if self._schema is not None and "id" in message:
+            violation = self._check_answer(message)
+            if violation is not None:
+                future = self._pending.pop(message["id"], None)
+                if future is not None and not future.done():
+                    future.set_exception(violation)
+                return
+        elif self._schema is not None:
+            self._violation(self._schema.check_message, message)
+            if "update" in message:
+                path = self._paths.get(message["update"]["subscription"])
+                if path is not None:
+                    self._violation(self._schema.check_value, path, message["update"]["value"])
         if "id" in message:
             future = self._pending.pop(message["id"], None)
             if future is None or future.done():
@@ -225,6 +278,8 @@ class Client:
         request_id = next(self._ids)
         future = self._loop.create_future()
         self._pending[request_id] = future
+        if self._schema is not None:
+            self._sent[request_id] = (method, params)
         status = library().symorva_client_send(self._id, json.dumps({"id": request_id, "method": method, "params": params}).encode())
         if status != 0:
             self._pending.pop(request_id, None)
@@ -246,6 +301,8 @@ class Client:
         if not self._closed.is_set():
             self._dispatch({"closed": True})
         await self._loop.run_in_executor(None, self._receiver.join, 5)
+        if self.schema_violations:
+            raise AssertionError("messages the contract's schema refuses: " + "; ".join(self.schema_violations))
 
     def _build(self, modules):
         self.session = _Session(self)
@@ -256,6 +313,7 @@ class Client:
         self.directory = _Directory(self) if modules["directory"] else None
         self.public_rooms = _PublicRooms(self)
         self.push = _Push(self)
+        self.encryption = _Encryption(self)
 
 
 class _Session:
@@ -277,6 +335,15 @@ class _Session:
     async def state(self):
         return await self._c.observe("session.state")
 
+    async def devices(self):
+        return await self._c.request("session.devices")
+
+    async def rename_device(self, device_id, name):
+        await self._c.request("session.renameDevice", deviceID=device_id, name=name)
+
+    async def remove_device(self, device_id, password):
+        await self._c.request("session.removeDevice", deviceID=device_id, password=password)
+
 
 class _Conversation:
     def __init__(self, client, opened):
@@ -292,6 +359,12 @@ class _Conversation:
 
     async def timeline(self):
         return await self._c.observe("conversation.timeline", conversation=self.handle)
+
+    async def encryption(self):
+        return await self._c.observe("conversation.encryption", conversation=self.handle)
+
+    async def enable_encryption(self):
+        await self._c.request("chat.conversation.enableEncryption", conversation=self.handle)
 
 
 class _Chat:
@@ -309,6 +382,86 @@ class _Chat:
 
     async def invite(self, user_id, room_id):
         await self._c.request("chat.invite", userID=user_id, roomID=room_id)
+
+    async def leave(self, room_id):
+        await self._c.request("chat.leave", roomID=room_id)
+
+    async def kick(self, user_id, room_id, reason=None):
+        await self._c.request("chat.kick", userID=user_id, roomID=room_id, reason=reason)
+
+    async def ban(self, user_id, room_id, reason=None):
+        await self._c.request("chat.ban", userID=user_id, roomID=room_id, reason=reason)
+
+    async def set_join_rule(self, room_id, rule, allowed_rooms=None):
+        await self._c.request("chat.setJoinRule", roomID=room_id, rule=rule, allowedRooms=allowed_rooms)
+
+    async def set_room_name(self, room_id, name):
+        await self._c.request("chat.setRoomName", roomID=room_id, name=name)
+
+    async def set_room_topic(self, room_id, topic):
+        await self._c.request("chat.setRoomTopic", roomID=room_id, topic=topic)
+
+    async def set_room_avatar(self, room_id, path, content_type):
+        return (await self._c.request("chat.setRoomAvatar", roomID=room_id, path=path,
+                                      contentType=content_type))["avatarURL"]
+
+    async def set_history_visibility(self, room_id, visibility):
+        await self._c.request("chat.setHistoryVisibility", roomID=room_id, visibility=visibility)
+
+    async def set_power_level(self, room_id, user_id, level):
+        await self._c.request("chat.setPowerLevel", roomID=room_id, userID=user_id, level=level)
+
+    async def knock(self, room_id_or_alias, reason=None, via=None):
+        return (await self._c.request("chat.knock", roomIDOrAlias=room_id_or_alias, reason=reason,
+                                      via=via or []))["roomID"]
+
+    async def knocks(self, room_id):
+        return (await self._c.request("chat.knocks", roomID=room_id))["userIDs"]
+
+    async def accept_knock(self, room_id, user_id):
+        await self._c.request("chat.acceptKnock", roomID=room_id, userID=user_id)
+
+    async def deny_knock(self, room_id, user_id, reason=None):
+        await self._c.request("chat.denyKnock", roomID=room_id, userID=user_id, reason=reason)
+
+    async def set_display_name(self, name):
+        await self._c.request("chat.setDisplayName", name=name)
+
+    async def set_avatar(self, path, content_type):
+        return (await self._c.request("chat.setAvatar", path=path, contentType=content_type))["avatarURL"]
+
+    async def ignore(self, user_id):
+        await self._c.request("chat.ignore", userID=user_id)
+
+    async def unignore(self, user_id):
+        await self._c.request("chat.unignore", userID=user_id)
+
+    async def ignored_users(self):
+        return (await self._c.request("chat.ignoredUsers"))["userIDs"]
+
+    async def joined_spaces(self):
+        return await self._c.request("chat.joinedSpaces")
+
+    async def rooms_of_space(self, space_id):
+        return await self._c.request("chat.roomsOfSpace", spaceID=space_id)
+
+    async def create_space(self, name, topic=None, is_public=False):
+        return (await self._c.request("chat.createSpace", name=name, topic=topic, isPublic=is_public))["roomID"]
+
+    async def add_to_space(self, room_id, space_id, via=None, suggested=False):
+        await self._c.request("chat.addToSpace", roomID=room_id, spaceID=space_id, via=via, suggested=suggested)
+
+    async def remove_from_space(self, room_id, space_id):
+        await self._c.request("chat.removeFromSpace", roomID=room_id, spaceID=space_id)
+
+    async def join_via(self, room_id, via):
+        return (await self._c.request("chat.joinVia", roomID=room_id, via=via))["roomID"]
+
+    async def hierarchy(self, space_id, page_size=50):
+        return _Hierarchy(self._c, await self._c.request("chat.hierarchy", spaceID=space_id, pageSize=page_size))
+
+    async def community_rooms(self, page_size=50):
+        return _Hierarchy(self._c, await self._c.request("chat.communityRooms", pageSize=page_size))
 
     async def conversation(self, room_id):
         return _Conversation(self._c, await self._c.request("chat.conversation", roomID=room_id))
@@ -545,3 +698,73 @@ class _Push:
 
     async def event(self, room_id, event_id):
         return await self._c.request("push.event", roomID=room_id, eventID=event_id)
+
+
+class _Encryption:
+    """Encryption management of the active account: identity and recovery, the key backup, the
+    devices of users and their trust."""
+
+    def __init__(self, client):
+        self._c = client
+
+    async def identity(self):
+        return await self._c.observe("encryption.identity")
+
+    async def backup(self):
+        return await self._c.observe("encryption.backup")
+
+    async def identity_state(self):
+        return await self._c.request("encryption.identityState")
+
+    async def set_up_recovery(self, passphrase=None):
+        return (await self._c.request("encryption.recovery.setUp", passphrase=passphrase))["recoveryKey"]
+
+    async def restore_recovery(self, recovery_key, is_passphrase=False):
+        return (await self._c.request("encryption.recovery.restore", recoveryKey=recovery_key,
+                                      isPassphrase=is_passphrase))["backup"]
+
+    async def reset_recovery(self, password, passphrase=None):
+        return (await self._c.request("encryption.recovery.reset", password=password,
+                                      passphrase=passphrase))["recoveryKey"]
+
+    async def backup_status(self):
+        return await self._c.request("encryption.backup.status")
+
+    async def check_backup(self):
+        return await self._c.request("encryption.backup.check")
+
+    async def create_backup(self):
+        return (await self._c.request("encryption.backup.create"))["version"]
+
+    async def enable_backup(self, private_key):
+        return (await self._c.request("encryption.backup.enable", privateKey=private_key))["version"]
+
+    async def restore_backup(self):
+        return await self._c.request("encryption.backup.restore")
+
+    async def delete_backup(self):
+        await self._c.request("encryption.backup.delete")
+
+    async def devices(self, user_id):
+        return await self._c.request("encryption.devices", userID=user_id)
+
+    async def identity_changed(self, user_id):
+        return (await self._c.request("encryption.identityChanged", userID=user_id))["changed"]
+
+    async def acknowledge_identity_change(self, user_id):
+        return (await self._c.request("encryption.acknowledgeIdentityChange", userID=user_id))["acknowledged"]
+
+
+class _Hierarchy:
+    """A space's hierarchy, paged from the server."""
+
+    def __init__(self, client, info):
+        self._c = client
+        self.handle = info["hierarchy"]
+        self.space_id = info["spaceID"]
+
+    async def state(self):
+        return await self._c.observe("hierarchy.state", hierarchy=self.handle)
+
+    async def load_next_page(self):
+        return await self._c.request("hierarchy.loadNextPage", hierarchy=self.handle)

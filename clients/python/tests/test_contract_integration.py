@@ -7,10 +7,12 @@ SYMORVA_REQUIRE_SERVERS=1 (then they fail).
 """
 
 import asyncio
+import base64
 import json
 import os
 import secrets
 import tempfile
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -82,6 +84,7 @@ async def new_client(prefix, **handlers):
     password = "pw-canary-" + secrets.token_hex(12)
     REGISTERED_PASSWORDS.append(password)
     account = await client.session.register(name, password)
+    client.data_directory = folder
     return client, account
 
 
@@ -433,3 +436,370 @@ def test_push_pusher_rules_counts_and_the_pushed_event():
         await alice.close()
         await bob.close()
     run(scenario())
+
+
+class Watcher:
+    """An account of its own, outside the SDK, that reads what the server holds (room state,
+    memberships, profiles) to check what the contract's methods did."""
+
+    def __init__(self):
+        name = "watch" + uuid.uuid4().hex[:10]
+        registered = http("POST", f"{HOMESERVER}/_matrix/client/v3/register",
+                          {"username": name, "password": secrets.token_hex(12), "auth": {"type": "m.login.dummy"}})
+        self.user_id = registered["user_id"]
+        self.token = registered["access_token"]
+
+    def join(self, room_id):
+        http("POST", f"{HOMESERVER}/_matrix/client/v3/join/{urllib.parse.quote(room_id)}", {}, self.token)
+
+    def state(self, room_id, event_type, state_key=""):
+        return http("GET", f"{HOMESERVER}/_matrix/client/v3/rooms/{urllib.parse.quote(room_id)}/state/"
+                           f"{event_type}/{urllib.parse.quote(state_key)}", None, self.token)
+
+    def membership(self, room_id, user_id):
+        return self.state(room_id, "m.room.member", user_id)["membership"]
+
+    def profile(self, user_id):
+        return http("GET", f"{HOMESERVER}/_matrix/client/v3/profile/{urllib.parse.quote(user_id)}", None, self.token)
+
+
+async def eventually(probe, timeout=60):
+    """Awaits `probe()` (a coroutine function) until it answers truthy; returns that answer."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        answer = await probe()
+        if answer:
+            return answer
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("timed out waiting for a condition")
+        await asyncio.sleep(0.2)
+
+
+def test_room_management_knocking_and_membership():
+    async def scenario():
+        watcher = Watcher()
+        alice, alice_account = await new_client("pyr")
+        bob, bob_account = await new_client("pyr")
+        bob_id = bob_account["userID"]
+        room_id = await alice.chat.create_room(name="Before")
+        await alice.chat.invite(watcher.user_id, room_id)
+        watcher.join(room_id)
+
+        conversations = await alice.chat.conversations()
+        await alice.chat.set_room_name(room_id, "Managed room")
+        await alice.chat.set_room_topic(room_id, "What the contract manages")
+        await conversations.wait_until(lambda value: any(
+            i["id"] == room_id and i["name"] == "Managed room" and i.get("topic") == "What the contract manages"
+            for i in value["items"]))
+        assert watcher.state(room_id, "m.room.name")["name"] == "Managed room"
+        with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as image:
+            image.write(PNG)
+        room_avatar = await alice.chat.set_room_avatar(room_id, image.name, "image/png")
+        os.unlink(image.name)
+        assert room_avatar.startswith("mxc://")
+        assert watcher.state(room_id, "m.room.avatar")["url"] == room_avatar
+        await alice.chat.set_history_visibility(room_id, "joined")
+        assert watcher.state(room_id, "m.room.history_visibility")["history_visibility"] == "joined"
+        with pytest.raises(symorva.SymorvaError) as bad_visibility:
+            await alice.chat.set_history_visibility(room_id, "everyone")
+        assert (bad_visibility.value.code, bad_visibility.value.details["parameter"]) == ("invalidParams",
+                                                                                        "visibility")
+
+        # Knocking: Bob knocks, Alice sees him knocking and lets him in; he joins.
+        await alice.chat.set_join_rule(room_id, "knock")
+        assert await bob.chat.knock(room_id, reason="let me in") == room_id
+        assert await eventually(lambda: _contains(alice.chat.knocks(room_id), bob_id))
+        await alice.chat.accept_knock(room_id, bob_id)
+        assert watcher.membership(room_id, bob_id) == "invite"
+        await bob.chat.join(room_id)
+        assert watcher.membership(room_id, bob_id) == "join"
+
+        # Power levels: Bob, at 0, may not rename the room; at 50 (the default for state) he may.
+        with pytest.raises(symorva.SymorvaError) as refused:
+            await bob.chat.set_room_name(room_id, "Bob's room")
+        assert (refused.value.domain, refused.value.code) == ("chat", "insufficientPowerLevel")
+        await alice.chat.set_power_level(room_id, bob_id, 50)
+        assert watcher.state(room_id, "m.room.power_levels")["users"][bob_id] == 50
+        await eventually(lambda: _succeeds(bob.chat.set_room_name(room_id, "Bob's room"), "insufficientPowerLevel"))
+        assert watcher.state(room_id, "m.room.name")["name"] == "Bob's room"
+        with pytest.raises(symorva.SymorvaError) as wrong_level:
+            await alice.chat.set_power_level(room_id, bob_id, "high")
+        assert wrong_level.value.code == "invalidParams"
+
+        # Leave, kick, ban.
+        await bob.chat.leave(room_id)
+        assert watcher.membership(room_id, bob_id) == "leave"
+        await alice.chat.invite(bob_id, room_id)
+        await bob.chat.join(room_id)
+        await alice.chat.kick(bob_id, room_id, reason="a test kick")
+        assert watcher.membership(room_id, bob_id) == "leave"
+        assert watcher.state(room_id, "m.room.member", bob_id).get("reason") == "a test kick"
+        await alice.chat.ban(bob_id, room_id, reason="a test ban")
+        assert watcher.membership(room_id, bob_id) == "ban"
+        with pytest.raises(symorva.SymorvaError) as banned:
+            await bob.chat.join(room_id)
+        assert banned.value.domain == "chat"
+
+        # A knock turned down.
+        carol, carol_account = await new_client("pyr")
+        await carol.chat.knock(room_id)
+        assert await eventually(lambda: _contains(alice.chat.knocks(room_id), carol_account["userID"]))
+        await alice.chat.deny_knock(room_id, carol_account["userID"], reason="not today")
+        assert watcher.membership(room_id, carol_account["userID"]) == "leave"
+        await conversations.close()
+        for client in (alice, bob, carol):
+            await client.close()
+    run(scenario())
+
+
+async def _contains(awaitable, item):
+    return item in await awaitable
+
+
+async def _succeeds(awaitable, retried_code):
+    """True when the request succeeds; False when it fails with `retried_code` (the local state
+    has not caught up yet); any other error is raised."""
+    try:
+        await awaitable
+        return True
+    except symorva.SymorvaError as error:
+        if error.code != retried_code:
+            raise
+        return False
+
+
+# The smallest valid PNG (1×1, grey).
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010800000000"
+                    "3a7e9b550000000a4944415478da63680000008200814f7a3a2b0000000049454e44ae426082")
+
+
+def test_profile_ignoring_and_devices():
+    async def scenario():
+        watcher = Watcher()
+        alice, alice_account = await new_client("pyd")
+        alice_id = alice_account["userID"]
+        password = REGISTERED_PASSWORDS[-1]
+        bob, bob_account = await new_client("pyd")
+
+        await alice.chat.set_display_name("Alice of the contract")
+        assert watcher.profile(alice_id)["displayname"] == "Alice of the contract"
+        with pytest.raises(symorva.SymorvaError) as empty:
+            await alice.chat.set_display_name("")
+        assert (empty.value.domain, empty.value.code) == ("chat", "invalidArgument")
+        with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as image:
+            image.write(PNG)
+        avatar = await alice.chat.set_avatar(image.name, "image/png")
+        os.unlink(image.name)
+        assert avatar.startswith("mxc://")
+        assert watcher.profile(alice_id)["avatar_url"] == avatar
+
+        await alice.chat.ignore(bob_account["userID"])
+        assert await alice.chat.ignored_users() == [bob_account["userID"]]
+        await alice.chat.unignore(bob_account["userID"])
+        assert await alice.chat.ignored_users() == []
+        with pytest.raises(symorva.SymorvaError) as not_a_user:
+            await alice.chat.ignore("bob")
+        assert not_a_user.value.code == "invalidParams"
+
+        # Devices: this one, renamed; a second sign-in listed, then removed behind the password.
+        devices = await alice.session.devices()
+        assert [d["isCurrent"] for d in devices] == [True]
+        current = devices[0]["deviceID"]
+        await alice.session.rename_device(current, "Python laptop")
+        assert (await alice.session.devices())[0]["displayName"] == "Python laptop"
+        second = await symorva.Client.open(MANIFEST, tempfile.mkdtemp(prefix="symorva-py-"))
+        await second.session.sign_in(alice_id, password)
+        devices = await alice.session.devices()
+        assert len(devices) == 2 and devices[0]["deviceID"] == current
+        other = devices[1]["deviceID"]
+        with pytest.raises(symorva.SymorvaError) as wrong:
+            await alice.session.remove_device(other, "not-the-password")
+        assert (wrong.value.domain, wrong.value.code) == ("session", "invalidCredentials")
+        assert len(await alice.session.devices()) == 2
+        await alice.session.remove_device(other, password)
+        assert [d["deviceID"] for d in await alice.session.devices()] == [current]
+        for client in (second, alice, bob):
+            await client.close()
+    run(scenario())
+
+
+async def _unless(awaitable, retried_code):
+    """The answer, or None when the request fails with `retried_code` (not ready yet)."""
+    try:
+        return await awaitable
+    except symorva.SymorvaError as error:
+        if error.code != retried_code:
+            raise
+        return None
+
+
+def test_encryption_recovery_backup_and_trust():
+    lines = []
+    symorva.set_log(0, lambda level, line: lines.append(line))  # trace: the recovery key must not show
+    keys = []
+
+    async def scenario():
+        alice, account = await new_client("pye")
+        alice_id = account["userID"]
+        password = REGISTERED_PASSWORDS[-1]
+        bob, bob_account = await new_client("pye")
+        bob_id = bob_account["userID"]
+
+        # A new account: no identity, no backup; setting up recovery makes both.
+        identity = await eventually(lambda: _unless(alice.encryption.identity_state(), "notReady"))
+        assert identity == {"kind": "none"}
+        assert (await alice.encryption.backup_status())["version"] is None
+        recovery_key = await alice.encryption.set_up_recovery()
+        keys.append(recovery_key)
+        assert len(recovery_key.replace(" ", "")) >= 48
+        assert await alice.encryption.identity_state() == {"kind": "ready"}
+        version = (await alice.encryption.backup_status())["version"]
+        assert version
+
+        # An encrypted room: the message's key reaches the backup.
+        room_id = await alice.chat.create_room(name="Sealed", invitees=[bob_id])
+        conversation = await alice.chat.conversation(room_id)
+        encryption = await conversation.encryption()
+        assert encryption.value["kind"] in ("unknown", "notEncrypted")
+        await conversation.enable_encryption()
+        await encryption.wait_until(lambda value: value["kind"] == "encrypted")
+        await bob.chat.join(room_id)
+        backup = await alice.encryption.backup()
+        timeline = await conversation.timeline()
+        await conversation.send("sealed words")
+        await timeline.wait_until(lambda items: any(
+            item["content"].get("body") == "sealed words" and item.get("eventID") for item in items))
+        await backup.wait_until(lambda value: value["kind"] == "upToDate", timeout=60)
+        assert (await alice.encryption.backup_status())["waiting"] == 0
+
+        # Trust: this device is verified by the identity it holds; Bob, without one, is not.
+        own = await alice.encryption.devices(alice_id)
+        assert [d["trust"] for d in own if d["deviceID"] == (await alice.session.devices())[0]["deviceID"]] == \
+            ["verified"]
+        bob_devices = await eventually(lambda: alice.encryption.devices(bob_id))
+        assert {d["trust"] for d in bob_devices} == {"unverified"}
+        assert await alice.encryption.identity_changed(bob_id) is False
+        assert await alice.encryption.acknowledge_identity_change(bob_id) is False
+
+        # Alice's first device goes away (it could forward the key itself): a second device
+        # needs recovery; the recovery key restores the identity and every key of the backup, and
+        # the message reads there.
+        for observed in (backup, timeline, encryption):
+            await observed.close()
+        await alice.close()
+        second = await symorva.Client.open(MANIFEST, tempfile.mkdtemp(prefix="symorva-py-"))
+        await second.session.sign_in(alice_id, password)
+        await eventually(lambda: _is(second.encryption.identity_state(), {"kind": "needsRecovery"}, "notReady"))
+        with pytest.raises(symorva.SymorvaError) as malformed:
+            await second.encryption.restore_recovery("not a recovery key")
+        assert (malformed.value.domain, malformed.value.code) == ("encryption", "malformedRecoveryKey")
+        restored = await second.encryption.restore_recovery(recovery_key)
+        # The backup holds the room's key. `imported` may be 0: once the backup is enabled, the
+        # timeline may fetch the missing session from it on its own before the full restore runs.
+        # Either way the key comes from the backup: no other device of Alice is running.
+        assert restored["total"] >= 1 and restored["imported"] in range(restored["total"] + 1), restored
+        assert await second.encryption.identity_state() == {"kind": "ready"}
+        sealed = await eventually(lambda: _unless(second.chat.conversation(room_id), "unknownConversation"))
+        second_timeline = await sealed.timeline()
+        await second_timeline.wait_until(lambda items: any(
+            item["content"].get("body") == "sealed words" for item in items), timeout=60)
+        await second_timeline.close()
+        checked = await second.encryption.check_backup()
+        assert (checked["version"], checked["stopReason"]) == (version, None)
+        assert (await second.encryption.restore_backup())["total"] >= 1
+
+        # Bad backup keys are refused, typed; the backup in use stays.
+        with pytest.raises(symorva.SymorvaError) as not_base64:
+            await second.encryption.enable_backup("***")
+        assert not_base64.value.code == "invalidParams"
+        with pytest.raises(symorva.SymorvaError) as mismatch:
+            await second.encryption.enable_backup(base64.b64encode(bytes(range(32))).decode())
+        assert (mismatch.value.domain, mismatch.value.code) == ("encryption", "keyMismatch")
+        with pytest.raises(symorva.SymorvaError) as wrong_password:
+            await second.encryption.reset_recovery("not-the-password")
+        assert (wrong_password.value.domain, wrong_password.value.code) == ("encryption", "authorization")
+
+        # Deleting the backup on one device: the other (the first, back) sees it gone when it
+        # checks.
+        alice = await symorva.Client.open(MANIFEST, alice.data_directory)
+        assert (await eventually(lambda: _unless(alice.encryption.backup_status(), "notReady")))["version"] == version
+        backup = await alice.encryption.backup()
+        await second.encryption.delete_backup()
+        assert (await second.encryption.backup_status())["version"] is None
+        checked = await alice.encryption.check_backup()
+        assert checked["stopReason"] == "deleted", checked
+        await backup.wait_until(lambda value: value["kind"] == "disabled")
+        await backup.close()
+        for client in (second, alice, bob):
+            await client.close()
+    try:
+        run(scenario())
+    finally:
+        symorva.set_log(6)
+    assert len(lines) > 30, "trace logging wrote too little to prove anything"
+    compact = keys[0].replace(" ", "")
+    assert not any(keys[0] in line or compact in line or compact[:12] in line.replace(" ", "") for line in lines)
+
+
+async def _is(awaitable, expected, retried_code):
+    return await _unless(awaitable, retried_code) == expected
+
+
+def test_spaces_links_hierarchy_and_joining_through_a_link():
+    async def scenario():
+        watcher = Watcher()
+        alice, _ = await new_client("pys")
+        bob, _ = await new_client("pys")
+        space_id = await alice.chat.create_space("Contract space", topic="Rooms of the contract", is_public=True)
+        room_id = await alice.chat.create_room(name="In the space")
+        await alice.chat.set_join_rule(room_id, "public")
+        await alice.chat.add_to_space(room_id, space_id, suggested=True)
+        await alice.chat.invite(watcher.user_id, space_id)
+        watcher.join(space_id)
+        link = watcher.state(space_id, "m.space.child", room_id)
+        assert link["via"] == [SERVER_NAME] and link["suggested"] is True
+
+        joined = await eventually(lambda: _find(alice.chat.joined_spaces(), lambda s: s["id"] == space_id))
+        assert joined["name"] == "Contract space"
+        links = await eventually(lambda: _find(alice.chat.rooms_of_space(space_id), lambda l: l["roomID"] == room_id))
+        # The synced state's links carry no `suggested` (the chat store keeps room and via only).
+        assert (links["roomID"], links["via"]) == (room_id, [SERVER_NAME])
+
+        # The hierarchy, paged from the server, as a handle with its state observed.
+        hierarchy = await bob.chat.hierarchy(space_id, page_size=10)
+        state = await hierarchy.state()
+        assert state.value["rooms"] == [] and not state.value["isComplete"]
+        loaded = await hierarchy.load_next_page()
+        assert [room["id"] for room in loaded["rooms"]][:1] == [space_id]
+        assert any(room["id"] == room_id and not room["isSpace"] for room in loaded["rooms"])
+        space = next(room for room in loaded["rooms"] if room["id"] == space_id)
+        assert space["isSpace"] and space["name"] == "Contract space"
+        assert [(child["roomID"], child["isSuggested"]) for child in space["children"]] == [(room_id, True)]
+        await state.wait_until(lambda value: value["isComplete"] and len(value["rooms"]) >= 2)
+        await state.close()
+
+        # Bob joins the room through the link's servers; a link removed goes from the list.
+        assert await bob.chat.join_via(room_id, link["via"]) == room_id
+        with pytest.raises(symorva.SymorvaError) as no_via:
+            await bob.chat.join_via(room_id, [])
+        assert (no_via.value.code, no_via.value.details["parameter"]) == ("invalidParams", "via")
+        with pytest.raises(symorva.SymorvaError) as refused:
+            await bob.chat.add_to_space(room_id, space_id)
+        assert refused.value.domain == "chat"
+        await alice.chat.remove_from_space(room_id, space_id)
+        assert watcher.state(space_id, "m.space.child", room_id) == {}
+        await eventually(lambda: _lacks(alice.chat.rooms_of_space(space_id), room_id))
+        with pytest.raises(symorva.SymorvaError) as foreign:
+            await alice.request("hierarchy.loadNextPage", hierarchy=hierarchy.handle)
+        assert foreign.value.code == "invalidHandle"
+        for client in (alice, bob):
+            await client.close()
+    run(scenario())
+
+
+async def _find(awaitable, predicate):
+    return next((item for item in await awaitable if predicate(item)), None)
+
+
+async def _lacks(awaitable, room_id):
+    return all(link["roomID"] != room_id for link in await awaitable)
