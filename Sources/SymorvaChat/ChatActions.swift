@@ -37,13 +37,24 @@ extension AccountChat {
     }
 
     /// Joins a room by ID or alias (`#room:server`) and returns its ID once the list shows it
-    /// (while syncing).
+    /// (while syncing). Joining an invite to a direct chat (`is_direct`) records the room in
+    /// `m.direct` under the inviter, as other clients expect; a failure to record it is logged
+    /// and does not undo the join.
     public func join(roomIDOrAlias: String) async throws(ChatError) -> RoomID {
         guard roomIDOrAlias.hasPrefix("!") || roomIDOrAlias.hasPrefix("#") else {
             throw .invalidArgument(name: "roomIDOrAlias")
         }
+        // An invite to a direct chat: once joined, the room is one of the account's `m.direct`.
+        let inviter = roomIDOrAlias.hasPrefix("!") ? await directInviter(of: RoomID(roomIDOrAlias)) : nil
         let response = try await perform(ChatAPI.join(roomIDOrAlias))
         guard let roomID = RawJSON.string("room_id", in: response.body) else { throw .unexpectedResponse }
+        if let inviter {
+            // The join stands whatever happens to the bookkeeping; the next join or
+            // `markDirect` can add it.
+            do throws(ChatError) { try await markDirect(RoomID(roomID), with: [inviter]) } catch {
+                logger.notice("joined direct chat not recorded in m.direct error=\(error)")
+            }
+        }
         await waitUntilListed(RoomID(roomID), as: .joined)
         return RoomID(roomID)
     }

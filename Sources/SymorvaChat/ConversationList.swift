@@ -81,6 +81,9 @@ public struct ConversationListItem: Sendable, Hashable, Identifiable, CustomStri
     public var isMuted: Bool
     /// Whether the room is end-to-end encrypted.
     public var isEncrypted: Bool
+    /// A direct chat: listed in the account's `m.direct`, or an invite to one (its membership
+    /// event says `is_direct`). Joining such an invite adds the room to `m.direct`.
+    public var isDirect: Bool
     /// When the room last had activity; `nil` when never.
     public var latestActivity: MatrixTimestamp?
 
@@ -120,6 +123,7 @@ public struct ConversationListItem: Sendable, Hashable, Identifiable, CustomStri
         self.isPinned = summary.isPinned
         self.isMuted = summary.isMuted
         self.isEncrypted = summary.isEncrypted
+        self.isDirect = summary.isDirect
         self.latestActivity =
             summary.latestActivityTS > 0 ? MatrixTimestamp(milliseconds: summary.latestActivityTS) : nil
     }

@@ -46,4 +46,12 @@ extension AccountChat {
         guard let body = try? JSONValue.object(content).canonicalEncoding() else { throw .unexpectedResponse }
         _ = try await perform(ChatAPI.accountData("m.direct", userID: userID, content: body))
     }
+
+    /// The inviter of a stored invite to a direct chat of ours, if it is one.
+    func directInviter(of roomID: RoomID) async -> UserID? {
+        do { return try await store.directInviter(roomID: roomID, userID: userID) } catch {
+            logger.info("invite not read error=\(error)")
+            return nil
+        }
+    }
 }

@@ -55,6 +55,9 @@ package struct ConversationSummary: Sendable, Hashable, CustomStringConvertible 
     package var isPinned: Bool
     /// Silenced by a push rule.
     package var isMuted: Bool
+    /// A direct chat: listed in the account's `m.direct`, or an invite whose membership event
+    /// says `is_direct`.
+    package var isDirect: Bool = false
     /// The last message, if any is stored.
     package var preview: MessagePreview?
     /// When the last message is an `m.room.encrypted` event this device decrypted: its plaintext
@@ -141,12 +144,18 @@ extension ChatStore {
                 CASE WHEN r.is_encrypted OR r.counts_on_device THEN r.device_highlight_count ELSE r.highlight_count END,
                 r.latest_activity_ts, r.is_favourite, r.is_low_priority, r.is_pinned,
                 r.is_muted, r.preview_event_id, r.preview_sender, r.preview_type, r.preview_ts, r.preview_body,
-                r.preview_msgtype, r.preview_redacted, d.type, d.content, d.transaction_id
+                r.preview_msgtype, r.preview_redacted, d.type, d.content, d.transaction_id,
+                r.membership = \(RoomMembership.invited.rawValue) AND EXISTS (
+                    SELECT 1 FROM room_state s WHERE s.room_nid = r.room_nid AND s.type = 'm.room.member'
+                        AND s.event_id IS NULL
+                        AND json_extract(CAST(s.content AS TEXT), '$.membership') = 'invite'
+                        AND json_extract(CAST(s.content AS TEXT), '$.is_direct') = 1)
             FROM rooms r
             LEFT JOIN decrypted_events d ON r.preview_type = 'm.room.encrypted' AND d.event_id = r.preview_event_id
             \(filter.map { "WHERE \($0)" } ?? "")
             ORDER BY r.latest_activity_ts DESC LIMIT ? OFFSET ?
             """
+        let direct = try directRoomIDs(db: db)
         var rooms: [ConversationSummary] = []
         try db.query(sql, [.integer(Int64(clamping: limit)), .integer(Int64(clamping: offset))]) { row in
             rooms.append(
@@ -163,7 +172,23 @@ extension ChatStore {
                         ? nil
                         : SealedEvent(
                             type: row.string(24), content: row.blob(25), sealedForTransaction: row.optionalString(26))))
+            if direct.contains(rooms[rooms.count - 1].roomID) || row.int(27) != 0 {
+                rooms[rooms.count - 1].isDirect = true
+            }
         }
+        return rooms
+    }
+
+    /// The rooms the account's `m.direct` (global account data: user ID → room IDs) lists.
+    static func directRoomIDs(db: isolated SQLiteDatabase) throws(StoreError) -> Set<String> {
+        var rooms: Set<String> = []
+        try db.query(
+            """
+            SELECT DISTINCT r.value FROM account_data a, json_each(CAST(a.content AS TEXT)) u, json_each(u.value) r
+            WHERE a.room_nid = 0 AND a.type = 'm.direct' AND json_valid(CAST(a.content AS TEXT))
+                AND u.type = 'array' AND r.type = 'text'
+            """
+        ) { rooms.insert($0.string(0)) }
         return rooms
     }
 
@@ -221,6 +246,23 @@ extension ChatStore {
                 if !found { return false }
             }
             return true
+        }
+    }
+}
+
+extension ChatStore {
+    /// Who invited `userID` to `roomID` to a direct chat: the sender of the stored invite
+    /// (stripped state) when its content says `is_direct`; `nil` otherwise.
+    package func directInviter(roomID: RoomID, userID: UserID) async throws(ChatStoreError) -> UserID? {
+        try await read { db throws(StoreError) in
+            try db.queryOne(
+                """
+                SELECT s.sender FROM room_state s JOIN rooms r ON r.room_nid = s.room_nid
+                WHERE r.room_id = ? AND s.type = 'm.room.member' AND s.state_key = ?
+                    AND json_extract(CAST(s.content AS TEXT), '$.membership') = 'invite'
+                    AND json_extract(CAST(s.content AS TEXT), '$.is_direct') = 1
+                """, [.text(roomID.rawValue), .text(userID.rawValue)]
+            ) { $0.optionalString(0).flatMap { UserID($0) } } ?? nil
         }
     }
 }

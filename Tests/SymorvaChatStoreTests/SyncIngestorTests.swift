@@ -1,4 +1,5 @@
 import SymorvaChatStore
+import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 import SymorvaStore
@@ -78,6 +79,38 @@ struct SyncIngestorTests {
         #expect(!"\(room)".contains("mine") && !"\(room.preview!)".contains("mine"))
         let invite = list[1]
         #expect(invite.membership == .invited && invite.name == "My Room Name" && invite.preview == nil)
+    }
+
+    @Test("Direct chats in the list: rooms m.direct names (malformed entries ignored), and invites marked is_direct")
+    func directChatsInTheList() async throws {
+        let store = try await makeChatStore()
+        let document = Array(
+            #"""
+            {"next_batch": "d1",
+             "account_data": {"events": [{"type": "m.direct", "content": {
+                "@alice:x": ["!dm:x", 7, {"no": "room"}], "@bob:x": "!notalist:x", "@carol:x": []}}]},
+             "rooms": {
+               "join": {
+                 "!dm:x": {"timeline": {"events": [\#(SyncSamples.message("$a"))]}},
+                 "!group:x": {"timeline": {"events": [\#(SyncSamples.message("$b"))]}},
+                 "!notalist:x": {"timeline": {"events": [\#(SyncSamples.message("$c"))]}}
+               },
+               "invite": {
+                 "!dminvite:x": {"invite_state": {"events": [
+                   {"type": "m.room.member", "state_key": "@me:x", "sender": "@alice:x", "content": {"membership": "invite", "is_direct": true}}]}},
+                 "!invite:x": {"invite_state": {"events": [
+                   {"type": "m.room.member", "state_key": "@me:x", "sender": "@alice:x", "content": {"membership": "invite"}}]}}
+               }
+             }}
+            """#.utf8)
+        _ = try await SyncIngestor(store: store).ingest(document)
+        let list = try await store.loadConversationList()
+        let direct = Set(list.filter(\.isDirect).map(\.roomID))
+        #expect(direct == ["!dm:x", "!dminvite:x"])
+        #expect(list.count == 5)
+        #expect(try await store.directInviter(roomID: RoomID("!dminvite:x"), userID: "@me:x") == "@alice:x")
+        #expect(try await store.directInviter(roomID: RoomID("!invite:x"), userID: "@me:x") == nil)
+        #expect(try await store.directInviter(roomID: RoomID("!dminvite:x"), userID: "@other:x") == nil)
     }
 
     @Test("A failure in the middle of the transaction writes nothing and keeps the token")
