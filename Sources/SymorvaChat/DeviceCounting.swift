@@ -72,7 +72,7 @@ extension AccountChat {
         guard let decryptor else { return }
         var plain: [(nid: Int64, type: String, content: [UInt8])] = []
         for (event, outcome) in outcomes {
-            guard case .decrypted(let type, let sealed, _, _, _) = outcome,
+            guard case .decrypted(let type, let sealed, _, _, _, _) = outcome,
                 let content = decryptor.open(sealed, eventID: EventID(event.eventID))
             else { continue }
             plain.append((event.eventNID, type, content))

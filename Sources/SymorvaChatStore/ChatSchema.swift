@@ -67,7 +67,16 @@ package enum ChatSchema {
         Migration(version: 11, name: "device_counts", sql: deviceCounts),
         Migration(version: 12, name: "typing", sql: typing),
         Migration(version: 13, name: "counts_on_device", sql: countsOnDevice),
+        Migration(version: 14, name: "sender_trust", sql: senderTrust),
     ]
+
+    /// Version 14: the sending device's trust level when this device decrypted the event
+    /// (`verified`, `crossSigned`, `notCrossSigned`; NULL for rows decrypted before, and for this
+    /// device's own echoes), so that messages from devices their owner has not cross-signed are
+    /// marked in the timeline as they were when read.
+    static let senderTrust = """
+        ALTER TABLE decrypted_events ADD COLUMN sender_trust TEXT;
+        """
 
     /// Version 12: who is typing in a room (`m.typing`, ephemeral: each one replaces the list),
     /// user IDs one a line, written with the sync that brought it.

@@ -179,7 +179,7 @@ extension ChatStore {
         guard item.type == "m.room.encrypted", item.redactedBy == nil else { return }
         if let decrypted = try db.queryOne(
             """
-            SELECT type, content, sender_key, sender_device, device_known, transaction_id
+            SELECT type, content, sender_key, sender_device, device_known, transaction_id, sender_trust
             FROM decrypted_events WHERE event_id = ?
             """,
             [.text(item.eventID)],
@@ -188,7 +188,7 @@ extension ChatStore {
                     $0.string(0), $0.blob(1),
                     StoredEncryption(
                         senderKey: $0.string(2), senderDevice: $0.optionalString(3), deviceKnown: $0.int(4) != 0,
-                        failure: nil, sealedForTransaction: $0.optionalString(5))
+                        failure: nil, sealedForTransaction: $0.optionalString(5), senderTrust: $0.optionalString(6))
                 )
             })
         {
@@ -286,6 +286,10 @@ package struct StoredEncryption: Sendable, Hashable {
     /// Set on this device's own message whose content is the one it queued, sealed for the send
     /// queue under this transaction ID (before the decryption pass read the event).
     package var sealedForTransaction: String? = nil
+    /// The sending device's trust when the event was decrypted (`verified`, `crossSigned`,
+    /// `notCrossSigned`), or `nil` when not recorded (this device's own echo, or decrypted
+    /// before schema 14).
+    package var senderTrust: String? = nil
 }
 
 /// An `m.room.encrypted` event not decrypted yet.
@@ -301,7 +305,11 @@ package struct UndecryptedEvent: Sendable {
 /// What decrypting an event gave.
 package enum DecryptionOutcome: Sendable {
     /// The plaintext type, the content sealed by the decryptor, and who sent it.
-    case decrypted(type: String, content: [UInt8], senderKey: String, senderDevice: String?, deviceKnown: Bool)
+    /// `senderTrust`: the sending device's trust at decryption (`verified`, `crossSigned`,
+    /// `notCrossSigned`), `nil` when the decryptor does not say.
+    case decrypted(
+        type: String, content: [UInt8], senderKey: String, senderDevice: String?, deviceKnown: Bool,
+        senderTrust: String? = nil)
     /// It cannot ever be decrypted, for this reason.
     case undecryptable(reason: String)
 }
@@ -360,15 +368,17 @@ extension ChatStore {
             for (event, outcome) in outcomes {
                 try db.execute("DELETE FROM pending_decryption WHERE event_nid = ?", [.integer(event.eventNID)])
                 switch outcome {
-                case .decrypted(let type, let content, let senderKey, let senderDevice, let deviceKnown):
+                case .decrypted(let type, let content, let senderKey, let senderDevice, let deviceKnown, let trust):
                     try db.execute(
                         """
-                        INSERT OR REPLACE INTO decrypted_events(event_id, type, content, sender_key, sender_device, device_known)
-                        VALUES (?, ?, ?, ?, ?, ?)
+                        INSERT OR REPLACE INTO decrypted_events(
+                            event_id, type, content, sender_key, sender_device, device_known, sender_trust)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
                         """,
                         [
                             .text(event.eventID), .text(type), .blob(content), .text(senderKey),
                             senderDevice.map { .text($0) } ?? .null, .integer(deviceKnown ? 1 : 0),
+                            trust.map { .text($0) } ?? .null,
                         ])
                 case .undecryptable(let reason):
                     try db.execute(

@@ -33,6 +33,10 @@ public enum RecoveryError: Error, Sendable, Hashable, CustomStringConvertible {
     case notReady
     /// The key backup could not be created, enabled or restored (the identity part succeeded).
     case backup(KeyBackupError)
+    /// Secret sharing: the account has no other device it cross-signed to ask.
+    case noTrustedDevice
+    /// Secret sharing: no other device of the account answered in time.
+    case secretsNotReceived
 
     /// The case name (and its field); never a key.
     public var description: String {
@@ -49,6 +53,8 @@ public enum RecoveryError: Error, Sendable, Hashable, CustomStringConvertible {
         case .store: "store"
         case .notReady: "notReady"
         case .backup(let error): "backup(\(error))"
+        case .noTrustedDevice: "noTrustedDevice"
+        case .secretsNotReceived: "secretsNotReceived"
         }
     }
 }
@@ -208,7 +214,7 @@ extension AccountCrypto {
 
     // MARK: Steps
 
-    private func heldKeys() async throws(RecoveryError) -> CrossSigningKeys? {
+    func heldKeys() async throws(RecoveryError) -> CrossSigningKeys? {
         let stored: CryptoStore.StoredCrossSigningKeys?
         do { stored = try await store.crossSigningKeys() } catch { throw .store }
         guard let stored else { return nil }
@@ -241,7 +247,7 @@ extension AccountCrypto {
         }
     }
 
-    private func keep(_ keys: CrossSigningKeys) async throws(RecoveryError) {
+    func keep(_ keys: CrossSigningKeys) async throws(RecoveryError) {
         do {
             try await store.saveCrossSigningKeys(
                 .init(
@@ -252,7 +258,7 @@ extension AccountCrypto {
         }
     }
 
-    private func pinOwnIdentity(_ keys: CrossSigningKeys) async throws(RecoveryError) {
+    func pinOwnIdentity(_ keys: CrossSigningKeys) async throws(RecoveryError) {
         do {
             try await store.pinOwnIdentity(masterKey: keys.master.publicKey)
             try await engine.refreshIdentityState()
@@ -261,7 +267,7 @@ extension AccountCrypto {
         }
     }
 
-    private func queryOwnKeys() async throws(RecoveryError) -> JSONValue {
+    func queryOwnKeys() async throws(RecoveryError) -> JSONValue {
         let body = try await send(
             try Self.endpoint { () throws(JSONValue.CanonicalJSONError) in
                 try E2EEAPI.query(users: [userID])
@@ -289,7 +295,7 @@ extension AccountCrypto {
 
     /// Signs this device's keys (as the server lists them) with the self-signing key and uploads
     /// the signature.
-    private func signThisDevice(with keys: CrossSigningKeys, answer: JSONValue? = nil) async throws(RecoveryError) {
+    func signThisDevice(with keys: CrossSigningKeys, answer: JSONValue? = nil) async throws(RecoveryError) {
         var listed = answer
         if listed == nil { listed = try await queryOwnKeys() }
         guard let answer = listed,

@@ -31,6 +31,8 @@ public final class AccountCrypto: Sendable {
     let shareTickets = Lock<UInt64>(0)
     /// Setting up, restoring and resetting recovery run one at a time.
     let recoveryLock = AsyncLock()
+    /// Answering our other devices' secret requests runs one round at a time.
+    let secretAnswerLock = AsyncLock()
 
     /// The crypto machine's state: `ready` once this device's keys are published.
     public var state: ObservableValue<CryptoState> { host.states }
@@ -64,6 +66,10 @@ public final class AccountCrypto: Sendable {
 
     /// Loads (or creates) the account and starts publishing and tracking.
     public func start() async {
+        engine.secretSharing.requestsReceived.set { [weak self] in
+            guard let self else { return }
+            Task { await self.answerSecretRequests() }
+        }
         await host.send(.started(CryptoStart(jitterSeed: seed)))
     }
 
@@ -149,6 +155,7 @@ public final class AccountCrypto: Sendable {
 
     /// Stops the machine.
     public func stop() async {
+        engine.secretSharing.requestsReceived.set {}
         await host.send(.stopped)
     }
 }

@@ -53,6 +53,9 @@ package actor CryptoEngine {
     private let sessionLock = AsyncLock()
     /// The account's cross-signing identity state (``refreshIdentityState()``).
     package let identityState = ObservableValue<IdentityState>.Publisher(.none)
+    /// Secret requests of our other devices and the secrets they sent this device
+    /// (`m.secret.request` / `m.secret.send`, `SecretSharing.swift`).
+    package let secretSharing = SecretSharingState()
 
     /// Which devices get room keys, and whose requests and forwarded keys are taken.
     let roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy
@@ -305,6 +308,10 @@ extension CryptoEngine {
             keyRequest(in: row, into: &outcome)
             return outcome
         }
+        if row.type == "m.secret.request" {
+            secretRequest(in: row)
+            return outcome
+        }
         guard row.type == "m.room.encrypted", let account, let pickleKey,
             case .object(let event)? = try? JSONValue(parsing: row.raw),
             case .object(let content)? = event["content"],
@@ -328,6 +335,7 @@ extension CryptoEngine {
         } catch {
             throw .driver(error)
         }
+        if try await secretSent(in: plaintext, sender: row.sender, senderKey: senderKey) { return outcome }
         if let (key, isHeld) = try await roomKey(in: plaintext, sender: row.sender, senderKey: senderKey) {
             if isHeld { outcome.heldRoomKey = key } else { outcome.inboundSession = key }
         }

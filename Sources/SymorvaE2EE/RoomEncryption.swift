@@ -230,11 +230,13 @@ extension AccountCrypto {
 
     /// Decrypts an `m.room.encrypted` event of `roomID` sent by `sender`: the plaintext type
     /// and content with the sending device (known when `sender` has a verified device with the
-    /// session's keys), a refusal (`replayed`, `unsupportedAlgorithm`, `mismatched`), or `nil`
+    /// session's keys) and its trust level at this moment (an unknown device, or one whose keys
+    /// changed, is ``DeviceTrustLevel/unverified``), a refusal (`replayed`, `unsupportedAlgorithm`, `mismatched`), or `nil`
     /// while its room key has not arrived.
     package func decrypt(content: [UInt8], roomID: RoomID, eventID: EventID, sender: UserID) async
         -> Result<
-            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool, trust: DeviceTrustLevel),
+            CryptoEngine.DecryptionRefusal
         >?
     {
         await decrypt([EncryptedRoomEvent(content: content, roomID: roomID, eventID: eventID, sender: sender)])[0]
@@ -260,12 +262,14 @@ extension AccountCrypto {
     /// batch counts for its first event), and each sender's devices are read once.
     package func decrypt(_ events: [EncryptedRoomEvent]) async
         -> [Result<
-            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool, trust: DeviceTrustLevel),
+            CryptoEngine.DecryptionRefusal
         >?]
     {
         var results:
             [Result<
-                (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+                (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool, trust: DeviceTrustLevel),
+                CryptoEngine.DecryptionRefusal
             >?] = Array(repeating: nil, count: events.count)
         var decrypted: [(position: Int, decryption: CryptoEngine.UnrecordedDecryption)] = []
         let first = await engine.decryptRoomEventsUnrecorded(
@@ -319,7 +323,11 @@ extension AccountCrypto {
                     // successful keys/query asks chat to try again).
                     continue
                 }
-                results[position] = .success((event, device?.deviceID, device.map { !$0.keyChanged } ?? false))
+                results[position] = .success(
+                    (
+                        event, device?.deviceID, device.map { !$0.keyChanged } ?? false,
+                        device.map { $0.keyChanged ? .unverified : $0.trust } ?? .unverified
+                    ))
             } catch {
                 logger.error("sending device not read error=\(error)")
             }

@@ -74,7 +74,8 @@ package struct CryptoRoomDecryptor: RoomDecryptor {
 
     private func outcome(
         _ result: Result<
-            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool), CryptoEngine.DecryptionRefusal
+            (event: CryptoEngine.DecryptedEvent, deviceID: String?, isKnown: Bool, trust: DeviceTrustLevel),
+            CryptoEngine.DecryptionRefusal
         >?, eventID: EventID
     ) -> DecryptionOutcome? {
         switch result {
@@ -84,12 +85,22 @@ package struct CryptoRoomDecryptor: RoomDecryptor {
             guard let sealed = crypto.sealDecrypted(decrypted.event.content, eventID: eventID) else { return nil }
             return .decrypted(
                 type: decrypted.event.type, content: sealed, senderKey: decrypted.event.senderKey,
-                senderDevice: decrypted.deviceID, deviceKnown: decrypted.isKnown)
+                senderDevice: decrypted.deviceID, deviceKnown: decrypted.isKnown,
+                senderTrust: Self.storedTrust(decrypted.trust))
         }
     }
 
     package func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
         crypto.openDecrypted(sealed, eventID: eventID)
+    }
+
+    /// The chat store's name of a sending device's trust level (``SenderDeviceTrust``'s raw value).
+    static func storedTrust(_ trust: DeviceTrustLevel) -> String {
+        switch trust {
+        case .verified: SenderDeviceTrust.verified.rawValue
+        case .crossSigned: SenderDeviceTrust.crossSigned.rawValue
+        case .unverified: SenderDeviceTrust.notCrossSigned.rawValue
+        }
     }
 }
 

@@ -132,7 +132,13 @@ final class TimelinePrinter: Sendable {
         case .unsupported(let type): text = "\(who): (\(type))"
         }
         if let encryption = item.encryption {
-            text += encryption.isDeviceKnown ? "  [encrypted]" : "  [encrypted, unknown device]"
+            if !encryption.isDeviceKnown {
+                text += "  [encrypted, unknown device]"
+            } else if encryption.isFromDeviceNotCrossSigned {
+                text += "  [encrypted, not cross-signed]"
+            } else {
+                text += "  [encrypted]"
+            }
         }
         if item.isEdited { text += " (edited)" }
         if item.mentionsMe { text += "  [mentions you]" }

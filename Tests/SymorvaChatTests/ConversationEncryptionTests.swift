@@ -21,6 +21,8 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     let hasKey = Lock(true)
     /// How many decryptions were asked for.
     let decryptions = Lock(0)
+    /// The sending device's trust the decryptor reports (the chat store's name), if any.
+    let senderTrust = Lock<String?>(nil)
 
     static func flipped(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 ^ 0x5A } }
 
@@ -50,7 +52,8 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
         else { return nil }
         return .decrypted(
             type: "m.room.message", content: data.map { $0 } + Array("|\(eventID.rawValue)".utf8),
-            senderKey: "curve", senderDevice: "ALICEDEVICE", deviceKnown: true)
+            senderKey: "curve", senderDevice: "ALICEDEVICE", deviceKnown: true,
+            senderTrust: senderTrust.withLock { $0 })
     }
 
     func open(_ sealed: [UInt8], eventID: EventID) -> [UInt8]? {
@@ -491,6 +494,43 @@ struct ConversationEncryptionTests {
             return
         }
         #expect(body == "see you at one")
+    }
+
+    @Test(
+        "The sending device's trust at decryption is kept with the event: a message from a device not cross-signed is marked, later ones as they were read"
+    )
+    func senderTrustAtDecryption() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        crypto.senderTrust.withLock { $0 = SenderDeviceTrust.notCrossSigned.rawValue }
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("b2", [Self.encryptedEvent(1, body: "before")]))
+        let chat = chat(on: store)
+        await chat.decryptPending()
+        // Alice's device is cross-signed from then on: what was read before keeps its mark.
+        crypto.senderTrust.withLock { $0 = SenderDeviceTrust.crossSigned.rawValue }
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("b3", [Self.encryptedEvent(2, body: "after")]))
+        await chat.decryptPending()
+        crypto.senderTrust.withLock { $0 = nil }
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("b4", [Self.encryptedEvent(3, body: "unsaid")]))
+        await chat.decryptPending()
+        let conversation = try await chat.conversation(id: Self.roomID)
+        let stop = conversation.timeline.subscribe { _ in }
+        defer { stop() }
+        try await conversation.timeline.wait { items in
+            [EventID("$e1"), EventID("$e2"), EventID("$e3")].allSatisfy { id in
+                items.contains { $0.eventID == id && $0.encryption != nil }
+            }
+        }
+        let items = conversation.timeline.value
+        let first = try #require(items.first { $0.eventID == EventID("$e1") }?.encryption)
+        let second = try #require(items.first { $0.eventID == EventID("$e2") }?.encryption)
+        let third = try #require(items.first { $0.eventID == EventID("$e3") }?.encryption)
+        #expect(first.senderTrust == .notCrossSigned && first.isFromDeviceNotCrossSigned)
+        #expect(second.senderTrust == .crossSigned && !second.isFromDeviceNotCrossSigned)
+        #expect(third.senderTrust == nil && !third.isFromDeviceNotCrossSigned, "not recorded: not marked")
+        let stored = try await store.databaseForTesting.queryAll(
+            "SELECT event_id, sender_trust FROM decrypted_events ORDER BY event_id"
+        ) { "\($0.string(0))=\($0.optionalString(1) ?? "NULL")" }
+        #expect(stored == ["$e1=notCrossSigned", "$e2=crossSigned", "$e3=NULL"])
     }
 
     @Test("An event without its key is tried once, then waits for keys; when keys arrive it is decrypted")

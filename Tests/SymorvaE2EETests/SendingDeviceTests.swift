@@ -124,6 +124,7 @@ struct SendingDeviceTests {
         }
         #expect(decrypted.deviceID == "BOBPHONE")
         #expect(decrypted.isKnown)
+        #expect(decrypted.trust == .unverified, "Bob has no cross-signing identity: not cross-signed")
         #expect(transport.count("POST", "/_matrix/client/v3/keys/query") == 2)
 
         // Known now: the next event of his is not queried again.

@@ -341,11 +341,30 @@ public struct EncryptionInfo: Sendable, Hashable {
     public var senderDeviceID: String?
     /// Whether the sending device is one this account has verified keys for, unchanged.
     public var isDeviceKnown: Bool
+    /// The sending device's trust when this device decrypted the event; `nil` when not recorded
+    /// (this device's own messages, and events decrypted by an SDK before this was kept).
+    public var senderTrust: SenderDeviceTrust?
+
+    /// Whether the row is to be marked: its sending device was not cross-signed by its owner
+    /// when the event was decrypted (MSC4153's "not cross-signed" warning).
+    public var isFromDeviceNotCrossSigned: Bool { senderTrust == .notCrossSigned }
 
     init?(stored: StoredEncryption?) {
         guard let stored, stored.failure == nil else { return nil }
         senderKey = stored.senderKey
         senderDeviceID = stored.senderDevice
         isDeviceKnown = stored.deviceKnown
+        senderTrust = stored.senderTrust.flatMap(SenderDeviceTrust.init(rawValue:))
     }
+}
+
+/// How far this device trusted the device that sent an encrypted event, when it decrypted it.
+public enum SenderDeviceTrust: String, Sendable, Hashable {
+    /// Cross-signed by its owner, whose identity this account verified.
+    case verified
+    /// Cross-signed by its owner (the owner's self-signing key signed it).
+    case crossSigned
+    /// Not cross-signed by its owner, or not known: the server alone vouches for it (a device
+    /// the server injects looks like this). Views mark such messages.
+    case notCrossSigned
 }

@@ -50,17 +50,63 @@ extension AccountCrypto {
     /// sealed, and uploads every room key this device holds that the backup may lack. Returns
     /// the version.
     ///
+    /// The version's `auth_data` must be signed by the account: by its master key (the one this
+    /// device holds, or pinned), by this device, or by another device of the account that the
+    /// room key policy trusts (cross-signed, once the account has an identity) — a backup the
+    /// server made up is not used, whatever key is given.
+    ///
     /// - Throws: `.notFound` when the account has no backup, `.keyMismatch` when the key is not
-    ///   the backup's, `.unsupportedAlgorithm` for another backup algorithm.
+    ///   the backup's, `.unsupportedAlgorithm` for another backup algorithm, `.untrusted` when no
+    ///   signature of the account's vouches for it.
     public func enableBackup(privateKey: Secret<[UInt8]>) async throws(KeyBackupError) -> String {
         let key: any BackupDecryptionKey
         do { key = try engine.driver.backupDecryptionKey(privateKey: privateKey) } catch { throw .keyMismatch }
         let current = try await currentBackupVersion()
         guard current.algorithm == E2EEAPI.backupAlgorithm else { throw .unsupportedAlgorithm(current.algorithm) }
         guard current.publicKey == key.publicKey else { throw .keyMismatch }
+        guard try await isSignedByAccount(current.authData) else {
+            logger.warning("key backup refused: auth_data not signed by the account")
+            throw .untrusted
+        }
         try await use(version: current.version, publicKey: key.publicKey, privateKey: privateKey)
         logger.info("key backup enabled")
         return current.version
+    }
+
+    /// Whether `authData` carries a valid signature by this account's master key (held or
+    /// pinned), this device, or another own device the room key policy trusts (the stored
+    /// devices first, then after a `keys/query` of the account).
+    func isSignedByAccount(_ authData: JSONValue) async throws(KeyBackupError) -> Bool {
+        let driver = engine.driver
+        do throws(CryptoStoreError) {
+            let masterKeys = [
+                try await store.crossSigningMasterKey(), try await store.identity(of: userID)?.pinnedMasterKey,
+            ].compactMap { $0 }
+            if masterKeys.contains(where: { SignedJSON.isSigned(authData, by: userID, publicKey: $0, driver: driver) })
+            {
+                return true
+            }
+            if let own = await engine.identityKeys,
+                SignedJSON.isSigned(
+                    authData, by: userID, publicKey: own.ed25519, keyID: "ed25519:\(deviceID.rawValue)", driver: driver)
+            {
+                return true
+            }
+            for attempt in 0..<2 {
+                if attempt == 1, case .failure = await interpreter.query([userID]) { return false }
+                for device in try await store.devices(of: userID) where !device.keyChanged {
+                    guard
+                        SignedJSON.isSigned(
+                            authData, by: userID, publicKey: device.ed25519, keyID: "ed25519:\(device.deviceID)",
+                            driver: driver)
+                    else { continue }
+                    if try await engine.policyAllows(device) { return true }
+                }
+            }
+            return false
+        } catch {
+            throw .local(CryptoInterpreter.cryptoError(error))
+        }
     }
 
     /// The backup version this device uses and how many room keys wait to be uploaded.

@@ -63,6 +63,10 @@ public enum KeyBackupError: Error, Sendable, Hashable, CaseNamed {
     case local(CryptoError)
     /// The crypto account is not loaded yet (the crypto machine has not started).
     case notReady
+    /// The backup's `auth_data` carries no valid signature by this account's master key (held
+    /// or pinned), this device, or another device of the account the room key policy trusts:
+    /// it may be the server's, not the account's, and is not used.
+    case untrusted
 
     public var caseNameLiteral: StaticString? {
         switch self {
@@ -75,6 +79,7 @@ public enum KeyBackupError: Error, Sendable, Hashable, CaseNamed {
         case .rejected: "rejected"
         case .local: "local"
         case .notReady: "notReady"
+        case .untrusted: "untrusted"
         }
     }
 }

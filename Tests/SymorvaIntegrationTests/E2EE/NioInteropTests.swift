@@ -99,6 +99,9 @@ struct NioInteropTests {
         #expect(item.eventID?.rawValue == first)
         #expect(item.encryption?.senderDeviceID == nio.deviceID)
         #expect(item.encryption?.isDeviceKnown == true)
+        // matrix-nio has no cross-signing: its device is not cross-signed, and the row says so.
+        #expect(item.encryption?.senderTrust == .notCrossSigned)
+        #expect(item.encryption?.isFromDeviceNotCrossSigned == true)
 
         // SymorvaKit answers over the Olm session nio started (no one-time key claimed) and a
         // Megolm session of its own.

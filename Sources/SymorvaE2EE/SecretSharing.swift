@@ -1,0 +1,474 @@
+import SymorvaCryptoDriver
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+
+// Secret sharing between the devices of one account (the spec's `m.secret.request` /
+// `m.secret.send`): a device that has another of the account's devices online instead of the
+// recovery key asks for the cross-signing private keys and the key backup's key. The request
+// goes unencrypted (as the spec has it) to each of our other devices that is cross-signed by
+// the account; a device answers, Olm-encrypted, only a request of another of our own devices
+// cross-signed by the account, and the asking device takes a secret only from such a device,
+// only as the answer to a request it made, and checks it against the identity (or backup) the
+// server lists before keeping it. Requests and answers live in memory: a request lost with a
+// restart is simply asked again.
+
+/// The secrets of this account's own devices in flight: requests other devices made of this
+/// one (to answer) and what this device asked for and received.
+package final class SecretSharingState: Sendable {
+    /// A request another device of the account made of this one.
+    package struct IncomingRequest: Sendable, Hashable {
+        /// The asking device.
+        package var deviceID: String
+        /// The request's ID (the answer carries it).
+        package var requestID: String
+        /// The secret's name (`m.cross_signing.master`, …, `m.megolm_backup.v1`).
+        package var name: String
+    }
+
+    private let incoming = Lock<[IncomingRequest]>([])
+    /// What this device asked for: request ID → secret name.
+    private let expected = Lock<[String: String]>([:])
+    /// What arrived for those requests: secret name → the secret (as sent, a text).
+    private let received = Lock<[String: Secret<String>]>([:])
+    /// Told when another device's request arrived.
+    package let requestsReceived = Notifier()
+    /// How many secrets this device received in answer to its requests (its waiters watch it).
+    package let receivedCount = ObservableValue<Int>.Publisher(0)
+
+    package init() {}
+
+    func add(_ request: IncomingRequest) {
+        incoming.withLock { requests in
+            if !requests.contains(request) { requests.append(request) }
+        }
+        requestsReceived.notify()
+    }
+
+    func cancel(deviceID: String, requestID: String) {
+        incoming.withLock { $0.removeAll { $0.deviceID == deviceID && $0.requestID == requestID } }
+    }
+
+    /// The requests to answer (each handed out once).
+    func takeIncoming() -> [IncomingRequest] {
+        incoming.withLock { requests in
+            defer { requests = [] }
+            return requests
+        }
+    }
+
+    /// Starts waiting for the secrets of `requests` (request ID, name); what an earlier round
+    /// received and nobody took is forgotten.
+    func expect(_ requests: [(id: String, name: String)]) {
+        received.withLock { $0 = [:] }
+        expected.withLock { expected in
+            expected = [:]
+            for request in requests { expected[request.id] = request.name }
+        }
+    }
+
+    /// Keeps `secret` when it answers an expected request (once per request).
+    func accept(requestID: String, secret: Secret<String>) -> Bool {
+        guard let name = expected.withLock({ $0.removeValue(forKey: requestID) }) else { return false }
+        received.withLock { $0[name] = secret }
+        receivedCount.update { $0 += 1 }
+        return true
+    }
+
+    /// The names of the secrets received so far.
+    func receivedNames() -> Set<String> { received.withLock { Set($0.keys) } }
+
+    /// What arrived, handed out once; the requests still open are dropped.
+    func takeReceived() -> [String: Secret<String>] {
+        expected.withLock { $0 = [:] }
+        return received.withLock { received in
+            defer { received = [:] }
+            return received
+        }
+    }
+}
+
+// MARK: - Engine: reading requests and answers
+
+extension CryptoEngine {
+    /// The secrets this SDK shares between the account's devices.
+    static let sharedSecretNames = SecretName.crossSigning + [SecretName.megolmBackup]
+
+    /// Takes in an `m.secret.request` to-device event: a request or its cancellation from another
+    /// device of this account (anyone else's, this device's own and unknown secrets are dropped).
+    func secretRequest(in row: CryptoStore.ToDeviceRow) {
+        guard row.sender == userID.rawValue, case .object(let event)? = try? JSONValue(parsing: row.raw),
+            case .object(let content)? = event["content"], case .string(let action)? = content["action"],
+            case .string(let requestID)? = content["request_id"],
+            case .string(let device)? = content["requesting_device_id"], device != deviceID
+        else { return }
+        switch action {
+        case "request":
+            guard case .string(let name)? = content["name"], Self.sharedSecretNames.contains(name) else { return }
+            secretSharing.add(.init(deviceID: device, requestID: requestID, name: name))
+        case "request_cancellation":
+            secretSharing.cancel(deviceID: device, requestID: requestID)
+        default:
+            return
+        }
+    }
+
+    /// Whether an Olm plaintext is an `m.secret.send` (then used or dropped here, never taken
+    /// for a room key). It is used only when it comes from another device of this account that
+    /// the account cross-signed, whose keys it names, and answers a request this device made.
+    func secretSent(in plaintext: Secret<[UInt8]>, sender: String, senderKey: String) async throws(CryptoStoreError)
+        -> Bool
+    {
+        guard let account, case .object(let payload)? = try? JSONValue(parsing: plaintext.exposedValue),
+            payload["type"] == .string("m.secret.send")
+        else { return false }
+        guard sender == userID.rawValue, payload["sender"] == .string(sender),
+            payload["recipient"] == .string(userID.rawValue),
+            case .object(let recipientKeys)? = payload["recipient_keys"],
+            recipientKeys["ed25519"] == .string(account.identityKeys.ed25519),
+            case .object(let senderKeys)? = payload["keys"], case .string(let signingKey)? = senderKeys["ed25519"],
+            case .object(let content)? = payload["content"], case .string(let requestID)? = content["request_id"],
+            case .string(let secret)? = content["secret"]
+        else { return true }
+        guard let device = try await store.devices(of: userID).first(where: { $0.curve25519 == senderKey }),
+            device.deviceID != deviceID, device.ed25519 == signingKey, !device.keyChanged, device.trust != .unverified
+        else { return true }
+        _ = secretSharing.accept(requestID: requestID, secret: Secret(secret))
+        return true
+    }
+
+    /// The `m.secret.send` answers, Olm-encrypted for each asking device over a stored Olm
+    /// session, as `sendToDevice` messages: one per device, the device's further answers
+    /// `deferred` to another round. Answers to a device without an Olm session are dropped.
+    func secretMessages(
+        _ answers: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)], nowMilliseconds: Int64
+    ) async throws(CryptoStoreError) -> (
+        messages: [String: [String: JSONValue]], answered: Int,
+        deferred: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)]
+    ) {
+        try await exclusively {
+            () async throws(CryptoStoreError) -> (
+                [String: [String: JSONValue]], Int,
+                [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)]
+            ) in
+            var messages: [String: [String: JSONValue]] = [:]
+            var answered = 0
+            var deferred: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)] = []
+            var advanced: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
+            for (request, device, secret) in answers {
+                guard messages[device.userID.rawValue]?[device.deviceID] == nil else {
+                    deferred.append((request, device, secret))
+                    continue
+                }
+                let payload = JSONValue.object([
+                    "type": .string("m.secret.send"),
+                    "content": .object([
+                        "request_id": .string(request.requestID), "secret": .string(secret.exposedValue),
+                    ]),
+                ])
+                guard let (content, pickle) = try await olmContent(payload, for: device) else { continue }
+                advanced.append(pickle)
+                messages[device.userID.rawValue, default: [:]][device.deviceID] = content
+                answered += 1
+            }
+            try await store.saveOlmSessions(advanced, nowMilliseconds: nowMilliseconds)
+            return (messages, answered, deferred)
+        }
+    }
+}
+
+// MARK: - Product: asking and answering
+
+/// What ``AccountCrypto/requestSecretsFromOwnDevices(timeout:)`` received and did with it.
+public struct SharedSecretsOutcome: Sendable, Hashable {
+    /// The cross-signing private keys arrived, matched the identity the server lists, are kept,
+    /// and this device is cross-signed with them.
+    public var crossSigning: Bool
+    /// The key backup's key arrived and the backup is in use: how many room keys its restore
+    /// stored, of how many (`nil` when no backup key arrived).
+    public var backupRestore: KeyBackupRestoreCount?
+}
+
+/// How many room keys a backup restore stored, of how many the backup holds.
+public struct KeyBackupRestoreCount: Sendable, Hashable {
+    /// Keys stored (new or better than what this device had).
+    public var imported: Int
+    /// Keys the backup holds.
+    public var total: Int
+}
+
+extension AccountCrypto {
+    /// Asks this account's other devices that the account cross-signed for its secrets — the
+    /// cross-signing private keys and the key backup's key — instead of the recovery key: the
+    /// way to finish a new device's set-up after another device verified it (an interactive
+    /// self-verification) and cross-signed it.
+    ///
+    /// Each secret is requested (`m.secret.request`) of every other own device the account
+    /// cross-signed; answers (`m.secret.send`, Olm-encrypted) are taken only from those devices
+    /// and only for these requests; the requests are then cancelled. The cross-signing keys are
+    /// kept only when they are those of the identity the server lists (then this device is
+    /// cross-signed with them and the identity pinned); the backup key only when it is the
+    /// current backup's (then the backup is enabled and restored, ``backupState`` showing the
+    /// progress). Waits at most `timeout` for the answers (a little past the cross-signing keys
+    /// for the backup's, which a device without a backup never sends).
+    ///
+    /// - Throws: ``RecoveryError/noTrustedDevice`` when the account has no other device it
+    ///   cross-signed, ``RecoveryError/secretsNotReceived`` when none answered in time,
+    ///   ``RecoveryError/identityMismatch`` when the keys received are not the listed identity's,
+    ///   ``RecoveryError/backup(_:)`` when the backup key could not be used (the cross-signing
+    ///   part is done by then), or a request's or the store's error.
+    public func requestSecretsFromOwnDevices(timeout: Duration = .seconds(60)) async throws(RecoveryError)
+        -> SharedSecretsOutcome
+    {
+        let (crossSigning, backupKey) = try await recoveryLock.withLock {
+            () async throws(RecoveryError) -> (Bool, Secret<[UInt8]>?) in
+            let devices = try await trustedOwnDevices()
+            guard !devices.isEmpty else { throw .noTrustedDevice }
+            let requests = CryptoEngine.sharedSecretNames.map { (id: engine.newRequestID(), name: $0) }
+            let sharing = engine.secretSharing
+            sharing.expect(requests)
+            for request in requests {
+                try await sendSecretRequest(request.id, name: request.name, to: devices, cancel: false)
+            }
+            logger.info("secrets requested devices=\(devices.count)")
+            await waitForSecrets(timeout: timeout)
+            let received = sharing.takeReceived()
+            for request in requests {
+                // Best effort: a device that missed the cancellation answers a request nobody waits for.
+                try? await sendSecretRequest(request.id, name: request.name, to: devices, cancel: true)
+            }
+            logger.info("secrets received count=\(received.count)")
+            guard !received.isEmpty else { throw .secretsNotReceived }
+            var crossSigning = false
+            let seeds = SecretName.crossSigning.compactMap { received[$0].flatMap(Self.seed) }
+            if seeds.count == 3 {
+                let keys = try Self.recovery { () throws(CrossSigningError) in
+                    try CrossSigningKeys(
+                        userID: userID, masterSeed: seeds[0], selfSigningSeed: seeds[1], userSigningSeed: seeds[2],
+                        driver: engine.driver)
+                }
+                let answer = try await queryOwnKeys()
+                guard
+                    let listed = CrossSigningChain.identities(
+                        in: answer, ownUser: userID, ownMasterKey: nil, driver: engine.driver)[userID],
+                    listed.masterKey == keys.master.publicKey, listed.selfSigningKey == keys.selfSigning.publicKey
+                else { throw .identityMismatch }
+                try await keep(keys)
+                try await signThisDevice(with: keys, answer: answer)
+                try await pinOwnIdentity(keys)
+                // The device list may not change (another device signed this one already): the
+                // stored trust levels are read again with the master key now held.
+                _ = await interpreter.query([userID])
+                crossSigning = true
+            }
+            return (crossSigning, received[SecretName.megolmBackup].flatMap(Self.seed))
+        }
+        guard let backupKey else { return SharedSecretsOutcome(crossSigning: crossSigning, backupRestore: nil) }
+        do throws(KeyBackupError) {
+            _ = try await enableBackup(privateKey: backupKey)
+            let (imported, total) = try await restoreBackup()
+            return SharedSecretsOutcome(
+                crossSigning: crossSigning, backupRestore: KeyBackupRestoreCount(imported: imported, total: total))
+        } catch {
+            throw .backup(error)
+        }
+    }
+
+    /// Cross-signs another device of this account with the self-signing key this device holds
+    /// (what a device does once an interactive verification showed the other device is the
+    /// member's). The other device can then ask for the secrets
+    /// (``requestSecretsFromOwnDevices(timeout:)``).
+    ///
+    /// - Throws: ``RecoveryError/notReady`` when this device holds no cross-signing keys or the
+    ///   server does not list the device, or a request's error.
+    package func crossSignOwnDevice(_ otherDevice: String) async throws(RecoveryError) {
+        try await recoveryLock.withLock { () async throws(RecoveryError) in
+            guard let keys = try await heldKeys() else { throw .notReady }
+            let answer = try await queryOwnKeys()
+            guard let deviceKeys = CrossSigningChain.deviceKeys(in: answer, user: userID, deviceID: otherDevice)
+            else { throw .notReady }
+            let signed = try Self.recovery { () throws(CrossSigningError) in try keys.signDevice(deviceKeys) }
+            let endpoint = try Self.endpoint { () throws(JSONValue.CanonicalJSONError) in
+                try E2EEAPI.uploadSignatures([userID.rawValue: [otherDevice: signed]])
+            }
+            let body: [UInt8]
+            do throws(MatrixRequestError) { body = try await requester.send(endpoint).body } catch {
+                throw Self.recoveryError(error)
+            }
+            if case .object(let members)? = try? JSONValue(parsing: body),
+                case .object(let failures)? = members["failures"], !failures.isEmpty
+            {
+                throw .rejected(status: 400, errorCode: "signature_failures")
+            }
+            // This device's view of the signed device follows at once.
+            _ = await interpreter.query([userID])
+        }
+    }
+
+    /// Answers the secret requests of the account's other devices: a device the account
+    /// cross-signed (after a fresh `keys/query` when the stored list does not say so) gets each
+    /// secret this device holds over Olm (a `keys/claim` first when there is no Olm session);
+    /// other devices' requests, and requests for secrets not held here, are dropped.
+    func answerSecretRequests() async {
+        await secretAnswerLock.withLock { () async in
+            let requests = engine.secretSharing.takeIncoming()
+            guard !requests.isEmpty else { return }
+            do throws(RecoveryError) {
+                var devices = try await ownDeviceList(refresh: false)
+                if requests.contains(where: { request in
+                    !devices.contains { $0.deviceID == request.deviceID && $0.trust != .unverified }
+                }) {
+                    devices = try await ownDeviceList(refresh: true)
+                }
+                var answers: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)] = []
+                var refused = 0
+                for request in requests {
+                    guard
+                        let device = devices.first(where: {
+                            $0.deviceID == request.deviceID && !$0.keyChanged && $0.trust != .unverified
+                        })
+                    else {
+                        refused += 1
+                        continue
+                    }
+                    guard let secret = try await heldSecret(request.name) else { continue }
+                    answers.append((request, device, secret))
+                }
+                let answered = try await sendSecrets(answers)
+                logger.info("secret requests answered=\(answered) refused=\(refused) of=\(requests.count)")
+            } catch {
+                logger.error("secret requests not answered error=\(error)")
+            }
+        }
+    }
+
+    // MARK: Steps
+
+    /// The account's other devices it cross-signed, after a `keys/query` of this account.
+    private func trustedOwnDevices() async throws(RecoveryError) -> [CryptoStore.Device] {
+        try await ownDeviceList(refresh: true).filter {
+            $0.deviceID != deviceID.rawValue && !$0.keyChanged && $0.trust != .unverified
+        }
+    }
+
+    private func ownDeviceList(refresh: Bool) async throws(RecoveryError) -> [CryptoStore.Device] {
+        if refresh, case .failure = await interpreter.query([userID]) { throw .unavailable }
+        do { return try await store.devices(of: userID) } catch { throw .store }
+    }
+
+    /// The secret `name` as this device holds it (the unpadded base64 of the key), or `nil`.
+    private func heldSecret(_ name: String) async throws(RecoveryError) -> Secret<String>? {
+        let key: Secret<[UInt8]>?
+        switch name {
+        case SecretName.master: key = try await heldKeys()?.master.seed
+        case SecretName.selfSigning: key = try await heldKeys()?.selfSigning.seed
+        case SecretName.userSigning: key = try await heldKeys()?.userSigning.seed
+        case SecretName.megolmBackup:
+            do throws(KeyBackupError) {
+                let status = try await backupStatus()
+                key = status.version != nil && status.stopReason == nil ? try await backupPrivateKey() : nil
+            } catch {
+                throw .backup(error)
+            }
+        default: key = nil
+        }
+        return key.map { $0.map { UnpaddedBase64.encode($0) } }
+    }
+
+    /// A 32-byte key from its secret text (unpadded base64; padding tolerated), or `nil`.
+    static func seed(_ secret: Secret<String>) -> Secret<[UInt8]>? {
+        guard let bytes = UnpaddedBase64.decode(secret.exposedValue), bytes.count == 32 else { return nil }
+        return Secret(bytes)
+    }
+
+    /// One `m.secret.request` (or its cancellation) to each of `devices`.
+    private func sendSecretRequest(_ requestID: String, name: String, to devices: [CryptoStore.Device], cancel: Bool)
+        async throws(RecoveryError)
+    {
+        var content: [String: JSONValue] = [
+            "action": .string(cancel ? "request_cancellation" : "request"), "request_id": .string(requestID),
+            "requesting_device_id": .string(deviceID.rawValue),
+        ]
+        if !cancel { content["name"] = .string(name) }
+        let messages = [
+            userID.rawValue: Dictionary(uniqueKeysWithValues: devices.map { ($0.deviceID, JSONValue.object(content)) })
+        ]
+        let transactionID = TransactionID("\(cancel ? "src" : "srq")-\(requestID)")
+        if await interpreter.sendToDevice("m.secret.request", messages, transactionID: transactionID) != nil {
+            throw .unavailable
+        }
+    }
+
+    /// Waits until every requested secret arrived, at most `timeout`; once the cross-signing
+    /// keys are in, a few seconds more at most for the backup key.
+    private func waitForSecrets(timeout: Duration) async {
+        let sharing = engine.secretSharing
+        let all = Set(CryptoEngine.sharedSecretNames)
+        let crossSigning = Set(SecretName.crossSigning)
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in sharing.receivedCount.observable.values {
+                    let names = sharing.receivedNames()
+                    if names == all { return }
+                    if crossSigning.isSubset(of: names) { break }
+                }
+                // The cross-signing keys are in: the backup key, when the device has one, comes
+                // with them (answered in one round).
+                let grace = min(deadline, clock.now + .seconds(3))
+                try? await clock.sleep(until: grace)
+            }
+            group.addTask { try? await clock.sleep(until: deadline) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Sends each answer over Olm, claiming one-time keys for devices without a session;
+    /// returns how many were sent.
+    private func sendSecrets(_ answers: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)])
+        async throws(RecoveryError) -> Int
+    {
+        guard !answers.isEmpty else { return 0 }
+        let now = wallClock.now.millisecondsSince1970
+        let withoutSession: [CryptoStore.Device]
+        do { withoutSession = try await engine.devicesWithoutSession(Array(Set(answers.map(\.1)))) } catch {
+            throw .store
+        }
+        if !withoutSession.isEmpty {
+            let wanted = Dictionary(grouping: withoutSession, by: \.userID).mapValues { $0.map(\.deviceID) }
+            let endpoint = try Self.endpoint { () throws(JSONValue.CanonicalJSONError) in try E2EEAPI.claim(wanted) }
+            let body: [UInt8]
+            do throws(MatrixRequestError) { body = try await requester.send(endpoint).body } catch {
+                throw Self.recoveryError(error)
+            }
+            do {
+                _ = try await engine.createSessions(
+                    CryptoInterpreter.claimedKeys(in: body, for: withoutSession), nowMilliseconds: now)
+            } catch {
+                throw .store
+            }
+        }
+        var remaining = answers
+        var sent = 0
+        while !remaining.isEmpty {
+            let round:
+                (
+                    messages: [String: [String: JSONValue]], answered: Int,
+                    deferred: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)]
+                )
+            do { round = try await engine.secretMessages(remaining, nowMilliseconds: now) } catch { throw .store }
+            guard round.answered > 0 else { break }
+            let ids = remaining.map { "\($0.0.deviceID)|\($0.0.requestID)" }.sorted().joined(separator: ",")
+            let transactionID = TransactionID("ss-\(engine.driver.sha256(Array(ids.utf8)).prefix(24))")
+            if await interpreter.sendToDevice("m.room.encrypted", round.messages, transactionID: transactionID) != nil {
+                throw .unavailable
+            }
+            sent += round.answered
+            remaining = round.deferred
+        }
+        return sent
+    }
+}

@@ -1,0 +1,100 @@
+import SymorvaChatStore
+import SymorvaCrypto
+import SymorvaCryptoDriver
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+import SymorvaStore
+import Testing
+
+@testable import SymorvaE2EE
+
+/// Secret sharing between two devices of one account, through their stores and engines (no
+/// network): which `m.secret.request`s are taken in, and which `m.secret.send`s are kept.
+@Suite("Secret sharing in the crypto engine")
+struct SecretSharingEngineTests {
+    let user = UserID("@alice:example.org")
+    let fixture = EngineFixture()
+
+    func request(_ name: String, id: String, from device: String, action: String = "request") -> JSONValue {
+        var content: [String: JSONValue] = [
+            "action": .string(action), "request_id": .string(id), "requesting_device_id": .string(device),
+        ]
+        if action == "request" { content["name"] = .string(name) }
+        return .object(content)
+    }
+
+    @Test(
+        "Requests are taken only from another device of the account, for a secret shared; a cancellation withdraws one"
+    )
+    func requestsTakenIn() async throws {
+        let phone = try await fixture.device(user.rawValue, "PHONE")
+        let mallory: UserID = "@mallory:example.org"
+        let deliveries: [(UserID, JSONValue)] = [
+            (user, request("m.cross_signing.master", id: "r1", from: "LAPTOP")),
+            (user, request("m.megolm_backup.v1", id: "r2", from: "LAPTOP")),
+            (user, request("m.cross_signing.self_signing", id: "r3", from: "LAPTOP")),
+            (mallory, request("m.cross_signing.master", id: "r4", from: "EVIL")),  // another user
+            (user, request("m.cross_signing.master", id: "r5", from: "PHONE")),  // this device
+            (user, request("m.something.else", id: "r6", from: "LAPTOP")),  // not shared
+            (user, request("", id: "r3", from: "LAPTOP", action: "request_cancellation")),
+        ]
+        for (sender, content) in deliveries {
+            try await fixture.deliver(type: "m.secret.request", sender: sender, content: content, to: phone)
+        }
+        let report = try await phone.engine.processToDevice(nowMilliseconds: 0)
+        #expect(report.processed == deliveries.count)
+        let sharing = await phone.engine.secretSharing
+        let taken = sharing.takeIncoming()
+        #expect(taken.map(\.requestID) == ["r1", "r2"])
+        #expect(taken.allSatisfy { $0.deviceID == "LAPTOP" })
+        #expect(sharing.takeIncoming().isEmpty, "each request handed out once")
+    }
+
+    @Test(
+        "A secret is kept only from another device of the account that is cross-signed, for a request this device made"
+    )
+    func secretsKeptFromCrossSignedDevicesOnly() async throws {
+        let phone = try await fixture.device(user.rawValue, "PHONE")
+        let laptop = try await fixture.device(user.rawValue, "LAPTOP")
+        try await fixture.introduce(phone, laptop)
+        try await fixture.connect(phone, to: laptop)
+        let laptopDevice = try await laptop.listed()
+        let sharing = await laptop.engine.secretSharing
+        let secret = Secret("c2VjcmV0IHNlZWQgb2YgMzIgYnl0ZXMgZm9yIHRoZSB0ZXN0IQ")
+
+        func send(_ requestID: String) async throws {
+            let answer = try await phone.engine.secretMessages(
+                [
+                    (
+                        .init(deviceID: "LAPTOP", requestID: requestID, name: "m.cross_signing.master"), laptopDevice,
+                        secret
+                    )
+                ],
+                nowMilliseconds: 0)
+            #expect(answer.answered == 1)
+            let content = try #require(answer.messages[user.rawValue]?["LAPTOP"])
+            try await fixture.deliver(sender: user, content: content, to: laptop)
+            _ = try await laptop.engine.processToDevice(nowMilliseconds: 0)
+        }
+
+        // The phone is unverified in the laptop's store: its answer is dropped.
+        sharing.expect([(id: "q1", name: "m.cross_signing.master")])
+        try await send("q1")
+        #expect(sharing.receivedNames().isEmpty)
+
+        // Cross-signed: an answer to a request never made is dropped, the answer to ours is kept.
+        var phoneListed = try await phone.listed()
+        phoneListed.trust = .crossSigned
+        _ = try await laptop.store.storeQueried([user: [phoneListed, laptopDevice]], users: [user])
+        sharing.expect([(id: "q2", name: "m.cross_signing.master")])
+        try await send("not-asked")
+        #expect(sharing.receivedNames().isEmpty)
+        try await send("q2")
+        let received = sharing.takeReceived()
+        #expect(received["m.cross_signing.master"] == secret)
+        // Nothing of it is a room key.
+        #expect(
+            try await laptop.database.queryOne("SELECT COUNT(*) FROM e2ee_inbound_group_sessions") { $0.int(0) } == 0)
+    }
+}
