@@ -140,6 +140,34 @@ public final class MediaClient: Sendable {
         return uri
     }
 
+    /// Uploads the file at `path` encrypted for an encrypted room (the spec's `EncryptedFile` v2,
+    /// a fresh AES-256-CTR key and IV), each chunk encrypted as libcurl reads it: no ciphertext is
+    /// written to disk, and the upload runs at the plain upload's pace. Returns the
+    /// `EncryptedFile` naming the new URI, with the hash of what the server received. Checks and
+    /// errors as ``upload(fileAt:contentType:fileName:progress:)``.
+    package func uploadEncrypting(
+        fileAt path: String, progress: (@Sendable (MediaTransferProgress) -> Void)? = nil
+    ) async throws(MediaError) -> EncryptedFile {
+        let checked = try await checkedFile(path, checkingLimit: true)
+        let encrypting: EncryptingUpload
+        do throws(EncryptedAttachmentError) {
+            encrypting = try EncryptingUpload(length: checked.length)
+        } catch {
+            throw .decryptionFailed
+        }
+        let file = HTTPBodyFile(path: checked.path, length: checked.length, transform: encrypting)
+        var endpoint = MediaAPI.upload(fileName: nil)
+        endpoint.transfer = transfer(body: file, contentType: "application/octet-stream", progress: progress)
+        let response = try await send(endpoint, bytes: file.length, reading: true)
+        guard let body = WireJSON.decodeIfValid(UploadBody.self, from: response.body),
+            let uri = MediaURI(body.contentURI)
+        else { throw .unexpectedResponse }
+        // The file changed size under the upload: what went up is not the file described.
+        guard var encrypted = encrypting.finish() else { throw .fileUnreadable }
+        encrypted.uri = uri
+        return encrypted
+    }
+
     /// Reserves an `mxc://` URI for media uploaded later (`POST /_matrix/media/v1/create`).
     public func reserveURI() async throws(MediaError) -> ReservedMedia {
         let response = try await send(MediaAPI.create(), bytes: 0, reading: false)
