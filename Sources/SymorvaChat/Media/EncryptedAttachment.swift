@@ -249,13 +249,24 @@ final class EncryptingUpload: HTTPBodyTransform {
     }
 
     func transform(_ bytes: UnsafeMutableRawBufferPointer) -> Bool {
-        streams.withLock { streams in
-            guard let cipher = streams.cipher, let digest = streams.digest else { return false }
-            guard let out = try? cipher.update(Array(bytes)), out.count == bytes.count,
-                (try? digest.update(out)) != nil
+        guard !bytes.isEmpty else { return true }
+        // The transport's read buffer, lent for this call only, goes into the lock as its address
+        // (a pointer would tie the locked streams to the caller's region).
+        let address = UInt(bitPattern: bytes.baseAddress)
+        let count = bytes.count
+        return streams.withLock { streams in
+            guard let cipher = streams.cipher, let digest = streams.digest,
+                let base = UnsafeMutableRawPointer(bitPattern: address)
             else { return false }
-            out.withUnsafeBytes { bytes.copyMemory(from: $0) }
-            streams.bytes += Int64(out.count)
+            let buffer = UnsafeMutableRawBufferPointer(start: base, count: count)
+            // In place in that buffer: no copy, no allocation per chunk.
+            do throws(CipherError) {
+                try cipher.updateInPlace(buffer)
+                try digest.update(UnsafeRawBufferPointer(buffer))
+            } catch {
+                return false
+            }
+            streams.bytes += Int64(count)
             return true
         }
     }
