@@ -247,6 +247,31 @@ public final class MediaClient: Sendable {
             guard let uri = media.source else { throw .notFound }
             return try await download(uri, toFileAt: path, progress: progress)
         }
+        return try await download(encrypted: file, toFileAt: path, progress: progress)
+    }
+
+    /// Saves the thumbnail the sender attached to a message (``MediaInfo/hasThumbnail``) to
+    /// `path`: `info.thumbnail_file` is downloaded, its hash checked and decrypted as
+    /// ``download(_:toFileAt:progress:)`` does for the file; `info.thumbnail_url` is downloaded
+    /// as it is. (``cachedThumbnail(of:width:height:cropped:)`` asks the server for one of a
+    /// plain file instead; the server cannot make one of an encrypted file.)
+    ///
+    /// - Throws: ``MediaError/notFound`` when the message has no thumbnail, and the download's
+    ///   errors (``MediaError/hashMismatch`` for an encrypted one that is not the one named).
+    @discardableResult
+    public func downloadThumbnail(_ media: MediaInfo, toFileAt path: String) async throws(MediaError) -> Int64 {
+        if let file = media.thumbnailEncryptedFile {
+            return try await download(encrypted: file, toFileAt: path, progress: nil)
+        }
+        guard let uri = media.thumbnailURL.flatMap(MediaURI.init) else { throw .notFound }
+        return try await download(uri, toFileAt: path, maximumBytes: Self.maximumThumbnailBytes)
+    }
+
+    /// Downloads an encrypted file's ciphertext (into the cache when there is one), checks its
+    /// hash, and decrypts it to `path`.
+    private func download(
+        encrypted file: EncryptedFile, toFileAt path: String, progress: (@Sendable (MediaTransferProgress) -> Void)?
+    ) async throws(MediaError) -> Int64 {
         guard let uri = file.uri else { throw .notFound }
         let ciphertext: String
         var temporaryCiphertext: String?
