@@ -93,11 +93,12 @@ let package = Package(
             name: "SymorvaWallet", dependencies: ["SymorvaFeatureKit", "SymorvaCrypto"],
             swiftSettings: swiftSettings),
         .target(name: "SymorvaMeetings", dependencies: ["SymorvaFeatureKit"], swiftSettings: swiftSettings),
-        // The Linux media engine: GStreamer's webrtcbin behind SymorvaMeetings' media adapters.
+        // The Linux media engine: GStreamer's webrtcbin behind SymorvaMeetings' media adapters, and
+        // the thumbnails of images sent in chat (SymorvaChat's AttachmentThumbnailer).
         .target(
             name: "SymorvaMediaGStreamer",
             dependencies: [
-                "SymorvaMeetings",
+                "SymorvaMeetings", "SymorvaChat",
                 .target(name: "CGStreamer", condition: .when(platforms: [.linux])),
                 .target(name: "CGStreamerShim", condition: .when(platforms: [.linux])),
             ],
@@ -216,7 +217,7 @@ let package = Package(
         .testTarget(
             name: "SymorvaMediaGStreamerTests",
             dependencies: [
-                "SymorvaMeetings", "SymorvaTesting",
+                "SymorvaMeetings", "SymorvaChat", "SymorvaTesting",
                 .target(name: "SymorvaMediaGStreamer", condition: .when(platforms: [.linux])),
                 .target(name: "CGStreamerShim", condition: .when(platforms: [.linux])),
             ],

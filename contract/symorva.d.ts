@@ -82,6 +82,10 @@ export interface MediaInfo {
   size?: number;
   width?: number;
   height?: number;
+  /** The file is encrypted (an encrypted room's `file`): it has no `url`. */
+  isEncrypted: boolean;
+  /** The sender attached a thumbnail (`info.thumbnail_url` or `info.thumbnail_file`). */
+  hasThumbnail: boolean;
 }
 
 export type TimelineItemContent =

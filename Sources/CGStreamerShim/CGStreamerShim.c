@@ -278,4 +278,86 @@ void symorva_appsrc_end(GstElement *appsrc) {
     GstFlowReturn result = GST_FLOW_ERROR;
     g_signal_emit_by_name(appsrc, "end-of-stream", &result);
 }
+/* A thumbnail of the image file at `path`: decoded (decodebin), scaled to fit max_width ×
+ * max_height with its aspect kept (videoscale fixates the other side), JPEG-encoded, and taken
+ * from the appsink's preroll — no main loop, no file written. Blocks for at most timeout_ms. On
+ * success (0) *bytes is a g_malloc'd buffer of *count bytes (free with symorva_thumbnail_free).
+ * 1: a needed element is missing; 2: the file is not a decodable image (or the pipeline failed);
+ * 3: timed out. */
+int symorva_image_thumbnail(
+    const char *path, int max_width, int max_height, int quality, unsigned int timeout_ms,
+    uint8_t **bytes, size_t *count, int *width, int *height) {
+    *bytes = NULL;
+    *count = 0;
+    symorva_gst_initialize();
+    static const char *needed[] = {"filesrc", "decodebin", "videoconvert", "videoscale", "jpegenc", "appsink"};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
+        if (!symorva_gst_has_element(needed[i])) return 1;
+    }
+    GError *error = NULL;
+    GstElement *pipeline = gst_parse_launch(
+        "filesrc name=src ! decodebin ! videoconvert ! videoscale ! capsfilter name=size ! "
+        "jpegenc name=enc ! appsink name=sink sync=false max-buffers=1",
+        &error);
+    if (pipeline == NULL || error != NULL) {
+        if (error != NULL) g_error_free(error);
+        if (pipeline != NULL) gst_object_unref(pipeline);
+        return 2;
+    }
+    GstElement *source = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+    GstElement *size = gst_bin_get_by_name(GST_BIN(pipeline), "size");
+    GstElement *encoder = gst_bin_get_by_name(GST_BIN(pipeline), "enc");
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+    int result = 2;
+    if (source != NULL && size != NULL && encoder != NULL && sink != NULL) {
+        g_object_set(source, "location", path, NULL);
+        g_object_set(encoder, "quality", quality, NULL);
+        GstCaps *caps = gst_caps_new_simple(
+            "video/x-raw", "pixel-aspect-ratio", GST_TYPE_FRACTION, 1, 1, "width", GST_TYPE_INT_RANGE, 1,
+            max_width, "height", GST_TYPE_INT_RANGE, 1, max_height, NULL);
+        g_object_set(size, "caps", caps, NULL);
+        gst_caps_unref(caps);
+        GstBus *bus = gst_element_get_bus(pipeline);
+        if (gst_element_set_state(pipeline, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE) {
+            GstMessage *message = gst_bus_timed_pop_filtered(
+                bus, (GstClockTime)timeout_ms * GST_MSECOND, GST_MESSAGE_ASYNC_DONE | GST_MESSAGE_ERROR);
+            if (message == NULL) {
+                result = 3;
+            } else {
+                if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_ASYNC_DONE) {
+                    GstSample *sample = NULL;
+                    g_signal_emit_by_name(sink, "pull-preroll", &sample);
+                    if (sample != NULL) {
+                        GstBuffer *buffer = gst_sample_get_buffer(sample);
+                        GstCaps *encoded = gst_sample_get_caps(sample);
+                        GstMapInfo map;
+                        if (buffer != NULL && encoded != NULL && gst_caps_get_size(encoded) > 0
+                            && gst_buffer_map(buffer, &map, GST_MAP_READ)) {
+                            GstStructure *structure = gst_caps_get_structure(encoded, 0);
+                            if (map.size > 0 && gst_structure_get_int(structure, "width", width)
+                                && gst_structure_get_int(structure, "height", height)) {
+                                *bytes = g_memdup2(map.data, map.size);
+                                *count = map.size;
+                                result = 0;
+                            }
+                            gst_buffer_unmap(buffer, &map);
+                        }
+                        gst_sample_unref(sample);
+                    }
+                }
+                gst_message_unref(message);
+            }
+        }
+        gst_element_set_state(pipeline, GST_STATE_NULL);
+        gst_object_unref(bus);
+    }
+    if (source != NULL) gst_object_unref(source);
+    if (size != NULL) gst_object_unref(size);
+    if (encoder != NULL) gst_object_unref(encoder);
+    if (sink != NULL) gst_object_unref(sink);
+    gst_object_unref(pipeline);
+    return result;
+}
+
+void symorva_thumbnail_free(uint8_t *bytes) { g_free(bytes); }
 #endif

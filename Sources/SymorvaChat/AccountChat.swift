@@ -136,6 +136,7 @@ public final class AccountChat: Sendable {
     private let tokenHandler = Lock<(@Sendable () -> Void)?>(nil)
     private let deviceChangesHandler = Lock<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
     private let encryptorSlot = Lock<(any RoomEncryptor)?>(nil)
+    private let thumbnailerSlot = Lock<(any AttachmentThumbnailer)?>(nil)
     /// Room keys arrived since the last decryption pass: the events waiting for a key are ready
     /// again.
     private let keysArrived = Lock(false)
@@ -307,6 +308,16 @@ public final class AccountChat: Sendable {
     package func setEncryptor(_ encryptor: any RoomEncryptor) {
         encryptorSlot.withLock { $0 = encryptor }
     }
+
+    /// Sets what makes the thumbnails of images sent without one
+    /// (``OutgoingAttachment/thumbnail``); `nil` sends them without. The standard modules set
+    /// the platform's (GStreamer on Linux); an app on another platform sets its own.
+    public func setThumbnailer(_ thumbnailer: (any AttachmentThumbnailer)?) {
+        thumbnailerSlot.withLock { $0 = thumbnailer }
+    }
+
+    /// What makes the thumbnails of images sent without one, if anything.
+    var thumbnailer: (any AttachmentThumbnailer)? { thumbnailerSlot.withLock { $0 } }
 
     /// Sets what decrypts the events of encrypted rooms (the crypto module). Encrypted events are
     /// tried when they are stored; those whose key has not arrived wait until

@@ -152,7 +152,10 @@ public final class Conversation: Sendable {
         // should the app have stopped between the row's write and the plain copy's removal.
         for case let attachment? in items.map(\.attachment) where attachment.isEncrypted {
             let plain = String(attachment.localPath.dropLast(".enc".count))
-            if attachment.localPath == AttachmentFiles.encryptedPath(of: plain) { AttachmentFiles.removeFile(plain) }
+            if attachment.localPath == AttachmentFiles.encryptedPath(of: plain) {
+                AttachmentFiles.removeFile(plain)
+                AttachmentFiles.removeFile(OutgoingAttachment.thumbnailPath(of: plain))
+            }
         }
         await sendQueue.send(.restored(items))
     }
@@ -188,7 +191,14 @@ public final class Conversation: Sendable {
             QueuedAttachment(
                 localPath: file.path, contentType: file.contentType, size: file.size,
                 mediaURI: file.mediaURI.flatMap(MediaURI.init), isUploaded: file.isUploaded,
-                isEncrypted: row.contentIsSealed && OutgoingAttachment.encryptedFile(in: openedContent) != nil)
+                isEncrypted: row.contentIsSealed && OutgoingAttachment.encryptedFile(in: openedContent) != nil,
+                thumbnail: QueuedThumbnailMembers.read(openedContent).map { thumbnail in
+                    QueuedThumbnail(
+                        localPath: OutgoingAttachment.thumbnailPath(of: file.path),
+                        contentType: thumbnail.members.encryptedFile == nil
+                            ? thumbnail.members.contentType : "application/octet-stream",
+                        uri: thumbnail.members.reservedURI)
+                })
         }
         return SendQueueItem(
             transactionID: TransactionID(row.transactionID),
@@ -424,12 +434,19 @@ public final class Conversation: Sendable {
                 throw .store(.store(.full))
             }
         }
+        // The ciphertext goes up as what it is; the MIME type travels inside the encrypted event.
+        let uploadType = isEncrypted ? "application/octet-stream" : attachment.contentType
+        let thumbnail: (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
+        do throws(ChatError) {
+            thumbnail = try await storeThumbnail(of: attachment, next: copy, encrypted: isEncrypted)
+        } catch {
+            AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)
+            throw error
+        }
         let content = attachment.content(
             size: copied.size,
             pixelSize: attachment.contentType == "image/png" ? OutgoingAttachment.pngSize(copied.header) : nil,
-            encryptedFile: encryptedFile)
-        // The ciphertext goes up as what it is; the MIME type travels inside the encrypted event.
-        let uploadType = isEncrypted ? "application/octet-stream" : attachment.contentType
+            encryptedFile: encryptedFile, thumbnail: thumbnail?.members)
         var stored = Array(content.json.utf8)
         if isEncrypted {
             guard let sealed = encryptor?.seal(stored, transactionID: transactionID) else {
@@ -439,7 +456,8 @@ public final class Conversation: Sendable {
             stored = sealed
         }
         let queued = QueuedAttachment(
-            localPath: copy, contentType: uploadType, size: copied.size, isEncrypted: isEncrypted)
+            localPath: copy, contentType: uploadType, size: copied.size, isEncrypted: isEncrypted,
+            thumbnail: thumbnail?.copy)
         let receipt = SendReceipt(roomID: id, transactionIDs: [transactionID])
         client.receipts.register(receipt)
         let queue = sendQueue
@@ -461,6 +479,38 @@ public final class Conversation: Sendable {
             await queue.send(.attachmentEnqueued(transactionID, content, queued))
         }
         return receipt
+    }
+
+    /// The thumbnail an image is sent with (the attachment's own, else the account's
+    /// thumbnailer's), written next to its copy (encrypted in memory first in an encrypted room:
+    /// never in the clear on disk), and the content members that describe it; `nil` for none.
+    private func storeThumbnail(of attachment: OutgoingAttachment, next copy: String, encrypted: Bool)
+        async throws(ChatError) -> (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
+    {
+        var made = attachment.thumbnail
+        if made == nil, attachment.kind == .image, let thumbnailer = client.thumbnailer {
+            made = await thumbnailer.thumbnail(ofImageAt: attachment.path, contentType: attachment.contentType)
+        }
+        guard let thumbnail = made, !thumbnail.bytes.isEmpty, thumbnail.width > 0, thumbnail.height > 0 else {
+            return nil
+        }
+        var bytes = thumbnail.bytes
+        var file: EncryptedFile?
+        if encrypted {
+            do throws(EncryptedAttachmentError) {
+                (bytes, file) = try EncryptedAttachment.encrypt(bytes: thumbnail.bytes)
+            } catch {
+                throw .encryptionUnavailable
+            }
+        }
+        let path = OutgoingAttachment.thumbnailPath(of: copy)
+        guard AttachmentFiles.writeSynced(bytes, to: path) else { throw .store(.store(.full)) }
+        let members = QueuedThumbnailMembers(
+            contentType: thumbnail.contentType, size: thumbnail.bytes.count, width: thumbnail.width,
+            height: thumbnail.height, encryptedFile: file)
+        let queued = QueuedThumbnail(
+            localPath: path, contentType: encrypted ? "application/octet-stream" : thumbnail.contentType)
+        return (members, queued)
     }
 
     /// Sends a failed message again (and the ones held behind it).

@@ -55,4 +55,16 @@ package final class AES256CTRStream {
         guard code == 1, Int(written) == data.count else { throw .library(operation: "EVP_EncryptUpdate") }
         return output
     }
+
+    /// XORs the next `buffer.count` bytes of the key stream into `buffer` itself (libcrypto
+    /// allows a cipher's input and output to be the same memory): no copy, no allocation, for a
+    /// chunk encrypted where it lies (an upload's read buffer).
+    package func updateInPlace(_ buffer: UnsafeMutableRawBufferPointer) throws(CipherError) {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
+        guard buffer.count <= Int(Int32.max) else { throw .inputTooLong(buffer.count) }
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        var written: Int32 = 0
+        let code = EVP_EncryptUpdate(context, bytes, &written, bytes, Int32(buffer.count))
+        guard code == 1, Int(written) == buffer.count else { throw .library(operation: "EVP_EncryptUpdate") }
+    }
 }

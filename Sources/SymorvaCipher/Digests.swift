@@ -42,6 +42,13 @@ package final class SHA256Stream {
         guard EVP_DigestUpdate(context, data, data.count) == 1 else { throw .library(operation: "EVP_DigestUpdate") }
     }
 
+    /// Adds the bytes at `buffer` to the hash, without copying them.
+    package func update(_ buffer: UnsafeRawBufferPointer) throws(CipherError) {
+        guard !finished else { throw .library(operation: "EVP_DigestUpdate after final") }
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
+        guard EVP_DigestUpdate(context, base, buffer.count) == 1 else { throw .library(operation: "EVP_DigestUpdate") }
+    }
+
     /// The digest of everything added; the hasher takes no more data afterwards.
     package func finish() throws(CipherError) -> [UInt8] {
         guard !finished else { throw .library(operation: "EVP_DigestFinal_ex twice") }

@@ -115,6 +115,9 @@ package enum ContractValues {
             },
             "mimeType": media.mimeType.map(JSONValue.string), "size": media.size.map(JSONValue.int),
             "width": media.width.map(JSONValue.int), "height": media.height.map(JSONValue.int),
+            // An encrypted file has no url (its key travels in the event); the protocol has no
+            // download yet, so a client can say what it is but not fetch it.
+            "isEncrypted": .bool(media.isEncrypted), "hasThumbnail": .bool(media.hasThumbnail),
         ])
     }
 

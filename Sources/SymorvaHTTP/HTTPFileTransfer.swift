@@ -10,12 +10,43 @@ package struct HTTPBodyFile: Sendable, Hashable {
     package var path: String
     /// How many bytes of it are sent (its size when the request was built).
     package var length: Int64
+    /// Changes the bytes as they are read, before they are sent (an attachment encrypted while
+    /// it uploads); `nil` sends the file as it is.
+    package var transform: (any HTTPBodyTransform)?
 
-    /// A body of `length` bytes from the start of the file at `path`.
-    package init(path: String, length: Int64) {
+    /// A body of `length` bytes from the start of the file at `path`, changed by `transform`
+    /// as it is read when one is given.
+    package init(path: String, length: Int64, transform: (any HTTPBodyTransform)? = nil) {
         self.path = path
         self.length = length
+        self.transform = transform
     }
+
+    package static func == (lhs: HTTPBodyFile, rhs: HTTPBodyFile) -> Bool {
+        lhs.path == rhs.path && lhs.length == rhs.length
+            && lhs.transform.map(ObjectIdentifier.init) == rhs.transform.map(ObjectIdentifier.init)
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(path)
+        hasher.combine(length)
+        hasher.combine(transform.map(ObjectIdentifier.init))
+    }
+}
+
+/// Changes a body file's bytes in order, as the transport reads them and before it sends them:
+/// an attachment is encrypted chunk by chunk while it uploads, so no encrypted copy has to be
+/// written first.
+///
+/// The transport calls ``restart()`` before the first read and whenever it sends the body again
+/// from its start (a rewind), then ``transform(_:)`` with each chunk, in order, on one thread at
+/// a time. A transformed body can only be sent again from its start: a rewind to another offset
+/// fails the transfer. The transform must keep the length (a stream cipher does).
+package protocol HTTPBodyTransform: AnyObject, Sendable {
+    /// The body is read from its start (again): forget the bytes seen. `false` fails the transfer.
+    func restart() -> Bool
+    /// Changes the next bytes of the body in place. `false` fails the transfer (`fileAccess`).
+    func transform(_ bytes: UnsafeMutableRawBufferPointer) -> Bool
 }
 
 /// How far one transfer has come, in bytes. Totals are `nil` while unknown (no `Content-Length`).

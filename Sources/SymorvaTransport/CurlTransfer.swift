@@ -36,6 +36,8 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var exceededLimit = false
     /// The body file (``HTTPRequest/bodyFile``), open while the transfer lives; -1 for none.
     private var bodyDescriptor: Int32 = -1
+    /// Changes the body file's bytes as they are read (``HTTPBodyFile/transform``).
+    private var bodyTransform: (any HTTPBodyTransform)?
     /// The response file (``HTTPRequest/responseFile``), open while the transfer lives; -1 for none.
     private var responseDescriptor: Int32 = -1
     /// Response body bytes written to the response file.
@@ -153,6 +155,10 @@ final class CurlTransfer: @unchecked Sendable {
             guard request.body.isEmpty, file.length >= 0 else { throw .invalidHeader }
             bodyDescriptor = open(file.path, O_RDONLY | O_CLOEXEC)
             guard bodyDescriptor >= 0 else { throw .fileAccess }
+            if let transform = file.transform {
+                guard transform.restart() else { throw .fileAccess }
+                bodyTransform = transform
+            }
             // POST mechanics with a read callback (the method stays the request's own through
             // CUSTOMREQUEST): libcurl takes the body a chunk at a time as the socket drains.
             try check(symorva_curl_setopt_long(easy, CURLOPT_POST, 1))
@@ -288,6 +294,12 @@ final class CurlTransfer: @unchecked Sendable {
     fileprivate func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         while true {
             let count = read(bodyDescriptor, buffer.baseAddress, min(buffer.count, Self.uploadChunkBytes))
+            if count > 0, let bodyTransform,
+                !bodyTransform.transform(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
+            {
+                fileFailed = true
+                return Int(CURL_READFUNC_ABORT)
+            }
             if count >= 0 { return count }
             if errno == EINTR { continue }
             fileFailed = true
@@ -295,8 +307,16 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// Moves the body file to `offset` from its start (libcurl sends the body again).
+    /// Moves the body file to `offset` from its start (libcurl sends the body again). A
+    /// transformed body starts over from its start only.
     fileprivate func seekBody(to offset: curl_off_t, origin: Int32) -> Int32 {
+        if let bodyTransform {
+            guard offset == 0, origin == SEEK_SET else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+            guard bodyDescriptor >= 0, lseek(bodyDescriptor, 0, SEEK_SET) == 0, bodyTransform.restart() else {
+                return Int32(CURL_SEEKFUNC_FAIL)
+            }
+            return Int32(CURL_SEEKFUNC_OK)
+        }
         guard bodyDescriptor >= 0, lseek(bodyDescriptor, off_t(offset), origin) >= 0 else {
             return Int32(CURL_SEEKFUNC_FAIL)
         }

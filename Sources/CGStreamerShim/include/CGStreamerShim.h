@@ -51,5 +51,15 @@ unsigned int symorva_bus_watch(GstElement *pipeline, GMainContext *main_context,
 int symorva_appsrc_push(GstElement *appsrc, const uint8_t *bytes, size_t count);
 /* Tells an appsrc that no more data comes ("end-of-stream"). */
 void symorva_appsrc_end(GstElement *appsrc);
+
+/* A JPEG thumbnail of the image file at `path` that fits max_width x max_height (aspect kept),
+   made without a main loop or a file; blocks for at most timeout_ms. 0: *bytes (free it with
+   symorva_thumbnail_free) holds *count bytes of *width x *height pixels; 1: an element is missing;
+   2: not an image GStreamer decodes; 3: timed out. */
+int symorva_image_thumbnail(
+    const char *path, int max_width, int max_height, int quality, unsigned int timeout_ms, uint8_t **bytes,
+    size_t *count, int *width, int *height);
+/* Frees a thumbnail's bytes. */
+void symorva_thumbnail_free(uint8_t *bytes);
 #endif /* __linux__ */
 #endif

@@ -110,10 +110,34 @@ enum AttachmentFiles {
         unlink(path)
     }
 
-    /// Removes `transactionID`'s copy (plain or encrypted), if there is one.
+    /// Removes `transactionID`'s copy (plain or encrypted) and its thumbnail's, if there are.
     static func remove(in directory: String, transactionID: String) {
         let plain = path(in: directory, transactionID: transactionID)
-        unlink(plain)
-        unlink(encryptedPath(of: plain))
+        for copy in [plain, encryptedPath(of: plain)] {
+            unlink(copy)
+            unlink(OutgoingAttachment.thumbnailPath(of: copy))
+        }
+    }
+
+    /// Writes `bytes` to a new file at `path` (mode 0600) and syncs it; nothing is left there
+    /// on failure.
+    static func writeSynced(_ bytes: [UInt8], to path: String) -> Bool {
+        let output = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard output >= 0 else { return false }
+        var offset = 0
+        var failed = false
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(output, $0.baseAddress! + offset, bytes.count - offset) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else {
+                failed = true
+                break
+            }
+            offset += written
+        }
+        if !failed, fsync(output) != 0 { failed = true }
+        close(output)
+        if failed { unlink(path) }
+        return !failed
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import SymorvaCipher
+import SymorvaHTTP
 import SymorvaMachines
+import SymorvaRuntime
 
 #if canImport(Glibc)
     import Glibc
@@ -206,6 +208,76 @@ package enum EncryptedAttachment {
             throw failure
         }
         return (total, hash)
+    }
+}
+
+/// Encrypts a file's bytes as the transport reads them for its upload (``HTTPBodyTransform``):
+/// AES-256-CTR with a fresh key and IV, and the SHA-256 of the ciphertext taken on the way, so
+/// the ciphertext is never written to disk. A rewind starts the cipher and the hash over from
+/// the same key and IV: every attempt sends the same ciphertext. ``finish()`` gives the
+/// `EncryptedFile` once the whole file went through.
+final class EncryptingUpload: HTTPBodyTransform {
+    private struct Streams {
+        var cipher: AES256CTRStream?
+        var digest: SHA256Stream?
+        var bytes: Int64 = 0
+    }
+
+    let key: [UInt8]
+    let iv: [UInt8]
+    /// The file's size: the hash is final once this many bytes went through.
+    let length: Int64
+    // The transport calls from one thread at a time; the lock orders it with `finish()`.
+    private let streams = Lock(Streams())
+
+    /// A new key and IV (v2: the IV's counter half zero) for a file of `length` bytes.
+    init(length: Int64) throws(EncryptedAttachmentError) {
+        do {
+            key = try SecureRandom.bytes(AES256CTR.keyLength)
+            iv = try SecureRandom.bytes(8) + [UInt8](repeating: 0, count: 8)
+        } catch {
+            throw .cipher(error)
+        }
+        self.length = length
+    }
+
+    func restart() -> Bool {
+        streams.withLock { streams in
+            streams = Streams(cipher: try? AES256CTRStream(key: key, iv: iv), digest: try? SHA256Stream())
+            return streams.cipher != nil && streams.digest != nil
+        }
+    }
+
+    func transform(_ bytes: UnsafeMutableRawBufferPointer) -> Bool {
+        guard !bytes.isEmpty else { return true }
+        // The transport's read buffer, lent for this call only, goes into the lock as its address
+        // (a pointer would tie the locked streams to the caller's region).
+        let address = UInt(bitPattern: bytes.baseAddress)
+        let count = bytes.count
+        return streams.withLock { streams in
+            guard let cipher = streams.cipher, let digest = streams.digest,
+                let base = UnsafeMutableRawPointer(bitPattern: address)
+            else { return false }
+            let buffer = UnsafeMutableRawBufferPointer(start: base, count: count)
+            // In place in that buffer: no copy, no allocation per chunk.
+            do throws(CipherError) {
+                try cipher.updateInPlace(buffer)
+                try digest.update(UnsafeRawBufferPointer(buffer))
+            } catch {
+                return false
+            }
+            streams.bytes += Int64(count)
+            return true
+        }
+    }
+
+    /// The `EncryptedFile` (no URI) of what was sent, once the whole file went through.
+    func finish() -> EncryptedFile? {
+        streams.withLock { streams in
+            guard streams.bytes == length, let hash = try? streams.digest?.finish() else { return nil }
+            streams.digest = nil
+            return EncryptedFile(uri: nil, key: key, iv: iv, sha256: hash)
+        }
     }
 }
 

@@ -140,6 +140,34 @@ public final class MediaClient: Sendable {
         return uri
     }
 
+    /// Uploads the file at `path` encrypted for an encrypted room (the spec's `EncryptedFile` v2,
+    /// a fresh AES-256-CTR key and IV), each chunk encrypted as libcurl reads it: no ciphertext is
+    /// written to disk, and the upload runs at the plain upload's pace. Returns the
+    /// `EncryptedFile` naming the new URI, with the hash of what the server received. Checks and
+    /// errors as ``upload(fileAt:contentType:fileName:progress:)``.
+    package func uploadEncrypting(
+        fileAt path: String, progress: (@Sendable (MediaTransferProgress) -> Void)? = nil
+    ) async throws(MediaError) -> EncryptedFile {
+        let checked = try await checkedFile(path, checkingLimit: true)
+        let encrypting: EncryptingUpload
+        do throws(EncryptedAttachmentError) {
+            encrypting = try EncryptingUpload(length: checked.length)
+        } catch {
+            throw .decryptionFailed
+        }
+        let file = HTTPBodyFile(path: checked.path, length: checked.length, transform: encrypting)
+        var endpoint = MediaAPI.upload(fileName: nil)
+        endpoint.transfer = transfer(body: file, contentType: "application/octet-stream", progress: progress)
+        let response = try await send(endpoint, bytes: file.length, reading: true)
+        guard let body = WireJSON.decodeIfValid(UploadBody.self, from: response.body),
+            let uri = MediaURI(body.contentURI)
+        else { throw .unexpectedResponse }
+        // The file changed size under the upload: what went up is not the file described.
+        guard var encrypted = encrypting.finish() else { throw .fileUnreadable }
+        encrypted.uri = uri
+        return encrypted
+    }
+
     /// Reserves an `mxc://` URI for media uploaded later (`POST /_matrix/media/v1/create`).
     public func reserveURI() async throws(MediaError) -> ReservedMedia {
         let response = try await send(MediaAPI.create(), bytes: 0, reading: false)
@@ -219,6 +247,31 @@ public final class MediaClient: Sendable {
             guard let uri = media.source else { throw .notFound }
             return try await download(uri, toFileAt: path, progress: progress)
         }
+        return try await download(encrypted: file, toFileAt: path, progress: progress)
+    }
+
+    /// Saves the thumbnail the sender attached to a message (``MediaInfo/hasThumbnail``) to
+    /// `path`: `info.thumbnail_file` is downloaded, its hash checked and decrypted as
+    /// ``download(_:toFileAt:progress:)`` does for the file; `info.thumbnail_url` is downloaded
+    /// as it is. (``cachedThumbnail(of:width:height:cropped:)`` asks the server for one of a
+    /// plain file instead; the server cannot make one of an encrypted file.)
+    ///
+    /// - Throws: ``MediaError/notFound`` when the message has no thumbnail, and the download's
+    ///   errors (``MediaError/hashMismatch`` for an encrypted one that is not the one named).
+    @discardableResult
+    public func downloadThumbnail(_ media: MediaInfo, toFileAt path: String) async throws(MediaError) -> Int64 {
+        if let file = media.thumbnailEncryptedFile {
+            return try await download(encrypted: file, toFileAt: path, progress: nil)
+        }
+        guard let uri = media.thumbnailURL.flatMap(MediaURI.init) else { throw .notFound }
+        return try await download(uri, toFileAt: path, maximumBytes: Self.maximumThumbnailBytes)
+    }
+
+    /// Downloads an encrypted file's ciphertext (into the cache when there is one), checks its
+    /// hash, and decrypts it to `path`.
+    private func download(
+        encrypted file: EncryptedFile, toFileAt path: String, progress: (@Sendable (MediaTransferProgress) -> Void)?
+    ) async throws(MediaError) -> Int64 {
         guard let uri = file.uri else { throw .notFound }
         let ciphertext: String
         var temporaryCiphertext: String?

@@ -38,7 +38,8 @@ public enum MediaError: Error, Sendable, Hashable, CustomStringConvertible, LogS
     /// An encrypted file's ciphertext does not have the SHA-256 its event states (altered, or
     /// not the file the event names): nothing was decrypted or written.
     case hashMismatch
-    /// An encrypted file could not be decrypted (libcrypto failed); nothing was written.
+    /// An encrypted file could not be decrypted, or a file encrypted for its upload (libcrypto
+    /// failed); nothing was written or uploaded.
     case decryptionFailed
 
     /// The case and its codes.

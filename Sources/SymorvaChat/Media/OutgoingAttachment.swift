@@ -36,11 +36,14 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
     public var height: Int?
     /// The audio's or video's length, when known.
     public var duration: Duration?
+    /// The image's thumbnail, sent with it (`info.thumbnail_*`, encrypted in an encrypted room).
+    /// When `nil`, the account's ``AttachmentThumbnailer`` makes one for an image, if it has one.
+    public var thumbnail: AttachmentThumbnail?
 
     /// An attachment; `kind` and `fileName` follow `contentType` and `path` unless given.
     public init(
         path: String, contentType: String, kind: Kind? = nil, fileName: String? = nil, caption: String? = nil,
-        width: Int? = nil, height: Int? = nil, duration: Duration? = nil
+        width: Int? = nil, height: Int? = nil, duration: Duration? = nil, thumbnail: AttachmentThumbnail? = nil
     ) {
         self.path = path
         self.contentType = contentType
@@ -50,6 +53,7 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
         self.width = width
         self.height = height
         self.duration = duration
+        self.thumbnail = thumbnail
     }
 
     /// The kind only.
@@ -69,9 +73,11 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
     /// The `m.room.message` content without its `url` (added when the URI is reserved):
     /// msgtype, body, filename and `info` (mimetype, size, w/h, duration in ms). For an
     /// encrypted room, `encryptedFile` comes first as `file` (its `url` set at the reservation
-    /// too); the content is then never stored in the clear.
+    /// too); the content is then never stored in the clear. A `thumbnail` goes last in `info`
+    /// (``QueuedThumbnailMembers``): `thumbnail_info`, and its `thumbnail_file` when encrypted.
     package func content(
-        size: Int64, pixelSize: (width: Int, height: Int)?, encryptedFile: EncryptedFile? = nil
+        size: Int64, pixelSize: (width: Int, height: Int)?, encryptedFile: EncryptedFile? = nil,
+        thumbnail: QueuedThumbnailMembers? = nil
     ) -> MessageContent {
         var info = JSONObjectWriter()
         info.string("mimetype", contentType)
@@ -91,7 +97,7 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
         content.string("msgtype", "m.\(kind.rawValue)")
         content.string("body", caption ?? fileName)
         content.string("filename", fileName)
-        content.raw("info", info.text)
+        content.raw("info", String(info.text.dropLast()) + (thumbnail?.json ?? "") + "}")
         return MessageContent(eventType: "m.room.message", json: content.text)
     }
 

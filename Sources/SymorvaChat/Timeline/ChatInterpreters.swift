@@ -191,7 +191,20 @@ struct SendQueueInterpreter: EffectInterpreter {
             client.logger.info("media reservation failed error=\(error)")
             return .mediaReserved(transactionID, .failure(Self.sendError(error)))
         }
-        let named = OutgoingAttachment.naming(reserved.uri, in: content)
+        var named = OutgoingAttachment.naming(reserved.uri, in: content)
+        var thumbnailURI: MediaURI?
+        if OutgoingAttachment.thumbnailNeedsURI(content) {
+            // The thumbnail's URI is reserved and stored with the file's: its upload, like the
+            // file's, then goes to a stored URI only.
+            do {
+                thumbnailURI = try await client.media.reserveURI().uri
+            } catch {
+                if Task.isCancelled { return nil }
+                client.logger.info("thumbnail reservation failed error=\(error)")
+                return .mediaReserved(transactionID, .failure(Self.sendError(error)))
+            }
+            if let thumbnailURI { named = OutgoingAttachment.namingThumbnail(thumbnailURI, in: named) }
+        }
         var stored = Array(named.json.utf8)
         if OutgoingAttachment.encryptedFile(in: named) != nil {
             // An encrypted room's attachment: its key is in the content, which stays sealed.
@@ -207,7 +220,8 @@ struct SendQueueInterpreter: EffectInterpreter {
             client.logger.error("reserved media not stored error=\(error)")
             return .mediaReserved(transactionID, .failure(.network))
         }
-        return .mediaReserved(transactionID, .success(MediaReservation(uri: reserved.uri, content: named)))
+        return .mediaReserved(
+            transactionID, .success(MediaReservation(uri: reserved.uri, content: named, thumbnailURI: thumbnailURI)))
     }
 
     /// Uploads the copy to its reserved URI and stores that it is up before answering. The
@@ -219,6 +233,19 @@ struct SendQueueInterpreter: EffectInterpreter {
         guard let uri = attachment.mediaURI else { return .mediaUploaded(transactionID, .failure(.network)) }
         let board = uploads
         board.update(transactionID, MediaTransferProgress(completedBytes: 0, totalBytes: attachment.size))
+        if let thumbnail = attachment.thumbnail, let thumbnailURI = thumbnail.uri {
+            // The thumbnail first (small): the same stored-URI and 409 rules as the file.
+            do {
+                try await client.media.upload(
+                    fileAt: thumbnail.localPath, contentType: thumbnail.contentType, to: thumbnailURI)
+            } catch .server(409, "M_CANNOT_OVERWRITE_MEDIA") {
+                client.logger.info("thumbnail already uploaded txn=\(transactionID)")
+            } catch {
+                if Task.isCancelled { return nil }
+                client.logger.info("thumbnail upload failed error=\(error)")
+                return .mediaUploaded(transactionID, .failure(Self.sendError(error)))
+            }
+        }
         do {
             try await client.media.upload(
                 fileAt: attachment.localPath, contentType: attachment.contentType, to: uri,
@@ -266,13 +293,34 @@ struct SendQueueInterpreter: EffectInterpreter {
                 }
             return .attachmentEncrypted(transactionID, .failure(.permanent(reason)))
         }
-        if Task.isCancelled {
+        var named = OutgoingAttachment.carrying(encrypted.file, in: content)
+        // The thumbnail's copy is encrypted too (its own key), next to the file's ciphertext.
+        let sealedThumbnailPath = OutgoingAttachment.thumbnailPath(of: sealedPath)
+        var thumbnail: QueuedThumbnail?
+        if let plainThumbnail = attachment.thumbnail, var members = QueuedThumbnailMembers.read(named)?.members {
+            do throws(EncryptedAttachmentError) {
+                members.encryptedFile = try EncryptedAttachment.encrypt(
+                    plainThumbnail.localPath, to: sealedThumbnailPath
+                ).file
+            } catch {
+                client.logger.error("thumbnail copy not encrypted error=\(error)")
+                AttachmentFiles.removeFile(sealedPath)
+                return .attachmentEncrypted(transactionID, .failure(.permanent(.encryptionFailed)))
+            }
+            members.uri = nil
+            named = members.replacing(in: named) ?? named
+            thumbnail = QueuedThumbnail(localPath: sealedThumbnailPath, contentType: "application/octet-stream")
+        }
+        let removeCiphertext = {
             AttachmentFiles.removeFile(sealedPath)
+            AttachmentFiles.removeFile(sealedThumbnailPath)
+        }
+        if Task.isCancelled {
+            removeCiphertext()
             return nil
         }
-        let named = OutgoingAttachment.carrying(encrypted.file, in: content)
         guard let sealed = encryptor.seal(Array(named.json.utf8), transactionID: transactionID) else {
-            AttachmentFiles.removeFile(sealedPath)
+            removeCiphertext()
             return .attachmentEncrypted(transactionID, .failure(.permanent(.encryptionFailed)))
         }
         let uploadType = "application/octet-stream"
@@ -283,17 +331,19 @@ struct SendQueueInterpreter: EffectInterpreter {
                     contentType: uploadType)
             else {
                 // The row is gone (cancelled meanwhile): nothing names the ciphertext.
-                AttachmentFiles.removeFile(sealedPath)
+                removeCiphertext()
                 return nil
             }
         } catch {
             client.logger.error("encrypted attachment not stored error=\(error)")
-            AttachmentFiles.removeFile(sealedPath)
+            removeCiphertext()
             return .attachmentEncrypted(transactionID, .failure(.network))
         }
         AttachmentFiles.removeFile(attachment.localPath)
+        if let plainThumbnail = attachment.thumbnail { AttachmentFiles.removeFile(plainThumbnail.localPath) }
         let copy = QueuedAttachment(
-            localPath: sealedPath, contentType: uploadType, size: encrypted.size, isEncrypted: true)
+            localPath: sealedPath, contentType: uploadType, size: encrypted.size, isEncrypted: true,
+            thumbnail: thumbnail)
         return .attachmentEncrypted(transactionID, .success(EncryptedAttachmentCopy(content: named, attachment: copy)))
     }
 

@@ -123,6 +123,22 @@ public struct MediaInfo: Sendable, Hashable {
     public var height: Int?
     /// `file`: where the ciphertext is and how to check and decrypt it.
     package var encryptedFile: EncryptedFile? = nil
+    /// `info.thumbnail_url` (`mxc://`) of a plain thumbnail.
+    public var thumbnailURL: String? = nil
+    /// `info.thumbnail_info.mimetype`.
+    public var thumbnailMimeType: String? = nil
+    /// `info.thumbnail_info.w` and `.h`.
+    public var thumbnailWidth: Int? = nil
+    /// See ``thumbnailWidth``.
+    public var thumbnailHeight: Int? = nil
+    /// `info.thumbnail_file`: an encrypted thumbnail.
+    package var thumbnailEncryptedFile: EncryptedFile? = nil
+    /// Whether the sender attached a thumbnail (`info.thumbnail_url`, or `info.thumbnail_file`
+    /// in an encrypted room): ``MediaClient/downloadThumbnail(_:toFileAt:)`` gets it, checked
+    /// and decrypted when it is encrypted.
+    public var hasThumbnail: Bool {
+        thumbnailEncryptedFile?.uri != nil || thumbnailURL.flatMap(MediaURI.init) != nil
+    }
 }
 
 /// The reactions with one key on an item.
@@ -157,11 +173,37 @@ public enum SendState: Sendable, Hashable {
 /// The fields of event content the timeline shows, read leniently.
 struct ShownContent: Decodable {
     struct Info: Decodable {
+        struct Thumbnail: Decodable {
+            var mimetype: String?
+            var w: Int?
+            var h: Int?
+        }
         var mimetype: String?
         var size: Int?
         var w: Int?
         var h: Int?
         var duration: Int?
+        var thumbnail_url: String?
+        var thumbnail_file: EncryptedFile.Wire?
+        var thumbnail_info: Thumbnail?
+
+        private enum CodingKeys: String, CodingKey {
+            case mimetype, size, w, h, duration, thumbnail_url, thumbnail_file, thumbnail_info
+        }
+
+        /// The file's fields as before; a thumbnail member that does not read is left out, never
+        /// the message.
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            mimetype = try container.decodeIfPresent(String.self, forKey: .mimetype)
+            size = try container.decodeIfPresent(Int.self, forKey: .size)
+            w = try container.decodeIfPresent(Int.self, forKey: .w)
+            h = try container.decodeIfPresent(Int.self, forKey: .h)
+            duration = try container.decodeIfPresent(Int.self, forKey: .duration)
+            thumbnail_url = (try? container.decodeIfPresent(String.self, forKey: .thumbnail_url)) ?? nil
+            thumbnail_file = (try? container.decodeIfPresent(EncryptedFile.Wire.self, forKey: .thumbnail_file)) ?? nil
+            thumbnail_info = (try? container.decodeIfPresent(Thumbnail.self, forKey: .thumbnail_info)) ?? nil
+        }
     }
     var msgtype: String?
     var body: String?
@@ -222,7 +264,10 @@ extension TimelineItemContent {
             body: body, fileName: shown.filename, url: shown.url,
             duration: shown.info?.duration.map { .milliseconds($0) }, mimeType: shown.info?.mimetype,
             size: shown.info?.size, width: shown.info?.w, height: shown.info?.h,
-            encryptedFile: shown.file.flatMap(EncryptedFile.init(wire:)))
+            encryptedFile: shown.file.flatMap(EncryptedFile.init(wire:)), thumbnailURL: shown.info?.thumbnail_url,
+            thumbnailMimeType: shown.info?.thumbnail_info?.mimetype, thumbnailWidth: shown.info?.thumbnail_info?.w,
+            thumbnailHeight: shown.info?.thumbnail_info?.h,
+            thumbnailEncryptedFile: shown.info?.thumbnail_file.flatMap(EncryptedFile.init(wire:)))
     }
 }
 

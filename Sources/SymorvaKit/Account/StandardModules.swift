@@ -27,8 +27,24 @@ extension AccountModuleFactory {
     /// them). The community builds them in the order their declarations (`requires`,
     /// `uses`) give, whatever the order of the list.
     public static var standard: [AccountModuleFactory] {
-        [crypto, chat, wallet, meetings, directory, push, aiStudio]
+        [crypto, platformChat, wallet, meetings, directory, push, aiStudio]
     }
+
+    /// `chat` (SymorvaEncryptionBridge's) with the platform's thumbnailer for images sent without a thumbnail: on Linux
+    /// ``/SymorvaMediaGStreamer/GStreamerImageThumbnailer``; elsewhere none until the app sets
+    /// its own (`AccountChat.setThumbnailer`).
+    static let platformChat: AccountModuleFactory = {
+        var factory = chat
+        let make = factory.make
+        factory.make = { context in
+            let module = await make(context)
+            #if os(Linux)
+                (module as? AccountChat)?.setThumbnailer(GStreamerImageThumbnailer())
+            #endif
+            return module
+        }
+        return factory
+    }()
 
     /// Meetings, when the manifest enables them: the account's ``/SymorvaMeetings/AccountMeetings``
     /// (what `community.meetings` joins with while the account is active). No tables: meetings

@@ -120,11 +120,13 @@ package struct QueuedAttachment: Sendable, Hashable, CustomStringConvertible, Cu
     /// Whether the copy is the file encrypted for an encrypted room (the content carries its
     /// `file`). A plain copy is never uploaded once the room is encrypted: it is encrypted first.
     package var isEncrypted: Bool
+    /// The image's thumbnail, uploaded before the file to a URI reserved with the file's.
+    package var thumbnail: QueuedThumbnail?
 
     /// An attachment.
     package init(
         localPath: String, contentType: String, size: Int64, mediaURI: MediaURI? = nil, isUploaded: Bool = false,
-        isEncrypted: Bool = false
+        isEncrypted: Bool = false, thumbnail: QueuedThumbnail? = nil
     ) {
         self.localPath = localPath
         self.contentType = contentType
@@ -132,15 +134,36 @@ package struct QueuedAttachment: Sendable, Hashable, CustomStringConvertible, Cu
         self.mediaURI = mediaURI
         self.isUploaded = isUploaded
         self.isEncrypted = isEncrypted
+        self.thumbnail = thumbnail
     }
 
     /// The size and the upload's progress, never the path or the URI.
     package var description: String {
         let step = isUploaded ? "uploaded" : mediaURI == nil ? "new" : "reserved"
-        return "QueuedAttachment(\(size) bytes, \(step)\(isEncrypted ? ", encrypted" : ""))"
+        return
+            "QueuedAttachment(\(size) bytes, \(step)\(isEncrypted ? ", encrypted" : "")\(thumbnail == nil ? "" : ", thumbnail"))"
     }
     /// The same as the description.
     package var customMirror: Mirror { Mirror(self, children: ["attachment": description], displayStyle: .struct) }
+}
+
+/// The copy of an attachment's thumbnail (next to the file's copy, encrypted in an encrypted
+/// room) and the URI reserved for it with the file's. Its upload goes before the file's, to that
+/// URI, so a restart never uploads it twice either (the server refuses a second upload).
+package struct QueuedThumbnail: Sendable, Hashable {
+    /// The copy in the account's folder.
+    package var localPath: String
+    /// The upload's `Content-Type`.
+    package var contentType: String
+    /// The reserved URI, once stored.
+    package var uri: MediaURI?
+
+    /// A thumbnail copy.
+    package init(localPath: String, contentType: String, uri: MediaURI? = nil) {
+        self.localPath = localPath
+        self.contentType = contentType
+        self.uri = uri
+    }
 }
 
 /// A reserved `mxc://` URI and the event content that now names it
@@ -150,11 +173,14 @@ package struct MediaReservation: Sendable, Hashable {
     package var uri: MediaURI
     /// The event's content with its `url` (stored with the URI).
     package var content: MessageContent
+    /// The URI reserved for the thumbnail, when the attachment has one (the content names it).
+    package var thumbnailURI: MediaURI?
 
     /// A reservation.
-    package init(uri: MediaURI, content: MessageContent) {
+    package init(uri: MediaURI, content: MessageContent, thumbnailURI: MediaURI? = nil) {
         self.uri = uri
         self.content = content
+        self.thumbnailURI = thumbnailURI
     }
 }
 

@@ -55,6 +55,9 @@ extension SendQueueMachine {
         case .success(let reservation):
             state.items[head].content = reservation.content
             state.items[head].attachment?.mediaURI = reservation.uri
+            if let thumbnailURI = reservation.thumbnailURI {
+                state.items[head].attachment?.thumbnail?.uri = thumbnailURI
+            }
             return nextStep(head, in: &state)
         case .failure(let error):
             return fail(head, error, in: &state)

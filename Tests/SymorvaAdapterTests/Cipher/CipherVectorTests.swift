@@ -148,6 +148,25 @@ struct CipherVectorTests {
         #expect(output == Self.ctrCiphertext)
     }
 
+    @Test("AES-256-CTR and SHA-256 in place over a buffer, in uneven pieces, give the one-shot results")
+    func inPlaceStream() throws {
+        let stream = try AES256CTRStream(key: Self.ctrKey, iv: Self.ctrCounter)
+        let digest = try SHA256Stream()
+        var buffer = Self.ctrPlaintext
+        var offset = 0
+        for size in [1, 15, 17, 0, 31] {
+            try buffer.withUnsafeMutableBytes { bytes in
+                let piece = UnsafeMutableRawBufferPointer(rebasing: bytes[offset..<offset + size])
+                try stream.updateInPlace(piece)
+                try digest.update(UnsafeRawBufferPointer(piece))
+            }
+            offset += size
+        }
+        #expect(offset == Self.ctrPlaintext.count)
+        #expect(buffer == Self.ctrCiphertext)
+        #expect(try digest.finish() == SHA256Digest.hash(Self.ctrCiphertext))
+    }
+
     @Test("AES-256-CTR carries the counter across all 128 bits (the spec's attachment IVs)")
     func ctrCounterWrap() throws {
         // The counter block ff…ff is followed by 00…00: the second block's key stream is the

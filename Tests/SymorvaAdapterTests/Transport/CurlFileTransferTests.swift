@@ -106,4 +106,69 @@ struct CurlFileTransferTests {
         request.responseFile = Self.temporaryPath("no-such-folder") + "/file"
         await #expect(throws: TransportError.fileAccess) { try await transport.send(request) }
     }
+
+    /// Adds `offset + position` to every byte, counting restarts and bytes seen.
+    final class AddingTransform: HTTPBodyTransform {
+        private struct Counts {
+            var position = 0
+            var restarts = 0
+            var failAfter: Int?
+        }
+        private let counts: Lock<Counts>
+
+        init(failAfter: Int? = nil) { counts = Lock(Counts(failAfter: failAfter)) }
+
+        var restarts: Int { counts.withLock { $0.restarts } }
+        var position: Int { counts.withLock { $0.position } }
+
+        func restart() -> Bool {
+            counts.withLock {
+                $0.position = 0
+                $0.restarts += 1
+            }
+            return true
+        }
+
+        func transform(_ bytes: UnsafeMutableRawBufferPointer) -> Bool {
+            counts.withLock { counts in
+                if let limit = counts.failAfter, counts.position + bytes.count > limit { return false }
+                for index in bytes.indices {
+                    bytes[index] &+= UInt8(truncatingIfNeeded: counts.position + index)
+                }
+                counts.position += bytes.count
+                return true
+            }
+        }
+    }
+
+    @Test("A transformed file body is changed chunk by chunk as it is read, from its start, and sent whole")
+    func transformedBody() async throws {
+        let server = try TestHTTPServer(handler: Self.echo)
+        let bytes = Self.pattern(3 << 20 + 17)
+        let path = try Self.file(bytes: bytes)
+        defer { unlink(path) }
+        let transform = AddingTransform()
+        var request = HTTPRequest(method: .post, url: server.url("/upload"))
+        request.bodyFile = HTTPBodyFile(path: path, length: Int64(bytes.count), transform: transform)
+        request.maximumResponseBytes = 8 << 20
+        let response = try await CurlTransport().send(request)
+        #expect(response.status == 200)
+        let expected = bytes.enumerated().map { $0.element &+ UInt8(truncatingIfNeeded: $0.offset) }
+        #expect(response.body == expected)
+        #expect(transform.restarts == 1 && transform.position == bytes.count)
+        // The file itself is untouched.
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) == bytes)
+    }
+
+    @Test("A transform that fails stops the upload with fileAccess")
+    func failingTransform() async throws {
+        let server = try TestHTTPServer(handler: Self.echo)
+        let bytes = Self.pattern(1 << 20)
+        let path = try Self.file(bytes: bytes)
+        defer { unlink(path) }
+        var request = HTTPRequest(method: .post, url: server.url("/upload"))
+        request.bodyFile = HTTPBodyFile(
+            path: path, length: Int64(bytes.count), transform: AddingTransform(failAfter: 300_000))
+        await #expect(throws: TransportError.fileAccess) { try await CurlTransport().send(request) }
+    }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import SymorvaChat
 import SymorvaMachines
 import Testing
+
+@testable import SymorvaChat
 
 @Suite("Encrypted attachments: EncryptedFile v2, AES-256-CTR in chunks, the hash checked first")
 struct EncryptedAttachmentTests {
@@ -137,5 +138,95 @@ struct AttachmentContentTests {
         let empty = OutgoingAttachment.carrying(Self.file, in: MessageContent(eventType: "m.room.message", json: "{}"))
         #expect(OutgoingAttachment.encryptedFile(in: empty) == Self.file)
         #expect((try JSONSerialization.jsonObject(with: Data(empty.json.utf8))) is [String: Any])
+    }
+}
+
+@Suite("An image's thumbnail in the content: thumbnail_info, thumbnail_url or thumbnail_file, read back on receive")
+struct AttachmentThumbnailContentTests {
+    static let file = AttachmentContentTests.file
+
+    static func info(_ content: MessageContent) throws -> [String: Any] {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(content.json.utf8)) as? [String: Any])
+        return try #require(object["info"] as? [String: Any])
+    }
+
+    @Test("Plain: thumbnail_info last in info, thumbnail_url once reserved; restored members read back")
+    func plainThumbnail() throws {
+        let attachment = OutgoingAttachment(path: "/tmp/a.png", contentType: "image/png", caption: "a \"quoted\" view")
+        let members = QueuedThumbnailMembers(contentType: "image/jpeg", size: 1234, width: 80, height: 60)
+        let content = attachment.content(size: 10, pixelSize: (4, 3), thumbnail: members)
+        #expect(OutgoingAttachment.thumbnailNeedsURI(content))
+        #expect(QueuedThumbnailMembers.read(content)?.members == members)
+        let thumbnailInfo = try #require(try Self.info(content)["thumbnail_info"] as? [String: Any])
+        #expect(thumbnailInfo["w"] as? Int == 80 && thumbnailInfo["mimetype"] as? String == "image/jpeg")
+        let uri = try #require(MediaURI("mxc://example.org/file"))
+        let thumbnailURI = try #require(MediaURI("mxc://example.org/thumb"))
+        let named = OutgoingAttachment.namingThumbnail(thumbnailURI, in: OutgoingAttachment.naming(uri, in: content))
+        #expect(!OutgoingAttachment.thumbnailNeedsURI(named))
+        #expect(QueuedThumbnailMembers.read(named)?.members.reservedURI == thumbnailURI)
+        #expect(try Self.info(named)["thumbnail_url"] as? String == "mxc://example.org/thumb")
+        #expect(try Self.info(named)["w"] as? Int == 4)
+        // What a receiver reads.
+        let item = TimelineItemContent(
+            type: "m.room.message", stateKey: nil, content: Array(named.json.utf8), isRedacted: false)
+        guard case .image(let media) = item else {
+            Issue.record("not an image: \(item)")
+            return
+        }
+        #expect(media.hasThumbnail && media.thumbnailURL == "mxc://example.org/thumb")
+        #expect(media.thumbnailWidth == 80 && media.thumbnailHeight == 60 && media.thumbnailMimeType == "image/jpeg")
+        #expect(media.body == "a \"quoted\" view" && media.source == uri)
+    }
+
+    @Test("Encrypted: thumbnail_file (its URI set by the reservation); carrying moves a plain thumbnail to a file")
+    func encryptedThumbnail() throws {
+        let attachment = OutgoingAttachment(path: "/tmp/a.png", contentType: "image/png")
+        var thumbnailFile = Self.file
+        thumbnailFile.sha256 = [UInt8](repeating: 9, count: 32)
+        let members = QueuedThumbnailMembers(
+            contentType: "image/jpeg", size: 99, width: 8, height: 6, encryptedFile: thumbnailFile)
+        let content = attachment.content(size: 10, pixelSize: (4, 3), encryptedFile: Self.file, thumbnail: members)
+        #expect(OutgoingAttachment.encryptedFile(in: content) == Self.file)
+        #expect(OutgoingAttachment.thumbnailNeedsURI(content))
+        let thumbnailURI = try #require(MediaURI("mxc://example.org/sealed-thumb"))
+        let named = OutgoingAttachment.namingThumbnail(thumbnailURI, in: content)
+        var expected = thumbnailFile
+        expected.uri = thumbnailURI
+        #expect(QueuedThumbnailMembers.read(named)?.members.encryptedFile == expected)
+        #expect(try Self.info(named)["thumbnail_url"] == nil)
+        let item = TimelineItemContent(
+            type: "m.room.message", stateKey: nil, content: Array(named.json.utf8), isRedacted: false)
+        guard case .image(let media) = item else {
+            Issue.record("not an image: \(item)")
+            return
+        }
+        #expect(media.hasThumbnail && media.thumbnailURL == nil && media.thumbnailEncryptedFile == expected)
+
+        // A plain, reserved thumbnail whose room became encrypted: the members take a file, no url.
+        let plain = OutgoingAttachment.namingThumbnail(
+            thumbnailURI,
+            in: attachment.content(
+                size: 10, pixelSize: nil,
+                thumbnail: QueuedThumbnailMembers(contentType: "image/jpeg", size: 99, width: 8, height: 6)))
+        var moved = try #require(QueuedThumbnailMembers.read(plain)?.members)
+        moved.encryptedFile = thumbnailFile
+        moved.uri = nil
+        let carried = try #require(moved.replacing(in: OutgoingAttachment.carrying(Self.file, in: plain)))
+        #expect(!carried.json.contains("sealed-thumb"))
+        #expect(QueuedThumbnailMembers.read(carried)?.members == moved)
+        #expect(OutgoingAttachment.thumbnailNeedsURI(carried))
+    }
+
+    @Test("A received thumbnail member that does not read is left out, never the message")
+    func lenientThumbnail() throws {
+        let json =
+            #"{"msgtype":"m.image","body":"x","url":"mxc://e.org/a","info":{"w":3,"h":2,"thumbnail_file":7,"thumbnail_info":"no"}}"#
+        let item = TimelineItemContent(
+            type: "m.room.message", stateKey: nil, content: Array(json.utf8), isRedacted: false)
+        guard case .image(let media) = item else {
+            Issue.record("not an image: \(item)")
+            return
+        }
+        #expect(!media.hasThumbnail && media.width == 3)
     }
 }

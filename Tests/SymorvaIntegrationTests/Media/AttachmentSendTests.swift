@@ -67,11 +67,12 @@ struct AttachmentSendTests {
             let source = try Self.temporaryFile(png, name: "garden.png")
             defer { unlink(source) }
 
+            alice.setThumbnailer(GStreamerImageThumbnailer(maximumWidth: 320, maximumHeight: 320))
             let before = try await aliceRoom.send(.text("before the photo"))
             let image = try await aliceRoom.send(
                 OutgoingAttachment(path: source, contentType: "image/png", fileName: "garden.png"))
             let after = try await aliceRoom.send(.text("after the photo"))
-            #expect(Self.copies(in: Self.options(for: aliceAccount)).count <= 1)
+            #expect(Self.copies(in: Self.options(for: aliceAccount)).count <= 2)  // the file's and its thumbnail's
             for receipt in [before, image, after] { try await receipt.waitUntilSent() }
 
             let items = try await bobRoom.waitForTimeline { items in
@@ -97,6 +98,14 @@ struct AttachmentSendTests {
             #expect(try await bob.media.data(for: uri) == png)
             let thumbnail = try await bob.media.thumbnail(of: uri, width: 96, height: 96, cropped: true)
             #expect(TestImage.pngSize(thumbnail.bytes).map { [$0.width, $0.height] } == [96, 96])
+            // The thumbnail Alice's thumbnailer made went with it: thumbnail_url and its info.
+            #expect(info.hasThumbnail && info.thumbnailEncryptedFile == nil)
+            #expect(info.thumbnailWidth == 320 && info.thumbnailHeight == 240 && info.thumbnailMimeType == "image/jpeg")
+            let sentThumbnail = source + "-thumbnail"
+            defer { unlink(sentThumbnail) }
+            try await bob.media.downloadThumbnail(info, toFileAt: sentThumbnail)
+            #expect(
+                try [UInt8](Data(contentsOf: URL(fileURLWithPath: sentThumbnail))).starts(with: [0xFF, 0xD8, 0xFF]))
             #expect(Self.copies(in: Self.options(for: aliceAccount)).isEmpty)
             #expect(aliceRoom.uploads.value.isEmpty)
         }

@@ -108,6 +108,20 @@ struct EncryptedMediaTests {
         let bobCache = try #require(bobRoom.media.cache)
         #expect(bobCache.size() == Int64(png.count))
 
+        // The thumbnail Alice's GStreamer thumbnailer made is encrypted too (thumbnail_file, no
+        // thumbnail_url): on the server ciphertext, for Bob a JPEG after the hash check.
+        #expect(info.hasThumbnail && info.thumbnailURL == nil && info.thumbnailMimeType == "image/jpeg")
+        #expect(info.thumbnailWidth == 173 && info.thumbnailHeight == 67)
+        let thumbnailFile = try #require(info.thumbnailEncryptedFile)
+        let thumbnailCiphertext = try await bobRoom.media.data(for: try #require(thumbnailFile.uri))
+        #expect(!thumbnailCiphertext.starts(with: [0xFF, 0xD8, 0xFF]))
+        let thumbnailSaved = saved + "-thumbnail"
+        defer { unlink(thumbnailSaved) }
+        let thumbnailSize = try await bobRoom.media.downloadThumbnail(info, toFileAt: thumbnailSaved)
+        let thumbnail = try [UInt8](Data(contentsOf: URL(fileURLWithPath: thumbnailSaved)))
+        #expect(thumbnail.count == Int(thumbnailSize) && thumbnail.starts(with: [0xFF, 0xD8, 0xFF]))
+        #expect(thumbnailCiphertext.count == thumbnail.count && thumbnailCiphertext != thumbnail)
+
         // Alice's own row reads the same file; her copy in the account folder is gone.
         let stopAlice = aliceRoom.observe()
         defer { stopAlice() }
@@ -178,10 +192,12 @@ struct EncryptedMediaTests {
         let receipt = try await aliceRoom.send(
             OutgoingAttachment(path: source, contentType: "image/png", fileName: "late.png", caption: "sealed later"))
         try await gate.waitForWaiters(count: 1)
-        // Queued while the room was plain: the copy in the account folder is the file itself.
+        // Queued while the room was plain: the copy in the account folder is the file itself,
+        // next to its plain thumbnail's (the GStreamer thumbnailer's JPEG).
         let accounts = aliceFixture.data.path + "/accounts"
         let copies = { Self.files(under: accounts).filter { $0.contains("/attachments/") } }
-        #expect(copies().count == 1)
+        #expect(copies().count == 2)
+        #expect(copies().filter { $0.hasSuffix(".thumb") }.count == 1)
         #expect(
             try copies().contains { try [UInt8](Data(contentsOf: URL(fileURLWithPath: accounts + "/" + $0))) == png })
 
@@ -191,8 +207,9 @@ struct EncryptedMediaTests {
         gate.open()
         let eventID = try await receipt.sentEventID()
 
-        // Two reservations (the first may hold nothing but is never used), one event, encrypted.
-        #expect(aliceFixture.transport.count("/media/v1/create") == 2)
+        // Two reservations of the file's and the thumbnail's URIs (the first pair may hold nothing
+        // but is never used), one event, encrypted.
+        #expect(aliceFixture.transport.count("/media/v1/create") == 4)
         let raw = try await bobFixture.community.requester!.send(ChatAPI.event(roomID: roomID, eventID: eventID)).body
         let event = try #require(try JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any])
         #expect(event["type"] as? String == "m.room.encrypted")
@@ -217,9 +234,16 @@ struct EncryptedMediaTests {
         defer { unlink(saved) }
         #expect(try await bobRoom.media.download(info, toFileAt: saved) == Int64(png.count))
         #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: saved))) == png)
+        // The thumbnail was encrypted with the file: thumbnail_file, no thumbnail_url.
+        #expect(info.hasThumbnail && info.thumbnailURL == nil && info.thumbnailEncryptedFile?.uri != nil)
+        #expect(info.thumbnailWidth == 211 && info.thumbnailHeight == 97)
+        let thumbnailSaved = saved + "-thumbnail"
+        defer { unlink(thumbnailSaved) }
+        try await bobRoom.media.downloadThumbnail(info, toFileAt: thumbnailSaved)
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: thumbnailSaved))).starts(with: [0xFF, 0xD8, 0xFF]))
 
-        // What Synapse stores: every media object of Alice's with bytes is the ciphertext; none
-        // holds the PNG or any slice of it.
+        // What Synapse stores: every media object of Alice's with bytes is ciphertext (the file's
+        // and the thumbnail's); none holds the PNG, any slice of it, or a JPEG.
         let environment = DevEnvironment.current!
         let bobRequester = try #require(bobFixture.community.requester)
         let admin = try #require(DevEnvironment.admin)
@@ -238,12 +262,12 @@ struct EncryptedMediaTests {
             MatrixEndpoint(method: .get, path: "/_synapse/admin/v1/users/\(encoded)/media", requiresAuth: true))
         let list = try #require(try JSONSerialization.jsonObject(with: Data(listed.body)) as? [String: Any])
         let stored = (list["media"] as? [[String: Any]] ?? []).filter { ($0["media_length"] as? Int ?? 0) > 0 }
-        #expect(stored.count == 1, "one media object with bytes: \(stored.count)")
+        #expect(stored.count == 2, "two media objects with bytes: \(stored.count)")
         let slices = Self.canarySlices(of: png)
         for media in stored {
             let mediaID = try #require(media["media_id"] as? String)
             let bytes = try await bobRoom.media.data(for: try #require(MediaURI("mxc://\(uri.serverName)/\(mediaID)")))
-            #expect(bytes.count == png.count && bytes != png)
+            #expect(bytes != png && !bytes.starts(with: [0xFF, 0xD8, 0xFF]))
             let data = Data(bytes)
             #expect(slices.allSatisfy { data.range(of: $0) == nil }, "plaintext slices on the server")
         }

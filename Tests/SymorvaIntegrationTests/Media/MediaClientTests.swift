@@ -36,6 +36,33 @@ struct MediaClientTests {
         return try await transport.send(HTTPRequest(url: url, bearerToken: token))
     }
 
+    @Test(
+        "A file encrypted while it uploads: the server holds ciphertext whose hash the EncryptedFile states, which decrypts to the file"
+    )
+    func encryptedWhileUploading() async throws {
+        let (media, _, _) = try await makeClient()
+        let bytes = (0..<(3 << 20) + 77).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) }
+        let source = try Self.temporaryFile(bytes)
+        defer { unlink(source) }
+        let sent = Lock<Int64>(0)
+        let file = try await media.uploadEncrypting(
+            fileAt: source, progress: { progress in sent.withLock { $0 = max($0, progress.completedBytes) } })
+        #expect(sent.withLock { $0 } == Int64(bytes.count))
+        let uri = try #require(file.uri)
+        let ciphertext = source + ".enc"
+        let plaintext = source + ".plain"
+        defer { for path in [ciphertext, plaintext] { unlink(path) } }
+        #expect(try await media.download(uri, toFileAt: ciphertext) == Int64(bytes.count))
+        let stored = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ciphertext)))
+        #expect(stored != bytes)
+        #expect(try EncryptedAttachment.sha256(of: ciphertext) == file.sha256)
+        #expect(try EncryptedAttachment.decrypt(ciphertext, to: plaintext, file: file) == Int64(bytes.count))
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: plaintext))) == bytes)
+        // A second upload of the same file has its own key.
+        let again = try await media.uploadEncrypting(fileAt: source)
+        #expect(again.key != file.key && again.sha256 != file.sha256 && again.uri != file.uri)
+    }
+
     @Test("An uploaded file downloads with the token, and without it the server refuses on both paths")
     func uploadAndAuthenticatedDownload() async throws {
         let (media, account, base) = try await makeClient()

@@ -38,6 +38,38 @@ struct SendQueueAttachmentTests {
             effects: [.recordSent(F.t1, F.e1)])
     }
 
+    @Test("A thumbnail's URI is reserved with the file's: the upload step gets both, a retry keeps both")
+    func thumbnailReservedWithFile() throws {
+        let thumbnailURI = try #require(MediaURI("mxc://example.org/thumb1"))
+        var photo = F.photo
+        photo.thumbnail = QueuedThumbnail(localPath: "/account/attachments/t1.thumb", contentType: "image/jpeg")
+        let reserving = SendQueueItem(
+            transactionID: F.t1, content: F.image, status: .reservingMedia, isPersisted: true, attachment: photo)
+        let store = MachineTestStore(machine, initial: F.state([reserving], .sending))
+        var reserved = photo
+        reserved.mediaURI = F.photoURI
+        reserved.thumbnail?.uri = thumbnailURI
+        let uploading = SendQueueItem(
+            transactionID: F.t1, content: F.imageWithURL, status: .uploading, isPersisted: true, attachment: reserved)
+        try store.send(
+            .mediaReserved(
+                F.t1, .success(MediaReservation(uri: F.photoURI, content: F.imageWithURL, thumbnailURI: thumbnailURI))),
+            expecting: F.state([uploading], .sending), effects: [.uploadMedia(F.t1, reserved)])
+        let (jitter, delay) = F.draw(attempt: 1)
+        var waiting = uploading
+        waiting.status = .queued
+        waiting.failedAttempts = 1
+        try store.send(
+            .mediaUploaded(F.t1, .failure(.network)),
+            expecting: F.state([waiting], .waitingRetry(attempt: 1), jitter: jitter),
+            effects: [.scheduleRetry(after: delay)])
+        var retrying = uploading
+        retrying.failedAttempts = 1
+        try store.send(
+            .timerFired(.retry), expecting: F.state([retrying], .sending, jitter: jitter),
+            effects: [.uploadMedia(F.t1, reserved)])
+    }
+
     @Test("In an encrypted room the uploaded attachment's event is encrypted before its PUT")
     func encryptedRoomEncryptsAfterUpload() throws {
         let store = MachineTestStore(
