@@ -80,16 +80,27 @@ struct ThreadsTests {
             _ = try await bobRoom.edit(replyIDs[29], newText: "reply 30 edited")
             try await aliceRoom.react(to: replyIDs[0], key: "👍")
 
+            // A second, more recently active thread, for the list's pages.
+            let otherRoot = try await aliceRoom.send(.text("another root")).sentEventID()
+            try await bobRoom.send(.text("other reply"), inThread: otherRoot).waitUntilSent()
+
             // Carol joins late: her sync holds only the newest events; the rest come from /relations.
             let carol = try await carolAccount.makeClient(in: run, transport: transport)
             try await carol.startAndSync()
             try await carol.waitForConversation(roomID, .invited)
             _ = try await carol.join(roomIDOrAlias: roomID.rawValue)
             let carolRoom = try await carol.conversation(id: roomID)
-            let list = try await carolRoom.loadThreads()
-            #expect(list.map(\.rootEventID) == [root])
-            #expect(list.first?.replyCount == 30)
-            #expect(list.first?.latestReplySender == bob.userID)
+            // The list, one thread a page: the most recently active first (the store may already
+            // know the other thread from Carol's sync).
+            let firstPage = try await carolRoom.loadThreads(limit: 1)
+            #expect(firstPage.first?.rootEventID == otherRoot)
+            #expect(try await carolRoom.loadMoreThreads(limit: 1))
+            while try await carolRoom.loadMoreThreads(limit: 1) {}
+            let list = try await carolRoom.threads()
+            #expect(list.map(\.rootEventID) == [otherRoot, root])
+            #expect(list.last?.replyCount == 30)
+            #expect(list.last?.latestReplySender == bob.userID)
+            #expect(list.first?.replyCount == 1)
             let carolThread = carolRoom.thread(root)
             let stopCarolThread = carolThread.timeline.subscribe { _ in }
             defer { stopCarolThread() }
