@@ -381,39 +381,10 @@ struct ThreadListPage {
         var threads: [BundledThread] = []
         for root in roots.chunk {
             guard let rootID = root.eventID else { continue }
-            let event = Array(roots.document[root.range])
-            let bundled = event.withUnsafeBytes { buffer -> (BundledThread, [UInt8]?)? in
-                guard let unsigned = RawJSON.value("unsigned", in: buffer) else { return nil }
-                let unsignedBytes = UnsafeRawBufferPointer(rebasing: buffer[unsigned])
-                guard let relations = RawJSON.value("m.relations", in: unsignedBytes) else { return nil }
-                let relationsBytes = UnsafeRawBufferPointer(rebasing: unsignedBytes[relations])
-                guard let thread = RawJSON.value("m.thread", in: relationsBytes) else { return nil }
-                let threadBytes = UnsafeRawBufferPointer(rebasing: relationsBytes[thread])
-                let count = RawJSON.integer("count", in: threadBytes) ?? 0
-                let participated =
-                    RawJSON.value("current_user_participated", in: threadBytes).map {
-                        Array(UnsafeRawBufferPointer(rebasing: threadBytes[$0])) == Array("true".utf8)
-                    } ?? false
-                var latest: [UInt8]?
-                var latestID: String?
-                var latestSender: String?
-                var latestTS: Int64 = 0
-                if let range = RawJSON.value("latest_event", in: threadBytes) {
-                    let latestBytes = UnsafeRawBufferPointer(rebasing: threadBytes[range])
-                    latest = Array(latestBytes)
-                    latestID = RawJSON.string("event_id", in: latestBytes)
-                    latestSender = RawJSON.string("sender", in: latestBytes)
-                    latestTS = RawJSON.integer("origin_server_ts", in: latestBytes) ?? 0
-                }
-                return (
-                    BundledThread(
-                        rootEventID: rootID, count: Int(count), participated: participated, latestEventID: latestID,
-                        latestSender: latestSender, latestTS: latestTS), latest
-                )
-            }
-            guard let bundled else { continue }
-            threads.append(bundled.0)
-            if let latest = bundled.1 { latestEvents.append(latest) }
+            guard let bundled = BundledThread.parse(event: Array(roots.document[root.range]), rootEventID: rootID)
+            else { continue }
+            threads.append(bundled.thread)
+            if let latest = bundled.latest { latestEvents.append(latest) }
         }
         self.threads = threads
         // The latest replies are read by the same decoder as any page.

@@ -108,6 +108,42 @@ package struct BundledThread: Sendable, Hashable {
     }
 }
 
+extension BundledThread {
+    /// The bundled `m.thread` aggregation of `event` (a root's whole JSON), and its
+    /// `latest_event`'s bytes; `nil` when the event carries none.
+    package static func parse(event: [UInt8], rootEventID: String) -> (thread: BundledThread, latest: [UInt8]?)? {
+        event.withUnsafeBytes { buffer -> (BundledThread, [UInt8]?)? in
+            guard let unsigned = RawJSON.value("unsigned", in: buffer) else { return nil }
+            let unsignedBytes = UnsafeRawBufferPointer(rebasing: buffer[unsigned])
+            guard let relations = RawJSON.value("m.relations", in: unsignedBytes) else { return nil }
+            let relationsBytes = UnsafeRawBufferPointer(rebasing: unsignedBytes[relations])
+            guard let thread = RawJSON.value("m.thread", in: relationsBytes) else { return nil }
+            let threadBytes = UnsafeRawBufferPointer(rebasing: relationsBytes[thread])
+            let count = RawJSON.integer("count", in: threadBytes) ?? 0
+            let participated =
+                RawJSON.value("current_user_participated", in: threadBytes).map {
+                    Array(UnsafeRawBufferPointer(rebasing: threadBytes[$0])) == Array("true".utf8)
+                } ?? false
+            var latest: [UInt8]?
+            var latestID: String?
+            var latestSender: String?
+            var latestTS: Int64 = 0
+            if let range = RawJSON.value("latest_event", in: threadBytes) {
+                let latestBytes = UnsafeRawBufferPointer(rebasing: threadBytes[range])
+                latest = Array(latestBytes)
+                latestID = RawJSON.string("event_id", in: latestBytes)
+                latestSender = RawJSON.string("sender", in: latestBytes)
+                latestTS = RawJSON.integer("origin_server_ts", in: latestBytes) ?? 0
+            }
+            return (
+                BundledThread(
+                    rootEventID: rootEventID, count: Int(count), participated: participated, latestEventID: latestID,
+                    latestSender: latestSender, latestTS: latestTS), latest
+            )
+        }
+    }
+}
+
 extension ChatStore {
     /// The room's threads, most recently active first (at most `limit`), each with the
     /// account's unread counts in it.
@@ -256,29 +292,35 @@ extension ChatStore {
             guard let nid = try Self.roomNID(roomID, db: db) else { return }
             try Self.insertDetached(roots.chunk, room: nid, document: roots.document, db: db)
             try Self.insertDetached(latest.chunk, room: nid, document: latest.document, db: db)
-            for thread in threads {
-                try db.execute(
-                    """
-                    INSERT INTO threads(room_nid, root_event_id, reply_count, latest_event_id, latest_sender,
-                        latest_ts, participated)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(room_nid, root_event_id) DO UPDATE SET
-                        reply_count = CASE WHEN excluded.latest_ts >= threads.latest_ts THEN excluded.reply_count
-                            ELSE MAX(threads.reply_count, excluded.reply_count) END,
-                        latest_event_id = CASE WHEN excluded.latest_ts >= threads.latest_ts
-                            THEN excluded.latest_event_id ELSE threads.latest_event_id END,
-                        latest_sender = CASE WHEN excluded.latest_ts >= threads.latest_ts
-                            THEN excluded.latest_sender ELSE threads.latest_sender END,
-                        latest_ts = MAX(threads.latest_ts, excluded.latest_ts),
-                        participated = MAX(threads.participated, excluded.participated)
-                    """,
-                    [
-                        .integer(nid), .text(thread.rootEventID), .integer(Int64(thread.count)),
-                        .text(thread.latestEventID), .text(thread.latestSender), .integer(thread.latestTS),
-                        .bool(thread.participated),
-                    ])
-            }
+            for thread in threads { try Self.recordBundled(thread, room: nid, db: db) }
         }
+    }
+
+    /// Records a thread's bundled aggregation (the server's count and latest reply), unless the
+    /// store already holds a newer reply, whose count it keeps.
+    static func recordBundled(_ thread: BundledThread, room nid: Int64, db: isolated SQLiteDatabase)
+        throws(StoreError)
+    {
+        try db.execute(
+            """
+            INSERT INTO threads(room_nid, root_event_id, reply_count, latest_event_id, latest_sender,
+                latest_ts, participated)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(room_nid, root_event_id) DO UPDATE SET
+                reply_count = CASE WHEN excluded.latest_ts >= threads.latest_ts THEN excluded.reply_count
+                    ELSE MAX(threads.reply_count, excluded.reply_count) END,
+                latest_event_id = CASE WHEN excluded.latest_ts >= threads.latest_ts
+                    THEN excluded.latest_event_id ELSE threads.latest_event_id END,
+                latest_sender = CASE WHEN excluded.latest_ts >= threads.latest_ts
+                    THEN excluded.latest_sender ELSE threads.latest_sender END,
+                latest_ts = MAX(threads.latest_ts, excluded.latest_ts),
+                participated = MAX(threads.participated, excluded.participated)
+            """,
+            [
+                .integer(nid), .text(thread.rootEventID), .integer(Int64(thread.count)),
+                .text(thread.latestEventID), .text(thread.latestSender), .integer(thread.latestTS),
+                .bool(thread.participated),
+            ])
     }
 
     /// The room's detached chunk (created on first use).

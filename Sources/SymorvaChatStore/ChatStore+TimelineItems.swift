@@ -135,6 +135,14 @@ extension ChatStore {
             }
             fresh.reverse()
             try Self.insert(fresh, room: nid, chunk: gap.chunk, document: document, db: db)
+            // A root's bundled thread aggregation gives its thread's count and latest reply,
+            // whose replies the store may not hold (chat schema 14).
+            for event in fresh {
+                guard let eventID = event.eventID,
+                    let bundled = BundledThread.parse(event: Array(document[event.range]), rootEventID: eventID)
+                else { continue }
+                try Self.recordBundled(bundled.thread, room: nid, db: db)
+            }
             for (position, event) in fresh.enumerated() {
                 guard let eventID = event.eventID, detached.contains(eventID) else { continue }
                 try db.execute(

@@ -146,3 +146,20 @@ struct ThreadStoreTests {
         #expect(timeline.items.map(\.eventID).prefix(2) == ["$first", "$old"])
     }
 }
+
+extension ThreadStoreTests {
+    @Test("A back-paginated root's bundled thread aggregation gives its count and latest reply")
+    func backfillReadsBundledThread() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        let bundled =
+            #"{"type":"m.room.message","event_id":"$old","sender":"\#(Self.bob)","origin_server_ts":5,"content":{"msgtype":"m.text","body":"old root"},"unsigned":{"m.relations":{"m.thread":{"count":12,"current_user_participated":true,"latest_event":\#(Self.reply("$o12", root: "$old", ts: 9))}}}}"#
+        let page = try SyncResponseDecoder.decodeMessages(
+            Array(#"{"chunk":[\#(bundled)],"start":"gap-1","end":"gap-0"}"#.utf8))
+        _ = try await store.backfill(roomID: RoomID(Self.room), token: PaginationToken("gap-1"), page: page)
+        let thread = try await store.thread(roomID: RoomID(Self.room), root: EventID("$old"))
+        #expect(thread?.replyCount == 12 && thread?.latestEventID == "$o12" && thread?.participated == true)
+        let snapshot = try await store.windowSnapshot(roomID: RoomID(Self.room), eventIDs: [EventID("$old")])
+        #expect(snapshot.items.first?.thread?.replyCount == 12)
+    }
+}
