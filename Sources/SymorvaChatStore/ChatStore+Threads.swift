@@ -281,6 +281,15 @@ extension ChatStore {
         }
     }
 
+    /// Stores `page`'s events the store lacks in the room's detached chunk (a thread's root
+    /// fetched with `GET /event`, shown at the top of its thread).
+    package func storeDetached(roomID: RoomID, page: MessagesPage) async throws(ChatStoreError) {
+        try await write { db throws(StoreError) in
+            guard let nid = try Self.roomNID(roomID, db: db) else { return }
+            try Self.insertDetached(page.chunk, room: nid, document: page.document, db: db)
+        }
+    }
+
     /// Writes one page of the room's thread list: the roots and their latest replies the store
     /// lacks go into the room's detached chunk, then each thread takes the server's bundled
     /// count and latest reply, unless the store already holds a newer reply (synced since),

@@ -99,6 +99,26 @@ struct ThreadTimelineInterpreter: EffectInterpreter {
             throw .storeFailed
         }
         if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
+        if nextBatch == nil { await storeRoot(roomID: roomID, root: root, client: client) }
         return TimelinePage(eventIDs: eventIDs, before: nextBatch.map { .gap(PaginationToken($0)) } ?? .roomStart)
+    }
+
+    /// The thread reached its root: a root the store lacks (older than anything synced or
+    /// paged) is fetched (`GET /event`) and stored, so that the thread shows it first. Best
+    /// effort: without it the thread shows its replies only.
+    static func storeRoot(roomID: RoomID, root: EventID, client: AccountChat) async {
+        do {
+            if try await client.store.sender(of: root) != nil { return }
+            let response = try await client.requester.send(ChatAPI.event(roomID: roomID, eventID: root))
+            guard response.isSuccess else { return }
+            var document = Array(#"{"chunk":["#.utf8)
+            document += response.body
+            document += Array("]}".utf8)
+            let page = try SyncResponseDecoder.decodeMessages(document)
+            try await client.store.storeDetached(roomID: roomID, page: page)
+            if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
+        } catch {
+            client.logger.info("thread root not fetched: \(LogLabel(String(describing: type(of: error))))")
+        }
     }
 }
