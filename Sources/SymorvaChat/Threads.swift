@@ -166,9 +166,11 @@ public final class ThreadTimeline: Sendable {
         return TimelinePagination(settled ?? .idle)
     }
 
-    /// Sends a reply in the thread (see ``Conversation/send(_:inThread:replyingTo:)``).
-    public func send(_ message: OutgoingMessage, replyingTo: EventID? = nil) async throws(ChatError) -> SendReceipt {
-        try await conversation.send(message, inThread: rootEventID, replyingTo: replyingTo)
+    /// Sends a reply in the thread (see ``Conversation/send(_:inThread:replyingTo:mentioning:)``).
+    public func send(_ message: OutgoingMessage, replyingTo: EventID? = nil, mentioning: Mentions? = nil)
+        async throws(ChatError) -> SendReceipt
+    {
+        try await conversation.send(message, inThread: rootEventID, replyingTo: replyingTo, mentioning: mentioning)
     }
 
     /// Sends a threaded read receipt (`thread_id` the root) at `eventID`, or at the newest
@@ -275,13 +277,24 @@ extension Conversation {
     /// latest known reply (the root when none), so that clients without threads show it as a
     /// reply.
     ///
+    /// With `mentioning`, every part carries `m.mentions` (a real reply mentions the replied-to
+    /// sender too; the fallback does not).
+    ///
     /// - Throws: `.invalidArgument(name: "root")` when `root` is itself a reply in a thread
     ///   (threads do not nest), `.invalidArgument(name: "message")` for an empty message,
-    ///   `.store`, `.accountEnded`.
-    public func send(_ message: OutgoingMessage, inThread root: EventID, replyingTo: EventID? = nil)
-        async throws(ChatError) -> SendReceipt
-    {
+    ///   `.insufficientPowerLevel` for `@room` below the room's level, `.store`, `.accountEnded`.
+    public func send(
+        _ message: OutgoingMessage, inThread root: EventID, replyingTo: EventID? = nil, mentioning: Mentions? = nil
+    ) async throws(ChatError) -> SendReceipt {
         try client.ensureCurrent()
+        var mentions = mentioning
+        if mentions?.room == true { try await client.checkRoomMention(roomID: id) }
+        if mentions != nil, let replyingTo {
+            let sender = try await sender(of: replyingTo)
+            if sender != client.userID.rawValue, let user = UserID(sender), mentions?.userIDs.contains(user) == false {
+                mentions?.userIDs.append(user)
+            }
+        }
         let isReply: Bool
         let latest: String?
         do throws(ChatStoreError) {
@@ -307,9 +320,15 @@ extension Conversation {
             }
             if stored.isEmpty { fallback = ownSent }
         }
-        let contents = message.contents(
+        var contents = message.contents(
             inThread: root, replyingTo: replyingTo ?? fallback, isFallingBack: replyingTo == nil)
         guard !contents.isEmpty else { throw .invalidArgument(name: "message") }
+        if let mentions {
+            for index in contents.indices where contents[index].json.hasSuffix("}") {
+                contents[index].json.removeLast()
+                contents[index].json += ",\"m.mentions\":" + mentions.json + "}"
+            }
+        }
         return try await enqueue(contents)
     }
 

@@ -250,7 +250,10 @@ package enum ChatCommands {
             let root = try thread.map { reference throws(REPLError) in try resolveEvent(reference, context) }
             let mentions = Mentions(parsing: text)
             let receipt = try await failing { () async throws(ChatError) in
-                if let root { return try await conversation.send(.text(text), inThread: root) }
+                if let root {
+                    let mentioning = mentions.userIDs.isEmpty && !mentions.room ? nil : mentions
+                    return try await conversation.send(.text(text), inThread: root, mentioning: mentioning)
+                }
                 if mentions.userIDs.isEmpty && !mentions.room { return try await conversation.send(.text(text)) }
                 return try await conversation.send(.text(text), mentioning: mentions)
             }

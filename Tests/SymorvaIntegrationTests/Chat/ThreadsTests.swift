@@ -235,7 +235,8 @@ struct ThreadREPLTests {
             }
             let rootID = try #require(rows.first { $0.text == "the root" }?.eventID)
             summary = await aliceREPL.run(lines: [
-                "send --thread \(rootID) first reply", "send --thread \(rootID) second reply",
+                "send --thread \(rootID) first reply",
+                "send --thread \(rootID) second reply \(bobAccount.userID.rawValue)",
             ])
             #expect(summary.failures.isEmpty)
             // The root's row shows the thread; the replies are not rows of the main timeline.
@@ -257,7 +258,8 @@ struct ThreadREPLTests {
             let bobLines = try await bobOutput.lines.wait { $0.contains("marked thread read") }
             #expect(bobLines.contains("opened thread \(root)"))
             #expect(bobLines.contains { $0.hasSuffix("first reply  [in thread]") })
-            #expect(bobLines.contains { $0.hasSuffix("second reply  [in thread]") })
+            // A mention in a thread reply reaches its target.
+            #expect(bobLines.contains { $0.contains("second reply") && $0.hasSuffix("[mentions you]  [in thread]") })
         }
     }
 }
