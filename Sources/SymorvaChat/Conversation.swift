@@ -82,7 +82,9 @@ public final class Conversation: Sendable {
     let uploadBoard = UploadProgressBoard()
     /// One server question at a time about the room's encryption.
     let encryptionProbe = AsyncLock()
-    private let pendingReactions = Lock(PendingReactions())
+    let pendingReactions = Lock(PendingReactions())
+    /// The open threads (``thread(_:)``) and the thread list's pagination.
+    let threadRegistry = Lock(ThreadRegistry())
     private let sendLock = AsyncLock()
     /// Keeps one react or unreact at a time, so that an unreact finds the event of a reaction
     /// whose request was still on its way when it was called.
@@ -209,6 +211,7 @@ public final class Conversation: Sendable {
 
     func shutDown() async {
         for unsubscribe in subscriptions.withLock({ $0 }) { unsubscribe() }
+        await shutDownThreads()
         await timelineHost.stop()
         await sendQueue.stop()
     }
@@ -231,24 +234,31 @@ public final class Conversation: Sendable {
         if let token = change.gapToken { events.append(.gapDetected(token)) }
         if !change.itemEventIDs.isEmpty { events.append(.liveEventsArrived(change.itemEventIDs)) }
         if !events.isEmpty { await timelineHost.send(contentsOf: events) }
+        await applyToThreads(change)
         if change.touchesTimeline {
             requestRebuild()
             await refreshTyping()
         }
     }
 
-    func requestRebuild() { rebuilder.withLock { $0 }?.request() }
+    /// Rebuilds the rows of the timeline and of the open threads.
+    func requestRebuild() {
+        rebuilder.withLock { $0 }?.request()
+        rebuildThreads()
+    }
 
     /// Rebuilds the rows from the window, the store, the queue and pending reactions.
     private func rebuild() async {
         let state = await timelineHost.currentState
         guard let window = state.window else { return }
-        let queue = await sendQueue.currentState.items
+        // Our replies in threads show in their thread.
+        let queue = await sendQueue.currentState.items.filter { $0.content.threadRootID == nil }
         let reactionEventIDs = pendingReactions.withLock { $0.reactionEventIDs }
         var snapshot: WindowSnapshot
         do {
             snapshot = try await client.store.windowSnapshot(
-                roomID: id, eventIDs: window.eventIDs, reactionEventIDs: reactionEventIDs)
+                roomID: id, eventIDs: window.eventIDs, reactionEventIDs: reactionEventIDs,
+                ownUserID: client.userID.rawValue)
         } catch {
             client.logger.error("timeline read failed: \(error)")
             return
@@ -257,6 +267,9 @@ public final class Conversation: Sendable {
         // Ignored users' events are hidden, those stored before they were ignored too.
         let ignored = client.ignored.withLock { $0 }
         if !ignored.isEmpty { snapshot.items.removeAll { ignored.contains($0.sender) } }
+        // Replies in threads are shown in their thread (``thread(_:)``); the root carries
+        // the thread's summary.
+        snapshot.items.removeAll { $0.threadRootID != nil }
         let own = client.userID
         // Pending reactions the store now reflects are settled. A change made since the read
         // above is not in `storedReactionEventIDs` and stays pending until the next rebuild.

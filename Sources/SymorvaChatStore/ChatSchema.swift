@@ -68,6 +68,7 @@ package enum ChatSchema {
         Migration(version: 12, name: "typing", sql: typing),
         Migration(version: 13, name: "counts_on_device", sql: countsOnDevice),
         Migration(version: 14, name: "sender_trust", sql: senderTrust),
+        Migration(version: 15, name: "threads", sql: threads),
     ]
 
     /// Version 14: the sending device's trust level when this device decrypted the event
@@ -76,6 +77,62 @@ package enum ChatSchema {
     /// marked in the timeline as they were when read.
     static let senderTrust = """
         ALTER TABLE decrypted_events ADD COLUMN sender_trust TEXT;
+        """
+
+    /// Version 15: threads (issue 27). `threads` is one row per thread root: its reply count
+    /// and latest reply, kept by a trigger on `events` for every reply stored (synced,
+    /// back-paginated or fetched for the thread) that is at least as new as the latest known,
+    /// and overwritten by the server's bundled aggregation when the room's thread list is
+    /// fetched (`GET /v1/rooms/{roomId}/threads`). `next_batch` / `fully_paginated` say where the
+    /// thread's own pagination (`/relations/{root}/m.thread`) stands; any new gap in the room's
+    /// timeline resets them, because replies may be missing from the store behind it. The
+    /// triggers' statements are `OR IGNORE` and never abort, so an event insert needs no
+    /// statement journal (`docs/benchmarks.md`, "Statement journals").
+    ///
+    /// `detached_chunks` names, per room, one timeline chunk that is linked to no other: it
+    /// holds events fetched outside the room's timeline (a thread's replies, the roots and
+    /// latest replies of the thread list). The timeline's walk never reaches it; a
+    /// back-pagination that meets one of its events moves the event into the timeline.
+    static let threads = """
+        CREATE TABLE threads (
+            room_nid INTEGER NOT NULL,
+            root_event_id TEXT NOT NULL,
+            reply_count INTEGER NOT NULL DEFAULT 0,
+            latest_event_id TEXT,
+            latest_sender TEXT,
+            latest_ts INTEGER NOT NULL DEFAULT 0,
+            participated INTEGER NOT NULL DEFAULT 0,  -- the server said the account replied
+            next_batch TEXT,                        -- /relations continues here; NULL: from the newest
+            fully_paginated INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (room_nid, root_event_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX threads_by_activity ON threads(room_nid, latest_ts DESC);
+
+        CREATE TABLE detached_chunks (
+            room_nid INTEGER PRIMARY KEY,
+            chunk_id INTEGER NOT NULL UNIQUE
+        );
+
+        INSERT INTO threads(room_nid, root_event_id, reply_count, latest_event_id, latest_sender, latest_ts)
+            SELECT room_nid, relates_to_event_id, COUNT(*), event_id, sender, MAX(origin_server_ts) FROM events
+            WHERE rel_type = 'm.thread' AND relates_to_event_id IS NOT NULL
+            GROUP BY room_nid, relates_to_event_id;
+
+        CREATE TRIGGER events_thread_reply AFTER INSERT ON events
+            WHEN NEW.rel_type = 'm.thread' AND NEW.relates_to_event_id IS NOT NULL
+        BEGIN
+            INSERT OR IGNORE INTO threads(room_nid, root_event_id) VALUES (NEW.room_nid, NEW.relates_to_event_id);
+            UPDATE OR IGNORE threads SET reply_count = reply_count + 1, latest_event_id = NEW.event_id,
+                latest_sender = NEW.sender, latest_ts = NEW.origin_server_ts
+            WHERE room_nid = NEW.room_nid AND root_event_id = NEW.relates_to_event_id
+                AND latest_ts <= NEW.origin_server_ts;
+        END;
+
+        CREATE TRIGGER timeline_gap_resets_threads AFTER INSERT ON timeline_gaps
+        BEGIN
+            UPDATE OR IGNORE threads SET next_batch = NULL, fully_paginated = 0
+            WHERE room_nid = (SELECT room_nid FROM timeline_chunks WHERE chunk_id = NEW.chunk_id);
+        END;
         """
 
     /// Version 12: who is typing in a room (`m.typing`, ephemeral: each one replaces the list),

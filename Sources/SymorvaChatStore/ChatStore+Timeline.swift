@@ -72,6 +72,8 @@ package struct StoredTimelineItem: Sendable, Hashable, CustomStringConvertible, 
     package var inReplyTo: String?
     /// The thread root, for an event in a thread (`m.thread`).
     package var threadRootID: String?
+    /// For a thread's root: the thread's summary (replies, latest reply, unread counts).
+    package var thread: StoredThread? = nil
     /// For an `m.room.encrypted` event: how it was decrypted (``type`` and ``content`` are the
     /// plaintext's then), or why it could not be.
     package var encryption: StoredEncryption? = nil

@@ -27,8 +27,11 @@ package struct BackfillResult: Sendable {
 extension ChatStore {
     /// The stored items with these IDs (relations applied), their senders' profiles, who has
     /// read up to each, and which of `reactionEventIDs` (our pending reactions) are stored.
+    ///
+    /// A thread's root carries the thread's summary (``StoredTimelineItem/thread``), with the
+    /// unread counts of `ownUserID` when given.
     package func windowSnapshot(
-        roomID: RoomID, eventIDs: [EventID], reactionEventIDs: [EventID] = []
+        roomID: RoomID, eventIDs: [EventID], reactionEventIDs: [EventID] = [], ownUserID: String? = nil
     ) async throws(ChatStoreError) -> WindowSnapshot {
         guard !eventIDs.isEmpty else { return WindowSnapshot() }
         return try await read { db throws(StoreError) in
@@ -53,10 +56,20 @@ extension ChatStore {
                         threadRootID: relationType == "m.thread" ? row.optionalString(11) : nil)
                 }
             }
+            var threadCounts: [String: DeviceCounts.Counts]?
             for eventID in eventIDs {
                 guard var item = byID[eventID.rawValue] else { continue }
                 try Self.applyDecryption(to: &item, db: db)
                 try Self.applyRelations(to: &item, db: db)
+                if item.threadRootID == nil, var thread = try Self.thread(room: nid, root: item.eventID, db: db) {
+                    if let ownUserID {
+                        if threadCounts == nil {
+                            threadCounts = try Self.threadCounts(room: nid, ownUserID: ownUserID, db: db)
+                        }
+                        thread.unread = threadCounts?[item.eventID] ?? thread.unread
+                    }
+                    item.thread = thread
+                }
                 snapshot.items.append(item)
             }
             for eventID in reactionEventIDs {
@@ -104,17 +117,38 @@ extension ChatStore {
             else { return nil }
             var fresh: [SyncEvent] = []
             var reachedStored = false
+            // Events fetched outside the timeline (threads, chat schema 15) are not the stored
+            // timeline this page joins: they move into the gap's chunk, in the page's order.
+            var detached: Set<String> = []
             for event in page.chunk {
                 guard let eventID = event.eventID, event.sender != nil else { continue }
-                let stored = try db.queryOne("SELECT 1 FROM events WHERE event_id = ?", [.text(eventID)]) { _ in true }
-                if stored != nil {
+                let stored = try db.queryOne(
+                    "SELECT chunk_id IN (SELECT chunk_id FROM detached_chunks) FROM events WHERE event_id = ?",
+                    [.text(eventID)]
+                ) { $0.int(0) != 0 }
+                if stored == false {
                     reachedStored = true
                     break
                 }
+                if stored == true { detached.insert(eventID) }
                 fresh.append(event)
             }
             fresh.reverse()
             try Self.insert(fresh, room: nid, chunk: gap.chunk, document: document, db: db)
+            // A root's bundled thread aggregation gives its thread's count and latest reply,
+            // whose replies the store may not hold (chat schema 15).
+            for event in fresh {
+                guard let eventID = event.eventID,
+                    let bundled = BundledThread.parse(event: Array(document[event.range]), rootEventID: eventID)
+                else { continue }
+                try Self.recordBundled(bundled.thread, room: nid, db: db)
+            }
+            for (position, event) in fresh.enumerated() {
+                guard let eventID = event.eventID, detached.contains(eventID) else { continue }
+                try db.execute(
+                    "UPDATE events SET chunk_id = ?, position = ? WHERE event_id = ?",
+                    [.integer(gap.chunk), .int(position), .text(eventID)])
+            }
             try Self.insertMissingMembers(page.state, room: nid, document: document, db: db)
             try db.execute("DELETE FROM timeline_gaps WHERE chunk_id = ?", [.integer(gap.chunk)])
             let boundary: PageBoundary

@@ -254,7 +254,7 @@ package struct JSONObjectWriter {
         output.append(UInt8(ascii: "]"))
     }
 
-    mutating func bool(_ name: String, _ value: Bool) {
+    package mutating func bool(_ name: String, _ value: Bool) {
         key(name)
         output += Array((value ? "true" : "false").utf8)
     }

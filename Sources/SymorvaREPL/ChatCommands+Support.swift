@@ -13,6 +13,8 @@ final class ChatREPLState: REPLStateKey, Sendable {
         var conversation: Conversation?
         var printer: TimelinePrinter?
         var stop: (@Sendable () -> Void)?
+        var thread: ThreadTimeline?
+        var threadStop: (@Sendable () -> Void)?
     }
 
     private let storage = Lock(Storage())
@@ -33,8 +35,30 @@ final class ChatREPLState: REPLStateKey, Sendable {
         return self
     }
 
+    /// Makes `thread` the open thread (its rows print with the conversation's numbering).
+    func openingThread(_ thread: ThreadTimeline, stop: @escaping @Sendable () -> Void) {
+        let previous = storage.withLock { storage -> (@Sendable () -> Void)? in
+            defer {
+                storage.thread = thread
+                storage.threadStop = stop
+            }
+            return storage.threadStop
+        }
+        previous?()
+    }
+
+    var thread: ThreadTimeline? { storage.withLock { $0.thread } }
+
     /// Stops observing the open conversation.
     func close() {
+        let threadStop = storage.withLock { storage -> (@Sendable () -> Void)? in
+            defer {
+                storage.threadStop = nil
+                storage.thread = nil
+            }
+            return storage.threadStop
+        }
+        threadStop?()
         let stop = storage.withLock { storage -> (@Sendable () -> Void)? in
             defer {
                 storage.stop = nil
@@ -142,6 +166,10 @@ final class TimelinePrinter: Sendable {
         }
         if item.isEdited { text += " (edited)" }
         if item.mentionsMe { text += "  [mentions you]" }
+        if item.threadRootID != nil { text += "  [in thread]" }
+        if let thread = item.thread {
+            text += "  [thread: \(thread.replyCount) \(thread.replyCount == 1 ? "reply" : "replies")]"
+        }
         if !item.reactions.isEmpty {
             text +=
                 "  " + item.reactions.map { "\($0.key) \($0.count)\($0.includesOwn ? "*" : "")" }.joined(separator: " ")

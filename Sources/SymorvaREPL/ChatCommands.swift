@@ -44,7 +44,7 @@ package enum ChatCommands {
             rooms, create, join, leave, invite, open, send, back, react, unreact, edit, redact,
             flag("fav", .favourite, "favourite"), flag("mute", .muted, "mute"), flag("pin", .pinned, "pin"), read,
             burst, outbox, attach, download, profile, room, sync,
-        ] + spaceCommands + roomManagementCommands + conversationCommands
+        ] + spaceCommands + roomManagementCommands + conversationCommands + threadCommands
     }
 
     // MARK: Conversations
@@ -231,13 +231,29 @@ package enum ChatCommands {
     // MARK: The open conversation
 
     static let send = REPLCommand(
-        "send", usage: "send <text> …",
-        summary: "send a message to the open conversation (@user:server and @room in it are mentions)",
-        parse: { arguments throws(REPLError) in try arguments.rest(minimum: 1).joined(separator: " ") },
-        run: { text, context async throws(REPLError) in
+        "send", usage: "send [--thread <message>] <text> …",
+        summary:
+            "send a message to the open conversation, or in the thread of <message> (@user:server and @room in it are mentions)",
+        parse: { arguments throws(REPLError) in
+            var words = try arguments.rest(minimum: 1)
+            var thread: String?
+            if words.first == "--thread" {
+                guard words.count >= 3 else { throw .usage("send [--thread <message>] <text> …") }
+                thread = words[1]
+                words.removeFirst(2)
+            }
+            return (thread, words.joined(separator: " "))
+        },
+        run: { arguments, context async throws(REPLError) in
+            let (thread, text) = arguments
             let conversation = try current(context)
+            let root = try thread.map { reference throws(REPLError) in try resolveEvent(reference, context) }
             let mentions = Mentions(parsing: text)
             let receipt = try await failing { () async throws(ChatError) in
+                if let root {
+                    let mentioning = mentions.userIDs.isEmpty && !mentions.room ? nil : mentions
+                    return try await conversation.send(.text(text), inThread: root, mentioning: mentioning)
+                }
                 if mentions.userIDs.isEmpty && !mentions.room { return try await conversation.send(.text(text)) }
                 return try await conversation.send(.text(text), mentioning: mentions)
             }

@@ -34,6 +34,7 @@ enum BenchmarkModes {
             StaticBenchmarkMode(GenerateSyncBenchmark.self),
             StaticBenchmarkMode(ColdStartBenchmark.self),
             StaticBenchmarkMode(TimelineBenchmark.self),
+            StaticBenchmarkMode(ThreadListBenchmark.self),
             StaticBenchmarkMode(StoreWriteBenchmark.self),
             WalletBenchmark(),
             LoginRestoreBenchmark(),

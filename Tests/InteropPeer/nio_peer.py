@@ -19,9 +19,11 @@ Operations (besides `id`):
                                                        encrypted unless encrypted is false)
   leave        room_id                              -> once the server has the leave
   wait_member  room_id, user_id                     -> once the user is a joined member here
-  send         room_id, body[, replaces | reply_to] -> event_id (encrypted by nio; devices not
-                                                       verified are sent the key anyway); with
+  send         room_id, body[, replaces | thread |  -> event_id (encrypted by nio; devices not
+               reply_to]                               verified are sent the key anyway); with
                                                        replaces an edit of that event, with
+                                                       thread a reply in that thread (the
+                                                       fallback unless reply_to), with
                                                        reply_to a reply to it
   send_file    room_id, path, content_type, name    -> event_id, url: the file uploaded with nio's
                                                        upload (v3; in an encrypted room encrypted
@@ -303,6 +305,14 @@ class Peer:
             content["body"] = "* " + args["body"]
             content["m.new_content"] = {"msgtype": "m.text", "body": args["body"]}
             content["m.relates_to"] = {"rel_type": "m.replace", "event_id": args["replaces"]}
+        elif args.get("thread"):
+            # A reply in a thread with the spec's fallback (or a real reply in it with reply_to).
+            content["m.relates_to"] = {
+                "rel_type": "m.thread",
+                "event_id": args["thread"],
+                "is_falling_back": not args.get("reply_to"),
+                "m.in_reply_to": {"event_id": args.get("reply_to") or args["thread"]},
+            }
         elif args.get("reply_to"):
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": args["reply_to"]}}
         response = await self.client.room_send(

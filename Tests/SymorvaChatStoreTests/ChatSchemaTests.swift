@@ -15,10 +15,12 @@ struct ChatSchemaTests {
         ) { $0.string(0) }
         #expect(
             tables == [
-                "account_data", "decrypted_events", "e2ee_inbox_device_lists", "e2ee_inbox_key_counts",
+                "account_data", "decrypted_events", "detached_chunks", "e2ee_inbox_device_lists",
+                "e2ee_inbox_key_counts",
                 "e2ee_inbox_to_device", "events", "malformed_events", "pending_decryption", "push_actions",
                 "push_evaluation", "receipts", "room_state",
-                "rooms", "send_queue", "sliding_sync_state", "sync_state", "timeline_chunks", "timeline_gaps",
+                "rooms", "send_queue", "sliding_sync_state", "sync_state", "threads", "timeline_chunks",
+                "timeline_gaps",
                 "undecryptable_events",
             ])
         let indexes = try await store.databaseForTesting.queryAll(

@@ -52,6 +52,10 @@ public struct TimelineItem: Sendable, Hashable, Identifiable, CustomStringConver
     /// Whether it mentions the signed-in member (its `m.mentions` names them or the room; a
     /// message without `m.mentions`, their user ID or name in the body): views highlight it.
     public var mentionsMe: Bool = false
+    /// For a thread's root: the thread's reply count, latest reply and unread counts.
+    public var thread: ThreadSummary? = nil
+    /// For a reply in a thread: the thread's root.
+    public var threadRootID: EventID? = nil
 
     /// The IDs only.
     public var description: String { "TimelineItem(\(id))" }
@@ -308,7 +312,9 @@ enum TimelineAssembler {
                         UserID.init(stored:)),
                     sendState: nil, encryption: EncryptionInfo(stored: stored.encryption),
                     mentionsMe: stored.sender != ownUserID.rawValue && stored.redactedBy == nil
-                        && stored.type == "m.room.message" && Mentions.mention(of: ownUserID, in: stored.content)))
+                        && stored.type == "m.room.message" && Mentions.mention(of: ownUserID, in: stored.content),
+                    thread: stored.thread.map(ThreadSummary.init),
+                    threadRootID: stored.threadRootID.map(EventID.init(rawValue:))))
         }
         for item in queue {
             guard !echoedTransactions.contains(item.transactionID.rawValue), let state = sendState(item.status) else {
@@ -328,7 +334,8 @@ enum TimelineAssembler {
                     senderProfile: SenderProfile(), isOwn: true, timestamp: nil,
                     content: TimelineItemContent(
                         type: item.content.eventType, stateKey: nil, content: bytes, isRedacted: false),
-                    isEdited: false, reactions: [], inReplyTo: nil, readBy: [], sendState: state))
+                    isEdited: false, reactions: [], inReplyTo: nil, readBy: [], sendState: state,
+                    threadRootID: item.content.threadRootID.map(EventID.init(rawValue:))))
         }
         return rows
     }

@@ -218,11 +218,13 @@ final class NioPeer: Sendable {
 
     /// Sends a text message (nio encrypts it, sharing its room key first as it needs to).
     @discardableResult
-    func send(_ body: String, to roomID: RoomID, replacing edited: String? = nil, replyingTo repliedTo: String? = nil)
-        async throws -> String
-    {
+    func send(
+        _ body: String, to roomID: RoomID, replacing edited: String? = nil, inThread root: String? = nil,
+        replyingTo repliedTo: String? = nil
+    ) async throws -> String {
         var arguments: [String: JSONValue] = ["room_id": .string(roomID.rawValue), "body": .string(body)]
         arguments["replaces"] = edited.map { .string($0) }
+        arguments["thread"] = root.map { .string($0) }
         arguments["reply_to"] = repliedTo.map { .string($0) }
         let answer = try await call("send", arguments)
         guard case .string(let eventID)? = answer["event_id"] else {

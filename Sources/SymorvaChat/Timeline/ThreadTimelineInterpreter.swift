@@ -1,0 +1,124 @@
+import SymorvaChatStore
+import SymorvaFeatureKit
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+
+/// Performs a thread's ``TimelineMachine`` effects (``ThreadTimeline``).
+///
+/// The machine is the room timeline's, unchanged; what its effects mean for a thread:
+/// - a store page is the thread's stored replies ordered by time. Its cursor
+///   (``StoreCursor``) carries a reply's `origin_server_ts` as `chunkID` and its `event_nid`
+///   as `index` (``ThreadPosition``): replies come from sync, `/messages` and `/relations`,
+///   so no chunk orders them. Before the oldest stored reply lies the server (a ``PageBoundary/gap(_:)``
+///   whose token is the thread's stored `next_batch`, empty when the thread was never
+///   paginated: then the server is asked from its newest reply), or the root
+///   (``PageBoundary/roomStart``) once the server has no older reply.
+/// - a server page is `GET /v1/rooms/{roomId}/relations/{root}/m.thread?dir=b`, stored
+///   before it is reported, so the window and the store never disagree.
+///
+/// Concurrent loads of the same page join one request.
+struct ThreadTimelineInterpreter: EffectInterpreter {
+    typealias Machine = TimelineMachine
+
+    let roomID: RoomID
+    let root: EventID
+    let client: AccountChat
+
+    func perform(_ effect: TimelineMachine.Effect, context: EffectContext<TimelineMachine.Event>) async
+        -> TimelineMachine.Event?
+    {
+        switch effect {
+        case .loadFromStore(let before, let count):
+            return .storePageLoaded(await loadFromStore(before: before, count: count))
+        case .fetchMessages(let token, let count):
+            let (roomID, root, client) = (self.roomID, self.root, self.client)
+            do {
+                let page = try await client.loads.value(
+                    for: "relations|\(roomID.rawValue)|\(root.rawValue)|\(token.rawValue)"
+                ) { () async throws(TimelineError) -> TimelinePage in
+                    try await Self.fetch(roomID: roomID, root: root, token: token, count: count, client: client)
+                }
+                return .serverPageLoaded(.success(page))
+            } catch {
+                if Task.isCancelled { return nil }
+                return .serverPageLoaded(.failure(error))
+            }
+        case .cancel:
+            return nil
+        }
+    }
+
+    private func loadFromStore(before: StoreCursor?, count: Int) async -> Result<TimelinePage, TimelineError> {
+        let position = before.map { ThreadPosition(timestamp: $0.chunkID, eventNID: Int64($0.index)) }
+        do {
+            let page = try await client.store.loadThreadPage(roomID: roomID, root: root, before: position, limit: count)
+            let boundary: PageBoundary
+            switch page.boundary {
+            case .stored(let position):
+                boundary = .stored(StoreCursor(chunkID: position.timestamp, index: Int(position.eventNID)))
+            case .server(let token):
+                boundary = .gap(PaginationToken(token ?? ""))
+            case .root:
+                boundary = .roomStart
+            }
+            return .success(TimelinePage(eventIDs: page.eventIDs.map(EventID.init(rawValue:)), before: boundary))
+        } catch {
+            client.logger.error("thread page read failed: \(error)")
+            return .failure(.storeFailed)
+        }
+    }
+
+    /// `GET /relations/{root}/m.thread`, then the page is stored, then reported.
+    static func fetch(roomID: RoomID, root: EventID, token: PaginationToken, count: Int, client: AccountChat)
+        async throws(TimelineError) -> TimelinePage
+    {
+        let response: HTTPResponse
+        do {
+            response = try await client.requester.send(
+                ThreadsAPI.replies(
+                    roomID: roomID, root: root, from: token.rawValue.isEmpty ? nil : token.rawValue, limit: count))
+        } catch {
+            throw RequestFailure.timelineError(error)
+        }
+        let page: MessagesPage
+        do {
+            page = try SyncResponseDecoder.decodeMessages(response.body)
+        } catch {
+            client.logger.warning("relations page unreadable: \(LogLabel(error.description))")
+            throw .server(status: response.status, errorCode: "malformed")
+        }
+        let nextBatch = RawJSON.string("next_batch", in: response.body)
+        let eventIDs: [EventID]
+        do {
+            eventIDs = try await client.store.storeThreadPage(
+                roomID: roomID, root: root, page: page, nextBatch: nextBatch)
+        } catch {
+            client.logger.error("relations page write failed: \(error)")
+            throw .storeFailed
+        }
+        if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
+        if nextBatch == nil { await storeRoot(roomID: roomID, root: root, client: client) }
+        return TimelinePage(eventIDs: eventIDs, before: nextBatch.map { .gap(PaginationToken($0)) } ?? .roomStart)
+    }
+
+    /// The thread reached its root: a root the store lacks (older than anything synced or
+    /// paged) is fetched (`GET /event`) and stored, so that the thread shows it first. Best
+    /// effort: without it the thread shows its replies only.
+    static func storeRoot(roomID: RoomID, root: EventID, client: AccountChat) async {
+        do {
+            if try await client.store.sender(of: root) != nil { return }
+            let response = try await client.requester.send(ChatAPI.event(roomID: roomID, eventID: root))
+            guard response.isSuccess else { return }
+            var document = Array(#"{"chunk":["#.utf8)
+            document += response.body
+            document += Array("]}".utf8)
+            let page = try SyncResponseDecoder.decodeMessages(document)
+            try await client.store.storeDetached(roomID: roomID, page: page)
+            if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
+        } catch {
+            client.logger.info("thread root not fetched: \(LogLabel(String(describing: type(of: error))))")
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import SymorvaChatStore
+import SymorvaMachines
+import SymorvaStore
+import SymorvaTesting
+import Testing
+
+/// The store's half of threads (chat schema 15): the thread rows kept by the trigger, a
+/// thread's own pages, `/relations` and thread-list pages written outside the timeline, and a
+/// back-pagination that meets them.
+@Suite("Threads in the chat store")
+struct ThreadStoreTests {
+    static let me = "@me:example.com"
+    static let bob = "@bob:example.com"
+    static let room = "!threads:example.com"
+
+    static func reply(_ id: String, root: String, ts: Int64, sender: String = bob) -> String {
+        #"{"type":"m.room.message","event_id":"\#(id)","sender":"\#(sender)","origin_server_ts":\#(ts),"content":{"msgtype":"m.text","body":"reply \#(id)","m.relates_to":{"rel_type":"m.thread","event_id":"\#(root)","is_falling_back":true,"m.in_reply_to":{"event_id":"\#(root)"}}}}"#
+    }
+
+    static func sync(_ batch: String, _ events: [String], limited: String? = nil) -> [UInt8] {
+        let gap = limited.map { #","limited":true,"prev_batch":"\#($0)""# } ?? ""
+        return Array(
+            #"{"next_batch":"\#(batch)","rooms":{"join":{"\#(room)":{"timeline":{"events":[\#(events.joined(separator: ","))]\#(gap)}}}}}"#
+                .utf8)
+    }
+
+    static func seed(_ store: ChatStore) async throws {
+        _ = try await SyncIngestor(store: store).ingest(
+            sync(
+                "1",
+                [
+                    SyncSamples.message("$root", ts: 10, sender: bob), reply("$r1", root: "$root", ts: 20),
+                    SyncSamples.message("$other", ts: 25, sender: bob), reply("$r2", root: "$root", ts: 30, sender: me),
+                ], limited: "gap-1"))
+    }
+
+    @Test("Synced replies make the thread: count, latest reply, participation; a redelivered reply counts once")
+    func syncedReplies() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        let threads = try await store.threads(roomID: RoomID(Self.room), ownUserID: Self.me)
+        #expect(
+            threads == [
+                StoredThread(
+                    rootEventID: "$root", replyCount: 2, latestEventID: "$r2", latestSender: Self.me, latestTS: 30,
+                    participated: true)
+            ])
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("2", [Self.reply("$r2", root: "$root", ts: 30)]))
+        #expect(try await store.threads(roomID: RoomID(Self.room), ownUserID: Self.me).first?.replyCount == 2)
+        // The root's row in a window carries the summary; a reply names its root.
+        let snapshot = try await store.windowSnapshot(
+            roomID: RoomID(Self.room), eventIDs: [EventID("$root"), EventID("$r1")], ownUserID: Self.me)
+        #expect(snapshot.items.first?.thread?.replyCount == 2)
+        #expect(snapshot.items.last?.thread == nil && snapshot.items.last?.threadRootID == "$root")
+    }
+
+    @Test("A thread's store pages go back in time, then hand over to the server, then reach the root")
+    func threadPages() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        let roomID = RoomID(Self.room)
+        let newest = try await store.loadThreadPage(roomID: roomID, root: EventID("$root"), before: nil, limit: 1)
+        #expect(newest.eventIDs == ["$r2"])
+        guard case .stored(let position) = newest.boundary else {
+            Issue.record("expected a stored boundary, got \(newest.boundary)")
+            return
+        }
+        let older = try await store.loadThreadPage(roomID: roomID, root: EventID("$root"), before: position, limit: 5)
+        #expect(older.eventIDs == ["$r1"])
+        #expect(older.boundary == .server(token: nil))
+
+        // A /relations page (newest first) with an older reply and one already stored.
+        let page = try SyncResponseDecoder.decodeMessages(
+            Array(
+                #"{"chunk":[\#(Self.reply("$r1", root: "$root", ts: 20)),\#(Self.reply("$r0", root: "$root", ts: 15))]}"#
+                    .utf8))
+        let stored = try await store.storeThreadPage(roomID: roomID, root: EventID("$root"), page: page, nextBatch: nil)
+        #expect(stored == [EventID("$r0"), EventID("$r1")])
+        let all = try await store.loadThreadPage(roomID: roomID, root: EventID("$root"), before: nil, limit: 10)
+        #expect(all.eventIDs == ["$r0", "$r1", "$r2"])
+        #expect(all.boundary == .root)
+        // The older reply raised the count to what is stored, not the latest reply.
+        let thread = try await store.thread(roomID: roomID, root: EventID("$root"))
+        #expect(thread?.replyCount == 3 && thread?.latestEventID == "$r2")
+        // The room's main timeline never walks into the detached chunk.
+        let timeline = try await store.loadTimelinePage(roomID: Self.room, limit: 50)
+        #expect(!timeline.items.map(\.eventID).contains("$r0"))
+        // A new gap in the room (a limited sync) sends the thread back to the server.
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync("2", [SyncSamples.message("$late", ts: 50, sender: Self.bob)], limited: "gap-2"))
+        let after = try await store.loadThreadPage(roomID: roomID, root: EventID("$root"), before: nil, limit: 10)
+        #expect(after.boundary == .server(token: nil))
+    }
+
+    @Test("The thread list takes the server's count and latest reply unless a newer reply is stored")
+    func threadList() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        let roomID = RoomID(Self.room)
+        let roots = try SyncResponseDecoder.decodeMessages(
+            Array(#"{"chunk":[\#(SyncSamples.message("$old", ts: 5, sender: Self.bob))]}"#.utf8))
+        let latest = try SyncResponseDecoder.decodeMessages(
+            Array(#"{"chunk":[\#(Self.reply("$o9", root: "$old", ts: 8))]}"#.utf8))
+        try await store.storeThreadList(
+            roomID: roomID, roots: roots, latest: latest,
+            threads: [
+                BundledThread(
+                    rootEventID: "$old", count: 9, participated: false, latestEventID: "$o9", latestSender: Self.bob,
+                    latestTS: 8),
+                BundledThread(
+                    rootEventID: "$root", count: 7, participated: false, latestEventID: "$r1", latestSender: Self.bob,
+                    latestTS: 20),
+            ])
+        let threads = try await store.threads(roomID: roomID, ownUserID: Self.me)
+        #expect(threads.map(\.rootEventID) == ["$root", "$old"])
+        // $root's stored latest reply ($r2 at 30) is newer than the server's: kept, count raised.
+        #expect(threads[0].replyCount == 7 && threads[0].latestEventID == "$r2" && threads[0].participated)
+        #expect(threads[1].replyCount == 9 && threads[1].latestEventID == "$o9" && !threads[1].participated)
+        // The fetched root and reply are stored (outside the timeline) and count once.
+        #expect(try await store.sender(of: EventID("$old")) == Self.bob)
+        #expect(try await store.threadRoot(of: EventID("$o9")) == "$old")
+    }
+
+    @Test("Back-pagination that meets an event fetched for a thread moves it into the timeline")
+    func backfillMovesDetached() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        let roomID = RoomID(Self.room)
+        let roots = try SyncResponseDecoder.decodeMessages(
+            Array(#"{"chunk":[\#(SyncSamples.message("$old", ts: 5, sender: Self.bob))]}"#.utf8))
+        try await store.storeThreadList(
+            roomID: roomID, roots: roots, latest: MessagesPage(),
+            threads: [
+                BundledThread(
+                    rootEventID: "$old", count: 1, participated: false, latestEventID: nil, latestSender: nil,
+                    latestTS: 0)
+            ])
+        let page = try SyncResponseDecoder.decodeMessages(
+            Array(
+                #"{"chunk":[\#(SyncSamples.message("$old", ts: 5, sender: Self.bob)),\#(SyncSamples.message("$first", ts: 1, sender: Self.bob))],"start":"gap-1"}"#
+                    .utf8))
+        let result = try await store.backfill(roomID: roomID, token: PaginationToken("gap-1"), page: page)
+        #expect(result?.eventIDs == [EventID("$first"), EventID("$old")])
+        #expect(result?.boundary == .roomStart)
+        let timeline = try await store.loadTimelinePage(roomID: Self.room, limit: 50)
+        #expect(timeline.items.map(\.eventID).prefix(2) == ["$first", "$old"])
+    }
+}
+
+extension ThreadStoreTests {
+    @Test("A back-paginated root's bundled thread aggregation gives its count and latest reply")
+    func backfillReadsBundledThread() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        let bundled =
+            #"{"type":"m.room.message","event_id":"$old","sender":"\#(Self.bob)","origin_server_ts":5,"content":{"msgtype":"m.text","body":"old root"},"unsigned":{"m.relations":{"m.thread":{"count":12,"current_user_participated":true,"latest_event":\#(Self.reply("$o12", root: "$old", ts: 9))}}}}"#
+        let page = try SyncResponseDecoder.decodeMessages(
+            Array(#"{"chunk":[\#(bundled)],"start":"gap-1","end":"gap-0"}"#.utf8))
+        _ = try await store.backfill(roomID: RoomID(Self.room), token: PaginationToken("gap-1"), page: page)
+        let thread = try await store.thread(roomID: RoomID(Self.room), root: EventID("$old"))
+        #expect(thread?.replyCount == 12 && thread?.latestEventID == "$o12" && thread?.participated == true)
+        let snapshot = try await store.windowSnapshot(roomID: RoomID(Self.room), eventIDs: [EventID("$old")])
+        #expect(snapshot.items.first?.thread?.replyCount == 12)
+    }
+}
