@@ -72,6 +72,10 @@ public final class Conversation: Sendable {
 
     let client: AccountChat
     let typingPublisher = ObservableValue<[UserID]>.Publisher([])
+    /// When the room was last told the member is typing (``AccountChat/clock``), `nil` when it
+    /// was told they stopped or never told; `typingLock` keeps the notices in call order.
+    let typingSentAt = Lock<Duration?>(nil)
+    let typingLock = AsyncLock()
     let timelineHost: MachineHost<TimelineMachine>
     let sendQueue: MachineHost<SendQueueMachine>
 

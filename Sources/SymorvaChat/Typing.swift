@@ -5,20 +5,39 @@ import SymorvaMatrix
 // Typing notifications and the fully-read marker of a conversation.
 
 extension Conversation {
-    /// How long a typing notification lasts unless renewed: the specification's example (30 s);
-    /// an app that keeps typing calls ``setTyping(_:)`` again before it runs out.
+    /// How long a typing notification lasts unless renewed: the specification's example (30 s).
     public static let typingTimeout: Duration = .seconds(30)
+    /// How old the last typing notice must be before ``setTyping(_:)`` sends another: an app
+    /// calls it on every keystroke, the room hears it once per this interval, before
+    /// ``typingTimeout`` runs out.
+    public static let typingRenewal: Duration = .seconds(20)
 
-    /// Tells the room the member is typing (for ``typingTimeout``) or has stopped.
+    /// Tells the room the member is typing (for ``typingTimeout``) or has stopped. Call it on
+    /// every keystroke: a notice is sent only when none was sent in the last ``typingRenewal``
+    /// (so typing is renewed while the member keeps typing, and a burst of keystrokes is one
+    /// request); stopping is sent only after a typing notice. Notices leave in call order.
     ///
-    /// - Throws: the server's refusal, `.accountEnded`.
+    /// - Throws: the server's refusal, `.accountEnded`. After a failure the next call sends.
     public func setTyping(_ isTyping: Bool) async throws(ChatError) {
         try client.ensureCurrent()
-        do {
-            _ = try await client.requester.send(
-                ChatAPI.typing(roomID: id, userID: client.userID, isTyping: isTyping, timeout: Self.typingTimeout))
-        } catch {
-            throw ChatError(error, now: client.wallClock.now)
+        try await typingLock.withLock { () async throws(ChatError) in
+            let now = client.clock.now
+            let previous = typingSentAt.withLock { $0 }
+            if isTyping {
+                if let previous, now - previous < Self.typingRenewal { return }
+            } else if previous == nil {
+                return
+            }
+            typingSentAt.withLock { $0 = isTyping ? now : nil }
+            do throws(MatrixRequestError) {
+                _ = try await client.requester.send(
+                    ChatAPI.typing(
+                        roomID: id, userID: client.userID, isTyping: isTyping, timeout: Self.typingTimeout))
+            } catch {
+                // Unknown whether the room heard it: the next call sends again.
+                typingSentAt.withLock { $0 = isTyping ? nil : previous }
+                throw ChatError(error, now: client.wallClock.now)
+            }
         }
     }
 
