@@ -25,6 +25,9 @@ extension VerificationMachine {
                 return .move(to: .verified(progress.flow, keys), effects: Self.stopTimers)
             default: return unexpected(in: state)
             }
+        case .invalidMessageReceived:
+            guard let flow = state.flow else { return .ignored }
+            return cancel(flow, .invalidMessage)
         case .cancelReceived(let code):
             guard let flow = state.flow else { return .ignored }
             return .move(to: .cancelled(flow, code, byUs: false), effects: Self.stopTimers)

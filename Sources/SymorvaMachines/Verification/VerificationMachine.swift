@@ -159,6 +159,8 @@ package struct VerificationMachine: StateMachine {
         case macReceived(MACVerdict)
         /// An `m.key.verification.done` arrived.
         case doneReceived
+        /// A message of the flow could not be used (malformed, or a key libolm refuses).
+        case invalidMessageReceived
         /// An `m.key.verification.cancel` arrived.
         case cancelReceived(VerificationCancelCode)
         /// The person cancelled.
@@ -169,7 +171,8 @@ package struct VerificationMachine: StateMachine {
         /// Every event case name, in declaration order: the chart's event names.
         package static let caseNames = [
             "verifyAsked", "requestReceived", "acceptAsked", "readyReceived", "sasAsked", "startReceived",
-            "acceptReceived", "keyReceived", "codeCompared", "macReceived", "doneReceived", "cancelReceived",
+            "acceptReceived", "keyReceived", "codeCompared", "macReceived", "doneReceived", "invalidMessageReceived",
+            "cancelReceived",
             "cancelAsked", "timedOut",
         ]
 
@@ -186,6 +189,7 @@ package struct VerificationMachine: StateMachine {
             case .codeCompared: "codeCompared"
             case .macReceived: "macReceived"
             case .doneReceived: "doneReceived"
+            case .invalidMessageReceived: "invalidMessageReceived"
             case .cancelReceived: "cancelReceived"
             case .cancelAsked: "cancelAsked"
             case .timedOut: "timedOut"

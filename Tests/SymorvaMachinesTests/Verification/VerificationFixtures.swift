@@ -88,7 +88,7 @@ enum VerificationFixture {
         .keyReceived(matchingKey), .keyReceived(otherKey),
         .codeCompared(matches: true), .codeCompared(matches: false),
         .macReceived(.valid(keys)), .macReceived(.mismatch),
-        .doneReceived,
+        .doneReceived, .invalidMessageReceived,
         .cancelReceived(.user), .cancelAsked,
         .timedOut(.overall), .timedOut(.request),
     ]

@@ -228,10 +228,16 @@ struct VerificationMachineTests {
         let code = VerificationCancelCode(rawValue: "org.example.custom")
         try theirs.send(
             .cancelReceived(code), expecting: .cancelled(F.requestFlow, code, byUs: false), effects: stopTimers)
+        let invalid = MachineTestStore(Machine(), initial: .accepted(F.progress(weStarted: false, commitment: nil)))
+        try invalid.send(
+            .invalidMessageReceived, expecting: .cancelled(F.requestFlow, .invalidMessage, byUs: true),
+            effects: [.sendCancel(F.requestFlow, .invalidMessage)] + stopTimers)
         let old = MachineTestStore(Machine(), initial: .idle)
         try old.send(.requestReceived(F.bobsFlow, age: .seconds(601)), stayingWith: [])
         try old.send(.requestReceived(F.bobsFlow, age: .seconds(-301)), stayingWith: [])
-        try old.assertIgnored([.acceptAsked, .sasAsked, .cancelAsked, .cancelReceived(.user), .doneReceived])
+        try old.assertIgnored([
+            .acceptAsked, .sasAsked, .cancelAsked, .cancelReceived(.user), .doneReceived, .invalidMessageReceived,
+        ])
     }
 
     @Test("Traces never show keys, commitments or codes")
