@@ -53,6 +53,15 @@ package actor CryptoEngine {
     private let sessionLock = AsyncLock()
     /// The account's cross-signing identity state (``refreshIdentityState()``).
     package let identityState = ObservableValue<IdentityState>.Publisher(.none)
+    /// `m.key.verification.*` to-device messages read from the inbox and not yet handed to the
+    /// verification center (``takeVerificationMessages()``).
+    private var verificationInbox: [VerificationInboxMessage] = []
+
+    /// The verification messages read since the last call, in arrival order.
+    package func takeVerificationMessages() -> [VerificationInboxMessage] {
+        defer { verificationInbox = [] }
+        return verificationInbox
+    }
 
     /// Which devices get room keys, and whose requests and forwarded keys are taken.
     let roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy
@@ -303,6 +312,11 @@ extension CryptoEngine {
         var outcome = CryptoStore.ToDeviceOutcome(rowID: row.id)
         if row.type == "m.room_key_request" {
             keyRequest(in: row, into: &outcome)
+            return outcome
+        }
+        if row.type.hasPrefix("m.key.verification.") {
+            // Interactive verification: handed to the verification center after this batch.
+            verificationInbox.append(VerificationInboxMessage(type: row.type, sender: row.sender, raw: row.raw))
             return outcome
         }
         guard row.type == "m.room.encrypted", let account, let pickleKey,
