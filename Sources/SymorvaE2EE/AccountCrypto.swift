@@ -58,7 +58,7 @@ public final class AccountCrypto: Sendable {
         self.wallClock = wallClock
         let verifications = VerificationCenter(
             userID: userID, deviceID: deviceID, engine: engine, store: store, requester: requester,
-            wallClock: wallClock, logger: logger)
+            wallClock: wallClock, clock: clock, logger: logger)
         self.verifications = verifications
         let interpreter = CryptoInterpreter(
             engine: engine, requester: requester, wallClock: wallClock, logger: logger, verifications: verifications)

@@ -21,7 +21,11 @@ package actor VerificationCenter {
     private let store: CryptoStore
     private let requester: any MatrixRequester
     private let wallClock: any WallClock
+    /// The flows' timers run on it (10 minutes overall, 2 for a request).
+    private let clock: any RuntimeClock
     private let logger: Logger
+    /// The running timers, by transaction and key.
+    private var timers: [String: [EffectKey: Task<Void, Never>]] = [:]
     private var flows: [String: (driver: VerificationFlowDriver, verification: SASVerification)] = [:]
     /// Re-queries users' keys after a signature upload (the trust levels follow).
     private var refresh: (@Sendable ([UserID]) async -> Void)?
@@ -31,8 +35,9 @@ package actor VerificationCenter {
 
     init(
         userID: UserID, deviceID: DeviceID, engine: CryptoEngine, store: CryptoStore, requester: any MatrixRequester,
-        wallClock: any WallClock, logger: Logger
+        wallClock: any WallClock, clock: any RuntimeClock, logger: Logger
     ) {
+        self.clock = clock
         self.userID = userID
         self.deviceID = deviceID
         self.engine = engine
@@ -129,11 +134,27 @@ package actor VerificationCenter {
     private func apply(_ work: VerificationWork, transactionID: String) async {
         guard let entry = flows[transactionID] else { return }
         let state = entry.driver.state
+        for key in work.cancelledTimers { timers[transactionID]?.removeValue(forKey: key)?.cancel() }
+        for (timeout, delay) in work.timers { schedule(timeout, after: delay, transactionID: transactionID) }
+        if state.isFinished { timers.removeValue(forKey: transactionID)?.values.forEach { $0.cancel() } }
         if let flow = state.flow {
             for message in work.messages { await send(message, flow: flow) }
             if let keys = work.sign { await crossSign(keys, flow: flow) }
         }
         entry.verification.publisher.publish(SASVerification.appState(state))
+    }
+
+    /// Starts `timeout`'s timer (replacing one under the same key): when it fires, the flow gets
+    /// ``VerificationMachine/Event/timedOut(_:)``. A timer that fires after its flow moved on
+    /// changes nothing (the machine ignores it, or stays).
+    private func schedule(_ timeout: VerificationTimeout, after delay: Duration, transactionID: String) {
+        let key = VerificationMachine.Keys.key(timeout)
+        timers[transactionID]?[key]?.cancel()
+        let clock = clock
+        timers[transactionID, default: [:]][key] = Task { [weak self] in
+            do { try await clock.sleep(for: delay) } catch { return }
+            await self?.handle(.timedOut(timeout), in: transactionID)
+        }
     }
 
     private func send(_ message: VerificationOutgoing, flow: VerificationFlow) async {

@@ -45,7 +45,8 @@ package struct VerificationMachine: StateMachine {
         /// The request's timer (until ready, or until the person accepts an incoming one).
         package static let request = EffectKey("verification.timeout.request")
 
-        static func key(_ timeout: VerificationTimeout) -> EffectKey {
+        /// The key of `timeout`'s timer.
+        package static func key(_ timeout: VerificationTimeout) -> EffectKey {
             switch timeout {
             case .overall: overall
             case .request: request
