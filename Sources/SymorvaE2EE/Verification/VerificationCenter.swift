@@ -136,7 +136,9 @@ package actor VerificationCenter {
         let state = entry.driver.state
         for key in work.cancelledTimers { timers[transactionID]?.removeValue(forKey: key)?.cancel() }
         for (timeout, delay) in work.timers { schedule(timeout, after: delay, transactionID: transactionID) }
-        if state.isFinished { timers.removeValue(forKey: transactionID)?.values.forEach { $0.cancel() } }
+        if state.isFinished {
+            for timer in timers.removeValue(forKey: transactionID)?.values ?? [:].values { timer.cancel() }
+        }
         if let flow = state.flow {
             for message in work.messages { await send(message, flow: flow) }
             if let keys = work.sign { await crossSign(keys, flow: flow) }
