@@ -15,10 +15,10 @@ extension AccountCrypto {
     /// On success the other device is signed with this account's self-signing key, or the other
     /// user's master key with its user-signing key, and the signature uploaded.
     ///
-    /// - Throws: ``VerificationError/unknownDevice`` when the user's devices are not tracked,
-    ///   ``VerificationError/notReady`` before this device's keys are loaded.
+    /// - Throws: ``KeyVerificationError/unknownDevice`` when the user's devices are not tracked,
+    ///   ``KeyVerificationError/notReady`` before this device's keys are loaded.
     public func verify(_ user: UserID, device: DeviceID? = nil, startDirectly: Bool = false)
-        async throws(VerificationError) -> SASVerification
+        async throws(KeyVerificationError) -> SASVerification
     {
         try await verifications.request(user: user, device: device, startDirectly: startDirectly)
     }

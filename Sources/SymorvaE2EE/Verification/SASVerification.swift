@@ -32,7 +32,7 @@ public struct VerificationEmoji: Sendable, Hashable {
 }
 
 /// Why a verification action failed.
-public enum VerificationError: Error, Sendable, Hashable {
+public enum KeyVerificationError: Error, Sendable, Hashable {
     /// The user or device is not one this account tracks (no shared encrypted room, or an
     /// unknown device), so its keys are not known.
     case unknownDevice
@@ -51,6 +51,10 @@ public final class SASVerification: Sendable {
     public let otherUserID: UserID
     /// Where the flow is.
     public var state: ObservableValue<SASVerificationState> { publisher.observable }
+    /// The other device, once known (a request to every device learns it from the answer).
+    public var otherDeviceID: DeviceID? { device.withLock { $0 } }
+
+    let device = Lock<DeviceID?>(nil)
 
     let publisher: ObservableValue<SASVerificationState>.Publisher
     private let center: VerificationCenter

@@ -54,7 +54,7 @@ package actor VerificationCenter {
     /// Starts a verification of `user` (this account for one of its own devices): a request to
     /// `device`, or to every device of the user when `device` is `nil`; with `startDirectly`, a
     /// `start` at once (the way matrix-nio and older clients begin), which needs a device.
-    func request(user: UserID, device: DeviceID?, startDirectly: Bool) async throws(VerificationError)
+    func request(user: UserID, device: DeviceID?, startDirectly: Bool) async throws(KeyVerificationError)
         -> SASVerification
     {
         sendCounter += 1
@@ -143,6 +143,7 @@ package actor VerificationCenter {
             for message in work.messages { await send(message, flow: flow) }
             if let keys = work.sign { await crossSign(keys, flow: flow) }
         }
+        if let device = state.flow?.peerDeviceID { entry.verification.device.withLock { $0 = device } }
         entry.verification.publisher.publish(SASVerification.appState(state))
     }
 
@@ -173,7 +174,7 @@ package actor VerificationCenter {
         }
     }
 
-    private func makeDriver(peer: UserID) async throws(VerificationError) -> VerificationFlowDriver {
+    private func makeDriver(peer: UserID) async throws(KeyVerificationError) -> VerificationFlowDriver {
         guard let keys = await engine.identityKeys else { throw .notReady }
         var devices: [CryptoStore.Device]
         let ourMaster: String?
