@@ -45,6 +45,7 @@ enum BenchmarkModes {
             E2EESendBenchmark(),
             BackupLagBenchmark(),
             RecoveryBenchmark(),
+            VerificationBenchmark(),
             LockBenchmark(),
             PushBenchmark(),
             PushRulesBenchmark(),
