@@ -72,6 +72,36 @@ package protocol CryptoDriver: Sendable {
     /// - Throws: `.malformedKey` when `publicKey` is not the unpadded base64 of 32 bytes.
     func backupEncrypt(_ plaintext: Secret<[UInt8]>, for publicKey: String) throws(CryptoDriverError)
         -> BackupCiphertext
+
+    /// A new SAS key agreement (interactive verification, `m.sas.v1`): a fresh Curve25519 key
+    /// pair, one per flow.
+    func newSAS() throws(CryptoDriverError) -> any SASSession
+}
+
+/// How a SAS MAC is written: the two MAC methods of `m.sas.v1` compute the same HMAC and differ
+/// only in its base64.
+package enum SASMACEncoding: Sendable, Hashable {
+    /// `hkdf-hmac-sha256.v2`: correct unpadded base64.
+    case fixedBase64
+    /// `hkdf-hmac-sha256`: libolm's historical (incorrect) base64, for older clients.
+    case legacyBase64
+}
+
+/// One side of a SAS key agreement: our ephemeral Curve25519 key pair and, once set, the
+/// shared secret with the peer's key. Not thread-safe: its owner serialises access.
+package protocol SASSession: AnyObject {
+    /// Our public key, unpadded base64 (the `key` of `m.key.verification.key`).
+    var publicKey: String { get }
+    /// Whether the peer's key is set (bytes and MACs need it).
+    var hasTheirKey: Bool { get }
+    /// Sets the peer's public key (unpadded base64); the shared secret follows.
+    ///
+    /// - Throws: `.malformedKey` when it is not a Curve25519 key.
+    func setTheirKey(_ key: String) throws(CryptoDriverError)
+    /// `count` bytes from HKDF-SHA-256 of the shared secret with `info` (the SAS bytes).
+    func generateBytes(info: String, count: Int) throws(CryptoDriverError) -> [UInt8]
+    /// The MAC of `input` with the HKDF key for `info`, written as `encoding` says.
+    func mac(_ input: String, info: String, encoding: SASMACEncoding) throws(CryptoDriverError) -> String
 }
 
 /// An Ed25519 key pair made from a seed: the private part of a cross-signing key.

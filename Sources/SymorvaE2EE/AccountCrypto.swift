@@ -23,6 +23,8 @@ public final class AccountCrypto: Sendable {
     package let store: CryptoStore
     let host: MachineHost<CryptoMachine>
     let interpreter: CryptoInterpreter
+    /// The account's interactive verifications.
+    let verifications: VerificationCenter
     let requester: any MatrixRequester
     let wallClock: any WallClock
     let logger: Logger
@@ -56,8 +58,14 @@ public final class AccountCrypto: Sendable {
         self.seed = jitterSeed
         self.requester = requester
         self.wallClock = wallClock
-        let interpreter = CryptoInterpreter(engine: engine, requester: requester, wallClock: wallClock, logger: logger)
+        let verifications = VerificationCenter(
+            userID: userID, deviceID: deviceID, engine: engine, store: store, requester: requester,
+            wallClock: wallClock, clock: clock, logger: logger)
+        self.verifications = verifications
+        let interpreter = CryptoInterpreter(
+            engine: engine, requester: requester, wallClock: wallClock, logger: logger, verifications: verifications)
         self.interpreter = interpreter
+        await verifications.setRefresh { users in _ = await interpreter.query(users) }
         host = MachineHost(
             machine: CryptoMachine(), initial: .idle,
             interpreter: interpreter,

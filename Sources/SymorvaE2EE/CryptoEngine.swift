@@ -56,6 +56,15 @@ package actor CryptoEngine {
     /// Secret requests of our other devices and the secrets they sent this device
     /// (`m.secret.request` / `m.secret.send`, `SecretSharing.swift`).
     package let secretSharing = SecretSharingState()
+    /// `m.key.verification.*` to-device messages read from the inbox and not yet handed to the
+    /// verification center (``takeVerificationMessages()``).
+    private var verificationInbox: [VerificationInboxMessage] = []
+
+    /// The verification messages read since the last call, in arrival order.
+    package func takeVerificationMessages() -> [VerificationInboxMessage] {
+        defer { verificationInbox = [] }
+        return verificationInbox
+    }
 
     /// Which devices get room keys, and whose requests and forwarded keys are taken.
     let roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy
@@ -310,6 +319,11 @@ extension CryptoEngine {
         }
         if row.type == "m.secret.request" {
             secretRequest(in: row)
+            return outcome
+        }
+        if row.type.hasPrefix("m.key.verification.") {
+            // Interactive verification: handed to the verification center after this batch.
+            verificationInbox.append(VerificationInboxMessage(type: row.type, sender: row.sender, raw: row.raw))
             return outcome
         }
         guard row.type == "m.room.encrypted", let account, let pickleKey,

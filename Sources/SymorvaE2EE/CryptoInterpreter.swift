@@ -15,6 +15,8 @@ struct CryptoInterpreter: EffectInterpreter {
     let requester: any MatrixRequester
     let wallClock: any WallClock
     let logger: Logger
+    /// Where `m.key.verification.*` messages go once read.
+    var verifications: VerificationCenter? = nil
 
     func perform(_ effect: CryptoMachine.Effect, context: EffectContext<CryptoMachine.Event>) async
         -> CryptoMachine.Event?
@@ -33,8 +35,12 @@ struct CryptoInterpreter: EffectInterpreter {
             return .keysQueried(await query(users))
         case .processToDevice:
             do throws(CryptoStoreError) {
-                return .toDeviceProcessed(
-                    .success(try await engine.processToDevice(nowMilliseconds: wallClock.now.millisecondsSince1970)))
+                let report = try await engine.processToDevice(nowMilliseconds: wallClock.now.millisecondsSince1970)
+                if let verifications {
+                    let messages = await engine.takeVerificationMessages()
+                    if !messages.isEmpty { await verifications.deliver(messages) }
+                }
+                return .toDeviceProcessed(.success(report))
             } catch {
                 logger.error("to-device processing failed error=\(error)")
                 return .toDeviceProcessed(.failure(Self.cryptoError(error)))
@@ -100,7 +106,11 @@ struct CryptoInterpreter: EffectInterpreter {
         let response: HTTPResponse
         do throws(MatrixRequestError) {
             let endpoint: MatrixEndpoint
-            do { endpoint = try E2EEAPI.query(users: users) } catch {
+            // Our own user always goes in the query: only an answer about ourselves lists our
+            // user-signing key, and without it the chain cannot see that we verified a user
+            // (a query of another user alone would turn its `verified` devices `crossSigned`).
+            let queried = users.contains(engine.userID) ? users : users + [engine.userID]
+            do { endpoint = try E2EEAPI.query(users: queried) } catch {
                 return .failure(.local(.driver("canonical JSON")))
             }
             response = try await requester.send(endpoint)
@@ -112,6 +122,7 @@ struct CryptoInterpreter: EffectInterpreter {
         let answered = DeviceKeys.answeredUsers(in: answer, among: users)
         let unanswered = users.filter { !answered.contains($0) }
         var (devices, invalid) = DeviceKeys.verifiedDevices(in: answer, driver: engine.driver)
+        devices = devices.filter { users.contains($0.key) }  // what was asked for is stored, no more
         do throws(CryptoStoreError) {
             // The signature chain: each answered user's identity (checked master → self-signing,
             // our user-signing → theirs) and each device's trust level, stored with the devices.

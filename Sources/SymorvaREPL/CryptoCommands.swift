@@ -5,7 +5,7 @@ import SymorvaRuntime
 /// The REPL's end-to-end encryption commands.
 package enum CryptoCommands {
     /// Every command of this group.
-    package static var commands: [REPLCommand] { [devices, encryption, recovery, trust, backup] }
+    package static var commands: [REPLCommand] { [devices, encryption, recovery, trust, backup, verify] }
 
     /// The active account's crypto module.
     static func crypto(_ context: REPLContext) async throws(REPLError) -> AccountCrypto {
@@ -91,6 +91,113 @@ package enum CryptoCommands {
             }
             context.output.print(acknowledged ? "\(user): identity change acknowledged" : "\(user): no identity change")
         })
+
+    /// What `verify` was asked: a user (and device) to verify, or an answer to an incoming request.
+    package enum VerifyAction: Sendable, Equatable {
+        case start(UserID, DeviceID?)
+        case accept
+        case cancel
+    }
+
+    /// `verify <@user> [<device>] | verify accept | verify cancel`.
+    package static let verify = REPLCommand(
+        "verify", usage: "verify <@user> [<device>] | verify accept | verify cancel",
+        summary:
+            "interactive verification (emoji and decimals): starts one with the user (one of our own devices when the user is us), or accepts or cancels the request another device sent; prints the emoji and decimals, asks match? (y/n), then prints verified or cancelled",
+        parse: { arguments throws(REPLError) -> VerifyAction in
+            let word = try arguments.next()
+            let rest = try arguments.rest()
+            switch word {
+            case "accept" where rest.isEmpty: return .accept
+            case "cancel" where rest.isEmpty: return .cancel
+            default:
+                guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
+                guard rest.count <= 1 else { throw .invalidArgument("expected at most one device") }
+                return .start(userID, rest.first.map(DeviceID.init))
+            }
+        },
+        run: { action, context async throws(REPLError) in
+            let crypto = try await crypto(context)
+            let verification: SASVerification
+            switch action {
+            case .start(let user, let device):
+                do throws(KeyVerificationError) {
+                    verification = try await crypto.verify(user, device: device)
+                } catch {
+                    throw .commandFailed("verification not started: \(error)")
+                }
+                let answered = await awaitState(verification.state, seconds: 120) {
+                    if case .cancelled = $0 { return true }
+                    return $0 == .ready
+                }
+                if answered == .ready { await verification.startSAS() }
+            case .accept, .cancel:
+                guard
+                    let incoming = await awaitState(crypto.incomingVerification, seconds: 60, { $0 != nil }) ?? nil,
+                    incoming.state.value == .incoming
+                else { throw .commandFailed("no verification request") }
+                verification = incoming
+                if action == .cancel {
+                    await incoming.cancel()
+                    context.output.print("cancelled: m.user")
+                    return
+                }
+                context.output.print("verification request from \(incoming.otherUserID)")
+                await incoming.accept()
+            }
+            try await compare(verification, context)
+        })
+
+    /// Shows the code, asks the person, and prints how the flow ended.
+    static func compare(_ verification: SASVerification, _ context: REPLContext) async throws(REPLError) {
+        let shown = await awaitState(verification.state, seconds: 120) {
+            if case .showingCode = $0 { return true }
+            if case .cancelled = $0 { return true }
+            return false
+        }
+        if case .showingCode(let emoji, let decimals) = shown {
+            context.output.print("emoji: " + emoji.map { "\($0.character) \($0.description)" }.joined(separator: ", "))
+            context.output.print("decimals: " + decimals.map(String.init).joined(separator: " "))
+            let answer = try await context.readSecret(prompt: "match? (y/n) ").exposedValue
+            if answer.lowercased().hasPrefix("y") {
+                await verification.confirm()
+            } else {
+                await verification.mismatch()
+            }
+        }
+        let end = await awaitState(verification.state, seconds: 120) {
+            if case .cancelled = $0 { return true }
+            return $0 == .verified
+        }
+        switch end {
+        case .verified?:
+            context.output.print(
+                "verified \(verification.otherUserID) \(verification.otherDeviceID?.rawValue ?? "")")
+        case .cancelled(let code, _)?: context.output.print("cancelled: \(code)")
+        default:
+            await verification.cancel()
+            context.output.print("cancelled: m.timeout")
+        }
+    }
+
+    /// The first value of `observable` that `done` accepts, or `nil` after `seconds`.
+    static func awaitState<Value: Sendable>(
+        _ observable: ObservableValue<Value>, seconds: Int, _ done: @escaping @Sendable (Value) -> Bool
+    ) async -> Value? {
+        await withTaskGroup(of: Value?.self) { group in
+            group.addTask {
+                for await value in observable.values where done(value) { return value }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
 
     /// How the REPL names an identity state.
     static func describe(_ state: IdentityState) -> String {

@@ -46,6 +46,7 @@ enum BenchmarkModes {
             E2EESendBenchmark(),
             BackupLagBenchmark(),
             RecoveryBenchmark(),
+            VerificationBenchmark(),
             LockBenchmark(),
             PushBenchmark(),
             PushRulesBenchmark(),

@@ -1,0 +1,25 @@
+import SymorvaMachines
+import SymorvaRuntime
+
+extension AccountCrypto {
+    /// The last verification another device started with this account (a request, or a
+    /// `start` without request): `nil` until one arrives. The app shows it and answers with
+    /// ``SASVerification/accept()`` or ``SASVerification/cancel()``.
+    public var incomingVerification: ObservableValue<SASVerification?> { verifications.incoming.observable }
+
+    /// Starts an interactive verification (emoji or decimals) of `user`: one of this account's
+    /// own devices when `user` is the account, else another member. A request goes to `device`
+    /// (every device of the user when `nil`); with `startDirectly` (needs a device) the SAS
+    /// starts at once, for clients that only know that way (matrix-nio).
+    ///
+    /// On success the other device is signed with this account's self-signing key, or the other
+    /// user's master key with its user-signing key, and the signature uploaded.
+    ///
+    /// - Throws: ``KeyVerificationError/unknownDevice`` when the user's devices are not tracked,
+    ///   ``KeyVerificationError/notReady`` before this device's keys are loaded.
+    public func verify(_ user: UserID, device: DeviceID? = nil, startDirectly: Bool = false)
+        async throws(KeyVerificationError) -> SASVerification
+    {
+        try await verifications.request(user: user, device: device, startDirectly: startDirectly)
+    }
+}

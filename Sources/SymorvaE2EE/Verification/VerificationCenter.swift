@@ -1,0 +1,264 @@
+import SymorvaCryptoDriver
+import SymorvaHTTP
+import SymorvaMachines
+import SymorvaMatrix
+import SymorvaRuntime
+
+/// A `m.key.verification.*` to-device message as the inbox held it.
+package struct VerificationInboxMessage: Sendable, Hashable {
+    package var type: String
+    package var sender: String
+    package var raw: [UInt8]
+}
+
+/// The account's interactive verifications over to-device messages: one
+/// ``VerificationFlowDriver`` per transaction, what arrives routed to it, what it asks for
+/// sent, and the keys a flow proves signed with our cross-signing keys and uploaded.
+package actor VerificationCenter {
+    private let userID: UserID
+    private let deviceID: DeviceID
+    private let engine: CryptoEngine
+    private let store: CryptoStore
+    private let requester: any MatrixRequester
+    private let wallClock: any WallClock
+    /// The flows' timers run on it (10 minutes overall, 2 for a request).
+    private let clock: any RuntimeClock
+    private let logger: Logger
+    /// The running timers, by transaction and key.
+    private var timers: [String: [EffectKey: Task<Void, Never>]] = [:]
+    private var flows: [String: (driver: VerificationFlowDriver, verification: SASVerification)] = [:]
+    /// Re-queries users' keys after a signature upload (the trust levels follow).
+    private var refresh: (@Sendable ([UserID]) async -> Void)?
+    private var sendCounter: UInt64 = 0
+    /// The last incoming verification (a request or a start from another device).
+    nonisolated let incoming = ObservableValue<SASVerification?>.Publisher(nil)
+
+    init(
+        userID: UserID, deviceID: DeviceID, engine: CryptoEngine, store: CryptoStore, requester: any MatrixRequester,
+        wallClock: any WallClock, clock: any RuntimeClock, logger: Logger
+    ) {
+        self.clock = clock
+        self.userID = userID
+        self.deviceID = deviceID
+        self.engine = engine
+        self.store = store
+        self.requester = requester
+        self.wallClock = wallClock
+        self.logger = logger
+    }
+
+    func setRefresh(_ refresh: @escaping @Sendable ([UserID]) async -> Void) { self.refresh = refresh }
+
+    // MARK: - Starting
+
+    /// Starts a verification of `user` (this account for one of its own devices): a request to
+    /// `device`, or to every device of the user when `device` is `nil`; with `startDirectly`, a
+    /// `start` at once (the way matrix-nio and older clients begin), which needs a device.
+    func request(user: UserID, device: DeviceID?, startDirectly: Bool) async throws(KeyVerificationError)
+        -> SASVerification
+    {
+        sendCounter += 1
+        let transactionID = "symorva-\(deviceID.rawValue)-\(wallClock.now.millisecondsSince1970)-\(sendCounter)"
+        let flow = VerificationFlow(
+            transactionID: transactionID, ourselves: VerificationParty(userID: userID, deviceID: deviceID),
+            peerUserID: user, peerDeviceID: device, usesRequest: !startDirectly || device == nil)
+        let driver = try await makeDriver(peer: user)
+        let verification = SASVerification(
+            transactionID: transactionID, otherUserID: user, initial: .requested, center: self)
+        flows[transactionID] = (driver, verification)
+        await apply(driver.handle(.verifyAsked(flow)), transactionID: transactionID)
+        return verification
+    }
+
+    // MARK: - The person's answers
+
+    func handle(_ event: VerificationMachine.Event, in transactionID: String) async {
+        guard let entry = flows[transactionID] else { return }
+        await apply(entry.driver.handle(event), transactionID: transactionID)
+    }
+
+    // MARK: - Incoming
+
+    /// Routes messages read from the to-device inbox, in arrival order.
+    func deliver(_ messages: [VerificationInboxMessage]) async {
+        for message in messages {
+            guard let kind = VerificationMessages.Kind(rawValue: message.type), let sender = UserID(message.sender),
+                case .object(let event)? = try? JSONValue(parsing: message.raw), let content = event["content"],
+                let transactionID = VerificationMessages.transactionID(of: content)
+            else { continue }
+            if let entry = flows[transactionID] {
+                guard sender == entry.verification.otherUserID else { continue }  // not the flow's user
+                await apply(entry.driver.receive(kind, content, from: nil), transactionID: transactionID)
+                continue
+            }
+            await open(kind, content, sender: sender, transactionID: transactionID)
+        }
+    }
+
+    /// A request or a start with a new transaction opens a flow; anything else of an unknown
+    /// transaction is dropped.
+    private func open(_ kind: VerificationMessages.Kind, _ content: JSONValue, sender: UserID, transactionID: String)
+        async
+    {
+        let device: DeviceID
+        var age: Int64 = 0
+        switch kind {
+        case .request:
+            guard let request = VerificationMessages.parseRequest(content) else { return }
+            device = request.device
+            age = wallClock.now.millisecondsSince1970 - request.timestamp
+        case .start:
+            guard let start = VerificationMessages.parseStart(content) else { return }
+            device = start.fromDevice
+        default: return
+        }
+        guard sender != userID || device != deviceID else { return }  // our own echo
+        let driver: VerificationFlowDriver
+        do { driver = try await makeDriver(peer: sender) } catch {
+            logger.info("verification from an unknown user or device dropped user=\(sender)")
+            return
+        }
+        let flow = VerificationFlow(
+            transactionID: transactionID, ourselves: VerificationParty(userID: userID, deviceID: deviceID),
+            peerUserID: sender, peerDeviceID: device, usesRequest: kind == .request)
+        let verification = SASVerification(
+            transactionID: transactionID, otherUserID: sender, initial: .incoming, center: self)
+        flows[transactionID] = (driver, verification)
+        await apply(
+            driver.receive(kind, content, from: nil, opening: flow, ageMilliseconds: age), transactionID: transactionID)
+        if case .incoming = verification.state.value { incoming.publish(verification) }
+    }
+
+    // MARK: - Work
+
+    private func apply(_ work: VerificationWork, transactionID: String) async {
+        guard let entry = flows[transactionID] else { return }
+        let state = entry.driver.state
+        for key in work.cancelledTimers { timers[transactionID]?.removeValue(forKey: key)?.cancel() }
+        for (timeout, delay) in work.timers { schedule(timeout, after: delay, transactionID: transactionID) }
+        if state.isFinished {
+            for timer in timers.removeValue(forKey: transactionID)?.values ?? [:].values { timer.cancel() }
+        }
+        if let flow = state.flow {
+            for message in work.messages { await send(message, flow: flow) }
+            if let keys = work.sign { await crossSign(keys, flow: flow) }
+        }
+        if let device = state.flow?.peerDeviceID { entry.verification.device.withLock { $0 = device } }
+        entry.verification.publisher.publish(SASVerification.appState(state))
+    }
+
+    /// Starts `timeout`'s timer (replacing one under the same key): when it fires, the flow gets
+    /// ``VerificationMachine/Event/timedOut(_:)``. A timer that fires after its flow moved on
+    /// changes nothing (the machine ignores it, or stays).
+    private func schedule(_ timeout: VerificationTimeout, after delay: Duration, transactionID: String) {
+        let key = VerificationMachine.Keys.key(timeout)
+        timers[transactionID]?[key]?.cancel()
+        let clock = clock
+        timers[transactionID, default: [:]][key] = Task { [weak self] in
+            do { try await clock.sleep(for: delay) } catch { return }
+            await self?.handle(.timedOut(timeout), in: transactionID)
+        }
+    }
+
+    private func send(_ message: VerificationOutgoing, flow: VerificationFlow) async {
+        sendCounter += 1
+        let device = flow.peerDeviceID?.rawValue ?? "*"
+        let transaction = TransactionID("verify-\(flow.transactionID)-\(sendCounter)")
+        do {
+            let endpoint = try E2EEAPI.sendToDevice(
+                eventType: message.kind.rawValue, transactionID: transaction,
+                messages: [flow.peerUserID.rawValue: [device: message.content]])
+            _ = try await requester.send(endpoint)
+        } catch {
+            logger.info("verification message not sent type=\(message.kind.rawValue) error=\(error)")
+        }
+    }
+
+    private func makeDriver(peer: UserID) async throws(KeyVerificationError) -> VerificationFlowDriver {
+        guard let keys = await engine.identityKeys else { throw .notReady }
+        var devices: [CryptoStore.Device]
+        let ourMaster: String?
+        var peerMaster: String?
+        do {
+            devices = try await store.devices(of: peer)
+            if devices.isEmpty, let refresh {
+                // A user this account does not track yet (no encrypted room loaded its members):
+                // its keys are queried first.
+                await refresh([peer])
+                devices = try await store.devices(of: peer)
+            }
+            ourMaster = try await store.crossSigningMasterKey()
+            peerMaster = try await store.identity(of: peer)?.pinnedMasterKey
+        } catch {
+            throw .notReady
+        }
+        let known = devices.filter { !$0.keyChanged }
+        guard !known.isEmpty else { throw .unknownDevice }
+        let clock = wallClock
+        return VerificationFlowDriver(
+            driver: engine.driver, ourselves: VerificationParty(userID: userID, deviceID: deviceID),
+            ourDeviceKey: keys.ed25519, ourMasterKey: ourMaster,
+            peerDeviceKeys: Dictionary(
+                known.map { (DeviceID($0.deviceID), $0.ed25519) }, uniquingKeysWith: { a, _ in a }),
+            peerMasterKey: peerMaster, nowMilliseconds: { clock.now.millisecondsSince1970 })
+    }
+
+    // MARK: - Signing
+
+    /// Signs what the flow proved: our own device with our self-signing key, another user's
+    /// master key with our user-signing key; uploads the signature and re-queries the user.
+    private func crossSign(_ keys: VerifiedKeys, flow: VerificationFlow) async {
+        guard let peerDevice = flow.peerDeviceID else { return }
+        do {
+            guard let stored = try await store.crossSigningKeys() else {
+                logger.info("verified without a cross-signing identity: nothing signed user=\(flow.peerUserID)")
+                return
+            }
+            let signer = try CrossSigningKeys(
+                userID: userID, masterSeed: stored.masterSeed, selfSigningSeed: stored.selfSigningSeed,
+                userSigningSeed: stored.userSigningSeed, driver: engine.driver)
+            let body = try await requester.send(try E2EEAPI.query(users: [flow.peerUserID])).body
+            let answer = try JSONValue(parsing: body)
+            var upload: [String: [String: JSONValue]] = [:]
+            if flow.peerUserID == userID {
+                guard
+                    let deviceKeys = CrossSigningChain.deviceKeys(
+                        in: answer, user: userID, deviceID: peerDevice.rawValue),
+                    Self.ed25519(of: deviceKeys, keyID: "ed25519:\(peerDevice.rawValue)") == keys.deviceKey
+                else {
+                    logger.warning("verified device's keys differ from the server's: not signed")
+                    return
+                }
+                upload[userID.rawValue] = [peerDevice.rawValue: try signer.signDevice(deviceKeys)]
+            } else {
+                guard let masterKey = keys.masterKey, case .object(let top) = answer,
+                    case .object(let masters)? = top["master_keys"], let master = masters[flow.peerUserID.rawValue],
+                    Self.ed25519(of: master, keyID: "ed25519:\(masterKey)") == masterKey
+                else {
+                    logger.info("verified user has no proven master key: nothing signed user=\(flow.peerUserID)")
+                    return
+                }
+                upload[flow.peerUserID.rawValue] = [masterKey: try signer.signUser(masterKey: master)]
+            }
+            let answerBody = try await requester.send(try E2EEAPI.uploadSignatures(upload)).body
+            if case .object(let members)? = try? JSONValue(parsing: answerBody),
+                case .object(let failures)? = members["failures"], !failures.isEmpty
+            {
+                logger.warning("verification signature refused user=\(flow.peerUserID)")
+            }
+            logger.info("verification signature uploaded user=\(flow.peerUserID) device=\(peerDevice)")
+            // Our own identity goes in the query too: the chain checks the new signature with our
+            // user-signing key, which only an answer about ourselves lists.
+            await refresh?(flow.peerUserID == userID ? [userID] : [flow.peerUserID, userID])
+        } catch {
+            logger.warning("verification signature not uploaded user=\(flow.peerUserID) error=\(error)")
+        }
+    }
+
+    private static func ed25519(of keyObject: JSONValue, keyID: String) -> String? {
+        guard case .object(let object) = keyObject, case .object(let keys)? = object["keys"],
+            case .string(let key)? = keys[keyID]
+        else { return nil }
+        return key
+    }
+}

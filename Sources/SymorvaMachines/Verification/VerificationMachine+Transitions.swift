@@ -1,0 +1,230 @@
+import SymorvaRuntime
+
+extension VerificationMachine {
+    package typealias Outcome = Transition<State, Effect>
+
+    package func transition(from state: State, on event: Event) -> Outcome {
+        if state.isFinished { return .ignored }  // verified and cancelled are final
+        switch event {
+        case .verifyAsked(let flow): return verifyAsked(flow, in: state)
+        case .requestReceived(let flow, let age): return requestReceived(flow, age: age, in: state)
+        case .acceptAsked: return acceptAsked(in: state)
+        case .readyReceived(let ready): return readyReceived(ready, in: state)
+        case .sasAsked:
+            guard case .ready(let flow) = state else { return .ignored }
+            return startSAS(flow)
+        case .startReceived(let flow, let start): return startReceived(start, opening: flow, in: state)
+        case .acceptReceived(let accept): return acceptReceived(accept, in: state)
+        case .keyReceived(let facts): return keyReceived(facts, in: state)
+        case .codeCompared(let matches): return codeCompared(matches, in: state)
+        case .macReceived(let verdict): return macReceived(verdict, in: state)
+        case .doneReceived:
+            switch state {
+            case .idle: return .ignored
+            case .awaitingDone(let progress, let keys):
+                return .move(to: .verified(progress.flow, keys), effects: Self.stopTimers)
+            default: return unexpected(in: state)
+            }
+        case .invalidMessageReceived:
+            guard let flow = state.flow else { return .ignored }
+            return cancel(flow, .invalidMessage)
+        case .cancelReceived(let code):
+            guard let flow = state.flow else { return .ignored }
+            return .move(to: .cancelled(flow, code, byUs: false), effects: Self.stopTimers)
+        case .cancelAsked:
+            guard let flow = state.flow else { return .ignored }
+            return cancel(flow, .user)
+        case .timedOut(let timeout): return timedOut(timeout, in: state)
+        }
+    }
+
+    // MARK: - Request and ready
+
+    private func verifyAsked(_ flow: VerificationFlow, in state: State) -> Outcome {
+        guard case .idle = state else { return .ignored }
+        let overall = Effect.scheduleTimeout(.overall, after: Self.overallTimeout)
+        if !flow.usesRequest, flow.peerDeviceID != nil {
+            let start = SASStart(fromDevice: flow.ourselves.deviceID, method: KeyVerificationMethod.sas, offer: .ours)
+            return .move(
+                to: .started(SASProgress(flow: flow, weStarted: true, start: start)),
+                effects: [overall, .sendStart(flow, .ours)])
+        }
+        var requestFlow = flow
+        requestFlow.usesRequest = true
+        return .move(
+            to: .requested(requestFlow),
+            effects: [
+                overall, .scheduleTimeout(.request, after: Self.requestTimeout),
+                .sendRequest(requestFlow, methods: [KeyVerificationMethod.sas]),
+            ])
+    }
+
+    private func requestReceived(_ flow: VerificationFlow, age: Duration, in state: State) -> Outcome {
+        guard case .idle = state else { return .ignored }  // the flow is under way: a repeat changes nothing
+        guard Self.requestAgeLimit.contains(age) else { return .stay }  // too old (or from the future): not shown
+        return .move(
+            to: .requestReceived(flow),
+            effects: [
+                .scheduleTimeout(.overall, after: Self.overallTimeout),
+                .scheduleTimeout(.request, after: Self.requestTimeout),
+            ])
+    }
+
+    private func acceptAsked(in state: State) -> Outcome {
+        switch state {
+        case .requestReceived(let flow):
+            return .move(
+                to: .ready(flow),
+                effects: [.cancel(Keys.request), .sendReady(flow, methods: [KeyVerificationMethod.sas])])
+        case .startReceived(let progress):
+            guard let agreement = progress.agreement else { return cancel(progress.flow, .unknownMethod) }
+            return .move(to: .accepted(progress), effects: [.sendAccept(progress.flow, agreement)])
+        default: return .ignored
+        }
+    }
+
+    private func readyReceived(_ ready: VerificationReady, in state: State) -> Outcome {
+        switch state {
+        case .idle: return .ignored
+        case .requested(var flow):
+            flow.peerDeviceID = ready.fromDevice
+            guard ready.methods.contains(KeyVerificationMethod.sas) else { return cancel(flow, .unknownMethod) }
+            return .move(to: .ready(flow), effects: [.cancel(Keys.request)])
+        default: return unexpected(in: state)
+        }
+    }
+
+    // MARK: - Start and accept
+
+    private func startSAS(_ flow: VerificationFlow) -> Outcome {
+        let start = SASStart(fromDevice: flow.ourselves.deviceID, method: KeyVerificationMethod.sas, offer: .ours)
+        return .move(
+            to: .started(SASProgress(flow: flow, weStarted: true, start: start)), effects: [.sendStart(flow, .ours)])
+    }
+
+    private func startReceived(_ start: SASStart, opening opened: VerificationFlow, in state: State) -> Outcome {
+        switch state {
+        case .idle:
+            var flow = opened
+            flow.peerDeviceID = start.fromDevice
+            flow.usesRequest = false
+            let overall = Effect.scheduleTimeout(.overall, after: Self.overallTimeout)
+            guard let agreement = usableAgreement(start) else {
+                return .move(
+                    to: .cancelled(flow, .unknownMethod, byUs: true),
+                    effects: [.sendCancel(flow, .unknownMethod)])
+            }
+            let progress = SASProgress(flow: flow, weStarted: false, start: start, agreement: agreement)
+            return .move(to: .startReceived(progress), effects: [overall])
+        case .ready(let flow):
+            return acceptStart(start, flow: flow)
+        case .started(let ours):
+            // Both sent a start: the smaller party's start stands (the spec's tie-break).
+            guard let peer = ours.flow.peer, peer < ours.flow.ourselves else { return .stay }
+            return acceptStart(start, flow: ours.flow)
+        default: return unexpected(in: state)
+        }
+    }
+
+    private func acceptStart(_ start: SASStart, flow: VerificationFlow) -> Outcome {
+        guard let agreement = usableAgreement(start) else { return cancel(flow, .unknownMethod) }
+        let progress = SASProgress(flow: flow, weStarted: false, start: start, agreement: agreement)
+        return .move(to: .accepted(progress), effects: [.sendAccept(flow, agreement)])
+    }
+
+    private func usableAgreement(_ start: SASStart) -> SASAgreement? {
+        guard start.method == KeyVerificationMethod.sas else { return nil }
+        return SASAgreement.negotiate(start.offer)
+    }
+
+    private func acceptReceived(_ accept: SASAccept, in state: State) -> Outcome {
+        switch state {
+        case .idle: return .ignored
+        case .started(var progress):
+            guard let agreement = accept.agreement, agreement.fits(progress.start.offer) else {
+                return cancel(progress.flow, .unknownMethod)
+            }
+            progress.agreement = agreement
+            progress.commitment = accept.commitment
+            return .move(to: .keySent(progress), effects: [.sendKey(progress.flow)])
+        default: return unexpected(in: state)
+        }
+    }
+
+    // MARK: - Keys, comparison, MACs
+
+    private func keyReceived(_ facts: SASKeyFacts, in state: State) -> Outcome {
+        switch state {
+        case .idle: return .ignored
+        case .accepted(var progress):
+            progress.code = facts.code
+            return .move(to: .comparing(progress), effects: [.sendKey(progress.flow)])
+        case .keySent(var progress):
+            guard facts.commitment == progress.commitment else { return cancel(progress.flow, .mismatchedCommitment) }
+            progress.code = facts.code
+            return .move(to: .comparing(progress))
+        default: return unexpected(in: state)
+        }
+    }
+
+    private func codeCompared(_ matches: Bool, in state: State) -> Outcome {
+        guard case .comparing(let progress) = state, let agreement = progress.agreement else { return .ignored }
+        guard matches else { return cancel(progress.flow, .mismatchedSAS) }
+        let mac = Effect.sendMAC(progress.flow, agreement.macMethod)
+        switch progress.theirMAC {
+        case nil: return .move(to: .macSent(progress), effects: [mac])
+        case .valid(let keys): return finish(progress, keys, after: [mac])
+        case .mismatch: return cancel(progress.flow, .keyMismatch)  // never kept: a mismatch cancels at once
+        }
+    }
+
+    private func macReceived(_ verdict: MACVerdict, in state: State) -> Outcome {
+        switch state {
+        case .idle: return .ignored
+        case .comparing(var progress) where progress.theirMAC == nil:
+            guard case .valid = verdict else { return cancel(progress.flow, .keyMismatch) }
+            progress.theirMAC = verdict
+            return .move(to: .comparing(progress))
+        case .macSent(let progress):
+            guard case .valid(let keys) = verdict else { return cancel(progress.flow, .keyMismatch) }
+            return finish(progress, keys, after: [])
+        default: return unexpected(in: state)
+        }
+    }
+
+    /// Both MACs are good and the person said the codes match: sign, then wait for `done` when
+    /// the flow began with a request.
+    private func finish(_ progress: SASProgress, _ keys: VerifiedKeys, after effects: [Effect]) -> Outcome {
+        var effects = effects
+        effects.append(.crossSign(progress.flow, keys))
+        guard progress.flow.usesRequest else {
+            return .move(to: .verified(progress.flow, keys), effects: effects + Self.stopTimers)
+        }
+        effects.append(.sendDone(progress.flow))
+        return .move(to: .awaitingDone(progress, keys), effects: effects)
+    }
+
+    // MARK: - Ending
+
+    private func timedOut(_ timeout: VerificationTimeout, in state: State) -> Outcome {
+        guard let flow = state.flow else { return .ignored }
+        switch (timeout, state) {
+        case (.overall, _), (.request, .requested), (.request, .requestReceived):
+            return cancel(flow, .timeout)
+        case (.request, _):
+            return .stay  // a request timer that outlived its request: the flow goes on
+        }
+    }
+
+    /// A message this state does not expect: the flow cancels (`m.unexpected_message`).
+    private func unexpected(in state: State) -> Outcome {
+        guard let flow = state.flow else { return .ignored }
+        return cancel(flow, .unexpectedMessage)
+    }
+
+    private func cancel(_ flow: VerificationFlow, _ code: VerificationCancelCode) -> Outcome {
+        .move(to: .cancelled(flow, code, byUs: true), effects: [.sendCancel(flow, code)] + Self.stopTimers)
+    }
+
+    static var stopTimers: [Effect] { [.cancel(Keys.overall), .cancel(Keys.request)] }
+}
