@@ -65,7 +65,6 @@ public final class AccountCrypto: Sendable {
         let interpreter = CryptoInterpreter(
             engine: engine, requester: requester, wallClock: wallClock, logger: logger, verifications: verifications)
         self.interpreter = interpreter
-        await verifications.setRefresh { users in _ = await interpreter.query(users) }
         host = MachineHost(
             machine: CryptoMachine(), initial: .idle,
             interpreter: interpreter,
@@ -74,6 +73,9 @@ public final class AccountCrypto: Sendable {
 
     /// Loads (or creates) the account and starts publishing and tracking.
     public func start() async {
+        // Weakly: this object holds the center (a cycle would keep the account's database open
+        // after shutdown: CommunityShutdownTests).
+        await verifications.setRefresh { [weak self] users in _ = await self?.interpreter.query(users) }
         engine.secretSharing.requestsReceived.set { [weak self] in
             guard let self else { return }
             Task { await self.answerSecretRequests() }
