@@ -50,7 +50,10 @@ package enum CommunitySlot: REPLStateKey {
     /// Fills the wallet commands' ``REPLWalletKey`` with the community's wallet (which always
     /// shows the active account) while someone is signed in, and empties it otherwise, so that
     /// signed-out commands say "not signed in". Session commands call it after every change.
+    /// Incoming verification requests of the active account are announced from here on
+    /// (``VerificationAnnouncer``).
     package static func updateModuleSlots(in context: REPLContext) {
+        VerificationAnnouncer.follow(context)
         guard let community = context[CommunitySlot.self], community.session.state.value.account != nil else {
             context[REPLWalletKey.self] = nil
             context[REPLStudioKey.self] = nil

@@ -36,6 +36,10 @@ struct VerificationREPLTests {
         _ = try await CryptoREPLTests().waitForDevices(first) { $0.hasPrefix("  \(secondDevice) ") }
 
         first.send("verify \(userID) \(secondDevice)")
+        // The request is announced at the prompt before anyone asks.
+        try await second.waitForLine {
+            $0.hasPrefix("verification request from \(userID) ") && $0.hasSuffix(": verify accept | verify cancel")
+        }
         second.send("verify accept")
         try await second.waitForLine { $0 == "verification request from \(userID)" }
         let firstEmoji = try await first.waitForLine { $0.hasPrefix("emoji: ") }
