@@ -41,6 +41,7 @@ enum BenchmarkModes {
             MeetingsBenchmark(),
             DirectoryBenchmark(),
             FirstListBenchmark(),
+            HierarchyBenchmark(),
             StudioBenchmark(),
             MegolmBenchmark(),
             E2EESendBenchmark(),
