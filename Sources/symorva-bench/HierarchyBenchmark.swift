@@ -12,7 +12,8 @@ import SymorvaTransport
 /// time, each linked with `m.space.child`), then the time to page the whole hierarchy in through
 /// the shipped path — `AccountChat.hierarchy(of:pageSize:)` and ``SpaceHierarchy/loadNextPage()``
 /// until `isComplete` (`GET /v1/rooms/{roomId}/hierarchy`, decoded, merged and published) — on a
-/// fresh hierarchy each run. Issue 27's goal: under 1 s for 500 rooms.
+/// fresh hierarchy each run. Issue 27's goal: under 1 s for 500 rooms. Synapse rate-limits
+/// `/hierarchy` per user; a `429`'s wait is taken out of the figure and counted.
 struct HierarchyBenchmark: DevServerBenchmark {
     let name = "hierarchy"
     let argumentsSynopsis = "[--rooms N] [--page N] [--runs N]"
@@ -67,15 +68,28 @@ struct HierarchyBenchmark: DevServerBenchmark {
         var times: [Double] = []
         var pages = 0
         var rooms = 0
-        for _ in 0..<settings.runs {
+        var waits = 0
+        for run in 0..<settings.runs {
+            // Synapse limits /hierarchy per user (a burst of 10, then 5 a second): let the bucket
+            // refill between runs, and take a 429's wait out of the figure (counted apart).
+            if run > 0 { try await Task.sleep(for: .seconds(3)) }
             let hierarchy = try chat.hierarchy(of: spaceID, pageSize: settings.page)
+            var waited = Duration.zero
             let start = clock.now
             pages = 0
             while !hierarchy.state.value.isComplete {
-                try await hierarchy.loadNextPage()
-                pages += 1
+                do {
+                    try await hierarchy.loadNextPage()
+                    pages += 1
+                } catch {
+                    guard case .rateLimited(let retryAfter) = error else { throw error }
+                    waits += 1
+                    let wait = retryAfter ?? .seconds(1)
+                    waited += wait
+                    try await Task.sleep(for: wait)
+                }
             }
-            times.append(seconds(clock.now - start))
+            times.append(seconds(clock.now - start - waited))
             rooms = hierarchy.state.value.rooms.count
         }
         await chat.stop()
@@ -83,7 +97,8 @@ struct HierarchyBenchmark: DevServerBenchmark {
         print(
             "  whole hierarchy: median \(ChatBench.format(ChatBench.median(times))) s, max "
                 + "\(ChatBench.format(sorted.last ?? 0)) s (runs: \(times.map { ChatBench.format($0) }.joined(separator: ", "))); "
-                + "\(rooms) rooms (the space and its children) in \(pages) pages of \(settings.page); goal < 1 s for 500"
+                + "\(rooms) rooms (the space and its children) in \(pages) pages of \(settings.page); "
+                + "\(waits) rate-limit wait(s), taken out; goal < 1 s for 500"
         )
     }
 
