@@ -206,11 +206,15 @@ typedef struct {
 static GstPadProbeReturn on_pcm_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
     pcm_tap *tap = data;
+    /* Published by symorva_pcm_tap with release stores. GStreamer's pad lock orders them too,
+     * but ThreadSanitizer cannot see GLib's futex-based locks, so the hand-over is atomic. */
+    symorva_pcm_callback callback = __atomic_load_n(&tap->callback, __ATOMIC_ACQUIRE);
+    void *context = __atomic_load_n(&tap->context, __ATOMIC_ACQUIRE);
     GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
     GstMapInfo map;
-    if (buffer != NULL && gst_buffer_map(buffer, &map, GST_MAP_READ)) {
+    if (callback != NULL && buffer != NULL && gst_buffer_map(buffer, &map, GST_MAP_READ)) {
         uint64_t pts = GST_BUFFER_PTS_IS_VALID(buffer) ? GST_BUFFER_PTS(buffer) : 0;
-        tap->callback(tap->context, (const int16_t *)map.data, map.size / sizeof(int16_t), pts);
+        callback(context, (const int16_t *)map.data, map.size / sizeof(int16_t), pts);
         gst_buffer_unmap(buffer, &map);
     }
     return GST_PAD_PROBE_OK;
@@ -220,8 +224,8 @@ void symorva_pcm_tap(GstElement *element, void *context, symorva_pcm_callback ca
     GstPad *sink = gst_element_get_static_pad(element, "sink");
     if (sink == NULL) return;
     pcm_tap *tap = g_new0(pcm_tap, 1);
-    tap->context = context;
-    tap->callback = callback;
+    __atomic_store_n(&tap->context, context, __ATOMIC_RELEASE);
+    __atomic_store_n(&tap->callback, callback, __ATOMIC_RELEASE);
     gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, on_pcm_buffer, tap, g_free);
     gst_object_unref(sink);
 }

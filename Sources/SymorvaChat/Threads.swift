@@ -52,7 +52,7 @@ struct ThreadRegistry: Sendable {
 /// One thread of a conversation: its root, then its replies, with edits, reactions,
 /// redactions and our replies on their way, like the main timeline.
 ///
-/// It runs the same ``TimelineMachine`` as the conversation, with its own interpreter: a
+/// It runs the same `TimelineMachine` as the conversation, with its own interpreter: a
 /// "store page" is the thread's stored replies ordered by time, and a "server page" is
 /// `GET /v1/rooms/{roomId}/relations/{root}/m.thread`, stored before it is reported. Work
 /// follows observers: observing ``timeline`` loads the newest replies and applies the synced
