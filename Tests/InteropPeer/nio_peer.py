@@ -294,6 +294,72 @@ class Peer:
             raise RuntimeError(f"{user_id} never joined")
         return {}
 
+    # --- conversation features: typing, receipts, knocking, the space hierarchy -------------
+
+    async def typing(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        response = await self.client.room_typing(args["room_id"], typing_state=args["typing"], timeout=30000)
+        if not hasattr(response, "room_id"):
+            raise RuntimeError(f"typing failed: {response}")
+        return {}
+
+    async def wait_typing(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Waits until the room's typing list says `user_id` types (or not, `typing` false)."""
+        assert self.client
+        room_id, user_id, wanted = args["room_id"], args["user_id"], args.get("typing", True)
+
+        def matches() -> bool:
+            room = self.client.rooms.get(room_id)
+            return room is not None and (user_id in room.typing_users) == wanted
+
+        if not await self.wait_for(matches, args.get("timeout", 60)):
+            raise RuntimeError(f"typing of {user_id} never became {wanted}")
+        return {}
+
+    async def read(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Sets the fully-read marker and the read receipt at `event_id` (`read_markers`)."""
+        assert self.client
+        event_id = args["event_id"]
+        response = await self.client.room_read_markers(args["room_id"], event_id, event_id)
+        if not hasattr(response, "room_id"):
+            raise RuntimeError(f"read markers failed: {response}")
+        return {}
+
+    async def wait_receipt(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Waits until `user_id`'s unthreaded read receipt in the room is at `event_id`."""
+        assert self.client
+        room_id, user_id, event_id = args["room_id"], args["user_id"], args["event_id"]
+
+        def matches() -> bool:
+            room = self.client.rooms.get(room_id)
+            receipt = room.read_receipts.get(user_id) if room is not None else None
+            return receipt is not None and receipt.event_id == event_id
+
+        if not await self.wait_for(matches, args.get("timeout", 60)):
+            raise RuntimeError(f"no read receipt of {user_id} at {event_id}")
+        return {}
+
+    async def knock(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        response = await self.client.room_knock(args["room_id"], reason=args.get("reason"))
+        if not hasattr(response, "room_id"):
+            raise RuntimeError(f"knock failed: {response}")
+        return {}
+
+    async def hierarchy(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The room IDs of the space's hierarchy, every page (`/v1/rooms/{id}/hierarchy`)."""
+        assert self.client
+        rooms: list[str] = []
+        token = None
+        while True:
+            response = await self.client.space_get_hierarchy(args["space_id"], from_page=token, limit=args.get("limit", 50))
+            if not hasattr(response, "rooms"):
+                raise RuntimeError(f"hierarchy failed: {response}")
+            rooms += [room["room_id"] for room in response.rooms]
+            token = getattr(response, "next_batch", None)
+            if not token:
+                return {"room_ids": rooms}
+
     async def send(self, args: dict[str, Any]) -> dict[str, Any]:
         assert self.client
         room_id = args["room_id"]
@@ -481,6 +547,12 @@ OPERATIONS = {
     "verify",
     "request_keys",
     "forget_sessions",
+    "typing",
+    "wait_typing",
+    "read",
+    "wait_receipt",
+    "knock",
+    "hierarchy",
 }
 
 if __name__ == "__main__":
