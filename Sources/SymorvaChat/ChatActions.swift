@@ -49,8 +49,7 @@ extension AccountChat {
         let response = try await perform(ChatAPI.join(roomIDOrAlias))
         guard let roomID = RawJSON.string("room_id", in: response.body) else { throw .unexpectedResponse }
         if let inviter {
-            // The join stands whatever happens to the bookkeeping; the next join or
-            // `markDirect` can add it.
+            // The join stands whatever happens to the bookkeeping; `markDirect` can add it later.
             do throws(ChatError) { try await markDirect(RoomID(roomID), with: [inviter]) } catch {
                 logger.notice("joined direct chat not recorded in m.direct error=\(error)")
             }
