@@ -36,15 +36,9 @@ struct FirstListBenchmark: DevServerBenchmark {
     }
 
     func measure(_ settings: Settings, homeserver: URL, services: URL) async throws {
-        guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
-            throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
-        }
         let transport = CurlTransport()
-        let (user, token) = try await BenchMember.register(
-            BenchMember.uniqueName("bench-first-list"), homeserver: homeserver, transport: transport)
-        guard let userID = UserID(user) else { throw BenchFailure("registration gave '\(user)', not a user ID") }
-        let requester = FixedTokenMatrixRequester(
-            homeserverURL: homeserverURL, userID: userID, accessToken: token, transport: transport)
+        let (requester, userID) = try await BenchMember.signedIn(
+            "bench-first-list", homeserver: homeserver, transport: transport)
         let clock = ContinuousClock()
         let created = clock.now
         try await createRooms(settings.rooms, requester: requester)
@@ -71,7 +65,7 @@ struct FirstListBenchmark: DevServerBenchmark {
             let request = SlidingSyncRequest(pos: nil, timeout: .zero, range: 0...19, subscriptions: [])
             let slidingResponse = try await requester.send(
                 try SlidingSyncAPI.sync(request, toDeviceSince: nil), timeout: .seconds(600))
-            let decoded = try SlidingSyncResponseDecoder.decode(slidingResponse.body, ownUserID: user)
+            let decoded = try SlidingSyncResponseDecoder.decode(slidingResponse.body, ownUserID: userID.rawValue)
             _ = try await SyncIngestor(store: slidingStore).ingest(sliding: decoded)
             let slidingWindow = try await slidingStore.loadConversationWindow(0..<20)
             sliding.append(

@@ -33,16 +33,10 @@ struct HierarchyBenchmark: DevServerBenchmark {
     }
 
     func measure(_ settings: Settings, homeserver: URL, services: URL) async throws {
-        guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
-            throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
-        }
         let transport = CurlTransport()
-        let (user, token) = try await BenchMember.register(
-            BenchMember.uniqueName("bench-hierarchy"), homeserver: homeserver, transport: transport)
-        guard let userID = UserID(user) else { throw BenchFailure("registration gave '\(user)', not a user ID") }
-        let requester = FixedTokenMatrixRequester(
-            homeserverURL: homeserverURL, userID: userID, accessToken: token, transport: transport)
-        let server = String(user.drop { $0 != ":" }.dropFirst())
+        let (requester, userID) = try await BenchMember.signedIn(
+            "bench-hierarchy", homeserver: homeserver, transport: transport)
+        let server = String(userID.rawValue.drop { $0 != ":" }.dropFirst())
         let clock = ContinuousClock()
         let created = clock.now
         let space = try await requester.send(
@@ -63,7 +57,7 @@ struct HierarchyBenchmark: DevServerBenchmark {
         defer { ChatBench.removeDirectory(folder) }
         let store = try await ColdStartBenchmark.open(folder + "/account.sqlite")
         let chat = AccountChat(
-            requester: requester, database: store.databaseForTesting, scope: AccountScope(label: user),
+            requester: requester, database: store.databaseForTesting, scope: AccountScope(label: userID.rawValue),
             tracer: Tracer())
         var times: [Double] = []
         var pages = 0

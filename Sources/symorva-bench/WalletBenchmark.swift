@@ -149,6 +149,21 @@ struct BenchMember: Sendable {
         return BenchMember(userID: account.userID.rawValue, services: account.services, scope: scope, wallet: wallet)
     }
 
+    /// A new account (`prefix` and a unique suffix) signed in with a requester of its own over
+    /// `transport`: what the dev-server benchmarks that talk Matrix start from.
+    static func signedIn(_ prefix: String, homeserver: URL, transport: CurlTransport) async throws
+        -> (requester: FixedTokenMatrixRequester, userID: UserID)
+    {
+        guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
+            throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
+        }
+        let (user, token) = try await register(uniqueName(prefix), homeserver: homeserver, transport: transport)
+        guard let userID = UserID(user) else { throw BenchFailure("registration gave '\(user)', not a user ID") }
+        let requester = FixedTokenMatrixRequester(
+            homeserverURL: homeserverURL, userID: userID, accessToken: token, transport: transport)
+        return (requester, userID)
+    }
+
     /// A user name no earlier run took: `prefix`, the time and a random number.
     static func uniqueName(_ prefix: String) -> String {
         "\(prefix)-\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
