@@ -64,19 +64,8 @@ struct TimelineInterpreter: EffectInterpreter {
     static func fetch(roomID: RoomID, token: PaginationToken, count: Int, client: AccountChat)
         async throws(TimelineError) -> TimelinePage
     {
-        let response: HTTPResponse
-        do {
-            response = try await client.requester.send(ChatAPI.messages(roomID: roomID, from: token, limit: count))
-        } catch {
-            throw RequestFailure.timelineError(error)
-        }
-        let page: MessagesPage
-        do {
-            page = try SyncResponseDecoder.decodeMessages(response.body)
-        } catch {
-            client.logger.warning("messages page unreadable: \(LogLabel(error.description))")
-            throw .server(status: response.status, errorCode: "malformed")
-        }
+        let (_, page) = try await Self.requestPage(
+            ChatAPI.messages(roomID: roomID, from: token, limit: count), named: "messages", client: client)
         let result: BackfillResult?
         do {
             result = try await client.store.backfill(roomID: roomID, token: token, page: page)
@@ -87,6 +76,26 @@ struct TimelineInterpreter: EffectInterpreter {
         guard let result else { throw .storeFailed }
         if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
         return TimelinePage(eventIDs: result.eventIDs, before: result.boundary)
+    }
+
+    /// Sends a page request (`/messages`, a thread's `/relations`) and decodes the page: a failed
+    /// request is classified by ``RequestFailure``, an unreadable page is a server fault
+    /// (`malformed`), logged as `named` (the kind of page, never its content).
+    static func requestPage(_ endpoint: MatrixEndpoint, named: String, client: AccountChat)
+        async throws(TimelineError) -> (HTTPResponse, MessagesPage)
+    {
+        let response: HTTPResponse
+        do {
+            response = try await client.requester.send(endpoint)
+        } catch {
+            throw RequestFailure.timelineError(error)
+        }
+        do {
+            return (response, try SyncResponseDecoder.decodeMessages(response.body))
+        } catch {
+            client.logger.warning("\(LogLabel(named)) page unreadable: \(LogLabel(error.description))")
+            throw .server(status: response.status, errorCode: "malformed")
+        }
     }
 }
 

@@ -74,21 +74,10 @@ struct ThreadTimelineInterpreter: EffectInterpreter {
     static func fetch(roomID: RoomID, root: EventID, token: PaginationToken, count: Int, client: AccountChat)
         async throws(TimelineError) -> TimelinePage
     {
-        let response: HTTPResponse
-        do {
-            response = try await client.requester.send(
-                ThreadsAPI.replies(
-                    roomID: roomID, root: root, from: token.rawValue.isEmpty ? nil : token.rawValue, limit: count))
-        } catch {
-            throw RequestFailure.timelineError(error)
-        }
-        let page: MessagesPage
-        do {
-            page = try SyncResponseDecoder.decodeMessages(response.body)
-        } catch {
-            client.logger.warning("relations page unreadable: \(LogLabel(error.description))")
-            throw .server(status: response.status, errorCode: "malformed")
-        }
+        let (response, page) = try await TimelineInterpreter.requestPage(
+            ThreadsAPI.replies(
+                roomID: roomID, root: root, from: token.rawValue.isEmpty ? nil : token.rawValue, limit: count),
+            named: "relations", client: client)
         let nextBatch = RawJSON.string("next_batch", in: response.body)
         let eventIDs: [EventID]
         do {
