@@ -19,6 +19,7 @@ SYMORVA_SERVER_DIR="$SYMORVA_REPO_ROOT/Server"
 SYMORVA_SYNAPSE_REQS="$SYMORVA_SERVER_DIR/homeserver/requirements.txt"
 SYMORVA_SERVER_REQS="$SYMORVA_SERVER_DIR/requirements.txt"
 SYMORVA_INTEROP_REQS="$SYMORVA_REPO_ROOT/Tests/InteropPeer/requirements.txt"
+SYMORVA_NIO_OLM_REQS="$SYMORVA_REPO_ROOT/Tests/InteropPeer/requirements-nio-olm.txt"
 
 devenv_log() { printf '%s: %s\n' "${DEVENV_PROG:-dev-server}" "$*" >&2; }
 devenv_die() { devenv_log "error: $*"; exit 1; }
@@ -117,20 +118,23 @@ devenv_ensure_venv() {
   printf '%s\n' "$venv"
 }
 
-# The three venvs (the server's in parallel with the others when missing). Sets SYNAPSE_VENV,
-# SERVER_VENV and INTEROP_VENV (matrix-nio for the interoperability tests' peer).
+# The four venvs (the server's in parallel with the others when missing). Sets SYNAPSE_VENV,
+# SERVER_VENV, INTEROP_VENV (matrix-nio for the interoperability tests' peer) and NIO_OLM_VENV
+# (matrix-nio 0.25.2 on python-olm, for the verification interoperability tests).
 # shellcheck disable=SC2034  # used by the callers
 devenv_ensure_all_venvs() {
   local bg_pid="" rc=0
   SERVER_VENV="$(devenv_venv_path server "$SYMORVA_SERVER_REQS")"
   SYNAPSE_VENV="$(devenv_venv_path synapse "$SYMORVA_SYNAPSE_REQS")"
   INTEROP_VENV="$(devenv_venv_path interop "$SYMORVA_INTEROP_REQS")"
+  NIO_OLM_VENV="$(devenv_venv_path nio-olm "$SYMORVA_NIO_OLM_REQS")"
   if [ ! -f "$SERVER_VENV/.symorva-ready" ]; then
     devenv_ensure_venv server "$SYMORVA_SERVER_REQS" >/dev/null &
     bg_pid=$!
   fi
   devenv_ensure_venv synapse "$SYMORVA_SYNAPSE_REQS" >/dev/null || rc=1
   devenv_ensure_venv interop "$SYMORVA_INTEROP_REQS" >/dev/null || rc=1
+  devenv_ensure_venv nio-olm "$SYMORVA_NIO_OLM_REQS" >/dev/null || rc=1
   if [ -n "$bg_pid" ]; then wait "$bg_pid" || rc=1; fi
   return "$rc"
 }

@@ -48,6 +48,27 @@ Operations (besides `id`):
                                                        keys of the room's undecrypted events
   forget_sessions curve25519                        -> forgets nio's Olm sessions with that device
                                                        (as if its session store were lost)
+  wait_device  user_id, device_id                   -> once nio knows the device (nothing marked)
+  sas_start    user_id, device_id,                  -> transaction_id: nio starts a SAS
+               key_agreements?                         (m.key.verification.start, no request);
+                                                       key_agreements narrows what nio offers
+                                                       (matrix-nio offers both, from a class
+                                                       attribute: set for the peer's process)
+  sas_incoming user_id, device_id                   -> transaction_id of the SAS that device
+                                                       started with nio, once nio has it
+  sas_accept   transaction_id, key_agreements?      -> nio accepts the SAS started with it, choosing
+                                                       among key_agreements only when given (as a
+                                                       client that supports only those would)
+  sas_code     transaction_id                       -> emoji [{emoji, description}], decimals and
+                                                       the methods in use (key_agreement, mac)
+                                                       once nio knows the other key (or canceled,
+                                                       with its code)
+  sas_confirm  transaction_id                       -> nio says the codes match (sends its MAC)
+  sas_result   transaction_id                       -> verified, canceled, cancel_code and
+                                                       device_verified (nio's store), once nio's
+                                                       SAS is verified or canceled
+  nio_version                                       -> version (matrix-nio's), crypto (olm or
+                                                       vodozemac)
   quit                                              -> closes the client and exits
 
 Message bodies are written to standard output only (the test reads them); nothing is logged
@@ -486,6 +507,127 @@ class Peer:
                 pass  # already requested for this session
         return {"requested": requested}
 
+    # --- interactive verification (SAS over to-device, the flow that begins with `start`) --
+
+    def sas(self, transaction_id: str) -> Any:
+        assert self.client
+        return self.client.key_verifications.get(transaction_id)
+
+    def device(self, user_id: str, device_id: str) -> Any:
+        assert self.client
+        return next((d for d in self.client.device_store.active_user_devices(user_id) if d.id == device_id), None)
+
+    async def wait_device(self, args: dict[str, Any]) -> dict[str, Any]:
+        user_id, device_id = args["user_id"], args["device_id"]
+        if not await self.wait_for(lambda: self.device(user_id, device_id) is not None, args.get("timeout", 60)):
+            raise RuntimeError(f"nio never learnt {user_id} {device_id}")
+        return {}
+
+    @staticmethod
+    def key_agreements(args: dict[str, Any], offered: list[str]) -> list[str]:
+        wanted = args.get("key_agreements")
+        if wanted is None:
+            return list(offered)
+        unknown = [k for k in wanted if k not in offered]
+        if unknown:
+            raise RuntimeError(f"matrix-nio does not support {unknown} (it has {offered})")
+        return list(wanted)
+
+    async def sas_start(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        from nio.crypto.sas import Sas
+
+        await self.wait_device(args)
+        # nio's start message (and its later check of the commitment against it) reads the class
+        # attribute; narrowing it is the only way to make nio offer one key agreement.
+        Sas._key_agreeemnt_protocols = self.key_agreements(args, [Sas._key_agreement_v1, Sas._key_agreement_v2])
+        device = self.device(args["user_id"], args["device_id"])
+        message = self.client.create_key_verification(device)
+        await self.client.to_device(message)
+        return {"transaction_id": message.content["transaction_id"]}
+
+    async def sas_incoming(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+
+        def started() -> str | None:
+            for transaction_id, sas in self.client.key_verifications.items():
+                other = sas.other_olm_device
+                if other.user_id == args["user_id"] and other.id == args["device_id"] and not sas.we_started_it:
+                    return transaction_id
+            return None
+
+        if not await self.wait_for(lambda: started() is not None, args.get("timeout", 60)):
+            raise RuntimeError("no verification started with nio")
+        return {"transaction_id": started()}
+
+    async def sas_accept(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        sas = self.sas(args["transaction_id"])
+        if sas is None:
+            raise RuntimeError("unknown transaction")
+        # nio picks curve25519-hkdf-sha256 whenever the start offers it; a narrower list here is
+        # what a client that knows only the older method would choose from.
+        sas.key_agreement_protocols = [
+            k for k in sas.key_agreement_protocols if k in self.key_agreements(args, sas.key_agreement_protocols)
+        ]
+        await self.client.accept_key_verification(args["transaction_id"])
+        return {}
+
+    async def sas_code(self, args: dict[str, Any]) -> dict[str, Any]:
+        transaction_id = args["transaction_id"]
+
+        def ready() -> bool:
+            sas = self.sas(transaction_id)
+            # python-olm's Sas (nio 0.25) says other_key_set; nio 0.26 keeps established_sas.
+            has_key = getattr(sas, "other_key_set", None) or getattr(sas, "established_sas", None) is not None
+            return sas is not None and (has_key or sas.canceled)
+
+        if not await self.wait_for(ready, args.get("timeout", 60)):
+            raise RuntimeError("nio never got the other key")
+        sas = self.sas(transaction_id)
+        if sas.canceled:
+            return {"canceled": True, "cancel_code": sas.cancel_code}
+        return {
+            "emoji": [{"emoji": emoji, "description": name} for emoji, name in sas.get_emoji()],
+            "decimals": list(sas.get_decimals()),
+            "key_agreement": sas.chosen_key_agreement,
+            "mac": sas.chosen_mac_method,
+        }
+
+    async def sas_confirm(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        await self.client.confirm_short_auth_string(args["transaction_id"])
+        return {}
+
+    async def sas_result(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        transaction_id = args["transaction_id"]
+
+        def over() -> bool:
+            sas = self.sas(transaction_id)
+            return sas is not None and (sas.verified or sas.canceled)
+
+        await self.wait_for(over, args.get("timeout", 60))
+        sas = self.sas(transaction_id)
+        other = sas.other_olm_device if sas else None
+        device = self.device(other.user_id, other.id) if other else None
+        return {
+            "verified": bool(sas and sas.verified),
+            "canceled": bool(sas and sas.canceled),
+            "cancel_code": sas.cancel_code if sas and sas.canceled else None,
+            "device_verified": bool(device and self.client.olm.is_device_verified(device)),
+        }
+
+    async def nio_version(self, args: dict[str, Any]) -> dict[str, Any]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            version("vodozemac")
+            crypto = "vodozemac"
+        except PackageNotFoundError:
+            crypto = "olm"
+        return {"version": version("matrix-nio"), "crypto": crypto}
+
     async def quit(self) -> None:
         if self.sync_task:
             self.sync_task.cancel()
@@ -553,6 +695,14 @@ OPERATIONS = {
     "wait_receipt",
     "knock",
     "hierarchy",
+    "wait_device",
+    "sas_start",
+    "sas_incoming",
+    "sas_accept",
+    "sas_code",
+    "sas_confirm",
+    "sas_result",
+    "nio_version",
 }
 
 if __name__ == "__main__":
