@@ -2,7 +2,8 @@
 """A matrix-nio client driven by SymorvaKit's interoperability tests.
 
 An independent Matrix client with its own end-to-end encryption (matrix-nio's `e2e` extra:
-vodozemac): it logs in to the local Synapse as its own user and then does what the Swift test
+vodozemac in 0.26, requirements.txt; the verification tests run it with 0.25.2 on python-olm,
+requirements-nio-olm.txt): it logs in to the local Synapse as its own user and then does what the Swift test
 asks, one JSON object per line on standard input, answering each with one JSON line on standard
 output (`{"id": n, "ok": true, ...}` or `{"id": n, "ok": false, "error": "..."}`). A sync loop
 runs in the background from the login on, doing what nio's own `sync_forever` does after each

@@ -51,6 +51,19 @@ final class NioPeer: Sendable {
     /// Whether the servers run and the peer's environment is installed.
     static var isAvailable: Bool { DevEnvironment.isAvailable && python != nil }
 
+    /// The Python of the second peer environment: matrix-nio 0.25.2 on python-olm (libolm),
+    /// whose SAS follows the spec where 0.26's does not (`SYMORVA_NIO_OLM_PYTHON`,
+    /// `Tests/InteropPeer/requirements-nio-olm.txt`); the verification tests run the same script
+    /// with it.
+    static var olmPython: String? {
+        ProcessInfo.processInfo.environment["SYMORVA_NIO_OLM_PYTHON"].flatMap {
+            FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil
+        }
+    }
+
+    /// Whether the servers run and the olm peer's environment is installed.
+    static var isOlmAvailable: Bool { DevEnvironment.isAvailable && olmPython != nil }
+
     private final class Lines: Sendable {
         let publisher = ObservableValue<(output: [String], exited: Bool)>.Publisher(([], false))
         private let lock = Lock(())
@@ -66,8 +79,10 @@ final class NioPeer: Sendable {
     /// Where the peer's standard error (nio's warnings) goes, shown when a request fails.
     private let errorLog: URL
 
-    init() throws {
-        guard let python = Self.python else { throw IntegrationFailure("SYMORVA_INTEROP_PYTHON is not set") }
+    /// Starts the peer with `python` (the vodozemac environment's by default, ``olmPython`` for
+    /// the libolm one).
+    init(python: String? = NioPeer.python) throws {
+        guard let python else { throw IntegrationFailure("the nio peer's Python is not set (dev-server env file)") }
         let script = try ChartLocator.packageRoot().appending(path: "Tests/InteropPeer/nio_peer.py")
         errorLog = FileManager.default.temporaryDirectory.appending(path: "nio-peer-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: errorLog.path, contents: nil)
