@@ -65,6 +65,8 @@ Operations (besides `id`):
                                                        once nio knows the other key (or canceled,
                                                        with its code)
   sas_confirm  transaction_id                       -> nio says the codes match (sends its MAC)
+  sas_reject   transaction_id                       -> nio says the codes differ (cancels
+                                                       m.mismatched_sas)
   sas_result   transaction_id                       -> verified, canceled, cancel_code and
                                                        device_verified (nio's store), once nio's
                                                        SAS is verified or canceled
@@ -600,6 +602,11 @@ class Peer:
         await self.client.confirm_short_auth_string(args["transaction_id"])
         return {}
 
+    async def sas_reject(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.client
+        await self.client.cancel_key_verification(args["transaction_id"], reject=True)
+        return {}
+
     async def sas_result(self, args: dict[str, Any]) -> dict[str, Any]:
         assert self.client
         transaction_id = args["transaction_id"]
@@ -702,6 +709,7 @@ OPERATIONS = {
     "sas_accept",
     "sas_code",
     "sas_confirm",
+    "sas_reject",
     "sas_result",
     "nio_version",
 }

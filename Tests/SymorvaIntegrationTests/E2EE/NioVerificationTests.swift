@@ -163,4 +163,34 @@ struct NioVerificationTests {
         #expect(ours.emoji.count == 7 && ours.decimals.count == 3)
         try await confirmBoth(outgoing, peer, outgoing.transactionID, member: member, nio: nio)
     }
+
+    @Test("nio says the codes differ: both end cancelled m.mismatched_sas, nio's device stays unverified")
+    func nioRejects() async throws {
+        let (member, peer, nio) = try await pair()
+        let outgoing = try await member.crypto.verify(
+            member.userID, device: DeviceID(nio.deviceID), startDirectly: true)
+        let transactionID = outgoing.transactionID
+        _ = try await peer.call(
+            "sas_incoming",
+            ["user_id": .string(member.userID.rawValue), "device_id": .string(member.crypto.deviceID.rawValue)])
+        try await peer.call("sas_accept", ["transaction_id": .string(transactionID)])
+        let ours = try await ourCode(outgoing)
+        let theirs = try await nioCode(peer, transactionID)
+        #expect(theirs.emoji == ours.emoji && theirs.decimals == ours.decimals, "nio: \(theirs) ours: \(ours)")
+        try await peer.call("sas_reject", ["transaction_id": .string(transactionID)])
+        try await outgoing.state.wait(timeout: .seconds(60)) {
+            if case .cancelled = $0 { return true }
+            return false
+        }
+        #expect(outgoing.state.value == .cancelled(code: "m.mismatched_sas", byUs: false))
+        let result = try await peer.call("sas_result", ["transaction_id": .string(transactionID)])
+        #expect(result["canceled"] == .bool(true) && result["cancel_code"] == .string("m.mismatched_sas"))
+        #expect(result["verified"] == .bool(false) && result["device_verified"] == .bool(false))
+        // Our confirm after the cancel changes nothing: the flow is over.
+        await outgoing.confirm()
+        #expect(outgoing.state.value == .cancelled(code: "m.mismatched_sas", byUs: false))
+        let device = try await member.crypto.devices(of: member.userID).first { $0.deviceID == nio.deviceID }
+        #expect(device?.trust == .unverified)
+        try await peer.quit()
+    }
 }
