@@ -410,9 +410,9 @@ public final class Conversation: Sendable {
     /// (``cancelSend(_:)`` also aborts a running upload).
     ///
     /// In an encrypted room the copy is the file encrypted (AES-256-CTR with a fresh key, the
-    /// spec's `EncryptedFile` v2): the ciphertext is what is kept and uploaded, and the event's
-    /// `file` (key, IV, hash, URI) is stored sealed and sent Megolm-encrypted. Nothing of the
-    /// file is in the clear on disk or on the server.
+    /// spec's `EncryptedFile` v2): the ciphertext is what is kept and uploaded, its SHA-256 taken
+    /// while it uploads, and the event's `file` (key, IV, hash, URI) is stored sealed and sent
+    /// Megolm-encrypted. Nothing of the file is in the clear on disk or on the server.
     ///
     /// - Throws: `.attachmentsUnavailable` (no folder for copies), `.encryptionUnavailable` (an
     ///   encrypted room without the account's crypto), `.fileUnreadable`, `.store` when it
@@ -432,7 +432,8 @@ public final class Conversation: Sendable {
         if isEncrypted {
             guard let header = AttachmentFiles.header(of: attachment.path) else { throw .fileUnreadable }
             do throws(EncryptedAttachmentError) {
-                let encrypted = try EncryptedAttachment.encrypt(attachment.path, to: copy)
+                // The hash of the ciphertext is taken while it uploads (stored with the upload).
+                let encrypted = try EncryptedAttachment.encrypt(attachment.path, to: copy, hashing: false)
                 encryptedFile = encrypted.file
                 copied = (encrypted.size, header)
             } catch .unreadable {
