@@ -289,19 +289,26 @@ void symorva_appsrc_end(GstElement *appsrc) {
  * 1: a needed element is missing; 2: the file is not a decodable image (or the pipeline failed);
  * 3: timed out. */
 int symorva_image_thumbnail(
-    const char *path, int max_width, int max_height, int quality, unsigned int timeout_ms,
-    uint8_t **bytes, size_t *count, int *width, int *height) {
+    const char *path, int max_width, int max_height, int quality, int png, unsigned int timeout_ms,
+    uint8_t **bytes, size_t *count, int *width, int *height, int *source_width, int *source_height,
+    int64_t *duration_ns) {
     *bytes = NULL;
     *count = 0;
+    *source_width = 0;
+    *source_height = 0;
+    *duration_ns = -1;
     symorva_gst_initialize();
-    static const char *needed[] = {"filesrc", "decodebin", "videoconvert", "videoscale", "jpegenc", "appsink"};
+    static const char *needed[] = {"filesrc", "decodebin", "videoconvert", "videoscale", "appsink"};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
         if (!symorva_gst_has_element(needed[i])) return 1;
     }
+    if (!symorva_gst_has_element(png ? "pngenc" : "jpegenc")) return 1;
     GError *error = NULL;
     GstElement *pipeline = gst_parse_launch(
-        "filesrc name=src ! decodebin ! videoconvert ! videoscale ! capsfilter name=size ! "
-        "jpegenc name=enc ! appsink name=sink sync=false max-buffers=1",
+        png ? "filesrc name=src ! decodebin ! videoconvert name=convert ! videoscale ! capsfilter name=size ! "
+              "pngenc name=enc ! appsink name=sink sync=false max-buffers=1"
+            : "filesrc name=src ! decodebin ! videoconvert name=convert ! videoscale ! capsfilter name=size ! "
+              "jpegenc name=enc ! appsink name=sink sync=false max-buffers=1",
         &error);
     if (pipeline == NULL || error != NULL) {
         if (error != NULL) g_error_free(error);
@@ -309,13 +316,14 @@ int symorva_image_thumbnail(
         return 2;
     }
     GstElement *source = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+    GstElement *convert = gst_bin_get_by_name(GST_BIN(pipeline), "convert");
     GstElement *size = gst_bin_get_by_name(GST_BIN(pipeline), "size");
     GstElement *encoder = gst_bin_get_by_name(GST_BIN(pipeline), "enc");
     GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
     int result = 2;
-    if (source != NULL && size != NULL && encoder != NULL && sink != NULL) {
+    if (source != NULL && convert != NULL && size != NULL && encoder != NULL && sink != NULL) {
         g_object_set(source, "location", path, NULL);
-        g_object_set(encoder, "quality", quality, NULL);
+        if (!png) g_object_set(encoder, "quality", quality, NULL);
         GstCaps *caps = gst_caps_new_simple(
             "video/x-raw", "pixel-aspect-ratio", GST_TYPE_FRACTION, 1, 1, "width", GST_TYPE_INT_RANGE, 1,
             max_width, "height", GST_TYPE_INT_RANGE, 1, max_height, NULL);
@@ -343,6 +351,20 @@ int symorva_image_thumbnail(
                                 *bytes = g_memdup2(map.data, map.size);
                                 *count = map.size;
                                 result = 0;
+                                // The decoded size (before scaling) and, for a video, its length.
+                                GstPad *decoded = gst_element_get_static_pad(convert, "sink");
+                                GstCaps *input = decoded != NULL ? gst_pad_get_current_caps(decoded) : NULL;
+                                if (input != NULL && gst_caps_get_size(input) > 0) {
+                                    GstStructure *in = gst_caps_get_structure(input, 0);
+                                    gst_structure_get_int(in, "width", source_width);
+                                    gst_structure_get_int(in, "height", source_height);
+                                }
+                                if (input != NULL) gst_caps_unref(input);
+                                if (decoded != NULL) gst_object_unref(decoded);
+                                gint64 length = -1;
+                                if (gst_element_query_duration(pipeline, GST_FORMAT_TIME, &length) && length > 0) {
+                                    *duration_ns = length;
+                                }
                             }
                             gst_buffer_unmap(buffer, &map);
                         }
@@ -356,6 +378,7 @@ int symorva_image_thumbnail(
         gst_object_unref(bus);
     }
     if (source != NULL) gst_object_unref(source);
+    if (convert != NULL) gst_object_unref(convert);
     if (size != NULL) gst_object_unref(size);
     if (encoder != NULL) gst_object_unref(encoder);
     if (sink != NULL) gst_object_unref(sink);

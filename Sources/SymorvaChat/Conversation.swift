@@ -410,9 +410,9 @@ public final class Conversation: Sendable {
     /// (``cancelSend(_:)`` also aborts a running upload).
     ///
     /// In an encrypted room the copy is the file encrypted (AES-256-CTR with a fresh key, the
-    /// spec's `EncryptedFile` v2): the ciphertext is what is kept and uploaded, and the event's
-    /// `file` (key, IV, hash, URI) is stored sealed and sent Megolm-encrypted. Nothing of the
-    /// file is in the clear on disk or on the server.
+    /// spec's `EncryptedFile` v2): the ciphertext is what is kept and uploaded, its SHA-256 taken
+    /// while it uploads, and the event's `file` (key, IV, hash, URI) is stored sealed and sent
+    /// Megolm-encrypted. Nothing of the file is in the clear on disk or on the server.
     ///
     /// - Throws: `.attachmentsUnavailable` (no folder for copies), `.encryptionUnavailable` (an
     ///   encrypted room without the account's crypto), `.fileUnreadable`, `.store` when it
@@ -432,7 +432,8 @@ public final class Conversation: Sendable {
         if isEncrypted {
             guard let header = AttachmentFiles.header(of: attachment.path) else { throw .fileUnreadable }
             do throws(EncryptedAttachmentError) {
-                let encrypted = try EncryptedAttachment.encrypt(attachment.path, to: copy)
+                // The hash of the ciphertext is taken while it uploads (stored with the upload).
+                let encrypted = try EncryptedAttachment.encrypt(attachment.path, to: copy, hashing: false)
                 encryptedFile = encrypted.file
                 copied = (encrypted.size, header)
             } catch .unreadable {
@@ -453,9 +454,17 @@ public final class Conversation: Sendable {
         }
         // The ciphertext goes up as what it is; the MIME type travels inside the encrypted event.
         let uploadType = isEncrypted ? "application/octet-stream" : attachment.contentType
+        let made = await thumbnail(of: attachment)
+        // A video's size and length, when the app did not give them, from what the thumbnailer read.
+        var attachment = attachment
+        if attachment.kind == .video, let made {
+            attachment.width = attachment.width ?? made.sourceWidth
+            attachment.height = attachment.height ?? made.sourceHeight
+            attachment.duration = attachment.duration ?? made.duration
+        }
         let thumbnail: (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
         do throws(ChatError) {
-            thumbnail = try await storeThumbnail(of: attachment, next: copy, encrypted: isEncrypted)
+            thumbnail = try storeThumbnail(made, next: copy, encrypted: isEncrypted)
         } catch {
             AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)
             throw error
@@ -498,16 +507,23 @@ public final class Conversation: Sendable {
         return receipt
     }
 
-    /// The thumbnail an image is sent with (the attachment's own, else the account's
-    /// thumbnailer's), written next to its copy (encrypted in memory first in an encrypted room:
-    /// never in the clear on disk), and the content members that describe it; `nil` for none.
-    private func storeThumbnail(of attachment: OutgoingAttachment, next copy: String, encrypted: Bool)
-        async throws(ChatError) -> (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
-    {
-        var made = attachment.thumbnail
-        if made == nil, attachment.kind == .image, let thumbnailer = client.thumbnailer {
-            made = await thumbnailer.thumbnail(ofImageAt: attachment.path, contentType: attachment.contentType)
+    /// The thumbnail an image or a video is sent with: the attachment's own, else the account's
+    /// thumbnailer's (a video's first frame, with its size and length); `nil` for none.
+    private func thumbnail(of attachment: OutgoingAttachment) async -> AttachmentThumbnail? {
+        if let given = attachment.thumbnail { return given }
+        guard let thumbnailer = client.thumbnailer else { return nil }
+        switch attachment.kind {
+        case .image: return await thumbnailer.thumbnail(ofImageAt: attachment.path, contentType: attachment.contentType)
+        case .video: return await thumbnailer.thumbnail(ofVideoAt: attachment.path, contentType: attachment.contentType)
+        case .file, .audio: return nil
         }
+    }
+
+    /// `made` written next to the attachment's copy (encrypted in memory first in an encrypted
+    /// room: never in the clear on disk), and the content members that describe it; `nil` for none.
+    private func storeThumbnail(_ made: AttachmentThumbnail?, next copy: String, encrypted: Bool)
+        throws(ChatError) -> (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
+    {
         guard let thumbnail = made, !thumbnail.bytes.isEmpty, thumbnail.width > 0, thumbnail.height > 0 else {
             return nil
         }

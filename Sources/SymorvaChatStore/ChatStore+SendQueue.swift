@@ -258,13 +258,23 @@ extension ChatStore {
     }
 
     /// Records, durably, that a queued attachment's bytes are on the server: a restart sends
-    /// its event without uploading again. Returns whether the row exists.
+    /// its event without uploading again. `content`, when given, replaces the stored content in
+    /// the same write (an encrypted room's, sealed, now naming the hash of the ciphertext taken
+    /// while it uploaded): the event is made of it. Returns whether the row exists.
     @discardableResult
-    package func recordMediaUploaded(transactionID: String) async throws(ChatStoreError) -> Bool {
+    package func recordMediaUploaded(transactionID: String, content: [UInt8]? = nil) async throws(ChatStoreError)
+        -> Bool
+    {
         try await write(durability: .full) { db throws(StoreError) in
-            try db.execute(
-                "UPDATE send_queue SET media_uploaded = 1 WHERE txn_id = ? AND media_uri IS NOT NULL",
-                [.text(transactionID)])
+            if let content {
+                try db.execute(
+                    "UPDATE send_queue SET media_uploaded = 1, content = ? WHERE txn_id = ? AND media_uri IS NOT NULL",
+                    [.blob(content), .text(transactionID)])
+            } else {
+                try db.execute(
+                    "UPDATE send_queue SET media_uploaded = 1 WHERE txn_id = ? AND media_uri IS NOT NULL",
+                    [.text(transactionID)])
+            }
             return db.changes > 0
         }
     }

@@ -1,10 +1,17 @@
 import Foundation
 import SymorvaChat
+import SymorvaE2EE
+import SymorvaHTTP
 import SymorvaKit
 import SymorvaMachines
 import SymorvaMatrix
+import SymorvaRuntime
 import SymorvaTesting
 import SymorvaTransport
+
+#if os(Linux)
+    import SymorvaMediaGStreamer
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -25,12 +32,19 @@ import SymorvaTransport
 ///   writes the ciphertext first (`EncryptedAttachment.encrypt` into a file, then its upload:
 ///   what the send queue's copy step and upload do in an encrypted room);
 /// - peak memory growth (`VmHWM` after, reset to `VmRSS` before) of each SDK upload;
+/// - through the send queue (the shipped path: `Conversation.send(OutgoingAttachment)` of an
+///   account with the crypto and chat modules), in a plain and in an encrypted room: `send()`
+///   (the copy into the account's folder, encrypted in the encrypted room, synced), the queue's
+///   upload step (from its start, seen on `Conversation.uploads`, to the upload stored: in the
+///   encrypted room the copy is hashed as libcurl reads it) against the same curl figure, and
+///   `send()` to the receipt's `sent`;
 /// - a 12-megapixel PNG (4000 × 3000, made here without an image library): the upload, and the
 ///   time from the upload's answer (and from its start) to the first 320 × 240 thumbnail.
 struct MediaUploadBenchmark: DevServerBenchmark {
     let name = "media-upload"
     let argumentsSynopsis = "[--megabytes N] [--runs N]"
-    let summary = "100 MB upload vs curl (plain, encrypted), peak RSS growth, 12 MP time to thumbnail (SYMORVA_* env)"
+    let summary =
+        "100 MB upload vs curl (plain, encrypted, through the send queue), peak RSS growth, 12 MP time to thumbnail (SYMORVA_* env)"
 
     struct Settings {
         var megabytes: Int
@@ -71,7 +85,11 @@ struct MediaUploadBenchmark: DevServerBenchmark {
         // The token goes to curl in a 0600 file (`-H @file`), never on its command line.
         try Self.writeSecret("Authorization: Bearer \(token.exposedValue)\n", to: headers)
         let endpoint = homeserver.appending(path: "/_matrix/media/v3/upload").absoluteString
-        print("media-upload: \(settings.megabytes) MB file, \(settings.runs) runs each, best run reported")
+        print(
+            "media-upload: \(settings.megabytes) MB file, \(settings.runs) runs each, best run reported;"
+                + " load average \(MegolmBenchmark.loadAverage())")
+        let queue = try await QueueSender.start(homeserver: homeserver, services: services, folder: folder)
+        var queueRuns: [Bool: [QueueSender.Run]] = [false: [], true: []]
 
         var curlTimes: [Double] = []
         var plainTimes: [Double] = []
@@ -109,6 +127,9 @@ struct MediaUploadBenchmark: DevServerBenchmark {
             }
             againTimes.append(againTime)
             unlink(ciphertext)
+            for encrypted in [false, true] {
+                queueRuns[encrypted, default: []].append(try await queue.send(source, encrypted: encrypted))
+            }
             encryptTimes.append(encryptTime)
             encryptedUploadTimes.append(uploadTime)
             encryptedGrowth = max(encryptedGrowth, encryptPeak, uploadPeak)
@@ -136,6 +157,22 @@ struct MediaUploadBenchmark: DevServerBenchmark {
             "  peak RSS growth:     plain \(ChatBench.megabytes(plainGrowth)), encrypted \(ChatBench.megabytes(encryptedGrowth))"
                 + " (the file: \(ChatBench.megabytes(bytes)); chunks: 256 KiB upload, 1 MiB encryption)")
 
+        for encrypted in [false, true] {
+            let runs = queueRuns[encrypted] ?? []
+            func best(_ figure: (QueueSender.Run) -> Double) -> Double { runs.map(figure).min()! }
+            print(
+                "  queue, \(encrypted ? "encrypted room" : "plain room"): upload request \(ChatBench.format(best(\.upload), 3)) s"
+                    + "  \(rate(best(\.upload)))  = \(share(best(\.upload))) of curl"
+                    + "\(encrypted ? " (the copy hashed as libcurl reads it)" : "")")
+            print(
+                "    send() \(ChatBench.format(best(\.send), 3)) s (the copy\(encrypted ? ", encrypted" : ""), synced);"
+                    + " then \(ChatBench.format(best(\.beforeUpload), 3)) s to the upload (reservation stored);"
+                    + " after its answer \(ChatBench.format(best(\.afterUpload), 3)) s to sent;"
+                    + " send() to sent \(ChatBench.format(best(\.total), 3)) s = \(share(best(\.total))) of curl")
+        }
+        await queue.shutdown()
+        print("  load average afterwards \(MegolmBenchmark.loadAverage())")
+
         // Time to the first server thumbnail of a 12-megapixel image.
         let image = folder + "/12mp.png"
         defer { unlink(image) }
@@ -153,6 +190,129 @@ struct MediaUploadBenchmark: DevServerBenchmark {
             "  12 MP PNG (\(ChatBench.megabytes(size))): upload \(ChatBench.format(seconds(uploaded - started), 3)) s,"
                 + " first 320x240 thumbnail \(ChatBench.format(seconds(thumbnailed - uploaded), 3)) s after the"
                 + " upload's answer (\(ChatBench.format(seconds(thumbnailed - started), 3)) s from the start)")
+        #if os(Linux)
+            // What `send()` waits for before it queues a 12 MP image: the thumbnail the standard
+            // modules' GStreamer thumbnailer makes (decode, scale to fit 800 × 600, JPEG).
+            var made: [Double] = []
+            for _ in 0..<max(1, min(settings.runs, 3)) {
+                let start = ChatBench.now()
+                guard await GStreamerImageThumbnailer().thumbnail(ofImageAt: image, contentType: "image/png") != nil
+                else {
+                    throw BenchFailure("GStreamer made no thumbnail of the 12 MP PNG")
+                }
+                made.append(ChatBench.now() - start)
+            }
+            print(
+                "  12 MP PNG: GStreamerImageThumbnailer (in send(), before queueing) best \(ChatBench.format(made.min()!, 3)) s,"
+                    + " runs \(made.map { ChatBench.format($0, 3) }.joined(separator: ", ")) s")
+        #endif
+    }
+
+    /// An account with the crypto and chat modules and a plain and an encrypted room of its own:
+    /// each ``send(_:encrypted:)`` queues the file as an app does and times its steps from the
+    /// requests the account's transport (libcurl, wrapped to note each request's start and end)
+    /// sent.
+    struct QueueSender {
+        let community: SymorvaCommunity
+        let transport: RequestTimes
+        let plain: Conversation
+        let encrypted: Conversation
+
+        /// One send's figures, in seconds.
+        struct Run {
+            /// `send()`: the copy (encrypted in an encrypted room), synced, and the row.
+            var send: Double
+            /// `send()` returned → the upload's request started (the reservation, stored).
+            var beforeUpload: Double
+            /// The upload's request (`PUT /_matrix/media/v3/upload/…`), start to the server's answer.
+            var upload: Double
+            /// The upload answered → the receipt's `sent` (the upload stored with the hash, the
+            /// event encrypted in an encrypted room, its `PUT /send`).
+            var afterUpload: Double
+            /// From `send()` to the receipt's `sent`.
+            var total: Double
+        }
+
+        static func start(homeserver: URL, services: URL, folder: String) async throws -> QueueSender {
+            guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else { throw BenchFailure("bad URL") }
+            let serverName = ProcessInfo.processInfo.environment["SYMORVA_SERVER_NAME"] ?? "localhost"
+            let configuration = SymorvaConfiguration(
+                community: .init(name: "Benchmark"),
+                homeserver: .init(url: homeserverURL, serverName: serverName),
+                services: .init(url: services),
+                modules: .init(
+                    meetings: .init(isEnabled: false), aiStudio: .init(isEnabled: false),
+                    wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
+            let transport = RequestTimes()
+            let community = SymorvaCommunity(
+                configuration: configuration,
+                environment: SymorvaEnvironment(dataDirectory: folder + "/data", transport: transport),
+                modules: [.crypto, .chat])
+            _ = try await community.session.register(
+                username: BenchMember.uniqueName("bench-queue"), password: Secret("correct horse battery staple"))
+            guard let crypto = community.module(AccountCrypto.self) else { throw BenchFailure("no crypto module") }
+            _ = try await crypto.state.wait(timeout: .seconds(60)) { state in
+                if case .ready(let work) = state { return !work.isUploading }
+                return false
+            }
+            let plainID = try await community.chat.createRoom(name: "Plain", invitees: [], isEncrypted: false)
+            let encryptedID = try await community.chat.createRoom(name: "Sealed", invitees: [], isEncrypted: true)
+            return QueueSender(
+                community: community, transport: transport, plain: try await community.chat.conversation(id: plainID),
+                encrypted: try await community.chat.conversation(id: encryptedID))
+        }
+
+        /// Sends `path` through the room's queue and waits until it is sent.
+        func send(_ path: String, encrypted: Bool) async throws -> Run {
+            let conversation = encrypted ? self.encrypted : plain
+            let start = ContinuousClock.now
+            let receipt = try await conversation.send(
+                OutgoingAttachment(path: path, contentType: "application/octet-stream"))
+            let queued = ContinuousClock.now
+            _ = try await receipt.state.wait(timeout: .seconds(600)) { state in
+                if case .sent = state { return true }
+                if case .failed = state { return true }
+                return false
+            }
+            let end = ContinuousClock.now
+            guard case .sent = receipt.state.value else { throw BenchFailure("send ended \(receipt.state.value)") }
+            guard
+                let upload = transport.records.last(where: {
+                    $0.start >= start && $0.method == .put && $0.path.contains("/_matrix/media/v3/upload/")
+                })
+            else { throw BenchFailure("no upload request seen") }
+            return Run(
+                send: (queued - start).seconds, beforeUpload: (upload.start - queued).seconds,
+                upload: (upload.end - upload.start).seconds, afterUpload: (end - upload.end).seconds,
+                total: (end - start).seconds)
+        }
+
+        func shutdown() async { await community.shutdown() }
+    }
+
+    /// The libcurl transport, noting each request's method, path, start and end (it streams
+    /// files: a media transfer goes through as it does in an app).
+    final class RequestTimes: HTTPFileTransport {
+        struct Record: Sendable {
+            var method: HTTPMethod
+            var path: String
+            var start: ContinuousClock.Instant
+            var end: ContinuousClock.Instant
+        }
+
+        private let base = CurlTransport()
+        private let noted = Lock<[Record]>([])
+
+        /// Every request so far, in the order they ended.
+        var records: [Record] { noted.withLock { $0 } }
+
+        func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+            let start = ContinuousClock.now
+            let response = try await base.send(request)
+            let record = Record(method: request.method, path: request.url.path, start: start, end: ContinuousClock.now)
+            noted.withLock { $0.append(record) }
+            return response
+        }
     }
 
     /// Wall time of `body` and the growth of the peak resident set over the resident set before.

@@ -52,13 +52,16 @@ int symorva_appsrc_push(GstElement *appsrc, const uint8_t *bytes, size_t count);
 /* Tells an appsrc that no more data comes ("end-of-stream"). */
 void symorva_appsrc_end(GstElement *appsrc);
 
-/* A JPEG thumbnail of the image file at `path` that fits max_width x max_height (aspect kept),
-   made without a main loop or a file; blocks for at most timeout_ms. 0: *bytes (free it with
-   symorva_thumbnail_free) holds *count bytes of *width x *height pixels; 1: an element is missing;
-   2: not an image GStreamer decodes; 3: timed out. */
+/* A thumbnail of the image or video file at `path` (a video's first frame) that fits
+   max_width x max_height (aspect kept), JPEG (`png` 0, at `quality`) or PNG with its alpha kept
+   (`png` 1), made without a main loop or a file; blocks for at most timeout_ms. 0: *bytes (free it
+   with symorva_thumbnail_free) holds *count bytes of *width x *height pixels, the source is
+   *source_width x *source_height and lasts *duration_ns (-1 when it has no length: an image);
+   1: an element is missing; 2: not an image or video GStreamer decodes; 3: timed out. */
 int symorva_image_thumbnail(
-    const char *path, int max_width, int max_height, int quality, unsigned int timeout_ms, uint8_t **bytes,
-    size_t *count, int *width, int *height);
+    const char *path, int max_width, int max_height, int quality, int png, unsigned int timeout_ms,
+    uint8_t **bytes, size_t *count, int *width, int *height, int *source_width, int *source_height,
+    int64_t *duration_ns);
 /* Frees a thumbnail's bytes. */
 void symorva_thumbnail_free(uint8_t *bytes);
 #endif /* __linux__ */

@@ -19,26 +19,49 @@ public struct AttachmentThumbnail: Sendable, Hashable, CustomStringConvertible {
     public var width: Int
     /// Its height in pixels.
     public var height: Int
+    /// The source's width in pixels, when the thumbnailer read it (a video's goes to the event's
+    /// `info.w` unless ``OutgoingAttachment/width`` is given).
+    public var sourceWidth: Int?
+    /// The source's height in pixels, when the thumbnailer read it.
+    public var sourceHeight: Int?
+    /// A video's length, when the thumbnailer read it (the event's `info.duration` unless
+    /// ``OutgoingAttachment/duration`` is given).
+    public var duration: Duration?
 
-    /// A thumbnail of `width` × `height` pixels encoded as `contentType`.
-    public init(bytes: [UInt8], contentType: String, width: Int, height: Int) {
+    /// A thumbnail of `width` × `height` pixels encoded as `contentType`, of a source of
+    /// `sourceWidth` × `sourceHeight` pixels lasting `duration` when known.
+    public init(
+        bytes: [UInt8], contentType: String, width: Int, height: Int, sourceWidth: Int? = nil,
+        sourceHeight: Int? = nil, duration: Duration? = nil
+    ) {
         self.bytes = bytes
         self.contentType = contentType
         self.width = width
         self.height = height
+        self.sourceWidth = sourceWidth
+        self.sourceHeight = sourceHeight
+        self.duration = duration
     }
 
     /// The size only.
     public var description: String { "AttachmentThumbnail(\(width)x\(height), \(bytes.count) bytes)" }
 }
 
-/// Makes the thumbnail of an image being sent (``Conversation/send(_:)-(OutgoingAttachment)``
-/// asks it for an image without ``OutgoingAttachment/thumbnail``). `nil` sends the image without
+/// Makes the thumbnail of an image or a video being sent (``Conversation/send(_:)-(OutgoingAttachment)``
+/// asks it for one without ``OutgoingAttachment/thumbnail``). `nil` sends the file without
 /// one. It runs before the message is queued: keep it to a second or so.
 public protocol AttachmentThumbnailer: Sendable {
     /// A thumbnail of the image file at `path` (of MIME type `contentType`), or `nil` when none
     /// can be made (not an image it reads, a decoder missing).
     func thumbnail(ofImageAt path: String, contentType: String) async -> AttachmentThumbnail?
+    /// A thumbnail of a frame of the video file at `path`, with the video's size and length
+    /// when it reads them, or `nil`. By default none.
+    func thumbnail(ofVideoAt path: String, contentType: String) async -> AttachmentThumbnail?
+}
+
+extension AttachmentThumbnailer {
+    /// No video thumbnails.
+    public func thumbnail(ofVideoAt path: String, contentType: String) async -> AttachmentThumbnail? { nil }
 }
 
 /// The thumbnail members at the end of a queued attachment's `info`, as

@@ -22,11 +22,13 @@ package struct EncryptedFile: Sendable, Hashable, CustomStringConvertible, Custo
     package var key: [UInt8]
     /// The initial counter block (16 bytes, the low 64 bits zero).
     package var iv: [UInt8]
-    /// SHA-256 of the ciphertext.
+    /// SHA-256 of the ciphertext; empty while it is not known yet (a queued attachment's, whose
+    /// hash is taken while it uploads, ``EncryptedAttachment/encrypt(_:to:hashing:)``).
     package var sha256: [UInt8]
 
     /// The JSON object of the spec (`v2`, a JWK `A256CTR` key, unpadded base64 IV and hash;
-    /// `url` when the URI is known).
+    /// `url` when the URI is known). Without a hash yet, `hashes` is left out: such an object is
+    /// only ever stored (sealed), never sent.
     package var json: String {
         var jwk = [
             #""kty":"oct""#, #""key_ops":["encrypt","decrypt"]"#, #""alg":"A256CTR""#,
@@ -36,8 +38,8 @@ package struct EncryptedFile: Sendable, Hashable, CustomStringConvertible, Custo
         var fields = [
             #""v":"v2""#, #""key":{\#(jwk.joined(separator: ","))}"#,
             #""iv":"\#(Base64Text.encode(iv, urlSafe: false))""#,
-            #""hashes":{"sha256":"\#(Base64Text.encode(sha256, urlSafe: false))"}"#,
         ]
+        if !sha256.isEmpty { fields.append(#""hashes":{"sha256":"\#(Base64Text.encode(sha256, urlSafe: false))"}"#) }
         if let uri { fields.append(#""url":"\#(uri.uriString)""#) }
         return "{" + fields.joined(separator: ",") + "}"
     }
@@ -52,23 +54,31 @@ package struct EncryptedFile: Sendable, Hashable, CustomStringConvertible, Custo
         var url: String?
         var key: Key
         var iv: String
-        var hashes: [String: String]
+        var hashes: [String: String]?
     }
 
     /// Reads an `EncryptedFile` object; `nil` unless it is v2 with an `A256CTR` key of 32 bytes,
     /// a 16-byte IV and a 32-byte SHA-256.
-    package init?(json bytes: [UInt8]) {
+    /// `hashPending` also reads one without `hashes` (a queued attachment's before its upload),
+    /// with an empty ``sha256``.
+    package init?(json bytes: [UInt8], hashPending: Bool = false) {
         guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { return nil }
-        self.init(wire: wire)
+        self.init(wire: wire, hashPending: hashPending)
     }
 
     /// The file a decoded object describes; `nil` unless it is v2 with an `A256CTR` key of 32
-    /// bytes, a 16-byte IV and a 32-byte SHA-256.
-    package init?(wire: Wire) {
+    /// bytes, a 16-byte IV and a 32-byte SHA-256 (or, with `hashPending`, no `hashes` at all).
+    package init?(wire: Wire, hashPending: Bool = false) {
         guard wire.v == "v2", wire.key.alg == "A256CTR", let key = Base64Text.decode(wire.key.k), key.count == 32,
-            let iv = Base64Text.decode(wire.iv), iv.count == 16,
-            let hash = wire.hashes["sha256"].flatMap(Base64Text.decode), hash.count == 32
+            let iv = Base64Text.decode(wire.iv), iv.count == 16
         else { return nil }
+        var hash: [UInt8] = []
+        if let hashes = wire.hashes {
+            guard let stated = hashes["sha256"].flatMap(Base64Text.decode), stated.count == 32 else { return nil }
+            hash = stated
+        } else if !hashPending {
+            return nil
+        }
         self.init(uri: wire.url.flatMap(MediaURI.init), key: key, iv: iv, sha256: hash)
     }
 
@@ -104,10 +114,12 @@ package enum EncryptedAttachmentError: Error, Sendable, Hashable {
 package enum EncryptedAttachment {
     static let chunkBytes = 1 << 20
 
-    /// Encrypts `source` into `destination` (0600) with a new key and IV and returns the
-    /// `EncryptedFile` (no URI yet) and the ciphertext's size.
+    /// Encrypts `source` into `destination` (0600, synced) with a new key and IV and returns the
+    /// `EncryptedFile` (no URI yet) and the ciphertext's size. Without `hashing`, the file's
+    /// ``EncryptedFile/sha256`` is left empty: the send queue hashes the ciphertext while it
+    /// uploads it (``HashingUpload``), one pass over the bytes fewer when the file is queued.
     package static func encrypt(
-        _ source: String, to destination: String
+        _ source: String, to destination: String, hashing: Bool = true
     ) throws(EncryptedAttachmentError) -> (file: EncryptedFile, size: Int64) {
         let key: [UInt8]
         let iv: [UInt8]
@@ -118,7 +130,7 @@ package enum EncryptedAttachment {
         } catch {
             throw .cipher(error)
         }
-        let size = try transform(source, to: destination, key: key, iv: iv, hashing: .output)
+        let size = try transform(source, to: destination, key: key, iv: iv, hashing: hashing ? .output : .none)
         return (EncryptedFile(uri: nil, key: key, iv: iv, sha256: size.hash), size.count)
     }
 
@@ -171,7 +183,7 @@ package enum EncryptedAttachment {
         var failure: EncryptedAttachmentError?
         var total: Int64 = 0
         var hash: [UInt8] = []
-        do {
+        do throws(CipherError) {
             let stream = try AES256CTRStream(key: key, iv: iv)
             let digest = try SHA256Stream()
             var buffer = [UInt8](repeating: 0, count: chunkBytes)
@@ -183,11 +195,21 @@ package enum EncryptedAttachment {
                     break
                 }
                 if count == 0 { break }
-                let out = try stream.update(Array(buffer[0..<count]))
-                if hashing == .output { try digest.update(out) }
+                // In place in the read buffer: no copy, no allocation per chunk.
+                let failed = buffer.withUnsafeMutableBytes { raw -> CipherError? in
+                    let chunk = UnsafeMutableRawBufferPointer(rebasing: raw[0..<count])
+                    do throws(CipherError) {
+                        try stream.updateInPlace(chunk)
+                        if hashing == .output { try digest.update(UnsafeRawBufferPointer(chunk)) }
+                    } catch {
+                        return error
+                    }
+                    return nil
+                }
+                if let failed { throw failed }
                 var offset = 0
-                while offset < out.count {
-                    let written = out.withUnsafeBytes { write(output, $0.baseAddress! + offset, out.count - offset) }
+                while offset < count {
+                    let written = buffer.withUnsafeBytes { write(output, $0.baseAddress! + offset, count - offset) }
                     if written < 0 && errno == EINTR { continue }
                     guard written > 0 else {
                         failure = .unwritable
@@ -277,6 +299,60 @@ final class EncryptingUpload: HTTPBodyTransform {
             guard streams.bytes == length, let hash = try? streams.digest?.finish() else { return nil }
             streams.digest = nil
             return EncryptedFile(uri: nil, key: key, iv: iv, sha256: hash)
+        }
+    }
+}
+
+/// Hashes a body file's bytes as the transport reads them for its upload, without changing them
+/// (``HTTPBodyTransform``): the send queue's copy of an encrypted room's file is already the
+/// ciphertext, and the SHA-256 its `EncryptedFile` states is taken on the way up, in place in
+/// libcurl's read buffer. A rewind starts the hash over. ``finish()`` gives the hash once the
+/// whole file went through.
+final class HashingUpload: HTTPBodyTransform {
+    private struct State {
+        var digest: SHA256Stream?
+        var bytes: Int64 = 0
+    }
+
+    /// The file's size: the hash is final once this many bytes went through.
+    let length: Int64
+    private let state = Lock(State())
+
+    /// A hash of a body of `length` bytes.
+    init(length: Int64) {
+        self.length = length
+    }
+
+    func restart() -> Bool {
+        state.withLock { state in
+            state = State(digest: try? SHA256Stream())
+            return state.digest != nil
+        }
+    }
+
+    func transform(_ bytes: UnsafeMutableRawBufferPointer) -> Bool {
+        guard !bytes.isEmpty else { return true }
+        // As in ``EncryptingUpload``: the buffer goes into the lock as its address.
+        let address = UInt(bitPattern: bytes.baseAddress)
+        let count = bytes.count
+        return state.withLock { state in
+            guard let digest = state.digest, let base = UnsafeRawPointer(bitPattern: address) else { return false }
+            do throws(CipherError) {
+                try digest.update(UnsafeRawBufferPointer(start: base, count: count))
+            } catch {
+                return false
+            }
+            state.bytes += Int64(count)
+            return true
+        }
+    }
+
+    /// The SHA-256 of what was sent, once the whole file went through.
+    func finish() -> [UInt8]? {
+        state.withLock { state in
+            guard state.bytes == length, let hash = try? state.digest?.finish() else { return nil }
+            state.digest = nil
+            return hash
         }
     }
 }

@@ -191,6 +191,25 @@ public final class MediaClient: Sendable {
         _ = try await send(endpoint, bytes: file.length, reading: true)
     }
 
+    /// ``upload(fileAt:contentType:fileName:to:progress:)`` of a file that is already
+    /// ciphertext (the send queue's copy of an encrypted room's file), hashed as libcurl reads
+    /// it (``HashingUpload``: SHA-256 in place in the read buffer, no second read of the file).
+    /// Returns the SHA-256 of the bytes the server received.
+    package func uploadHashing(
+        fileAt path: String, contentType: String, to uri: MediaURI,
+        progress: (@Sendable (MediaTransferProgress) -> Void)? = nil
+    ) async throws(MediaError) -> [UInt8] {
+        let checked = try await checkedFile(path, checkingLimit: true)
+        let hashing = HashingUpload(length: checked.length)
+        let file = HTTPBodyFile(path: checked.path, length: checked.length, transform: hashing)
+        var endpoint = MediaAPI.upload(to: uri, fileName: nil)
+        endpoint.transfer = transfer(body: file, contentType: contentType, progress: progress)
+        _ = try await send(endpoint, bytes: file.length, reading: true)
+        // The file changed size under the upload: what went up is not the copy described.
+        guard let hash = hashing.finish() else { throw .fileUnreadable }
+        return hash
+    }
+
     // MARK: Download
 
     /// Downloads `uri` into a file at `path` (replaced if it exists) and returns its size.

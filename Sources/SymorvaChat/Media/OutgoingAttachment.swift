@@ -118,6 +118,17 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
         return MessageContent(eventType: content.eventType, json: String(url.text.dropLast()) + separator + rest)
     }
 
+    /// `content` whose encrypted file (its first member) states `sha256`, the hash of the
+    /// ciphertext taken while it uploaded; `nil` for a content without one.
+    package static func hashing(_ sha256: [UInt8], in content: MessageContent) -> MessageContent? {
+        guard let (file, rest) = leadingFile(in: content) else { return nil }
+        var hashed = file
+        hashed.sha256 = sha256
+        var member = JSONObjectWriter()
+        member.raw("file", hashed.json)
+        return MessageContent(eventType: content.eventType, json: String(member.text.dropLast()) + rest)
+    }
+
     /// A plain attachment's `content` (with or without its leading `url`) made to carry
     /// `file` instead, as its first member: its room became encrypted before the upload. The
     /// `url` goes (the reservation is made again for the ciphertext).
@@ -136,7 +147,8 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The encrypted file an attachment's queued content carries (its first member, as
-    /// ``content(size:pixelSize:encryptedFile:)`` writes it); `nil` for a plain attachment.
+    /// ``content(size:pixelSize:encryptedFile:)`` writes it; its ``EncryptedFile/sha256`` empty
+    /// until the upload stored it); `nil` for a plain attachment.
     package static func encryptedFile(in content: MessageContent) -> EncryptedFile? {
         leadingFile(in: content)?.file
     }
@@ -160,7 +172,8 @@ public struct OutgoingAttachment: Sendable, Hashable, CustomStringConvertible {
             }
             if end != nil { break }
         }
-        guard let end, let file = EncryptedFile(json: Array(json[objectStart..<end].utf8)) else { return nil }
+        guard let end, let file = EncryptedFile(json: Array(json[objectStart..<end].utf8), hashPending: true)
+        else { return nil }
         return (file, json[end...])
     }
 

@@ -143,8 +143,8 @@ struct SendQueueInterpreter: EffectInterpreter {
             return .persisted(item.transactionID)
         case .reserveMedia(let transactionID, let content):
             return await reserveMedia(transactionID, content)
-        case .uploadMedia(let transactionID, let attachment):
-            return await uploadMedia(transactionID, attachment)
+        case .uploadMedia(let transactionID, let content, let attachment):
+            return await uploadMedia(transactionID, content, attachment)
         case .encryptAttachment(let transactionID, let content, let attachment):
             return await encryptCopy(transactionID, content, attachment)
         case .encrypt(let transactionID, let content):
@@ -236,10 +236,23 @@ struct SendQueueInterpreter: EffectInterpreter {
     /// Uploads the copy to its reserved URI and stores that it is up before answering. The
     /// server refusing to overwrite the URI proves an earlier upload finished (a restart between
     /// the upload and its record): that counts as uploaded, and nothing is sent twice.
-    private func uploadMedia(_ transactionID: TransactionID, _ attachment: QueuedAttachment) async
-        -> SendQueueMachine.Event?
-    {
+    ///
+    /// An encrypted room's copy is the ciphertext: it is hashed (SHA-256) as libcurl reads it,
+    /// and the content naming that hash is stored, sealed, in the same write as the upload, so
+    /// the event is only ever made with it. After a `409` the hash is taken from the copy (the
+    /// same bytes, the same key and IV). A content that already states a hash (a copy encrypted
+    /// when its room became encrypted) must match it.
+    private func uploadMedia(
+        _ transactionID: TransactionID, _ content: MessageContent, _ attachment: QueuedAttachment
+    ) async -> SendQueueMachine.Event? {
         guard let uri = attachment.mediaURI else { return .mediaUploaded(transactionID, .failure(.network)) }
+        var encryptedFile: EncryptedFile?
+        if attachment.isEncrypted {
+            guard let file = OutgoingAttachment.encryptedFile(in: content) else {
+                return .mediaUploaded(transactionID, .failure(.permanent(.encryptionFailed)))
+            }
+            encryptedFile = file
+        }
         let board = uploads
         board.update(transactionID, MediaTransferProgress(completedBytes: 0, totalBytes: attachment.size))
         if let thumbnail = attachment.thumbnail, let thumbnailURI = thumbnail.uri {
@@ -255,10 +268,16 @@ struct SendQueueInterpreter: EffectInterpreter {
                 return .mediaUploaded(transactionID, .failure(Self.sendError(error)))
             }
         }
+        let progress: @Sendable (MediaTransferProgress) -> Void = { progress in board.update(transactionID, progress) }
+        var hash: [UInt8]?
         do {
-            try await client.media.upload(
-                fileAt: attachment.localPath, contentType: attachment.contentType, to: uri,
-                progress: { progress in board.update(transactionID, progress) })
+            if encryptedFile != nil {
+                hash = try await client.media.uploadHashing(
+                    fileAt: attachment.localPath, contentType: attachment.contentType, to: uri, progress: progress)
+            } else {
+                try await client.media.upload(
+                    fileAt: attachment.localPath, contentType: attachment.contentType, to: uri, progress: progress)
+            }
         } catch .server(409, "M_CANNOT_OVERWRITE_MEDIA") {
             client.logger.info("media already uploaded txn=\(transactionID)")
         } catch {
@@ -266,14 +285,36 @@ struct SendQueueInterpreter: EffectInterpreter {
             client.logger.info("media upload failed error=\(error)")
             return .mediaUploaded(transactionID, .failure(Self.sendError(error)))
         }
+        var uploaded = content
+        var sealed: [UInt8]?
+        if let encryptedFile {
+            if hash == nil {
+                // Up before a stop, not recorded: the copy is what went up.
+                do throws(EncryptedAttachmentError) {
+                    hash = try EncryptedAttachment.sha256(of: attachment.localPath)
+                } catch {
+                    client.logger.error("uploaded copy not hashed error=\(error)")
+                    return .mediaUploaded(transactionID, .failure(.permanent(.encryptionFailed)))
+                }
+            }
+            guard let sha256 = hash, encryptedFile.sha256.isEmpty || sha256 == encryptedFile.sha256,
+                let hashed = OutgoingAttachment.hashing(sha256, in: content),
+                let sealedContent = client.encryptor?.seal(Array(hashed.json.utf8), transactionID: transactionID)
+            else {
+                client.logger.error("uploaded ciphertext does not match its file txn=\(transactionID)")
+                return .mediaUploaded(transactionID, .failure(.permanent(.encryptionFailed)))
+            }
+            uploaded = hashed
+            sealed = sealedContent
+        }
         do {
-            _ = try await client.store.recordMediaUploaded(transactionID: transactionID.rawValue)
+            _ = try await client.store.recordMediaUploaded(transactionID: transactionID.rawValue, content: sealed)
         } catch {
             client.logger.error("upload not stored error=\(error)")
             return .mediaUploaded(transactionID, .failure(.network))
         }
         board.update(transactionID, MediaTransferProgress(completedBytes: attachment.size, totalBytes: attachment.size))
-        return .mediaUploaded(transactionID, .success(uri))
+        return .mediaUploaded(transactionID, .success(uploaded))
     }
 
     /// Encrypts a plain attachment copy whose room became encrypted before its upload: the
@@ -381,6 +422,10 @@ struct SendQueueInterpreter: EffectInterpreter {
         -> Result<MessageContent, SendError>
     {
         guard let encryptor = client.encryptor else { return .failure(.permanent(.encryptionFailed)) }
+        // An encrypted attachment's event names the hash of its ciphertext, stored with its upload.
+        if let file = OutgoingAttachment.encryptedFile(in: content), file.sha256.isEmpty {
+            return .failure(.permanent(.encryptionFailed))
+        }
         let room: EncryptedRoom
         do throws(MemberListError) {
             guard let stored = try await client.roomForEncryption(roomID) else {

@@ -268,10 +268,10 @@ extension TimelineItemContent {
             body: body, fileName: shown.filename, url: shown.url,
             duration: shown.info?.duration.map { .milliseconds($0) }, mimeType: shown.info?.mimetype,
             size: shown.info?.size, width: shown.info?.w, height: shown.info?.h,
-            encryptedFile: shown.file.flatMap(EncryptedFile.init(wire:)), thumbnailURL: shown.info?.thumbnail_url,
+            encryptedFile: shown.file.flatMap { EncryptedFile(wire: $0) }, thumbnailURL: shown.info?.thumbnail_url,
             thumbnailMimeType: shown.info?.thumbnail_info?.mimetype, thumbnailWidth: shown.info?.thumbnail_info?.w,
             thumbnailHeight: shown.info?.thumbnail_info?.h,
-            thumbnailEncryptedFile: shown.info?.thumbnail_file.flatMap(EncryptedFile.init(wire:)))
+            thumbnailEncryptedFile: shown.info?.thumbnail_file.flatMap { EncryptedFile(wire: $0) })
     }
 }
 

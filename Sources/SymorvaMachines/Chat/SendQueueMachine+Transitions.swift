@@ -64,14 +64,16 @@ extension SendQueueMachine {
         }
     }
 
-    /// The bytes are up and that is stored: the event (encrypted first in an encrypted room) goes next.
+    /// The bytes are up and that is stored with the content the event is made of (an encrypted
+    /// file's with its ciphertext's hash): the event (encrypted first in an encrypted room) goes next.
     func uploaded(
-        _ transactionID: TransactionID, _ result: Result<MediaURI, SendError>, in state: inout State
+        _ transactionID: TransactionID, _ result: Result<MessageContent, SendError>, in state: inout State
     ) -> [Effect]? {
         guard state.status == .sending else { return nil }
         guard let head = inFlightHead(transactionID, .uploading, in: state) else { return [] }
         switch result {
-        case .success:
+        case .success(let content):
+            state.items[head].content = content
             state.items[head].attachment?.isUploaded = true
             return nextStep(head, in: &state)
         case .failure(let error):
@@ -248,7 +250,7 @@ extension SendQueueMachine {
             }
             if let attachment = item.attachment, !attachment.isUploaded {
                 state.items[head].status = .uploading
-                return [.uploadMedia(item.transactionID, attachment)]
+                return [.uploadMedia(item.transactionID, item.content, attachment)]
             }
             if state.roomIsEncrypted && item.encryptedContent == nil {
                 state.items[head].status = .encrypting

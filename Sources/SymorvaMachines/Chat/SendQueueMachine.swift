@@ -89,8 +89,10 @@ package struct SendQueueMachine: ChartedMachine {
         /// The head's attachment has a reserved URI, stored with the content naming it (or the
         /// reservation failed).
         case mediaReserved(TransactionID, Result<MediaReservation, SendError>)
-        /// The head's attachment is on the server, and that is stored (or the upload failed).
-        case mediaUploaded(TransactionID, Result<MediaURI, SendError>)
+        /// The head's attachment is on the server, and that is stored with the content the event
+        /// is made of (an encrypted file's now names the hash of its ciphertext, taken while it
+        /// uploaded), or the upload failed.
+        case mediaUploaded(TransactionID, Result<MessageContent, SendError>)
         /// The head was encrypted (or could not be).
         case encrypted(TransactionID, Result<MessageContent, SendError>)
         /// The head's plain attachment copy was encrypted (the room became encrypted after it
@@ -155,10 +157,11 @@ package struct SendQueueMachine: ChartedMachine {
         /// Reserve an `mxc://` URI for the head's attachment, store it with the content naming
         /// it, and answer ``Event/mediaReserved(_:_:)``. Keyed by ``SendQueueMachine/requestKey``.
         case reserveMedia(TransactionID, MessageContent)
-        /// Upload the attachment's bytes to its reserved URI, store that they are up, and answer
-        /// ``Event/mediaUploaded(_:_:)`` (a URI that already has its bytes counts as uploaded).
-        /// Keyed by ``SendQueueMachine/requestKey``.
-        case uploadMedia(TransactionID, QueuedAttachment)
+        /// Upload the attachment's bytes to its reserved URI, store that they are up with the
+        /// content (an encrypted file's given the SHA-256 of its ciphertext, hashed as it
+        /// uploads), and answer ``Event/mediaUploaded(_:_:)`` with that content (a URI that
+        /// already has its bytes counts as uploaded). Keyed by ``SendQueueMachine/requestKey``.
+        case uploadMedia(TransactionID, MessageContent, QueuedAttachment)
         /// Encrypt the content for the room; answer ``Event/encrypted(_:_:)``. Keyed by
         /// ``SendQueueMachine/requestKey``.
         case encrypt(TransactionID, MessageContent)

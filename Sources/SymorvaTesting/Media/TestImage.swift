@@ -1,22 +1,27 @@
 /// Small images for media tests and benchmarks, made without an image library.
 public enum TestImage {
     /// An RGB PNG of `width` × `height` pixels, a diagonal gradient (so a thumbnailer has
-    /// something to scale): uncompressed ("stored") deflate blocks, valid for any decoder.
-    public static func png(width: Int, height: Int) -> [UInt8] {
+    /// something to scale): uncompressed ("stored") deflate blocks, valid for any decoder. With
+    /// `alpha`, RGBA: the left half opaque, the right half fading out towards its edge.
+    public static func png(width: Int, height: Int, alpha: Bool = false) -> [UInt8] {
         precondition(width > 0 && height > 0, "TestImage.png needs a positive size")
         var raw: [UInt8] = []
-        raw.reserveCapacity((width * 3 + 1) * height)
+        raw.reserveCapacity((width * (alpha ? 4 : 3) + 1) * height)
         for y in 0..<height {
             raw.append(0)  // filter: none
             for x in 0..<width {
                 raw.append(UInt8(truncatingIfNeeded: x * 255 / max(1, width - 1)))
                 raw.append(UInt8(truncatingIfNeeded: y * 255 / max(1, height - 1)))
                 raw.append(UInt8(truncatingIfNeeded: (x + y) & 0xFF))
+                if alpha {
+                    raw.append(x < width / 2 ? 255 : UInt8(255 - (x - width / 2) * 255 / max(1, width - width / 2)))
+                }
             }
         }
         var header: [UInt8] = []
         header += bigEndian(UInt32(width)) + bigEndian(UInt32(height))
-        header += [8, 2, 0, 0, 0]  // 8 bits, truecolour, deflate, no filter, no interlace
+        // 8 bits, truecolour (with alpha: 6), deflate, no filter, no interlace
+        header += [8, alpha ? 6 : 2, 0, 0, 0]
         return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
             + chunk("IHDR", header) + chunk("IDAT", zlibStored(raw)) + chunk("IEND", [])
     }

@@ -229,4 +229,75 @@ struct AttachmentThumbnailContentTests {
         }
         #expect(!media.hasThumbnail && media.width == 3)
     }
+
+    @Test(
+        "Queued without its hash: the copy is the ciphertext, its file leaves hashes out (a receiver refuses it, the queue reads it); the upload's hash makes it whole"
+    )
+    func hashPendingUntilUpload() throws {
+        let source = EncryptedAttachmentTests.path("source")
+        let encrypted = EncryptedAttachmentTests.path("encrypted")
+        let decrypted = EncryptedAttachmentTests.path("decrypted")
+        defer { for path in [source, encrypted, decrypted] { unlink(path) } }
+        let plain = (0..<(2 << 20) + 77).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 9) }
+        try Data(plain).write(to: URL(fileURLWithPath: source))
+        let (file, size) = try EncryptedAttachment.encrypt(source, to: encrypted, hashing: false)
+        #expect(size == Int64(plain.count) && file.sha256.isEmpty)
+        #expect(try EncryptedAttachmentTests.bytes(at: encrypted) != plain)
+        #expect(!file.json.contains("hashes"))
+        #expect(EncryptedFile(json: Array(file.json.utf8)) == nil)
+        #expect(EncryptedFile(json: Array(file.json.utf8), hashPending: true) == file)
+
+        let attachment = OutgoingAttachment(path: source, contentType: "application/octet-stream", fileName: "f.bin")
+        let uri = try #require(MediaURI("mxc://example.org/pending"))
+        let named = OutgoingAttachment.naming(
+            uri,
+            in: attachment.content(size: size, pixelSize: Optional<(width: Int, height: Int)>.none, encryptedFile: file)
+        )
+        let queued = try #require(OutgoingAttachment.encryptedFile(in: named))
+        #expect(queued.sha256.isEmpty && queued.uri == uri && queued.key == file.key)
+
+        let sha256 = try EncryptedAttachment.sha256(of: encrypted)
+        let hashed = try #require(OutgoingAttachment.hashing(sha256, in: named))
+        #expect(hashed.json.contains(#""msgtype":"m.file","body":"f.bin","filename":"f.bin""#))
+        let sent = try #require(OutgoingAttachment.encryptedFile(in: hashed))
+        #expect(sent.sha256 == sha256 && sent.uri == uri)
+        // What a receiver reads: the whole object, checked and decrypted.
+        let received = try #require(EncryptedFile(json: Array(sent.json.utf8)))
+        #expect(try EncryptedAttachment.decrypt(encrypted, to: decrypted, file: received) == Int64(plain.count))
+        #expect(try EncryptedAttachmentTests.bytes(at: decrypted) == plain)
+        // A plain attachment's content has no file to hash.
+        #expect(
+            OutgoingAttachment.hashing(
+                sha256, in: attachment.content(size: size, pixelSize: Optional<(width: Int, height: Int)>.none)) == nil)
+    }
+
+    @Test("HashingUpload hashes the body as it is read, in uneven pieces, without changing it; a rewind starts over")
+    func hashingUpload() throws {
+        let path = EncryptedAttachmentTests.path("body")
+        defer { unlink(path) }
+        let body = (0..<700_001).map { UInt8(truncatingIfNeeded: $0 &* 40_503 >> 3) }
+        try Data(body).write(to: URL(fileURLWithPath: path))
+        let expected = try EncryptedAttachment.sha256(of: path)
+        let upload = HashingUpload(length: Int64(body.count))
+        func feed(_ count: Int) -> Bool {
+            var offset = 0
+            var piece = 1
+            while offset < count {
+                let end = min(count, offset + piece * 4093)
+                var chunk = Array(body[offset..<end])
+                guard chunk.withUnsafeMutableBytes({ upload.transform($0) }), chunk == Array(body[offset..<end]) else {
+                    return false
+                }
+                offset = end
+                piece = piece % 7 + 1
+            }
+            return true
+        }
+        #expect(upload.restart())
+        #expect(feed(300_000))
+        #expect(upload.finish() == nil)  // not the whole body
+        #expect(upload.restart())  // libcurl sends it again from the start
+        #expect(feed(body.count))
+        #expect(upload.finish() == expected)
+    }
 }

@@ -111,6 +111,72 @@ struct AttachmentSendTests {
         }
     }
 
+    @Test(
+        "A video goes with its first frame as thumbnail and the size and length GStreamer read; a transparent PNG with a PNG thumbnail"
+    )
+    func videoAndTransparentImage() async throws {
+        try await withChatTestRun { run in
+            let (alice, bob, roomID, _) = try await makePair(run)
+            let bobRoom = try await bob.conversation(id: roomID)
+            let stopObserving = bobRoom.observe()
+            defer { stopObserving() }
+            let aliceRoom = try await alice.conversation(id: roomID)
+            alice.setThumbnailer(GStreamerImageThumbnailer(maximumWidth: 320, maximumHeight: 320))
+            // 20 frames at 10 a second: a 2 s WebM, made with the gst-launch-1.0 the scripts install.
+            let video = FileManager.default.temporaryDirectory.appending(path: "symorva-clip-\(UUID().uuidString).webm")
+                .path
+            defer { unlink(video) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/gst-launch-1.0")
+            process.arguments = [
+                "-q", "videotestsrc", "num-buffers=20", "!", "video/x-raw,width=640,height=360,framerate=10/1", "!",
+                "vp8enc", "!", "webmmux", "!", "filesink", "location=\(video)",
+            ]
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            let png = TestImage.png(width: 300, height: 200, alpha: true)
+            let image = try Self.temporaryFile(png, name: "glass.png")
+            defer { unlink(image) }
+
+            try await aliceRoom.send(OutgoingAttachment(path: video, contentType: "video/webm", fileName: "clip.webm"))
+                .waitUntilSent()
+            try await aliceRoom.send(OutgoingAttachment(path: image, contentType: "image/png", fileName: "glass.png"))
+                .waitUntilSent()
+
+            let items = try await bobRoom.waitForTimeline { items in
+                items.contains { if case .image = $0.content { true } else { false } }
+            }
+            let clip = try #require(
+                items.compactMap { item -> MediaInfo? in
+                    if case .video(let info) = item.content { return info }
+                    return nil
+                }.first)
+            #expect(clip.width == 640 && clip.height == 360)
+            let duration = try #require(clip.duration)
+            #expect(duration > .milliseconds(1500) && duration < .milliseconds(2500), "\(duration)")
+            #expect(clip.hasThumbnail && clip.thumbnailMimeType == "image/jpeg")
+            #expect(clip.thumbnailWidth == 320 && clip.thumbnailHeight == 180)
+            let frame = video + "-frame"
+            defer { unlink(frame) }
+            try await bob.media.downloadThumbnail(clip, toFileAt: frame)
+            #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: frame))).starts(with: [0xFF, 0xD8, 0xFF]))
+
+            let glass = try #require(
+                items.compactMap { item -> MediaInfo? in
+                    if case .image(let info) = item.content { return info }
+                    return nil
+                }.first)
+            #expect(glass.hasThumbnail && glass.thumbnailMimeType == "image/png")
+            let thumbnail = image + "-thumbnail"
+            defer { unlink(thumbnail) }
+            try await bob.media.downloadThumbnail(glass, toFileAt: thumbnail)
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: thumbnail)))
+            #expect(TestImage.pngSize(bytes).map { [$0.width, $0.height] } == [300, 200])
+            #expect(bytes.count > 25 && bytes[25] == 6, "the thumbnail keeps the alpha channel")
+        }
+    }
+
     @Test("A queue whose upload reached the server but was not recorded resumes without a second upload or event")
     func resumeAfterUnrecordedUpload() async throws {
         try await withChatTestRun { run in

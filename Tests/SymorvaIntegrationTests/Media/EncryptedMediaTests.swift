@@ -16,10 +16,10 @@ import Testing
     .shutsDownCommunities)
 struct EncryptedMediaTests {
     /// Alice and Bob, each with ready crypto, in an encrypted room where Alice knows Bob's device.
-    static func makeEncryptedPair() async throws -> (
+    static func makeEncryptedPair(aliceTransport: (any HTTPTransport)? = nil) async throws -> (
         alice: CommunityFixture, bob: CommunityFixture, roomID: RoomID
     ) {
-        let aliceFixture = CommunityFixture()
+        let aliceFixture = CommunityFixture(transport: aliceTransport)
         let bobFixture = CommunityFixture()
         _ = try await aliceFixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
@@ -279,5 +279,69 @@ struct EncryptedMediaTests {
             let leaked = slices.filter { bytes.range(of: $0) != nil }.count
             #expect(leaked == 0, "\(leaked) plaintext slices in \(name)")
         }
+    }
+
+    @Test(
+        "An encrypted attachment whose upload answer is lost: the retry meets 409, the hash is taken from the copy and stored, and Bob's download checks it"
+    )
+    func lostUploadAnswer() async throws {
+        let lossy = LostUploadAnswerTransport()
+        let (aliceFixture, bobFixture, roomID) = try await Self.makeEncryptedPair(aliceTransport: lossy)
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<300_007).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let caption = "lost answer \(UUID().uuidString.prefix(8))"
+        let source = FileManager.default.temporaryDirectory.appending(path: "symorva-lost-\(UUID().uuidString)").path
+        try Data(bytes).write(to: URL(fileURLWithPath: source))
+        defer { unlink(source) }
+
+        let aliceRoom = try await aliceFixture.community.chat.conversation(id: roomID)
+        _ = try await aliceRoom.send(
+            OutgoingAttachment(
+                path: source, contentType: "application/octet-stream", fileName: "lost.bin", caption: caption)
+        ).sentEventID()
+        // The server took the first upload whole; its answer never reached the queue, which
+        // uploaded again and met 409 M_CANNOT_OVERWRITE_MEDIA: one media object.
+        #expect(lossy.uploads.map(\.status) == [200, 409])
+
+        let bobRoom = try await bobFixture.community.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        let items = try await bobRoom.waitForTimeline { items in
+            items.contains { if case .file(let info) = $0.content { info.body == caption } else { false } }
+        }
+        let info = try #require(
+            items.compactMap { item -> MediaInfo? in
+                if case .file(let info) = item.content, info.body == caption { return info }
+                return nil
+            }.first)
+        #expect(info.isEncrypted && info.url == nil && info.size == bytes.count)
+        // The event's hash is the one of the ciphertext on the server: the download checks it.
+        let saved = FileManager.default.temporaryDirectory.appending(path: "symorva-lost-\(UUID().uuidString)").path
+        defer { unlink(saved) }
+        #expect(try await bobRoom.media.download(info, toFileAt: saved) == Int64(bytes.count))
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: saved))) == bytes)
+        #expect(!Self.files(under: aliceFixture.data.path + "/accounts").contains { $0.contains("/attachments/") })
+    }
+}
+
+/// The libcurl transport, except that the answer to the first attachment upload
+/// (`PUT /_matrix/media/v3/upload/…`) is lost after the server took the upload whole: what a
+/// connection cut between the server's answer and the client looks like (`partialResponse`).
+final class LostUploadAnswerTransport: HTTPFileTransport {
+    private let base = CurlTransport()
+    private let answers = Lock<[HTTPResponse]>([])
+
+    /// The uploads' answers, in order (the lost one included).
+    var uploads: [HTTPResponse] { answers.withLock { $0 } }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let response = try await base.send(request)
+        guard request.method == .put, request.url.path.contains("/_matrix/media/v3/upload/") else { return response }
+        let isFirst = answers.withLock { answers in
+            answers.append(response)
+            return answers.count == 1
+        }
+        if isFirst { throw .partialResponse }
+        return response
     }
 }

@@ -27,9 +27,9 @@ struct SendQueueAttachmentTests {
         try store.send(
             .mediaReserved(F.t1, .success(F.reservation)),
             expecting: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)], .sending),
-            effects: [.uploadMedia(F.t1, Self.withURI())])
+            effects: [.uploadMedia(F.t1, F.imageWithURL, Self.withURI())])
         try store.send(
-            .mediaUploaded(F.t1, .success(F.photoURI)),
+            .mediaUploaded(F.t1, .success(F.imageWithURL)),
             expecting: F.state([F.attachmentItem(F.t1, .sending, uri: F.photoURI, uploaded: true)], .sending),
             effects: [.sendEvent(F.t1, F.imageWithURL)])
         try store.send(
@@ -54,7 +54,7 @@ struct SendQueueAttachmentTests {
         try store.send(
             .mediaReserved(
                 F.t1, .success(MediaReservation(uri: F.photoURI, content: F.imageWithURL, thumbnailURI: thumbnailURI))),
-            expecting: F.state([uploading], .sending), effects: [.uploadMedia(F.t1, reserved)])
+            expecting: F.state([uploading], .sending), effects: [.uploadMedia(F.t1, F.imageWithURL, reserved)])
         let (jitter, delay) = F.draw(attempt: 1)
         var waiting = uploading
         waiting.status = .queued
@@ -67,7 +67,7 @@ struct SendQueueAttachmentTests {
         retrying.failedAttempts = 1
         try store.send(
             .timerFired(.retry), expecting: F.state([retrying], .sending, jitter: jitter),
-            effects: [.uploadMedia(F.t1, reserved)])
+            effects: [.uploadMedia(F.t1, F.imageWithURL, reserved)])
     }
 
     @Test("In an encrypted room the uploaded attachment's event is encrypted before its PUT")
@@ -75,7 +75,7 @@ struct SendQueueAttachmentTests {
         let store = MachineTestStore(
             machine, initial: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)], .sending, encrypted: true))
         try store.send(
-            .mediaUploaded(F.t1, .success(F.photoURI)),
+            .mediaUploaded(F.t1, .success(F.imageWithURL)),
             expecting: F.state(
                 [F.attachmentItem(F.t1, .encrypting, uri: F.photoURI, uploaded: true)], .sending, encrypted: true),
             effects: [.encrypt(F.t1, F.imageWithURL)])
@@ -96,7 +96,7 @@ struct SendQueueAttachmentTests {
             .timerFired(.retry),
             expecting: F.state(
                 [F.attachmentItem(F.t1, .uploading, uri: F.photoURI, attempts: 1)], .sending, jitter: jitter),
-            effects: [.uploadMedia(F.t1, Self.withURI())])
+            effects: [.uploadMedia(F.t1, F.imageWithURL, Self.withURI())])
     }
 
     @Test("A failed reservation is retried as a reservation; a token problem waits for the session")
@@ -136,7 +136,7 @@ struct SendQueueAttachmentTests {
             .persisted(F.t2),
             expecting: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI), F.item(F.t2, F.hello)], .sending))
         try store.send(
-            .mediaUploaded(F.t1, .success(F.photoURI)),
+            .mediaUploaded(F.t1, .success(F.imageWithURL)),
             expecting: F.state(
                 [F.attachmentItem(F.t1, .sending, uri: F.photoURI, uploaded: true), F.item(F.t2, F.hello)], .sending),
             effects: [.sendEvent(F.t1, F.imageWithURL)])
@@ -166,10 +166,12 @@ struct SendQueueAttachmentTests {
     @Test("Stale answers: an upload result for an item not uploading stays; in idle it is ignored")
     func staleAnswers() throws {
         let store = MachineTestStore(machine, initial: F.state([F.item(F.t1, F.hello, .sending)], .sending))
-        try store.send(.mediaUploaded(F.t1, .success(F.photoURI)), stayingWith: [])
+        try store.send(.mediaUploaded(F.t1, .success(F.imageWithURL)), stayingWith: [])
         try store.send(.mediaReserved(F.t2, .success(F.reservation)), stayingWith: [])
         store.reset(to: F.state([F.attachmentItem(F.t1, uri: F.photoURI)], .idle))
-        try store.assertIgnored([.mediaUploaded(F.t1, .success(F.photoURI)), .mediaReserved(F.t1, .failure(.network))])
+        try store.assertIgnored([
+            .mediaUploaded(F.t1, .success(F.imageWithURL)), .mediaReserved(F.t1, .failure(.network)),
+        ])
     }
 
     @Test("After a restart: a reserved item uploads to its stored URI, an uploaded one only sends its event")
@@ -178,7 +180,7 @@ struct SendQueueAttachmentTests {
         try store.send(
             .restored([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)]),
             expecting: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)], .sending),
-            effects: [.uploadMedia(F.t1, Self.withURI())])
+            effects: [.uploadMedia(F.t1, F.imageWithURL, Self.withURI())])
         store.reset(to: F.empty())
         try store.send(
             .restored([F.attachmentItem(F.t1, .sending, uri: F.photoURI, uploaded: true)]),
@@ -222,12 +224,14 @@ struct SendQueueAttachmentTests {
         try store.send(
             .mediaReserved(F.t1, .success(MediaReservation(uri: F.sealedURI, content: F.encryptedImageWithURL))),
             expecting: F.state([Self.sealedItem(.uploading, uri: F.sealedURI)], .sending, encrypted: true),
-            effects: [.uploadMedia(F.t1, sealedWithURI)])
+            effects: [.uploadMedia(F.t1, F.encryptedImageWithURL, sealedWithURI)])
+        // The upload's answer carries the content with the ciphertext's hash: the event is made of it.
+        var hashed = Self.sealedItem(.encrypting, uri: F.sealedURI, uploaded: true)
+        hashed.content = F.encryptedImageHashed
         try store.send(
-            .mediaUploaded(F.t1, .success(F.sealedURI)),
-            expecting: F.state(
-                [Self.sealedItem(.encrypting, uri: F.sealedURI, uploaded: true)], .sending, encrypted: true),
-            effects: [.encrypt(F.t1, F.encryptedImageWithURL)])
+            .mediaUploaded(F.t1, .success(F.encryptedImageHashed)),
+            expecting: F.state([hashed], .sending, encrypted: true),
+            effects: [.encrypt(F.t1, F.encryptedImageHashed)])
         // The encrypted copy is never encrypted again: a stale answer changes nothing.
         try store.send(.attachmentEncrypted(F.t1, .success(F.encryptedCopy)), stayingWith: [])
     }
@@ -240,7 +244,7 @@ struct SendQueueAttachmentTests {
             .encryptionEnabled,
             expecting: F.state([F.attachmentItem(F.t1, .uploading, uri: F.photoURI)], .sending, encrypted: true))
         try store.send(
-            .mediaUploaded(F.t1, .success(F.photoURI)),
+            .mediaUploaded(F.t1, .success(F.imageWithURL)),
             expecting: F.state(
                 [F.attachmentItem(F.t1, .encrypting, uri: F.photoURI, uploaded: true)], .sending, encrypted: true),
             effects: [.encrypt(F.t1, F.imageWithURL)])
@@ -319,6 +323,6 @@ struct SendQueueAttachmentTests {
         try store.send(
             .restored([Self.sealedItem(.uploading, uri: F.sealedURI)]),
             expecting: F.state([Self.sealedItem(.uploading, uri: F.sealedURI)], .sending, encrypted: true),
-            effects: [.uploadMedia(F.t1, sealedWithURI)])
+            effects: [.uploadMedia(F.t1, F.encryptedImageWithURL, sealedWithURI)])
     }
 }

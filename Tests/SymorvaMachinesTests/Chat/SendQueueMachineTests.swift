@@ -35,6 +35,12 @@ enum SendQueueFixture {
     static let encryptedImageWithURL = MessageContent(
         eventType: "m.room.message",
         json: #"{"file":{"v":"v2","url":"mxc://example.org/sealed1"},"msgtype":"m.image","body":"p.png"}"#)
+    /// What the upload step answers for it: the content with the hash of the ciphertext it sent.
+    static let encryptedImageHashed = MessageContent(
+        eventType: "m.room.message",
+        json:
+            #"{"file":{"v":"v2","url":"mxc://example.org/sealed1","hashes":{"sha256":"AA"}},"msgtype":"m.image","body":"p.png"}"#
+    )
     static let encryptedCopy = EncryptedAttachmentCopy(content: encryptedImage, attachment: encryptedPhoto)
 
     /// An attachment item at a step of its way: reserved when `uri` is given, uploaded when `uploaded`.

@@ -66,7 +66,7 @@ struct SendQueueWorld {
         switch effect {
         case .persist(let item):
             persisting.append(item.transactionID)
-        case .reserveMedia(let id, _), .uploadMedia(let id, _), .encrypt(let id, _), .sendEvent(let id, _),
+        case .reserveMedia(let id, _), .uploadMedia(let id, _, _), .encrypt(let id, _), .sendEvent(let id, _),
             .encryptAttachment(let id, _, _):
             #expect(persisted.contains(id), "request for \(id) before it was persisted", sourceLocation: sourceLocation)
             #expect(!cancelled.contains(id), "request for \(id) after it was cancelled", sourceLocation: sourceLocation)
@@ -78,7 +78,7 @@ struct SendQueueWorld {
                 #expect(!attachment.isEncrypted, "\(id) encrypted twice", sourceLocation: sourceLocation)
                 #expect(!uploadedItems.contains(id), "\(id) encrypted after its upload", sourceLocation: sourceLocation)
             }
-            if case .uploadMedia(_, let attachment) = effect {
+            if case .uploadMedia(_, _, let attachment) = effect {
                 // The decision to encrypt is the room's when the upload starts.
                 #expect(
                     !state.roomIsEncrypted || attachment.isEncrypted, "\(id) uploads in the clear to an encrypted room",
@@ -213,11 +213,11 @@ struct SendQueueWorld {
             case 4: send(.mediaReserved(id, .failure(.unknownToken)))
             default: send(.mediaReserved(id, .failure(.rateLimited(retryAfter: nil))))
             }
-        case .uploadMedia(let id, let attachment):
+        case .uploadMedia(let id, let content, _):
             switch calm ? 0 : pick(6) {
             case 0, 1, 2:
                 uploadedItems.insert(id)
-                send(.mediaUploaded(id, .success(attachment.mediaURI!)))
+                send(.mediaUploaded(id, .success(content)))
             case 3: send(.mediaUploaded(id, .failure(.network)))
             case 4: send(.mediaUploaded(id, .failure(.server(status: 503))))
             default: send(.mediaUploaded(id, .failure(.permanent(.tooLarge))))
@@ -344,7 +344,7 @@ struct SendQueueRandomWalkTests {
                 .attachmentEnqueued(id, SendQueueFixture.hello, SendQueueFixture.photo),
                 .mediaReserved(id, .success(SendQueueFixture.reservation)), .mediaReserved(id, .failure(.network)),
                 .mediaReserved(id, .failure(.unknownToken)), .mediaReserved(id, .failure(.permanent(.forbidden))),
-                .mediaUploaded(id, .success(SendQueueFixture.photoURI)), .mediaUploaded(id, .failure(.network)),
+                .mediaUploaded(id, .success(SendQueueFixture.imageWithURL)), .mediaUploaded(id, .failure(.network)),
                 .mediaUploaded(id, .failure(.unknownToken)), .mediaUploaded(id, .failure(.permanent(.tooLarge))),
                 .encrypted(id, .success(SendQueueFixture.cipher)), .encrypted(id, .failure(.network)),
                 .attachmentEncrypted(id, .success(SendQueueFixture.encryptedCopy)),
