@@ -84,12 +84,14 @@ package enum ChatAPI {
     /// `POST /rooms/{roomId}/read_markers`: moves the fully-read marker (`m.fully_read`) and
     /// the read receipt together, the receipt private (`m.read.private`: other members do not
     /// see it) when `privately`.
-    package static func readMarkers(roomID: RoomID, fullyRead: EventID, read: EventID, privately: Bool)
+    /// Without `read`, only the fully-read marker moves (a threads-aware client sends its
+    /// receipt with `thread_id`, which `read_markers` cannot carry).
+    package static func readMarkers(roomID: RoomID, fullyRead: EventID, read: EventID? = nil, privately: Bool = false)
         -> MatrixEndpoint
     {
         var body = JSONObjectWriter()
         body.string("m.fully_read", fullyRead.rawValue)
-        body.string(privately ? "m.read.private" : "m.read", read.rawValue)
+        if let read { body.string(privately ? "m.read.private" : "m.read", read.rawValue) }
         return MatrixEndpoint(method: .post, path: "\(room(roomID))/read_markers", body: body.bytes, requiresAuth: true)
     }
 

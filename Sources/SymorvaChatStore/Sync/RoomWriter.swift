@@ -148,6 +148,7 @@ struct RoomWriter {
         summary.liveChunk = chunk
         var redactions: [(redaction: String, target: String)] = []
         var relationTargets: [String] = []
+        var bundled: [SyncEvent] = []
         let stateSQL =
             "INSERT INTO room_state(room_nid, type, state_key, event_id, sender, origin_server_ts, content) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender, origin_server_ts = excluded.origin_server_ts, content = excluded.content"
         try db.withStatement(Self.insertEventSQL) { insert throws(StoreError) in
@@ -175,6 +176,7 @@ struct RoomWriter {
                 try insert.bind(event.relation?.inReplyTo, at: 14)
                 try insert.step()
                 insert.reset()
+                if event.hasBundledRelations { bundled.append(event) }
                 guard db.changes > 0 else {
                     try Self.verifyIgnored(eventID, db: db)  // already stored, or a constraint failed
                     continue
@@ -221,6 +223,16 @@ struct RoomWriter {
         // room only; one naming another room's event is counted here.
         for target in relationTargets where try Self.isEvent(target, ofAnotherRoomThan: row.nid, db: db) {
             crossRoomRelationsIgnored += 1
+        }
+        // A root's bundled `m.thread` aggregation (sent with a limited timeline) gives its
+        // thread's count, latest reply and participation, replies the store may never have
+        // seen included. Read after the batch's replies, which the trigger has counted: the
+        // server's figure replaces theirs unless the store holds a newer reply (chat schema 15).
+        for event in bundled {
+            guard let eventID = event.eventID,
+                let thread = BundledThread.parse(event: Array(slice(event.range)), rootEventID: eventID)
+            else { continue }
+            try ChatStore.recordBundled(thread.thread, room: row.nid, db: db)
         }
     }
 

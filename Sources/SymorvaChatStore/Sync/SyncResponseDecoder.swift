@@ -458,6 +458,9 @@ extension Reader {
         while let key = try scanner.nextKey(&cursor) {
             if scanner.key(key, is: "transaction_id") {
                 event.transactionID = try scanner.readStringOrSkip()
+            } else if scanner.key(key, is: "m.relations") {
+                event.hasBundledRelations = true
+                try scanner.skipValue(depth: 1)
             } else {
                 try scanner.skipValue(depth: 1)
             }
