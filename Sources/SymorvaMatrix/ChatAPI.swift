@@ -24,10 +24,12 @@ package enum ChatAPI {
     }
 
     /// The sync filter: lazy-loaded members in state and timeline, `timelineLimit` events per
-    /// room. Its text is stored with the filter ID so that a changed definition is uploaded again.
+    /// room, and unread counts per thread (`unread_thread_notifications`: `unread_notifications`
+    /// is then the main timeline's). Its text is stored with the filter ID so that a changed
+    /// definition is uploaded again.
     package static func syncFilterDefinition(timelineLimit: Int) -> String {
         """
-        {"room":{"state":{"lazy_load_members":true},"timeline":{"limit":\(timelineLimit),"lazy_load_members":true}}}
+        {"room":{"state":{"lazy_load_members":true},"timeline":{"limit":\(timelineLimit),"lazy_load_members":true,"unread_thread_notifications":true}}}
         """
     }
 

@@ -238,4 +238,28 @@ extension ThreadStoreTests {
         readers = try await store.windowSnapshot(roomID: RoomID(Self.room), eventIDs: ids).readers
         #expect(readers["$root"] == nil && readers["$other"] == [Self.bob] && readers["$r1"] == [Self.bob])
     }
+
+    @Test(
+        "The server's counts per thread (unread_thread_notifications): the room's totals add them, the list shows them")
+    func serverThreadCounts() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        func counts(_ batch: String, main: Int, threads: String?) async throws {
+            let threaded = threads.map { #","unread_thread_notifications":\#($0)"# } ?? ""
+            let document =
+                #"{"next_batch":"\#(batch)","rooms":{"join":{"\#(Self.room)":{"unread_notifications":{"notification_count":\#(main),"highlight_count":0}\#(threaded)}}}}"#
+            _ = try await SyncIngestor(store: store).ingest(Array(document.utf8))
+        }
+        try await counts("2", main: 1, threads: #"{"$root":{"notification_count":2,"highlight_count":1}}"#)
+        var row = try await store.loadConversationList().first { $0.roomID == Self.room }
+        #expect(row?.notificationCount == 3 && row?.highlightCount == 1)
+        var thread = try await store.threads(roomID: RoomID(Self.room), ownUserID: Self.me).first
+        #expect(thread?.unread == .init(notifications: 2, highlights: 1))
+        // The next counts leave the thread out: it has no unread event any more.
+        try await counts("3", main: 1, threads: nil)
+        row = try await store.loadConversationList().first { $0.roomID == Self.room }
+        #expect(row?.notificationCount == 1 && row?.highlightCount == 0)
+        thread = try await store.threads(roomID: RoomID(Self.room), ownUserID: Self.me).first
+        #expect(thread?.unread == .init(notifications: 0, highlights: 0))
+    }
 }

@@ -53,6 +53,24 @@ struct RoomWriter {
         if !room.accountData.isEmpty { try writeAccountData(room: row.nid, db: db) }
         try updateHeroes(row, db: db)
         try writeSummary(row, db: db)
+        if room.notificationCount != nil { try writeThreadCounts(room: row.nid, db: db) }
+    }
+
+    /// The server's counts per thread replace the stored ones whenever the room's counts come
+    /// (a thread without unread events is left out of `unread_thread_notifications`).
+    private func writeThreadCounts(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError) {
+        let stored = try db.queryOne(
+            "SELECT 1 FROM server_thread_counts WHERE room_nid = ? LIMIT 1", [.integer(nid)], { _ in true })
+        if stored == true {
+            try db.execute("DELETE FROM server_thread_counts WHERE room_nid = ?", [.integer(nid)])
+        }
+        for (root, counts) in room.threadCounts {
+            try db.execute(
+                """
+                INSERT INTO server_thread_counts(room_nid, thread_id, notification_count, highlight_count)
+                VALUES (?, ?, ?, ?)
+                """, [.integer(nid), .text(root), .int(counts.notifications), .int(counts.highlights)])
+        }
     }
 
     // MARK: Room row
@@ -431,8 +449,13 @@ struct RoomWriter {
             try statement.bind(change.isEncrypted ? 1 : 0, at: 11)
             try statement.bind(room.joinedMemberCount, at: 14)
             try statement.bind(room.invitedMemberCount, at: 15)
-            try statement.bind(room.notificationCount, at: 16)
-            try statement.bind(room.highlightCount, at: 17)
+            // With threaded counts `unread_notifications` is the main timeline's: the room's
+            // totals add its threads'.
+            let threads = room.threadCounts.values
+            try statement.bind(
+                room.notificationCount.map { $0 + Int64(threads.reduce(0) { $0 + $1.notifications }) }, at: 16)
+            try statement.bind(
+                room.highlightCount.map { $0 + Int64(threads.reduce(0) { $0 + $1.highlights }) }, at: 17)
             try statement.bind(change.latestActivity, at: 18)
             // The body and message type are read here, once per room, for the one event that is
             // the preview: not for every message of the batch.

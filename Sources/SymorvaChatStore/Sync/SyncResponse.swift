@@ -135,6 +135,9 @@ package struct SyncRoomUpdate: Sendable, Hashable {
     package var notificationCount: Int64?
     /// `unread_notifications.highlight_count`, when sent.
     package var highlightCount: Int64?
+    /// `unread_thread_notifications`: the counts of each thread with unread events, by root
+    /// (sent when the filter asks; `unread_notifications` is then the main timeline's).
+    package var threadCounts: [String: DeviceCounts.Counts] = [:]
 
     /// An update with nothing in it yet.
     package init(roomID: String, membership: RoomMembership) {

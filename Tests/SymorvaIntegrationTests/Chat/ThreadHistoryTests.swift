@@ -183,6 +183,8 @@ struct ThreadHistoryTests {
             defer { stop() }
             try await aliceRoom.waitForTimeline { $0.last?.eventID == last }
             try await alice.conversations.wait(timeout: .seconds(60)) { $0[roomID]?.unreadCount == 3 }
+            // The server's count per thread (the sync filter asks for them in an unencrypted room).
+            try await waitForThreadCondition { try await aliceRoom.threads().first?.unreadCount == 1 }
 
             // Reading the main timeline reads the root and the message after it, not the reply.
             try await aliceRoom.markRead()
@@ -195,10 +197,12 @@ struct ThreadHistoryTests {
             #expect(room.threadNotifications == [root.rawValue: 1])
             #expect(room.ownReceipts[last.rawValue] == "main")
             #expect(room.fullyRead == last.rawValue)
+            #expect(try await aliceRoom.threads().first?.unreadCount == 1)
 
             // A reply named from the conversation is read in its thread; the fully-read marker stays.
             try await aliceRoom.markRead(upTo: reply)
             try await alice.conversations.wait(timeout: .seconds(60)) { $0[roomID]?.unreadCount == 0 }
+            try await waitForThreadCondition { try await aliceRoom.threads().first?.unreadCount == 0 }
             room = try await Self.threadedSync(roomID, user: alice.userID, attempt: 2, requester: requester)
             #expect(room.mainNotifications == 0)
             #expect(room.threadNotifications.values.allSatisfy { $0 == 0 })
