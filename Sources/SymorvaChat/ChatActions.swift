@@ -332,19 +332,29 @@ extension Conversation {
         }
     }
 
-    /// Marks the conversation read up to `eventID`, or to the newest loaded event: moves the
-    /// fully-read marker (`m.fully_read`) and the read receipt there in one request
-    /// (`read_markers`); the receipt is private (`m.read.private`) when
-    /// ``ChatOptions/sendsPrivateReceipts`` is set.
+    /// Marks the conversation's main timeline read up to `eventID`, or to the newest loaded
+    /// event: moves the fully-read marker (`m.fully_read`, through `read_markers`) and sends a
+    /// threaded read receipt there with `thread_id` `main` (the client shows threads, so the
+    /// main timeline's receipt reads neither thread: each thread has its own,
+    /// ``ThreadTimeline/markRead(upTo:)``). The receipt is private (`m.read.private`) when
+    /// ``ChatOptions/sendsPrivateReceipts`` is set. An `eventID` that is a thread reply is read
+    /// in its thread (`thread_id` its root) and leaves the fully-read marker where it is.
     public func markRead(upTo eventID: EventID? = nil) async throws(ChatError) {
         try client.ensureCurrent()
         var target = eventID
         if target == nil { target = timeline.value.last(where: { $0.eventID != nil })?.eventID }
         guard let target else { return }
+        let root: String?
+        do throws(ChatStoreError) {
+            root = try await client.store.threadRoot(of: target)
+        } catch {
+            throw .store(error)
+        }
+        let privately = client.options.sendsPrivateReceipts
         do {
+            if root == nil { _ = try await client.requester.send(ChatAPI.readMarkers(roomID: id, fullyRead: target)) }
             _ = try await client.requester.send(
-                ChatAPI.readMarkers(
-                    roomID: id, fullyRead: target, read: target, privately: client.options.sendsPrivateReceipts))
+                ThreadsAPI.receipt(roomID: id, eventID: target, threadID: root ?? "main", privately: privately))
         } catch {
             throw ChatError(error, now: client.wallClock.now)
         }

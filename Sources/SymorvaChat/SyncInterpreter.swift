@@ -14,9 +14,11 @@ struct SyncChanges: Sendable {
     struct Room: Sendable {
         var roomID: RoomID
         var membership: RoomMembership
-        /// New timeline events that are items of their own (not edits, reactions or
-        /// redactions), oldest first.
+        /// New timeline events that are items of the main timeline (not edits, reactions,
+        /// redactions or thread replies), oldest first.
         var itemEventIDs: [EventID] = []
+        /// New thread replies with their roots, oldest first.
+        var threadReplies: [(root: EventID, reply: EventID)] = []
         /// `prev_batch` of a `limited` timeline: a gap now precedes ``itemEventIDs``.
         var gapToken: PaginationToken?
         /// Our own events, by the transaction ID the server echoed.
@@ -52,7 +54,11 @@ struct SyncChanges: Sendable {
                 }
                 if event.type == "m.room.encryption" { room.encryptionEnabled = true }
                 if event.type == "m.room.encrypted" { hasEncryptedEvents = true }
-                if !event.isRelation { room.itemEventIDs.append(eventID) }
+                if event.isThreadReply, let root = event.relation?.eventID {
+                    room.threadReplies.append((EventID(root), eventID))
+                } else if !event.isRelation {
+                    room.itemEventIDs.append(eventID)
+                }
             }
             if update.state.contains(where: { $0.type == "m.room.encryption" }) { room.encryptionEnabled = true }
             if update.isLimited, let token = update.previousBatch { room.gapToken = PaginationToken(token) }

@@ -108,17 +108,8 @@ public final class ThreadTimeline: Sendable {
     /// A committed sync batch touched the room: its new replies in this thread go to the
     /// machine (which ignores them while nobody observes the thread).
     func apply(_ change: SyncChanges.Room) async {
-        if !change.itemEventIDs.isEmpty {
-            let replies: [EventID]
-            do {
-                replies = try await conversation.client.store.threadReplies(
-                    roomID: conversation.id, root: rootEventID, among: change.itemEventIDs)
-            } catch {
-                conversation.client.logger.error("thread replies not read: \(error)")
-                replies = []
-            }
-            if !replies.isEmpty { await host.send(.liveEventsArrived(replies)) }
-        }
+        let replies = change.threadReplies.filter { $0.root == rootEventID }.map(\.reply)
+        if !replies.isEmpty { await host.send(.liveEventsArrived(replies)) }
         if change.touchesTimeline { requestRebuild() }
     }
 

@@ -69,7 +69,21 @@ package enum ChatSchema {
         Migration(version: 13, name: "counts_on_device", sql: countsOnDevice),
         Migration(version: 14, name: "sender_trust", sql: senderTrust),
         Migration(version: 15, name: "threads", sql: threads),
+        Migration(version: 16, name: "server_thread_counts", sql: serverThreadCounts),
     ]
+
+    /// Version 16: the server's unread counts per thread (`unread_thread_notifications`, which
+    /// the `/sync` v2 filter asks for), replaced with each update that carries the room's counts;
+    /// `rooms.notification_count` / `highlight_count` stay the room's totals (main + threads).
+    static let serverThreadCounts = """
+        CREATE TABLE server_thread_counts (
+            room_nid INTEGER NOT NULL,
+            thread_id TEXT NOT NULL,                -- the thread's root event ID
+            notification_count INTEGER NOT NULL,
+            highlight_count INTEGER NOT NULL,
+            PRIMARY KEY (room_nid, thread_id)
+        ) WITHOUT ROWID;
+        """
 
     /// Version 14: the sending device's trust level when this device decrypted the event
     /// (`verified`, `crossSigned`, `notCrossSigned`; NULL for rows decrypted before, and for this

@@ -212,7 +212,7 @@ extension ChatStore {
     }
 
     /// Recomputes the device counts of every room that has unread rows or had counts (read
-    /// receipts moved), dropping the rows an unthreaded receipt has read.
+    /// receipts moved), dropping the rows a receipt has read for good.
     package func recomputeDeviceCounts(ownUserID: String) async throws(ChatStoreError) {
         try await write { db throws(StoreError) in try Self.recomputeDeviceCounts(ownUserID: ownUserID, db: db) }
     }
@@ -230,11 +230,13 @@ extension ChatStore {
             try db.execute(
                 "UPDATE rooms SET device_notification_count = ?, device_highlight_count = ? WHERE room_nid = ?",
                 [.int(total.0), .int(total.1), .integer(room)])
-            // Rows before the unthreaded receipt are read in every thread: they never count again.
+            // Rows before the unthreaded receipt are read in every thread, and rows before their
+            // own thread's receipt (`main` included) in theirs: they never count again
+            // (receipts only move forward).
             try db.execute(
                 """
                 DELETE FROM push_actions WHERE room_nid = ?1 AND EXISTS (
-                    \(receiptBoundary) AND b.thread_id = ''
+                    \(receiptBoundary) AND (b.thread_id = '' OR b.thread_id = push_actions.thread_id)
                         AND (push_actions.ts < b.rts OR (push_actions.ts = b.rts AND push_actions.event_nid <= b.rnid)))
                 """, [.integer(room), .text(ownUserID)])
         }

@@ -146,13 +146,22 @@ extension BundledThread {
 
 extension ChatStore {
     /// The room's threads, most recently active first (at most `limit`), each with the
-    /// account's unread counts in it.
+    /// account's unread counts in it: the device's where the conversation list shows the
+    /// device's (encrypted rooms, rooms whose sync sends no real counts), else the server's
+    /// (`unread_thread_notifications`).
     package func threads(roomID: RoomID, ownUserID: String, limit: Int = 1_000) async throws(ChatStoreError)
         -> [StoredThread]
     {
         try await read { db throws(StoreError) in
             guard let nid = try Self.roomNID(roomID, db: db) else { return [] }
-            let counts = try Self.threadCounts(room: nid, ownUserID: ownUserID, db: db)
+            let onDevice =
+                try db.queryOne(
+                    "SELECT is_encrypted OR counts_on_device FROM rooms WHERE room_nid = ?", [.integer(nid)]
+                ) { $0.int(0) != 0 } ?? true
+            let counts =
+                onDevice
+                ? try Self.threadCounts(room: nid, ownUserID: ownUserID, db: db)
+                : try Self.serverThreadCounts(room: nid, db: db)
             return try db.queryAll(
                 """
                 SELECT t.root_event_id, t.reply_count, t.latest_event_id, t.latest_sender, t.latest_ts,
@@ -169,6 +178,18 @@ extension ChatStore {
                     unread: counts[root] ?? .init(notifications: 0, highlights: 0))
             }
         }
+    }
+
+    /// The server's unread counts per thread of a room (`unread_thread_notifications`).
+    static func serverThreadCounts(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError)
+        -> [String: DeviceCounts.Counts]
+    {
+        var counts: [String: DeviceCounts.Counts] = [:]
+        try db.query(
+            "SELECT thread_id, notification_count, highlight_count FROM server_thread_counts WHERE room_nid = ?",
+            [.integer(nid)]
+        ) { row in counts[row.string(0)] = DeviceCounts.Counts(notifications: row.int(1), highlights: row.int(2)) }
+        return counts
     }
 
     /// The stored summary of the thread rooted at `root`, if the store knows of a reply.

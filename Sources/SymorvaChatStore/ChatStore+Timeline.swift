@@ -101,7 +101,8 @@ extension ChatStore {
     /// The `limit` items before `before` (`nil`: the newest) in `roomID`'s stored timeline,
     /// with edits, reactions and redactions applied.
     ///
-    /// Relation events (edits, reactions, redactions) are not items of their own; the walk
+    /// Relation events (edits, reactions, redactions) are not items of their own, and thread
+    /// replies are their thread's (``loadThreadPage(roomID:root:before:limit:)``); the walk
     /// follows the linked chunks backwards and stops at a gap or at the oldest chunk.
     package func loadTimelinePage(
         roomID: String, before: TimelinePosition? = nil, limit: Int = 50
@@ -159,7 +160,7 @@ extension ChatStore {
             SELECT event_id, position, type, sender, origin_server_ts, state_key, txn_id, content,
                 redacted_by, rel_type, relates_to_event_id, in_reply_to
             FROM events WHERE chunk_id = ? AND position < ?
-                AND (rel_type IS NULL OR rel_type NOT IN ('m.replace', 'm.annotation', 'm.room.redaction'))
+                AND (rel_type IS NULL OR rel_type NOT IN ('m.replace', 'm.annotation', 'm.room.redaction', 'm.thread'))
             ORDER BY position DESC LIMIT ?
             """
         try db.query(sql, [.integer(chunk), .integer(start), .int(limit)]) { row in

@@ -91,8 +91,17 @@ extension ChatStore {
                 }
                 if let profile { snapshot.profiles[sender] = profile }
             }
+            // A member's unthreaded and `main` receipts both read the main timeline: only the
+            // newer of the two shows. Thread receipts show on their thread's replies.
             try db.query(
-                "SELECT user_id, event_id FROM receipts WHERE room_nid = ? AND receipt_type = 'm.read' ORDER BY ts",
+                """
+                SELECT user_id, event_id FROM receipts r WHERE room_nid = ?1 AND receipt_type = 'm.read'
+                    AND NOT (thread_id IN ('', 'main') AND EXISTS (
+                        SELECT 1 FROM receipts o WHERE o.room_nid = ?1 AND o.user_id = r.user_id
+                            AND o.receipt_type = 'm.read' AND o.thread_id IN ('', 'main')
+                            AND o.thread_id != r.thread_id AND o.ts > r.ts))
+                ORDER BY ts
+                """,
                 [.integer(nid)]
             ) { row in snapshot.readers[row.string(1), default: []].append(row.string(0)) }
             return snapshot
@@ -166,7 +175,9 @@ extension ChatStore {
             } else {
                 boundary = .roomStart
             }
-            let items = fresh.filter { !$0.isRelation }
+            // Thread replies are their thread's items, not the main timeline's (they take no
+            // room in its window).
+            let items = fresh.filter { !$0.isRelation && !$0.isThreadReply }
             return BackfillResult(
                 eventIDs: items.compactMap { $0.eventID.map(EventID.init(rawValue:)) }, boundary: boundary)
         }

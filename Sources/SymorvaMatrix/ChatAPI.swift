@@ -24,10 +24,12 @@ package enum ChatAPI {
     }
 
     /// The sync filter: lazy-loaded members in state and timeline, `timelineLimit` events per
-    /// room. Its text is stored with the filter ID so that a changed definition is uploaded again.
+    /// room, and unread counts per thread (`unread_thread_notifications`: `unread_notifications`
+    /// is then the main timeline's). Its text is stored with the filter ID so that a changed
+    /// definition is uploaded again.
     package static func syncFilterDefinition(timelineLimit: Int) -> String {
         """
-        {"room":{"state":{"lazy_load_members":true},"timeline":{"limit":\(timelineLimit),"lazy_load_members":true}}}
+        {"room":{"state":{"lazy_load_members":true},"timeline":{"limit":\(timelineLimit),"lazy_load_members":true,"unread_thread_notifications":true}}}
         """
     }
 
@@ -84,12 +86,14 @@ package enum ChatAPI {
     /// `POST /rooms/{roomId}/read_markers`: moves the fully-read marker (`m.fully_read`) and
     /// the read receipt together, the receipt private (`m.read.private`: other members do not
     /// see it) when `privately`.
-    package static func readMarkers(roomID: RoomID, fullyRead: EventID, read: EventID, privately: Bool)
+    /// Without `read`, only the fully-read marker moves (a threads-aware client sends its
+    /// receipt with `thread_id`, which `read_markers` cannot carry).
+    package static func readMarkers(roomID: RoomID, fullyRead: EventID, read: EventID? = nil, privately: Bool = false)
         -> MatrixEndpoint
     {
         var body = JSONObjectWriter()
         body.string("m.fully_read", fullyRead.rawValue)
-        body.string(privately ? "m.read.private" : "m.read", read.rawValue)
+        if let read { body.string(privately ? "m.read.private" : "m.read", read.rawValue) }
         return MatrixEndpoint(method: .post, path: "\(room(roomID))/read_markers", body: body.bytes, requiresAuth: true)
     }
 

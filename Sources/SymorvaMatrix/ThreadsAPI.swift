@@ -30,6 +30,18 @@ package enum ThreadsAPI {
             query: query, requiresAuth: true)
     }
 
+    /// `GET /_matrix/client/v1/rooms/{roomId}/relations/{eventId}?dir=b`: the events that relate
+    /// to `eventID` (edits, reactions, references), newest first, at most `limit`.
+    package static func relations(roomID: RoomID, eventID: EventID, limit: Int) -> MatrixEndpoint {
+        MatrixEndpoint(
+            method: .get,
+            path: "\(v1)/rooms/\(percentEncoded(roomID.rawValue))/relations/\(percentEncoded(eventID.rawValue))",
+            query: [
+                MatrixEndpoint.QueryItem(name: "dir", value: "b"),
+                MatrixEndpoint.QueryItem(name: "limit", value: String(max(1, limit))),
+            ], requiresAuth: true)
+    }
+
     /// `POST /rooms/{roomId}/receipt/{type}/{eventId}` with `thread_id`: a read receipt that
     /// counts for one thread only (`main` for the main timeline), private when `privately`.
     package static func receipt(roomID: RoomID, eventID: EventID, threadID: String, privately: Bool)

@@ -102,8 +102,11 @@ enum ThreadListBenchmark: StaticBenchmark {
         }
         let member =
             #"{"type":"m.room.member","event_id":"$me","sender":"\#(me)","state_key":"\#(me)","origin_server_ts":1,"content":{"membership":"join"}}"#
+        // Encrypted: the list carries the device's counts (an unencrypted room shows the server's).
+        let encryption =
+            #"{"type":"m.room.encryption","event_id":"$enc","sender":"\#(me)","state_key":"","origin_server_ts":1,"content":{"algorithm":"m.megolm.v1.aes-sha2"}}"#
         return Array(
-            #"{"next_batch":"b1","rooms":{"join":{"\#(roomID)":{"state":{"events":[\#(member)]},"timeline":{"events":[\#(timeline.joined(separator: ","))],"limited":false}}}}}"#
+            #"{"next_batch":"b1","rooms":{"join":{"\#(roomID)":{"state":{"events":[\#(member),\#(encryption)]},"timeline":{"events":[\#(timeline.joined(separator: ","))],"limited":false}}}}}"#
                 .utf8)
     }
 }

@@ -350,13 +350,20 @@ class Peer:
         return {}
 
     async def wait_receipt(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Waits until `user_id`'s unthreaded read receipt in the room is at `event_id`."""
+        """Waits until `user_id`'s read receipt in the room is at `event_id`: the unthreaded one,
+        or the one of `thread_id` when given (`main` for the main timeline)."""
         assert self.client
         room_id, user_id, event_id = args["room_id"], args["user_id"], args["event_id"]
+        thread_id = args.get("thread_id")
 
         def matches() -> bool:
             room = self.client.rooms.get(room_id)
-            receipt = room.read_receipts.get(user_id) if room is not None else None
+            if room is None:
+                return False
+            if thread_id is None:
+                receipt = room.read_receipts.get(user_id)
+            else:
+                receipt = room.threaded_read_receipts.get(user_id, {}).get(thread_id)
             return receipt is not None and receipt.event_id == event_id
 
         if not await self.wait_for(matches, args.get("timeout", 60)):

@@ -19,7 +19,8 @@ struct ChatSchemaTests {
                 "e2ee_inbox_key_counts",
                 "e2ee_inbox_to_device", "events", "malformed_events", "pending_decryption", "push_actions",
                 "push_evaluation", "receipts", "room_state",
-                "rooms", "send_queue", "sliding_sync_state", "sync_state", "threads", "timeline_chunks",
+                "rooms", "send_queue", "server_thread_counts", "sliding_sync_state", "sync_state", "threads",
+                "timeline_chunks",
                 "timeline_gaps",
                 "undecryptable_events",
             ])

@@ -163,3 +163,103 @@ extension ThreadStoreTests {
         #expect(snapshot.items.first?.thread?.replyCount == 12)
     }
 }
+
+extension ThreadStoreTests {
+    static func bundledRoot(_ id: String, ts: Int64, count: Int, latest: String, participated: Bool) -> String {
+        #"{"type":"m.room.message","event_id":"\#(id)","sender":"\#(bob)","origin_server_ts":\#(ts),"content":{"msgtype":"m.text","body":"root"},"unsigned":{"m.relations":{"m.thread":{"count":\#(count),"current_user_participated":\#(participated),"latest_event":\#(latest)}}}}"#
+    }
+
+    @Test("A synced root's bundled thread aggregation gives its count before its older replies are stored")
+    func syncReadsBundledThread() async throws {
+        let store = try await makeChatStore()
+        let roomID = RoomID(Self.room)
+        // The root with the server's aggregation (5 replies, the account among their senders,
+        // $s5 the newest) and two of the replies: the other three are in the server's count
+        // only (a server may leave replies out of the timeline it syncs).
+        let latest = Self.reply("$s5", root: "$sroot", ts: 50)
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync(
+                "1",
+                [
+                    Self.bundledRoot("$sroot", ts: 10, count: 5, latest: latest, participated: true),
+                    Self.reply("$s4", root: "$sroot", ts: 40), latest,
+                ], limited: "gap-1"))
+        var thread = try await store.thread(roomID: roomID, root: EventID("$sroot"))
+        // The batch's two replies are in the server's five: counted once.
+        #expect(thread?.replyCount == 5 && thread?.latestEventID == "$s5" && thread?.participated == true)
+        // A reply synced later adds to it.
+        _ = try await SyncIngestor(store: store).ingest(Self.sync("2", [Self.reply("$s6", root: "$sroot", ts: 60)]))
+        thread = try await store.thread(roomID: roomID, root: EventID("$sroot"))
+        #expect(thread?.replyCount == 6 && thread?.latestEventID == "$s6")
+        // A root redelivered with an older aggregation keeps the newer stored reply.
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync("3", [Self.bundledRoot("$sroot", ts: 10, count: 5, latest: latest, participated: false)]))
+        thread = try await store.thread(roomID: roomID, root: EventID("$sroot"))
+        #expect(thread?.replyCount == 6 && thread?.latestEventID == "$s6" && thread?.participated == true)
+        let snapshot = try await store.windowSnapshot(roomID: roomID, eventIDs: [EventID("$sroot")])
+        #expect(snapshot.items.first?.thread?.replyCount == 6)
+    }
+
+    @Test("Thread replies take no room in the main timeline's pages, stored or back-paginated")
+    func repliesTakeNoWindowSpace() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        // Stored: $root, $r1, $other, $r2 in one chunk; a page of 2 is the two main items.
+        let page = try await store.loadTimelinePage(roomID: Self.room, limit: 2)
+        #expect(page.items.map(\.eventID) == ["$root", "$other"])
+        // A /messages page with a reply between two main messages reports the messages only.
+        let older = try SyncResponseDecoder.decodeMessages(
+            Array(
+                #"{"chunk":[\#(SyncSamples.message("$m2", ts: 8, sender: Self.bob)),\#(Self.reply("$q1", root: "$m1", ts: 7)),\#(SyncSamples.message("$m1", ts: 6, sender: Self.bob))],"start":"gap-1"}"#
+                    .utf8))
+        let result = try await store.backfill(roomID: RoomID(Self.room), token: PaginationToken("gap-1"), page: older)
+        #expect(result?.eventIDs == [EventID("$m1"), EventID("$m2")])
+        #expect(try await store.threadRoot(of: EventID("$q1")) == "$m1")
+    }
+
+    @Test("A member's newer main receipt replaces their older unthreaded one in the main rows' readers")
+    func mainReceiptReplacesUnthreaded() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        func receipt(_ eventID: String, ts: Int64, thread: String?) -> String {
+            let field = thread.map { #","thread_id":"\#($0)""# } ?? ""
+            return #"{"type":"m.receipt","content":{"\#(eventID)":{"m.read":{"\#(Self.bob)":{"ts":\#(ts)\#(field)}}}}}"#
+        }
+        func ingest(_ batch: String, _ receipts: [String]) async throws {
+            let document =
+                #"{"next_batch":"\#(batch)","rooms":{"join":{"\#(Self.room)":{"ephemeral":{"events":[\#(receipts.joined(separator: ","))]}}}}}"#
+            _ = try await SyncIngestor(store: store).ingest(Array(document.utf8))
+        }
+        let ids = ["$root", "$other", "$r1"].map(EventID.init(rawValue:))
+        try await ingest("2", [receipt("$root", ts: 100, thread: nil), receipt("$r1", ts: 150, thread: "$root")])
+        var readers = try await store.windowSnapshot(roomID: RoomID(Self.room), eventIDs: ids).readers
+        #expect(readers["$root"] == [Self.bob] && readers["$r1"] == [Self.bob])
+        try await ingest("3", [receipt("$other", ts: 200, thread: "main")])
+        readers = try await store.windowSnapshot(roomID: RoomID(Self.room), eventIDs: ids).readers
+        #expect(readers["$root"] == nil && readers["$other"] == [Self.bob] && readers["$r1"] == [Self.bob])
+    }
+
+    @Test(
+        "The server's counts per thread (unread_thread_notifications): the room's totals add them, the list shows them")
+    func serverThreadCounts() async throws {
+        let store = try await makeChatStore()
+        try await Self.seed(store)
+        func counts(_ batch: String, main: Int, threads: String?) async throws {
+            let threaded = threads.map { #","unread_thread_notifications":\#($0)"# } ?? ""
+            let document =
+                #"{"next_batch":"\#(batch)","rooms":{"join":{"\#(Self.room)":{"unread_notifications":{"notification_count":\#(main),"highlight_count":0}\#(threaded)}}}}"#
+            _ = try await SyncIngestor(store: store).ingest(Array(document.utf8))
+        }
+        try await counts("2", main: 1, threads: #"{"$root":{"notification_count":2,"highlight_count":1}}"#)
+        var row = try await store.loadConversationList().first { $0.roomID == Self.room }
+        #expect(row?.notificationCount == 3 && row?.highlightCount == 1)
+        var thread = try await store.threads(roomID: RoomID(Self.room), ownUserID: Self.me).first
+        #expect(thread?.unread == .init(notifications: 2, highlights: 1))
+        // The next counts leave the thread out: it has no unread event any more.
+        try await counts("3", main: 1, threads: nil)
+        row = try await store.loadConversationList().first { $0.roomID == Self.room }
+        #expect(row?.notificationCount == 1 && row?.highlightCount == 0)
+        thread = try await store.threads(roomID: RoomID(Self.room), ownUserID: Self.me).first
+        #expect(thread?.unread == .init(notifications: 0, highlights: 0))
+    }
+}

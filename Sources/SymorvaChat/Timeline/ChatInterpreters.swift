@@ -75,7 +75,9 @@ struct TimelineInterpreter: EffectInterpreter {
         }
         guard let result else { throw .storeFailed }
         if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
-        return TimelinePage(eventIDs: result.eventIDs, before: result.boundary)
+        // Thread replies and relations are not the window's items: a page of them still moved the gap.
+        let hidden = page.chunk.lazy.filter { $0.isRelation || $0.isThreadReply }.count
+        return TimelinePage(eventIDs: result.eventIDs, before: result.boundary, hiddenCount: hidden)
     }
 
     /// Sends a page request (`/messages`, a thread's `/relations`) and decodes the page: a failed

@@ -88,26 +88,77 @@ struct ThreadTimelineInterpreter: EffectInterpreter {
             throw .storeFailed
         }
         if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
-        if nextBatch == nil { await storeRoot(roomID: roomID, root: root, client: client) }
+        var related = eventIDs
+        if nextBatch == nil, await storeRoot(roomID: roomID, root: root, client: client) { related.append(root) }
+        await storeRelations(of: related, roomID: roomID, client: client)
         return TimelinePage(eventIDs: eventIDs, before: nextBatch.map { .gap(PaginationToken($0)) } ?? .roomStart)
     }
 
     /// The thread reached its root: a root the store lacks (older than anything synced or
     /// paged) is fetched (`GET /event`) and stored, so that the thread shows it first. Best
-    /// effort: without it the thread shows its replies only.
-    static func storeRoot(roomID: RoomID, root: EventID, client: AccountChat) async {
+    /// effort: without it the thread shows its replies only. Returns whether it was fetched.
+    static func storeRoot(roomID: RoomID, root: EventID, client: AccountChat) async -> Bool {
         do {
-            if try await client.store.sender(of: root) != nil { return }
+            if try await client.store.sender(of: root) != nil { return false }
             let response = try await client.requester.send(ChatAPI.event(roomID: roomID, eventID: root))
-            guard response.isSuccess else { return }
+            guard response.isSuccess else { return false }
             var document = Array(#"{"chunk":["#.utf8)
             document += response.body
             document += Array("]}".utf8)
             let page = try SyncResponseDecoder.decodeMessages(document)
             try await client.store.storeDetached(roomID: roomID, page: page)
             if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
+            return true
         } catch {
             client.logger.info("thread root not fetched: \(LogLabel(String(describing: type(of: error))))")
+            return false
+        }
+    }
+
+    /// The newest edits and reactions of `eventIDs` (at most ``relationsLimit`` each): replies a
+    /// `/relations` page brought, and a root fetched on its own. Their edits and reactions are
+    /// main-timeline events that neither sync nor the thread's pages bring once they are older
+    /// than the synced window, so each event's `GET /v1/rooms/{roomId}/relations/{eventId}` is
+    /// asked (four at a time) and stored in the detached chunk before the page is reported, as
+    /// `/messages` brings them with the main timeline's old events. Best effort: a failure
+    /// leaves the replies as they are.
+    static func storeRelations(of eventIDs: [EventID], roomID: RoomID, client: AccountChat) async {
+        for start in stride(from: 0, to: eventIDs.count, by: 4) {
+            let batch = eventIDs[start..<min(start + 4, eventIDs.count)]
+            let pages = await withTaskGroup(of: MessagesPage?.self) { group -> [MessagesPage] in
+                for eventID in batch {
+                    group.addTask { await fetchRelations(of: eventID, roomID: roomID, client: client) }
+                }
+                var pages: [MessagesPage] = []
+                for await page in group { if let page, !page.chunk.isEmpty { pages.append(page) } }
+                return pages
+            }
+            for page in pages {
+                do {
+                    try await client.store.storeDetached(roomID: roomID, page: page)
+                } catch {
+                    client.logger.error("relations write failed: \(error)")
+                    return
+                }
+                if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
+            }
+        }
+    }
+
+    /// How many relations of one event a thread page asks for.
+    static let relationsLimit = 100
+
+    private static func fetchRelations(of eventID: EventID, roomID: RoomID, client: AccountChat) async
+        -> MessagesPage?
+    {
+        do {
+            let response = try await client.requester.send(
+                ThreadsAPI.relations(roomID: roomID, eventID: eventID, limit: relationsLimit))
+            guard response.isSuccess else { return nil }
+            return try SyncResponseDecoder.decodeMessages(response.body)
+        } catch {
+            client.logger.info("relations not fetched: \(LogLabel(String(describing: type(of: error))))")
+            return nil
         }
     }
 }

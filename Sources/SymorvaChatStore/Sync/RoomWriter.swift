@@ -53,6 +53,24 @@ struct RoomWriter {
         if !room.accountData.isEmpty { try writeAccountData(room: row.nid, db: db) }
         try updateHeroes(row, db: db)
         try writeSummary(row, db: db)
+        if room.notificationCount != nil { try writeThreadCounts(room: row.nid, db: db) }
+    }
+
+    /// The server's counts per thread replace the stored ones whenever the room's counts come
+    /// (a thread without unread events is left out of `unread_thread_notifications`).
+    private func writeThreadCounts(room nid: Int64, db: isolated SQLiteDatabase) throws(StoreError) {
+        let stored = try db.queryOne(
+            "SELECT 1 FROM server_thread_counts WHERE room_nid = ? LIMIT 1", [.integer(nid)], { _ in true })
+        if stored == true {
+            try db.execute("DELETE FROM server_thread_counts WHERE room_nid = ?", [.integer(nid)])
+        }
+        for (root, counts) in room.threadCounts {
+            try db.execute(
+                """
+                INSERT INTO server_thread_counts(room_nid, thread_id, notification_count, highlight_count)
+                VALUES (?, ?, ?, ?)
+                """, [.integer(nid), .text(root), .int(counts.notifications), .int(counts.highlights)])
+        }
     }
 
     // MARK: Room row
@@ -148,6 +166,7 @@ struct RoomWriter {
         summary.liveChunk = chunk
         var redactions: [(redaction: String, target: String)] = []
         var relationTargets: [String] = []
+        var bundled: [SyncEvent] = []
         let stateSQL =
             "INSERT INTO room_state(room_nid, type, state_key, event_id, sender, origin_server_ts, content) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender, origin_server_ts = excluded.origin_server_ts, content = excluded.content"
         try db.withStatement(Self.insertEventSQL) { insert throws(StoreError) in
@@ -175,6 +194,7 @@ struct RoomWriter {
                 try insert.bind(event.relation?.inReplyTo, at: 14)
                 try insert.step()
                 insert.reset()
+                if event.hasBundledRelations { bundled.append(event) }
                 guard db.changes > 0 else {
                     try Self.verifyIgnored(eventID, db: db)  // already stored, or a constraint failed
                     continue
@@ -221,6 +241,16 @@ struct RoomWriter {
         // room only; one naming another room's event is counted here.
         for target in relationTargets where try Self.isEvent(target, ofAnotherRoomThan: row.nid, db: db) {
             crossRoomRelationsIgnored += 1
+        }
+        // A root's bundled `m.thread` aggregation (sent with a limited timeline) gives its
+        // thread's count, latest reply and participation, replies the store may never have
+        // seen included. Read after the batch's replies, which the trigger has counted: the
+        // server's figure replaces theirs unless the store holds a newer reply (chat schema 15).
+        for event in bundled {
+            guard let eventID = event.eventID,
+                let thread = BundledThread.parse(event: Array(slice(event.range)), rootEventID: eventID)
+            else { continue }
+            try ChatStore.recordBundled(thread.thread, room: row.nid, db: db)
         }
     }
 
@@ -419,8 +449,13 @@ struct RoomWriter {
             try statement.bind(change.isEncrypted ? 1 : 0, at: 11)
             try statement.bind(room.joinedMemberCount, at: 14)
             try statement.bind(room.invitedMemberCount, at: 15)
-            try statement.bind(room.notificationCount, at: 16)
-            try statement.bind(room.highlightCount, at: 17)
+            // With threaded counts `unread_notifications` is the main timeline's: the room's
+            // totals add its threads'.
+            let threads = room.threadCounts.values
+            try statement.bind(
+                room.notificationCount.map { $0 + Int64(threads.reduce(0) { $0 + $1.notifications }) }, at: 16)
+            try statement.bind(
+                room.highlightCount.map { $0 + Int64(threads.reduce(0) { $0 + $1.highlights }) }, at: 17)
             try statement.bind(change.latestActivity, at: 18)
             // The body and message type are read here, once per room, for the one event that is
             // the preview: not for every message of the batch.

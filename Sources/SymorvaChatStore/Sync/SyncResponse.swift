@@ -86,6 +86,9 @@ package struct SyncEvent: Sendable, Hashable {
     /// The event an `m.room.redaction` redacts (top-level `redacts`, or `content.redacts` from
     /// room version 11).
     package var redacts: String?
+    /// Whether `unsigned` carries `m.relations` (bundled aggregations: a thread root's
+    /// `m.thread` count and latest reply). Read only for those events.
+    package var hasBundledRelations = false
 }
 
 /// An event that could not be used (missing or mistyped required fields), kept for diagnosis.
@@ -132,6 +135,9 @@ package struct SyncRoomUpdate: Sendable, Hashable {
     package var notificationCount: Int64?
     /// `unread_notifications.highlight_count`, when sent.
     package var highlightCount: Int64?
+    /// `unread_thread_notifications`: the counts of each thread with unread events, by root
+    /// (sent when the filter asks; `unread_notifications` is then the main timeline's).
+    package var threadCounts: [String: DeviceCounts.Counts] = [:]
 
     /// An update with nothing in it yet.
     package init(roomID: String, membership: RoomMembership) {
@@ -211,4 +217,7 @@ extension SyncEvent {
         if type == "m.room.redaction" || type == "m.reaction" { return true }
         return relation?.type == "m.replace" || relation?.type == "m.annotation"
     }
+
+    /// A reply in a thread (`rel_type` `m.thread`): shown in its thread, not the main timeline.
+    package var isThreadReply: Bool { relation?.type == "m.thread" && relation?.eventID != nil }
 }

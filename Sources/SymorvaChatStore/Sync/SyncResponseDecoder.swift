@@ -206,6 +206,8 @@ struct Reader {
                 try readSummary(&room)
             } else if scanner.key(key, is: "unread_notifications") {
                 try readUnread(&room)
+            } else if scanner.key(key, is: "unread_thread_notifications") {
+                try readThreadUnread(&room)
             } else {
                 try scanner.skipValue()
             }
@@ -255,6 +257,31 @@ struct Reader {
             } else {
                 try scanner.skipValue()
             }
+        }
+    }
+
+    /// `unread_thread_notifications`: root → `{notification_count, highlight_count}`.
+    mutating func readThreadUnread(_ room: inout SyncRoomUpdate) throws(JSONScanError) {
+        guard scanner.peek() == UInt8(ascii: "{") else { return try scanner.skipValue() }
+        var threads = try scanner.beginObject()
+        while let thread = try scanner.nextKey(&threads) {
+            let root = scanner.string(of: thread)
+            guard scanner.peek() == UInt8(ascii: "{") else {
+                try scanner.skipValue()
+                continue
+            }
+            var counts = DeviceCounts.Counts(notifications: 0, highlights: 0)
+            var cursor = try scanner.beginObject()
+            while let key = try scanner.nextKey(&cursor) {
+                if scanner.key(key, is: "notification_count") {
+                    counts.notifications = Int(try scanner.readIntegerOrSkip() ?? 0)
+                } else if scanner.key(key, is: "highlight_count") {
+                    counts.highlights = Int(try scanner.readIntegerOrSkip() ?? 0)
+                } else {
+                    try scanner.skipValue()
+                }
+            }
+            room.threadCounts[root] = counts
         }
     }
 
@@ -458,6 +485,9 @@ extension Reader {
         while let key = try scanner.nextKey(&cursor) {
             if scanner.key(key, is: "transaction_id") {
                 event.transactionID = try scanner.readStringOrSkip()
+            } else if scanner.key(key, is: "m.relations") {
+                event.hasBundledRelations = true
+                try scanner.skipValue(depth: 1)
             } else {
                 try scanner.skipValue(depth: 1)
             }

@@ -61,11 +61,21 @@ extension TimelineMachine {
             next.lastError = nil
             let stillWanted = remaining - page.eventIDs.count
             // An empty store page may hand over to the server (a room never paginated before);
-            // otherwise only a page that made progress continues, so loading always ends.
-            let madeProgress = !page.eventIDs.isEmpty || isStore(source)
+            // otherwise only a page that made progress continues, so loading always ends. A
+            // server page with hidden events (thread replies…) moved the gap without filling
+            // the window: the next server page brings the items still wanted.
+            let madeProgress = !page.eventIDs.isEmpty || isStore(source) || page.hiddenCount > 0
             if stillWanted > 0 && madeProgress,
-                let continuation = continuation(after: page.before, from: source)
+                let continuation = continuation(after: page.before, from: source, hidden: page.hiddenCount > 0)
             {
+                if case .server = source, case .server = continuation {
+                    // Past hidden events the next page is at least as long as this one: a
+                    // thread's hundreds of replies are not crossed one request per reply.
+                    let pageSize = max(stillWanted, page.eventIDs.count + page.hiddenCount)
+                    return .move(
+                        to: .paginatingBackwards(next, source: continuation, remaining: stillWanted),
+                        effects: [load(continuation, count: pageSize)])
+                }
                 return paginate(next, from: continuation, count: stillWanted)
             }
             return .move(to: frontier(next, boundary: page.before))
@@ -77,12 +87,14 @@ extension TimelineMachine {
         return false
     }
 
-    /// Where the next page comes from when a page ends at a boundary of the other kind.
-    func continuation(after boundary: PageBoundary, from source: PageSource) -> PageSource? {
+    /// Where the next page comes from when a page ends at a boundary of the other kind, or at
+    /// a moved gap after a server page that had hidden events.
+    func continuation(after boundary: PageBoundary, from source: PageSource, hidden: Bool) -> PageSource? {
         switch (boundary, source) {
         case (.gap(let token), .store): .server(from: token)
         case (.stored(let cursor), .server): .store(before: cursor)
-        case (.gap, .server), (.stored, .store), (.roomStart, _): nil
+        case (.gap(let token), .server(let from)): hidden && token != from ? .server(from: token) : nil
+        case (.stored, .store), (.roomStart, _): nil
         }
     }
 

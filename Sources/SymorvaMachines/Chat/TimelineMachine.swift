@@ -246,11 +246,16 @@ package struct TimelinePage: Sendable, Equatable {
     package var eventIDs: [EventID]
     /// What precedes the page's oldest event.
     package var before: PageBoundary
+    /// How many events the page brought that are not items of the window (thread replies,
+    /// which their thread shows; edits, reactions, redactions): a server page made of them
+    /// still moved the gap, so pagination goes on for the items still wanted.
+    package var hiddenCount: Int
 
     /// Creates a page.
-    package init(eventIDs: [EventID], before: PageBoundary) {
+    package init(eventIDs: [EventID], before: PageBoundary, hiddenCount: Int = 0) {
         self.eventIDs = eventIDs
         self.before = before
+        self.hiddenCount = hiddenCount
     }
 }
 

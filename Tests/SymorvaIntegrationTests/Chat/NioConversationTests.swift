@@ -63,11 +63,12 @@ struct NioConversationTests {
         let nioMessage = EventID(try await peer.send("read me, SymorvaKit", to: roomID))
         _ = try await room.waitForTimeline { $0.contains { $0.eventID == nioMessage } }
         try await room.markRead(upTo: nioMessage)
+        // SymorvaKit shows threads: its main timeline's receipt is threaded (`main`).
         try await peer.call(
             "wait_receipt",
             [
                 "room_id": .string(roomID.rawValue), "user_id": .string(me.rawValue),
-                "event_id": .string(nioMessage.rawValue),
+                "event_id": .string(nioMessage.rawValue), "thread_id": .string("main"),
             ])
         // SymorvaKit writes; nio marks it read; the item says who read it.
         let mine = try await room.send(.text("read me, nio")).sentEventID()

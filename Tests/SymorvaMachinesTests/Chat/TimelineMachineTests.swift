@@ -190,6 +190,29 @@ struct TimelineMachineTests {
             expecting: .gap(window("a", "b", "c"), token: t2))
     }
 
+    @Test("A short server page whose other events were hidden (thread replies) goes on from the moved gap")
+    func serverPageWithHiddenEvents() throws {
+        let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .server(from: t1), remaining: 3)
+        let store = MachineTestStore(machine, initial: start)
+        var hiddenOnly = page([], before: .gap(t2))
+        hiddenOnly.hiddenCount = 3
+        try store.send(
+            .serverPageLoaded(.success(hiddenOnly)),
+            expecting: .paginatingBackwards(window("c"), source: .server(from: t2), remaining: 3),
+            effects: [.fetchMessages(from: t2, count: 3)])
+        // The next request is as long as the last page (3), though 2 are still wanted.
+        var mixed = page(["b"], before: .gap(t1))
+        mixed.hiddenCount = 2
+        try store.send(
+            .serverPageLoaded(.success(mixed)),
+            expecting: .paginatingBackwards(window("b", "c"), source: .server(from: t1), remaining: 2),
+            effects: [.fetchMessages(from: t1, count: 3)])
+        // A gap that did not move ends the request, whatever was hidden.
+        var stuck = page(["a"], before: .gap(t1))
+        stuck.hiddenCount = 1
+        try store.send(.serverPageLoaded(.success(stuck)), expecting: .gap(window("a", "b", "c"), token: t1))
+    }
+
     @Test("A short server page that closes the gap continues from the store")
     func serverPageJoinsStore() throws {
         let start = TimelineMachine.State.paginatingBackwards(window("c"), source: .server(from: t1), remaining: 5)
