@@ -7,6 +7,9 @@ import SymorvaRuntime
 package struct VerificationOutgoing: Sendable, Hashable {
     package var kind: VerificationMessages.Kind
     package var content: JSONValue
+    /// To the peer's devices other than the flow's (the `m.accepted` cancel after a request to
+    /// every device), not to the flow's device.
+    package var toOtherDevices = false
 }
 
 /// What a transport must do after a step of a flow: send these messages (in order), and, once
@@ -170,6 +173,10 @@ package final class VerificationFlowDriver {
             work.messages.append(.init(kind: .done, content: VerificationMessages.done(flow)))
         case .sendCancel(let flow, let code):
             work.messages.append(.init(kind: .cancel, content: VerificationMessages.cancel(flow, code: code)))
+        case .sendAcceptedToOtherDevices(let flow):
+            work.messages.append(
+                .init(
+                    kind: .cancel, content: VerificationMessages.cancel(flow, code: .accepted), toOtherDevices: true))
         case .crossSign(_, let keys):
             work.sign = keys
         case .scheduleTimeout(let timeout, let delay):

@@ -67,7 +67,15 @@ package enum VerificationMessages {
     package static func done(_ flow: VerificationFlow) -> JSONValue { content(flow, [:]) }
 
     package static func cancel(_ flow: VerificationFlow, code: VerificationCancelCode) -> JSONValue {
-        content(flow, ["code": .string(code.rawValue), "reason": .string(reason(code))])
+        cancel(transactionID: flow.transactionID, code: code)
+    }
+
+    /// A cancel of `transactionID`, which may be no flow of ours (`m.unknown_transaction`).
+    package static func cancel(transactionID: String, code: VerificationCancelCode) -> JSONValue {
+        .object([
+            "transaction_id": .string(transactionID), "code": .string(code.rawValue),
+            "reason": .string(reason(code)),
+        ])
     }
 
     // MARK: - Reading
@@ -131,6 +139,11 @@ package enum VerificationMessages {
         return (result, keys)
     }
 
+    /// The `from_device` a request, ready or start names.
+    package static func fromDevice(of content: JSONValue) -> DeviceID? {
+        string(content, "from_device").map { DeviceID($0) }
+    }
+
     package static func parseCancel(_ content: JSONValue) -> VerificationCancelCode {
         VerificationCancelCode(rawValue: string(content, "code") ?? VerificationCancelCode.user.rawValue)
     }
@@ -169,6 +182,8 @@ package enum VerificationMessages {
         case .keyMismatch: "The MAC did not match the keys"
         case .mismatchedCommitment: "The key did not match the commitment"
         case .mismatchedSAS: "The short authentication strings did not match"
+        case .accepted: "Another device answered the request"
+        case .unknownTransaction: "Unknown verification transaction"
         default: "The verification was cancelled"
         }
     }

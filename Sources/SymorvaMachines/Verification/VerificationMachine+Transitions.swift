@@ -87,11 +87,25 @@ extension VerificationMachine {
         switch state {
         case .idle: return .ignored
         case .requested(var flow):
+            if let device = flow.peerDeviceID, device != ready.fromDevice { return .stay }  // not the device asked
+            let toEveryDevice = flow.peerDeviceID == nil
             flow.peerDeviceID = ready.fromDevice
             guard ready.methods.contains(KeyVerificationMethod.sas) else { return cancel(flow, .unknownMethod) }
-            return .move(to: .ready(flow), effects: [.cancel(Keys.request)])
-        default: return unexpected(in: state)
+            // A request to every device: the others learn that this one answered (m.accepted).
+            let dismiss: [Effect] = toEveryDevice ? [.sendAcceptedToOtherDevices(flow)] : []
+            return .move(to: .ready(flow), effects: [.cancel(Keys.request)] + dismiss)
+        default:
+            if isFromAnotherDevice(ready.fromDevice, in: state) { return .stay }
+            return unexpected(in: state)
         }
+    }
+
+    /// Whether a message naming `device` (`from_device`) comes from another device than the one
+    /// the flow is with: it is ignored (another device of the peer answered too late, or a
+    /// device of the peer that the flow is not with).
+    private func isFromAnotherDevice(_ device: DeviceID, in state: State) -> Bool {
+        guard let peerDevice = state.flow?.peerDeviceID else { return false }
+        return peerDevice != device
     }
 
     // MARK: - Start and accept
@@ -116,6 +130,8 @@ extension VerificationMachine {
             }
             let progress = SASProgress(flow: flow, weStarted: false, start: start, agreement: agreement)
             return .move(to: .startReceived(progress), effects: [overall])
+        case _ where isFromAnotherDevice(start.fromDevice, in: state):
+            return .stay
         case .ready(let flow):
             return acceptStart(start, flow: flow)
         case .started(let ours):

@@ -24,7 +24,8 @@ import SymorvaRuntime
 ///
 /// The machine does no cryptography: the crypto layer computes the short code, the key's
 /// commitment and the MAC check, and the machine compares and decides. The crypto layer also
-/// delivers only the messages of this flow's transaction, from the peer's device once known.
+/// delivers only the messages of this flow's transaction, from the peer user; a `ready` or
+/// `start` naming another device than the one the flow is with is ignored here.
 package struct VerificationMachine: StateMachine {
     package static let name = "Verification"
 
@@ -222,6 +223,9 @@ package struct VerificationMachine: StateMachine {
         case sendDone(VerificationFlow)
         /// Send `m.key.verification.cancel` with `code`.
         case sendCancel(VerificationFlow, VerificationCancelCode)
+        /// Send `m.key.verification.cancel` with `m.accepted` to the peer's devices other than the
+        /// flow's: a request to every device was answered by this one.
+        case sendAcceptedToOtherDevices(VerificationFlow)
         /// Sign the proven keys (the device with our self-signing key, or the user's master key
         /// with our user-signing key), upload the signatures and update the trust levels.
         case crossSign(VerificationFlow, VerifiedKeys)
@@ -235,7 +239,7 @@ package struct VerificationMachine: StateMachine {
             case .scheduleTimeout(let timeout, let delay): .timer(Keys.key(timeout), .after(delay))
             case .cancel(let key): .cancel(key)
             case .sendRequest, .sendReady, .sendStart, .sendAccept, .sendKey, .sendMAC, .sendDone, .sendCancel,
-                .crossSign:
+                .sendAcceptedToOtherDevices, .crossSign:
                 .perform
             }
         }
@@ -243,7 +247,7 @@ package struct VerificationMachine: StateMachine {
         /// Every effect case name, in declaration order.
         package static let caseNames = [
             "sendRequest", "sendReady", "sendStart", "sendAccept", "sendKey", "sendMAC", "sendDone", "sendCancel",
-            "crossSign", "scheduleTimeout", "cancel",
+            "sendAcceptedToOtherDevices", "crossSign", "scheduleTimeout", "cancel",
         ]
 
         package var caseNameLiteral: StaticString? {
@@ -256,6 +260,7 @@ package struct VerificationMachine: StateMachine {
             case .sendMAC: "sendMAC"
             case .sendDone: "sendDone"
             case .sendCancel: "sendCancel"
+            case .sendAcceptedToOtherDevices: "sendAcceptedToOtherDevices"
             case .crossSign: "crossSign"
             case .scheduleTimeout: "scheduleTimeout"
             case .cancel: "cancel"

@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaCryptoDriver
 import SymorvaE2EE
 import SymorvaKit
 import SymorvaMachines
@@ -86,5 +87,84 @@ struct VerificationTests {
             $0.deviceID == bob.crypto.deviceID.rawValue
         }
         #expect(bobDevice?.trust == .crossSigned)
+    }
+
+    @Test(
+        "Self-verification: after the emoji, the new device holds the cross-signing keys and the backup key and reads a message sent before it existed"
+    )
+    func newOwnDeviceGetsTheSecrets() async throws {
+        let username = DevEnvironment.uniqueUsername("vself")
+        let first = CommunityFixture()
+        _ = try await first.community.session.register(username: username, password: testPassword)
+        let firstCrypto = try await first.readyCrypto()
+        _ = try await firstCrypto.setUpRecovery()
+        // A message before the second device exists, its room key in the backup.
+        let roomID = try await first.community.chat.createRoom(name: "Before the new device", isEncrypted: true)
+        let room = try await first.community.chat.conversation(id: roomID)
+        let text = "self verification history \(UUID().uuidString)"
+        _ = try await room.send(.text(text)).sentEventID()
+        let backupDeadline = ContinuousClock.now + .seconds(60)
+        while true {
+            let backedUp = try await firstCrypto.currentBackupVersion().count
+            let waiting = try await firstCrypto.backupStatus().waiting
+            if backedUp >= 1, waiting == 0 { break }
+            guard ContinuousClock.now < backupDeadline else { throw IntegrationFailure("room key never backed up") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+
+        let second = CommunityFixture()
+        _ = try await second.community.session.signIn(username: username, password: testPassword)
+        let secondCrypto = try await second.readyCrypto()
+        try await secondCrypto.identityState.wait(timeout: .seconds(60)) { $0 == .needsRecovery }
+        #expect(try await secondCrypto.store.crossSigningKeys() == nil)
+
+        // The new device asks the first one; the first accepts; the emoji match.
+        let outgoing = try await secondCrypto.verify(secondCrypto.userID, device: firstCrypto.deviceID)
+        try await firstCrypto.incomingVerification.wait(timeout: .seconds(60)) { $0 != nil }
+        let incoming = try #require(firstCrypto.incomingVerification.value)
+        await incoming.accept()
+        try await outgoing.state.wait(timeout: .seconds(60)) { $0 == .ready }
+        await outgoing.startSAS()
+        let newCode = try await code(of: outgoing)
+        let trustedCode = try await code(of: incoming)
+        guard case .showingCode = newCode else {
+            Issue.record("new device: \(newCode)")
+            return
+        }
+        #expect(newCode == trustedCode)
+        await incoming.confirm()
+        await outgoing.confirm()
+        try await outgoing.state.wait(timeout: .seconds(60)) { $0 == .verified }
+        try await incoming.state.wait(timeout: .seconds(60)) { $0 == .verified }
+
+        // The new device took the secrets: the cross-signing keys of the identity, the backup key.
+        try await secondCrypto.identityState.wait(timeout: .seconds(60)) { $0 == .ready }
+        let held = try #require(try await secondCrypto.store.crossSigningKeys())
+        #expect(held.masterKey == (try await firstCrypto.store.crossSigningMasterKey()))
+        let keyDeadline = ContinuousClock.now + .seconds(60)
+        while try await secondCrypto.backupPrivateKey() == nil {
+            guard ContinuousClock.now < keyDeadline else { throw IntegrationFailure("backup key never received") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await secondCrypto.backupPrivateKey() == (try await firstCrypto.backupPrivateKey()))
+        #expect(try await secondCrypto.backupStatus().version == (try await firstCrypto.backupStatus().version))
+        // Each device sees the other verified.
+        try await RecoveryTests().waitForTrust(
+            firstCrypto, user: firstCrypto.userID, deviceID: secondCrypto.deviceID.rawValue, .verified)
+        try await RecoveryTests().waitForTrust(
+            secondCrypto, user: secondCrypto.userID, deviceID: firstCrypto.deviceID.rawValue, .verified)
+        // The message sent before the new device existed reads there (its key from the backup).
+        try await second.community.chat.waitForConversation(roomID)
+        let secondRoom = try await second.community.chat.conversation(id: roomID)
+        let stopRoom = secondRoom.observe()
+        defer { stopRoom() }
+        _ = try await secondRoom.waitForTimeline { items in items.texts.contains(text) }
+        #expect(second.logs.text.contains("secrets after self-verification"))
+        // No private key in a log line of either device.
+        for fixture in [first, second] {
+            for seed in [held.masterSeed, held.selfSigningSeed, held.userSigningSeed] {
+                #expect(!fixture.logs.text.contains(UnpaddedBase64.encode(seed.exposedValue)))
+            }
+        }
     }
 }

@@ -21,7 +21,8 @@ struct VerificationMachineTests {
                 .sendRequest(F.anyDeviceFlow, methods: ["m.sas.v1"]),
             ])
         try store.send(
-            .readyReceived(sasReady), expecting: .ready(F.requestFlow), effects: [.cancel(Machine.Keys.request)])
+            .readyReceived(sasReady), expecting: .ready(F.requestFlow),
+            effects: [.cancel(Machine.Keys.request), .sendAcceptedToOtherDevices(F.requestFlow)])
         let started = SASProgress(flow: F.requestFlow, weStarted: true, start: F.oursStart)
         try store.send(.sasAsked, expecting: .started(started), effects: [.sendStart(F.requestFlow, .ours)])
         let keySent = F.progress()
@@ -153,6 +154,48 @@ struct VerificationMachineTests {
         // A ready once ready.
         let ready = MachineTestStore(Machine(), initial: .ready(F.requestFlow))
         try ready.send(.readyReceived(sasReady), expecting: cancelled, effects: effects)
+    }
+
+    @Test(
+        "Other devices: a request to every device sends m.accepted to the others on the first ready; a ready or start from another device than the flow's is ignored"
+    )
+    func otherDevices() throws {
+        // A request to every device of Bob: BOBDEV answers first, the others hear m.accepted.
+        let everyDevice = MachineTestStore(Machine(), initial: .requested(F.anyDeviceFlow))
+        try everyDevice.send(
+            .readyReceived(sasReady), expecting: .ready(F.requestFlow),
+            effects: [.cancel(Machine.Keys.request), .sendAcceptedToOtherDevices(F.requestFlow)])
+        // BOBDEV2 answers too, late: ignored, the flow stays with BOBDEV.
+        try everyDevice.send(.readyReceived(F.otherDeviceReady), stayingWith: [])
+        try everyDevice.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+        try everyDevice.assertState(.ready(F.requestFlow))
+        // The flow's device goes on.
+        let accepted = SASProgress(flow: F.requestFlow, weStarted: false, start: F.peerStart, agreement: F.agreement)
+        try everyDevice.send(
+            .startReceived(F.requestFlow, F.peerStart), expecting: .accepted(accepted),
+            effects: [.sendAccept(F.requestFlow, F.agreement)])
+        try everyDevice.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+
+        // A request to BOBDEV alone: a ready from BOBDEV2 is ignored, no m.accepted when BOBDEV answers.
+        let oneDevice = MachineTestStore(Machine(), initial: .requested(F.requestFlow))
+        try oneDevice.send(.readyReceived(F.otherDeviceReady), stayingWith: [])
+        try oneDevice.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+        try oneDevice.send(
+            .readyReceived(sasReady), expecting: .ready(F.requestFlow), effects: [.cancel(Machine.Keys.request)])
+
+        // Later in the flow, a start or ready from another device changes nothing; from the
+        // flow's device it is unexpected.
+        for state: Machine.State in [
+            .keySent(F.progress()), .comparing(F.progress(code: F.code)), .macSent(F.progress(code: F.code)),
+            .awaitingDone(F.progress(code: F.code), F.keys),
+        ] {
+            let store = MachineTestStore(Machine(), initial: state)
+            try store.send(.readyReceived(F.otherDeviceReady), stayingWith: [])
+            try store.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+            try store.send(
+                .readyReceived(sasReady), expecting: .cancelled(F.requestFlow, .unexpectedMessage, byUs: true),
+                effects: [.sendCancel(F.requestFlow, .unexpectedMessage)] + stopTimers)
+        }
     }
 
     @Test("Methods in common or m.unknown_method: a QR start, a ready without SAS, an accept of nothing offered")
