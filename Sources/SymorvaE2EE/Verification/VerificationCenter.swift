@@ -84,6 +84,17 @@ package actor VerificationCenter {
         await apply(entry.driver.handle(event), transactionID: transactionID)
     }
 
+    /// The QR code the flow shows (bytes to render), once ready.
+    func qrCode(in transactionID: String) -> [UInt8]? { flows[transactionID]?.driver.qrCode() }
+
+    /// The person scanned the peer's code.
+    func scanned(_ bytes: [UInt8], in transactionID: String) async throws(KeyVerificationError) {
+        guard let entry = flows[transactionID] else { throw .unknownDevice }
+        let work: VerificationWork
+        do { work = try entry.driver.scanned(bytes) } catch { throw .invalidQRCode }
+        await apply(work, transactionID: transactionID)
+    }
+
     // MARK: - Incoming
 
     /// Routes messages read from the to-device inbox, in arrival order.
@@ -274,6 +285,9 @@ package actor VerificationCenter {
             let answer = try JSONValue(parsing: body)
             var upload: [String: [String: JSONValue]] = [:]
             if flow.peerUserID == userID {
+                // A QR code that proved our own master key to this device signs nothing here:
+                // this device then takes the secrets (the account's own-device report).
+                guard keys.deviceKey != nil else { return }
                 guard
                     let deviceKeys = CrossSigningChain.deviceKeys(
                         in: answer, user: userID, deviceID: peerDevice.rawValue),

@@ -1,3 +1,4 @@
+import SymorvaCryptoDriver
 import SymorvaMachines
 import SymorvaMatrix
 
@@ -42,6 +43,22 @@ package enum VerificationMessages {
                 "message_authentication_codes": strings(offer.macMethods),
                 "short_authentication_string": strings(offer.shortCodeMethods),
             ])
+    }
+
+    /// The scanner's `m.key.verification.start` after a good scan: `m.reciprocate.v1` with the
+    /// code's shared secret (unpadded base64).
+    package static func reciprocate(_ flow: VerificationFlow, secret: [UInt8]) -> JSONValue {
+        content(
+            flow,
+            [
+                "from_device": .string(flow.ourselves.deviceID.rawValue),
+                "method": .string(KeyVerificationMethod.reciprocate), "secret": .string(UnpaddedBase64.encode(secret)),
+            ])
+    }
+
+    /// The secret of an `m.reciprocate.v1` start (padding tolerated), `nil` when absent or not base64.
+    package static func parseReciprocateSecret(_ content: JSONValue) -> [UInt8]? {
+        string(content, "secret").flatMap(UnpaddedBase64.decode)
     }
 
     package static func accept(_ flow: VerificationFlow, agreement: SASAgreement, commitment: String) -> JSONValue {

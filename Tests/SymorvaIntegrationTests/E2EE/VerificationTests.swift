@@ -167,4 +167,117 @@ struct VerificationTests {
             }
         }
     }
+
+    /// A request from `asker` to `device` of `user`, accepted on `answerer`: both flows ready.
+    func readyFlows(
+        _ asker: AccountCrypto, _ answerer: AccountCrypto, user: UserID, device: DeviceID
+    ) async throws -> (SASVerification, SASVerification) {
+        let outgoing = try await asker.verify(user, device: device)
+        try await answerer.incomingVerification.wait(timeout: .seconds(60)) {
+            $0?.transactionID == outgoing.transactionID
+        }
+        let incoming = try #require(answerer.incomingVerification.value)
+        await incoming.accept()
+        try await outgoing.state.wait(timeout: .seconds(60)) { $0 == .ready }
+        try await incoming.state.wait(timeout: .seconds(60)) { $0 == .ready }
+        return (outgoing, incoming)
+    }
+
+    /// `shower` shows its code (mode `mode`), `scanner` scans it, the shower's person confirms:
+    /// both verified.
+    func showAndScan(_ shower: SASVerification, _ scanner: SASVerification, mode: UInt8) async throws {
+        let code = try #require(await shower.qrCode())
+        #expect(Array(code.prefix(8)) == Array("MATRIX".utf8) + [0x02, mode])
+        #expect(await shower.qrCode() == code)  // one code per flow
+        // Bytes that are no code: a typed error, the flow goes on.
+        await #expect(throws: KeyVerificationError.invalidQRCode) { try await scanner.scanned([0x01, 0x02]) }
+        #expect(scanner.state.value == .ready)
+        try await scanner.scanned(code)
+        #expect(scanner.state.value == .confirmed)
+        try await shower.state.wait(timeout: .seconds(60)) { $0 == .otherDeviceScanned }
+        await shower.confirm()
+        try await shower.state.wait(timeout: .seconds(60)) { $0 == .verified }
+        try await scanner.state.wait(timeout: .seconds(60)) { $0 == .verified }
+    }
+
+    @Test("QR mode 0x00: Bob shows, Alice scans, Bob confirms: both verified, each signed the other on Synapse")
+    func qrOtherUser() async throws {
+        let (alice, bob) = try await members()
+        let (outgoing, incoming) = try await readyFlows(
+            alice.crypto, bob.crypto, user: bob.userID, device: bob.crypto.deviceID)
+        try await showAndScan(incoming, outgoing, mode: 0x00)
+        try await RecoveryTests().waitForTrust(
+            alice.crypto, user: bob.userID, deviceID: bob.crypto.deviceID.rawValue, .verified)
+        try await RecoveryTests().waitForTrust(
+            bob.crypto, user: alice.userID, deviceID: alice.crypto.deviceID.rawValue, .verified)
+    }
+
+    @Test("QR: a code of another user's keys is refused: the scanner cancels m.key_mismatch, nothing verified")
+    func qrMismatch() async throws {
+        let (alice, bob) = try await members()
+        let (outgoing, incoming) = try await readyFlows(
+            alice.crypto, bob.crypto, user: bob.userID, device: bob.crypto.deviceID)
+        var code = try #require(await incoming.qrCode())
+        // The second key (what Bob thinks Alice's master key is) changed: not Alice's.
+        let flowLength = Int(code[8]) << 8 | Int(code[9])
+        code[10 + flowLength + 32] ^= 0x01
+        try await outgoing.scanned(code)
+        #expect(outgoing.state.value == .cancelled(code: "m.key_mismatch", byUs: true))
+        try await incoming.state.wait(timeout: .seconds(60)) { $0 == .cancelled(code: "m.key_mismatch", byUs: false) }
+        let bobDevice = try await alice.crypto.devices(of: bob.userID).first {
+            $0.deviceID == bob.crypto.deviceID.rawValue
+        }
+        #expect(bobDevice?.trust == .crossSigned)
+    }
+
+    /// A first device with recovery set up and a second, new device of the same account.
+    func ownDevices(_ prefix: String) async throws -> (CommunityFixture, AccountCrypto, CommunityFixture, AccountCrypto)
+    {
+        let username = DevEnvironment.uniqueUsername(prefix)
+        let first = CommunityFixture()
+        _ = try await first.community.session.register(username: username, password: testPassword)
+        let firstCrypto = try await first.readyCrypto()
+        _ = try await firstCrypto.setUpRecovery()
+        let second = CommunityFixture()
+        _ = try await second.community.session.signIn(username: username, password: testPassword)
+        let secondCrypto = try await second.readyCrypto()
+        try await secondCrypto.identityState.wait(timeout: .seconds(60)) { $0 == .needsRecovery }
+        return (first, firstCrypto, second, secondCrypto)
+    }
+
+    @Test(
+        "QR mode 0x01: the trusted device shows, the new device scans: both verified, the new device takes the cross-signing keys"
+    )
+    func qrSelfTrustedShows() async throws {
+        let (_, firstCrypto, _, secondCrypto) = try await ownDevices("vqr1")
+        let (outgoing, incoming) = try await readyFlows(
+            secondCrypto, firstCrypto, user: secondCrypto.userID, device: firstCrypto.deviceID)
+        try await showAndScan(incoming, outgoing, mode: 0x01)
+        try await secondCrypto.identityState.wait(timeout: .seconds(60)) { $0 == .ready }
+        #expect(
+            try await secondCrypto.store.crossSigningKeys()?.masterKey
+                == (try await firstCrypto.store.crossSigningMasterKey()))
+        try await RecoveryTests().waitForTrust(
+            firstCrypto, user: firstCrypto.userID, deviceID: secondCrypto.deviceID.rawValue, .verified)
+        try await RecoveryTests().waitForTrust(
+            secondCrypto, user: secondCrypto.userID, deviceID: firstCrypto.deviceID.rawValue, .verified)
+    }
+
+    @Test(
+        "QR mode 0x02: the new device shows, the trusted device scans: both verified, the new device takes the cross-signing keys"
+    )
+    func qrSelfUntrustedShows() async throws {
+        let (_, firstCrypto, _, secondCrypto) = try await ownDevices("vqr2")
+        let (outgoing, incoming) = try await readyFlows(
+            secondCrypto, firstCrypto, user: secondCrypto.userID, device: firstCrypto.deviceID)
+        try await showAndScan(outgoing, incoming, mode: 0x02)
+        try await secondCrypto.identityState.wait(timeout: .seconds(60)) { $0 == .ready }
+        #expect(
+            try await secondCrypto.store.crossSigningKeys()?.masterKey
+                == (try await firstCrypto.store.crossSigningMasterKey()))
+        try await RecoveryTests().waitForTrust(
+            firstCrypto, user: firstCrypto.userID, deviceID: secondCrypto.deviceID.rawValue, .verified)
+        try await RecoveryTests().waitForTrust(
+            secondCrypto, user: secondCrypto.userID, deviceID: firstCrypto.deviceID.rawValue, .verified)
+    }
 }

@@ -79,6 +79,7 @@ enum VerificationFixture {
         .awaitingDone(progress(code: code), keys),
         .verified(requestFlow, keys),
         .cancelled(requestFlow, .user, byUs: true),
+        .reciprocating(requestFlow, keys), .scanned(requestFlow, keys), .scanConfirmed(requestFlow, keys),
     ]
 
     static let sampleEvents: [VerificationMachine.Event] = [
@@ -102,5 +103,8 @@ enum VerificationFixture {
         .doneReceived, .invalidMessageReceived,
         .cancelReceived(.user), .cancelAsked,
         .timedOut(.overall), .timedOut(.request),
+        .readyReceived(VerificationReady(fromDevice: bob.deviceID, methods: ["org.example.method"])),
+        .qrScanned(.proven(keys)), .qrScanned(.mismatch(.keyMismatch)),
+        .reciprocateReceived(.proven(keys)), .reciprocateReceived(.mismatch(.keyMismatch)),
     ]
 }
