@@ -1,4 +1,5 @@
 import SymorvaCrypto
+import SymorvaCryptoDriver
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
@@ -202,5 +203,70 @@ struct VerificationCenterTests {
         ])
         #expect(transport.requests.count == 2)
         #expect(center.incoming.observable.value?.transactionID == "new-1")
+    }
+
+    @Test(
+        "QR on a manual clock: Bob scanned Alice's code, nobody confirms: after 10 minutes m.timeout, the cancel goes to Bob"
+    )
+    func qrFlowTimesOut() async throws {
+        let fixture = EngineFixture()
+        let alice = try await fixture.device("@alice:example.org", "ALICE")
+        let bob = try await fixture.device("@bob:example.org", "BOB")
+        try await fixture.introduce(alice, bob)
+        // Both cross-signing identities as this device knows them: Alice holds hers, Bob's is pinned.
+        let aliceKeys = try CrossSigningKeys(newFor: alice.userID, driver: fixture.driver)
+        try await alice.store.saveCrossSigningKeys(
+            .init(
+                masterKey: aliceKeys.master.publicKey, masterSeed: aliceKeys.master.seed,
+                selfSigningSeed: aliceKeys.selfSigning.seed, userSigningSeed: aliceKeys.userSigning.seed))
+        let bobMaster = UnpaddedBase64.encode([UInt8](repeating: 7, count: 32))
+        _ = try await alice.store.storeQueried(
+            [bob.userID: [try await bob.listed()]], users: [bob.userID],
+            identities: [
+                bob.userID: UserIdentity(
+                    userID: bob.userID, masterKey: bobMaster, selfSigningKey: nil, userSigningKey: nil,
+                    masterKeyObject: .object([:]), isVerified: false)
+            ])
+        let transport = ScriptedHTTPTransport()
+        transport.on("PUT", pathPrefix: "/_matrix/client/v3/sendToDevice/m.key.verification.") { _ in
+            .json(200, "{}")
+        }
+        let clock = ManualClock()
+        let center = VerificationCenter(
+            userID: alice.userID, deviceID: DeviceID("ALICE"), engine: alice.engine, store: alice.store,
+            requester: FixedTokenMatrixRequester(
+                homeserverURL: HomeserverURL("https://example.org")!, userID: alice.userID,
+                accessToken: Secret("token"), transport: transport),
+            wallClock: OlmProtocolTests.FixedClock(milliseconds: 1_000), clock: clock,
+            logger: Logger(category: "test", center: LogCenter(threshold: .trace)))
+        let verification = try await center.request(user: bob.userID, device: DeviceID("BOB"), startDirectly: false)
+        let id = verification.transactionID
+        try await clock.waitForSleepers(count: 2)  // the overall and the request timers
+        await center.deliver([
+            try Self.inbox(
+                .ready, from: bob.userID,
+                [
+                    "transaction_id": .string(id), "from_device": .string("BOB"),
+                    "methods": .array(KeyVerificationMethod.ours.map { .string($0) }),
+                ])
+        ])
+        let code = try #require(await verification.qrCode())
+        let payload = try QRVerificationPayload(parsing: code)
+        #expect(payload.mode == .verifyingAnotherUser)
+        await center.deliver([
+            try Self.inbox(
+                .start, from: bob.userID,
+                [
+                    "transaction_id": .string(id), "from_device": .string("BOB"),
+                    "method": .string(KeyVerificationMethod.reciprocate),
+                    "secret": .string(UnpaddedBase64.encode(payload.sharedSecret)),
+                ])
+        ])
+        #expect(verification.state.value == .otherDeviceScanned)
+        await clock.advance(by: .seconds(600))
+        try await verification.state.wait(timeout: .seconds(10)) { $0 == .cancelled(code: "m.timeout", byUs: true) }
+        #expect(
+            Self.sent(transport, to: bob.userID).last
+                == Sent(type: "m.key.verification.cancel", devices: ["BOB": "m.timeout"]))
     }
 }

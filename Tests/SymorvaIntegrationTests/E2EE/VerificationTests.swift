@@ -280,4 +280,61 @@ struct VerificationTests {
         try await RecoveryTests().waitForTrust(
             secondCrypto, user: secondCrypto.userID, deviceID: firstCrypto.deviceID.rawValue, .verified)
     }
+
+    @Test(
+        "A request to every device of Bob: his first device answers, his second hears m.accepted and ends cancelled; the flow goes on with the first"
+    )
+    func acceptedByAnotherDevice() async throws {
+        let (alice, bob) = try await members()
+        let bobsOther = CommunityFixture()
+        _ = try await bobsOther.community.session.signIn(
+            username: String(bob.userID.rawValue.dropFirst().prefix { $0 != ":" }), password: testPassword)
+        let otherCrypto = try await bobsOther.readyCrypto()
+        // Alice knows both of Bob's devices.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await !alice.crypto.devices(of: bob.userID).contains(where: {
+            $0.deviceID == otherCrypto.deviceID.rawValue
+        }) {
+            guard ContinuousClock.now < deadline else { throw IntegrationFailure("Bob's second device never listed") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let outgoing = try await alice.crypto.verify(bob.userID)
+        try await bob.crypto.incomingVerification.wait(timeout: .seconds(60)) {
+            $0?.transactionID == outgoing.transactionID
+        }
+        try await otherCrypto.incomingVerification.wait(timeout: .seconds(60)) {
+            $0?.transactionID == outgoing.transactionID
+        }
+        let first = try #require(bob.crypto.incomingVerification.value)
+        let second = try #require(otherCrypto.incomingVerification.value)
+        await first.accept()
+        try await outgoing.state.wait(timeout: .seconds(60)) { $0 == .ready }
+        #expect(outgoing.otherDeviceID == bob.crypto.deviceID)
+        try await second.state.wait(timeout: .seconds(60)) { $0 == .cancelled(code: "m.accepted", byUs: false) }
+        // The flow with the first device goes on to the end.
+        await outgoing.startSAS()
+        _ = try await code(of: outgoing)
+        _ = try await code(of: first)
+        await outgoing.confirm()
+        await first.confirm()
+        try await outgoing.state.wait(timeout: .seconds(60)) { $0 == .verified }
+        try await first.state.wait(timeout: .seconds(60)) { $0 == .verified }
+    }
+
+    @Test("QR: the shower's person says the other device did not scan: both end cancelled m.user, nothing verified")
+    func qrNotScanned() async throws {
+        let (alice, bob) = try await members()
+        let (outgoing, incoming) = try await readyFlows(
+            alice.crypto, bob.crypto, user: bob.userID, device: bob.crypto.deviceID)
+        let code = try #require(await incoming.qrCode())
+        try await outgoing.scanned(code)
+        try await incoming.state.wait(timeout: .seconds(60)) { $0 == .otherDeviceScanned }
+        await incoming.mismatch()
+        #expect(incoming.state.value == .cancelled(code: "m.user", byUs: true))
+        try await outgoing.state.wait(timeout: .seconds(60)) { $0 == .cancelled(code: "m.user", byUs: false) }
+        let bobDevice = try await alice.crypto.devices(of: bob.userID).first {
+            $0.deviceID == bob.crypto.deviceID.rawValue
+        }
+        #expect(bobDevice?.trust == .crossSigned)
+    }
 }
