@@ -59,6 +59,8 @@ package final class VerificationFlowDriver {
     private var shownCode: QRVerificationPayload?
     /// The secret of the peer's code this device scanned (sent back in `m.reciprocate.v1`).
     private var scannedSecret: [UInt8]?
+    /// The methods the peer's device named in its request or ready (`nil` before either).
+    private var peerMethods: [String]?
 
     /// - Parameters:
     ///   - ourDeviceKey: this device's Ed25519 key; `ourMasterKey` our master key, if any.
@@ -87,8 +89,9 @@ package final class VerificationFlowDriver {
     /// for our own device when this device holds the cross-signing keys (the master key, the
     /// other device's key), `0x02` when it does not (this device's key, the master key it was
     /// told). Shown once ready, or already while our request to one known device waits (the
-    /// code is the same: the other device scans it once it answered). `nil` otherwise, or
-    /// without the keys the mode needs.
+    /// code is the same: the other device scans it once it answered). `nil` otherwise, when the
+    /// peer's request or ready did not offer `m.qr_code.scan.v1`, or without the keys the mode
+    /// needs.
     package func qrCode() -> [UInt8]? {
         let flow: VerificationFlow
         switch state {
@@ -97,6 +100,8 @@ package final class VerificationFlowDriver {
         default: return nil
         }
         guard let peerDevice = flow.peerDeviceID else { return nil }
+        // A device that said it cannot scan gets no code (before its answer, the code is made).
+        guard peerMethods?.contains(KeyVerificationMethod.qrCodeScan) ?? true else { return nil }
         if let shownCode { return shownCode.encoded }
         let mode: QRVerificationMode
         let keys: (String?, String?)
@@ -187,10 +192,15 @@ package final class VerificationFlowDriver {
     ) -> VerificationMachine.Event {
         switch kind {
         case .request:
-            guard let flow, VerificationMessages.parseRequest(content) != nil else { return .invalidMessageReceived }
+            guard let flow, let request = VerificationMessages.parseRequest(content) else {
+                return .invalidMessageReceived
+            }
+            peerMethods = request.methods
             return .requestReceived(flow, age: .milliseconds(ageMilliseconds))
         case .ready:
-            return VerificationMessages.parseReady(content).map { .readyReceived($0) } ?? .invalidMessageReceived
+            guard let ready = VerificationMessages.parseReady(content) else { return .invalidMessageReceived }
+            if state.flow?.peerDeviceID.map({ $0 == ready.fromDevice }) ?? true { peerMethods = ready.methods }
+            return .readyReceived(ready)
         case .start:
             guard let start = VerificationMessages.parseStart(content), let opened = flow ?? state.flow else {
                 return .invalidMessageReceived

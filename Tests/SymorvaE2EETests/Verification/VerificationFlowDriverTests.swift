@@ -239,4 +239,18 @@ struct VerificationFlowDriverTests {
         #expect(alice.driver.state == .cancelled(stateFlow(alice), .keyMismatch, byUs: false))
         #expect(alice.signed == nil && bob.signed == nil)
     }
+
+    @Test("QR: no code for a device that cannot scan (its ready names SAS alone); the other side still shows one")
+    func qrNeedsAScanner() throws {
+        let (alice, bob, _, _) = Self.qrSides()
+        Self.pump(alice.driver.handle(.verifyAsked(Self.oneDeviceFlow)), from: alice, to: bob)
+        Self.pump(bob.driver.handle(.acceptAsked), from: bob, to: alice) { kind, content, _ in
+            guard kind == .ready, case .object(var fields) = content else { return content }
+            fields["methods"] = .array([.string(KeyVerificationMethod.sas)])
+            return .object(fields)
+        }
+        #expect(alice.driver.state.caseName == "ready")
+        #expect(alice.driver.qrCode() == nil)
+        #expect(bob.driver.qrCode() != nil)  // Alice's request offered to scan
+    }
 }
