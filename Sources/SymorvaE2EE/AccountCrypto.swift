@@ -76,6 +76,11 @@ public final class AccountCrypto: Sendable {
         // Weakly: this object holds the center (a cycle would keep the account's database open
         // after shutdown: CommunityShutdownTests).
         await verifications.setRefresh { [weak self] users in _ = await self?.interpreter.query(users) }
+        await verifications.setOwnDeviceVerified { [weak self] device in
+            guard let self else { return }
+            // Not on the center: the secrets take a round trip to the other device (seconds).
+            Task { await self.takeSecretsAfterVerifying(device) }
+        }
         engine.secretSharing.requestsReceived.set { [weak self] in
             guard let self else { return }
             Task { await self.answerSecretRequests() }

@@ -1,3 +1,4 @@
+import Foundation
 import SymorvaChat
 import SymorvaKit
 import SymorvaRuntime
@@ -97,19 +98,36 @@ package enum CryptoCommands {
         case start(UserID, DeviceID?)
         case accept
         case cancel
+        /// Show a QR code to the user's device (its payload printed as base64).
+        case showQR(UserID, DeviceID?)
+        /// Accept the incoming request by scanning the other device's code (base64 payload).
+        case scan([UInt8])
     }
 
     /// `verify <@user> [<device>] | verify accept | verify cancel`.
     package static let verify = REPLCommand(
-        "verify", usage: "verify <@user> [<device>] | verify accept | verify cancel",
+        "verify",
+        usage:
+            "verify <@user> [<device>] | verify accept | verify cancel | verify qr <@user> [<device>] | verify scan <payload>",
         summary:
-            "interactive verification (emoji and decimals): starts one with the user (one of our own devices when the user is us), or accepts or cancels the request another device sent; prints the emoji and decimals, asks match? (y/n), then prints verified or cancelled",
+            "interactive verification (emoji and decimals, or a QR code): starts one with the user (one of our own devices when the user is us), or accepts or cancels the request another device sent; prints the emoji and decimals, asks match? (y/n), then prints verified or cancelled. 'qr' asks the user's device and prints this device's QR payload (base64) for it to scan, then asks scanned? (y/n); 'scan' accepts the incoming request by scanning the other device's payload",
         parse: { arguments throws(REPLError) -> VerifyAction in
             let word = try arguments.next()
             let rest = try arguments.rest()
             switch word {
             case "accept" where rest.isEmpty: return .accept
             case "cancel" where rest.isEmpty: return .cancel
+            case "qr":
+                guard let first = rest.first, let userID = UserID(first) else {
+                    throw .invalidArgument("expected a user ID after 'qr'")
+                }
+                guard rest.count <= 2 else { throw .invalidArgument("expected at most one device") }
+                return .showQR(userID, rest.count == 2 ? DeviceID(rest[1]) : nil)
+            case "scan":
+                guard rest.count == 1, let bytes = Data(base64Encoded: CryptoCommands.padded(rest[0])) else {
+                    throw .invalidArgument("expected one QR payload in base64")
+                }
+                return .scan(Array(bytes))
             default:
                 guard let userID = UserID(word) else { throw .invalidArgument("'\(word)' is not a user ID") }
                 guard rest.count <= 1 else { throw .invalidArgument("expected at most one device") }
@@ -120,6 +138,12 @@ package enum CryptoCommands {
             let crypto = try await crypto(context)
             let verification: SASVerification
             switch action {
+            case .showQR(let user, let device):
+                try await showQR(crypto, user: user, device: device, context)
+                return
+            case .scan(let bytes):
+                try await scan(crypto, bytes, context)
+                return
             case .start(let user, let device):
                 do throws(KeyVerificationError) {
                     verification = try await crypto.verify(user, device: device)
@@ -148,6 +172,68 @@ package enum CryptoCommands {
             try await compare(verification, context)
         })
 
+    /// `verify qr`: a request to the device, this device's QR payload printed (at once for one
+    /// device, after the answer for every device), then the person confirms the other scanned.
+    static func showQR(_ crypto: AccountCrypto, user: UserID, device: DeviceID?, _ context: REPLContext)
+        async throws(REPLError)
+    {
+        let verification: SASVerification
+        do throws(KeyVerificationError) {
+            verification = try await crypto.verify(user, device: device)
+        } catch {
+            throw .commandFailed("verification not started: \(error)")
+        }
+        if device == nil {
+            _ = await awaitState(verification.state, seconds: 120) {
+                if case .cancelled = $0 { return true }
+                return $0 == .ready
+            }
+        }
+        guard let code = await verification.qrCode() else {
+            await verification.cancel()
+            throw .commandFailed("no QR code for this flow (a cross-signing identity is missing)")
+        }
+        context.output.print("qr: " + Data(code).base64EncodedString())
+        let scanned = await awaitState(verification.state, seconds: 120) {
+            if case .cancelled = $0 { return true }
+            return $0 == .otherDeviceScanned
+        }
+        if scanned == .otherDeviceScanned {
+            context.output.print("the other device scanned this code")
+            let answer = try await context.readSecret(prompt: "scanned? (y/n) ").exposedValue
+            if answer.lowercased().hasPrefix("y") {
+                await verification.confirm()
+            } else {
+                await verification.mismatch()
+            }
+        }
+        try await finish(verification, context)
+    }
+
+    /// `verify scan <payload>`: accepts the incoming request, scans the other device's payload.
+    static func scan(_ crypto: AccountCrypto, _ bytes: [UInt8], _ context: REPLContext) async throws(REPLError) {
+        guard
+            let incoming = await awaitState(crypto.incomingVerification, seconds: 60, { $0 != nil }) ?? nil,
+            incoming.state.value == .incoming
+        else { throw .commandFailed("no verification request") }
+        await incoming.accept()
+        _ = await awaitState(incoming.state, seconds: 60) {
+            if case .cancelled = $0 { return true }
+            return $0 == .ready
+        }
+        do throws(KeyVerificationError) {
+            try await incoming.scanned(bytes)
+        } catch {
+            throw .commandFailed("not a verification QR code")
+        }
+        try await finish(incoming, context)
+    }
+
+    /// Base64 with its `=` padding restored (a payload may be pasted without it).
+    static func padded(_ text: String) -> String {
+        text + String(repeating: "=", count: (4 - text.count % 4) % 4)
+    }
+
     /// Shows the code, asks the person, and prints how the flow ended.
     static func compare(_ verification: SASVerification, _ context: REPLContext) async throws(REPLError) {
         let shown = await awaitState(verification.state, seconds: 120) {
@@ -165,6 +251,11 @@ package enum CryptoCommands {
                 await verification.mismatch()
             }
         }
+        try await finish(verification, context)
+    }
+
+    /// Waits for the flow's end and prints it.
+    static func finish(_ verification: SASVerification, _ context: REPLContext) async throws(REPLError) {
         let end = await awaitState(verification.state, seconds: 120) {
             if case .cancelled = $0 { return true }
             return $0 == .verified

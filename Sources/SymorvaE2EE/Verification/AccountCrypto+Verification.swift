@@ -22,4 +22,23 @@ extension AccountCrypto {
     {
         try await verifications.request(user: user, device: device, startDirectly: startDirectly)
     }
+
+    /// After a verification with `device`, another device of this account: when this device
+    /// holds no cross-signing keys (a new device), it asks the account's trusted devices for the
+    /// secrets — the cross-signing keys and the key backup's key — the device just verified
+    /// among them, which answers since the flow cross-signed this device before its `done`
+    /// (``requestSecretsFromOwnDevices(timeout:)``). A device that holds the keys has nothing to
+    /// ask: it answers the other's requests.
+    func takeSecretsAfterVerifying(_ device: DeviceID) async {
+        do throws(RecoveryError) {
+            guard try await heldKeys() == nil else { return }
+            let outcome = try await requestSecretsFromOwnDevices()
+            let restored = outcome.backupRestore.map { "\($0.imported)/\($0.total)" } ?? "none"
+            logger.info(
+                "secrets after self-verification device=\(device) crossSigning=\(outcome.crossSigning) backup=\(restored)"
+            )
+        } catch {
+            logger.warning("secrets after self-verification not received device=\(device) error=\(error)")
+        }
+    }
 }

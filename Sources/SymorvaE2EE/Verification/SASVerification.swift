@@ -14,8 +14,13 @@ public enum SASVerificationState: Sendable, Hashable {
     /// Both devices show this code: the person compares and answers with
     /// ``SASVerification/confirm()`` or ``SASVerification/mismatch()``.
     case showingCode(emoji: [VerificationEmoji], decimals: [Int])
-    /// The person confirmed; waiting for the other side.
+    /// The person confirmed (or scanned the other device's QR code, and its keys matched);
+    /// waiting for the other side.
     case confirmed
+    /// The other device scanned this device's QR code (``SASVerification/qrCode()``) and proved
+    /// it: the person confirms they saw it scan with ``SASVerification/confirm()``, or not with
+    /// ``SASVerification/mismatch()`` (cancelled `m.user`).
+    case otherDeviceScanned
     /// The other device (or user) is verified and signed.
     case verified
     /// The verification ended without success: `code` is the spec's cancel code (`m.user`,
@@ -40,10 +45,12 @@ public enum KeyVerificationError: Error, Sendable, Hashable {
     case notReady
     /// The request could not be sent.
     case unavailable
+    /// The bytes scanned are not a verification QR code (the flow goes on).
+    case invalidQRCode
 }
 
-/// One interactive verification (emoji or decimals, `m.sas.v1`) with another device or user,
-/// incoming or started here. The app observes ``state`` and answers with the person's choices.
+/// One interactive verification (emoji or decimals, `m.sas.v1`, or a QR code either way) with
+/// another device or user, incoming or started here. The app observes ``state`` and answers with the person's choices.
 public final class SASVerification: Sendable {
     /// The flow's transaction ID.
     public let transactionID: String
@@ -77,6 +84,23 @@ public final class SASVerification: Sendable {
     /// Cancels the flow (`m.user`).
     public func cancel() async { await center.handle(.cancelAsked, in: transactionID) }
 
+    /// The QR code this device shows for a ready flow: the bytes of the spec's payload, which
+    /// the app renders as an image for the other device to scan (made once per flow, with a
+    /// fresh secret). Mode `0x00` for another user, `0x01` or `0x02` for an own device (whether
+    /// this device holds the cross-signing keys). `nil` when the flow is not ready or a key the
+    /// code needs is missing (another user without a cross-signing identity, or ours).
+    public func qrCode() async -> [UInt8]? { await center.qrCode(in: transactionID) }
+
+    /// The bytes the app scanned from the other device's QR code, on a ready flow. Keys that
+    /// match send `m.reciprocate.v1` (``SASVerificationState/confirmed``; verified once the
+    /// other side confirms); keys that do not cancel the flow (`m.key_mismatch`).
+    ///
+    /// - Throws: ``KeyVerificationError/invalidQRCode`` when the bytes are no verification
+    ///   code (the flow is unchanged).
+    public func scanned(_ bytes: [UInt8]) async throws(KeyVerificationError) {
+        try await center.scanned(bytes, in: transactionID)
+    }
+
     static func appState(_ state: VerificationMachine.State) -> SASVerificationState {
         switch state {
         case .idle, .requested: .requested
@@ -92,6 +116,8 @@ public final class SASVerification: Sendable {
                 .exchangingKeys
             }
         case .macSent, .awaitingDone: .confirmed
+        case .reciprocating, .scanConfirmed: .confirmed
+        case .scanned: .otherDeviceScanned
         case .verified: .verified
         case .cancelled(_, let code, let byUs): .cancelled(code: code.rawValue, byUs: byUs)
         }

@@ -29,6 +29,11 @@ package actor VerificationCenter {
     private var flows: [String: (driver: VerificationFlowDriver, verification: SASVerification)] = [:]
     /// Re-queries users' keys after a signature upload (the trust levels follow).
     private var refresh: (@Sendable ([UserID]) async -> Void)?
+    /// Told when a flow with another device of this account ends verified (that device's ID):
+    /// the account then takes the secrets when this device lacks them.
+    private var ownDeviceVerified: (@Sendable (DeviceID) async -> Void)?
+    /// The flows already reported verified (each reported once).
+    private var reportedVerified: Set<String> = []
     private var sendCounter: UInt64 = 0
     /// The last incoming verification (a request or a start from another device).
     nonisolated let incoming = ObservableValue<SASVerification?>.Publisher(nil)
@@ -49,6 +54,8 @@ package actor VerificationCenter {
 
     func setRefresh(_ refresh: @escaping @Sendable ([UserID]) async -> Void) { self.refresh = refresh }
 
+    func setOwnDeviceVerified(_ report: @escaping @Sendable (DeviceID) async -> Void) { ownDeviceVerified = report }
+
     // MARK: - Starting
 
     /// Starts a verification of `user` (this account for one of its own devices): a request to
@@ -62,7 +69,7 @@ package actor VerificationCenter {
         let flow = VerificationFlow(
             transactionID: transactionID, ourselves: VerificationParty(userID: userID, deviceID: deviceID),
             peerUserID: user, peerDeviceID: device, usesRequest: !startDirectly || device == nil)
-        let driver = try await makeDriver(peer: user)
+        let driver = try await makeDriver(peer: user, device: device)
         let verification = SASVerification(
             transactionID: transactionID, otherUserID: user, initial: .requested, center: self)
         flows[transactionID] = (driver, verification)
@@ -75,6 +82,17 @@ package actor VerificationCenter {
     func handle(_ event: VerificationMachine.Event, in transactionID: String) async {
         guard let entry = flows[transactionID] else { return }
         await apply(entry.driver.handle(event), transactionID: transactionID)
+    }
+
+    /// The QR code the flow shows (bytes to render), once ready.
+    func qrCode(in transactionID: String) -> [UInt8]? { flows[transactionID]?.driver.qrCode() }
+
+    /// The person scanned the peer's code.
+    func scanned(_ bytes: [UInt8], in transactionID: String) async throws(KeyVerificationError) {
+        guard let entry = flows[transactionID] else { throw .unknownDevice }
+        let work: VerificationWork
+        do { work = try entry.driver.scanned(bytes) } catch { throw .invalidQRCode }
+        await apply(work, transactionID: transactionID)
     }
 
     // MARK: - Incoming
@@ -91,8 +109,24 @@ package actor VerificationCenter {
                 await apply(entry.driver.receive(kind, content, from: nil), transactionID: transactionID)
                 continue
             }
-            await open(kind, content, sender: sender, transactionID: transactionID)
+            switch kind {
+            case .request, .start: await open(kind, content, sender: sender, transactionID: transactionID)
+            case .cancel: continue  // a cancel is never answered (no cancel ping-pong)
+            default: await answerUnknown(content, sender: sender, transactionID: transactionID)
+            }
         }
+    }
+
+    /// A message of a transaction this device has no flow for (never begun here, or forgotten
+    /// with a restart): the sender hears `m.unknown_transaction`, at the device the message
+    /// names (`from_device`) or at every device of the sender.
+    private func answerUnknown(_ content: JSONValue, sender: UserID, transactionID: String) async {
+        let device = VerificationMessages.fromDevice(of: content)
+        guard sender != userID || device != deviceID else { return }  // our own echo
+        logger.info("verification message of an unknown transaction answered user=\(sender)")
+        await sendToDevice(
+            .cancel, VerificationMessages.cancel(transactionID: transactionID, code: .unknownTransaction),
+            user: sender, devices: [device?.rawValue ?? "*"], transactionID: transactionID)
     }
 
     /// A request or a start with a new transaction opens a flow; anything else of an unknown
@@ -114,7 +148,7 @@ package actor VerificationCenter {
         }
         guard sender != userID || device != deviceID else { return }  // our own echo
         let driver: VerificationFlowDriver
-        do { driver = try await makeDriver(peer: sender) } catch {
+        do { driver = try await makeDriver(peer: sender, device: device) } catch {
             logger.info("verification from an unknown user or device dropped user=\(sender)")
             return
         }
@@ -140,11 +174,20 @@ package actor VerificationCenter {
             for timer in timers.removeValue(forKey: transactionID)?.values ?? [:].values { timer.cancel() }
         }
         if let flow = state.flow {
-            for message in work.messages { await send(message, flow: flow) }
+            // The signature is uploaded before our `done` leaves: once the peer sees the flow
+            // verified, the server already lists its device (or user) as signed by us, so our
+            // own new device asking for the secrets next is answered.
+            for message in work.messages where message.kind != .done { await send(message, flow: flow) }
             if let keys = work.sign { await crossSign(keys, flow: flow) }
+            for message in work.messages where message.kind == .done { await send(message, flow: flow) }
         }
         if let device = state.flow?.peerDeviceID { entry.verification.device.withLock { $0 = device } }
         entry.verification.publisher.publish(SASVerification.appState(state))
+        if case .verified(let flow, _) = state, flow.peerUserID == userID, let device = flow.peerDeviceID,
+            reportedVerified.insert(transactionID).inserted
+        {
+            await ownDeviceVerified?(device)
+        }
     }
 
     /// Starts `timeout`'s timer (replacing one under the same key): when it fires, the flow gets
@@ -161,29 +204,50 @@ package actor VerificationCenter {
     }
 
     private func send(_ message: VerificationOutgoing, flow: VerificationFlow) async {
+        var devices = [flow.peerDeviceID?.rawValue ?? "*"]
+        if message.toOtherDevices {
+            // Every other device of the peer this device knows of (not this one, for our own).
+            let known = (try? await store.devices(of: flow.peerUserID)) ?? []
+            devices = known.map(\.deviceID).filter {
+                $0 != flow.peerDeviceID?.rawValue && !(flow.peerUserID == userID && $0 == deviceID.rawValue)
+            }
+            guard !devices.isEmpty else { return }
+        }
+        await sendToDevice(
+            message.kind, message.content, user: flow.peerUserID, devices: devices,
+            transactionID: flow.transactionID)
+    }
+
+    private func sendToDevice(
+        _ kind: VerificationMessages.Kind, _ content: JSONValue, user: UserID, devices: [String],
+        transactionID: String
+    ) async {
         sendCounter += 1
-        let device = flow.peerDeviceID?.rawValue ?? "*"
-        let transaction = TransactionID("verify-\(flow.transactionID)-\(sendCounter)")
+        let transaction = TransactionID("verify-\(transactionID)-\(sendCounter)")
         do {
             let endpoint = try E2EEAPI.sendToDevice(
-                eventType: message.kind.rawValue, transactionID: transaction,
-                messages: [flow.peerUserID.rawValue: [device: message.content]])
+                eventType: kind.rawValue, transactionID: transaction,
+                messages: [user.rawValue: Dictionary(uniqueKeysWithValues: devices.map { ($0, content) })])
             _ = try await requester.send(endpoint)
         } catch {
-            logger.info("verification message not sent type=\(message.kind.rawValue) error=\(error)")
+            logger.info("verification message not sent type=\(kind.rawValue) error=\(error)")
         }
     }
 
-    private func makeDriver(peer: UserID) async throws(KeyVerificationError) -> VerificationFlowDriver {
+    private func makeDriver(peer: UserID, device: DeviceID?) async throws(KeyVerificationError)
+        -> VerificationFlowDriver
+    {
         guard let keys = await engine.identityKeys else { throw .notReady }
         var devices: [CryptoStore.Device]
         let ourMaster: String?
         var peerMaster: String?
         do {
             devices = try await store.devices(of: peer)
-            if devices.isEmpty, let refresh {
-                // A user this account does not track yet (no encrypted room loaded its members):
-                // its keys are queried first.
+            let deviceUnknown = device.map { device in !devices.contains { $0.deviceID == device.rawValue } } ?? false
+            if devices.isEmpty || deviceUnknown, let refresh {
+                // A user this account does not track yet (no encrypted room loaded its members),
+                // or a device newer than the last query (our own new device): its keys are
+                // queried first.
                 await refresh([peer])
                 devices = try await store.devices(of: peer)
             }
@@ -221,6 +285,9 @@ package actor VerificationCenter {
             let answer = try JSONValue(parsing: body)
             var upload: [String: [String: JSONValue]] = [:]
             if flow.peerUserID == userID {
+                // A QR code that proved our own master key to this device signs nothing here:
+                // this device then takes the secrets (the account's own-device report).
+                guard keys.deviceKey != nil else { return }
                 guard
                     let deviceKeys = CrossSigningChain.deviceKeys(
                         in: answer, user: userID, deviceID: peerDevice.rawValue),

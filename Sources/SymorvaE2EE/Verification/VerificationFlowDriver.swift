@@ -7,6 +7,9 @@ import SymorvaRuntime
 package struct VerificationOutgoing: Sendable, Hashable {
     package var kind: VerificationMessages.Kind
     package var content: JSONValue
+    /// To the peer's devices other than the flow's (the `m.accepted` cancel after a request to
+    /// every device), not to the flow's device.
+    package var toOtherDevices = false
 }
 
 /// What a transport must do after a step of a flow: send these messages (in order), and, once
@@ -49,6 +52,15 @@ package final class VerificationFlowDriver {
     private var peerDeviceKeys: [DeviceID: String]
     private let peerMasterKey: String?
     private let clock: () -> Int64
+    /// This device's Ed25519 key and the master key whose private half it holds (if any).
+    private let ourDeviceKey: String
+    private let ourMasterKey: String?
+    /// The QR code this device shows in this flow (made once, on the first ask).
+    private var shownCode: QRVerificationPayload?
+    /// The secret of the peer's code this device scanned (sent back in `m.reciprocate.v1`).
+    private var scannedSecret: [UInt8]?
+    /// The methods the peer's device named in its request or ready (`nil` before either).
+    private var peerMethods: [String]?
 
     /// - Parameters:
     ///   - ourDeviceKey: this device's Ed25519 key; `ourMasterKey` our master key, if any.
@@ -65,7 +77,96 @@ package final class VerificationFlowDriver {
         ourKeys = keys
         self.peerDeviceKeys = peerDeviceKeys
         self.peerMasterKey = peerMasterKey
+        self.ourDeviceKey = ourDeviceKey
+        self.ourMasterKey = ourMasterKey
         clock = nowMilliseconds
+    }
+
+    // MARK: - QR codes
+
+    /// The bytes of the QR code this device shows in a ready flow (the app renders them), made
+    /// once with a fresh secret: mode `0x00` for another user (our master key, theirs), `0x01`
+    /// for our own device when this device holds the cross-signing keys (the master key, the
+    /// other device's key), `0x02` when it does not (this device's key, the master key it was
+    /// told). Shown once ready, or already while our request to one known device waits (the
+    /// code is the same: the other device scans it once it answered). `nil` otherwise, when the
+    /// peer's request or ready did not offer `m.qr_code.scan.v1`, or without the keys the mode
+    /// needs.
+    package func qrCode() -> [UInt8]? {
+        let flow: VerificationFlow
+        switch state {
+        case .ready(let ready): flow = ready
+        case .requested(let requested) where requested.peerDeviceID != nil: flow = requested
+        default: return nil
+        }
+        guard let peerDevice = flow.peerDeviceID else { return nil }
+        // A device that said it cannot scan gets no code (before its answer, the code is made).
+        guard peerMethods?.contains(KeyVerificationMethod.qrCodeScan) ?? true else { return nil }
+        if let shownCode { return shownCode.encoded }
+        let mode: QRVerificationMode
+        let keys: (String?, String?)
+        if flow.peerUserID == flow.ourselves.userID {
+            if let ourMasterKey {
+                (mode, keys) = (.selfVerifyingTrustedMasterKey, (ourMasterKey, peerDeviceKeys[peerDevice]))
+            } else {
+                (mode, keys) = (.selfVerifyingUntrustedMasterKey, (ourDeviceKey, peerMasterKey))
+            }
+        } else {
+            (mode, keys) = (.verifyingAnotherUser, (ourMasterKey, peerMasterKey))
+        }
+        guard let first = keys.0.flatMap(UnpaddedBase64.decode), let second = keys.1.flatMap(UnpaddedBase64.decode)
+        else { return nil }
+        var generator = SystemRandomNumberGenerator()  // the platform's CSPRNG (getrandom)
+        let secret = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        guard
+            let code = try? QRVerificationPayload(
+                mode: mode, flowID: flow.transactionID, firstKey: first, secondKey: second, sharedSecret: secret)
+        else { return nil }
+        shownCode = code
+        return code.encoded
+    }
+
+    /// The person scanned the peer's code: its keys are compared with what this device knows;
+    /// a match sends `m.reciprocate.v1`, a mismatch cancels the flow (`m.key_mismatch`, or
+    /// `m.unknown_transaction` for another flow's code). Bytes that are no verification code
+    /// throw and leave the flow as it was.
+    package func scanned(_ bytes: [UInt8]) throws(QRVerificationPayloadError) -> VerificationWork {
+        let payload = try QRVerificationPayload(parsing: bytes)
+        guard case .ready(let flow) = state else { return VerificationWork() }
+        let selfVerification = flow.peerUserID == flow.ourselves.userID
+        let decode = { (key: String?) in key.flatMap(UnpaddedBase64.decode) }
+        let known = QRKnownKeys(
+            selfVerification: selfVerification, ourDeviceKey: decode(ourDeviceKey) ?? [],
+            ourMasterKey: decode(selfVerification ? (ourMasterKey ?? peerMasterKey) : ourMasterKey),
+            ourMasterKeyTrusted: ourMasterKey != nil, peerMasterKey: selfVerification ? nil : decode(peerMasterKey),
+            peerDeviceKey: flow.peerDeviceID.flatMap { decode(peerDeviceKeys[$0]) })
+        switch payload.scannerCheck(flowID: flow.transactionID, known: known) {
+        case .match(let proof):
+            scannedSecret = payload.sharedSecret
+            return handle(.qrScanned(.proven(Self.keys(proven: proof))))
+        case .mismatch(let mismatch):
+            return handle(.qrScanned(.mismatch(mismatch.cancelCode)))
+        }
+    }
+
+    /// The shower's check of an `m.reciprocate.v1` start.
+    private func reciprocate(_ content: JSONValue) -> VerificationMachine.Event {
+        guard let secret = VerificationMessages.parseReciprocateSecret(content) else { return .invalidMessageReceived }
+        guard let shownCode else { return .reciprocateReceived(.mismatch(.keyMismatch)) }  // we showed nothing
+        switch shownCode.reciprocateCheck(secret: secret) {
+        case .match(let proof): return .reciprocateReceived(.proven(Self.keys(proven: proof)))
+        case .mismatch(let mismatch): return .reciprocateReceived(.mismatch(mismatch.cancelCode))
+        }
+    }
+
+    /// What a QR proof signs: the other user's master key, our other device's key, or (our own
+    /// master key) nothing here — this device then trusts its identity and takes the secrets.
+    private static func keys(proven proof: QRVerificationProof) -> VerifiedKeys {
+        switch proof {
+        case .peerMasterKey(let key): VerifiedKeys(deviceKey: nil, masterKey: UnpaddedBase64.encode(key))
+        case .peerDeviceKey(let key): VerifiedKeys(deviceKey: UnpaddedBase64.encode(key), masterKey: nil)
+        case .ourMasterKey(let key): VerifiedKeys(deviceKey: nil, masterKey: UnpaddedBase64.encode(key))
+        }
     }
 
     /// Applies a local event (the person's: verify, accept, SAS, compare, cancel; or a timer).
@@ -91,13 +192,23 @@ package final class VerificationFlowDriver {
     ) -> VerificationMachine.Event {
         switch kind {
         case .request:
-            guard let flow, VerificationMessages.parseRequest(content) != nil else { return .invalidMessageReceived }
+            guard let flow, let request = VerificationMessages.parseRequest(content) else {
+                return .invalidMessageReceived
+            }
+            peerMethods = request.methods
             return .requestReceived(flow, age: .milliseconds(ageMilliseconds))
         case .ready:
-            return VerificationMessages.parseReady(content).map { .readyReceived($0) } ?? .invalidMessageReceived
+            guard let ready = VerificationMessages.parseReady(content) else { return .invalidMessageReceived }
+            if state.flow?.peerDeviceID.map({ $0 == ready.fromDevice }) ?? true { peerMethods = ready.methods }
+            return .readyReceived(ready)
         case .start:
             guard let start = VerificationMessages.parseStart(content), let opened = flow ?? state.flow else {
                 return .invalidMessageReceived
+            }
+            if start.method == KeyVerificationMethod.reciprocate, flow == nil,
+                opened.peerDeviceID == nil || opened.peerDeviceID == start.fromDevice
+            {
+                return reciprocate(content)
             }
             theirStart = content
             return .startReceived(opened, start)
@@ -170,6 +281,14 @@ package final class VerificationFlowDriver {
             work.messages.append(.init(kind: .done, content: VerificationMessages.done(flow)))
         case .sendCancel(let flow, let code):
             work.messages.append(.init(kind: .cancel, content: VerificationMessages.cancel(flow, code: code)))
+        case .sendReciprocate(let flow):
+            guard let scannedSecret else { return cancelLocally(flow, into: &work) }
+            work.messages.append(
+                .init(kind: .start, content: VerificationMessages.reciprocate(flow, secret: scannedSecret)))
+        case .sendAcceptedToOtherDevices(let flow):
+            work.messages.append(
+                .init(
+                    kind: .cancel, content: VerificationMessages.cancel(flow, code: .accepted), toOtherDevices: true))
         case .crossSign(_, let keys):
             work.sign = keys
         case .scheduleTimeout(let timeout, let delay):

@@ -1,3 +1,4 @@
+import SymorvaCryptoDriver
 import SymorvaMachines
 import SymorvaMatrix
 
@@ -44,6 +45,22 @@ package enum VerificationMessages {
             ])
     }
 
+    /// The scanner's `m.key.verification.start` after a good scan: `m.reciprocate.v1` with the
+    /// code's shared secret (unpadded base64).
+    package static func reciprocate(_ flow: VerificationFlow, secret: [UInt8]) -> JSONValue {
+        content(
+            flow,
+            [
+                "from_device": .string(flow.ourselves.deviceID.rawValue),
+                "method": .string(KeyVerificationMethod.reciprocate), "secret": .string(UnpaddedBase64.encode(secret)),
+            ])
+    }
+
+    /// The secret of an `m.reciprocate.v1` start (padding tolerated), `nil` when absent or not base64.
+    package static func parseReciprocateSecret(_ content: JSONValue) -> [UInt8]? {
+        string(content, "secret").flatMap(UnpaddedBase64.decode)
+    }
+
     package static func accept(_ flow: VerificationFlow, agreement: SASAgreement, commitment: String) -> JSONValue {
         content(
             flow,
@@ -67,7 +84,15 @@ package enum VerificationMessages {
     package static func done(_ flow: VerificationFlow) -> JSONValue { content(flow, [:]) }
 
     package static func cancel(_ flow: VerificationFlow, code: VerificationCancelCode) -> JSONValue {
-        content(flow, ["code": .string(code.rawValue), "reason": .string(reason(code))])
+        cancel(transactionID: flow.transactionID, code: code)
+    }
+
+    /// A cancel of `transactionID`, which may be no flow of ours (`m.unknown_transaction`).
+    package static func cancel(transactionID: String, code: VerificationCancelCode) -> JSONValue {
+        .object([
+            "transaction_id": .string(transactionID), "code": .string(code.rawValue),
+            "reason": .string(reason(code)),
+        ])
     }
 
     // MARK: - Reading
@@ -131,6 +156,11 @@ package enum VerificationMessages {
         return (result, keys)
     }
 
+    /// The `from_device` a request, ready or start names.
+    package static func fromDevice(of content: JSONValue) -> DeviceID? {
+        string(content, "from_device").map { DeviceID($0) }
+    }
+
     package static func parseCancel(_ content: JSONValue) -> VerificationCancelCode {
         VerificationCancelCode(rawValue: string(content, "code") ?? VerificationCancelCode.user.rawValue)
     }
@@ -169,6 +199,8 @@ package enum VerificationMessages {
         case .keyMismatch: "The MAC did not match the keys"
         case .mismatchedCommitment: "The key did not match the commitment"
         case .mismatchedSAS: "The short authentication strings did not match"
+        case .accepted: "Another device answered the request"
+        case .unknownTransaction: "Unknown verification transaction"
         default: "The verification was cancelled"
         }
     }

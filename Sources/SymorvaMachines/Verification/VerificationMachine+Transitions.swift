@@ -23,6 +23,28 @@ extension VerificationMachine {
             case .idle: return .ignored
             case .awaitingDone(let progress, let keys):
                 return .move(to: .verified(progress.flow, keys), effects: Self.stopTimers)
+            case .scanConfirmed(let flow, let keys):
+                return .move(to: .verified(flow, keys), effects: Self.stopTimers)
+            case .reciprocating(let flow, let keys):
+                // The shower confirmed our scan: sign what the code proved, and answer with done.
+                return .move(
+                    to: .verified(flow, keys), effects: [.crossSign(flow, keys), .sendDone(flow)] + Self.stopTimers)
+            default: return unexpected(in: state)
+            }
+        case .qrScanned(let outcome):
+            guard case .ready(let flow) = state else { return .ignored }
+            switch outcome {
+            case .proven(let keys): return .move(to: .reciprocating(flow, keys), effects: [.sendReciprocate(flow)])
+            case .mismatch(let code): return cancel(flow, code)
+            }
+        case .reciprocateReceived(let outcome):
+            switch state {
+            case .idle: return .ignored
+            case .ready(let flow):
+                switch outcome {
+                case .proven(let keys): return .move(to: .scanned(flow, keys))
+                case .mismatch(let code): return cancel(flow, code)
+                }
             default: return unexpected(in: state)
             }
         case .invalidMessageReceived:
@@ -55,7 +77,7 @@ extension VerificationMachine {
             to: .requested(requestFlow),
             effects: [
                 overall, .scheduleTimeout(.request, after: Self.requestTimeout),
-                .sendRequest(requestFlow, methods: [KeyVerificationMethod.sas]),
+                .sendRequest(requestFlow, methods: KeyVerificationMethod.ours),
             ])
     }
 
@@ -75,7 +97,7 @@ extension VerificationMachine {
         case .requestReceived(let flow):
             return .move(
                 to: .ready(flow),
-                effects: [.cancel(Keys.request), .sendReady(flow, methods: [KeyVerificationMethod.sas])])
+                effects: [.cancel(Keys.request), .sendReady(flow, methods: KeyVerificationMethod.ours)])
         case .startReceived(let progress):
             guard let agreement = progress.agreement else { return cancel(progress.flow, .unknownMethod) }
             return .move(to: .accepted(progress), effects: [.sendAccept(progress.flow, agreement)])
@@ -87,11 +109,25 @@ extension VerificationMachine {
         switch state {
         case .idle: return .ignored
         case .requested(var flow):
+            if let device = flow.peerDeviceID, device != ready.fromDevice { return .stay }  // not the device asked
+            let toEveryDevice = flow.peerDeviceID == nil
             flow.peerDeviceID = ready.fromDevice
-            guard ready.methods.contains(KeyVerificationMethod.sas) else { return cancel(flow, .unknownMethod) }
-            return .move(to: .ready(flow), effects: [.cancel(Keys.request)])
-        default: return unexpected(in: state)
+            guard KeyVerificationMethod.haveOneInCommon(ready.methods) else { return cancel(flow, .unknownMethod) }
+            // A request to every device: the others learn that this one answered (m.accepted).
+            let dismiss: [Effect] = toEveryDevice ? [.sendAcceptedToOtherDevices(flow)] : []
+            return .move(to: .ready(flow), effects: [.cancel(Keys.request)] + dismiss)
+        default:
+            if isFromAnotherDevice(ready.fromDevice, in: state) { return .stay }
+            return unexpected(in: state)
         }
+    }
+
+    /// Whether a message naming `device` (`from_device`) comes from another device than the one
+    /// the flow is with: it is ignored (another device of the peer answered too late, or a
+    /// device of the peer that the flow is not with).
+    private func isFromAnotherDevice(_ device: DeviceID, in state: State) -> Bool {
+        guard let peerDevice = state.flow?.peerDeviceID else { return false }
+        return peerDevice != device
     }
 
     // MARK: - Start and accept
@@ -116,6 +152,8 @@ extension VerificationMachine {
             }
             let progress = SASProgress(flow: flow, weStarted: false, start: start, agreement: agreement)
             return .move(to: .startReceived(progress), effects: [overall])
+        case _ where isFromAnotherDevice(start.fromDevice, in: state):
+            return .stay
         case .ready(let flow):
             return acceptStart(start, flow: flow)
         case .started(let ours):
@@ -168,6 +206,11 @@ extension VerificationMachine {
     }
 
     private func codeCompared(_ matches: Bool, in state: State) -> Outcome {
+        if case .scanned(let flow, let keys) = state {
+            // The person says whether the other device scanned our code.
+            guard matches else { return cancel(flow, .user) }
+            return .move(to: .scanConfirmed(flow, keys), effects: [.crossSign(flow, keys), .sendDone(flow)])
+        }
         guard case .comparing(let progress) = state, let agreement = progress.agreement else { return .ignored }
         guard matches else { return cancel(progress.flow, .mismatchedSAS) }
         let mac = Effect.sendMAC(progress.flow, agreement.macMethod)

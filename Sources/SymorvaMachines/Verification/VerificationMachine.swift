@@ -7,6 +7,8 @@ import SymorvaRuntime
 ///  │ requestReceived→ requestReceived ─acceptAsked→ ready ─startReceived→ accepted ─keyReceived→ comparing ←┘
 ///  └ startReceived (no request) → startReceived ─acceptAsked→ accepted
 /// comparing ─codeCompared(match) + macReceived(valid)→ [awaitingDone ─doneReceived→] verified
+/// ready ─qrScanned(proven)→ reciprocating ─doneReceived→ verified                      (QR, the scanner)
+/// ready ─reciprocateReceived(proven)→ scanned ─codeCompared(match)→ scanConfirmed ─doneReceived→ verified (the shower)
 /// any live state ─cancelAsked / cancelReceived / timedOut / an unexpected message→ cancelled
 /// ```
 ///
@@ -24,7 +26,8 @@ import SymorvaRuntime
 ///
 /// The machine does no cryptography: the crypto layer computes the short code, the key's
 /// commitment and the MAC check, and the machine compares and decides. The crypto layer also
-/// delivers only the messages of this flow's transaction, from the peer's device once known.
+/// delivers only the messages of this flow's transaction, from the peer user; a `ready` or
+/// `start` naming another device than the one the flow is with is ignored here.
 package struct VerificationMachine: StateMachine {
     package static let name = "Verification"
 
@@ -84,11 +87,21 @@ package struct VerificationMachine: StateMachine {
         case verified(VerificationFlow, VerifiedKeys)
         /// The flow ended without success (`byUs`: this side sent the cancel).
         case cancelled(VerificationFlow, VerificationCancelCode, byUs: Bool)
+        /// We scanned the peer's QR code, its keys matched and our `m.reciprocate.v1` start left;
+        /// waiting for the shower's `done` (then the proven keys are signed).
+        case reciprocating(VerificationFlow, VerifiedKeys)
+        /// The peer scanned our QR code (its secret is the code's): waiting for the person to
+        /// confirm the other device did scan (``Event/codeCompared(matches:)``).
+        case scanned(VerificationFlow, VerifiedKeys)
+        /// The person confirmed the scan, the keys are signed and our `done` left; waiting for
+        /// the scanner's `done`.
+        case scanConfirmed(VerificationFlow, VerifiedKeys)
 
         /// Every state case name, in declaration order: the chart's state ids.
         package static let caseNames = [
             "idle", "requested", "requestReceived", "ready", "startReceived", "started", "accepted", "keySent",
-            "comparing", "macSent", "awaitingDone", "verified", "cancelled",
+            "comparing", "macSent", "awaitingDone", "verified", "cancelled", "reciprocating", "scanned",
+            "scanConfirmed",
         ]
 
         package var caseNameLiteral: StaticString? {
@@ -106,6 +119,9 @@ package struct VerificationMachine: StateMachine {
             case .awaitingDone: "awaitingDone"
             case .verified: "verified"
             case .cancelled: "cancelled"
+            case .reciprocating: "reciprocating"
+            case .scanned: "scanned"
+            case .scanConfirmed: "scanConfirmed"
             }
         }
 
@@ -114,7 +130,8 @@ package struct VerificationMachine: StateMachine {
             switch self {
             case .idle: nil
             case .requested(let flow), .requestReceived(let flow), .ready(let flow), .verified(let flow, _),
-                .cancelled(let flow, _, _):
+                .cancelled(let flow, _, _), .reciprocating(let flow, _), .scanned(let flow, _),
+                .scanConfirmed(let flow, _):
                 flow
             case .startReceived(let progress), .started(let progress), .accepted(let progress),
                 .keySent(let progress), .comparing(let progress), .macSent(let progress),
@@ -168,13 +185,18 @@ package struct VerificationMachine: StateMachine {
         case cancelAsked
         /// A timer of the flow fired.
         case timedOut(VerificationTimeout)
+        /// The person scanned the peer's QR code; the crypto layer compared its keys.
+        case qrScanned(QRCheckOutcome)
+        /// An `m.key.verification.start` with `m.reciprocate.v1` arrived (the peer scanned our
+        /// code); the crypto layer checked its secret.
+        case reciprocateReceived(QRCheckOutcome)
 
         /// Every event case name, in declaration order: the chart's event names.
         package static let caseNames = [
             "verifyAsked", "requestReceived", "acceptAsked", "readyReceived", "sasAsked", "startReceived",
             "acceptReceived", "keyReceived", "codeCompared", "macReceived", "doneReceived", "invalidMessageReceived",
             "cancelReceived",
-            "cancelAsked", "timedOut",
+            "cancelAsked", "timedOut", "qrScanned", "reciprocateReceived",
         ]
 
         package var caseNameLiteral: StaticString? {
@@ -194,6 +216,8 @@ package struct VerificationMachine: StateMachine {
             case .cancelReceived: "cancelReceived"
             case .cancelAsked: "cancelAsked"
             case .timedOut: "timedOut"
+            case .qrScanned: "qrScanned"
+            case .reciprocateReceived: "reciprocateReceived"
             }
         }
 
@@ -222,6 +246,11 @@ package struct VerificationMachine: StateMachine {
         case sendDone(VerificationFlow)
         /// Send `m.key.verification.cancel` with `code`.
         case sendCancel(VerificationFlow, VerificationCancelCode)
+        /// Send `m.key.verification.cancel` with `m.accepted` to the peer's devices other than the
+        /// flow's: a request to every device was answered by this one.
+        case sendAcceptedToOtherDevices(VerificationFlow)
+        /// Send `m.key.verification.start` with `m.reciprocate.v1` and the scanned code's secret.
+        case sendReciprocate(VerificationFlow)
         /// Sign the proven keys (the device with our self-signing key, or the user's master key
         /// with our user-signing key), upload the signatures and update the trust levels.
         case crossSign(VerificationFlow, VerifiedKeys)
@@ -235,7 +264,7 @@ package struct VerificationMachine: StateMachine {
             case .scheduleTimeout(let timeout, let delay): .timer(Keys.key(timeout), .after(delay))
             case .cancel(let key): .cancel(key)
             case .sendRequest, .sendReady, .sendStart, .sendAccept, .sendKey, .sendMAC, .sendDone, .sendCancel,
-                .crossSign:
+                .sendAcceptedToOtherDevices, .sendReciprocate, .crossSign:
                 .perform
             }
         }
@@ -243,7 +272,7 @@ package struct VerificationMachine: StateMachine {
         /// Every effect case name, in declaration order.
         package static let caseNames = [
             "sendRequest", "sendReady", "sendStart", "sendAccept", "sendKey", "sendMAC", "sendDone", "sendCancel",
-            "crossSign", "scheduleTimeout", "cancel",
+            "sendAcceptedToOtherDevices", "sendReciprocate", "crossSign", "scheduleTimeout", "cancel",
         ]
 
         package var caseNameLiteral: StaticString? {
@@ -256,6 +285,8 @@ package struct VerificationMachine: StateMachine {
             case .sendMAC: "sendMAC"
             case .sendDone: "sendDone"
             case .sendCancel: "sendCancel"
+            case .sendAcceptedToOtherDevices: "sendAcceptedToOtherDevices"
+            case .sendReciprocate: "sendReciprocate"
             case .crossSign: "crossSign"
             case .scheduleTimeout: "scheduleTimeout"
             case .cancel: "cancel"

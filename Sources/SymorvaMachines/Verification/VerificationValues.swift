@@ -40,6 +40,24 @@ package struct VerificationCancelCode: RawRepresentable, Sendable, Hashable, Cus
 package enum KeyVerificationMethod {
     /// Short authentication string (emoji, decimals).
     package static let sas = "m.sas.v1"
+    /// What SymorvaKit offers in a request and a ready: SAS, and QR codes both ways (the app
+    /// renders and scans the image; the SDK gives and takes the bytes).
+    package static let ours = [sas, qrCodeShow, qrCodeScan, reciprocate]
+    /// The methods of `ready` or `request` a flow can go on with: SAS, or a QR code either way.
+    package static func haveOneInCommon(_ theirs: [String]) -> Bool {
+        theirs.contains(sas) || theirs.contains(qrCodeShow) || theirs.contains(qrCodeScan)
+    }
+}
+
+/// The crypto layer's check of a QR step: the scanner's comparison of a scanned code with the
+/// keys it knows, or the shower's check of the `m.reciprocate.v1` secret.
+package enum QRCheckOutcome: Sendable, Hashable {
+    /// The keys match (or the secret is the code's): these keys are proven (the device key
+    /// of our own other device, the other user's master key, or our own master key alone,
+    /// which signs nothing but lets this device trust its identity).
+    case proven(VerifiedKeys)
+    /// They do not: the flow cancels with this code (`m.key_mismatch`, `m.unknown_transaction`).
+    case mismatch(VerificationCancelCode)
 }
 
 /// A SAS key agreement protocol (`key_agreement_protocol`).

@@ -1,4 +1,5 @@
 import SymorvaCrypto
+import SymorvaCryptoDriver
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
@@ -54,6 +55,7 @@ struct VerificationFlowDriverTests {
             if let keys = work.sign { from.signed = keys }
             for message in work.messages {
                 from.sent.append(message.kind)
+                guard !message.toOtherDevices else { continue }  // m.accepted: for the devices that did not answer
                 let content = tamper?(message.kind, message.content, to.party == Self.bob) ?? message.content
                 var opening: VerificationFlow?
                 if case .idle = to.driver.state {
@@ -102,7 +104,8 @@ struct VerificationFlowDriverTests {
         // Alice proved Bob's device and master key; Bob proved Alice's device (she has no master key).
         #expect(alice.signed == VerifiedKeys(deviceKey: Self.bobKey, masterKey: Self.bobMaster))
         #expect(bob.signed == VerifiedKeys(deviceKey: Self.aliceKey, masterKey: nil))
-        #expect(alice.sent == [.request, .start, .key, .mac, .done])
+        // The request went to every device of Bob: the ready is followed by m.accepted to his others.
+        #expect(alice.sent == [.request, .cancel, .start, .key, .mac, .done])
         #expect(bob.sent == [.ready, .accept, .key, .mac, .done])
     }
 
@@ -180,4 +183,74 @@ struct VerificationFlowDriverTests {
     }
 
     func stateFlow(_ side: Side) -> VerificationFlow { side.driver.state.flow ?? Self.flow }
+
+    /// Sides with well-formed keys (a QR code carries them as 32 bytes).
+    static func qrSides() -> (Side, Side, aliceMaster: String, bobMaster: String) {
+        let key = { (byte: UInt8) in UnpaddedBase64.encode([UInt8](repeating: byte, count: 32)) }
+        let (aliceDevice, aliceMaster, bobDevice, bobMaster) = (key(1), key(2), key(3), key(4))
+        return (
+            Side(alice, ownKey: aliceDevice, master: aliceMaster, peer: bob, peerKey: bobDevice, peerMaster: bobMaster),
+            Side(bob, ownKey: bobDevice, master: bobMaster, peer: alice, peerKey: aliceDevice, peerMaster: aliceMaster),
+            aliceMaster, bobMaster
+        )
+    }
+
+    static let oneDeviceFlow = VerificationFlow(
+        transactionID: "txn-qr", ourselves: alice, peerUserID: bob.userID, peerDeviceID: bob.deviceID,
+        usesRequest: true)
+
+    @Test(
+        "QR 0x00 in process: Bob shows, Alice scans and reciprocates, Bob confirms: both verified, each signs the other's master key"
+    )
+    func qrFlow() throws {
+        let (alice, bob, aliceMaster, bobMaster) = Self.qrSides()
+        Self.pump(alice.driver.handle(.verifyAsked(Self.oneDeviceFlow)), from: alice, to: bob)
+        #expect(bob.driver.qrCode() == nil)  // not ready yet
+        Self.pump(bob.driver.handle(.acceptAsked), from: bob, to: alice)
+        let code = try #require(bob.driver.qrCode())
+        #expect(bob.driver.qrCode() == code)
+        let payload = try QRVerificationPayload(parsing: code)
+        #expect(payload.mode == .verifyingAnotherUser && payload.flowID == "txn-qr")
+        #expect(throws: QRVerificationPayloadError.self) { try alice.driver.scanned(Array(code.prefix(20))) }
+        Self.pump(try alice.driver.scanned(code), from: alice, to: bob)
+        #expect(alice.driver.state.caseName == "reciprocating")
+        #expect(bob.driver.state.caseName == "scanned")
+        Self.pump(bob.driver.handle(.codeCompared(matches: true)), from: bob, to: alice)
+        #expect(alice.driver.state.caseName == "verified")
+        #expect(bob.driver.state.caseName == "verified")
+        #expect(alice.signed == VerifiedKeys(deviceKey: nil, masterKey: bobMaster))
+        #expect(bob.signed == VerifiedKeys(deviceKey: nil, masterKey: aliceMaster))
+        #expect(alice.sent == [.request, .start, .done])
+        #expect(bob.sent == [.ready, .done])
+    }
+
+    @Test("QR: a reciprocate with another secret cancels m.key_mismatch on both sides, nothing signed")
+    func qrWrongSecret() throws {
+        let (alice, bob, _, _) = Self.qrSides()
+        Self.pump(alice.driver.handle(.verifyAsked(Self.oneDeviceFlow)), from: alice, to: bob)
+        Self.pump(bob.driver.handle(.acceptAsked), from: bob, to: alice)
+        let code = try #require(bob.driver.qrCode())
+        Self.pump(try alice.driver.scanned(code), from: alice, to: bob) { kind, content, _ in
+            guard kind == .start, case .object(var fields) = content else { return content }
+            fields["secret"] = .string(UnpaddedBase64.encode([UInt8](repeating: 9, count: 16)))
+            return .object(fields)
+        }
+        #expect(bob.driver.state == .cancelled(stateFlow(bob), .keyMismatch, byUs: true))
+        #expect(alice.driver.state == .cancelled(stateFlow(alice), .keyMismatch, byUs: false))
+        #expect(alice.signed == nil && bob.signed == nil)
+    }
+
+    @Test("QR: no code for a device that cannot scan (its ready names SAS alone); the other side still shows one")
+    func qrNeedsAScanner() throws {
+        let (alice, bob, _, _) = Self.qrSides()
+        Self.pump(alice.driver.handle(.verifyAsked(Self.oneDeviceFlow)), from: alice, to: bob)
+        Self.pump(bob.driver.handle(.acceptAsked), from: bob, to: alice) { kind, content, _ in
+            guard kind == .ready, case .object(var fields) = content else { return content }
+            fields["methods"] = .array([.string(KeyVerificationMethod.sas)])
+            return .object(fields)
+        }
+        #expect(alice.driver.state.caseName == "ready")
+        #expect(alice.driver.qrCode() == nil)
+        #expect(bob.driver.qrCode() != nil)  // Alice's request offered to scan
+    }
 }

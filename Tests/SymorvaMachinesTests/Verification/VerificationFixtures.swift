@@ -39,6 +39,12 @@ enum VerificationFixture {
             keyAgreementProtocols: ["x448"], hashes: ["sha256"], macMethods: ["hkdf-hmac-sha256.v2"],
             shortCodeMethods: ["decimal"]))
 
+    /// Another device of Bob's than the one a flow is with.
+    static let bobsOtherDevice = DeviceID("BOBDEV2")
+    static let otherDeviceReady = VerificationReady(fromDevice: bobsOtherDevice, methods: [KeyVerificationMethod.sas])
+    static let otherDeviceStart = SASStart(
+        fromDevice: bobsOtherDevice, method: KeyVerificationMethod.sas, offer: .ours)
+
     static let commitment = "commitment-of-bobs-key"
     static let code = SASCode(bytes: [1, 2, 3, 4, 5, 6])!
     static let keys = VerifiedKeys(deviceKey: "bob-ed25519", masterKey: "bob-master")
@@ -58,7 +64,7 @@ enum VerificationFixture {
 
     static let sampleStates: [VerificationMachine.State] = [
         .idle,
-        .requested(anyDeviceFlow),
+        .requested(anyDeviceFlow), .requested(requestFlow),
         .requestReceived(bobsFlow),
         .ready(requestFlow), .ready(bobsFlow),
         .startReceived(progress(directFlow, weStarted: false, commitment: nil)),
@@ -73,6 +79,7 @@ enum VerificationFixture {
         .awaitingDone(progress(code: code), keys),
         .verified(requestFlow, keys),
         .cancelled(requestFlow, .user, byUs: true),
+        .reciprocating(requestFlow, keys), .scanned(requestFlow, keys), .scanConfirmed(requestFlow, keys),
     ]
 
     static let sampleEvents: [VerificationMachine.Event] = [
@@ -81,6 +88,11 @@ enum VerificationFixture {
         .acceptAsked,
         .readyReceived(VerificationReady(fromDevice: bob.deviceID, methods: [KeyVerificationMethod.sas])),
         .readyReceived(VerificationReady(fromDevice: bob.deviceID, methods: ["m.qr_code.show.v1"])),
+        .readyReceived(VerificationReady(fromDevice: alice.deviceID, methods: [KeyVerificationMethod.sas])),
+        .readyReceived(otherDeviceReady), .startReceived(bobsFlow, otherDeviceStart),
+        .startReceived(
+            bobsFlow,
+            SASStart(fromDevice: alice.deviceID, method: KeyVerificationMethod.sas, offer: noCommonStart.offer)),
         .sasAsked,
         .startReceived(bobsFlow, peerStart), .startReceived(bobsFlow, bobsViewOfAliceStart),
         .startReceived(bobsFlow, noCommonStart), .startReceived(bobsFlow, qrStart),
@@ -91,5 +103,8 @@ enum VerificationFixture {
         .doneReceived, .invalidMessageReceived,
         .cancelReceived(.user), .cancelAsked,
         .timedOut(.overall), .timedOut(.request),
+        .readyReceived(VerificationReady(fromDevice: bob.deviceID, methods: ["org.example.method"])),
+        .qrScanned(.proven(keys)), .qrScanned(.mismatch(.keyMismatch)),
+        .reciprocateReceived(.proven(keys)), .reciprocateReceived(.mismatch(.keyMismatch)),
     ]
 }

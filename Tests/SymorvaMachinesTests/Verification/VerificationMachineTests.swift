@@ -18,10 +18,11 @@ struct VerificationMachineTests {
             .verifyAsked(F.anyDeviceFlow), expecting: .requested(F.anyDeviceFlow),
             effects: [
                 .scheduleTimeout(.overall, after: .seconds(600)), .scheduleTimeout(.request, after: .seconds(120)),
-                .sendRequest(F.anyDeviceFlow, methods: ["m.sas.v1"]),
+                .sendRequest(F.anyDeviceFlow, methods: KeyVerificationMethod.ours),
             ])
         try store.send(
-            .readyReceived(sasReady), expecting: .ready(F.requestFlow), effects: [.cancel(Machine.Keys.request)])
+            .readyReceived(sasReady), expecting: .ready(F.requestFlow),
+            effects: [.cancel(Machine.Keys.request), .sendAcceptedToOtherDevices(F.requestFlow)])
         let started = SASProgress(flow: F.requestFlow, weStarted: true, start: F.oursStart)
         try store.send(.sasAsked, expecting: .started(started), effects: [.sendStart(F.requestFlow, .ours)])
         let keySent = F.progress()
@@ -49,7 +50,7 @@ struct VerificationMachineTests {
             ])
         try store.send(
             .acceptAsked, expecting: .ready(F.bobsFlow),
-            effects: [.cancel(Machine.Keys.request), .sendReady(F.bobsFlow, methods: ["m.sas.v1"])])
+            effects: [.cancel(Machine.Keys.request), .sendReady(F.bobsFlow, methods: KeyVerificationMethod.ours)])
         let accepted = SASProgress(
             flow: F.bobsFlow, weStarted: false, start: F.bobsViewOfAliceStart, agreement: F.agreement)
         try store.send(
@@ -155,7 +156,107 @@ struct VerificationMachineTests {
         try ready.send(.readyReceived(sasReady), expecting: cancelled, effects: effects)
     }
 
-    @Test("Methods in common or m.unknown_method: a QR start, a ready without SAS, an accept of nothing offered")
+    @Test(
+        "Other devices: a request to every device sends m.accepted to the others on the first ready; a ready or start from another device than the flow's is ignored"
+    )
+    func otherDevices() throws {
+        // A request to every device of Bob: BOBDEV answers first, the others hear m.accepted.
+        let everyDevice = MachineTestStore(Machine(), initial: .requested(F.anyDeviceFlow))
+        try everyDevice.send(
+            .readyReceived(sasReady), expecting: .ready(F.requestFlow),
+            effects: [.cancel(Machine.Keys.request), .sendAcceptedToOtherDevices(F.requestFlow)])
+        // BOBDEV2 answers too, late: ignored, the flow stays with BOBDEV.
+        try everyDevice.send(.readyReceived(F.otherDeviceReady), stayingWith: [])
+        try everyDevice.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+        try everyDevice.assertState(.ready(F.requestFlow))
+        // The flow's device goes on.
+        let accepted = SASProgress(flow: F.requestFlow, weStarted: false, start: F.peerStart, agreement: F.agreement)
+        try everyDevice.send(
+            .startReceived(F.requestFlow, F.peerStart), expecting: .accepted(accepted),
+            effects: [.sendAccept(F.requestFlow, F.agreement)])
+        try everyDevice.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+
+        // A request to BOBDEV alone: a ready from BOBDEV2 is ignored, no m.accepted when BOBDEV answers.
+        let oneDevice = MachineTestStore(Machine(), initial: .requested(F.requestFlow))
+        try oneDevice.send(.readyReceived(F.otherDeviceReady), stayingWith: [])
+        try oneDevice.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+        try oneDevice.send(
+            .readyReceived(sasReady), expecting: .ready(F.requestFlow), effects: [.cancel(Machine.Keys.request)])
+
+        // Later in the flow, a start or ready from another device changes nothing; from the
+        // flow's device it is unexpected.
+        for state: Machine.State in [
+            .keySent(F.progress()), .comparing(F.progress(code: F.code)), .macSent(F.progress(code: F.code)),
+            .awaitingDone(F.progress(code: F.code), F.keys),
+        ] {
+            let store = MachineTestStore(Machine(), initial: state)
+            try store.send(.readyReceived(F.otherDeviceReady), stayingWith: [])
+            try store.send(.startReceived(F.requestFlow, F.otherDeviceStart), stayingWith: [])
+            try store.send(
+                .readyReceived(sasReady), expecting: .cancelled(F.requestFlow, .unexpectedMessage, byUs: true),
+                effects: [.sendCancel(F.requestFlow, .unexpectedMessage)] + stopTimers)
+        }
+    }
+
+    @Test("QR, the scanner: a good scan sends m.reciprocate.v1, the shower's done signs and answers done")
+    func qrScanner() throws {
+        let store = MachineTestStore(Machine(), initial: .ready(F.requestFlow))
+        try store.assertIgnored(.acceptAsked)
+        try store.send(
+            .qrScanned(.proven(F.keys)), expecting: .reciprocating(F.requestFlow, F.keys),
+            effects: [.sendReciprocate(F.requestFlow)])
+        try store.assertIgnored(.codeCompared(matches: true))
+        try store.assertIgnored(.qrScanned(.proven(F.keys)))
+        try store.send(
+            .doneReceived, expecting: .verified(F.requestFlow, F.keys),
+            effects: [.crossSign(F.requestFlow, F.keys), .sendDone(F.requestFlow)] + stopTimers)
+        // A code that does not match cancels with the check's code, and nothing is signed.
+        let mismatch = MachineTestStore(Machine(), initial: .ready(F.requestFlow))
+        try mismatch.send(
+            .qrScanned(.mismatch(.keyMismatch)), expecting: .cancelled(F.requestFlow, .keyMismatch, byUs: true),
+            effects: [.sendCancel(F.requestFlow, .keyMismatch)] + stopTimers)
+        // Scanning before ready changes nothing; a reciprocate while we reciprocate is unexpected.
+        let early = MachineTestStore(Machine(), initial: .requested(F.anyDeviceFlow))
+        try early.assertIgnored(.qrScanned(.proven(F.keys)))
+        let twice = MachineTestStore(Machine(), initial: .reciprocating(F.requestFlow, F.keys))
+        try twice.send(
+            .reciprocateReceived(.proven(F.keys)),
+            expecting: .cancelled(F.requestFlow, .unexpectedMessage, byUs: true),
+            effects: [.sendCancel(F.requestFlow, .unexpectedMessage)] + stopTimers)
+    }
+
+    @Test(
+        "QR, the shower: a reciprocate with the code's secret waits for the person; yes signs and sends done, no cancels m.user; a wrong secret m.key_mismatch"
+    )
+    func qrShower() throws {
+        let store = MachineTestStore(Machine(), initial: .ready(F.requestFlow))
+        try store.send(.reciprocateReceived(.proven(F.keys)), expecting: .scanned(F.requestFlow, F.keys))
+        try store.send(
+            .codeCompared(matches: true), expecting: .scanConfirmed(F.requestFlow, F.keys),
+            effects: [.crossSign(F.requestFlow, F.keys), .sendDone(F.requestFlow)])
+        try store.send(.doneReceived, expecting: .verified(F.requestFlow, F.keys), effects: stopTimers)
+        let no = MachineTestStore(Machine(), initial: .scanned(F.requestFlow, F.keys))
+        try no.send(
+            .codeCompared(matches: false), expecting: .cancelled(F.requestFlow, .user, byUs: true),
+            effects: [.sendCancel(F.requestFlow, .user)] + stopTimers)
+        let early = MachineTestStore(Machine(), initial: .scanned(F.requestFlow, F.keys))
+        try early.send(
+            .doneReceived, expecting: .cancelled(F.requestFlow, .unexpectedMessage, byUs: true),
+            effects: [.sendCancel(F.requestFlow, .unexpectedMessage)] + stopTimers)
+        let wrong = MachineTestStore(Machine(), initial: .ready(F.requestFlow))
+        try wrong.send(
+            .reciprocateReceived(.mismatch(.keyMismatch)),
+            expecting: .cancelled(F.requestFlow, .keyMismatch, byUs: true),
+            effects: [.sendCancel(F.requestFlow, .keyMismatch)] + stopTimers)
+        let timedOut = MachineTestStore(Machine(), initial: .scanConfirmed(F.requestFlow, F.keys))
+        try timedOut.send(
+            .timedOut(.overall), expecting: .cancelled(F.requestFlow, .timeout, byUs: true),
+            effects: [.sendCancel(F.requestFlow, .timeout)] + stopTimers)
+    }
+
+    @Test(
+        "Methods in common or m.unknown_method: a start of an unknown method, a ready with nothing in common, an accept of nothing offered"
+    )
     func unknownMethods() throws {
         let ready = MachineTestStore(Machine(), initial: .ready(F.requestFlow))
         try ready.send(
@@ -163,7 +264,7 @@ struct VerificationMachineTests {
             effects: [.sendCancel(F.requestFlow, .unknownMethod)] + stopTimers)
         let requested = MachineTestStore(Machine(), initial: .requested(F.anyDeviceFlow))
         try requested.send(
-            .readyReceived(VerificationReady(fromDevice: F.bob.deviceID, methods: ["m.qr_code.scan.v1"])),
+            .readyReceived(VerificationReady(fromDevice: F.bob.deviceID, methods: ["org.example.method"])),
             expecting: .cancelled(F.requestFlow, .unknownMethod, byUs: true),
             effects: [.sendCancel(F.requestFlow, .unknownMethod)] + stopTimers)
         let started = MachineTestStore(Machine(), initial: .started(F.progress(commitment: nil)))
