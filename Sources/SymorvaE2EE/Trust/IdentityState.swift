@@ -18,6 +18,14 @@ public enum IdentityState: Sendable, Hashable {
     case identityChanged(UserID)
 }
 
+/// How a user's cross-signing identity changed since it was pinned (not acknowledged yet).
+public enum UserIdentityChange: Sendable, Hashable {
+    /// The server lists another master key (the user reset their identity, or the server lies).
+    case replaced
+    /// The server stopped listing any master key for the user.
+    case removed
+}
+
 extension CryptoEngine {
     /// Computes ``identityState`` from the store: an unacknowledged change first (this account's
     /// own before others'), then whether this device holds the private keys of the identity the
