@@ -4,8 +4,10 @@ import SymorvaRuntime
 
 /// The account's cross-signing identity, as this device sees it.
 public enum IdentityState: Sendable, Hashable {
-    /// The account has no cross-signing identity (``AccountCrypto/setUpRecovery(passphrase:)``
-    /// makes one).
+    /// The account has no cross-signing identity: before the automatic bootstrap at the first
+    /// sign-in (``AccountCrypto/bootstrapCrossSigning()``), or with the manifest's
+    /// `encryption.crossSigningBootstrap` `manual` until ``AccountCrypto/setUpRecovery(passphrase:)``
+    /// or the bootstrap makes one.
     case none
     /// The account has an identity whose private keys this device does not hold: enter the
     /// recovery key (``AccountCrypto/restore(recoveryKey:isPassphrase:)``) or reset it.
