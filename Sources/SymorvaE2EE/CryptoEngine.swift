@@ -45,6 +45,14 @@ package actor CryptoEngine {
     let failedSenderQueries = Lock<[UserID: Int64]>([:])
     /// How long after a failed query of a sender a decryption asks again.
     static let senderQueryRetryMilliseconds: Int64 = 30_000
+    /// When a decryption last asked the server again about a sender whose device it lists as not
+    /// cross-signed (strict policy, wall clock, milliseconds): before such a message is refused
+    /// for good, the sender is queried once more, at most once per ``unverifiedRecheckMilliseconds``
+    /// (the signature that cross-signs a new device may have been uploaded since the last query,
+    /// its device-list change not synced yet).
+    let unverifiedSenderRechecks = Lock<[UserID: Int64]>([:])
+    /// How often a sender listed not cross-signed is asked about again.
+    static let unverifiedRecheckMilliseconds: Int64 = 60_000
     /// The one critical section of every change to the account, an Olm session or a Megolm
     /// session: from reading it to its durable save, nothing else changes key material
     /// (``exclusively(_:)``). An actor alone does not give that: its methods interleave at every

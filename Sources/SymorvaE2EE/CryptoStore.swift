@@ -369,6 +369,18 @@ package struct CryptoStore: Sendable {
         }
     }
 
+    /// Marks a tracked `user`'s device list outdated: the next query asks for it.
+    package func markOutdated(_ user: UserID) async throws(CryptoStoreError) {
+        do {
+            try await database.transaction { db throws(StoreError) in
+                try db.execute(
+                    "UPDATE e2ee_tracked_users SET outdated = 1 WHERE user_id = ?", [.text(user.rawValue)])
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
     /// Tracked users whose device lists are outdated.
     package func outdatedUsers() async throws(CryptoStoreError) -> [UserID] {
         do {

@@ -376,7 +376,22 @@ extension AccountCrypto {
         // signature that cross-signs it may have come with the sync that brought the event.
         if let device = try await find() {
             if device.trust != .unverified { return .settled(device) }
-            if !(try await store.isOutdated(sender)) { return .settled(device) }
+            if !(try await store.isOutdated(sender)) {
+                // Under the strict policy its message is about to be refused for good: ask the
+                // server again first, once a minute at most per sender.
+                let now = interpreter.wallClock.now.millisecondsSince1970
+                let recheck =
+                    engine.roomKeyPolicy == .crossSignedOnly
+                    && engine.unverifiedSenderRechecks.withLock { rechecks in
+                        if let last = rechecks[sender], now - last < CryptoEngine.unverifiedRecheckMilliseconds {
+                            return false
+                        }
+                        rechecks[sender] = now
+                        return true
+                    }
+                guard recheck else { return .settled(device) }
+                try await store.markOutdated(sender)
+            }
         }
         _ = try await store.track([sender])
         // Up to date: look again, since a query that answered since the first look (the

@@ -30,6 +30,8 @@ struct StrictSenderTests {
         /// The session's key before the message (index 0), as Bob's `m.room_key` carries it.
         var sessionKey: Secret<String>
         var content: [UInt8]
+        /// A second message of the same session (index 1).
+        var next: [UInt8]
     }
 
     func bobsMessage() async throws -> BobsMessage {
@@ -49,23 +51,32 @@ struct StrictSenderTests {
             "type": .string("m.room.message"), "room_id": .string(roomID.rawValue),
             "content": .object(["msgtype": .string("m.text"), "body": .string("hello")]),
         ]).canonicalEncoding()
-        let content = try JSONValue.object([
-            "algorithm": .string("m.megolm.v1.aes-sha2"), "ciphertext": .string(try session.encrypt(Secret(plaintext))),
-            "device_id": .string("BOBPHONE"), "sender_key": .string(keys.curve25519),
-            "session_id": .string(session.sessionID),
-        ]).canonicalEncoding()
+        func content() throws -> [UInt8] {
+            try JSONValue.object([
+                "algorithm": .string("m.megolm.v1.aes-sha2"),
+                "ciphertext": .string(try session.encrypt(Secret(plaintext))),
+                "device_id": .string("BOBPHONE"), "sender_key": .string(keys.curve25519),
+                "session_id": .string(session.sessionID),
+            ]).canonicalEncoding()
+        }
+        let first = try content()
         return BobsMessage(
             deviceKeys: deviceKeys, identityKeys: keys, sessionID: session.sessionID, sessionKey: sessionKey,
-            content: content)
+            content: first, next: try content())
     }
 
     /// Alice's crypto under `policy`, whose server answers `keys/query` for Bob with `answer`,
     /// holding Bob's session.
-    func alicesCrypto(policy: SymorvaConfiguration.RoomKeyPolicy?, answer: String, message: BobsMessage)
-        async throws -> AccountCrypto
-    {
+    func alicesCrypto(
+        policy: SymorvaConfiguration.RoomKeyPolicy?, answer: String, message: BobsMessage,
+        answers: Lock<String>? = nil, queries: Lock<Int>? = nil
+    ) async throws -> AccountCrypto {
         let transport = ScriptedHTTPTransport()
-        transport.on("POST", "/_matrix/client/v3/keys/query") { _ in .json(200, answer) }
+        transport.on("POST", "/_matrix/client/v3/keys/query") { request in
+            let asksForBob = String(decoding: request.body, as: UTF8.self).contains("@bob:")
+            if asksForBob { queries?.withLock { $0 += 1 } }
+            return .json(200, answers?.withLock { $0 } ?? answer)
+        }
         transport.on("POST", "/_matrix/client/v3/keys/upload") { _ in
             .json(200, #"{"one_time_key_counts": {"signed_curve25519": 50}}"#)
         }
@@ -145,6 +156,40 @@ struct StrictSenderTests {
         }
         #expect(decrypted.trust == .crossSigned)
         #expect(decrypted.deviceID == "BOBPHONE")
+    }
+
+    @Test(
+        "Before a message from a device listed not cross-signed is refused, its sender is asked about again (once a minute): cross-signed since, it is shown"
+    )
+    func unverifiedSenderAskedAgain() async throws {
+        let message = try await bobsMessage()
+        let plain = try answer(devices: ["BOBPHONE": message.deviceKeys], identity: nil)
+        let bobKeys = try CrossSigningKeys(newFor: bob, driver: driver)
+        let signed = try answer(
+            devices: ["BOBPHONE": try bobKeys.signDevice(message.deviceKeys)], identity: bobKeys)
+        let answers = Lock(plain)
+        let queries = Lock(0)
+        let crypto = try await alicesCrypto(
+            policy: nil, answer: plain, message: message, answers: answers, queries: queries)
+        guard
+            case .failure(.senderNotCrossSigned)? = await crypto.decrypt(
+                content: message.content, roomID: roomID, eventID: EventID("$one"), sender: bob)
+        else {
+            Issue.record("the first message was not refused")
+            return
+        }
+        let afterFirst = queries.withLock { $0 }
+        // Bob cross-signs his device; Alice has not heard (no device-list change synced yet).
+        answers.withLock { $0 = signed }
+        guard
+            case .success(let decrypted)? = await crypto.decrypt(
+                content: message.next, roomID: roomID, eventID: EventID("$two"), sender: bob)
+        else {
+            Issue.record("the second message was not shown")
+            return
+        }
+        #expect(decrypted.trust == .crossSigned)
+        #expect(queries.withLock { $0 } == afterFirst + 1, "asked about Bob once more")
     }
 
     @Test("The permissive policies show a message from a device not cross-signed, with its trust to mark it")
