@@ -176,6 +176,9 @@ def validate_manifest(m: Any) -> dict[str, Any]:
         _require(enc["roomKeySharing"] in ("crossSignedOnly", "crossSignedWhenAvailable", "allDevices"),
                  "manifest.encryption.roomKeySharing: must be crossSignedOnly, crossSignedWhenAvailable "
                  "or allDevices")
+    if "crossSigningBootstrap" in enc:
+        _require(enc["crossSigningBootstrap"] in ("automatic", "manual"),
+                 "manifest.encryption.crossSigningBootstrap: must be automatic or manual")
     return m
 
 

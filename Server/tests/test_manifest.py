@@ -27,6 +27,7 @@ def test_default_manifest_is_valid():
     (lambda m: m["modules"]["wallet"]["assets"][0].update(code="orb"), "code"),
     (lambda m: m["encryption"].update(defaultEnabled="no"), "defaultEnabled"),
     (lambda m: m["encryption"].update(roomKeySharing="everyone"), "roomKeySharing"),
+    (lambda m: m["encryption"].update(crossSigningBootstrap="later"), "crossSigningBootstrap"),
 ])
 def test_invalid_manifests(mutate, message):
     m = copy.deepcopy(BASE)

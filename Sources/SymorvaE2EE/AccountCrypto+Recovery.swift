@@ -276,7 +276,7 @@ extension AccountCrypto {
         return answer
     }
 
-    private func uploadIdentity(_ keys: CrossSigningKeys, authorize: PasswordAuthorizer?) async throws(RecoveryError) {
+    func uploadIdentity(_ keys: CrossSigningKeys, authorize: PasswordAuthorizer?) async throws(RecoveryError) {
         let body = try Self.recovery { () throws(CrossSigningError) in try keys.uploadBody() }
         let endpoint = try Self.endpoint { () throws(JSONValue.CanonicalJSONError) in
             try E2EEAPI.uploadSigningKeys(body)

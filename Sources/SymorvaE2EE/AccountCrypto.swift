@@ -35,6 +35,13 @@ public final class AccountCrypto: Sendable {
     let recoveryLock = AsyncLock()
     /// Answering our other devices' secret requests runs one round at a time.
     let secretAnswerLock = AsyncLock()
+    /// When the account gets its cross-signing identity (the manifest's
+    /// `encryption.crossSigningBootstrap`).
+    let crossSigningBootstrap: SymorvaConfiguration.CrossSigningBootstrap
+    /// What this run's automatic bootstrap did (tests and fixtures wait on it).
+    package let automaticBootstrap = ObservableValue<AutomaticBootstrap>.Publisher(.pending)
+    /// The run's automatic bootstrap, cancelled by ``stop()``.
+    private let bootstrapTask = Lock<Task<Void, Never>?>(nil)
 
     /// The crypto machine's state: `ready` once this device's keys are published.
     public var state: ObservableValue<CryptoState> { host.states }
@@ -43,7 +50,8 @@ public final class AccountCrypto: Sendable {
         userID: UserID, deviceID: DeviceID, database: SQLiteDatabase, secretsKey: Secret<[UInt8]>,
         requester: any MatrixRequester, scope: AccountScope, clock: any RuntimeClock, wallClock: any WallClock,
         tracer: Tracer, logCenter: LogCenter, driver: any CryptoDriver = OlmCryptoDriver(),
-        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedWhenAvailable,
+        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedOnly,
+        crossSigningBootstrap: SymorvaConfiguration.CrossSigningBootstrap = .manual,
         jitterSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
     ) async throws(CryptoStoreError) {
         self.userID = userID
@@ -56,6 +64,7 @@ public final class AccountCrypto: Sendable {
             driver: driver, store: store, userID: userID, deviceID: deviceID.rawValue, roomKeyPolicy: roomKeyPolicy)
         self.engine = engine
         self.seed = jitterSeed
+        self.crossSigningBootstrap = crossSigningBootstrap
         self.requester = requester
         self.wallClock = wallClock
         let verifications = VerificationCenter(
@@ -71,7 +80,9 @@ public final class AccountCrypto: Sendable {
             instance: userID.rawValue, scope: scope, clock: clock, wallClock: wallClock, tracer: tracer)
     }
 
-    /// Loads (or creates) the account and starts publishing and tracking.
+    /// Loads (or creates) the account and starts publishing and tracking. With the manifest's
+    /// `encryption.crossSigningBootstrap` `automatic`, an account without a cross-signing
+    /// identity gets one once the device keys are published (``bootstrapCrossSigning()``).
     public func start() async {
         // Weakly: this object holds the center (a cycle would keep the account's database open
         // after shutdown: CommunityShutdownTests).
@@ -86,6 +97,12 @@ public final class AccountCrypto: Sendable {
             Task { await self.answerSecretRequests() }
         }
         await host.send(.started(CryptoStart(jitterSeed: seed)))
+        guard crossSigningBootstrap == .automatic else {
+            automaticBootstrap.publish(.off)
+            return
+        }
+        let task = Task<Void, Never> { [weak self] in await self?.runAutomaticBootstrap() }
+        bootstrapTask.withLock { $0 = task }
     }
 
     /// This device's identity keys, once the account is loaded.
@@ -119,6 +136,18 @@ public final class AccountCrypto: Sendable {
     public func identityChanged(of user: UserID) async throws(CryptoError) -> Bool {
         do throws(CryptoStoreError) {
             return try await store.identity(of: user)?.changedMasterKey != nil
+        } catch {
+            throw CryptoInterpreter.cryptoError(error)
+        }
+    }
+
+    /// How `user`'s cross-signing identity changed since it was pinned (another master key, or
+    /// none any more), while not acknowledged; `nil` when it did not. Under the default room key
+    /// policy (`crossSignedOnly`) such a user's devices get no room key until the change is
+    /// acknowledged.
+    public func identityChange(of user: UserID) async throws(CryptoError) -> UserIdentityChange? {
+        do throws(CryptoStoreError) {
+            return try await store.identity(of: user)?.change
         } catch {
             throw CryptoInterpreter.cryptoError(error)
         }
@@ -171,6 +200,10 @@ public final class AccountCrypto: Sendable {
     /// Stops the machine.
     public func stop() async {
         engine.secretSharing.requestsReceived.set {}
+        bootstrapTask.withLock { task in
+            task?.cancel()
+            task = nil
+        }
         await host.send(.stopped)
     }
 }

@@ -45,6 +45,14 @@ package actor CryptoEngine {
     let failedSenderQueries = Lock<[UserID: Int64]>([:])
     /// How long after a failed query of a sender a decryption asks again.
     static let senderQueryRetryMilliseconds: Int64 = 30_000
+    /// When a decryption last asked the server again about a sender whose device it lists as not
+    /// cross-signed (strict policy, wall clock, milliseconds): before such a message is refused
+    /// for good, the sender is queried once more, at most once per ``unverifiedRecheckMilliseconds``
+    /// (the signature that cross-signs a new device may have been uploaded since the last query,
+    /// its device-list change not synced yet).
+    let unverifiedSenderRechecks = Lock<[UserID: Int64]>([:])
+    /// How often a sender listed not cross-signed is asked about again.
+    static let unverifiedRecheckMilliseconds: Int64 = 60_000
     /// The one critical section of every change to the account, an Olm session or a Megolm
     /// session: from reading it to its durable save, nothing else changes key material
     /// (``exclusively(_:)``). An actor alone does not give that: its methods interleave at every
@@ -71,7 +79,7 @@ package actor CryptoEngine {
 
     package init(
         driver: any CryptoDriver, store: CryptoStore, userID: UserID, deviceID: String,
-        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedWhenAvailable
+        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedOnly
     ) {
         self.driver = driver
         self.store = store
@@ -81,12 +89,17 @@ package actor CryptoEngine {
     }
 
     /// Whether the room key policy allows `device`: to receive room keys, and (one of this
-    /// account's) to have its key requests answered and its forwarded keys taken.
+    /// account's) to have its key requests answered and its forwarded keys taken. Under
+    /// `crossSignedOnly`, a device of a user whose identity changed (or disappeared) since it
+    /// was pinned is not allowed until the change is acknowledged.
     package nonisolated func policyAllows(_ device: CryptoStore.Device) async throws(CryptoStoreError) -> Bool {
         if device.keyChanged { return false }
         switch roomKeyPolicy {
         case .allDevices: return true
-        case .crossSignedOnly: return device.trust != .unverified
+        case .crossSignedOnly:
+            // A user whose identity changed (or disappeared), not acknowledged: nothing.
+            guard device.trust != .unverified else { return false }
+            return try await store.identity(of: device.userID)?.changedMasterKey == nil
         case .crossSignedWhenAvailable:
             // A user whose identity was never seen has no way to cross-sign: all their devices.
             if device.trust != .unverified { return true }
@@ -706,9 +719,10 @@ extension CryptoEngine {
         package var signingKey: String
     }
 
-    /// Why a Megolm event is refused for good.
+    /// Why a Megolm event is refused for good. `senderNotCrossSigned`: under the room key policy
+    /// `crossSignedOnly`, the sending device is not cross-signed by its owner (nor verified).
     package enum DecryptionRefusal: String, Error, Sendable {
-        case replayed, unsupportedAlgorithm, mismatched
+        case replayed, unsupportedAlgorithm, mismatched, senderNotCrossSigned
     }
 
     /// Decrypts an event of `roomID` sent by `sender`: `nil` while the key is missing. An event

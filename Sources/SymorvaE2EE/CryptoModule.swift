@@ -26,7 +26,8 @@ extension AccountModuleFactory {
                 userID: context.userID, deviceID: deviceID, database: context.database.database, secretsKey: key,
                 requester: context.requester, scope: context.scope, clock: context.clock,
                 wallClock: context.wallClock, tracer: context.tracer, logCenter: context.logCenter,
-                roomKeyPolicy: context.configuration.encryption.roomKeyPolicy)
+                roomKeyPolicy: context.configuration.encryption.roomKeyPolicy,
+                crossSigningBootstrap: context.configuration.encryption.crossSigningBootstrap)
             await crypto.start()
             return crypto
         } catch {

@@ -18,8 +18,18 @@ extension CryptoStore {
     package struct PinnedIdentity: Sendable, Hashable {
         /// The master key pinned on first sight (or acknowledged since).
         package var pinnedMasterKey: String
-        /// Another master key the server lists since, not acknowledged yet.
+        /// Another master key the server lists since, not acknowledged yet; the empty string when
+        /// the server stopped listing any (``removedMarker``).
         package var changedMasterKey: String?
+        /// What `changedMasterKey` holds when a pinned identity disappeared from the server's
+        /// answers.
+        package static let removedMarker = ""
+
+        /// The unacknowledged change, typed.
+        package var change: UserIdentityChange? {
+            guard let changedMasterKey else { return nil }
+            return changedMasterKey == Self.removedMarker ? .removed : .replaced
+        }
         /// Our user-signing key signed the user's current master key.
         package var verified: Bool
     }
@@ -132,6 +142,18 @@ extension CryptoStore {
         }
     }
 
+    /// A user the `keys/query` answered without any identity while one is pinned: the pinned
+    /// identity disappeared (the server stopped returning the master key). Recorded as a change
+    /// (``PinnedIdentity/removedMarker``) until acknowledged; it is never silent.
+    static func identityMissing(of user: UserID, in db: isolated SQLiteDatabase) throws(StoreError) {
+        try db.execute(
+            """
+            UPDATE e2ee_identities SET changed_master_key = ?, verified = 0
+            WHERE user_id = ? AND pinned_master_key != ?
+            """,
+            [.text(PinnedIdentity.removedMarker), .text(user.rawValue), .text(PinnedIdentity.removedMarker)])
+    }
+
     /// Pins this account's own identity to `masterKey` (this device just made or restored it):
     /// no change is recorded for it.
     package func pinOwnIdentity(masterKey: String) async throws(CryptoStoreError) {
@@ -183,12 +205,19 @@ extension CryptoStore {
         }
     }
 
-    /// Acknowledges a change of `user`'s identity: the new master key is pinned. Returns whether
-    /// there was a change to acknowledge.
+    /// Acknowledges a change of `user`'s identity: the new master key is pinned (or, when the
+    /// identity disappeared, the pin is dropped). Returns whether there was a change to
+    /// acknowledge.
     @discardableResult
     package func acknowledgeIdentity(of user: UserID) async throws(CryptoStoreError) -> Bool {
         do {
             return try await database.transaction { db throws(StoreError) -> Bool in
+                // An identity that disappeared: acknowledged, the user has none (the next one seen
+                // is pinned on first sight).
+                try db.execute(
+                    "DELETE FROM e2ee_identities WHERE user_id = ? AND changed_master_key = ?",
+                    [.text(user.rawValue), .text(PinnedIdentity.removedMarker)])
+                if db.changes > 0 { return true }
                 try db.execute(
                     """
                     UPDATE e2ee_identities SET pinned_master_key = changed_master_key, changed_master_key = NULL

@@ -369,6 +369,18 @@ package struct CryptoStore: Sendable {
         }
     }
 
+    /// Marks a tracked `user`'s device list outdated: the next query asks for it.
+    package func markOutdated(_ user: UserID) async throws(CryptoStoreError) {
+        do {
+            try await database.transaction { db throws(StoreError) in
+                try db.execute(
+                    "UPDATE e2ee_tracked_users SET outdated = 1 WHERE user_id = ?", [.text(user.rawValue)])
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
     /// Tracked users whose device lists are outdated.
     package func outdatedUsers() async throws(CryptoStoreError) -> [UserID] {
         do {
@@ -390,7 +402,8 @@ package struct CryptoStore: Sendable {
     /// Each answered user's checked cross-signing identity in `identities` is compared with the
     /// pinned one in the same transaction (``pinIdentity(_:in:)``): pinned on first sight, a
     /// different master key recorded as a change until it is acknowledged. A user the answer
-    /// lists without an identity keeps their pin.
+    /// lists without an identity while one is pinned: the identity disappeared, recorded as a
+    /// change too (``identityMissing(of:in:)``).
     ///
     /// - Returns: how many devices were refused for changed keys.
     package func storeQueried(
@@ -435,8 +448,12 @@ package struct CryptoStore: Sendable {
                                 .integer(Int64(device.trust.storedValue)),
                             ])
                     }
-                    if let userID = UserID(user), let identity = identities[userID] {
-                        try Self.pinIdentity(identity, in: db)
+                    if let userID = UserID(user) {
+                        if let identity = identities[userID] {
+                            try Self.pinIdentity(identity, in: db)
+                        } else {
+                            try Self.identityMissing(of: userID, in: db)
+                        }
                     }
                     try db.execute("UPDATE e2ee_tracked_users SET outdated = 0 WHERE user_id = ?", [.text(user)])
                 }

@@ -101,7 +101,10 @@ extension CryptoInterpreter {
         _ = try await store.track(members)
         let outdated = Set(try await store.outdatedUsers()).intersection(members)
         var devices: [CryptoStore.Device] = []
-        for member in members {
+        // Under the strict policy a member whose identity changed (or disappeared) and is not
+        // acknowledged gets nothing: one read for the room, not one per member.
+        let changed = engine.roomKeyPolicy == .crossSignedOnly ? Set(try await store.changedIdentities()) : []
+        for member in members where !changed.contains(member) {
             let memberDevices = try await store.devices(of: member).filter {
                 !$0.keyChanged && !($0.userID == engine.userID && $0.deviceID == engine.deviceID)
             }
@@ -231,7 +234,9 @@ extension AccountCrypto {
     /// Decrypts an `m.room.encrypted` event of `roomID` sent by `sender`: the plaintext type
     /// and content with the sending device (known when `sender` has a verified device with the
     /// session's keys) and its trust level at this moment (an unknown device, or one whose keys
-    /// changed, is ``DeviceTrustLevel/unverified``), a refusal (`replayed`, `unsupportedAlgorithm`, `mismatched`), or `nil`
+    /// changed, is ``DeviceTrustLevel/unverified``), a refusal (`replayed`, `unsupportedAlgorithm`, `mismatched`;
+    /// `senderNotCrossSigned` under the `crossSignedOnly` policy for another device that is
+    /// unverified), or `nil`
     /// while its room key has not arrived.
     package func decrypt(content: [UInt8], roomID: RoomID, eventID: EventID, sender: UserID) async
         -> Result<
@@ -323,11 +328,16 @@ extension AccountCrypto {
                     // successful keys/query asks chat to try again).
                     continue
                 }
+                let trust = device.map { $0.keyChanged ? .unverified : $0.trust } ?? DeviceTrustLevel.unverified
+                // MSC4153: a message from a device its owner did not cross-sign is not shown.
+                // This device's own messages are always its own to read.
+                let isThisDevice = key.sender == userID && device?.deviceID == deviceID.rawValue
+                if engine.roomKeyPolicy == .crossSignedOnly, trust == .unverified, !isThisDevice {
+                    results[position] = .failure(.senderNotCrossSigned)
+                    continue
+                }
                 results[position] = .success(
-                    (
-                        event, device?.deviceID, device.map { !$0.keyChanged } ?? false,
-                        device.map { $0.keyChanged ? .unverified : $0.trust } ?? .unverified
-                    ))
+                    (event, device?.deviceID, device.map { !$0.keyChanged } ?? false, trust))
             } catch {
                 logger.error("sending device not read error=\(error)")
             }
@@ -362,7 +372,27 @@ extension AccountCrypto {
         func find() async throws(CryptoStoreError) -> CryptoStore.Device? {
             try await store.devices(of: sender).first { $0.curve25519 == senderKey && $0.ed25519 == signingKey }
         }
-        if let device = try await find() { return .settled(device) }
+        // A device not cross-signed is looked up again when its owner's list is outdated: the
+        // signature that cross-signs it may have come with the sync that brought the event.
+        if let device = try await find() {
+            if device.trust != .unverified { return .settled(device) }
+            if !(try await store.isOutdated(sender)) {
+                // Under the strict policy its message is about to be refused for good: ask the
+                // server again first, once a minute at most per sender.
+                let now = interpreter.wallClock.now.millisecondsSince1970
+                let recheck =
+                    engine.roomKeyPolicy == .crossSignedOnly
+                    && engine.unverifiedSenderRechecks.withLock { rechecks in
+                        if let last = rechecks[sender], now - last < CryptoEngine.unverifiedRecheckMilliseconds {
+                            return false
+                        }
+                        rechecks[sender] = now
+                        return true
+                    }
+                guard recheck else { return .settled(device) }
+                try await store.markOutdated(sender)
+            }
+        }
         _ = try await store.track([sender])
         // Up to date: look again, since a query that answered since the first look (the
         // machine's own, of a new member) may have just stored the device.

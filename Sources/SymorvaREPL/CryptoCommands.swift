@@ -379,10 +379,13 @@ package enum CryptoCommands {
             } catch {
                 throw .commandFailed("devices not read: \(error)")
             }
-            let changed = (try? await crypto.identityChanged(of: user)) ?? false
+            // Replaced (another master key) or removed (none listed any more).
+            let change = (try? await crypto.identityChange(of: user)) ?? nil
             defer {
-                context.output.print(
-                    "\(user) identity: \(changed ? "changed (trust \(user) ok to acknowledge)" : "unchanged")")
+                let described = change.map {
+                    "changed (\($0 == .removed ? "removed" : "replaced"); trust \(user) ok to acknowledge)"
+                }
+                context.output.print("\(user) identity: \(described ?? "unchanged")")
             }
             guard !listed.isEmpty else {
                 context.output.print("no devices known for \(user)")

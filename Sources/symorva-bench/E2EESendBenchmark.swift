@@ -129,6 +129,8 @@ struct E2EESendBenchmark: DevServerBenchmark {
         guard let userID = UserID(registered), let base = HomeserverURL(homeserver.absoluteString) else {
             throw BenchFailure("registration gave '\(registered)'")
         }
+        var deviceKeys: [String: JSONValue] = [:]
+        var token = Secret("")
         for _ in 0..<devices {
             let login =
                 #"{"type": "m.login.password", "identifier": {"type": "m.id.user", "user": "\#(username)"}, "#
@@ -151,7 +153,17 @@ struct E2EESendBenchmark: DevServerBenchmark {
             _ = try await MatrixExchange.perform(
                 upload, on: base, token: Secret(loggedIn.access_token), timeout: nil, transport: transport)
             try await engine.uploadAnswered(includedDeviceKeys: true, nowMilliseconds: 0)
+            if let body = upload.body, case .object(let top)? = try? JSONValue(parsing: body),
+                let keys = top["device_keys"]
+            {
+                deviceKeys[loggedIn.device_id] = keys
+            }
+            token = Secret(loggedIn.access_token)
         }
+        // Under the default room key policy (MSC4153's crossSignedOnly) the sender shares its
+        // key only with devices their owner cross-signed: the member's identity signs them all.
+        try await BenchCrossSigning.crossSign(
+            userID, devices: deviceKeys, token: token, base: base, transport: transport)
         return userID
     }
 

@@ -40,7 +40,11 @@ struct EngineFixture {
         let userID = try #require(UserID(user))
         let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
         let store = try await CryptoStore.migrating(on: database, userID: userID, key: try SecretBox.generateKey())
-        let engine = CryptoEngine(driver: driver, store: store, userID: userID, deviceID: deviceID)
+        // Devices without cross-signing identities: the policy that treats them as before
+        // cross-signing (the default, MSC4153's strict one, has its own tests).
+        let engine = CryptoEngine(
+            driver: driver, store: store, userID: userID, deviceID: deviceID,
+            roomKeyPolicy: .crossSignedWhenAvailable)
         _ = try await engine.load()
         return Device(userID: userID, deviceID: deviceID, database: database, store: store, engine: engine)
     }

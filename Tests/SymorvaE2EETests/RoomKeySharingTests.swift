@@ -70,7 +70,9 @@ struct RoomKeySharingTests {
                 homeserverURL: HomeserverURL("https://example.org")!, userID: alice, accessToken: Secret("token"),
                 transport: transport),
             scope: AccountScope(label: alice.rawValue), clock: ManualClock(), wallClock: SystemWallClock(),
-            tracer: Tracer(), logCenter: LogCenter(threshold: .trace))
+            tracer: Tracer(), logCenter: LogCenter(threshold: .trace),
+            // These devices have no cross-signing: the sharing mechanics, under the permissive policy.
+            roomKeyPolicy: .allDevices)
         await crypto.start()
         try await crypto.state.wait {
             if case .ready = $0 { return true }

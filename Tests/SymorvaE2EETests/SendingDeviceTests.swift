@@ -68,7 +68,10 @@ struct SendingDeviceTests {
                 homeserverURL: HomeserverURL("https://matrix.example.org")!, userID: alice,
                 accessToken: Secret("token"), transport: transport),
             scope: AccountScope(label: alice.rawValue), clock: clock, wallClock: wallClock,
-            tracer: Tracer(), logCenter: LogCenter(threshold: .trace))
+            tracer: Tracer(), logCenter: LogCenter(threshold: .trace),
+            // The trust of a device not cross-signed is returned (the strict default refuses the
+            // event: StrictSenderTests).
+            roomKeyPolicy: .crossSignedWhenAvailable)
         await crypto.start()
         try await crypto.state.wait {
             if case .ready = $0 { return true }

@@ -276,11 +276,11 @@ struct SymorvaConfigurationTests {
         #expect(try !SymorvaConfiguration(jsonData: empty).encryption.isEnabledByDefault)
     }
 
-    @Test("encryption.roomKeySharing names the room key policy: crossSignedWhenAvailable when absent, one of three")
+    @Test("encryption.roomKeySharing names the room key policy: crossSignedOnly (MSC4153) when absent, one of three")
     func roomKeyPolicy() throws {
         #expect(
             try SymorvaConfiguration(jsonData: Data(Self.valid.utf8)).encryption.roomKeyPolicy
-                == .crossSignedWhenAvailable)
+                == .crossSignedOnly)
         for policy in SymorvaConfiguration.RoomKeyPolicy.allCases {
             let set = try Self.manifest { $0["encryption"] = ["roomKeySharing": policy.rawValue] }
             #expect(try SymorvaConfiguration(jsonData: set).encryption.roomKeyPolicy == policy)
@@ -290,6 +290,21 @@ struct SymorvaConfigurationTests {
                 "encryption.roomKeySharing", reason: "not one of crossSignedOnly, crossSignedWhenAvailable, allDevices")
         ) {
             $0["encryption"] = ["roomKeySharing": "everyone"]
+        }
+    }
+
+    @Test("encryption.crossSigningBootstrap: automatic when absent, or manual; anything else refused")
+    func crossSigningBootstrap() throws {
+        #expect(
+            try SymorvaConfiguration(jsonData: Data(Self.valid.utf8)).encryption.crossSigningBootstrap == .automatic)
+        for mode in SymorvaConfiguration.CrossSigningBootstrap.allCases {
+            let set = try Self.manifest { $0["encryption"] = ["crossSigningBootstrap": mode.rawValue] }
+            #expect(try SymorvaConfiguration(jsonData: set).encryption.crossSigningBootstrap == mode)
+        }
+        try Self.expectError(
+            .invalidField("encryption.crossSigningBootstrap", reason: "not one of automatic, manual")
+        ) {
+            $0["encryption"] = ["crossSigningBootstrap": "later"]
         }
     }
 

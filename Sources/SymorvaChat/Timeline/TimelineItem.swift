@@ -379,6 +379,10 @@ public enum UnableToDecryptReason: String, Sendable, Hashable {
     /// The ciphertext does not belong where it was sent (another room's plaintext, a corrupt
     /// message): refused.
     case mismatched
+    /// Sent by a device its owner has not cross-signed, under the room key policy
+    /// `crossSignedOnly` (the default, MSC4153): not shown. Recorded when the event was decrypted,
+    /// after the sender's devices were brought up to date.
+    case senderNotCrossSigned
 
     init(stored: String?) {
         self = stored.flatMap(UnableToDecryptReason.init(rawValue:)) ?? .missingKey

@@ -4,8 +4,10 @@ import SymorvaRuntime
 
 /// The account's cross-signing identity, as this device sees it.
 public enum IdentityState: Sendable, Hashable {
-    /// The account has no cross-signing identity (``AccountCrypto/setUpRecovery(passphrase:)``
-    /// makes one).
+    /// The account has no cross-signing identity: before the automatic bootstrap at the first
+    /// sign-in (``AccountCrypto/bootstrapCrossSigning()``), or with the manifest's
+    /// `encryption.crossSigningBootstrap` `manual` until ``AccountCrypto/setUpRecovery(passphrase:)``
+    /// or the bootstrap makes one.
     case none
     /// The account has an identity whose private keys this device does not hold: enter the
     /// recovery key (``AccountCrypto/restore(recoveryKey:isPassphrase:)``) or reset it.
@@ -16,6 +18,14 @@ public enum IdentityState: Sendable, Hashable {
     /// it) is not the one pinned: shown until acknowledged
     /// (``AccountCrypto/acknowledgeIdentityChange(of:)``).
     case identityChanged(UserID)
+}
+
+/// How a user's cross-signing identity changed since it was pinned (not acknowledged yet).
+public enum UserIdentityChange: Sendable, Hashable {
+    /// The server lists another master key (the user reset their identity, or the server lies).
+    case replaced
+    /// The server stopped listing any master key for the user.
+    case removed
 }
 
 extension CryptoEngine {

@@ -20,7 +20,8 @@ import SymorvaMatrix
 /// (`Server/symorva_server/config.py`), so that the client accepts what the server accepts
 /// (it also checks that `homeserver.serverName` follows the Matrix grammar): `modules` may be left out and a module absent from it is disabled; every listed
 /// module, known or not, needs a boolean `enabled`; `encryption.defaultEnabled` defaults to
-/// `false`; `encryption.roomKeySharing` (``SymorvaConfiguration/RoomKeyPolicy``) to `crossSignedWhenAvailable`. Other unknown fields are ignored, so newer manifests stay readable.
+/// `false`; `encryption.roomKeySharing` (``SymorvaConfiguration/RoomKeyPolicy``) to `crossSignedOnly`;
+/// `encryption.crossSigningBootstrap` to `automatic`. Other unknown fields are ignored, so newer manifests stay readable.
 public struct SymorvaConfiguration: Sendable, Hashable {
     /// The manifest format version; always 1 today.
     public var version: Int
@@ -148,11 +149,30 @@ public struct SymorvaConfiguration: Sendable, Hashable {
         /// Which devices get room keys and whose key requests and forwarded keys are taken
         /// (`encryption.roomKeySharing`).
         public var roomKeyPolicy: RoomKeyPolicy
+        /// Whether an account without a cross-signing identity gets one as soon as its device
+        /// keys are published (`encryption.crossSigningBootstrap`).
+        public var crossSigningBootstrap: CrossSigningBootstrap
         /// Encryption defaults.
-        public init(isEnabledByDefault: Bool, roomKeyPolicy: RoomKeyPolicy = .crossSignedWhenAvailable) {
+        public init(
+            isEnabledByDefault: Bool, roomKeyPolicy: RoomKeyPolicy = .crossSignedOnly,
+            crossSigningBootstrap: CrossSigningBootstrap = .automatic
+        ) {
             self.isEnabledByDefault = isEnabledByDefault
             self.roomKeyPolicy = roomKeyPolicy
+            self.crossSigningBootstrap = crossSigningBootstrap
         }
+    }
+
+    /// When an account gets its cross-signing identity (master, self-signing and user-signing
+    /// keys, with this device signed by them).
+    public enum CrossSigningBootstrap: String, Sendable, Hashable, CaseIterable {
+        /// At the first sign-in: once the device's keys are published, an account the server
+        /// lists no identity for gets one (the first identity needs no password). Secret storage
+        /// and the recovery key come later, when the member sets up recovery.
+        case automatic
+        /// Only when the app asks (`AccountCrypto.bootstrapCrossSigning()` or
+        /// `setUpRecovery(passphrase:)`): for an account another client sets up.
+        case manual
     }
 
     /// Which devices this account trusts with room keys (MSC4153's device policy): a room's key
@@ -160,13 +180,17 @@ public struct SymorvaConfiguration: Sendable, Hashable {
     /// accepted only from the account's own devices it allows.
     public enum RoomKeyPolicy: String, Sendable, Hashable, CaseIterable {
         /// Only devices their owner cross-signed: a user without a cross-signing identity gets
-        /// nothing (the specification's recommendation, MSC4153).
+        /// nothing, and a message from a device its owner did not cross-sign is not shown
+        /// (`UnableToDecryptReason.senderNotCrossSigned`). The specification's recommendation
+        /// (Matrix 1.18, MSC4153) and the default.
         case crossSignedOnly
         /// A user with a cross-signing identity (ever seen: it is pinned) gets keys on the devices
         /// it cross-signed only; a user who never set one up gets them on every device. A device
-        /// the server adds to an account with an identity gets nothing.
+        /// the server adds to an account with an identity gets nothing. Messages from devices not
+        /// cross-signed are shown, marked (`EncryptionInfo.isFromDeviceNotCrossSigned`).
         case crossSignedWhenAvailable
-        /// Every device with valid self-signed keys (before cross-signing).
+        /// Every device with valid self-signed keys (before cross-signing): for peers without
+        /// cross-signing (matrix-nio). Messages from devices not cross-signed are shown, marked.
         case allDevices
     }
 
@@ -286,7 +310,7 @@ public struct SymorvaConfiguration: Sendable, Hashable {
 
         let encryption = try reader.optionalObject(at: ["encryption"], in: root) ?? [:]
         let enabled = try reader.optionalBool(at: ["encryption", "defaultEnabled"], in: encryption) ?? false
-        var sharing = RoomKeyPolicy.crossSignedWhenAvailable
+        var sharing = RoomKeyPolicy.crossSignedOnly
         if let text = try reader.optionalString(at: ["encryption", "roomKeySharing"], in: encryption) {
             guard let value = RoomKeyPolicy(rawValue: text) else {
                 throw .invalidField(
@@ -295,7 +319,17 @@ public struct SymorvaConfiguration: Sendable, Hashable {
             }
             sharing = value
         }
-        self.encryption = Encryption(isEnabledByDefault: enabled, roomKeyPolicy: sharing)
+        var bootstrap = CrossSigningBootstrap.automatic
+        if let text = try reader.optionalString(at: ["encryption", "crossSigningBootstrap"], in: encryption) {
+            guard let value = CrossSigningBootstrap(rawValue: text) else {
+                throw .invalidField(
+                    "encryption.crossSigningBootstrap",
+                    reason: "not one of \(CrossSigningBootstrap.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            bootstrap = value
+        }
+        self.encryption = Encryption(
+            isEnabledByDefault: enabled, roomKeyPolicy: sharing, crossSigningBootstrap: bootstrap)
 
         let media = try reader.optionalObject(at: ["media"], in: root) ?? [:]
         var cacheBytes: Int?

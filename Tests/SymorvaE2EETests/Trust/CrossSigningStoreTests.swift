@@ -96,9 +96,65 @@ struct CrossSigningStoreTests {
             try await store.identity(of: bob) == .init(pinnedMasterKey: "K3", changedMasterKey: nil, verified: false))
         #expect(try await store.changedIdentities() == [])
 
-        // A query that lists no identity for a pinned user keeps the pin.
+        #expect(try await store.identity(of: bob)?.change == nil)
+    }
+
+    @Test(
+        "A pinned identity the server stops listing is a change (removed) until acknowledged; acknowledged, the user has none; it coming back clears it"
+    )
+    func pinnedIdentityDisappears() async throws {
+        let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
+        let store = try await store(database, key: try SecretBox.generateKey())
+        _ = try await store.track([bob])
+        _ = try await store.storeQueried([:], users: [bob], identities: [bob: identity(bob, master: "K1")])
+        // The server lists Bob without any master key: the pin stays, the change is visible.
         _ = try await store.storeQueried([:], users: [bob])
-        #expect(try await store.identity(of: bob)?.pinnedMasterKey == "K3")
+        #expect(try await store.identity(of: bob)?.pinnedMasterKey == "K1")
+        #expect(try await store.identity(of: bob)?.change == .removed)
+        #expect(try await store.changedIdentities() == [bob])
+        // It comes back, the same: nothing to acknowledge.
+        _ = try await store.storeQueried([:], users: [bob], identities: [bob: identity(bob, master: "K1")])
+        #expect(try await store.identity(of: bob)?.change == nil)
+        // Another one after it: replaced.
+        _ = try await store.storeQueried([:], users: [bob])
+        _ = try await store.storeQueried([:], users: [bob], identities: [bob: identity(bob, master: "K2")])
+        #expect(try await store.identity(of: bob)?.change == .replaced)
+        _ = try await store.storeQueried([:], users: [bob])
+        #expect(try await store.identity(of: bob)?.change == .removed)
+        // Acknowledged gone: no pin, nothing changed; the next identity seen is pinned anew.
+        #expect(try await store.acknowledgeIdentity(of: bob))
+        #expect(try await store.identity(of: bob) == nil)
+        #expect(try await store.changedIdentities() == [])
+        _ = try await store.storeQueried([:], users: [bob])
+        #expect(try await store.identity(of: bob) == nil, "no pin: nothing to lose")
+        _ = try await store.storeQueried([:], users: [bob], identities: [bob: identity(bob, master: "K3")])
+        #expect(
+            try await store.identity(of: bob) == .init(pinnedMasterKey: "K3", changedMasterKey: nil, verified: false))
+    }
+
+    @Test("Under crossSignedOnly a user whose identity changed, not acknowledged, gets nothing; acknowledged, again")
+    func changedIdentityGetsNothing() async throws {
+        let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
+        let store = try await store(database, key: try SecretBox.generateKey())
+        _ = try await store.track([bob])
+        let signed = CryptoStore.Device(
+            userID: bob, deviceID: "SIGNED", curve25519: "c", ed25519: "e", displayName: nil, keyChanged: false,
+            trust: .crossSigned)
+        _ = try await store.storeQueried([:], users: [bob], identities: [bob: identity(bob, master: "K1")])
+        let engine = CryptoEngine(driver: OlmCryptoDriver(), store: store, userID: alice, deviceID: "A")
+        #expect(try await engine.policyAllows(signed))
+        for change in [nil, "K2"] {
+            // Pinned K1 (again, after the removal acknowledged below dropped the pin).
+            _ = try await store.storeQueried([:], users: [bob], identities: [bob: identity(bob, master: "K1")])
+            if let change {
+                _ = try await store.storeQueried([:], users: [bob], identities: [bob: identity(bob, master: change)])
+            } else {
+                _ = try await store.storeQueried([:], users: [bob])
+            }
+            #expect(try await engine.policyAllows(signed) == false, "changed to \(change ?? "none")")
+            #expect(try await store.acknowledgeIdentity(of: bob))
+            #expect(try await engine.policyAllows(signed))
+        }
     }
 
     @Test("Each device keeps the trust level of the last query; a device whose keys changed is unverified")

@@ -17,7 +17,7 @@ struct NioConversationTests {
     func pair(_ name: String, encrypted: Bool = false) async throws
         -> (CommunityFixture, UserID, NioPeer, UserID, RoomID)
     {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let me = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("conv"), password: testPassword)
         let crypto = encrypted ? try await fixture.readyCrypto() : nil
@@ -84,7 +84,7 @@ struct NioConversationTests {
 
     @Test("nio knocks on SymorvaKit's knock-only room; SymorvaKit sees the knock, lets nio in, and nio joins")
     func knock() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         _ = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("door"), password: testPassword)
         let (peer, nioUser, _) = try await NioPeer.onNewAccount("niodoor")
@@ -112,7 +112,7 @@ struct NioConversationTests {
 
     @Test("nio pages the hierarchy of SymorvaKit's space: the space and every room SymorvaKit added")
     func hierarchy() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         _ = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("spacer"), password: testPassword)
         let (peer, nioUser, _) = try await NioPeer.onNewAccount("niospace")

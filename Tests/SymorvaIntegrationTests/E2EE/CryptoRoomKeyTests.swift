@@ -55,6 +55,14 @@ struct CryptoRoomKeyTests {
         let signature = bobOlm.sign(try JSONValue.object(bobKeys).canonicalEncoding())
         bobKeys["signatures"] = .object([bobAccount.userID: .object(["ed25519:\(bobDevice)": .string(signature)])])
         _ = try await bob.send(try E2EEAPI.upload(deviceKeys: .object(bobKeys), oneTimeKeys: [:], fallbackKeys: [:]))
+        // And cross-signed by an identity of his: under the default strict policy Alice shows
+        // messages only from devices their owner cross-signed.
+        let bobIdentity = try CrossSigningKeys(newFor: UserID(bobAccount.userID)!, driver: driver)
+        _ = try await bob.send(try E2EEAPI.uploadSigningKeys(try bobIdentity.uploadBody()))
+        _ = try await bob.send(
+            try E2EEAPI.uploadSignatures([
+                bobAccount.userID: [bobDevice: try bobIdentity.signDevice(.object(bobKeys))]
+            ]))
 
         func claimKey() async throws -> String {
             let answer = try JSONValue(parsing: try await bob.send(try E2EEAPI.claim([alice.userID: [device]])).body)

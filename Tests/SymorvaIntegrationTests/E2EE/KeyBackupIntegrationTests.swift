@@ -121,6 +121,10 @@ struct KeyBackupIntegrationTests {
         let second = CommunityFixture()
         _ = try await second.community.session.signIn(username: setup.username, password: testPassword)
         let secondCrypto = try await second.readyCrypto()
+        // A version is used only when the account signed it (the master key, or a device the
+        // default strict policy trusts): the first device cross-signs the second, as a
+        // verification between them ends, before the second makes one.
+        try await setup.firstCrypto.crossSignOwnDevice(secondCrypto.deviceID.rawValue)
         let newVersion = try await secondCrypto.createBackup()
 
         // The first device's next room key (a new room's session) meets the new version.

@@ -20,11 +20,19 @@ struct MembershipEncryptionTests {
         let crypto: AccountCrypto
         var chat: ChatClient { fixture.community.chat }
 
-        static func register(_ prefix: String) async throws -> Member {
-            let fixture = CommunityFixture()
+        static func register(_ prefix: String, configuration: SymorvaConfiguration? = nil) async throws -> Member {
+            let fixture = CommunityFixture(configuration: configuration)
             let account = try await fixture.community.session.register(
                 username: DevEnvironment.uniqueUsername(prefix), password: testPassword)
             return Member(fixture: fixture, userID: account.userID, crypto: try await fixture.readyCrypto())
+        }
+
+        /// Signs in to `userID`'s account on a new device (a community of its own).
+        static func signIn(_ userID: UserID, configuration: SymorvaConfiguration? = nil) async throws -> Member {
+            let fixture = CommunityFixture(configuration: configuration)
+            let username = String(userID.rawValue.dropFirst().prefix { $0 != ":" })
+            _ = try await fixture.community.session.signIn(username: username, password: testPassword)
+            return Member(fixture: fixture, userID: userID, crypto: try await fixture.readyCrypto())
         }
 
         /// The `m.room.encrypted` content of an event, as the server serves it to this member.
@@ -198,7 +206,10 @@ struct MembershipEncryptionTests {
         try await secondCrypto.waitForDevice(firstCrypto.deviceID.rawValue, of: carol.userID)
         #expect(Set(try await firstCrypto.ownDevices().map(\.deviceID)) == both)
         #expect(Set(try await secondCrypto.ownDevices().map(\.deviceID)) == both)
-        try await bob.crypto.waitForDevice(secondCrypto.deviceID.rawValue, of: carol.userID)
+        // Under the default strict policy the new device gets room keys once its owner
+        // cross-signed it: the first device signs it, as a verification between them ends.
+        try await firstCrypto.crossSignOwnDevice(secondCrypto.deviceID.rawValue)
+        try await bob.crypto.waitForCrossSigned(secondCrypto.deviceID.rawValue, of: carol.userID)
 
         let fromBob = try await bob.chat.conversation(id: roomID).send(.text("to both devices")).sentEventID()
         let firstRoom = try await first.community.chat.conversation(id: roomID)

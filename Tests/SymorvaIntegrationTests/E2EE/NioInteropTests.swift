@@ -14,7 +14,7 @@ import Testing
 struct NioInteropTests {
     @Test("SymorvaKit sends before nio joins; the room key is shared with nio's device after the first message")
     func keySharedAfterFirstMessage() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let alice = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()
@@ -71,7 +71,7 @@ struct NioInteropTests {
 
     @Test("nio creates the encrypted room and sends first; SymorvaKit reads it, answers, and nio reads the answer")
     func nioSendsFirst() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let alice = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()
@@ -128,7 +128,7 @@ struct NioInteropTests {
         "nio leaves: SymorvaKit rotates its session; nio rejoins and gets the new key over the same Olm session, reading on but not what was sent while it was away"
     )
     func rotationOnLeave() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         _ = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()
@@ -187,10 +187,11 @@ struct NioInteropTests {
     func siblingForwardsToNio() async throws {
         let environment = DevEnvironment.current!
         let username = DevEnvironment.uniqueUsername("carol")
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let carol = try await fixture.community.session.register(username: username, password: testPassword)
         let crypto = try await fixture.readyCrypto()
-        let bob = try await MembershipEncryptionTests.Member.register("bob")
+        let bob = try await MembershipEncryptionTests.Member.register(
+            "bob", configuration: DevEnvironment.current!.permissiveConfiguration)
         let roomID = try await bob.chat.createRoom(name: "Siblings", invitees: [carol.userID], isEncrypted: true)
         try await fixture.community.chat.waitForConversation(roomID, .invited)
         _ = try await fixture.community.chat.join(roomIDOrAlias: roomID.rawValue)
@@ -236,7 +237,8 @@ extension NioInteropTests {
     func nioForwardsToSymorvaKit() async throws {
         // Carol's first device is nio's (the account is registered without an encryption device).
         let (peer, carol, nio) = try await NioPeer.onNewAccount("carol")
-        let bob = try await MembershipEncryptionTests.Member.register("bob")
+        let bob = try await MembershipEncryptionTests.Member.register(
+            "bob", configuration: DevEnvironment.current!.permissiveConfiguration)
         let roomID = try await bob.chat.createRoom(name: "Ask nio", invitees: [carol], isEncrypted: true)
         try await peer.waitForInvite(roomID)
         try await peer.join(roomID)
@@ -253,7 +255,7 @@ extension NioInteropTests {
 
         // Carol signs in with SymorvaKit: a device Bob never shared his session with. It asks
         // its account's other devices; nio answers verified devices of its own account only.
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let username = String(carol.rawValue.dropFirst().prefix { $0 != ":" })
         _ = try await fixture.community.session.signIn(username: username, password: testPassword)
         let crypto = try await fixture.readyCrypto()
@@ -303,7 +305,7 @@ extension NioInteropTests {
 
     @Test("nio edits and replies to a SymorvaKit message: SymorvaKit shows the edit in place and the reply as a reply")
     func nioEditsAndReplies() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let (room, roomID, peer, _, _, _, stop) = try await talkingRoom(fixture)
         defer { stop() }
         let nioMessage = try await peer.send("meet at noon", to: roomID)
@@ -324,7 +326,7 @@ extension NioInteropTests {
 
     @Test("SymorvaKit edits and replies to its message: nio sees the relation in the clear and the new text")
     func symorvaKitEditsAndReplies() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let (room, roomID, peer, _, _, _, stop) = try await talkingRoom(fixture)
         defer { stop() }
         let original = try await room.send(.text("lunch at noon")).sentEventID()
@@ -350,7 +352,7 @@ extension NioInteropTests {
         "A nio device that lost its Olm session with us unwedges it; SymorvaKit shares its room key again over the new session and nio reads on"
     )
     func nioUnwedges() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let (_, _, peer, nioUser, _, crypto, stop) = try await talkingRoom(fixture)
         defer { stop() }
         let ourKey = try #require(await crypto.identityKeys).curve25519

@@ -13,7 +13,7 @@ import Testing
 struct NioThreadTests {
     @Test("nio reads SymorvaKit's thread reply as m.thread with the fallback; SymorvaKit's thread shows nio's reply")
     func threadWithNio() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         _ = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()

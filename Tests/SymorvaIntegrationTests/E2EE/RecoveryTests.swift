@@ -78,7 +78,10 @@ struct RecoveryTests {
         let first = CommunityFixture()
         let account = try await first.community.session.register(username: username, password: testPassword)
         let firstCrypto = try await first.readyCrypto()
-        try await waitForIdentity(firstCrypto, .none)
+        // The first sign-in made the account's identity (the automatic bootstrap), without
+        // secret storage: nothing to restore from yet.
+        try await waitForIdentity(firstCrypto, .ready)
+        #expect(firstCrypto.automaticBootstrap.value == .finished(created: true))
 
         let recoveryKey = try await firstCrypto.setUpRecovery()
         try await waitForIdentity(firstCrypto, .ready)
@@ -144,7 +147,9 @@ struct RecoveryTests {
         }
     }
 
-    @Test("Another user's identity reset is a visible change until acknowledged; the reset needs the password")
+    @Test(
+        "Another user's identity reset is a visible change until acknowledged, and under the strict policy their devices get no room key until then; the reset needs the password"
+    )
     func identityResetSeen() async throws {
         let alice = try await MembershipEncryptionTests.Member.register("idalice")
         let bob = try await MembershipEncryptionTests.Member.register("idbob")
@@ -155,7 +160,7 @@ struct RecoveryTests {
         _ = try await bob.crypto.setUpRecovery()
         try await waitForTrust(alice.crypto, user: bob.userID, deviceID: bob.crypto.deviceID.rawValue, .crossSigned)
         #expect(try await alice.crypto.identityChanged(of: bob.userID) == false, "pinned on first sight")
-        #expect(alice.crypto.identityState.value == .none, "Alice has no identity of her own")
+        #expect(alice.crypto.identityState.value == .ready, "Alice's own identity, made at her sign-in")
 
         // Bob loses his recovery key and resets: a wrong password changes nothing.
         let session = bob.fixture.community.session
@@ -181,8 +186,30 @@ struct RecoveryTests {
         // Alice sees the change, and keeps seeing it until she acknowledges it.
         try await waitForIdentity(alice.crypto, .identityChanged(bob.userID))
         #expect(try await alice.crypto.identityChanged(of: bob.userID))
+        #expect(try await alice.crypto.identityChange(of: bob.userID) == .replaced)
+        // Meanwhile (the default strict policy) Bob's device, cross-signed by the new identity,
+        // gets no room key from her.
+        let aliceRoom = try await alice.chat.conversation(id: roomID)
+        let unacknowledged = try await aliceRoom.send(.text("while Bob's identity is unacknowledged")).sentEventID()
+        let unsharedSession = try MembershipEncryptionTests.sessionID(
+            of: try await bob.encryptedContent(of: unacknowledged, in: roomID))
+        // Alice's record of whom the session went to (written before the event was sent).
+        let outbound = try #require(try await alice.crypto.store.outboundSession(roomID: roomID.rawValue))
+        #expect(outbound.sessionID == unsharedSession)
+        #expect(!outbound.sharedWith.contains { $0.hasPrefix(bob.userID.rawValue + " ") }, "\(outbound.sharedWith)")
+        #expect(try await bob.crypto.roomKey(roomID: roomID, sessionID: unsharedSession) == nil)
         #expect(try await alice.crypto.acknowledgeIdentityChange(of: bob.userID))
-        try await waitForIdentity(alice.crypto, .none)
+        #expect(try await alice.crypto.identityChange(of: bob.userID) == nil)
+        // Acknowledged: her next message's key reaches him.
+        let acknowledged = try await aliceRoom.send(.text("after the acknowledgement")).sentEventID()
+        let sharedSession = try MembershipEncryptionTests.sessionID(
+            of: try await bob.encryptedContent(of: acknowledged, in: roomID))
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await bob.crypto.roomKey(roomID: roomID, sessionID: sharedSession) == nil {
+            guard ContinuousClock.now < deadline else { throw IntegrationFailure("Bob never got the key") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await waitForIdentity(alice.crypto, .ready)
         #expect(try await alice.crypto.identityChanged(of: bob.userID) == false)
         try await waitForTrust(alice.crypto, user: bob.userID, deviceID: bob.crypto.deviceID.rawValue, .crossSigned)
     }

@@ -9,15 +9,23 @@ import Testing
 
 /// Timeline rows carry the sending device's trust at decryption, against the real Synapse: a
 /// message from a device its owner has not cross-signed is marked; once the owner sets up
-/// cross-signing, the next message is not (and the earlier one keeps its mark).
+/// cross-signing, the next message is not (and the earlier one keeps its mark). The marks are
+/// what the permissive policy shows: here Alice's manifest says `crossSignedWhenAvailable`, and
+/// Bob's `crossSigningBootstrap: manual` (he starts without an identity). Under the default
+/// strict policy the first message is not shown at all (`StrictPolicyTests`).
 @Suite(
     "Messages from devices not cross-signed are marked, against Synapse",
     .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"), .shutsDownCommunities)
 struct SenderTrustTimelineTests {
     @Test("Bob's message before his cross-signing is marked not cross-signed; his message after it is cross-signed")
     func markedUntilCrossSigned() async throws {
-        let alice = try await MembershipEncryptionTests.Member.register("stalice")
-        let bob = try await MembershipEncryptionTests.Member.register("stbob")
+        let environment = try #require(DevEnvironment.current)
+        var permissive = environment.configuration
+        permissive.encryption.roomKeyPolicy = .crossSignedWhenAvailable
+        var manual = permissive
+        manual.encryption.crossSigningBootstrap = .manual
+        let alice = try await MembershipEncryptionTests.Member.register("stalice", configuration: permissive)
+        let bob = try await MembershipEncryptionTests.Member.register("stbob", configuration: manual)
         // Bob's room: Alice joins, Bob's device tracks hers (the sender knows the recipient's
         // device before sending, as every E2EE test waits for).
         let roomID = try await bob.chat.createRoom(name: "Trust marks", invitees: [alice.userID], isEncrypted: true)

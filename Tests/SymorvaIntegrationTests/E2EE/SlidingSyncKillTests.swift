@@ -21,7 +21,10 @@ struct SlidingSyncKillTests {
     func killDuringToDeviceIngest() async throws {
         let environment = DevEnvironment.current!
         let data = TemporaryDataDirectory("sliding-todevice-kill")
-        let processEnvironment = ["SYMORVA_DATA_DIR": data.path, "SYMORVA_MANIFEST": environment.manifestPath!]
+        // matrix-nio has no cross-signing: the permissive room key policy, explicitly.
+        let processEnvironment = [
+            "SYMORVA_DATA_DIR": data.path, "SYMORVA_MANIFEST": try environment.permissiveManifest(in: data),
+        ]
         var armed = processEnvironment
         armed[FaultPoint.environmentVariable] = FaultPoint.toDeviceIngest.rawValue
 

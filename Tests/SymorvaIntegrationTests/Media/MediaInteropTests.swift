@@ -47,7 +47,7 @@ struct MediaInteropTests {
         "Encrypted room: nio downloads, hash-checks and decrypts SymorvaKit's encrypted file; SymorvaKit does the same with nio's"
     )
     func encryptedBothWays() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         _ = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let crypto = try await fixture.readyCrypto()
@@ -92,7 +92,7 @@ struct MediaInteropTests {
 
     @Test("Plain room: nio downloads SymorvaKit's file and SymorvaKit downloads nio's, the same bytes")
     func plainBothWays() async throws {
-        let fixture = CommunityFixture()
+        let fixture = CommunityFixture(configuration: DevEnvironment.current!.permissiveConfiguration)
         let alice = try await fixture.community.session.register(
             username: DevEnvironment.uniqueUsername("alice"), password: testPassword)
         let (peer, _, _) = try await NioPeer.onNewAccount("nio")

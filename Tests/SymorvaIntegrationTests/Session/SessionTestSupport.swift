@@ -92,6 +92,15 @@ extension DevEnvironment {
                 wallet: .init(isEnabled: false, assets: []), directory: .init(isEnabled: false)))
     }
 
+    /// The manifest with the permissive room key policy (`allDevices`): for tests whose other
+    /// participant has no cross-signing (matrix-nio), which the default policy (MSC4153's
+    /// `crossSignedOnly`) sends no room key to and whose messages it does not show.
+    var permissiveConfiguration: SymorvaConfiguration {
+        var configuration = configuration
+        configuration.encryption.roomKeyPolicy = .allDevices
+        return configuration
+    }
+
     /// The refreshable access token lifetime the dev servers run with, when it is short enough
     /// for refresh tests (at most a minute).
     static var shortTokenLifetime: Duration? {

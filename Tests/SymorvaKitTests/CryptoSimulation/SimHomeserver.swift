@@ -5,8 +5,10 @@ import Synchronization
 
 /// An in-process Matrix homeserver for the crypto simulation: the client-server endpoints the
 /// account stack uses (`/sync` with rooms, `to_device`, `device_lists`, one-time key counts and
-/// fallback key types; `keys/upload`, `keys/query`, `keys/claim`; `sendToDevice`; room sends,
-/// room state, filters), over ``SimTransport``.
+/// fallback key types; `keys/upload`, `keys/query`, `keys/claim`; cross-signing:
+/// `keys/device_signing/upload` (the first identity of an account without a password, as
+/// Synapse) and `keys/signatures/upload` of devices; `sendToDevice`; room sends, room state,
+/// filters), over ``SimTransport``.
 ///
 /// It is the simulation's network: it drops, duplicates and delays (and so reorders) to-device
 /// messages. Each fate is a pure function of the seed, the sending device, the receiving device
@@ -42,6 +44,9 @@ final class SimHomeserver: Sendable {
         var user: String
         var deviceID: String
         var deviceKeys: String?
+        /// Signatures `keys/signatures/upload` added (signer → key ID → signature), kept apart
+        /// from the device keys (as Synapse keeps them): a re-upload of the keys keeps them.
+        var crossSignatures: [String: [String: String]] = [:]
         var oneTimeKeys: [(id: String, json: String)] = []
         var fallbackKey: (id: String, json: String, used: Bool)?
         var inbox: [(position: Int, json: String)] = []
@@ -69,6 +74,9 @@ final class SimHomeserver: Sendable {
         var rooms: [String: Room] = [:]
         var roomOrder: [String] = []
         var devices: [String: Device] = [:]
+        /// Each user's cross-signing keys as uploaded (`master_key`, `self_signing_key`,
+        /// `user_signing_key`: JSON text).
+        var identities: [String: [String: String]] = [:]
         var deviceListChanges: [(position: Int, user: String)] = []
         var delayed: [Delayed] = []
         var quietNetwork = false
@@ -252,7 +260,10 @@ final class SimHomeserver: Sendable {
         }
         switch (request.method, parts.first ?? "") {
         case (.post, "keys") where parts.count == 2 && parts[1] == "upload": return upload(body, device: device)
-        case (.post, "keys") where parts.count == 2 && parts[1] == "query": return query(body)
+        case (.post, "keys") where parts.count == 2 && parts[1] == "query": return query(body, device: device)
+        case (.post, "keys") where parts == ["keys", "device_signing", "upload"]:
+            return uploadSigningKeys(body, device: device)
+        case (.post, "keys") where parts == ["keys", "signatures", "upload"]: return uploadSignatures(body)
         case (.post, "keys") where parts.count == 2 && parts[1] == "claim": return claim(body)
         case (.put, "sendToDevice") where parts.count == 3:
             return sendToDevice(body, type: parts[1], transaction: parts[2], device: device)
@@ -395,17 +406,94 @@ final class SimHomeserver: Sendable {
         }
     }
 
-    private func query(_ body: [String: Any]) -> HTTPResponse {
+    private func query(_ body: [String: Any], device: String) -> HTTPResponse {
         let users = (body["device_keys"] as? [String: Any])?.keys.sorted() ?? []
         return state.withLock { state in
+            let asker = state.devices[device]?.user
             var answer: [String] = []
+            var masters: [String] = []
+            var selfSigning: [String] = []
+            var userSigning: [String] = []
             for user in users {
                 let devices = state.devices.values.filter { $0.user == user && $0.deviceKeys != nil }
                     .sorted { $0.deviceID < $1.deviceID }
-                    .map { "\(Self.json($0.deviceID)):\($0.deviceKeys!)" }
+                    .map { "\(Self.json($0.deviceID)):\(Self.withCrossSignatures($0))" }
                 answer.append("\(Self.json(user)):{\(devices.joined(separator: ","))}")
+                guard let identity = state.identities[user] else { continue }
+                if let key = identity["master_key"] { masters.append("\(Self.json(user)):\(key)") }
+                if let key = identity["self_signing_key"] { selfSigning.append("\(Self.json(user)):\(key)") }
+                if user == asker, let key = identity["user_signing_key"] {
+                    userSigning.append("\(Self.json(user)):\(key)")
+                }
             }
-            return .json(200, #"{"device_keys":{\#(answer.joined(separator: ","))},"failures":{}}"#)
+            return .json(
+                200,
+                #"{"device_keys":{\#(answer.joined(separator: ","))},"failures":{},"#
+                    + #""master_keys":{\#(masters.joined(separator: ","))},"#
+                    + #""self_signing_keys":{\#(selfSigning.joined(separator: ","))},"#
+                    + #""user_signing_keys":{\#(userSigning.joined(separator: ","))}}"#)
+        }
+    }
+
+    /// A device's keys as `keys/query` lists them: with the signatures added by
+    /// `keys/signatures/upload`.
+    private static func withCrossSignatures(_ device: Device) -> String {
+        guard !device.crossSignatures.isEmpty, let text = device.deviceKeys,
+            var keys = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+        else { return device.deviceKeys ?? "{}" }
+        var signatures = keys["signatures"] as? [String: [String: Any]] ?? [:]
+        for (signer, byKey) in device.crossSignatures {
+            signatures[signer, default: [:]].merge(byKey) { old, _ in old }
+        }
+        keys["signatures"] = signatures
+        return jsonText(keys)
+    }
+
+    /// `keys/device_signing/upload`: an account's first identity (or the same one again) needs
+    /// no password, as on Synapse (MSC3967); replacing one answers 401 (no password stage here).
+    private func uploadSigningKeys(_ body: [String: Any], device: String) -> HTTPResponse {
+        state.withLock { state in
+            guard let user = state.devices[device]?.user else { return .json(401, #"{"errcode":"M_UNKNOWN_TOKEN"}"#) }
+            var uploaded: [String: String] = [:]
+            for name in ["master_key", "self_signing_key", "user_signing_key"] {
+                if let key = body[name] { uploaded[name] = Self.jsonText(key) }
+            }
+            if let existing = state.identities[user], existing != uploaded {
+                return .json(401, #"{"flows":[{"stages":["m.login.password"]}],"params":{},"session":"sim"}"#)
+            }
+            if state.identities[user] == nil {
+                state.identities[user] = uploaded
+                state.position += 1
+                state.deviceListChanges.append((state.position, user))
+                Self.wake(&state)
+            }
+            return .json(200, "{}")
+        }
+    }
+
+    /// `keys/signatures/upload` of devices: each signature is added to the device's keys
+    /// (other signed objects are ignored: the simulation signs no other user's master key).
+    private func uploadSignatures(_ body: [String: Any]) -> HTTPResponse {
+        state.withLock { state in
+            for (user, objects) in body {
+                guard let objects = objects as? [String: Any] else { continue }
+                for (keyID, object) in objects {
+                    guard let signed = object as? [String: Any],
+                        let added = signed["signatures"] as? [String: [String: String]],
+                        var record = state.devices[Self.key(user, keyID)], record.deviceKeys != nil
+                    else { continue }
+                    for (signer, byKey) in added {
+                        // The device's own signature is in its keys already.
+                        let others = byKey.filter { $0.key != "ed25519:\(keyID)" }
+                        record.crossSignatures[signer, default: [:]].merge(others) { _, new in new }
+                    }
+                    state.devices[Self.key(user, keyID)] = record
+                    state.position += 1
+                    state.deviceListChanges.append((state.position, user))
+                }
+            }
+            Self.wake(&state)
+            return .json(200, #"{"failures":{}}"#)
         }
     }
 
