@@ -230,3 +230,30 @@ test("spaces: a space, a linked room, its hierarchy through a handle", options, 
   assert.equal((await rejection(client.chat.joinVia(roomID, []))).code, "invalidParams");
   await client.close();
 });
+
+test("an attachment: sent with its caption, the other account downloads the same bytes", options, async () => {
+  const alice = await newClient("nda");
+  const bob = await newClient("nda");
+  const roomID = await alice.client.chat.createRoom({ name: "Files", invitees: [bob.account.userID] });
+  await bob.client.chat.join(roomID);
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), "symorva-node-files-"));
+  const data = crypto.randomBytes(200_000);
+  const source = path.join(folder, "report.bin");
+  fs.writeFileSync(source, data);
+  const conversation = await alice.client.chat.conversation(roomID);
+  const receipt = await conversation.sendAttachment(source, "application/pdf", { caption: "The report", fileName: "report.pdf" });
+  assert.equal(receipt.roomID, roomID);
+  const bobConversation = await bob.client.chat.conversation(roomID);
+  const timeline = await bobConversation.timeline();
+  const items = await until(timeline, (items) => items.some((item) => item.content.kind === "file" && item.eventID), 120_000);
+  const item = items.find((item) => item.content.kind === "file");
+  assert.deepEqual([item.content.media.body, item.content.media.fileName, item.content.media.mimeType], ["The report", "report.pdf", "application/pdf"]);
+  const target = path.join(folder, "copy.pdf");
+  assert.equal(await bobConversation.download(item.eventID, target), data.length);
+  assert.ok(fs.readFileSync(target).equals(data));
+  const missing = await rejection(bobConversation.download("$nothing-here", target));
+  assert.deepEqual([missing.domain, missing.code], ["chat", "unknownEvent"]);
+  await timeline.close();
+  await alice.client.close();
+  await bob.client.close();
+});
