@@ -1071,3 +1071,59 @@ def test_recovery_reset_makes_a_new_identity_and_key():
         assert await other.encryption.identity_state() == {"kind": "ready"}
         await other.close()
     run(scenario())
+
+
+def _backup_key_from_secret_storage(user_id, password, recovery_key):
+    """The key backup's private key, decrypted from secret storage by mautrix-python
+    (Tests/InteropPeer/mautrix_peer.py backup-key, an independent implementation, in the interop
+    venv the dev environment names): the host gets it from outside the SDK, as another client
+    of the account would."""
+    import subprocess
+    peer_python = os.environ.get("SYMORVA_INTEROP_PYTHON")
+    if not peer_python:
+        pytest.skip("the dev environment names no interop venv (SYMORVA_INTEROP_PYTHON)")
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "Tests", "InteropPeer", "mautrix_peer.py")
+    result = subprocess.run(
+        [peer_python, script, "backup-key", "--homeserver", HOMESERVER, "--user", user_id],
+        input=recovery_key + "\n", capture_output=True, text=True, timeout=120,
+        env={**os.environ, "SYMORVA_PEER_PASSWORD": password})
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])["backup_key"]
+
+
+def test_backup_enabled_with_the_right_key_restores_the_keys():
+    async def scenario():
+        alice, account = await new_client("pyb")
+        alice_id = account["userID"]
+        password = REGISTERED_PASSWORDS[-1]
+        recovery_key = await eventually(lambda: _unless(alice.encryption.set_up_recovery(), "notReady"))
+        version = (await alice.encryption.backup_status())["version"]
+        room_id = await alice.chat.create_room(name="Backed up", isEncrypted=True)
+        conversation = await alice.chat.conversation(room_id)
+        timeline = await conversation.timeline()
+        await conversation.send("kept in the backup")
+        await timeline.wait_until(lambda items: any(
+            item["content"].get("body") == "kept in the backup" and item.get("eventID") for item in items))
+        backup = await alice.encryption.backup()
+        await backup.wait_until(lambda value: value["kind"] == "upToDate", timeout=60)
+        for observed in (backup, timeline):
+            await observed.close()
+        await alice.close()
+
+        # Another device, without recovery: the backup's key (read from secret storage by
+        # mautrix) enables the backup, and its keys come back.
+        key = _backup_key_from_secret_storage(alice_id, password, recovery_key)
+        other = await symorva.Client.open(MANIFEST, tempfile.mkdtemp(prefix="symorva-py-"))
+        await other.session.sign_in(alice_id, password)
+        await eventually(lambda: _is(other.encryption.identity_state(), {"kind": "needsRecovery"}, "notReady"))
+        assert await other.encryption.enable_backup(key) == version
+        assert (await other.encryption.backup_status())["version"] == version
+        restored = await other.encryption.restore_backup()
+        assert restored["total"] >= 1 and restored["imported"] in range(restored["total"] + 1), restored
+        sealed = await eventually(lambda: _unless(other.chat.conversation(room_id), "unknownConversation"))
+        other_timeline = await sealed.timeline()
+        await other_timeline.wait_until(lambda items: any(
+            item["content"].get("body") == "kept in the backup" for item in items), timeout=60)
+        await other_timeline.close()
+        await other.close()
+    run(scenario())
