@@ -360,7 +360,7 @@ class Client {
 
   _verification(info) {
     const verification = info.verification;
-    const call = (method) => this.request(method, { verification }).then(none);
+    const call = (method) => this.request(method, { verification }).then(() => {});
     return {
       handle: verification,
       transactionID: info.transactionID,

@@ -257,3 +257,56 @@ test("an attachment: sent with its caption, the other account downloads the same
   await alice.client.close();
   await bob.client.close();
 });
+
+/** Calls `probe` until it answers truthy (a failure with code `retried` counts as not yet). */
+async function eventually(probe, retried = null, timeout = 60_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    try {
+      const answer = await probe();
+      if (answer) return answer;
+    } catch (error) {
+      if (!(error instanceof SymorvaError) || error.code !== retried) throw error;
+    }
+    assert.ok(Date.now() < deadline, "timed out waiting for a condition");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+test("verification: two accounts compare the emoji and both end verified", options, async () => {
+  const alice = await newClient("ndv");
+  const bob = await newClient("ndv");
+  const bobID = bob.account.userID;
+  const roomID = await alice.client.chat.createRoom({ name: "Verify", invitees: [bobID], isEncrypted: true });
+  await bob.client.chat.join(roomID);
+  await eventually(() => alice.client.encryption.setUpRecovery(), "notReady");
+  await eventually(() => bob.client.encryption.setUpRecovery(), "notReady");
+  const bobDevice = (await bob.client.session.devices())[0].deviceID;
+  const trustOf = async (client, userID, deviceID) =>
+    (await client.encryption.devices(userID)).find((device) => device.deviceID === deviceID)?.trust;
+  await eventually(async () => (await trustOf(alice.client, bobID, bobDevice)) === "crossSigned");
+  const incoming = await bob.client.encryption.incomingVerification();
+  const outgoing = await alice.client.encryption.verify(bobID, { deviceID: bobDevice });
+  const info = await until(incoming, (value) => value !== null);
+  assert.equal(info.transactionID, outgoing.transactionID);
+  const answer = bob.client.encryption.verification(info);
+  const aliceState = await outgoing.state();
+  const bobState = await answer.state();
+  await answer.accept();
+  await until(aliceState, (state) => state.kind === "ready");
+  await outgoing.startSAS();
+  const shown = (state) => state.kind === "showingCode" || state.kind === "cancelled";
+  const aliceCode = await until(aliceState, shown);
+  const bobCode = await until(bobState, shown);
+  assert.equal(aliceCode.kind, "showingCode");
+  assert.deepEqual(bobCode, aliceCode);
+  assert.equal(aliceCode.emoji.length, 7);
+  await outgoing.confirm();
+  await answer.confirm();
+  await until(aliceState, (state) => state.kind === "verified");
+  await until(bobState, (state) => state.kind === "verified");
+  await eventually(async () => (await trustOf(alice.client, bobID, bobDevice)) === "verified");
+  for (const observed of [incoming, aliceState, bobState]) await observed.close();
+  await alice.client.close();
+  await bob.client.close();
+});
