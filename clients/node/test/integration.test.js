@@ -2,7 +2,7 @@
 // The Node client (a child process running `symorva serve --stdio`) against the real Synapse
 // and services. Needs a dev environment started with --test and its env file in the environment
 // (Scripts/test runs it); skipped without one unless SYMORVA_REQUIRE_SERVERS=1.
-const { test } = require("node:test");
+const { after, test } = require("node:test");
 const assert = require("node:assert/strict");
 const crypto = require("node:crypto");
 const fs = require("node:fs");
@@ -44,9 +44,15 @@ async function operator() {
   };
 }
 
+// Every child started; a test that fails before its close() would otherwise leave its child
+// running and the runner waiting for it.
+const started = [];
+after(() => { for (const client of started) client._child.kill(); });
+
 async function newClient(prefix, handlers) {
   const dataDirectory = fs.mkdtempSync(path.join(os.tmpdir(), "symorva-node-"));
   const client = await Client.start({ manifest, dataDirectory, handlers, stderr: "ignore" });
+  started.push(client);
   const account = await client.session.register(prefix + crypto.randomBytes(4).toString("hex"), crypto.randomBytes(12).toString("hex"));
   return { client, account };
 }
@@ -200,7 +206,8 @@ test("encryption: recovery set up, the key backup in use, typed errors", options
     }
   }
   assert.deepEqual(identity, { kind: "none" });
-  const recoveryKey = await client.encryption.setUpRecovery();
+  // The identity state answers before the crypto account has loaded its keys: retried on notReady.
+  const recoveryKey = await eventually(() => client.encryption.setUpRecovery(), "notReady");
   assert.ok(recoveryKey.length >= 48);
   assert.deepEqual(await client.encryption.identityState(), { kind: "ready" });
   const status = await client.encryption.backupStatus();

@@ -649,7 +649,8 @@ def test_encryption_recovery_backup_and_trust():
         identity = await eventually(lambda: _unless(alice.encryption.identity_state(), "notReady"))
         assert identity == {"kind": "none"}
         assert (await alice.encryption.backup_status())["version"] is None
-        recovery_key = await alice.encryption.set_up_recovery()
+        # The identity state answers before the crypto account has loaded its keys: retried.
+        recovery_key = await eventually(lambda: _unless(alice.encryption.set_up_recovery(), "notReady"))
         keys.append(recovery_key)
         assert len(recovery_key.replace(" ", "")) >= 48
         assert await alice.encryption.identity_state() == {"kind": "ready"}
