@@ -129,6 +129,13 @@ export interface TimelinePagination {
   lastError?: ContractError;
 }
 
+/** How far an attachment's upload has come (`totalBytes` when known). */
+export interface UploadProgress {
+  transactionID: string;
+  completedBytes: number;
+  totalBytes?: number;
+}
+
 export interface SendReceipt {
   receipt: Handle;
   roomID: RoomID;
@@ -289,6 +296,31 @@ export interface KeyBackupStatus {
   stopReason: "deleted" | "replaced" | null;
 }
 export interface RestoredKeys { imported: number; total: number }
+/** One emoji of the short authentication string (the spec's table; `description` its English name). */
+export interface VerificationEmoji { character: string; description: string }
+/**
+ * Where an interactive verification is: `showingCode` carries the 7 emoji and 3 decimals both devices show
+ * (the person compares, then `verification.confirm` or `verification.mismatch`); `cancelled` the spec's code
+ * (`m.user`, `m.timeout`, `m.mismatched_sas`, …) and whether this side cancelled.
+ */
+export type VerificationState =
+  | { kind: "requested" }
+  | { kind: "incoming" }
+  | { kind: "ready" }
+  | { kind: "exchangingKeys" }
+  | { kind: "showingCode"; emoji: VerificationEmoji[]; decimals: number[] }
+  | { kind: "confirmed" }
+  | { kind: "verified" }
+  | { kind: "cancelled"; code: string; byUs: boolean };
+/** A verification flow: its handle (of the account it was made for), the other side, its state now. */
+export interface VerificationInfo {
+  verification: Handle;
+  transactionID: string;
+  otherUserID: UserID;
+  /** Known once a device answered (a request to every device of the user learns it then). */
+  otherDeviceID: string | null;
+  state: VerificationState;
+}
 /** A device of a user, as verified from its self-signed keys, and how far this device trusts it. */
 export interface CryptoDevice {
   userID: UserID;
@@ -407,8 +439,8 @@ export interface Summary {
 /** The error of an answer. `code` is the Swift error's case name, stable across releases. */
 export interface ContractError {
   domain:
-    | "contract" | "session" | "chat" | "wallet" | "meetings" | "studio" | "directory" | "push" | "encryption"
-    | "amount";
+    | "contract" | "session" | "chat" | "media" | "wallet" | "meetings" | "studio" | "directory" | "push"
+    | "encryption" | "verification" | "amount";
   code: string;
   message: string;
   details?: Record<string, unknown>;
@@ -514,6 +546,37 @@ export interface Methods {
   /** A failed message again, with its transaction ID (idempotent), or dropped from the queue. */
   "chat.conversation.resend": { params: { conversation: Handle; transactionID: string }; result: Empty };
   "chat.conversation.cancelSend": { params: { conversation: Handle; transactionID: string }; result: Empty };
+  /**
+   * Sends the file at `path` (a path of the host's, copied when queued: it may change afterwards) through the
+   * room's send queue: its URI reserved, its bytes uploaded (the path `conversation.uploads` shows the progress),
+   * its event sent; encrypted first in an encrypted room. `kind` follows `contentType` and `fileName` the path
+   * unless given; `caption` is the event's body. `chat.conversation.cancelSend` aborts a running upload.
+   */
+  "chat.conversation.sendAttachment": {
+    params: {
+      conversation: Handle;
+      path: string;
+      contentType: string;
+      kind?: "image" | "file" | "audio" | "video";
+      fileName?: string;
+      caption?: string;
+      width?: number;
+      height?: number;
+      durationMs?: number;
+    };
+    result: SendReceipt;
+  };
+  /**
+   * Saves the file of the timeline's message `eventID` (an image, file, audio or video; `chat.unknownEvent`
+   * when the loaded timeline has no such message) to `path`, replaced whole or left untouched; with
+   * `thumbnail`, the sender's thumbnail instead (`media.notFound` when it has none). An encrypted file's
+   * ciphertext is checked against the event's SHA-256 before it is decrypted (`media.hashMismatch`: nothing
+   * written). Errors in the domain "media" (MediaError's cases). Answers the bytes written.
+   */
+  "chat.conversation.download": {
+    params: { conversation: Handle; eventID: EventID; path: string; thumbnail?: boolean };
+    result: { size: number };
+  };
 
   /** Turns on end-to-end encryption for the room; final. Nothing happens when it is on. */
   "chat.conversation.enableEncryption": { params: { conversation: Handle }; result: Empty };
@@ -543,6 +606,28 @@ export interface Methods {
   "encryption.devices": { params: { userID: UserID }; result: CryptoDevice[] };
   "encryption.identityChanged": { params: { userID: UserID }; result: { changed: boolean } };
   "encryption.acknowledgeIdentityChange": { params: { userID: UserID }; result: { acknowledged: boolean } };
+
+  // Interactive verification (emoji or decimals, to-device) of the active account; errors in the domain
+  // "verification" (notReady without an account with encryption, unknownDevice, unavailable). A flow is a handle.
+  /**
+   * Asks `userID` (this account for one of its own devices) to verify: `deviceID`, else every device of the
+   * user. With `startDirectly` (needs `deviceID`) the SAS starts at once, without a request. On success the
+   * other device (or the other user's master key) is signed and the signature uploaded.
+   */
+  "verification.start": {
+    params: { userID: UserID; deviceID?: string; startDirectly?: boolean };
+    result: VerificationInfo;
+  };
+  /** An incoming request (sends `ready`) or an incoming start (sends `accept`). */
+  "verification.accept": { params: { verification: Handle }; result: Empty };
+  /** Starts the emoji comparison on a `ready` flow. */
+  "verification.startSAS": { params: { verification: Handle }; result: Empty };
+  /** Both devices show the same code. */
+  "verification.confirm": { params: { verification: Handle }; result: Empty };
+  /** The codes differ: cancelled with `m.mismatched_sas`. */
+  "verification.mismatch": { params: { verification: Handle }; result: Empty };
+  /** Cancels the flow (`m.user`). */
+  "verification.cancel": { params: { verification: Handle }; result: Empty };
 
   "wallet.refreshBalances": { params: Empty; result: Balance[] };
   "wallet.history": { params: { limit?: number }; result: LedgerEntry[] };
@@ -654,6 +739,8 @@ export interface Paths {
   "conversation.timeline": { params: { conversation: Handle }; value: TimelineItem[] };
   "conversation.pagination": { params: { conversation: Handle }; value: TimelinePagination };
   "conversation.outbox": { params: { conversation: Handle }; value: { transactionID: string; state: SendState }[] };
+  /** The running uploads of the conversation's attachments, by transaction; an entry goes when sent, cancelled or failed for good. */
+  "conversation.uploads": { params: { conversation: Handle }; value: UploadProgress[] };
   "receipt.state": { params: { receipt: Handle }; value: SendState };
   "wallet.balances": { params: Empty; value: Balance[] };
   "wallet.pendingCommands": { params: Empty; value: PendingCommand[] };
@@ -676,6 +763,10 @@ export interface Paths {
   "encryption.identity": { params: Empty; value: IdentityState };
   /** The key backup of the account active when subscribed. */
   "encryption.backup": { params: Empty; value: KeyBackupState };
+  /** A verification flow's state. */
+  "verification.state": { params: { verification: Handle }; value: VerificationState };
+  /** The last verification another device started with the account active when subscribed (`null` until one). */
+  "verification.incoming": { params: Empty; value: VerificationInfo | null };
   "hierarchy.state": { params: { hierarchy: Handle }; value: HierarchyState };
 }
 
@@ -745,6 +836,17 @@ export interface Conversation {
   react(eventID: EventID, key: string): Promise<void>;
   redact(eventID: EventID): Promise<void>;
   markRead(eventID?: EventID): Promise<void>;
+  sendAttachment(
+    path: string,
+    contentType: string,
+    options?: Omit<Methods["chat.conversation.sendAttachment"]["params"], "conversation" | "path" | "contentType">,
+  ): Promise<SendReceipt>;
+  readonly uploads: Observe<UploadProgress[]>;
+  /** A failed message again (same transaction ID), or dropped from the queue (a running upload aborted). */
+  resend(transactionID: string): Promise<void>;
+  cancelSend(transactionID: string): Promise<void>;
+  /** Saves a message's file (or, with `thumbnail`, its sender's thumbnail) to `path`; the bytes written. */
+  download(eventID: EventID, path: string, options?: { thumbnail?: boolean }): Promise<number>;
   readonly encryption: Observe<{ kind: RoomEncryptionState }>;
   enableEncryption(): Promise<void>;
 }
@@ -908,6 +1010,25 @@ export interface EncryptionClient {
   devices(userID: UserID): Promise<CryptoDevice[]>;
   identityChanged(userID: UserID): Promise<boolean>;
   acknowledgeIdentityChange(userID: UserID): Promise<boolean>;
+  /** Starts an interactive verification (see `verification.start`). */
+  verify(userID: UserID, options?: { deviceID?: string; startDirectly?: boolean }): Promise<Verification>;
+  /** The last verification another device started, or null; `verification(info)` answers it. */
+  readonly incomingVerification: Observe<VerificationInfo | null>;
+  /** The flow a `VerificationInfo` names. */
+  verification(info: VerificationInfo): Verification;
+}
+
+/** One interactive verification: observe its state, answer with the person's choices. */
+export interface Verification {
+  readonly handle: Handle;
+  readonly transactionID: string;
+  readonly otherUserID: UserID;
+  readonly state: Observe<VerificationState>;
+  accept(): Promise<void>;
+  startSAS(): Promise<void>;
+  confirm(): Promise<void>;
+  mismatch(): Promise<void>;
+  cancel(): Promise<void>;
 }
 
 export interface CommunityClient {

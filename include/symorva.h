@@ -23,10 +23,10 @@
  * Secrets: passwords and PINs travel inside requests; the SDK never writes a parameter, a
  * password, a PIN or a message body to its log.
  *
- * Symbols: the eight functions below are the API. The library also exports the internal
- * `symorva_` helpers of the SDK's C shims (curl, GStreamer, WebRTC), which are not part of it and
- * may change in any release. clients/python/tests/test_ffi_symbols.py checks both with `nm -D`
- * and builds clients/c/header_check.c against this header alone.
+ * Symbols: the eight functions below are the API, and the only `symorva_` symbols the library
+ * exports (the SDK's C shims for curl and GStreamer are hidden). clients/python/tests/
+ * test_ffi_symbols.py checks that with `nm -D` and builds clients/c/header_check.c against this
+ * header alone.
  */
 #ifndef SYMORVA_H
 #define SYMORVA_H

@@ -14,8 +14,7 @@ extension ContractCommunity {
     /// straight into `Secret`s; the recovery key a setup or reset makes is in the answer (the
     /// host shows it once) and never in a log.
     ///
-    /// Device verification (issue 29) is not here: it gets its own `verification.*` methods in
-    /// a file of its own, merged in ``methods`` like this one.
+    /// Device verification is `verification.*` (``verificationMethods``).
     var encryptionMethods: ContractMethods {
         let community = community
         let session = community.session

@@ -89,13 +89,14 @@ package final class ContractCommunity: Sendable {
         methods.merge(spaceMethods)
         methods.merge(deviceMethods)
         methods.merge(conversationMethods)
+        methods.merge(attachmentMethods)
         methods.merge(walletMethods)
         methods.merge(meetingMethods)
         methods.merge(studioMethods)
         methods.merge(directoryMethods)
         methods.merge(pushMethods)
         methods.merge(encryptionMethods)
-        // Device verification (issue 29) merges its `verification.*` methods here.
+        methods.merge(verificationMethods)
         return methods
     }
 

@@ -14,15 +14,20 @@ its device keys, does one thing and prints one JSON line on standard output:
               keys from secret storage with mautrix's `verify_with_recovery_key` (the key checked
               against the key description's MAC) and signs this device with the self-signing key
               -> {"device_id", "master_key", "self_signing_key"}
+  backup-key  reads the recovery key from standard input and decrypts the key backup's private
+              key (`m.megolm_backup.v1`) from secret storage with mautrix's SSSS machine, for a
+              test that enables the backup with it through SymorvaKit's contract
+              -> {"device_id", "backup_key"} (base64, as secret storage holds it)
 
 The password is read from the SYMORVA_PEER_PASSWORD environment variable and the recovery key
 from standard input, never from the command line; neither is ever printed except the recovery
-key `bootstrap` made (the test reads it). Logging stays at warnings, on standard error.
+key `bootstrap` made and the backup key `backup-key` read (the tests read them). Logging stays at warnings, on standard error.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import asyncio
 import json
 import logging
@@ -77,6 +82,12 @@ async def run(args: argparse.Namespace) -> dict:
                 "recovery_key": recovery_key,
             }
         recovery_key = sys.stdin.readline().strip()
+        if args.operation == "backup-key":
+            key_id, key_data = await machine.ssss.get_default_key_data()
+            ssss_key = key_data.verify_recovery_key(key_id, recovery_key)
+            secret = await machine.ssss.get_decrypted_account_data("m.megolm_backup.v1", ssss_key)
+            # mautrix answers the secret's bytes (it decodes the stored base64).
+            return {"device_id": client.device_id, "backup_key": base64.b64encode(secret).decode()}
         await machine.verify_with_recovery_key(recovery_key)
         public = machine._cross_signing_public_keys
         return {
@@ -91,7 +102,7 @@ async def run(args: argparse.Namespace) -> dict:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("operation", choices=["bootstrap", "verify"])
+    parser.add_argument("operation", choices=["bootstrap", "verify", "backup-key"])
     parser.add_argument("--homeserver", required=True)
     parser.add_argument("--user", required=True, help="the account's user ID or localpart")
     args = parser.parse_args()

@@ -83,7 +83,9 @@ struct ContractCommunityTests {
         }
     }
 
-    @Test("Signed out: room management, devices and encryption answer typed errors; wrong parameters first")
+    @Test(
+        "Signed out: room management, devices, encryption, attachments and verification answer typed errors; wrong parameters first"
+    )
     func managementSignedOut() async throws {
         try await withEngine { engine, sink in
             let cases: [(request: String, domain: String, code: String, parameter: String?)] = [
@@ -111,6 +113,29 @@ struct ContractCommunityTests {
                     "encryption", "notReady", nil
                 ),
                 (#""subscribe", "params": {"path": "encryption.identity"}"#, "encryption", "notReady", nil),
+                (
+                    #""chat.conversation.sendAttachment", "params": {"conversation": "conversation-99", "path": "/a"}"#,
+                    "contract", "invalidHandle", "conversation"
+                ),
+                (
+                    #""chat.conversation.download", "params": {"conversation": "conversation-99", "eventID": "$e"}"#,
+                    "contract", "invalidHandle", "conversation"
+                ),
+                (
+                    #""subscribe", "params": {"path": "conversation.uploads"}"#, "contract", "invalidParams",
+                    "conversation"
+                ),
+                (#""verification.start", "params": {"userID": "bob"}"#, "contract", "invalidParams", "userID"),
+                (
+                    #""verification.start", "params": {"userID": "@b:localhost", "startDirectly": true}"#,
+                    "contract", "invalidParams", "deviceID"
+                ),
+                (#""verification.start", "params": {"userID": "@b:localhost"}"#, "verification", "notReady", nil),
+                (
+                    #""verification.confirm", "params": {"verification": "verification-1"}"#, "contract",
+                    "invalidHandle", "verification"
+                ),
+                (#""subscribe", "params": {"path": "verification.incoming"}"#, "verification", "notReady", nil),
             ]
             for (index, item) in cases.enumerated() {
                 let answer = try await call(engine, #"{"id": \#(index), "method": \#(item.request)}"#)

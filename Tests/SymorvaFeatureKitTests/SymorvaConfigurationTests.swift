@@ -232,6 +232,23 @@ struct SymorvaConfigurationTests {
                 == .init(name: "Orbit", description: "Dev community", avatarURL: "mxc://localhost/abc"))
     }
 
+    @Test(
+        "The community space is a room ID (with or without a server part: room version 12's have none) or an alias",
+        arguments: ["!room:localhost", "!8Z_Z024MrS5mU413U_-74R6vXC1SF7CSIEkFGhMd6E4", "#lobby:localhost"])
+    func communitySpace(space: String) throws {
+        let data = try Self.manifest { $0["community"] = ["name": "Orbit", "space": space] }
+        #expect(try SymorvaConfiguration(jsonData: data).community.space == space)
+    }
+
+    @Test(
+        "A community space that is neither a room ID nor an alias with its server is invalid",
+        arguments: ["!", "#lobby", "lobby"])
+    func badCommunitySpace(space: String) throws {
+        try Self.expectError(.invalidField("community.space", reason: "not a room ID (!…) or alias (#…:server)")) {
+            $0["community"] = ["name": "Orbit", "space": space]
+        }
+    }
+
     @Test("An asset precision out of range names the asset's index")
     func assetPrecisionOutOfRange() throws {
         try Self.expectError(.invalidField("modules.wallet.assets[1].precision", reason: "must be between 0 and 18")) {

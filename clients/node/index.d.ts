@@ -17,6 +17,17 @@ export interface StartOptions {
   stderr?: "inherit" | "ignore" | "pipe";
   /** Extra environment for the child. */
   env?: Record<string, string>;
+  /**
+   * Checks every answer and update against contract/symorva.schema.json (default: $SYMORVA_VALIDATE_SCHEMA
+   * is "1"): a result the schema refuses rejects its request with a SchemaViolation, and close() throws
+   * when any message was refused.
+   */
+  validate?: boolean;
+}
+
+/** A message the contract's JSON Schema refuses; `where` points into it. */
+export declare class SchemaViolation extends Error {
+  readonly where: string;
 }
 
 /** A rejected request: the contract's typed error. */
@@ -41,6 +52,8 @@ export declare class Client implements CommunityClient {
   request<M extends MethodName>(method: M, params?: Methods[M]["params"]): Promise<Methods[M]["result"]>;
   /** Subscribes to an observable path; resolves once the first value is there. */
   observe<P extends keyof Paths>(path: P, params?: Paths[P]["params"]): Promise<LiveObservable<Paths[P]["value"]>>;
-  /** Ends standard input and waits for the child to exit. */
+  /** The messages the schema refused (when validating). */
+  readonly schemaViolations: string[];
+  /** Ends standard input and waits for the child to exit; throws when the schema refused a message. */
   close(): Promise<void>;
 }

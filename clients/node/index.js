@@ -4,6 +4,7 @@
 // with session, chat, meetings and the optional wallet and aiStudio; Observable<T> values.
 const { spawn } = require("node:child_process");
 const readline = require("node:readline");
+const { Schema, SchemaViolation } = require("./schema");
 
 class SymorvaError extends Error {
   constructor(error) {
@@ -50,14 +51,21 @@ class Client {
       stdio: ["pipe", "pipe", options.stderr || "inherit"],
       env: { ...process.env, ...(options.env || {}) },
     });
-    const client = new Client(child, options.handlers || {});
+    const validate = options.validate ?? process.env.SYMORVA_VALIDATE_SCHEMA === "1";
+    const client = new Client(child, options.handlers || {}, validate ? Schema.load() : null);
     client._build(await client.request("community.modules"));
     return client;
   }
 
-  constructor(child, handlers) {
+  constructor(child, handlers, schema = null) {
     this._child = child;
     this._handlers = handlers;
+    // With a schema, every answer and update is checked against it (see _check).
+    this._schema = schema;
+    this._sent = new Map();
+    this._paths = new Map();
+    /** The messages the contract's schema refused (with a schema only); close() throws if any. */
+    this.schemaViolations = [];
     this._next = 1;
     this._pending = new Map();
     this._observed = new Map();
@@ -71,17 +79,60 @@ class Client {
 
   _receive(line) {
     const message = JSON.parse(line);
+    const violation = this._schema ? this._check(message) : null;
     if ("id" in message) {
       const waiting = this._pending.get(message.id);
       if (!waiting) return;
       this._pending.delete(message.id);
-      if ("error" in message) waiting.reject(new SymorvaError(message.error));
-      else waiting.resolve(message.result);
+      if (violation) waiting.reject(violation);
+      else if ("error" in message) waiting.reject(new SymorvaError(message.error));
+      else waiting.resolve(waiting.adopt ? waiting.adopt(message.result) : message.result);
     } else if (message.update) {
       const observed = this._observed.get(message.update.subscription);
       if (observed) observed._publish(message.update.value);
     } else if (message.hostRequest) {
       this._answerHost(message.hostRequest);
+    }
+  }
+
+  /**
+   * Checks a message against the schema: an answer's result against its method's (and the params
+   * that succeeded against the params schema), a subscription's first value and every update
+   * against its path's. Returns the violation (also kept in schemaViolations) or null.
+   */
+  _check(message) {
+    const violation = this._violation(() => {
+      this._schema.checkMessage(message);
+      if ("id" in message) {
+        const sent = this._sent.get(message.id);
+        this._sent.delete(message.id);
+        if (!sent || "error" in message) return;
+        const { method, params } = sent;
+        if (method === "subscribe") {
+          const { path: name, ...arguments_ } = params;
+          this._paths.set(message.result.subscription, name);
+          this._schema.checkPathParams(name, arguments_);
+          this._schema.checkValue(name, message.result.value);
+        } else {
+          this._schema.checkParams(method, params);
+          this._schema.checkResult(method, message.result);
+        }
+      } else if (message.update) {
+        const name = this._paths.get(message.update.subscription);
+        if (name !== undefined) this._schema.checkValue(name, message.update.value);
+      }
+    });
+    return violation;
+  }
+
+  _violation(check) {
+    try {
+      check();
+      return null;
+    } catch (error) {
+      if (!(error instanceof SchemaViolation)) throw error;
+      this.schemaViolations.push(error.message);
+      return error;
     }
   }
 
@@ -97,26 +148,34 @@ class Client {
   }
 
   /** Sends one request; resolves with its result, rejects with a SymorvaError. */
-  request(method, params = {}) {
+  request(method, params = {}, adopt = null) {
     const id = this._next++;
     return new Promise((resolve, reject) => {
-      this._pending.set(id, { resolve, reject });
-      this._child.stdin.write(JSON.stringify({ id, method, params }) + "\n");
+      this._pending.set(id, { resolve, reject, adopt });
+      const line = JSON.stringify({ id, method, params });
+      // What was sent (members that are undefined are not): checked once it succeeded.
+      if (this._schema) this._sent.set(id, JSON.parse(line));
+      this._child.stdin.write(line + "\n");
     });
   }
 
   /** Subscribes to an observable path: an Observable whose value is always current. */
-  async observe(path, params = {}) {
-    const answer = await this.request("subscribe", { path, ...params });
-    const observed = new Observed(this, answer.subscription, answer.value);
-    this._observed.set(answer.subscription, observed);
-    return observed;
+  observe(path, params = {}) {
+    // Registered as the answer is read, before the updates that may follow it in the same chunk.
+    return this.request("subscribe", { path, ...params }, (answer) => {
+      const observed = new Observed(this, answer.subscription, answer.value);
+      this._observed.set(answer.subscription, observed);
+      return observed;
+    });
   }
 
   /** Ends standard input (the server closes its client) and waits for the child to exit. */
   async close() {
     this._child.stdin.end();
     await this._exited;
+    if (this.schemaViolations.length > 0) {
+      throw new Error(`messages the contract's schema refuses: ${this.schemaViolations.join("; ")}`);
+    }
   }
 
   _build(modules) {
@@ -243,6 +302,10 @@ class Client {
       identityChanged: (userID) => call("encryption.identityChanged", { userID }).then((r) => r.changed),
       acknowledgeIdentityChange: (userID) =>
         call("encryption.acknowledgeIdentityChange", { userID }).then((r) => r.acknowledged),
+      verify: (userID, options = {}) =>
+        call("verification.start", { userID, ...options }).then((info) => this._verification(info)),
+      incomingVerification: () => this.observe("verification.incoming"),
+      verification: (info) => this._verification(info),
     };
     this.publicRooms = {
       search: async (options = {}) => this._search(await call("publicRooms.search", options)),
@@ -295,6 +358,22 @@ class Client {
     };
   }
 
+  _verification(info) {
+    const verification = info.verification;
+    const call = (method) => this.request(method, { verification }).then(() => {});
+    return {
+      handle: verification,
+      transactionID: info.transactionID,
+      otherUserID: info.otherUserID,
+      state: () => this.observe("verification.state", { verification }),
+      accept: () => call("verification.accept"),
+      startSAS: () => call("verification.startSAS"),
+      confirm: () => call("verification.confirm"),
+      mismatch: () => call("verification.mismatch"),
+      cancel: () => call("verification.cancel"),
+    };
+  }
+
   _conversation(opened) {
     const conversation = opened.conversation;
     const call = (method, params = {}) => this.request(method, { conversation, ...params });
@@ -310,10 +389,17 @@ class Client {
       react: (eventID, key) => call("chat.conversation.react", { eventID, key }).then(none),
       redact: (eventID) => call("chat.conversation.redact", { eventID }).then(none),
       markRead: (eventID) => call("chat.conversation.markRead", eventID ? { eventID } : {}).then(none),
+      sendAttachment: (path, contentType, options = {}) =>
+        call("chat.conversation.sendAttachment", { path, contentType, ...options }),
+      uploads: () => this.observe("conversation.uploads", { conversation }),
+      resend: (transactionID) => call("chat.conversation.resend", { transactionID }).then(none),
+      cancelSend: (transactionID) => call("chat.conversation.cancelSend", { transactionID }).then(none),
+      download: (eventID, path, options = {}) =>
+        call("chat.conversation.download", { eventID, path, ...options }).then((answer) => answer.size),
       encryption: () => this.observe("conversation.encryption", { conversation }),
       enableEncryption: () => call("chat.conversation.enableEncryption").then(none),
     };
   }
 }
 
-module.exports = { Client, SymorvaError };
+module.exports = { Client, SymorvaError, SchemaViolation };

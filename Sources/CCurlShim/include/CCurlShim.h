@@ -1,6 +1,9 @@
 #ifndef SYMORVA_CCURLSHIM_H
 #define SYMORVA_CCURLSHIM_H
 #include <curl/curl.h>
+/* Internal to the SDK, not API: hidden, so that a shared library the SDK is linked into
+   (libSymorvaFFI.so) exports none of these (clients/python/tests/test_ffi_symbols.py). */
+#pragma GCC visibility push(hidden)
 /* Typed, non-variadic wrappers around curl_easy_setopt / curl_easy_getinfo /
    curl_multi_setopt: Swift cannot call C variadic functions. */
 CURLcode symorva_curl_setopt_long(CURL *handle, CURLoption option, long value);
@@ -22,4 +25,5 @@ CURLcode symorva_curl_setopt_xferinfo_callback(CURL *handle, symorva_curl_xferin
 /* CURLOPT_SEEKFUNCTION: rewinds a read-callback body when libcurl must send it again. */
 typedef int (*symorva_curl_seek_callback)(void *context, curl_off_t offset, int origin);
 CURLcode symorva_curl_setopt_seek_callback(CURL *handle, symorva_curl_seek_callback callback);
+#pragma GCC visibility pop
 #endif

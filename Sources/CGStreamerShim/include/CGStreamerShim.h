@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <glib.h>
 #include <gst/gst.h>
+/* Internal to the SDK, not API: hidden, so that a shared library the SDK is linked into
+   (libSymorvaFFI.so) exports none of these (clients/python/tests/test_ffi_symbols.py). */
+#pragma GCC visibility push(hidden)
 
 /* Initialises GStreamer once (idempotent). Returns 1 when webrtcbin, nice and opus are usable. */
 int symorva_gst_initialize(void);
@@ -64,5 +67,6 @@ int symorva_image_thumbnail(
     int64_t *duration_ns);
 /* Frees a thumbnail's bytes. */
 void symorva_thumbnail_free(uint8_t *bytes);
+#pragma GCC visibility pop
 #endif /* __linux__ */
 #endif

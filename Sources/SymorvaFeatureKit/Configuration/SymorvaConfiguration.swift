@@ -276,8 +276,10 @@ public struct SymorvaConfiguration: Sendable, Hashable {
             throw .invalidField("community.name", reason: "longer than 100 characters")
         }
         let space = try reader.optionalString(at: ["community", "space"], in: community)
-        if let space, !(space.hasPrefix("!") || space.hasPrefix("#")) || !space.contains(":") {
-            throw .invalidField("community.space", reason: "not a room ID (!…:server) or alias (#…:server)")
+        // A room ID is `!` and an opaque part (room version 12's have no `:server`); an alias
+        // always names its server.
+        if let space, !(space.hasPrefix("!") && space.count > 1), !(space.hasPrefix("#") && space.contains(":")) {
+            throw .invalidField("community.space", reason: "not a room ID (!…) or alias (#…:server)")
         }
         self.community = Community(
             name: name, description: try reader.optionalString(at: ["community", "description"], in: community),

@@ -2,7 +2,7 @@
 // The Node client (a child process running `symorva serve --stdio`) against the real Synapse
 // and services. Needs a dev environment started with --test and its env file in the environment
 // (Scripts/test runs it); skipped without one unless SYMORVA_REQUIRE_SERVERS=1.
-const { test } = require("node:test");
+const { after, test } = require("node:test");
 const assert = require("node:assert/strict");
 const crypto = require("node:crypto");
 const fs = require("node:fs");
@@ -44,9 +44,15 @@ async function operator() {
   };
 }
 
+// Every child started; a test that fails before its close() would otherwise leave its child
+// running and the runner waiting for it.
+const started = [];
+after(() => { for (const client of started) client._child.kill(); });
+
 async function newClient(prefix, handlers) {
   const dataDirectory = fs.mkdtempSync(path.join(os.tmpdir(), "symorva-node-"));
   const client = await Client.start({ manifest, dataDirectory, handlers, stderr: "ignore" });
+  started.push(client);
   const account = await client.session.register(prefix + crypto.randomBytes(4).toString("hex"), crypto.randomBytes(12).toString("hex"));
   return { client, account };
 }
@@ -200,7 +206,8 @@ test("encryption: recovery set up, the key backup in use, typed errors", options
     }
   }
   assert.deepEqual(identity, { kind: "none" });
-  const recoveryKey = await client.encryption.setUpRecovery();
+  // The identity state answers before the crypto account has loaded its keys: retried on notReady.
+  const recoveryKey = await eventually(() => client.encryption.setUpRecovery(), "notReady");
   assert.ok(recoveryKey.length >= 48);
   assert.deepEqual(await client.encryption.identityState(), { kind: "ready" });
   const status = await client.encryption.backupStatus();
@@ -229,4 +236,84 @@ test("spaces: a space, a linked room, its hierarchy through a handle", options, 
   await client.chat.removeFromSpace(roomID, spaceID);
   assert.equal((await rejection(client.chat.joinVia(roomID, []))).code, "invalidParams");
   await client.close();
+});
+
+test("an attachment: sent with its caption, the other account downloads the same bytes", options, async () => {
+  const alice = await newClient("nda");
+  const bob = await newClient("nda");
+  const roomID = await alice.client.chat.createRoom({ name: "Files", invitees: [bob.account.userID] });
+  await bob.client.chat.join(roomID);
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), "symorva-node-files-"));
+  const data = crypto.randomBytes(200_000);
+  const source = path.join(folder, "report.bin");
+  fs.writeFileSync(source, data);
+  const conversation = await alice.client.chat.conversation(roomID);
+  const receipt = await conversation.sendAttachment(source, "application/pdf", { caption: "The report", fileName: "report.pdf" });
+  assert.equal(receipt.roomID, roomID);
+  const bobConversation = await bob.client.chat.conversation(roomID);
+  const timeline = await bobConversation.timeline();
+  const items = await until(timeline, (items) => items.some((item) => item.content.kind === "file" && item.eventID), 120_000);
+  const item = items.find((item) => item.content.kind === "file");
+  assert.deepEqual([item.content.media.body, item.content.media.fileName, item.content.media.mimeType], ["The report", "report.pdf", "application/pdf"]);
+  const target = path.join(folder, "copy.pdf");
+  assert.equal(await bobConversation.download(item.eventID, target), data.length);
+  assert.ok(fs.readFileSync(target).equals(data));
+  const missing = await rejection(bobConversation.download("$nothing-here", target));
+  assert.deepEqual([missing.domain, missing.code], ["chat", "unknownEvent"]);
+  await timeline.close();
+  await alice.client.close();
+  await bob.client.close();
+});
+
+/** Calls `probe` until it answers truthy (a failure with code `retried` counts as not yet). */
+async function eventually(probe, retried = null, timeout = 60_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    try {
+      const answer = await probe();
+      if (answer) return answer;
+    } catch (error) {
+      if (!(error instanceof SymorvaError) || error.code !== retried) throw error;
+    }
+    assert.ok(Date.now() < deadline, "timed out waiting for a condition");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+test("verification: two accounts compare the emoji and both end verified", options, async () => {
+  const alice = await newClient("ndv");
+  const bob = await newClient("ndv");
+  const bobID = bob.account.userID;
+  const roomID = await alice.client.chat.createRoom({ name: "Verify", invitees: [bobID], isEncrypted: true });
+  await bob.client.chat.join(roomID);
+  await eventually(() => alice.client.encryption.setUpRecovery(), "notReady");
+  await eventually(() => bob.client.encryption.setUpRecovery(), "notReady");
+  const bobDevice = (await bob.client.session.devices())[0].deviceID;
+  const trustOf = async (client, userID, deviceID) =>
+    (await client.encryption.devices(userID)).find((device) => device.deviceID === deviceID)?.trust;
+  await eventually(async () => (await trustOf(alice.client, bobID, bobDevice)) === "crossSigned");
+  const incoming = await bob.client.encryption.incomingVerification();
+  const outgoing = await alice.client.encryption.verify(bobID, { deviceID: bobDevice });
+  const info = await until(incoming, (value) => value !== null);
+  assert.equal(info.transactionID, outgoing.transactionID);
+  const answer = bob.client.encryption.verification(info);
+  const aliceState = await outgoing.state();
+  const bobState = await answer.state();
+  await answer.accept();
+  await until(aliceState, (state) => state.kind === "ready");
+  await outgoing.startSAS();
+  const shown = (state) => state.kind === "showingCode" || state.kind === "cancelled";
+  const aliceCode = await until(aliceState, shown);
+  const bobCode = await until(bobState, shown);
+  assert.equal(aliceCode.kind, "showingCode");
+  assert.deepEqual(bobCode, aliceCode);
+  assert.equal(aliceCode.emoji.length, 7);
+  await outgoing.confirm();
+  await answer.confirm();
+  await until(aliceState, (state) => state.kind === "verified");
+  await until(bobState, (state) => state.kind === "verified");
+  await eventually(async () => (await trustOf(alice.client, bobID, bobDevice)) === "verified");
+  for (const observed of [incoming, aliceState, bobState]) await observed.close();
+  await alice.client.close();
+  await bob.client.close();
 });

@@ -366,6 +366,29 @@ class _Conversation:
     async def enable_encryption(self):
         await self._c.request("chat.conversation.enableEncryption", conversation=self.handle)
 
+    async def send_attachment(self, path, content_type, **options):
+        """Sends the file at `path` (copied when queued); options: kind, fileName, caption,
+        width, height, durationMs. Answers the send receipt; `uploads()` shows the progress."""
+        return await self._c.request(
+            "chat.conversation.sendAttachment", conversation=self.handle, path=path, contentType=content_type,
+            **options)
+
+    async def uploads(self):
+        return await self._c.observe("conversation.uploads", conversation=self.handle)
+
+    async def resend(self, transaction_id):
+        await self._c.request("chat.conversation.resend", conversation=self.handle, transactionID=transaction_id)
+
+    async def cancel_send(self, transaction_id):
+        await self._c.request("chat.conversation.cancelSend", conversation=self.handle, transactionID=transaction_id)
+
+    async def download(self, event_id, path, thumbnail=False):
+        """Saves the file of message `event_id` (its sender's thumbnail with `thumbnail`) to
+        `path`; answers the bytes written."""
+        answer = await self._c.request(
+            "chat.conversation.download", conversation=self.handle, eventID=event_id, path=path, thumbnail=thumbnail)
+        return answer["size"]
+
 
 class _Chat:
     def __init__(self, client):
@@ -753,6 +776,51 @@ class _Encryption:
 
     async def acknowledge_identity_change(self, user_id):
         return (await self._c.request("encryption.acknowledgeIdentityChange", userID=user_id))["acknowledged"]
+
+    async def verify(self, user_id, device_id=None, start_directly=False):
+        """Starts an interactive verification of `user_id` (`device_id`, else every device);
+        answers a `Verification`."""
+        params = {"userID": user_id, "startDirectly": start_directly}
+        if device_id is not None:
+            params["deviceID"] = device_id
+        return Verification(self._c, await self._c.request("verification.start", **params))
+
+    async def incoming_verification(self):
+        """The last verification another device started (a `VerificationInfo` or None);
+        `verification(info)` answers it."""
+        return await self._c.observe("verification.incoming")
+
+    def verification(self, info):
+        return Verification(self._c, info)
+
+
+class Verification:
+    """One interactive verification (emoji or decimals): observe `state()`, answer with the
+    person's choices."""
+
+    def __init__(self, client, info):
+        self._c = client
+        self.handle = info["verification"]
+        self.transaction_id = info["transactionID"]
+        self.other_user_id = info["otherUserID"]
+
+    async def state(self):
+        return await self._c.observe("verification.state", verification=self.handle)
+
+    async def accept(self):
+        await self._c.request("verification.accept", verification=self.handle)
+
+    async def start_sas(self):
+        await self._c.request("verification.startSAS", verification=self.handle)
+
+    async def confirm(self):
+        await self._c.request("verification.confirm", verification=self.handle)
+
+    async def mismatch(self):
+        await self._c.request("verification.mismatch", verification=self.handle)
+
+    async def cancel(self):
+        await self._c.request("verification.cancel", verification=self.handle)
 
 
 class _Hierarchy:

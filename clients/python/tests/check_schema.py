@@ -61,6 +61,17 @@ refuses(schema.check_result, "encryption.backup.status", {"version": "1", "waiti
 accepts(schema.check_result, "session.devices", [{
     "deviceID": "D", "displayName": None, "lastSeen": None, "isCurrent": True, "ed25519Key": None,
     "keysChanged": False, "trust": None}])
+accepts(schema.check_params, "chat.conversation.sendAttachment", {
+    "conversation": "conversation-1", "path": "/tmp/a.png", "contentType": "image/png", "kind": "image"})
+refuses(schema.check_params, "chat.conversation.sendAttachment", {
+    "conversation": "conversation-1", "path": "/tmp/a", "contentType": "x/y", "kind": "sticker"})
+accepts(schema.check_value, "conversation.uploads", [{"transactionID": "t", "completedBytes": 5, "totalBytes": 10}])
+refuses(schema.check_value, "conversation.uploads", [{"transactionID": "t"}])
+accepts(schema.check_value, "verification.state", {
+    "kind": "showingCode", "emoji": [{"character": "\U0001F436", "description": "Dog"}], "decimals": [1234, 5678, 9012]})
+refuses(schema.check_value, "verification.state", {"kind": "showingCode", "emoji": []})
+accepts(schema.check_value, "verification.incoming", None)
+accepts(schema.check_message, {"id": 3, "error": {"domain": "verification", "code": "notReady", "message": "m"}})
 accepts(schema.check_value, "session.state", {"kind": "signedOut"})
 refuses(schema.check_value, "session.state", {"kind": "signedIn"})
 accepts(schema.check_message, {"id": 3, "error": {"domain": "encryption", "code": "notReady", "message": "m"}})
