@@ -300,7 +300,9 @@ export interface RestoredKeys { imported: number; total: number }
 export interface VerificationEmoji { character: string; description: string }
 /**
  * Where an interactive verification is: `showingCode` carries the 7 emoji and 3 decimals both devices show
- * (the person compares, then `verification.confirm` or `verification.mismatch`); `cancelled` the spec's code
+ * (the person compares, then `verification.confirm` or `verification.mismatch`); `otherDeviceScanned` that the
+ * other device scanned this device's QR code and waits for the person here to confirm it (QR flows are not in
+ * this protocol yet: a flow reaches it only when the Swift API showed the code); `cancelled` the spec's code
  * (`m.user`, `m.timeout`, `m.mismatched_sas`, …) and whether this side cancelled.
  */
 export type VerificationState =
@@ -310,6 +312,7 @@ export type VerificationState =
   | { kind: "exchangingKeys" }
   | { kind: "showingCode"; emoji: VerificationEmoji[]; decimals: number[] }
   | { kind: "confirmed" }
+  | { kind: "otherDeviceScanned" }
   | { kind: "verified" }
   | { kind: "cancelled"; code: string; byUs: boolean };
 /** A verification flow: its handle (of the account it was made for), the other side, its state now. */

@@ -92,6 +92,7 @@ extension ContractCommunity {
                 "decimals": .array(decimals.map { .int($0) }),
             ])
         case .confirmed: .object(["kind": "confirmed"])
+        case .otherDeviceScanned: .object(["kind": "otherDeviceScanned"])
         case .verified: .object(["kind": "verified"])
         case .cancelled(let code, let byUs): .object(["kind": "cancelled", "code": .string(code), "byUs": .bool(byUs)])
         }

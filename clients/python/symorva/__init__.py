@@ -173,6 +173,9 @@ class Client:
         self._closed = asyncio.Event()
         self._schema = None
         self._sent = {}
+        # Requests that subscribe: their answer registers the observable as it is dispatched, so
+        # an update that arrives right behind it (the same read) is never dropped.
+        self._subscribing = {}
         self._paths = {}
         self.schema_violations = []
         self._receiver = threading.Thread(target=self._receive_loop, name=f"symorva-{client_id}", daemon=True)
@@ -236,12 +239,16 @@ class Client:
                     self._violation(self._schema.check_value, path, message["update"]["value"])
         if "id" in message:
             future = self._pending.pop(message["id"], None)
+            subscribing = self._subscribing.pop(message["id"], None) is not None
             if future is None or future.done():
                 return
             if "error" in message:
                 future.set_exception(SymorvaError(message["error"]))
             else:
-                future.set_result(message["result"])
+                result = message["result"]
+                if subscribing and isinstance(result, dict) and "subscription" in result:
+                    self._observed[result["subscription"]] = Observable(self, result["subscription"], result.get("value"))
+                future.set_result(result)
         elif "update" in message:
             observed = self._observed.get(message["update"]["subscription"])
             if observed is not None:
@@ -278,19 +285,25 @@ class Client:
         request_id = next(self._ids)
         future = self._loop.create_future()
         self._pending[request_id] = future
+        if method == "subscribe":
+            self._subscribing[request_id] = True
         if self._schema is not None:
             self._sent[request_id] = (method, params)
         status = library().symorva_client_send(self._id, json.dumps({"id": request_id, "method": method, "params": params}).encode())
         if status != 0:
             self._pending.pop(request_id, None)
+            self._subscribing.pop(request_id, None)
             raise SymorvaError({"domain": "contract", "code": "closed", "message": f"send failed ({status})"})
         return future
 
     async def observe(self, path, **params):
         """Subscribes to an observable path (`chat.conversations`, `conversation.timeline`, …)."""
         answer = await self.request("subscribe", path=path, **params)
-        observed = Observable(self, answer["subscription"], answer["value"])
-        self._observed[answer["subscription"]] = observed
+        # Registered when the answer was dispatched (with any update that followed it applied).
+        observed = self._observed.get(answer["subscription"])
+        if observed is None:
+            observed = Observable(self, answer["subscription"], answer["value"])
+            self._observed[answer["subscription"]] = observed
         return observed
 
     async def close(self):

@@ -645,9 +645,13 @@ def test_encryption_recovery_backup_and_trust():
         bob, bob_account = await new_client("pye")
         bob_id = bob_account["userID"]
 
-        # A new account: no identity, no backup; setting up recovery makes both.
-        identity = await eventually(lambda: _unless(alice.encryption.identity_state(), "notReady"))
-        assert identity == {"kind": "none"}
+        # A new account: its first sign-in bootstraps the cross-signing identity (the strict
+        # default, docs/e2ee.md), with no backup; setting up recovery makes the backup.
+        async def bootstrapped():
+            state = await _unless(alice.encryption.identity_state(), "notReady")
+            assert state in (None, {"kind": "none"}, {"kind": "ready"}), state
+            return state == {"kind": "ready"}
+        await eventually(bootstrapped)
         assert (await alice.encryption.backup_status())["version"] is None
         # The identity state answers before the crypto account has loaded its keys: retried.
         recovery_key = await eventually(lambda: _unless(alice.encryption.set_up_recovery(), "notReady"))
@@ -673,12 +677,14 @@ def test_encryption_recovery_backup_and_trust():
         await backup.wait_until(lambda value: value["kind"] == "upToDate", timeout=60)
         assert (await alice.encryption.backup_status())["waiting"] == 0
 
-        # Trust: this device is verified by the identity it holds; Bob, without one, is not.
+        # Trust: this device is verified by the identity it holds; Bob's is signed by his own
+        # identity (bootstrapped at his first sign-in), which Alice has not verified.
         own = await alice.encryption.devices(alice_id)
         assert [d["trust"] for d in own if d["deviceID"] == (await alice.session.devices())[0]["deviceID"]] == \
             ["verified"]
         bob_devices = await eventually(lambda: alice.encryption.devices(bob_id))
-        assert {d["trust"] for d in bob_devices} == {"unverified"}
+        bob_devices = await eventually(lambda: _when_trust(alice, bob_id, "crossSigned"))
+        assert {d["trust"] for d in bob_devices} == {"crossSigned"}
         assert await alice.encryption.identity_changed(bob_id) is False
         assert await alice.encryption.acknowledge_identity_change(bob_id) is False
 
@@ -1010,6 +1016,12 @@ def test_two_accounts_verify_each_other_through_the_contract():
         await alice.close()
         await bob.close()
     run(scenario())
+
+
+async def _when_trust(client, user_id, trust):
+    """The user's devices once every one of them has `trust`, else None."""
+    devices = await client.encryption.devices(user_id)
+    return devices if devices and {device["trust"] for device in devices} == {trust} else None
 
 
 async def _trust_is(client, user_id, device_id, trust):
