@@ -144,6 +144,8 @@ public final class AccountChat: Sendable {
     static let decryptionPassSize = 500
     /// Rooms this client created encrypted, known before their state syncs.
     let encryptedRooms = Lock<Set<RoomID>>([])
+    /// The room event tap (``tapRoomEvents(_:)``), once set.
+    let roomEventTap = Lock<RoomEventTap?>(nil)
     private let decryptorSlot = Lock<(decryptor: any RoomDecryptor, runner: SerialRunner)?>(nil)
     private let stopActions = Lock<[@Sendable () -> Void]>([])
     /// Whether the device counts unencrypted rooms too (``countOnDeviceInEveryRoom(_:)``).
@@ -385,6 +387,7 @@ public final class AccountChat: Sendable {
             return
         }
         await countDecrypted(outcomes)
+        await tapDecrypted(outcomes, decryptor: decryptor)
         try? await reloadList()
         for roomID in Set(outcomes.map(\.event.roomID)) {
             let room = RoomID(roomID)
@@ -647,6 +650,7 @@ private final class SyncDelegateBox: SyncInterpreterDelegate {
 
     func syncCommitted(_ changes: SyncChanges) async { await client?.syncCommitted(changes) }
     func syncTokenRejected() { client?.syncTokenRejected() }
+    func timelineCommitted(_ body: SyncResponseBody) async { await client?.tapCommitted(body) }
 }
 
 // Small concurrency tools of the chat product layer.

@@ -255,6 +255,22 @@ extension Conversation {
         }
     }
 
+    /// Sends one event of `type` with `content` (JSON) now, outside the send queue, encrypted
+    /// when the room is (its relation kept in the clear), and returns its event ID: for events
+    /// of other modules whose ID is needed at once and that are not the person's messages (a
+    /// verification request and its steps). Nothing is stored or retried.
+    ///
+    /// - Throws: what ``encryptedIfNeeded(_:)`` throws; the server's refusal or `.network`.
+    package func sendEvent(type: String, content: [UInt8]) async throws(ChatError) -> EventID {
+        try client.ensureCurrent()
+        let message = try await encryptedIfNeeded(
+            MessageContent(eventType: type, json: String(decoding: content, as: UTF8.self)))
+        let response = try await client.perform(
+            ChatAPI.send(roomID: id, transactionID: client.makeTransactionID(), content: message))
+        guard let eventID = RawJSON.string("event_id", in: response.body) else { throw .unexpectedResponse }
+        return EventID(eventID)
+    }
+
     /// `content` as it may leave for this room: encrypted (`m.room.encrypted`, its relation kept
     /// in the clear as the specification asks) when the room is encrypted, so that an event sent
     /// outside the send queue (a reaction) is never plaintext in an encrypted room.

@@ -126,6 +126,7 @@ final class SlidingSyncInterpreter: EffectInterpreter {
         }
         let changes = SyncChanges(response.body)
         if changes.devices.toDeviceEvents > 0 { FaultPoint.toDeviceCommitted.reach() }
+        await delegate.withLock { $0 }?.timelineCommitted(response.body)
         await delegate.withLock { $0 }?.syncCommitted(changes)
         do { try await store.checkpoint() } catch { logger.info("checkpoint after sync failed: \(error)") }
         return .persisted(.success(pos))

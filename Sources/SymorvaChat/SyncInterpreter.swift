@@ -74,6 +74,13 @@ protocol SyncInterpreterDelegate: Sendable {
     func syncCommitted(_ changes: SyncChanges) async
     /// The homeserver rejected the access token: the session must refresh it.
     func syncTokenRejected()
+    /// A batch is committed: its timelines' events, for the room event tap (before
+    /// ``syncCommitted(_:)``).
+    func timelineCommitted(_ body: SyncResponseBody) async
+}
+
+extension SyncInterpreterDelegate {
+    func timelineCommitted(_ body: SyncResponseBody) async {}
 }
 
 /// Performs the ``SyncMachine``'s effects: `/sync` over a ``MatrixRequester``, decoding with
@@ -215,6 +222,7 @@ final class SyncInterpreter: EffectInterpreter {
         }
         let changes = SyncChanges(body)
         if changes.devices.toDeviceEvents > 0 { FaultPoint.toDeviceCommitted.reach() }
+        await delegate.withLock { $0 }?.timelineCommitted(body)
         await delegate.withLock { $0 }?.syncCommitted(changes)
         // The account database does not checkpoint by itself (`Configuration.account`): copy the
         // WAL now that the list is published, before the next long poll, rather than inside the

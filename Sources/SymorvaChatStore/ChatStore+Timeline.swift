@@ -303,6 +303,8 @@ package struct UndecryptedEvent: Sendable {
     package var roomID: String
     package var sender: String
     package var content: [UInt8]
+    /// `origin_server_ts`, in milliseconds.
+    package var originServerTS: Int64 = 0
 }
 
 /// What decrypting an event gave.
@@ -325,7 +327,7 @@ extension ChatStore {
         try await read { db throws(StoreError) in
             try db.queryAll(
                 """
-                SELECT e.event_nid, e.event_id, r.room_id, e.sender, e.content
+                SELECT e.event_nid, e.event_id, r.room_id, e.sender, e.content, e.origin_server_ts
                 FROM pending_decryption p
                 JOIN events e ON e.event_nid = p.event_nid
                 JOIN rooms r ON r.room_nid = e.room_nid
@@ -335,7 +337,7 @@ extension ChatStore {
             ) {
                 UndecryptedEvent(
                     eventNID: $0.int64(0), eventID: $0.string(1), roomID: $0.string(2), sender: $0.string(3),
-                    content: $0.blob(4))
+                    content: $0.blob(4), originServerTS: $0.int64(5))
             }
         }
     }

@@ -21,7 +21,8 @@ extension AccountModuleFactory {
     ///
     /// It uses `crypto` when the community lists it (built first): sync hands the crypto module
     /// each committed batch's device changes and to-device inbox, send queues encrypt and
-    /// timelines decrypt through it, and room keys that arrive retry undecryptable events.
+    /// timelines decrypt through it, room keys that arrive retry undecryptable events, and
+    /// in-room verification sends its events through chat and reads them from its timelines.
     ///
     /// It syncs with simplified sliding sync when the manifest's `sync.mode` says `sliding`, or
     /// says `auto` (the default) and the homeserver's `/versions` (as the session knows it)
@@ -55,12 +56,49 @@ extension AccountModuleFactory {
             chat.setEncryptor(CryptoRoomEncryptor(crypto: crypto))
             chat.setDecryptor(CryptoRoomDecryptor(crypto: crypto))
             crypto.onRoomKeysStored { [weak chat] in chat?.roomKeysArrived() }
+            await AccountModuleFactory.connectVerification(chat: chat, crypto: crypto)
         }
         chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })
         do { try await chat.start() } catch {
             logger.error("chat did not start account=\(context.userID) error=\(error)")
         }
         return chat
+    }
+
+    /// In-room verification: the verification events of rooms' timelines (decrypted) go to the
+    /// crypto module, which sends its own through the conversation (encrypted when the room is).
+    /// They are handed over in order by one task of their own, never on the sync's path: a flow
+    /// step that sends (and may share a room key first) does not hold the sync loop up.
+    private static func connectVerification(chat: AccountChat, crypto: AccountCrypto) async {
+        let (batches, continuation) = AsyncStream<[VerificationRoomEvent]>.makeStream()
+        let consumer = Task {
+            for await batch in batches { await crypto.verificationRoomEvents(batch) }
+        }
+        chat.onStop {
+            continuation.finish()
+            consumer.cancel()
+        }
+        let request = VerificationMessages.Kind.request.rawValue
+        chat.tapRoomEvents(
+            RoomEventTap(
+                types: Set(VerificationMessages.Kind.allCases.map(\.rawValue)).subtracting([request]),
+                messageTypes: [request]
+            ) { events in
+                continuation.yield(
+                    events.map {
+                        VerificationRoomEvent(
+                            roomID: $0.roomID, eventID: $0.eventID.rawValue, sender: $0.sender, type: $0.type,
+                            content: $0.content, originServerTS: $0.originServerTS)
+                    })
+            })
+        await crypto.setVerificationRoomSender { [weak chat] room, type, content throws(KeyVerificationError) in
+            guard let chat else { throw .unavailable }
+            do throws(ChatError) {
+                return try await chat.conversation(id: room).sendEvent(type: type, content: content).rawValue
+            } catch {
+                throw .unavailable
+            }
+        }
     }
 
     /// The AI studio, when the manifest enables it: the account's

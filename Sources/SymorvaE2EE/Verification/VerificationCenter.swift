@@ -11,7 +11,35 @@ package struct VerificationInboxMessage: Sendable, Hashable {
     package var raw: [UInt8]
 }
 
-/// The account's interactive verifications over to-device messages: one
+/// An `m.key.verification.*` event of a room (or the request, an `m.room.message`), decrypted
+/// when the room is encrypted: what chat hands the center from its timelines.
+package struct VerificationRoomEvent: Sendable, Hashable {
+    package var roomID: RoomID
+    package var eventID: String
+    package var sender: UserID
+    package var type: String
+    /// The (plaintext) content's JSON.
+    package var content: [UInt8]
+    /// `origin_server_ts`, in milliseconds: what dates an in-room request.
+    package var originServerTS: Int64
+
+    package init(roomID: RoomID, eventID: String, sender: UserID, type: String, content: [UInt8], originServerTS: Int64)
+    {
+        self.roomID = roomID
+        self.eventID = eventID
+        self.sender = sender
+        self.type = type
+        self.content = content
+        self.originServerTS = originServerTS
+    }
+}
+
+/// Sends one event of `type` with `content` into a room (encrypted when the room is) and
+/// returns its event ID: chat's send path, set by the bridge.
+package typealias VerificationRoomSender =
+    @Sendable (_ room: RoomID, _ type: String, _ content: [UInt8]) async throws(KeyVerificationError) -> String
+
+/// The account's interactive verifications over to-device messages and in rooms: one
 /// ``VerificationFlowDriver`` per transaction, what arrives routed to it, what it asks for
 /// sent, and the keys a flow proves signed with our cross-signing keys and uploaded.
 package actor VerificationCenter {
@@ -35,6 +63,10 @@ package actor VerificationCenter {
     /// The flows already reported verified (each reported once).
     private var reportedVerified: Set<String> = []
     private var sendCounter: UInt64 = 0
+    /// The room of each flow that runs in one (by transaction, the request event's ID).
+    private var rooms: [String: RoomID] = [:]
+    /// Sends an event into a room (chat's path), once connected.
+    private var roomSender: VerificationRoomSender?
     /// The last incoming verification (a request or a start from another device).
     nonisolated let incoming = ObservableValue<SASVerification?>.Publisher(nil)
 
@@ -56,6 +88,8 @@ package actor VerificationCenter {
 
     func setOwnDeviceVerified(_ report: @escaping @Sendable (DeviceID) async -> Void) { ownDeviceVerified = report }
 
+    func setRoomSender(_ sender: @escaping VerificationRoomSender) { roomSender = sender }
+
     // MARK: - Starting
 
     /// Starts a verification of `user` (this account for one of its own devices): a request to
@@ -74,6 +108,29 @@ package actor VerificationCenter {
             transactionID: transactionID, otherUserID: user, initial: .requested, center: self)
         flows[transactionID] = (driver, verification)
         await apply(driver.handle(.verifyAsked(flow)), transactionID: transactionID)
+        return verification
+    }
+
+    /// Starts a verification of another `user` in `room` (a room shared with them, a DM): the
+    /// request goes as an `m.room.message` whose event ID becomes the flow's transaction ID,
+    /// and every later step as a room event related to it.
+    func request(user: UserID, inRoom room: RoomID) async throws(KeyVerificationError) -> SASVerification {
+        guard user != userID else { throw .unknownDevice }  // our own devices verify over to-device
+        guard let roomSender else { throw .notReady }
+        let driver = try await makeDriver(peer: user, device: nil, inRoom: true)
+        let request = VerificationMessages.roomRequest(
+            fromDevice: deviceID, to: user, methods: KeyVerificationMethod.ours)
+        let transactionID = try await roomSender(room, "m.room.message", Self.bytes(request))
+        let flow = VerificationFlow(
+            transactionID: transactionID, ourselves: VerificationParty(userID: userID, deviceID: deviceID),
+            peerUserID: user, peerDeviceID: nil, usesRequest: true)
+        let verification = SASVerification(
+            transactionID: transactionID, otherUserID: user, initial: .requested, center: self)
+        flows[transactionID] = (driver, verification)
+        rooms[transactionID] = room
+        var work = driver.handle(.verifyAsked(flow))
+        work.messages.removeAll { $0.kind == .request }  // sent already: its ID is the flow's
+        await apply(work, transactionID: transactionID)
         return verification
     }
 
@@ -117,6 +174,30 @@ package actor VerificationCenter {
         }
     }
 
+    /// Routes verification events of rooms, in timeline order. An event of a flow goes to it
+    /// only from the flow's room and user; a request opens a flow when it is for us (`to`) and
+    /// recent; our own events (the echo of what we sent) and steps of flows we have no part in
+    /// are ignored — in a room, nothing is answered `m.unknown_transaction`.
+    func deliver(room events: [VerificationRoomEvent]) async {
+        for event in events {
+            guard event.sender != userID, let content = try? JSONValue(parsing: event.content),
+                let (kind, transactionID) = VerificationMessages.roomMessage(
+                    type: event.type, content: content, eventID: event.eventID)
+            else { continue }
+            if let entry = flows[transactionID] {
+                guard rooms[transactionID] == event.roomID, event.sender == entry.verification.otherUserID else {
+                    continue  // another room's or another user's event naming this flow
+                }
+                await apply(entry.driver.receive(kind, content, from: nil), transactionID: transactionID)
+                continue
+            }
+            guard kind == .request, VerificationMessages.requestRecipient(content) == userID else { continue }
+            await open(
+                kind, content, sender: event.sender, transactionID: transactionID,
+                room: (event.roomID, age: wallClock.now.millisecondsSince1970 - event.originServerTS))
+        }
+    }
+
     /// A message of a transaction this device has no flow for (never begun here, or forgotten
     /// with a restart): the sender hears `m.unknown_transaction`, at the device the message
     /// names (`from_device`) or at every device of the sender.
@@ -131,16 +212,23 @@ package actor VerificationCenter {
 
     /// A request or a start with a new transaction opens a flow; anything else of an unknown
     /// transaction is dropped.
-    private func open(_ kind: VerificationMessages.Kind, _ content: JSONValue, sender: UserID, transactionID: String)
-        async
-    {
+    /// In a room (`room`), the request's age is its event's.
+    private func open(
+        _ kind: VerificationMessages.Kind, _ content: JSONValue, sender: UserID, transactionID: String,
+        room: (id: RoomID, age: Int64)? = nil
+    ) async {
         let device: DeviceID
         var age: Int64 = 0
         switch kind {
         case .request:
             guard let request = VerificationMessages.parseRequest(content) else { return }
             device = request.device
-            age = wallClock.now.millisecondsSince1970 - request.timestamp
+            if let room {
+                age = room.age
+            } else {
+                guard let timestamp = request.timestamp else { return }
+                age = wallClock.now.millisecondsSince1970 - timestamp
+            }
         case .start:
             guard let start = VerificationMessages.parseStart(content) else { return }
             device = start.fromDevice
@@ -148,16 +236,18 @@ package actor VerificationCenter {
         }
         guard sender != userID || device != deviceID else { return }  // our own echo
         let driver: VerificationFlowDriver
-        do { driver = try await makeDriver(peer: sender, device: device) } catch {
+        do { driver = try await makeDriver(peer: sender, device: device, inRoom: room != nil) } catch {
             logger.info("verification from an unknown user or device dropped user=\(sender)")
             return
         }
+        guard flows[transactionID] == nil else { return }  // opened meanwhile (the actor is reentrant)
         let flow = VerificationFlow(
             transactionID: transactionID, ourselves: VerificationParty(userID: userID, deviceID: deviceID),
             peerUserID: sender, peerDeviceID: device, usesRequest: kind == .request)
         let verification = SASVerification(
             transactionID: transactionID, otherUserID: sender, initial: .incoming, center: self)
         flows[transactionID] = (driver, verification)
+        if let room { rooms[transactionID] = room.id }
         await apply(
             driver.receive(kind, content, from: nil, opening: flow, ageMilliseconds: age), transactionID: transactionID)
         if case .incoming = verification.state.value { incoming.publish(verification) }
@@ -204,6 +294,16 @@ package actor VerificationCenter {
     }
 
     private func send(_ message: VerificationOutgoing, flow: VerificationFlow) async {
+        if let room = rooms[flow.transactionID] {
+            // In a room every device of the peer sees the answer: no `m.accepted` to the others.
+            guard !message.toOtherDevices, let roomSender else { return }
+            do {
+                _ = try await roomSender(room, message.kind.rawValue, Self.bytes(message.content))
+            } catch {
+                logger.info("verification event not sent type=\(message.kind.rawValue) error=\(error)")
+            }
+            return
+        }
         var devices = [flow.peerDeviceID?.rawValue ?? "*"]
         if message.toOtherDevices {
             // Every other device of the peer this device knows of (not this one, for our own).
@@ -234,7 +334,7 @@ package actor VerificationCenter {
         }
     }
 
-    private func makeDriver(peer: UserID, device: DeviceID?) async throws(KeyVerificationError)
+    private func makeDriver(peer: UserID, device: DeviceID?, inRoom: Bool = false) async throws(KeyVerificationError)
         -> VerificationFlowDriver
     {
         guard let keys = await engine.identityKeys else { throw .notReady }
@@ -264,7 +364,7 @@ package actor VerificationCenter {
             ourDeviceKey: keys.ed25519, ourMasterKey: ourMaster,
             peerDeviceKeys: Dictionary(
                 known.map { (DeviceID($0.deviceID), $0.ed25519) }, uniquingKeysWith: { a, _ in a }),
-            peerMasterKey: peerMaster, nowMilliseconds: { clock.now.millisecondsSince1970 })
+            peerMasterKey: peerMaster, inRoom: inRoom, nowMilliseconds: { clock.now.millisecondsSince1970 })
     }
 
     // MARK: - Signing
@@ -321,6 +421,9 @@ package actor VerificationCenter {
             logger.warning("verification signature not uploaded user=\(flow.peerUserID) error=\(error)")
         }
     }
+
+    /// A content's JSON (canonical; the contents have no non-integer number).
+    private static func bytes(_ content: JSONValue) -> [UInt8] { (try? content.canonicalEncoding()) ?? [] }
 
     private static func ed25519(of keyObject: JSONValue, keyID: String) -> String? {
         guard case .object(let object) = keyObject, case .object(let keys)? = object["keys"],

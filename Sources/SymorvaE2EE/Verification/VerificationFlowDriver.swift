@@ -3,7 +3,8 @@ import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
 
-/// One outgoing `m.key.verification.*` message: its type and content (to-device form).
+/// One outgoing `m.key.verification.*` message: its type and content (to-device form, or the
+/// room form for a flow in a room).
 package struct VerificationOutgoing: Sendable, Hashable {
     package var kind: VerificationMessages.Kind
     package var content: JSONValue
@@ -61,6 +62,9 @@ package final class VerificationFlowDriver {
     private var scannedSecret: [UInt8]?
     /// The methods the peer's device named in its request or ready (`nil` before either).
     private var peerMethods: [String]?
+    /// Whether the flow runs in a room: what it sends is in the room form
+    /// (``VerificationMessages/inRoom(_:)``), and the commitment hashes the start as sent there.
+    package let inRoom: Bool
 
     /// - Parameters:
     ///   - ourDeviceKey: this device's Ed25519 key; `ourMasterKey` our master key, if any.
@@ -69,8 +73,10 @@ package final class VerificationFlowDriver {
     ///   - nowMilliseconds: the wall clock, for the request's timestamp.
     package init(
         driver: any CryptoDriver, ourselves: VerificationParty, ourDeviceKey: String, ourMasterKey: String?,
-        peerDeviceKeys: [DeviceID: String], peerMasterKey: String?, nowMilliseconds: @escaping () -> Int64
+        peerDeviceKeys: [DeviceID: String], peerMasterKey: String?, inRoom: Bool = false,
+        nowMilliseconds: @escaping () -> Int64
     ) {
+        self.inRoom = inRoom
         self.driver = driver
         var keys = ["ed25519:\(ourselves.deviceID.rawValue)": ourDeviceKey]
         if let ourMasterKey { keys["ed25519:\(ourMasterKey)"] = ourMasterKey }
@@ -175,8 +181,18 @@ package final class VerificationFlowDriver {
         state = transition.nextState(after: state)
         var work = VerificationWork()
         for effect in transition.effects { perform(effect, into: &work) }
+        return wire(work)
+    }
+
+    /// The contents in this flow's transport form.
+    private func wire(_ work: VerificationWork) -> VerificationWork {
+        guard inRoom else { return work }
+        var work = work
+        for index in work.messages.indices { work.messages[index].content = wire(work.messages[index].content) }
         return work
     }
+
+    private func wire(_ content: JSONValue) -> JSONValue { inRoom ? VerificationMessages.inRoom(content) : content }
 
     /// Applies a message that arrived for this flow (`kind`, `content`) from `sender`.
     package func receive(
@@ -252,7 +268,7 @@ package final class VerificationFlowDriver {
         case .sendReady(let flow, let methods):
             work.messages.append(.init(kind: .ready, content: VerificationMessages.ready(flow, methods: methods)))
         case .sendStart(let flow, let offer):
-            let content = VerificationMessages.start(flow, offer: offer)
+            let content = wire(VerificationMessages.start(flow, offer: offer))
             guard let exchange = try? SASExchange(driver: driver) else { return cancelLocally(flow, into: &work) }
             exchange.startContent = content
             self.exchange = exchange

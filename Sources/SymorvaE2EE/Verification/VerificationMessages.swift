@@ -3,7 +3,9 @@ import SymorvaMachines
 import SymorvaMatrix
 
 /// The `m.key.verification.*` contents of a SAS flow (to-device form: each carries
-/// `transaction_id`), written from the machine's effects and read into its events.
+/// `transaction_id`), written from the machine's effects and read into its events; the in-room
+/// form (``inRoom(_:)``, ``roomRequest(fromDevice:to:methods:)``, ``roomMessage(type:content:eventID:)``)
+/// threads the flow with an `m.reference` to the request event instead.
 package enum VerificationMessages {
     /// The event types.
     package enum Kind: String, Sendable, CaseIterable {
@@ -102,10 +104,16 @@ package enum VerificationMessages {
         string(content, "transaction_id")
     }
 
-    package static func parseRequest(_ content: JSONValue) -> (device: DeviceID, methods: [String], timestamp: Int64)? {
+    /// A request's device, methods and `timestamp` (`nil` in a room, where the event's
+    /// `origin_server_ts` dates it); `nil` when the to-device form has no timestamp.
+    package static func parseRequest(_ content: JSONValue) -> (device: DeviceID, methods: [String], timestamp: Int64?)?
+    {
         guard let device = string(content, "from_device"), let methods = stringList(content, "methods"),
-            case .object(let object) = content, let timestamp = object["timestamp"]?.integerValue
+            case .object(let object) = content
         else { return nil }
+        guard let timestamp = object["timestamp"]?.integerValue else {
+            return string(content, "msgtype") == Kind.request.rawValue ? (DeviceID(device), methods, nil) : nil
+        }
         return (DeviceID(device), methods, Int64(timestamp))
     }
 
@@ -163,6 +171,52 @@ package enum VerificationMessages {
 
     package static func parseCancel(_ content: JSONValue) -> VerificationCancelCode {
         VerificationCancelCode(rawValue: string(content, "code") ?? VerificationCancelCode.user.rawValue)
+    }
+
+    // MARK: - In a room
+
+    /// The request as an `m.room.message` (`msgtype` `m.key.verification.request`) to `user`:
+    /// no `transaction_id` (the event's ID becomes the flow's) and no `timestamp` (the event's
+    /// `origin_server_ts` dates it), with a `body` for clients that do not verify.
+    package static func roomRequest(fromDevice device: DeviceID, to user: UserID, methods: [String]) -> JSONValue {
+        .object([
+            "msgtype": .string(Kind.request.rawValue), "from_device": .string(device.rawValue),
+            "methods": strings(methods), "to": .string(user.rawValue),
+            "body": .string("is requesting to verify your key, but your client does not support in-chat verification."),
+        ])
+    }
+
+    /// A to-device content in its room form: `transaction_id` (the request event's ID) becomes
+    /// `m.relates_to` `{rel_type: m.reference, event_id}`; a content without one is unchanged.
+    package static func inRoom(_ content: JSONValue) -> JSONValue {
+        guard case .object(var fields) = content, case .string(let requestID)? = fields["transaction_id"] else {
+            return content
+        }
+        fields["transaction_id"] = nil
+        fields["m.relates_to"] = .object(["rel_type": .string("m.reference"), "event_id": .string(requestID)])
+        return .object(fields)
+    }
+
+    /// What a room event of `type` is for verification: the request (an `m.room.message` of
+    /// msgtype `m.key.verification.request`, its flow the event's own ID) or a step of a flow
+    /// (an `m.key.verification.*` event whose `m.relates_to` is an `m.reference` to the request);
+    /// `nil` for anything else.
+    package static func roomMessage(type: String, content: JSONValue, eventID: String) -> (
+        kind: Kind, transactionID: String
+    )? {
+        if type == "m.room.message" {
+            return string(content, "msgtype") == Kind.request.rawValue ? (.request, eventID) : nil
+        }
+        guard let kind = Kind(rawValue: type), kind != .request, case .object(let fields) = content,
+            case .object(let relation)? = fields["m.relates_to"], relation["rel_type"] == .string("m.reference"),
+            case .string(let requestID)? = relation["event_id"]
+        else { return nil }
+        return (kind, requestID)
+    }
+
+    /// The user an in-room request is for (`to`).
+    package static func requestRecipient(_ content: JSONValue) -> UserID? {
+        string(content, "to").flatMap { UserID($0) }
     }
 
     // MARK: - Helpers
