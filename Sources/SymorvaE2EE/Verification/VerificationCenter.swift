@@ -176,14 +176,19 @@ package actor VerificationCenter {
 
     /// Routes verification events of rooms, in timeline order. An event of a flow goes to it
     /// only from the flow's room and user; a request opens a flow when it is for us (`to`) and
-    /// recent; our own events (the echo of what we sent) and steps of flows we have no part in
-    /// are ignored — in a room, nothing is answered `m.unknown_transaction`.
+    /// recent; steps of flows we have no part in are ignored — in a room, nothing is answered
+    /// `m.unknown_transaction`. Our own events are our echo (ignored), or another device of
+    /// ours answering a request this device shows (``ownRoomEvent(_:_:transactionID:room:)``).
     func deliver(room events: [VerificationRoomEvent]) async {
         for event in events {
-            guard event.sender != userID, let content = try? JSONValue(parsing: event.content),
+            guard let content = try? JSONValue(parsing: event.content),
                 let (kind, transactionID) = VerificationMessages.roomMessage(
                     type: event.type, content: content, eventID: event.eventID)
             else { continue }
+            if event.sender == userID {
+                await ownRoomEvent(kind, content, transactionID: transactionID, room: event.roomID)
+                continue
+            }
             if let entry = flows[transactionID] {
                 guard rooms[transactionID] == event.roomID, event.sender == entry.verification.otherUserID else {
                     continue  // another room's or another user's event naming this flow
@@ -195,6 +200,26 @@ package actor VerificationCenter {
             await open(
                 kind, content, sender: event.sender, transactionID: transactionID,
                 room: (event.roomID, age: wallClock.now.millisecondsSince1970 - event.originServerTS))
+        }
+    }
+
+    /// An event of this account in a room: our own echo (ignored), or another device of ours
+    /// that answered (`ready`) or cancelled a request this device was shown and has not
+    /// answered: the request is no longer this device's to answer — it ends
+    /// `cancelled(m.accepted)`, or with the other device's cancel, and nothing is sent.
+    private func ownRoomEvent(
+        _ kind: VerificationMessages.Kind, _ content: JSONValue, transactionID: String, room: RoomID
+    ) async {
+        guard let entry = flows[transactionID], rooms[transactionID] == room,
+            entry.verification.state.value == .incoming
+        else { return }
+        switch kind {
+        case .ready where VerificationMessages.fromDevice(of: content) != deviceID:
+            let accepted = VerificationMessages.cancel(transactionID: transactionID, code: .accepted)
+            await apply(entry.driver.receive(.cancel, accepted, from: nil), transactionID: transactionID)
+        case .cancel:
+            await apply(entry.driver.receive(.cancel, content, from: nil), transactionID: transactionID)
+        default: return
         }
     }
 

@@ -272,4 +272,34 @@ struct InRoomVerificationTests {
         ])
         #expect(incoming.state.value == .cancelled(code: "m.user", byUs: false))
     }
+
+    @Test(
+        "Bob's other device shows the request too; when his first device answers in the room, the other ends cancelled m.accepted and sends nothing"
+    )
+    func answeredByAnotherOwnDevice() async throws {
+        var pair = try await Self.pair()
+        let fixture = EngineFixture()
+        let other = try await fixture.device("@bob:example.org", "BOB2")
+        _ = try await other.store.storeQueried(
+            [pair.alice.userID: [try await pair.alice.listed()]], users: [pair.alice.userID])
+        let otherLog = RoomLog("c", counter: Lock(0))
+        let otherCenter = VerificationCenterTests.center(for: other, transport: ScriptedHTTPTransport())
+        await otherCenter.setRoomSender(otherLog.sender)
+        let outgoing = try await pair.aliceCenter.request(user: pair.bob.userID, inRoom: Self.room)
+        var read = 0
+        await otherCenter.deliver(room: pair.aliceLog.taken(from: &read, sender: pair.alice.userID))
+        await pair.pump()
+        let first = try #require(pair.bobCenter.incoming.observable.value)
+        let second = try #require(otherCenter.incoming.observable.value)
+        #expect(first.transactionID == outgoing.transactionID && second.transactionID == outgoing.transactionID)
+        await first.accept()
+        var bobRead = 0
+        await otherCenter.deliver(room: pair.bobLog.taken(from: &bobRead, sender: pair.bob.userID))
+        #expect(second.state.value == .cancelled(code: "m.accepted", byUs: false))
+        #expect(otherLog.types.isEmpty)
+        // Bob's own echo of his ready changes nothing on his first device.
+        var echo = 0
+        await pair.bobCenter.deliver(room: pair.bobLog.taken(from: &echo, sender: pair.bob.userID))
+        #expect(first.state.value == .ready)
+    }
 }
