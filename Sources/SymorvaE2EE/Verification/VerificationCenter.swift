@@ -65,6 +65,9 @@ package actor VerificationCenter {
     private var sendCounter: UInt64 = 0
     /// The room of each flow that runs in one (by transaction, the request event's ID).
     private var rooms: [String: RoomID] = [:]
+    /// The room events already routed (a sync may bring an event again: sliding sync resends a
+    /// room's timeline when it is subscribed), so none reaches a flow twice.
+    private var routedRoomEvents: Set<String> = []
     /// Sends an event into a room (chat's path), once connected.
     private var roomSender: VerificationRoomSender?
     /// The last incoming verification (a request or a start from another device).
@@ -176,14 +179,15 @@ package actor VerificationCenter {
 
     /// Routes verification events of rooms, in timeline order. An event of a flow goes to it
     /// only from the flow's room and user; a request opens a flow when it is for us (`to`) and
-    /// recent; steps of flows we have no part in are ignored — in a room, nothing is answered
+    /// recent; an event seen before is ignored; steps of flows we have no part in are ignored — in a room, nothing is answered
     /// `m.unknown_transaction`. Our own events are our echo (ignored), or another device of
     /// ours answering a request this device shows (``ownRoomEvent(_:_:transactionID:room:)``).
     func deliver(room events: [VerificationRoomEvent]) async {
         for event in events {
             guard let content = try? JSONValue(parsing: event.content),
                 let (kind, transactionID) = VerificationMessages.roomMessage(
-                    type: event.type, content: content, eventID: event.eventID)
+                    type: event.type, content: content, eventID: event.eventID),
+                routedRoomEvents.insert(event.eventID).inserted
             else { continue }
             if event.sender == userID {
                 await ownRoomEvent(kind, content, transactionID: transactionID, room: event.roomID)
