@@ -90,7 +90,12 @@ extension CryptoStore {
                     INSERT INTO e2ee_received_secrets(name, sealed_secret) VALUES (?, ?)
                     ON CONFLICT(name) DO UPDATE SET sealed_secret = excluded.sealed_secret
                     """, [.text(name), .blob(sealed)])
-                try Self.writeRound(("waiting", nil, round), devices: devices, newRoundForgetsSecrets: false, in: db)
+                // The phase stays as stored (an answer can come while the requests are being sent).
+                let stored = try db.queryOne("SELECT phase, end_reason FROM e2ee_secret_request_round WHERE id = 1") {
+                    ($0.string(0), $0.optionalString(1))
+                }
+                try Self.writeRound(
+                    (stored?.0 ?? "waiting", stored?.1, round), devices: devices, newRoundForgetsSecrets: false, in: db)
             }
         } catch {
             throw .store(error)

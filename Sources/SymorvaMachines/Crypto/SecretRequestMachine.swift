@@ -194,7 +194,8 @@ package struct SecretRequestMachine: StateMachine {
         case scheduleTimeout(Timestamp)
         /// Stop the deadline's timer: the round left `waiting`.
         case cancelTimeout
-        /// Keep the accepted secret sealed and store the round that lists it, in one transaction.
+        /// Keep the accepted secret sealed and store the round that lists it (in the phase stored),
+        /// in one transaction.
         case keepSecret(name: String, secret: Secret<String>, round: SecretRequestRound)
         /// Store the round as cancelling (and why) and send `request_cancellation` for every request of the
         /// round to each of its devices (the spec: once a secret arrived, the other devices must
@@ -250,12 +251,18 @@ package struct SecretRequestMachine: StateMachine {
             return .stay  // a round is in flight: the caller waits for its end
 
         case (.sending(let round), .requestsSent(failure: nil)):
+            // Answers may come before the last request left: all of them already kept ends the round.
+            if round.open.isEmpty { return cancel(round, because: .allReceived) }
             return .move(to: .waiting(round), effects: [.scheduleTimeout(round.deadline)])
         case (.sending(let round), .requestsSent):
             return .move(to: .finished(received: round.received, .sendFailed), effects: [.forgetRound])
 
         case (.waiting(let round), .secretArrived(let arrival)):
             return accept(arrival, in: round)
+        case (.sending(let round), .secretArrived(let arrival)):
+            // A device answered a request while the next ones were still being sent: kept, the
+            // round ends once the requests are out.
+            return accept(arrival, inSending: round)
 
         case (.waiting(let round), .timedOut):
             return cancel(round, because: .timedOut)
@@ -277,7 +284,7 @@ package struct SecretRequestMachine: StateMachine {
 
         case (.idle, .requestsSent), (.idle, .secretArrived), (.idle, .timedOut), (.idle, .cancelRequested),
             (.idle, .cancellationsSent), (.idle, .restored),
-            (.sending, .secretArrived), (.sending, .timedOut), (.sending, .cancellationsSent),
+            (.sending, .timedOut), (.sending, .cancellationsSent),
             (.waiting, .requestsSent), (.waiting, .cancellationsSent),
             (.cancelling, .requestsSent), (.cancelling, .secretArrived), (.cancelling, .timedOut),
             (.cancelling, .cancelRequested),
@@ -300,6 +307,17 @@ package struct SecretRequestMachine: StateMachine {
         return .move(
             to: .cancelling(next, .allReceived),
             effects: [keep, .cancelTimeout, .sendCancellations(next, .allReceived)])
+    }
+
+    /// ``accept(_:in:)`` while the requests are being sent: the round stays `sending`.
+    private func accept(_ arrival: SecretArrival, inSending round: SecretRequestRound) -> Transition<State, Effect> {
+        guard arrival.overOlm, arrival.fromOwnCrossSignedDevice, arrival.matchesPublicKey,
+            let request = round.open.first(where: { $0.requestID == arrival.requestID })
+        else { return .stay }
+        var next = round
+        next.received.append(request.name)
+        return .move(
+            to: .sending(next), effects: [.keepSecret(name: request.name, secret: arrival.secret, round: next)])
     }
 
     /// Ends the wait: every request of the round is cancelled at every device asked.

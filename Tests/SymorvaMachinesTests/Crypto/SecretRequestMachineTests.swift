@@ -26,7 +26,7 @@ enum SecretRequestFixture {
     }
 
     static let sampleStates: [SecretRequestMachine.State] = [
-        .idle, .sending(round), .waiting(round), .waiting(halfway), .cancelling(halfway, .timedOut),
+        .idle, .sending(round), .sending(done), .waiting(round), .waiting(halfway), .cancelling(halfway, .timedOut),
         .finished(received: [master.name], .timedOut),
     ]
     static let sampleEvents: [SecretRequestMachine.Event] = [
@@ -111,6 +111,24 @@ struct SecretRequestMachineTests {
             effects: [.cancelTimeout, .sendCancellations(F.halfway, .timedOut)])
         try store.send(
             .cancellationsSent, expecting: .finished(received: [F.master.name], .timedOut), effects: [.forgetRound])
+    }
+
+    @Test("An answer before the last request left is kept; the round ends once the requests are out")
+    func answerWhileSending() throws {
+        let both = SecretRequestRound(
+            requests: [F.master], deviceIDs: ["PHONE"], deadline: F.deadline, received: [F.master.name])
+        let single = SecretRequestRound(requests: [F.master], deviceIDs: ["PHONE"], deadline: F.deadline)
+        let store = MachineTestStore(SecretRequestMachine(), initial: .sending(single))
+        try store.send(.secretArrived(F.arrival(F.master, crossSigned: false)), stayingWith: [])
+        try store.send(
+            .secretArrived(F.arrival(F.master, secret: "m")), expecting: .sending(both),
+            effects: [.keepSecret(name: F.master.name, secret: Secret("m"), round: both)])
+        try store.send(
+            .requestsSent(failure: nil), expecting: .cancelling(both, .allReceived),
+            effects: [.cancelTimeout, .sendCancellations(both, .allReceived)])
+        store.reset(to: .sending(F.halfway))
+        try store.send(
+            .requestsSent(failure: nil), expecting: .waiting(F.halfway), effects: [.scheduleTimeout(F.deadline)])
     }
 
     @Test("Requests that cannot be sent end the round with nothing to cancel")
