@@ -403,8 +403,8 @@ extension AccountCrypto {
     func secretArrived(requestID: String, fromOwnCrossSignedDevice: Bool, secret: Secret<String>) async {
         let name: String?
         switch secretRequests.states.value {
-        case .waiting(let round): name = round.open.first { $0.requestID == requestID }?.name
-        case .idle, .sending, .cancelling, .finished: name = nil
+        case .sending(let round), .waiting(let round): name = round.open.first { $0.requestID == requestID }?.name
+        case .idle, .cancelling, .finished: name = nil
         }
         guard let name else { return }  // no open request of ours: nothing to decide
         let matches = fromOwnCrossSignedDevice ? await secretMatchesServer(name, secret) : false
