@@ -22,6 +22,9 @@ public final class AccountCrypto: Sendable {
     let engine: CryptoEngine
     package let store: CryptoStore
     let host: MachineHost<CryptoMachine>
+    /// This device asking its own other devices for secrets (`SecretRequestMachine`), started
+    /// from the round the store kept.
+    let secretRequests: MachineHost<SecretRequestMachine>
     let interpreter: CryptoInterpreter
     /// The account's interactive verifications.
     let verifications: VerificationCenter
@@ -78,6 +81,11 @@ public final class AccountCrypto: Sendable {
             machine: CryptoMachine(), initial: .idle,
             interpreter: interpreter,
             instance: userID.rawValue, scope: scope, clock: clock, wallClock: wallClock, tracer: tracer)
+        secretRequests = MachineHost(
+            machine: SecretRequestMachine(), initial: try await store.secretRequestState(),
+            interpreter: SecretRequestInterpreter(
+                store: store, crypto: interpreter, userID: userID, deviceID: deviceID, logger: logger),
+            instance: userID.rawValue, scope: scope, clock: clock, wallClock: wallClock, tracer: tracer)
     }
 
     /// Loads (or creates) the account and starts publishing and tracking. With the manifest's
@@ -96,7 +104,15 @@ public final class AccountCrypto: Sendable {
             guard let self else { return }
             Task { await self.answerSecretRequests() }
         }
+        engine.secretSharing.setArrivalHandler { [weak self] requestID, crossSigned, secret in
+            guard let self else { return }
+            Task {
+                await self.secretArrived(requestID: requestID, fromOwnCrossSignedDevice: crossSigned, secret: secret)
+            }
+        }
         await host.send(.started(CryptoStart(jitterSeed: seed)))
+        // A round the store kept from the last run is sent again, waited for or cancelled.
+        await secretRequests.send(.restored(now: wallClock.now))
         guard crossSigningBootstrap == .automatic else {
             automaticBootstrap.publish(.off)
             return
@@ -200,6 +216,7 @@ public final class AccountCrypto: Sendable {
     /// Stops the machine.
     public func stop() async {
         engine.secretSharing.requestsReceived.set {}
+        engine.secretSharing.setArrivalHandler(nil)
         bootstrapTask.withLock { task in
             task?.cancel()
             task = nil

@@ -179,6 +179,9 @@ package struct CryptoStore: Sendable {
                 ALTER TABLE e2ee_devices ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
                 """),
         Migration(version: 11, name: "e2ee_key_backup", sql: CryptoStore.keyBackupTables),
+        // Secret sharing's requests (the SecretRequest machine): kept so that a restart resumes
+        // or cancels them. New tables only.
+        Migration(version: 12, name: "e2ee_secret_requests", sql: CryptoStore.secretRequestTables),
     ]
 
     /// Writes a sync's share for end-to-end encryption into the inbox, inside the sync's

@@ -36,6 +36,19 @@ package final class SecretSharingState: Sendable {
     package let requestsReceived = Notifier()
     /// How many secrets this device received in answer to its requests (its waiters watch it).
     package let receivedCount = ObservableValue<Int>.Publisher(0)
+    /// Told of every `m.secret.send` that reached this device over Olm (the request ID, whether
+    /// it came from another own device the account cross-signed, the secret): the account's
+    /// SecretRequest machine decides.
+    private let arrivalHandler = Lock<(@Sendable (String, Bool, Secret<String>) -> Void)?>(nil)
+
+    /// Sets (or clears) what is told of each secret that arrives.
+    package func setArrivalHandler(_ handler: (@Sendable (String, Bool, Secret<String>) -> Void)?) {
+        arrivalHandler.withLock { $0 = handler }
+    }
+
+    func arrived(requestID: String, fromOwnCrossSignedDevice: Bool, secret: Secret<String>) {
+        arrivalHandler.withLock { $0 }?(requestID, fromOwnCrossSignedDevice, secret)
+    }
 
     package init() {}
 
@@ -131,10 +144,13 @@ extension CryptoEngine {
             case .object(let content)? = payload["content"], case .string(let requestID)? = content["request_id"],
             case .string(let secret)? = content["secret"]
         else { return true }
-        guard let device = try await store.devices(of: userID).first(where: { $0.curve25519 == senderKey }),
-            device.deviceID != deviceID, device.ed25519 == signingKey, !device.keyChanged, device.trust != .unverified
-        else { return true }
-        _ = secretSharing.accept(requestID: requestID, secret: Secret(secret))
+        let device = try await store.devices(of: userID).first(where: { $0.curve25519 == senderKey })
+        let crossSigned =
+            device.map {
+                $0.deviceID != deviceID && $0.ed25519 == signingKey && !$0.keyChanged && $0.trust != .unverified
+            } ?? false
+        if crossSigned { _ = secretSharing.accept(requestID: requestID, secret: Secret(secret)) }
+        secretSharing.arrived(requestID: requestID, fromOwnCrossSignedDevice: crossSigned, secret: Secret(secret))
         return true
     }
 
@@ -225,20 +241,25 @@ extension AccountCrypto {
             () async throws(RecoveryError) -> (Bool, Secret<[UInt8]>?) in
             let devices = try await trustedOwnDevices()
             guard !devices.isEmpty else { throw .noTrustedDevice }
-            let requests = CryptoEngine.sharedSecretNames.map { (id: engine.newRequestID(), name: $0) }
-            let sharing = engine.secretSharing
-            sharing.expect(requests)
-            for request in requests {
-                try await sendSecretRequest(request.id, name: request.name, to: devices, cancel: false)
+            // The backup's key is asked for only when the account has a backup: a device without
+            // one never sends it, and the round would wait for it until its deadline.
+            var names = SecretName.crossSigning
+            if (try? await currentBackupVersion()) != nil { names.append(SecretName.megolmBackup) }
+            let round = SecretRequestRound(
+                requests: names.map { SecretRequest(requestID: engine.newRequestID(), name: $0) },
+                deviceIDs: devices.map(\.deviceID), deadline: wallClock.now.advanced(by: timeout))
+            logger.info("secrets requested devices=\(devices.count) secrets=\(names.count)")
+            // The machine takes the answers, cancels the requests and keeps what it accepted in
+            // the store; a round already in flight is waited for instead.
+            let end = await secretRequests.send(.requested(round)) { state -> SecretRequestEnd? in
+                if case .finished(_, let end) = state { return end }
+                return nil
             }
-            logger.info("secrets requested devices=\(devices.count)")
-            await waitForSecrets(timeout: timeout)
-            let received = sharing.takeReceived()
-            for request in requests {
-                // Best effort: a device that missed the cancellation answers a request nobody waits for.
-                try? await sendSecretRequest(request.id, name: request.name, to: devices, cancel: true)
-            }
+            guard let end else { throw .unavailable }
+            let received: [String: Secret<String>]
+            do { received = try await store.takeReceivedSecrets() } catch { throw .store }
             logger.info("secrets received count=\(received.count)")
+            if received.isEmpty, end == .sendFailed { throw .unavailable }
             guard !received.isEmpty else { throw .secretsNotReceived }
             var crossSigning = false
             let seeds = SecretName.crossSigning.compactMap { received[$0].flatMap(Self.seed) }
@@ -376,54 +397,55 @@ extension AccountCrypto {
         return key.map { $0.map { UnpaddedBase64.encode($0) } }
     }
 
+    /// Takes in a secret that arrived over Olm: finds what it claims to be (the open request it
+    /// answers) and whether it matches the public key the server lists, then lets the machine
+    /// decide. The lookup of the name is for that check only; the machine checks the request.
+    func secretArrived(requestID: String, fromOwnCrossSignedDevice: Bool, secret: Secret<String>) async {
+        let name: String?
+        switch secretRequests.states.value {
+        case .sending(let round), .waiting(let round): name = round.open.first { $0.requestID == requestID }?.name
+        case .idle, .cancelling, .finished: name = nil
+        }
+        guard let name else { return }  // no open request of ours: nothing to decide
+        let matches = fromOwnCrossSignedDevice ? await secretMatchesServer(name, secret) : false
+        await secretRequests.send(
+            .secretArrived(
+                SecretArrival(
+                    requestID: requestID, overOlm: true, fromOwnCrossSignedDevice: fromOwnCrossSignedDevice,
+                    matchesPublicKey: matches, secret: secret)))
+    }
+
+    /// Whether `secret` is the private key of what the server lists: the account's cross-signing
+    /// key of that name (`keys/query`), or the current backup version's key.
+    private func secretMatchesServer(_ name: String, _ secret: Secret<String>) async -> Bool {
+        guard let seed = Self.seed(secret) else { return false }
+        switch name {
+        case SecretName.master, SecretName.selfSigning, SecretName.userSigning:
+            guard let key = try? engine.driver.signingKey(seed: seed), let answer = try? await queryOwnKeys(),
+                let listed = CrossSigningChain.identities(
+                    in: answer, ownUser: userID, ownMasterKey: nil, driver: engine.driver)[userID]
+            else { return false }
+            let expected =
+                switch name {
+                case SecretName.master: listed.masterKey
+                case SecretName.selfSigning: listed.selfSigningKey
+                default: listed.userSigningKey
+                }
+            return key.publicKey == expected
+        case SecretName.megolmBackup:
+            guard let key = try? engine.driver.backupDecryptionKey(privateKey: seed),
+                let current = try? await currentBackupVersion()
+            else { return false }
+            return current.publicKey == key.publicKey
+        default:
+            return false
+        }
+    }
+
     /// A 32-byte key from its secret text (unpadded base64; padding tolerated), or `nil`.
     static func seed(_ secret: Secret<String>) -> Secret<[UInt8]>? {
         guard let bytes = UnpaddedBase64.decode(secret.exposedValue), bytes.count == 32 else { return nil }
         return Secret(bytes)
-    }
-
-    /// One `m.secret.request` (or its cancellation) to each of `devices`.
-    private func sendSecretRequest(_ requestID: String, name: String, to devices: [CryptoStore.Device], cancel: Bool)
-        async throws(RecoveryError)
-    {
-        var content: [String: JSONValue] = [
-            "action": .string(cancel ? "request_cancellation" : "request"), "request_id": .string(requestID),
-            "requesting_device_id": .string(deviceID.rawValue),
-        ]
-        if !cancel { content["name"] = .string(name) }
-        let messages = [
-            userID.rawValue: Dictionary(uniqueKeysWithValues: devices.map { ($0.deviceID, JSONValue.object(content)) })
-        ]
-        let transactionID = TransactionID("\(cancel ? "src" : "srq")-\(requestID)")
-        if await interpreter.sendToDevice("m.secret.request", messages, transactionID: transactionID) != nil {
-            throw .unavailable
-        }
-    }
-
-    /// Waits until every requested secret arrived, at most `timeout`; once the cross-signing
-    /// keys are in, a few seconds more at most for the backup key.
-    private func waitForSecrets(timeout: Duration) async {
-        let sharing = engine.secretSharing
-        let all = Set(CryptoEngine.sharedSecretNames)
-        let crossSigning = Set(SecretName.crossSigning)
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await _ in sharing.receivedCount.observable.values {
-                    let names = sharing.receivedNames()
-                    if names == all { return }
-                    if crossSigning.isSubset(of: names) { break }
-                }
-                // The cross-signing keys are in: the backup key, when the device has one, comes
-                // with them (answered in one round).
-                let grace = min(deadline, clock.now + .seconds(3))
-                try? await clock.sleep(until: grace)
-            }
-            group.addTask { try? await clock.sleep(until: deadline) }
-            await group.next()
-            group.cancelAll()
-        }
     }
 
     /// Sends each answer over Olm, claiming one-time keys for devices without a session;
