@@ -92,11 +92,9 @@ struct NioConversationTests {
         let roomID = try await chat.createRoom(name: "Knock for nio", invitees: [], isEncrypted: false)
         try await chat.setJoinRule(.knock, roomID: roomID)
         try await peer.call("knock", ["room_id": .string(roomID.rawValue), "reason": .string("let me in")])
-        let deadline = ContinuousClock.now + .seconds(60)
-        var knocks = try await chat.knocks(roomID: roomID)
-        while knocks != [nioUser], ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            knocks = try await chat.knocks(roomID: roomID)
+        let knocks = try await eventually(timeout: .seconds(60), "nio's knock") {
+            let knocks = try await chat.knocks(roomID: roomID)
+            return knocks == [nioUser] ? knocks : nil
         }
         #expect(knocks == [nioUser])
         try await chat.acceptKnock(from: nioUser, roomID: roomID)

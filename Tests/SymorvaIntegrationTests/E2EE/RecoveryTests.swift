@@ -204,10 +204,8 @@ struct RecoveryTests {
         let acknowledged = try await aliceRoom.send(.text("after the acknowledgement")).sentEventID()
         let sharedSession = try MembershipEncryptionTests.sessionID(
             of: try await bob.encryptedContent(of: acknowledged, in: roomID))
-        let deadline = ContinuousClock.now + .seconds(60)
-        while try await bob.crypto.roomKey(roomID: roomID, sessionID: sharedSession) == nil {
-            guard ContinuousClock.now < deadline else { throw IntegrationFailure("Bob never got the key") }
-            try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually(timeout: .seconds(60), "Bob's room key") {
+            try await bob.crypto.roomKey(roomID: roomID, sessionID: sharedSession)
         }
         try await waitForIdentity(alice.crypto, .ready)
         #expect(try await alice.crypto.identityChanged(of: bob.userID) == false)

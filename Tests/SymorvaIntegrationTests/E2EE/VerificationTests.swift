@@ -103,13 +103,10 @@ struct VerificationTests {
         let room = try await first.community.chat.conversation(id: roomID)
         let text = "self verification history \(UUID().uuidString)"
         _ = try await room.send(.text(text)).sentEventID()
-        let backupDeadline = ContinuousClock.now + .seconds(60)
-        while true {
+        _ = try await eventually(timeout: .seconds(60), "the room key backed up") { () async throws -> Bool? in
             let backedUp = try await firstCrypto.currentBackupVersion().count
             let waiting = try await firstCrypto.backupStatus().waiting
-            if backedUp >= 1, waiting == 0 { break }
-            guard ContinuousClock.now < backupDeadline else { throw IntegrationFailure("room key never backed up") }
-            try await Task.sleep(for: .milliseconds(100))
+            return backedUp >= 1 && waiting == 0 ? true : nil
         }
 
         let second = CommunityFixture()
@@ -141,12 +138,10 @@ struct VerificationTests {
         try await secondCrypto.identityState.wait(timeout: .seconds(60)) { $0 == .ready }
         let held = try #require(try await secondCrypto.store.crossSigningKeys())
         #expect(held.masterKey == (try await firstCrypto.store.crossSigningMasterKey()))
-        let keyDeadline = ContinuousClock.now + .seconds(60)
-        while try await secondCrypto.backupPrivateKey() == nil {
-            guard ContinuousClock.now < keyDeadline else { throw IntegrationFailure("backup key never received") }
-            try await Task.sleep(for: .milliseconds(100))
+        let backupKey = try await eventually(timeout: .seconds(60), "the backup key received") {
+            try await secondCrypto.backupPrivateKey()
         }
-        #expect(try await secondCrypto.backupPrivateKey() == (try await firstCrypto.backupPrivateKey()))
+        #expect(backupKey == (try await firstCrypto.backupPrivateKey()))
         #expect(try await secondCrypto.backupStatus().version == (try await firstCrypto.backupStatus().version))
         // Each device sees the other verified.
         try await RecoveryTests().waitForTrust(
@@ -291,12 +286,8 @@ struct VerificationTests {
             username: String(bob.userID.rawValue.dropFirst().prefix { $0 != ":" }), password: testPassword)
         let otherCrypto = try await bobsOther.readyCrypto()
         // Alice knows both of Bob's devices.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while try await !alice.crypto.devices(of: bob.userID).contains(where: {
-            $0.deviceID == otherCrypto.deviceID.rawValue
-        }) {
-            guard ContinuousClock.now < deadline else { throw IntegrationFailure("Bob's second device never listed") }
-            try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually(timeout: .seconds(60), "Bob's second device listed") {
+            try await alice.crypto.devices(of: bob.userID).first { $0.deviceID == otherCrypto.deviceID.rawValue }
         }
         let outgoing = try await alice.crypto.verify(bob.userID)
         try await bob.crypto.incomingVerification.wait(timeout: .seconds(60)) {
