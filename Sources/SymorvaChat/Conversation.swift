@@ -153,7 +153,8 @@ public final class Conversation: Sendable {
         await refreshEncryption()
         guard !rows.isEmpty else { return }
         let encryptor = client.encryptor
-        let items = rows.map { Self.item(from: $0, opening: encryptor) }
+        let thumbnailing = client.thumbnailer != nil
+        let items = rows.map { Self.item(from: $0, opening: encryptor, thumbnailing: thumbnailing) }
         // A copy encrypted because its room became encrypted: the plain copy it replaced goes,
         // should the app have stopped between the row's write and the plain copy's removal.
         for case let attachment? in items.map(\.attachment) where attachment.isEncrypted {
@@ -169,7 +170,12 @@ public final class Conversation: Sendable {
     /// The queue item for a stored row; a sealed content is opened with `encryptor`. A content
     /// that cannot be opened leaves the item failed (`encryptionFailed`) unless its ciphertext
     /// is stored, which can still be sent; its local echo then has no text.
-    static func item(from row: QueuedMessage, opening encryptor: (any RoomEncryptor)?) -> SendQueueItem {
+    ///
+    /// With `thumbnailing` (the account has a thumbnailer), an image or a video with no thumbnail
+    /// and no reservation yet gets its thumbnail step (again: a stop before its row was written).
+    static func item(
+        from row: QueuedMessage, opening encryptor: (any RoomEncryptor)?, thumbnailing: Bool = false
+    ) -> SendQueueItem {
         var content = row.content
         var unreadable = false
         if row.contentIsSealed {
@@ -204,7 +210,9 @@ public final class Conversation: Sendable {
                         contentType: thumbnail.members.encryptedFile == nil
                             ? thumbnail.members.contentType : "application/octet-stream",
                         uri: thumbnail.members.reservedURI)
-                })
+                },
+                needsThumbnail: thumbnailing && file.mediaURI == nil && !file.isUploaded && !unreadable
+                    && OutgoingAttachment.queuedInfo(in: openedContent)?.wantsThumbnail == true)
         }
         return SendQueueItem(
             transactionID: TransactionID(row.transactionID),
@@ -414,6 +422,10 @@ public final class Conversation: Sendable {
     /// while it uploads, and the event's `file` (key, IV, hash, URI) is stored sealed and sent
     /// Megolm-encrypted. Nothing of the file is in the clear on disk or on the server.
     ///
+    /// An image's or a video's thumbnail, unless the attachment gives one, is made by the
+    /// account's ``AttachmentThumbnailer`` as the queue's first step for the message, after this
+    /// returns (the local echo shows meanwhile).
+    ///
     /// - Throws: `.attachmentsUnavailable` (no folder for copies), `.encryptionUnavailable` (an
     ///   encrypted room without the account's crypto), `.fileUnreadable`, `.store` when it
     ///   cannot be queued, `.accountEnded`.
@@ -454,17 +466,20 @@ public final class Conversation: Sendable {
         }
         // The ciphertext goes up as what it is; the MIME type travels inside the encrypted event.
         let uploadType = isEncrypted ? "application/octet-stream" : attachment.contentType
-        let made = await thumbnail(of: attachment)
-        // A video's size and length, when the app did not give them, from what the thumbnailer read.
+        // The app's thumbnail is written now (a small write); the thumbnailer's is made by the
+        // queue's first step for the message, once it is stored, so that this returns at once.
         var attachment = attachment
-        if attachment.kind == .video, let made {
-            attachment.width = attachment.width ?? made.sourceWidth
-            attachment.height = attachment.height ?? made.sourceHeight
-            attachment.duration = attachment.duration ?? made.duration
+        if attachment.kind == .video, let given = attachment.thumbnail {
+            attachment.width = attachment.width ?? given.sourceWidth
+            attachment.height = attachment.height ?? given.sourceHeight
+            attachment.duration = attachment.duration ?? given.duration
         }
+        let needsThumbnail =
+            attachment.thumbnail == nil && client.thumbnailer != nil
+            && (attachment.kind == .image || attachment.kind == .video)
         let thumbnail: (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
         do throws(ChatError) {
-            thumbnail = try storeThumbnail(made, next: copy, encrypted: isEncrypted)
+            thumbnail = try attachment.thumbnail?.stored(next: copy, encrypted: isEncrypted)
         } catch {
             AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)
             throw error
@@ -483,7 +498,7 @@ public final class Conversation: Sendable {
         }
         let queued = QueuedAttachment(
             localPath: copy, contentType: uploadType, size: copied.size, isEncrypted: isEncrypted,
-            thumbnail: thumbnail?.copy)
+            thumbnail: thumbnail?.copy, needsThumbnail: needsThumbnail)
         let receipt = SendReceipt(roomID: id, transactionIDs: [transactionID])
         client.receipts.register(receipt)
         let queue = sendQueue
@@ -505,45 +520,6 @@ public final class Conversation: Sendable {
             await queue.send(.attachmentEnqueued(transactionID, content, queued))
         }
         return receipt
-    }
-
-    /// The thumbnail an image or a video is sent with: the attachment's own, else the account's
-    /// thumbnailer's (a video's first frame, with its size and length); `nil` for none.
-    private func thumbnail(of attachment: OutgoingAttachment) async -> AttachmentThumbnail? {
-        if let given = attachment.thumbnail { return given }
-        guard let thumbnailer = client.thumbnailer else { return nil }
-        switch attachment.kind {
-        case .image: return await thumbnailer.thumbnail(ofImageAt: attachment.path, contentType: attachment.contentType)
-        case .video: return await thumbnailer.thumbnail(ofVideoAt: attachment.path, contentType: attachment.contentType)
-        case .file, .audio: return nil
-        }
-    }
-
-    /// `made` written next to the attachment's copy (encrypted in memory first in an encrypted
-    /// room: never in the clear on disk), and the content members that describe it; `nil` for none.
-    private func storeThumbnail(_ made: AttachmentThumbnail?, next copy: String, encrypted: Bool)
-        throws(ChatError) -> (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
-    {
-        guard let thumbnail = made, !thumbnail.bytes.isEmpty, thumbnail.width > 0, thumbnail.height > 0 else {
-            return nil
-        }
-        var bytes = thumbnail.bytes
-        var file: EncryptedFile?
-        if encrypted {
-            do throws(EncryptedAttachmentError) {
-                (bytes, file) = try EncryptedAttachment.encrypt(bytes: thumbnail.bytes)
-            } catch {
-                throw .encryptionUnavailable
-            }
-        }
-        let path = OutgoingAttachment.thumbnailPath(of: copy)
-        guard AttachmentFiles.writeSynced(bytes, to: path) else { throw .store(.store(.full)) }
-        let members = QueuedThumbnailMembers(
-            contentType: thumbnail.contentType, size: thumbnail.bytes.count, width: thumbnail.width,
-            height: thumbnail.height, encryptedFile: file)
-        let queued = QueuedThumbnail(
-            localPath: path, contentType: encrypted ? "application/octet-stream" : thumbnail.contentType)
-        return (members, queued)
     }
 
     /// Sends a failed message again (and the ones held behind it).
@@ -656,7 +632,7 @@ public struct OutboxEntry: Sendable, Hashable, CustomStringConvertible {
     static func entries(of items: [SendQueueItem]) -> [OutboxEntry] {
         items.compactMap { item in
             switch item.status {
-            case .queued, .reservingMedia, .uploading, .encrypting, .sending:
+            case .queued, .thumbnailing, .reservingMedia, .uploading, .encrypting, .sending:
                 OutboxEntry(transactionID: item.transactionID, state: .sending)
             case .failed(let reason): OutboxEntry(transactionID: item.transactionID, state: .failed(reason))
             case .sent, .cancelled: nil

@@ -236,6 +236,21 @@ extension ChatStore {
         }
     }
 
+    /// Records, durably, the content of a queued attachment whose thumbnail the queue made
+    /// (`thumbnail_info` and, encrypted, `thumbnail_file` at the end of its `info`; a video's size
+    /// and length), sealed as the row's content was, before the item goes on: a restart sends it
+    /// with this thumbnail, whose copy was written next to the file's first. Only a row with no
+    /// reservation yet changes. Returns whether it did.
+    @discardableResult
+    package func recordThumbnailMade(transactionID: String, content: [UInt8]) async throws(ChatStoreError) -> Bool {
+        try await write(durability: .full) { db throws(StoreError) in
+            try db.execute(
+                "UPDATE send_queue SET content = ? WHERE txn_id = ? AND attachment_path IS NOT NULL AND media_uri IS NULL AND media_uploaded = 0",
+                [.blob(content), .text(transactionID)])
+            return db.changes > 0
+        }
+    }
+
     /// Records, durably, that a queued attachment's plain copy was encrypted (its room became
     /// encrypted before the upload): the row names the ciphertext at `path` (uploaded as
     /// `contentType`), holds the sealed `content` that carries its `file`, and forgets any

@@ -119,6 +119,35 @@ enum AttachmentFiles {
         }
     }
 
+    /// A file that lives in memory only, for a reader that takes a path (the thumbnailer) to
+    /// read what must never be on disk in the clear (an encrypted room's attachment): a POSIX
+    /// shared-memory object (tmpfs) unlinked as soon as it is open, so it goes with its
+    /// descriptor (closed by the caller) and with the process, reached through
+    /// `/proc/self/fd/<descriptor>`. `nil` where there is no `/proc` (Apple platforms) or it
+    /// cannot be made.
+    static func memoryFile() -> (descriptor: Int32, path: String)? {
+        #if os(Linux)
+            for _ in 0..<4 {
+                let name = "/symorva-\(UInt64.random(in: 0 ... .max))"
+                let descriptor = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                guard descriptor >= 0 else {
+                    if errno == EEXIST { continue }
+                    return nil
+                }
+                shm_unlink(name)
+                return (descriptor, "/proc/self/fd/\(descriptor)")
+            }
+            return nil
+        #else
+            return nil
+        #endif
+    }
+
+    /// Closes a ``memoryFile()``: its bytes go.
+    static func closeMemoryFile(_ descriptor: Int32) {
+        close(descriptor)
+    }
+
     /// Writes `bytes` to a new file at `path` (mode 0600) and syncs it; nothing is left there
     /// on failure.
     static func writeSynced(_ bytes: [UInt8], to path: String) -> Bool {

@@ -47,9 +47,11 @@ public struct AttachmentThumbnail: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "AttachmentThumbnail(\(width)x\(height), \(bytes.count) bytes)" }
 }
 
-/// Makes the thumbnail of an image or a video being sent (``Conversation/send(_:)-(OutgoingAttachment)``
-/// asks it for one without ``OutgoingAttachment/thumbnail``). `nil` sends the file without
-/// one. It runs before the message is queued: keep it to a second or so.
+/// Makes the thumbnail of an image or a video being sent (the send queue asks it for one when
+/// ``OutgoingAttachment/thumbnail`` is `nil`). `nil` sends the file without one. It runs as the
+/// queue's first step for the message, after ``Conversation/send(_:)-(OutgoingAttachment)`` has
+/// returned, on the queue's copy of the file (in an encrypted room a path to that copy decrypted
+/// in memory); it holds the room's queue while it runs, so keep it to a second or so.
 public protocol AttachmentThumbnailer: Sendable {
     /// A thumbnail of the image file at `path` (of MIME type `contentType`), or `nil` when none
     /// can be made (not an image it reads, a decoder missing).
@@ -180,5 +182,98 @@ extension EncryptedAttachment {
         } catch {
             throw .cipher(error)
         }
+    }
+}
+
+extension AttachmentThumbnail {
+    /// The thumbnail written next to an attachment's `copy` (`<copy>.thumb`, 0600, synced),
+    /// encrypted in memory first when `encrypted` (its own key and IV: never in the clear on
+    /// disk), and the content members that describe it; `nil` for an empty one.
+    func stored(next copy: String, encrypted: Bool) throws(ChatError) -> (
+        members: QueuedThumbnailMembers, copy: QueuedThumbnail
+    )? {
+        guard !bytes.isEmpty, width > 0, height > 0 else { return nil }
+        var written = bytes
+        var file: EncryptedFile?
+        if encrypted {
+            do throws(EncryptedAttachmentError) {
+                (written, file) = try EncryptedAttachment.encrypt(bytes: bytes)
+            } catch {
+                throw .encryptionUnavailable
+            }
+        }
+        let path = OutgoingAttachment.thumbnailPath(of: copy)
+        guard AttachmentFiles.writeSynced(written, to: path) else { throw .store(.store(.full)) }
+        let members = QueuedThumbnailMembers(
+            contentType: contentType, size: bytes.count, width: width, height: height, encryptedFile: file)
+        let queued = QueuedThumbnail(localPath: path, contentType: encrypted ? "application/octet-stream" : contentType)
+        return (members, queued)
+    }
+}
+
+extension OutgoingAttachment {
+    /// What the send queue's thumbnail step reads of a queued attachment's content.
+    package struct QueuedInfo: Sendable, Hashable {
+        /// The `msgtype`'s kind.
+        package var kind: Kind
+        /// `info.mimetype`: the file's own type (an encrypted copy uploads as
+        /// `application/octet-stream`).
+        package var mimeType: String
+        /// Whether `info` states `w` and `h`.
+        package var hasPixelSize: Bool
+        /// Whether `info` states `duration`.
+        package var hasDuration: Bool
+        /// Whether `info` has a thumbnail already (the app's).
+        package var hasThumbnail: Bool
+
+        /// Whether the queue makes this attachment's thumbnail: an image or a video without one.
+        package var wantsThumbnail: Bool { (kind == .image || kind == .video) && !hasThumbnail }
+    }
+
+    private struct InfoWire: Decodable {
+        struct Present: Decodable {}
+        struct Info: Decodable {
+            var mimetype: String?
+            var w: Int?
+            var h: Int?
+            var duration: Int?
+            var thumbnail_info: Present?
+        }
+        var msgtype: String
+        var info: Info?
+    }
+
+    /// The kind, MIME type and stated members of a queued attachment's content; `nil` when it is
+    /// not one.
+    package static func queuedInfo(in content: MessageContent) -> QueuedInfo? {
+        guard let wire = WireJSON.decodeIfValid(InfoWire.self, from: Array(content.json.utf8)),
+            wire.msgtype.hasPrefix("m."), let kind = Kind(rawValue: String(wire.msgtype.dropFirst(2)))
+        else { return nil }
+        return QueuedInfo(
+            kind: kind, mimeType: wire.info?.mimetype ?? "application/octet-stream",
+            hasPixelSize: wire.info?.w != nil && wire.info?.h != nil, hasDuration: wire.info?.duration != nil,
+            hasThumbnail: wire.info?.thumbnail_info != nil)
+    }
+
+    /// `content` (as ``content(size:pixelSize:encryptedFile:thumbnail:)`` wrote it, not yet
+    /// reserved) with `members` at the end of its `info`, and a video's `w`, `h` and `duration`
+    /// from what the thumbnailer read of `made` where `info` has none; `nil` for a content that is
+    /// not a queued attachment's.
+    package static func adding(
+        _ members: QueuedThumbnailMembers?, readFrom made: AttachmentThumbnail?, to content: MessageContent
+    ) -> MessageContent? {
+        guard let info = queuedInfo(in: content), content.json.hasSuffix("}}") else { return nil }
+        var extra = ""
+        if info.kind == .video, let made {
+            if !info.hasPixelSize, let width = made.sourceWidth, let height = made.sourceHeight {
+                extra += #","w":\#(width),"h":\#(height)"#
+            }
+            if !info.hasDuration, let duration = made.duration {
+                let (seconds, attoseconds) = duration.components
+                extra += #","duration":\#(seconds * 1000 + attoseconds / 1_000_000_000_000_000)"#
+            }
+        }
+        return MessageContent(
+            eventType: content.eventType, json: String(content.json.dropLast(2)) + extra + (members?.json ?? "") + "}}")
     }
 }

@@ -145,6 +145,15 @@ package enum EncryptedAttachment {
         return try transform(source, to: destination, key: file.key, iv: file.iv, hashing: .none).count
     }
 
+    /// Decrypts the send queue's own ciphertext copy at `source` into `destination` without a
+    /// hash check: its hash is taken later, while it uploads. For the thumbnail step, whose
+    /// `destination` is a file in memory (``AttachmentFiles/memoryFile()``), never on disk.
+    package static func decryptOwnCopy(
+        _ source: String, to destination: String, file: EncryptedFile
+    ) throws(EncryptedAttachmentError) -> Int64 {
+        try transform(source, to: destination, key: file.key, iv: file.iv, hashing: .none).count
+    }
+
     /// The SHA-256 of the file at `path`.
     package static func sha256(of path: String) throws(EncryptedAttachmentError) -> [UInt8] {
         let input = open(path, O_RDONLY | O_CLOEXEC)

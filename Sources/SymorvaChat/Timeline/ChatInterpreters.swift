@@ -143,6 +143,8 @@ struct SendQueueInterpreter: EffectInterpreter {
                 return .persistFailed(item.transactionID, failure)
             }
             return .persisted(item.transactionID)
+        case .makeThumbnail(let transactionID, let content, let attachment):
+            return await makeThumbnail(transactionID, content, attachment)
         case .reserveMedia(let transactionID, let content):
             return await reserveMedia(transactionID, content)
         case .uploadMedia(let transactionID, let content, let attachment):
@@ -187,6 +189,74 @@ struct SendQueueInterpreter: EffectInterpreter {
         uploads.finish(transactionID)
         guard let directory = client.options.attachmentsDirectory else { return }
         AttachmentFiles.remove(in: directory, transactionID: transactionID.rawValue)
+    }
+
+    /// Makes the attachment's thumbnail (an image's, a video's first frame with its size and
+    /// length) with the account's thumbnailer from the queue's copy, writes it next to the copy
+    /// (encrypted in an encrypted room), and stores the content naming it before answering; the
+    /// caller's `send()` returned long before. An encrypted room's copy is ciphertext: it is
+    /// decrypted into a file in memory for the thumbnailer (``AttachmentFiles/memoryFile()``),
+    /// never to disk; where there is none (Apple platforms) such a file goes without a thumbnail.
+    /// No thumbnail made (none can be, no thumbnailer) leaves the content as it was. A stop
+    /// before the row's write makes it again after a restart (the row still has none).
+    private func makeThumbnail(
+        _ transactionID: TransactionID, _ content: MessageContent, _ attachment: QueuedAttachment
+    ) async -> SendQueueMachine.Event? {
+        let unchanged = SendQueueMachine.Event.thumbnailMade(
+            transactionID, .success(ThumbnailedAttachment(content: content, thumbnail: nil)))
+        guard let thumbnailer = client.thumbnailer, let info = OutgoingAttachment.queuedInfo(in: content),
+            info.wantsThumbnail
+        else { return unchanged }
+        var source = attachment.localPath
+        var memory: (descriptor: Int32, path: String)?
+        defer { if let memory { AttachmentFiles.closeMemoryFile(memory.descriptor) } }
+        if attachment.isEncrypted {
+            guard let file = OutgoingAttachment.encryptedFile(in: content), let inMemory = AttachmentFiles.memoryFile()
+            else { return unchanged }
+            memory = inMemory
+            do throws(EncryptedAttachmentError) {
+                _ = try EncryptedAttachment.decryptOwnCopy(attachment.localPath, to: inMemory.path, file: file)
+            } catch {
+                client.logger.info("attachment copy not decrypted for its thumbnail error=\(error)")
+                return unchanged
+            }
+            source = inMemory.path
+        }
+        let made: AttachmentThumbnail?
+        switch info.kind {
+        case .image: made = await thumbnailer.thumbnail(ofImageAt: source, contentType: info.mimeType)
+        case .video: made = await thumbnailer.thumbnail(ofVideoAt: source, contentType: info.mimeType)
+        case .file, .audio: made = nil
+        }
+        if Task.isCancelled { return nil }
+        guard let made else { return unchanged }
+        let stored: (members: QueuedThumbnailMembers, copy: QueuedThumbnail)?
+        do throws(ChatError) {
+            stored = try made.stored(next: attachment.localPath, encrypted: attachment.isEncrypted)
+        } catch .encryptionUnavailable {
+            return .thumbnailMade(transactionID, .failure(.permanent(.encryptionFailed)))
+        } catch {
+            client.logger.error("thumbnail copy not written error=\(error)")
+            return .thumbnailMade(transactionID, .failure(.network))
+        }
+        guard let thumbnailed = OutgoingAttachment.adding(stored?.members, readFrom: made, to: content) else {
+            return unchanged
+        }
+        var row = Array(thumbnailed.json.utf8)
+        if attachment.isEncrypted {
+            guard let sealed = client.encryptor?.seal(row, transactionID: transactionID) else {
+                return .thumbnailMade(transactionID, .failure(.permanent(.encryptionFailed)))
+            }
+            row = sealed
+        }
+        do {
+            _ = try await client.store.recordThumbnailMade(transactionID: transactionID.rawValue, content: row)
+        } catch {
+            client.logger.error("thumbnail not stored error=\(error)")
+            return .thumbnailMade(transactionID, .failure(.network))
+        }
+        return .thumbnailMade(
+            transactionID, .success(ThumbnailedAttachment(content: thumbnailed, thumbnail: stored?.copy)))
     }
 
     /// Reserves the attachment's URI and stores it, with the content naming it, before

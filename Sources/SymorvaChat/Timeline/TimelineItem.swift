@@ -224,8 +224,11 @@ struct ShownContent: Decodable {
 }
 
 extension TimelineItemContent {
-    /// The content of an event of `type`, or of its redacted remains.
-    init(type: String, stateKey: String?, content: [UInt8], isRedacted: Bool) {
+    /// The content of an event of `type`, or of its redacted remains. A `queued` content is one
+    /// of our own still in the send queue (the local echo): its encrypted file may not state its
+    /// hash yet (taken while it uploads), and is read all the same, so that the echo is encrypted
+    /// from the start, as the message will be sent.
+    init(type: String, stateKey: String?, content: [UInt8], isRedacted: Bool, queued: Bool = false) {
         if isRedacted && type != "m.room.member" {
             self = .redacted
             return
@@ -241,10 +244,10 @@ extension TimelineItemContent {
             case "m.notice": self = .message(.notice, body: body)
             case "m.emote": self = .message(.emote, body: body)
             case "m.image":
-                self = .image(Self.media(shown, body: body))
-            case "m.file": self = .file(Self.media(shown, body: body))
-            case "m.audio": self = .audio(Self.media(shown, body: body))
-            case "m.video": self = .video(Self.media(shown, body: body))
+                self = .image(Self.media(shown, body: body, queued: queued))
+            case "m.file": self = .file(Self.media(shown, body: body, queued: queued))
+            case "m.audio": self = .audio(Self.media(shown, body: body, queued: queued))
+            case "m.video": self = .video(Self.media(shown, body: body, queued: queued))
             default: self = .message(.text, body: body)
             }
         case "m.room.encrypted":
@@ -263,12 +266,13 @@ extension TimelineItemContent {
         }
     }
 
-    private static func media(_ shown: ShownContent, body: String) -> MediaInfo {
+    private static func media(_ shown: ShownContent, body: String, queued: Bool) -> MediaInfo {
         MediaInfo(
             body: body, fileName: shown.filename, url: shown.url,
             duration: shown.info?.duration.map { .milliseconds($0) }, mimeType: shown.info?.mimetype,
             size: shown.info?.size, width: shown.info?.w, height: shown.info?.h,
-            encryptedFile: shown.file.flatMap { EncryptedFile(wire: $0) }, thumbnailURL: shown.info?.thumbnail_url,
+            encryptedFile: shown.file.flatMap { EncryptedFile(wire: $0, hashPending: queued) },
+            thumbnailURL: shown.info?.thumbnail_url,
             thumbnailMimeType: shown.info?.thumbnail_info?.mimetype, thumbnailWidth: shown.info?.thumbnail_info?.w,
             thumbnailHeight: shown.info?.thumbnail_info?.h,
             thumbnailEncryptedFile: shown.info?.thumbnail_file.flatMap { EncryptedFile(wire: $0) })
@@ -333,7 +337,7 @@ enum TimelineAssembler {
                     id: .local(item.transactionID), eventID: nil, transactionID: item.transactionID, sender: ownUserID,
                     senderProfile: SenderProfile(), isOwn: true, timestamp: nil,
                     content: TimelineItemContent(
-                        type: item.content.eventType, stateKey: nil, content: bytes, isRedacted: false),
+                        type: item.content.eventType, stateKey: nil, content: bytes, isRedacted: false, queued: true),
                     isEdited: false, reactions: [], inReplyTo: nil, readBy: [], sendState: state,
                     threadRootID: item.content.threadRootID.map(EventID.init(rawValue:))))
         }
@@ -342,7 +346,7 @@ enum TimelineAssembler {
 
     static func sendState(_ status: SendItemStatus) -> SendState? {
         switch status {
-        case .queued, .reservingMedia, .uploading, .encrypting, .sending: .sending
+        case .queued, .thumbnailing, .reservingMedia, .uploading, .encrypting, .sending: .sending
         case .sent(let eventID): .sent(eventID)
         case .failed(let reason): .failed(reason)
         case .cancelled: nil

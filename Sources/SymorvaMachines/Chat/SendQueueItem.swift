@@ -31,6 +31,10 @@ package struct MessageContent: Sendable, Hashable, CustomStringConvertible, Cust
 package enum SendItemStatus: Sendable, Hashable, CaseNamed {
     /// Waiting for its turn, for its first write to the store, or for a retry.
     case queued
+    /// An attachment's thumbnail is being made from its copy (and a video's size and length
+    /// read), after the item was stored and off the caller's `send()`, before anything of it
+    /// goes to the server. Cancellable: nothing of it has left.
+    case thumbnailing
     /// An attachment's `mxc://` URI is being reserved (`POST /media/v1/create`), before its upload.
     case reservingMedia
     /// An attachment's bytes are being uploaded to its reserved URI. Cancellable: the upload
@@ -51,7 +55,7 @@ package enum SendItemStatus: Sendable, Hashable, CaseNamed {
     /// Whether the item still takes part in the queue's order (not sent, not cancelled).
     package var isActive: Bool {
         switch self {
-        case .queued, .reservingMedia, .uploading, .encrypting, .sending, .failed: true
+        case .queued, .thumbnailing, .reservingMedia, .uploading, .encrypting, .sending, .failed: true
         case .sent, .cancelled: false
         }
     }
@@ -59,7 +63,7 @@ package enum SendItemStatus: Sendable, Hashable, CaseNamed {
     /// Whether a request for the item is running now.
     package var isInFlight: Bool {
         switch self {
-        case .reservingMedia, .uploading, .encrypting, .sending: true
+        case .thumbnailing, .reservingMedia, .uploading, .encrypting, .sending: true
         case .queued, .sent, .failed, .cancelled: false
         }
     }
@@ -122,11 +126,15 @@ package struct QueuedAttachment: Sendable, Hashable, CustomStringConvertible, Cu
     package var isEncrypted: Bool
     /// The image's thumbnail, uploaded before the file to a URI reserved with the file's.
     package var thumbnail: QueuedThumbnail?
+    /// Whether the thumbnail (an image's, a video's first frame) is still to be made from the
+    /// copy: the queue's first step for the item, so that `send()` returns once the copy and
+    /// the row are stored. Never set once the URI is reserved.
+    package var needsThumbnail: Bool
 
     /// An attachment.
     package init(
         localPath: String, contentType: String, size: Int64, mediaURI: MediaURI? = nil, isUploaded: Bool = false,
-        isEncrypted: Bool = false, thumbnail: QueuedThumbnail? = nil
+        isEncrypted: Bool = false, thumbnail: QueuedThumbnail? = nil, needsThumbnail: Bool = false
     ) {
         self.localPath = localPath
         self.contentType = contentType
@@ -135,13 +143,14 @@ package struct QueuedAttachment: Sendable, Hashable, CustomStringConvertible, Cu
         self.isUploaded = isUploaded
         self.isEncrypted = isEncrypted
         self.thumbnail = thumbnail
+        self.needsThumbnail = needsThumbnail
     }
 
     /// The size and the upload's progress, never the path or the URI.
     package var description: String {
         let step = isUploaded ? "uploaded" : mediaURI == nil ? "new" : "reserved"
-        return
-            "QueuedAttachment(\(size) bytes, \(step)\(isEncrypted ? ", encrypted" : "")\(thumbnail == nil ? "" : ", thumbnail"))"
+        let thumbnailNote = thumbnail != nil ? ", thumbnail" : needsThumbnail ? ", thumbnail to make" : ""
+        return "QueuedAttachment(\(size) bytes, \(step)\(isEncrypted ? ", encrypted" : "")\(thumbnailNote))"
     }
     /// The same as the description.
     package var customMirror: Mirror { Mirror(self, children: ["attachment": description], displayStyle: .struct) }
@@ -181,6 +190,24 @@ package struct MediaReservation: Sendable, Hashable {
         self.uri = uri
         self.content = content
         self.thumbnailURI = thumbnailURI
+    }
+}
+
+/// What the thumbnail step made of a queued attachment
+/// (``SendQueueMachine/Event/thumbnailMade(_:_:)``), stored before it is answered: the content
+/// with `thumbnail_info` (and, encrypted, `thumbnail_file`) at the end of its `info`, and a
+/// video's `w`, `h` and `duration` read from the file; `thumbnail` the copy of the thumbnail next
+/// to the file's. When no thumbnail could be made the content is unchanged and `thumbnail` `nil`.
+package struct ThumbnailedAttachment: Sendable, Hashable {
+    /// The content the item is sent with from now on.
+    package var content: MessageContent
+    /// The thumbnail's copy, to reserve and upload with the file; `nil` for none.
+    package var thumbnail: QueuedThumbnail?
+
+    /// A result of the thumbnail step.
+    package init(content: MessageContent, thumbnail: QueuedThumbnail?) {
+        self.content = content
+        self.thumbnail = thumbnail
     }
 }
 

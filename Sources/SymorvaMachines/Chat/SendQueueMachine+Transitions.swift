@@ -45,6 +45,24 @@ extension SendQueueMachine {
         return advance(&state)
     }
 
+    /// The thumbnail is made and stored with the content naming it (or none could be made): the
+    /// item goes on to its encryption or reservation.
+    func thumbnailed(
+        _ transactionID: TransactionID, _ result: Result<ThumbnailedAttachment, SendError>, in state: inout State
+    ) -> [Effect]? {
+        guard state.status == .sending else { return nil }
+        guard let head = inFlightHead(transactionID, .thumbnailing, in: state) else { return [] }
+        switch result {
+        case .success(let made):
+            state.items[head].content = made.content
+            state.items[head].attachment?.thumbnail = made.thumbnail
+            state.items[head].attachment?.needsThumbnail = false
+            return nextStep(head, in: &state)
+        case .failure(let error):
+            return fail(head, error, in: &state)
+        }
+    }
+
     /// The URI is stored with the content that names it: the upload may start.
     func reserved(
         _ transactionID: TransactionID, _ result: Result<MediaReservation, SendError>, in state: inout State
@@ -152,7 +170,7 @@ extension SendQueueMachine {
         case .cancelled:
             // An earlier attempt reached the server before the cancel; sync shows it anyway.
             return []
-        case .queued, .reservingMedia, .uploading, .encrypting, .sending, .failed:
+        case .queued, .thumbnailing, .reservingMedia, .uploading, .encrypting, .sending, .failed:
             let isHead = index == state.headIndex
             var effects: [Effect] = item.status.isInFlight ? [.cancel(Self.requestKey)] : []
             state.items.remove(at: index)
@@ -189,7 +207,7 @@ extension SendQueueMachine {
     }
 
     /// Cancels an item that is not in flight, or whose request can still be recalled: its
-    /// encryption, its attachment's reservation or upload (no event names the media yet). A PUT
+    /// encryption, its attachment's thumbnail, reservation or upload (no event names the media yet). A PUT
     /// in flight cannot be recalled (the server may already have the event), so cancelling a
     /// `sending` item is ignored; redact it once sent.
     func cancel(_ transactionID: TransactionID, in state: inout State) -> [Effect]? {
@@ -198,7 +216,7 @@ extension SendQueueMachine {
         switch item.status {
         case .sending, .sent, .cancelled:
             return []
-        case .queued, .reservingMedia, .uploading, .encrypting, .failed:
+        case .queued, .thumbnailing, .reservingMedia, .uploading, .encrypting, .failed:
             let isHead = index == state.headIndex
             state.items[index].status = .cancelled
             var effects: [Effect] = item.status.isInFlight ? [.cancel(Self.requestKey)] : []
@@ -235,6 +253,12 @@ extension SendQueueMachine {
         case .queued:
             guard item.isPersisted else { return [] }
             state.status = .sending
+            // The thumbnail first, from the copy as it was queued (plain or ciphertext): it
+            // travels with the file, through the encryption below when the room became encrypted.
+            if let attachment = item.attachment, attachment.needsThumbnail, !attachment.isUploaded {
+                state.items[head].status = .thumbnailing
+                return [.makeThumbnail(item.transactionID, item.content, attachment)]
+            }
             // Whether the file goes up encrypted is decided now, from the room as it is when its
             // upload starts: a copy queued in the clear is encrypted first in a room that is
             // encrypted by now.
@@ -258,7 +282,7 @@ extension SendQueueMachine {
             }
             state.items[head].status = .sending
             return [.sendEvent(item.transactionID, item.encryptedContent ?? item.content)]
-        case .reservingMedia, .uploading, .encrypting, .sending, .sent, .cancelled:
+        case .thumbnailing, .reservingMedia, .uploading, .encrypting, .sending, .sent, .cancelled:
             // An idle queue never has its head in flight; nothing to start.
             return []
         }

@@ -86,6 +86,9 @@ package struct SendQueueMachine: ChartedMachine {
         /// item is dropped, never sent, and its receipt fails with
         /// ``SendFailureReason/notStored(_:)``.
         case persistFailed(TransactionID, StoreFailure)
+        /// The head's thumbnail was made from its copy and stored with the content naming it
+        /// (or none could be made: the content is unchanged), or storing it failed.
+        case thumbnailMade(TransactionID, Result<ThumbnailedAttachment, SendError>)
         /// The head's attachment has a reserved URI, stored with the content naming it (or the
         /// reservation failed).
         case mediaReserved(TransactionID, Result<MediaReservation, SendError>)
@@ -118,7 +121,8 @@ package struct SendQueueMachine: ChartedMachine {
         case encryptionEnabled
 
         package static let allCaseNames = [
-            "restored", "enqueued", "attachmentEnqueued", "persisted", "persistFailed", "mediaReserved",
+            "restored", "enqueued", "attachmentEnqueued", "persisted", "persistFailed", "thumbnailMade",
+            "mediaReserved",
             "mediaUploaded", "encrypted", "attachmentEncrypted", "sendResponse", "remoteEchoReceived",
             "timerFired",
             "networkChanged", "tokenRefreshed", "resendRequested", "cancelRequested", "discarded",
@@ -133,6 +137,7 @@ package struct SendQueueMachine: ChartedMachine {
             case .attachmentEnqueued: "attachmentEnqueued"
             case .persisted: "persisted"
             case .persistFailed: "persistFailed"
+            case .thumbnailMade: "thumbnailMade"
             case .mediaReserved: "mediaReserved"
             case .mediaUploaded: "mediaUploaded"
             case .encrypted: "encrypted"
@@ -154,6 +159,10 @@ package struct SendQueueMachine: ChartedMachine {
     package enum Effect: MachineEffect, Equatable {
         /// Write the item to the store; answer ``Event/persisted(_:)``.
         case persist(SendQueueItem)
+        /// Make the head's thumbnail from its copy (decrypted in memory when the copy is
+        /// ciphertext), write it next to the copy, store the content naming it, and answer
+        /// ``Event/thumbnailMade(_:_:)``. Keyed by ``SendQueueMachine/requestKey``.
+        case makeThumbnail(TransactionID, MessageContent, QueuedAttachment)
         /// Reserve an `mxc://` URI for the head's attachment, store it with the content naming
         /// it, and answer ``Event/mediaReserved(_:_:)``. Keyed by ``SendQueueMachine/requestKey``.
         case reserveMedia(TransactionID, MessageContent)
@@ -192,6 +201,7 @@ package struct SendQueueMachine: ChartedMachine {
         package var caseNameLiteral: StaticString? {
             switch self {
             case .persist: "persist"
+            case .makeThumbnail: "makeThumbnail"
             case .reserveMedia: "reserveMedia"
             case .uploadMedia: "uploadMedia"
             case .encrypt: "encrypt"
@@ -209,7 +219,7 @@ package struct SendQueueMachine: ChartedMachine {
 
         package var directive: EffectDirective {
             switch self {
-            case .reserveMedia, .uploadMedia, .encrypt, .encryptAttachment, .sendEvent:
+            case .makeThumbnail, .reserveMedia, .uploadMedia, .encrypt, .encryptAttachment, .sendEvent:
                 .keyed(SendQueueMachine.requestKey)
             case .scheduleRetry(let after): .timer(SendQueueMachine.retryKey, .after(after))
             case .cancel(let key): .cancel(key)
@@ -241,6 +251,7 @@ package struct SendQueueMachine: ChartedMachine {
             effects = enqueue(transactionID, content, attachment: attachment, in: &next)
         case .persisted(let transactionID): effects = persisted(transactionID, in: &next)
         case .persistFailed(let transactionID, _): effects = persistFailed(transactionID, in: &next)
+        case .thumbnailMade(let transactionID, let result): effects = thumbnailed(transactionID, result, in: &next)
         case .mediaReserved(let transactionID, let result): effects = reserved(transactionID, result, in: &next)
         case .mediaUploaded(let transactionID, let result): effects = uploaded(transactionID, result, in: &next)
         case .encrypted(let transactionID, let result): effects = encrypted(transactionID, result, in: &next)

@@ -150,6 +150,72 @@ struct AttachmentThumbnailContentTests {
         return try #require(object["info"] as? [String: Any])
     }
 
+    @Test(
+        "The queue's thumbnail step: the members go to the end of info, a video's size and length where info has none")
+    func thumbnailStepContent() throws {
+        let queued = OutgoingAttachment(path: "/tmp/clip.webm", contentType: "video/webm").content(
+            size: 10, pixelSize: nil)
+        let info = try #require(OutgoingAttachment.queuedInfo(in: queued))
+        #expect(info.kind == .video && info.mimeType == "video/webm" && info.wantsThumbnail)
+        #expect(!info.hasPixelSize && !info.hasDuration && !info.hasThumbnail)
+        let made = AttachmentThumbnail(
+            bytes: [1], contentType: "image/jpeg", width: 32, height: 18, sourceWidth: 640, sourceHeight: 360,
+            duration: .milliseconds(2000))
+        let members = QueuedThumbnailMembers(contentType: "image/jpeg", size: 1, width: 32, height: 18)
+        let added = try #require(OutgoingAttachment.adding(members, readFrom: made, to: queued))
+        let object = try Self.info(added)
+        #expect(object["w"] as? Int == 640 && object["h"] as? Int == 360 && object["duration"] as? Int == 2000)
+        #expect(object["mimetype"] as? String == "video/webm" && object["size"] as? Int == 10)
+        #expect(QueuedThumbnailMembers.read(added)?.members == members)
+        #expect(OutgoingAttachment.queuedInfo(in: added)?.wantsThumbnail == false)
+        // What the app stated is kept, never written twice.
+        let given = OutgoingAttachment(
+            path: "/tmp/clip.webm", contentType: "video/webm", width: 1, height: 2, duration: .seconds(3)
+        ).content(size: 10, pixelSize: nil)
+        let kept = try Self.info(try #require(OutgoingAttachment.adding(nil, readFrom: made, to: given)))
+        #expect(kept["w"] as? Int == 1 && kept["h"] as? Int == 2 && kept["duration"] as? Int == 3000)
+        // An encrypted image: its file stays the first member, its size is not the thumbnail's source's.
+        let image = OutgoingAttachment(path: "/tmp/a.png", contentType: "image/png").content(
+            size: 10, pixelSize: (4, 3), encryptedFile: Self.file)
+        let sealedMembers = QueuedThumbnailMembers(
+            contentType: "image/jpeg", size: 1, width: 4, height: 3, encryptedFile: Self.file)
+        let sealed = try #require(OutgoingAttachment.adding(sealedMembers, readFrom: made, to: image))
+        #expect(OutgoingAttachment.encryptedFile(in: sealed) == Self.file)
+        #expect(try Self.info(sealed)["w"] as? Int == 4)
+        #expect(QueuedThumbnailMembers.read(sealed)?.members == sealedMembers)
+        // A file wants none; text is no attachment.
+        let text = OutgoingAttachment(path: "/tmp/a.txt", contentType: "text/plain").content(size: 1, pixelSize: nil)
+        #expect(OutgoingAttachment.queuedInfo(in: text)?.wantsThumbnail == false)
+        #expect(
+            OutgoingAttachment.queuedInfo(
+                in: MessageContent(eventType: "m.room.message", json: #"{"msgtype":"m.text","body":"hi"}"#))
+                == nil)
+    }
+
+    @Test(
+        "The local echo of a queued encrypted file, its hash still to come, is encrypted; a received one is read strictly"
+    )
+    func queuedEchoEncrypted() throws {
+        var pending = Self.file
+        pending.sha256 = []
+        let content = OutgoingAttachment(path: "/tmp/a.png", contentType: "image/png").content(
+            size: 10, pixelSize: (4, 3), encryptedFile: pending)
+        let echo = TimelineItemContent(
+            type: "m.room.message", stateKey: nil, content: Array(content.json.utf8), isRedacted: false, queued: true)
+        guard case .image(let queued) = echo else {
+            Issue.record("not an image: \(echo)")
+            return
+        }
+        #expect(queued.isEncrypted && queued.source == nil)
+        let received = TimelineItemContent(
+            type: "m.room.message", stateKey: nil, content: Array(content.json.utf8), isRedacted: false)
+        guard case .image(let other) = received else {
+            Issue.record("not an image: \(received)")
+            return
+        }
+        #expect(!other.isEncrypted)
+    }
+
     @Test("Plain: thumbnail_info last in info, thumbnail_url once reserved; restored members read back")
     func plainThumbnail() throws {
         let attachment = OutgoingAttachment(path: "/tmp/a.png", contentType: "image/png", caption: "a \"quoted\" view")

@@ -177,6 +177,73 @@ struct AttachmentSendTests {
         }
     }
 
+    @Test(
+        "send() returns before the thumbnail is made; the echo shows at once and the text behind waits; a stop during the step makes it again after the restart: one event with its thumbnail, in order"
+    )
+    func thumbnailStepResumes() async throws {
+        try await withChatTestRun { run in
+            let (alice, bob, roomID, aliceAccount) = try await makePair(run)
+            let options = Self.options(for: aliceAccount)
+            let aliceRoom = try await alice.conversation(id: roomID)
+            let stopAlice = aliceRoom.observe()
+            let gated = GatedThumbnailer(GStreamerImageThumbnailer(maximumWidth: 320, maximumHeight: 320))
+            alice.setThumbnailer(gated)
+            let png = TestImage.png(width: 400, height: 300)
+            let source = try Self.temporaryFile(png, name: "beds.png")
+            defer { unlink(source) }
+
+            let image = try await aliceRoom.send(
+                OutgoingAttachment(path: source, contentType: "image/png", fileName: "beds.png"))
+            let text = try await aliceRoom.send(.text("after the beds"))
+            // The queue's thumbnail step has started and is held: send() did not wait for it.
+            try await gated.calls.wait(timeout: .seconds(30)) { $0 >= 1 }
+            let echo = try await aliceRoom.waitForTimeline { items in
+                items.contains { if case .image = $0.content { $0.sendState == .sending } else { false } }
+                    && items.contains { $0.text == "after the beds" }
+            }
+            #expect(echo.filter { $0.sendState == .sending }.count == 2)
+            #expect(image.state.value == .sending && text.state.value == .sending, "the text waits behind the image")
+            #expect(Self.copies(in: options).count == 1, "the copy only: no thumbnail yet")
+            stopAlice()
+            await alice.stop()
+
+            // The same account folder, a thumbnailer that makes it at once: the step runs again.
+            let resumed = try await aliceAccount.makeClient(in: run, transport: transport, options: options)
+            resumed.setThumbnailer(GStreamerImageThumbnailer(maximumWidth: 320, maximumHeight: 320))
+            try await resumed.startAndSync()
+            let room = try await resumed.conversation(id: roomID)
+            try await room.outbox.wait(timeout: .seconds(60)) { $0.isEmpty }
+            gated.open()
+
+            let bobRoom = try await bob.conversation(id: roomID)
+            let stopBob = bobRoom.observe()
+            defer { stopBob() }
+            let items = try await bobRoom.waitForTimeline { items in items.contains { $0.text == "after the beds" } }
+            let images = items.compactMap { item -> MediaInfo? in
+                if case .image(let info) = item.content { return info }
+                return nil
+            }
+            #expect(images.count == 1)
+            let shown = items.compactMap { item -> String? in
+                switch item.content {
+                case .message(_, let body): body
+                case .image(let info): "image:\(info.body)"
+                default: nil
+                }
+            }
+            #expect(shown.suffix(2) == ["image:beds.png", "after the beds"])
+            let info = try #require(images.first)
+            #expect(info.width == 400 && info.height == 300)
+            #expect(info.hasThumbnail && info.thumbnailWidth == 320 && info.thumbnailHeight == 240)
+            #expect(info.thumbnailMimeType == "image/jpeg")
+            let thumbnail = source + "-thumbnail"
+            defer { unlink(thumbnail) }
+            try await bob.media.downloadThumbnail(info, toFileAt: thumbnail)
+            #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: thumbnail))).starts(with: [0xFF, 0xD8, 0xFF]))
+            #expect(Self.copies(in: options).isEmpty)
+        }
+    }
+
     @Test("A queue whose upload reached the server but was not recorded resumes without a second upload or event")
     func resumeAfterUnrecordedUpload() async throws {
         try await withChatTestRun { run in

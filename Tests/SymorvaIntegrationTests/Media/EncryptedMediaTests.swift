@@ -54,6 +54,70 @@ struct EncryptedMediaTests {
     }
 
     @Test(
+        "An encrypted room's image: its echo is encrypted from the start; its thumbnail is made after send() from the ciphertext copy decrypted in memory, and is ciphertext on the server"
+    )
+    func echoEncryptedThumbnailFromCopy() async throws {
+        let (aliceFixture, bobFixture, roomID) = try await Self.makeEncryptedPair()
+        let aliceChat = try #require(aliceFixture.community.module(AccountChat.self))
+        let gated = GatedThumbnailer(GStreamerImageThumbnailer(maximumWidth: 320, maximumHeight: 320))
+        aliceChat.setThumbnailer(gated)
+        let png = TestImage.png(width: 640, height: 480)
+        let source = FileManager.default.temporaryDirectory.appending(path: "symorva-sealed-\(UUID().uuidString).png")
+            .path
+        try Data(png).write(to: URL(fileURLWithPath: source))
+        defer { unlink(source) }
+
+        let aliceRoom = try await aliceFixture.community.chat.conversation(id: roomID)
+        let stopAlice = aliceRoom.observe()
+        defer { stopAlice() }
+        let receipt = try await aliceRoom.send(
+            OutgoingAttachment(path: source, contentType: "image/png", fileName: "sealed.png"))
+        // Held in the thumbnail step (nothing uploaded, no hash yet): the echo is already encrypted.
+        try await gated.calls.wait(timeout: .seconds(30)) { $0 >= 1 }
+        let echo = try await aliceRoom.waitForTimeline { items in
+            items.contains { if case .image = $0.content { $0.sendState == .sending } else { false } }
+        }
+        let queued = try #require(
+            echo.compactMap { item -> MediaInfo? in
+                if case .image(let info) = item.content, item.sendState == .sending { return info }
+                return nil
+            }.first)
+        #expect(queued.isEncrypted && queued.url == nil && queued.width == 640)
+        #expect(!queued.hasThumbnail)
+        #expect(receipt.state.value == .sending)
+        gated.open()
+        _ = try await receipt.sentEventID()
+
+        let bobRoom = try await bobFixture.community.chat.conversation(id: roomID)
+        let stopBob = bobRoom.observe()
+        defer { stopBob() }
+        let items = try await bobRoom.waitForTimeline { items in
+            items.contains { if case .image(let info) = $0.content { info.body == "sealed.png" } else { false } }
+        }
+        let info = try #require(
+            items.compactMap { item -> MediaInfo? in
+                if case .image(let info) = item.content { return info }
+                return nil
+            }.first)
+        #expect(info.isEncrypted && info.hasThumbnail && info.thumbnailURL == nil)
+        #expect(info.thumbnailWidth == 320 && info.thumbnailHeight == 240 && info.thumbnailMimeType == "image/jpeg")
+        let thumbnailFile = try #require(info.thumbnailEncryptedFile)
+        let ciphertext = try await bobRoom.media.data(for: try #require(thumbnailFile.uri))
+        #expect(!ciphertext.starts(with: [0xFF, 0xD8, 0xFF]))
+        let saved = FileManager.default.temporaryDirectory.appending(path: "symorva-sealed-\(UUID().uuidString)").path
+        defer { unlink(saved) }
+        try await bobRoom.media.downloadThumbnail(info, toFileAt: saved)
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: saved))).starts(with: [0xFF, 0xD8, 0xFF]))
+        // Alice's folder keeps no slice of the image (the copy was only ever decrypted in memory).
+        let accounts = aliceFixture.data.path + "/accounts"
+        let slices = Self.canarySlices(of: png)
+        for name in Self.files(under: accounts) {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: accounts + "/" + name))
+            #expect(slices.filter { bytes.range(of: $0) != nil }.isEmpty, "plaintext slices in \(name)")
+        }
+    }
+
+    @Test(
         "A canary image sent to an encrypted room goes up as ciphertext in a Megolm event; Bob's download checks the hash and decrypts it; neither account folder holds a plaintext byte of it"
     )
     func canaryImage() async throws {

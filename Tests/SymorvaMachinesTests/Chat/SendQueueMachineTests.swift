@@ -42,6 +42,23 @@ enum SendQueueFixture {
             #"{"file":{"v":"v2","url":"mxc://example.org/sealed1","hashes":{"sha256":"AA"}},"msgtype":"m.image","body":"p.png"}"#
     )
     static let encryptedCopy = EncryptedAttachmentCopy(content: encryptedImage, attachment: encryptedPhoto)
+    // The same photo queued with its thumbnail still to make, and what the thumbnail step stores.
+    static let photoToThumbnail = QueuedAttachment(
+        localPath: "/account/attachments/t1", contentType: "image/png", size: 2048, needsThumbnail: true)
+    static let imageWithThumbnail = MessageContent(
+        eventType: "m.room.message",
+        json: #"{"msgtype":"m.image","body":"p.png","info":{"thumbnail_info":{"mimetype":"image/jpeg"}}}"#)
+    static let thumbnailCopy = QueuedThumbnail(localPath: "/account/attachments/t1.thumb", contentType: "image/jpeg")
+    static let thumbnailed = ThumbnailedAttachment(content: imageWithThumbnail, thumbnail: thumbnailCopy)
+
+    /// An attachment item whose thumbnail is still to make, at `status` (in its step by default).
+    static func thumbnailingItem(
+        _ id: TransactionID, _ status: SendItemStatus = .thumbnailing, attempts: Int = 0
+    ) -> SendQueueItem {
+        SendQueueItem(
+            transactionID: id, content: image, status: status, isPersisted: true, failedAttempts: attempts,
+            attachment: photoToThumbnail)
+    }
 
     /// An attachment item at a step of its way: reserved when `uri` is given, uploaded when `uploaded`.
     static func attachmentItem(

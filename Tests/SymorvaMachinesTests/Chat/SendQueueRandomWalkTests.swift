@@ -39,6 +39,9 @@ struct SendQueueWorld {
     var reservedURI: [TransactionID: MediaURI] = [:]
     var uploadedItems: Set<TransactionID> = []
     var reservations = 0
+    // Attachments queued with their thumbnail to make, and those whose thumbnail is stored.
+    var thumbnailsWanted: Set<TransactionID> = []
+    var thumbnailed: Set<TransactionID> = []
 
     init(seed: UInt64, encrypted: Bool) {
         state = Machine.State(roomIsEncrypted: encrypted, jitter: JitterSource(seed: seed ^ 0xABCD))
@@ -67,11 +70,24 @@ struct SendQueueWorld {
         case .persist(let item):
             persisting.append(item.transactionID)
         case .reserveMedia(let id, _), .uploadMedia(let id, _, _), .encrypt(let id, _), .sendEvent(let id, _),
-            .encryptAttachment(let id, _, _):
+            .encryptAttachment(let id, _, _), .makeThumbnail(let id, _, _):
             #expect(persisted.contains(id), "request for \(id) before it was persisted", sourceLocation: sourceLocation)
             #expect(!cancelled.contains(id), "request for \(id) after it was cancelled", sourceLocation: sourceLocation)
             if case .reserveMedia = effect {
                 #expect(reservedURI[id] == nil, "\(id) reserved a second URI", sourceLocation: sourceLocation)
+            }
+            if case .makeThumbnail = effect {
+                #expect(thumbnailsWanted.contains(id), "\(id) thumbnailed unasked", sourceLocation: sourceLocation)
+                #expect(!thumbnailed.contains(id), "\(id) thumbnailed twice", sourceLocation: sourceLocation)
+                #expect(
+                    reservedURI[id] == nil, "\(id) thumbnailed after its reservation", sourceLocation: sourceLocation)
+            }
+            if thumbnailsWanted.contains(id), !thumbnailed.contains(id) {
+                switch effect {
+                case .makeThumbnail: break
+                default:
+                    Issue.record("\(id) went on before its thumbnail was stored", sourceLocation: sourceLocation)
+                }
             }
             if case .encryptAttachment(_, _, let attachment) = effect {
                 #expect(state.roomIsEncrypted, "\(id) encrypted in a plain room", sourceLocation: sourceLocation)
@@ -162,8 +178,11 @@ struct SendQueueWorld {
             let content = MessageContent(eventType: "m.room.message", json: "{\"n\":\(nextID)}")
             if chance(0.4) {
                 attachments.insert(id)
+                let wantsThumbnail = chance(0.5)
+                if wantsThumbnail { thumbnailsWanted.insert(id) }
                 let attachment = QueuedAttachment(
-                    localPath: "/account/attachments/\(id.rawValue)", contentType: "image/png", size: 10)
+                    localPath: "/account/attachments/\(id.rawValue)", contentType: "image/png", size: 10,
+                    needsThumbnail: wantsThumbnail)
                 send(.attachmentEnqueued(id, content, attachment))
             } else {
                 send(.enqueued(id, content))
@@ -201,6 +220,22 @@ struct SendQueueWorld {
         guard let effect = request else { return }
         request = nil
         switch effect {
+        case .makeThumbnail(let id, let content, _):
+            switch calm ? 0 : pick(6) {
+            case 0, 1, 2:
+                thumbnailed.insert(id)  // the interpreter stores it before answering
+                let made = ThumbnailedAttachment(
+                    content: content,
+                    thumbnail: QueuedThumbnail(
+                        localPath: "/account/attachments/\(id.rawValue).thumb", contentType: "image/jpeg"))
+                send(.thumbnailMade(id, .success(made)))
+            case 3:
+                // None could be made: the content is unchanged, and the item goes on without one.
+                thumbnailed.insert(id)
+                send(.thumbnailMade(id, .success(ThumbnailedAttachment(content: content, thumbnail: nil))))
+            case 4: send(.thumbnailMade(id, .failure(.network)))
+            default: send(.thumbnailMade(id, .failure(.permanent(.encryptionFailed))))
+            }
         case .reserveMedia(let id, _):
             switch calm ? 0 : pick(6) {
             case 0, 1, 2:
@@ -322,6 +357,9 @@ struct SendQueueRandomWalkTests {
             F.state([F.attachmentItem(F.t1, .queued, uri: F.photoURI)], .waitingRetry(attempt: 1)),
             F.state([F.attachmentItem(F.t1, .encrypting, uri: F.photoURI)], .sending, encrypted: true),
             F.state([F.attachmentItem(F.t1, .encrypting), F.item(F.t2, F.hello)], .sending, encrypted: true),
+            F.state([F.thumbnailingItem(F.t1), F.item(F.t2, F.hello)], .sending),
+            F.state([F.thumbnailingItem(F.t1)], .sending, encrypted: true),
+            F.state([F.thumbnailingItem(F.t1, .queued)], .waitingRetry(attempt: 1)),
         ]
         let ids = (1...8).map { TransactionID("t\($0)") }
         var events: [SendQueueMachine.Event] = [
@@ -347,6 +385,9 @@ struct SendQueueRandomWalkTests {
                 .mediaUploaded(id, .success(SendQueueFixture.imageWithURL)), .mediaUploaded(id, .failure(.network)),
                 .mediaUploaded(id, .failure(.unknownToken)), .mediaUploaded(id, .failure(.permanent(.tooLarge))),
                 .encrypted(id, .success(SendQueueFixture.cipher)), .encrypted(id, .failure(.network)),
+                .thumbnailMade(id, .success(SendQueueFixture.thumbnailed)), .thumbnailMade(id, .failure(.network)),
+                .thumbnailMade(id, .failure(.unknownToken)),
+                .thumbnailMade(id, .failure(.permanent(.encryptionFailed))),
                 .attachmentEncrypted(id, .success(SendQueueFixture.encryptedCopy)),
                 .attachmentEncrypted(id, .failure(.network)), .attachmentEncrypted(id, .failure(.unknownToken)),
                 .attachmentEncrypted(id, .failure(.permanent(.encryptionFailed))),
