@@ -21,7 +21,7 @@ import SymorvaTransport
     import Darwin
 #endif
 
-/// `symorva-bench media-upload [--megabytes N] [--runs N]`: uploads against the dev Synapse
+/// `symorva-bench media-upload [--megabytes N] [--runs N] [--part all|pairs|image-send]`: uploads against the dev Synapse
 /// (`Scripts/dev-server start --test`; its `max_upload_size` is 128M) on loopback, through the
 /// code that ships, and prints:
 /// - plain: `MediaClient.upload(fileAt:)` of an N MB file (libcurl, the body read from the file)
@@ -40,24 +40,141 @@ import SymorvaTransport
 ///   `send()` to the receipt's `sent`;
 /// - a 12-megapixel PNG (4000 × 3000, made here without an image library): the upload, and the
 ///   time from the upload's answer (and from its start) to the first 320 × 240 thumbnail.
+///
+/// `--part pairs` measures only the encrypted room's queue against curl, in N interleaved pairs
+/// (which goes first alternates), with the median and spread of each and the ratio per pair: on
+/// a loaded machine one best-of figure says little. `--part image-send` times only
+/// `Conversation.send()` of the 12 MP PNG through the queue (plain and encrypted room, the
+/// standard modules' GStreamer thumbnailer set): the thumbnail is the queue's step, after
+/// `send()` returned.
 struct MediaUploadBenchmark: DevServerBenchmark {
     let name = "media-upload"
-    let argumentsSynopsis = "[--megabytes N] [--runs N]"
+    let argumentsSynopsis = "[--megabytes N] [--runs N] [--part all|pairs|image-send]"
     let summary =
         "100 MB upload vs curl (plain, encrypted, through the send queue), peak RSS growth, 12 MP time to thumbnail (SYMORVA_* env)"
 
     struct Settings {
         var megabytes: Int
         var runs: Int
+        var part: String
     }
 
-    let optionNames: Set<String> = ["megabytes", "runs"]
+    let optionNames: Set<String> = ["megabytes", "runs", "part"]
 
     func settings(from options: inout Options) -> Settings {
-        Settings(megabytes: options.integer("megabytes", default: 100), runs: options.integer("runs", default: 3))
+        Settings(
+            megabytes: options.integer("megabytes", default: 100), runs: options.integer("runs", default: 3),
+            part: options.string("part", default: "all"))
     }
 
     func measure(_ settings: Settings, homeserver: URL, services: URL) async throws {
+        switch settings.part {
+        case "all": try await measureAll(settings, homeserver: homeserver, services: services)
+        case "pairs": try await measurePairs(settings, homeserver: homeserver, services: services)
+        case "image-send": try await measureImageSend(settings, homeserver: homeserver, services: services)
+        default: throw BenchFailure("--part is all, pairs or image-send, not '\(settings.part)'")
+        }
+    }
+
+    /// The median of `values` (the mean of the middle two for an even count).
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// `median (min–max)` of `values` in seconds.
+    static func spread(_ values: [Double]) -> String {
+        "\(ChatBench.format(median(values), 3)) s (\(ChatBench.format(values.min()!, 3))–\(ChatBench.format(values.max()!, 3)))"
+    }
+
+    /// The encrypted room's queue against curl, in interleaved pairs.
+    func measurePairs(_ settings: Settings, homeserver: URL, services: URL) async throws {
+        let transport = CurlTransport()
+        let (_, token) = try await BenchMember.register(
+            BenchMember.uniqueName("bench-pairs"), homeserver: homeserver, transport: transport)
+        let bytes = settings.megabytes * 1_000_000
+        let folder = try ChatBench.temporaryDirectory()
+        let source = folder + "/source.bin"
+        let headers = folder + "/headers"
+        defer {
+            for path in [source, headers] { unlink(path) }
+            ChatBench.removeDirectory(folder)
+        }
+        try Self.writeFile(source, bytes: bytes)
+        try Self.writeSecret("Authorization: Bearer \(token.exposedValue)\n", to: headers)
+        let endpoint = homeserver.appending(path: "/_matrix/media/v3/upload").absoluteString
+        let queue = try await QueueSender.start(homeserver: homeserver, services: services, folder: folder)
+        print(
+            "media-upload pairs: \(settings.megabytes) MB file, \(settings.runs) pairs of curl and the encrypted room's"
+                + " queue, interleaved; load average \(MegolmBenchmark.loadAverage())")
+        var curlTimes: [Double] = []
+        var runs: [QueueSender.Run] = []
+        for pair in 0..<settings.runs {
+            // Which goes first alternates, so that a slow stretch of the machine hits both.
+            if pair % 2 == 0 {
+                curlTimes.append(try Self.curlUpload(source, endpoint: endpoint, headers: headers))
+                runs.append(try await queue.send(source, encrypted: true))
+            } else {
+                runs.append(try await queue.send(source, encrypted: true))
+                curlTimes.append(try Self.curlUpload(source, endpoint: endpoint, headers: headers))
+            }
+            let run = runs[pair]
+            print(
+                "  pair \(pair + 1): curl \(ChatBench.format(curlTimes[pair], 3)) s, queue upload request"
+                    + " \(ChatBench.format(run.upload, 3)) s = \(ChatBench.format(100 * curlTimes[pair] / run.upload, 1)) %"
+                    + " of curl; send() \(ChatBench.format(run.send, 3)) s, send() to sent \(ChatBench.format(run.total, 3)) s"
+                    + " = \(ChatBench.format(100 * curlTimes[pair] / run.total, 1)) %")
+        }
+        await queue.shutdown()
+        let ratios = zip(curlTimes, runs).map { 100 * $0 / $1.upload }
+        let endToEnd = zip(curlTimes, runs).map { 100 * $0 / $1.total }
+        print("  curl:                         \(Self.spread(curlTimes))")
+        print("  queue upload request:         \(Self.spread(runs.map(\.upload)))")
+        print("  queue send() to sent:         \(Self.spread(runs.map(\.total)))")
+        print(
+            "  upload request, % of curl per pair: median \(ChatBench.format(Self.median(ratios), 1)) %"
+                + " (\(ChatBench.format(ratios.min()!, 1))–\(ChatBench.format(ratios.max()!, 1)));"
+                + " pairs at or above 90 %: \(ratios.filter { $0 >= 90 }.count) of \(ratios.count)")
+        print(
+            "  send() to sent, % of curl per pair: median \(ChatBench.format(Self.median(endToEnd), 1)) %"
+                + " (\(ChatBench.format(endToEnd.min()!, 1))–\(ChatBench.format(endToEnd.max()!, 1)))")
+        print("  load average afterwards \(MegolmBenchmark.loadAverage())")
+    }
+
+    /// `Conversation.send()` of a 12 MP PNG through the queue, and the queue's steps after it.
+    func measureImageSend(_ settings: Settings, homeserver: URL, services: URL) async throws {
+        let folder = try ChatBench.temporaryDirectory()
+        let image = folder + "/12mp.png"
+        defer {
+            unlink(image)
+            ChatBench.removeDirectory(folder)
+        }
+        try Data(TestImage.png(width: 4000, height: 3000)).write(to: URL(fileURLWithPath: image))
+        let size = (try? FileManager.default.attributesOfItem(atPath: image)[.size] as? NSNumber)?.intValue ?? 0
+        let queue = try await QueueSender.start(homeserver: homeserver, services: services, folder: folder)
+        #if os(Linux)
+            guard let chat = queue.community.module(AccountChat.self) else { throw BenchFailure("no chat module") }
+            chat.setThumbnailer(GStreamerImageThumbnailer())
+        #endif
+        print(
+            "media-upload image-send: a 12 MP PNG (\(ChatBench.megabytes(size))), \(settings.runs) sends per room"
+                + " through the queue; load average \(MegolmBenchmark.loadAverage())")
+        for encrypted in [false, true] {
+            var runs: [QueueSender.Run] = []
+            for _ in 0..<settings.runs {
+                runs.append(try await queue.send(image, encrypted: encrypted, contentType: "image/png"))
+            }
+            print(
+                "  \(encrypted ? "encrypted room" : "plain room    "): send() \(Self.spread(runs.map(\.send)));"
+                    + " send() returned to the reservation (the thumbnail step, stored) \(Self.spread(runs.compactMap(\.toReservation)));"
+                    + " send() to sent \(Self.spread(runs.map(\.total)))")
+        }
+        await queue.shutdown()
+        print("  load average afterwards \(MegolmBenchmark.loadAverage())")
+    }
+
+    func measureAll(_ settings: Settings, homeserver: URL, services: URL) async throws {
         guard let homeserverURL = HomeserverURL(homeserver.absoluteString) else {
             throw BenchFailure("SYMORVA_HOMESERVER_URL is not a homeserver URL")
         }
@@ -191,8 +308,8 @@ struct MediaUploadBenchmark: DevServerBenchmark {
                 + " first 320x240 thumbnail \(ChatBench.format(seconds(thumbnailed - uploaded), 3)) s after the"
                 + " upload's answer (\(ChatBench.format(seconds(thumbnailed - started), 3)) s from the start)")
         #if os(Linux)
-            // What `send()` waits for before it queues a 12 MP image: the thumbnail the standard
-            // modules' GStreamer thumbnailer makes (decode, scale to fit 800 × 600, JPEG).
+            // The queue's thumbnail step for a 12 MP image (after `send()` returned): the thumbnail
+            // the standard modules' GStreamer thumbnailer makes (decode, scale to fit 800 × 600, JPEG).
             var made: [Double] = []
             for _ in 0..<max(1, min(settings.runs, 3)) {
                 let start = ChatBench.now()
@@ -203,7 +320,7 @@ struct MediaUploadBenchmark: DevServerBenchmark {
                 made.append(ChatBench.now() - start)
             }
             print(
-                "  12 MP PNG: GStreamerImageThumbnailer (in send(), before queueing) best \(ChatBench.format(made.min()!, 3)) s,"
+                "  12 MP PNG: GStreamerImageThumbnailer (the queue's thumbnail step) best \(ChatBench.format(made.min()!, 3)) s,"
                     + " runs \(made.map { ChatBench.format($0, 3) }.joined(separator: ", ")) s")
         #endif
     }
@@ -231,6 +348,9 @@ struct MediaUploadBenchmark: DevServerBenchmark {
             var afterUpload: Double
             /// From `send()` to the receipt's `sent`.
             var total: Double
+            /// `send()` returned → the reservation's request started (what the queue did before:
+            /// the thumbnail step of an image, stored).
+            var toReservation: Double?
         }
 
         static func start(homeserver: URL, services: URL, folder: String) async throws -> QueueSender {
@@ -263,11 +383,11 @@ struct MediaUploadBenchmark: DevServerBenchmark {
         }
 
         /// Sends `path` through the room's queue and waits until it is sent.
-        func send(_ path: String, encrypted: Bool) async throws -> Run {
+        func send(_ path: String, encrypted: Bool, contentType: String = "application/octet-stream") async throws -> Run
+        {
             let conversation = encrypted ? self.encrypted : plain
             let start = ContinuousClock.now
-            let receipt = try await conversation.send(
-                OutgoingAttachment(path: path, contentType: "application/octet-stream"))
+            let receipt = try await conversation.send(OutgoingAttachment(path: path, contentType: contentType))
             let queued = ContinuousClock.now
             _ = try await receipt.state.wait(timeout: .seconds(600)) { state in
                 if case .sent = state { return true }
@@ -281,10 +401,13 @@ struct MediaUploadBenchmark: DevServerBenchmark {
                     $0.start >= start && $0.method == .put && $0.path.contains("/_matrix/media/v3/upload/")
                 })
             else { throw BenchFailure("no upload request seen") }
+            let reservation = transport.records.first {
+                $0.start >= queued && $0.method == .post && $0.path.contains("/_matrix/media/v1/create")
+            }
             return Run(
                 send: (queued - start).seconds, beforeUpload: (upload.start - queued).seconds,
                 upload: (upload.end - upload.start).seconds, afterUpload: (end - upload.end).seconds,
-                total: (end - start).seconds)
+                total: (end - start).seconds, toReservation: reservation.map { ($0.start - queued).seconds })
         }
 
         func shutdown() async { await community.shutdown() }
