@@ -14,6 +14,9 @@ struct RoomWriter {
     /// Whether the room's unread counts are the device's from now on (sliding sync), or the
     /// server's (v2).
     let countsOnDevice: Bool
+    /// The rooms the response's push rules silence, when it carried push rules: the room's
+    /// muted flag follows them (``SyncWriter/begin(_:document:db:)`` set the other rooms').
+    let mutedRooms: Set<String>?
 
     private(set) var timelineEvents = 0
     private(set) var stateEvents = 0
@@ -25,8 +28,12 @@ struct RoomWriter {
 
     private var summary = SummaryChange()
 
-    init(room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool, countsOnDevice: Bool = false) {
+    init(
+        room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool, countsOnDevice: Bool = false,
+        mutedRooms: Set<String>? = nil
+    ) {
         self.countsOnDevice = countsOnDevice
+        self.mutedRooms = mutedRooms
         self.room = room
         self.bytes = bytes
         self.hasQueuedMessages = hasQueuedMessages
@@ -432,7 +439,7 @@ struct RoomWriter {
                 preview_redacted = IIF(?19, 0, preview_redacted),
                 is_favourite = COALESCE(?20, is_favourite), is_low_priority = COALESCE(?21, is_low_priority),
                 is_pinned = COALESCE(?22, is_pinned), live_chunk_id = COALESCE(?23, live_chunk_id),
-                counts_on_device = ?31
+                counts_on_device = ?31, is_muted = COALESCE(?32, is_muted)
             WHERE room_nid = ?1
             """
         try db.withStatement(sql) { statement throws(StoreError) in
@@ -481,6 +488,7 @@ struct RoomWriter {
             try statement.bind(preview?.messageType, at: 29)
             try statement.bind(editedBody ? 1 : 0, at: 30)
             try statement.bind(countsOnDevice ? 1 : 0, at: 31)
+            try statement.bind(mutedRooms.map { Int64($0.contains(room.roomID) ? 1 : 0) }, at: 32)
             let tags = change.tags
             try statement.bind(tags.map { Int64($0.contains("m.favourite") ? 1 : 0) }, at: 20)
             try statement.bind(tags.map { Int64($0.contains("m.lowpriority") ? 1 : 0) }, at: 21)
