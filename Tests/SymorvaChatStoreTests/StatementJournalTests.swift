@@ -41,6 +41,51 @@ struct StatementJournalTests {
         #expect(try await count("events", in: store) == 3)
     }
 
+    @Test("Events go in by batches; repeats inside a batch leave no hole: positions are as one insert per event gives")
+    func batchesKeepPositions() async throws {
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store)
+        _ = try await ingestor.ingest(
+            SyncSamples.response(nextBatch: "first", events: [SyncSamples.message("$s1"), SyncSamples.message("$s2")]))
+        // 45 events (batches of 32, 8, 4 and 1): stored ones and repeats at the edges and inside.
+        var ids = (0..<40).map { "$n\($0)" }
+        ids.insert("$s1", at: 0)
+        ids.insert("$n3", at: 10)
+        ids.insert("$s2", at: 31)
+        ids.insert("$n31", at: 33)
+        ids.append("$n39")
+        let report = try await ingestor.ingest(
+            SyncSamples.response(nextBatch: "second", events: ids.map { SyncSamples.message($0) }))
+        // What one insert per event stores: each event once, where it first appears.
+        var seen: Set<String> = ["$s1", "$s2"]
+        let expected = ["$s1", "$s2"] + ids.filter { seen.insert($0).inserted }
+        #expect(report.timelineEvents == 40)
+        let rows = try await store.databaseForTesting.queryAll(
+            "SELECT event_id, position FROM events WHERE chunk_id = (SELECT MAX(chunk_id) FROM events) ORDER BY position"
+        ) { ($0.string(0), $0.int(1)) }
+        #expect(rows.map(\.0) == expected)
+        #expect(rows.map(\.1) == Array(0..<42))
+        let page = try await store.loadTimelinePage(roomID: SyncSamples.roomID, limit: 100)
+        #expect(page.items.map(\.eventID) == expected)
+    }
+
+    @Test("A row refused inside a batch fails the ingest and keeps the token")
+    func refusalInsideBatch() async throws {
+        let store = try await makeChatStore()
+        _ = try await SyncIngestor(store: store).ingest(
+            SyncSamples.response(nextBatch: "first", events: [SyncSamples.message("$a")]))
+        try await store.databaseForTesting.executeScript(
+            "CREATE TRIGGER refuse_one BEFORE INSERT ON events WHEN NEW.event_id = '$refused' BEGIN SELECT RAISE(IGNORE); END;"
+        )
+        var ids = (0..<40).map { "$b\($0)" }
+        ids.insert("$a", at: 5)
+        ids.insert("$refused", at: 20)
+        let document = SyncSamples.response(nextBatch: "second", events: ids.map { SyncSamples.message($0) })
+        await #expect(throws: ChatStoreError.self) { try await SyncIngestor(store: store).ingest(document) }
+        #expect(try await store.sinceToken() == "first")
+        #expect(try await count("events", in: store) == 1)
+    }
+
     #if os(Linux) && DEBUG
         @Test("A large ingest opens no statement journal file (SQLite's etilqs_ temporary files)")
         func noStatementJournalFile() async throws {

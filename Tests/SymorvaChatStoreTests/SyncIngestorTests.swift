@@ -304,4 +304,37 @@ struct SyncIngestorTests {
         let muted = try await store.loadConversationList().filter(\.isMuted).map(\.roomID).sorted()
         #expect(muted == [3, 20, 37].map { SyncResponseGenerator.roomID($0) }.sorted())
     }
+
+    @Test("Later push rules re-mark the stored rooms and the response's own; a response without them changes no flag")
+    func mutedLater() async throws {
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store)
+        let rooms = ["!a:example.com", "!b:example.com", "!c:example.com"]
+        func response(_ batch: String, rooms: [String], silenced: [String]?) -> [UInt8] {
+            var text = #"{"next_batch":"\#(batch)","#
+            if let silenced {
+                let rules = silenced.map { #"{"rule_id":"\#($0)","actions":["dont_notify"],"enabled":true}"# }
+                text += #""account_data":{"events":[{"type":"m.push_rules","content":{"global":{"room":["#
+                text += rules.joined(separator: ",") + "]}}}]},"
+            }
+            text += #""rooms":{"join":{"#
+            text += rooms.map { #""\#($0)":{"timeline":{"events":[],"limited":false}}"# }.joined(separator: ",")
+            return Array((text + "}}}").utf8)
+        }
+        func muted() async throws -> [String] {
+            try await store.loadConversationList().filter(\.isMuted).map(\.roomID).sorted()
+        }
+        _ = try await ingestor.ingest(response("1", rooms: rooms, silenced: ["!a:example.com", "!b:example.com"]))
+        #expect(try await muted() == ["!a:example.com", "!b:example.com"])
+        // Rules naming a room the response does not carry, and one it carries.
+        _ = try await ingestor.ingest(
+            response("2", rooms: ["!c:example.com"], silenced: ["!b:example.com", "!c:example.com"]))
+        #expect(try await muted() == ["!b:example.com", "!c:example.com"])
+        // A new room and a stored one, without rules: no flag moves.
+        _ = try await ingestor.ingest(response("3", rooms: ["!b:example.com", "!d:example.com"], silenced: nil))
+        #expect(try await muted() == ["!b:example.com", "!c:example.com"])
+        // Rules for a room first seen in the same response.
+        _ = try await ingestor.ingest(response("4", rooms: ["!e:example.com"], silenced: ["!e:example.com"]))
+        #expect(try await muted() == ["!e:example.com"])
+    }
 }

@@ -14,6 +14,9 @@ struct RoomWriter {
     /// Whether the room's unread counts are the device's from now on (sliding sync), or the
     /// server's (v2).
     let countsOnDevice: Bool
+    /// The rooms the response's push rules silence, when it carried push rules: the room's
+    /// muted flag follows them (``SyncWriter/begin(_:document:db:)`` set the other rooms').
+    let mutedRooms: Set<String>?
 
     private(set) var timelineEvents = 0
     private(set) var stateEvents = 0
@@ -25,8 +28,12 @@ struct RoomWriter {
 
     private var summary = SummaryChange()
 
-    init(room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool, countsOnDevice: Bool = false) {
+    init(
+        room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool, countsOnDevice: Bool = false,
+        mutedRooms: Set<String>? = nil
+    ) {
         self.countsOnDevice = countsOnDevice
+        self.mutedRooms = mutedRooms
         self.room = room
         self.bytes = bytes
         self.hasQueuedMessages = hasQueuedMessages
@@ -138,8 +145,22 @@ struct RoomWriter {
     /// no constraint aborts; an ignored row whose `event_id` is not stored was refused by
     /// another constraint, and ``verifyIgnored(_:db:)`` turns it into the error the insert
     /// would have raised.
-    private static let insertEventSQL =
-        "INSERT OR IGNORE INTO events(room_nid, chunk_id, position, event_id, type, sender, origin_server_ts, state_key, txn_id, content, relates_to_event_id, rel_type, relation_key, in_reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ///
+    /// Up to ``insertBatch`` rows go in one statement (`VALUES (…), (…)`, in batch order, so
+    /// rows and triggers run exactly as one insert per event would): one statement execution
+    /// per batch instead of per event, its cursors opened and its triggers' frames allocated
+    /// once (`docs/benchmarks.md`, "The rest of the ingest").
+    private static let insertEventPrefix =
+        "INSERT OR IGNORE INTO events(room_nid, chunk_id, position, event_id, type, sender, origin_server_ts, state_key, txn_id, content, relates_to_event_id, rel_type, relation_key, in_reply_to) VALUES "
+    private static let insertEventColumns: Int32 = 14
+    /// The largest number of rows in one insert; batches are powers of two up to it (a handful
+    /// of cached statements).
+    static let insertBatch = 32
+    /// `insertEventSQL[k]` inserts `2^k` rows.
+    private static let insertEventSQL: [String] = (0...5).map { power in
+        insertEventPrefix
+            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: 1 << power).joined(separator: ", ")
+    }
 
     private mutating func writeTimeline(_ row: inout RoomRow, db: isolated SQLiteDatabase) throws(StoreError) {
         let chunk: Int64
@@ -164,70 +185,72 @@ struct RoomWriter {
         }
         row.liveChunk = chunk
         summary.liveChunk = chunk
+        // The events with an ID and a sender, in order; those a bundled aggregation came with.
+        var candidates: [Int] = []
+        candidates.reserveCapacity(room.timeline.count)
+        var bundled: [SyncEvent] = []
+        for (index, event) in room.timeline.enumerated() where event.eventID != nil && event.sender != nil {
+            candidates.append(index)
+            if event.hasBundledRelations { bundled.append(event) }
+        }
+        // Insert them batch by batch; `inserted` gets those stored, in order, at dense positions.
+        var inserted: [Int] = []
+        inserted.reserveCapacity(candidates.count)
+        var start = 0
+        while start < candidates.count {
+            let power = min(Int.bitWidth - 1 - (candidates.count - start).leadingZeroBitCount, 5)
+            let batch = candidates[start..<(start + (1 << power))]
+            try db.withStatement(Self.insertEventSQL[power]) { insert throws(StoreError) in
+                for (offset, index) in batch.enumerated() {
+                    try bindEvent(
+                        room.timeline[index], room: row.nid, chunk: chunk, position: position + Int64(offset),
+                        to: insert, at: Int32(offset) * Self.insertEventColumns)
+                }
+                try insert.step()
+            }
+            if db.changes == batch.count {
+                inserted.append(contentsOf: batch)
+                position += Int64(batch.count)
+            } else {
+                position = try keepInserted(batch, chunk: chunk, from: position, into: &inserted, db: db)
+            }
+            start += batch.count
+        }
         var redactions: [(redaction: String, target: String)] = []
         var relationTargets: [String] = []
-        var bundled: [SyncEvent] = []
         let stateSQL =
             "INSERT INTO room_state(room_nid, type, state_key, event_id, sender, origin_server_ts, content) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender, origin_server_ts = excluded.origin_server_ts, content = excluded.content"
-        try db.withStatement(Self.insertEventSQL) { insert throws(StoreError) in
-            for event in room.timeline {
-                guard let eventID = event.eventID, let sender = event.sender else { continue }
-                var relatesTo = event.relation?.eventID
-                var relationType = event.relation?.type
-                if event.type == "m.room.redaction", let target = event.redacts {
-                    relatesTo = target
-                    relationType = "m.room.redaction"
+        for index in inserted {
+            let event = room.timeline[index]
+            guard let eventID = event.eventID else { continue }
+            timelineEvents += 1
+            summary.absorbTimeline(event, content: slice(event.content))
+            if event.stateKey != nil {
+                try db.withStatement(stateSQL) { statement throws(StoreError) in
+                    try upsertState(event, room: row.nid, statement: statement)
                 }
-                try insert.bind(row.nid, at: 1)
-                try insert.bind(chunk, at: 2)
-                try insert.bind(position, at: 3)
-                try insert.bind(eventID, at: 4)
-                try insert.bind(event.type, at: 5)
-                try insert.bind(sender, at: 6)
-                try insert.bind(event.originServerTS, at: 7)
-                try insert.bind(event.stateKey, at: 8)
-                try insert.bind(event.transactionID, at: 9)
-                try insert.bind(unsafeBorrowing: slice(event.content), at: 10)
-                try insert.bind(relatesTo, at: 11)
-                try insert.bind(relationType, at: 12)
-                try insert.bind(event.relation?.key, at: 13)
-                try insert.bind(event.relation?.inReplyTo, at: 14)
-                try insert.step()
-                insert.reset()
-                if event.hasBundledRelations { bundled.append(event) }
-                guard db.changes > 0 else {
-                    try Self.verifyIgnored(eventID, db: db)  // already stored, or a constraint failed
-                    continue
+            }
+            if hasQueuedMessages, let transactionID = event.transactionID {
+                // The remote echo of our own message: the queue entry is done, atomically
+                // with the event's arrival. What an encrypted one says is known already: it
+                // shows at once (as the queue sealed it), never as undecryptable until the
+                // decryption pass has read it.
+                if event.type == "m.room.encrypted" {
+                    try db.execute(
+                        """
+                        INSERT OR IGNORE INTO decrypted_events(
+                            event_id, type, content, sender_key, sender_device, device_known, transaction_id)
+                        SELECT ?, event_type, content, '', NULL, 1, txn_id FROM send_queue
+                        WHERE txn_id = ? AND content_sealed = 1
+                        """, [.text(eventID), .text(transactionID)])
                 }
-                position += 1
-                timelineEvents += 1
-                summary.absorbTimeline(event, content: slice(event.content))
-                if event.stateKey != nil {
-                    try db.withStatement(stateSQL) { statement throws(StoreError) in
-                        try upsertState(event, room: row.nid, statement: statement)
-                    }
-                }
-                if hasQueuedMessages, let transactionID = event.transactionID {
-                    // The remote echo of our own message: the queue entry is done, atomically
-                    // with the event's arrival. What an encrypted one says is known already: it
-                    // shows at once (as the queue sealed it), never as undecryptable until the
-                    // decryption pass has read it.
-                    if event.type == "m.room.encrypted" {
-                        try db.execute(
-                            """
-                            INSERT OR IGNORE INTO decrypted_events(
-                                event_id, type, content, sender_key, sender_device, device_known, transaction_id)
-                            SELECT ?, event_type, content, '', NULL, 1, txn_id FROM send_queue
-                            WHERE txn_id = ? AND content_sealed = 1
-                            """, [.text(eventID), .text(transactionID)])
-                    }
-                    try db.execute("DELETE FROM send_queue WHERE txn_id = ?", [.text(transactionID)])
-                }
-                if let target = relatesTo, relationType == "m.room.redaction" {
-                    redactions.append((eventID, target))
-                } else if let target = relatesTo, relationType == "m.replace" || relationType == "m.annotation" {
-                    relationTargets.append(target)
-                }
+                try db.execute("DELETE FROM send_queue WHERE txn_id = ?", [.text(transactionID)])
+            }
+            let (relatesTo, relationType) = Self.relation(of: event)
+            if let target = relatesTo, relationType == "m.room.redaction" {
+                redactions.append((eventID, target))
+            } else if let target = relatesTo, relationType == "m.replace" || relationType == "m.annotation" {
+                relationTargets.append(target)
             }
         }
         for (redaction, target) in redactions {
@@ -252,6 +275,69 @@ struct RoomWriter {
             else { continue }
             try ChatStore.recordBundled(thread.thread, room: row.nid, db: db)
         }
+    }
+
+    /// The event a timeline event relates to and how: a redaction's target, or
+    /// `m.relates_to`.
+    private static func relation(of event: SyncEvent) -> (eventID: String?, type: String?) {
+        if event.type == "m.room.redaction", let target = event.redacts { return (target, "m.room.redaction") }
+        return (event.relation?.eventID, event.relation?.type)
+    }
+
+    /// Binds one event's row to the 14 parameters after `base`.
+    private func bindEvent(
+        _ event: SyncEvent, room nid: Int64, chunk: Int64, position: Int64, to insert: SQLiteStatement, at base: Int32
+    ) throws(StoreError) {
+        let (relatesTo, relationType) = Self.relation(of: event)
+        try insert.bind(nid, at: base + 1)
+        try insert.bind(chunk, at: base + 2)
+        try insert.bind(position, at: base + 3)
+        try insert.bind(event.eventID, at: base + 4)
+        try insert.bind(event.type, at: base + 5)
+        try insert.bind(event.sender, at: base + 6)
+        try insert.bind(event.originServerTS, at: base + 7)
+        try insert.bind(event.stateKey, at: base + 8)
+        try insert.bind(event.transactionID, at: base + 9)
+        // The document outlives the transaction, and with it every statement's use of this binding.
+        try insert.bind(unsafeBorrowing: slice(event.content), at: base + 10)
+        try insert.bind(relatesTo, at: base + 11)
+        try insert.bind(relationType, at: base + 12)
+        try insert.bind(event.relation?.key, at: base + 13)
+        try insert.bind(event.relation?.inReplyTo, at: base + 14)
+    }
+
+    /// After a batch insert that stored fewer rows than it had (a duplicate of a stored event,
+    /// or one repeated within the response): checks each ignored row as
+    /// ``verifyIgnored(_:db:)`` does, and moves the stored rows down over the positions the
+    /// ignored ones left, so that positions stay as one insert per event gives them. Appends
+    /// the stored rows to `inserted` and returns the next free position.
+    private func keepInserted(
+        _ batch: ArraySlice<Int>, chunk: Int64, from first: Int64, into inserted: inout [Int],
+        db: isolated SQLiteDatabase
+    ) throws(StoreError) -> Int64 {
+        var stored: Set<Int64> = []
+        try db.query(
+            "SELECT position FROM events WHERE chunk_id = ? AND position >= ? AND position < ?",
+            [.integer(chunk), .integer(first), .integer(first + Int64(batch.count))]
+        ) { row in stored.insert(row.int64(0)) }
+        var next = first
+        for (offset, index) in batch.enumerated() {
+            let assigned = first + Int64(offset)
+            guard stored.contains(assigned) else {
+                try Self.verifyIgnored(room.timeline[index].eventID ?? "", db: db)  // a duplicate, or a refusal
+                continue
+            }
+            if assigned != next {
+                // Positions below `assigned` from `next` on are free: holes, or rows moved down already.
+                try db.execute(
+                    "UPDATE OR IGNORE events SET position = ? WHERE chunk_id = ? AND position = ?",
+                    [.integer(next), .integer(chunk), .integer(assigned)])
+                guard db.changes == 1 else { throw .constraintViolated("events: a position move was refused") }
+            }
+            inserted.append(index)
+            next += 1
+        }
+        return next
     }
 
     /// Checks that an event insert ignored by `OR IGNORE` was a duplicate (its `event_id` is
@@ -432,7 +518,7 @@ struct RoomWriter {
                 preview_redacted = IIF(?19, 0, preview_redacted),
                 is_favourite = COALESCE(?20, is_favourite), is_low_priority = COALESCE(?21, is_low_priority),
                 is_pinned = COALESCE(?22, is_pinned), live_chunk_id = COALESCE(?23, live_chunk_id),
-                counts_on_device = ?31
+                counts_on_device = ?31, is_muted = COALESCE(?32, is_muted)
             WHERE room_nid = ?1
             """
         try db.withStatement(sql) { statement throws(StoreError) in
@@ -481,6 +567,7 @@ struct RoomWriter {
             try statement.bind(preview?.messageType, at: 29)
             try statement.bind(editedBody ? 1 : 0, at: 30)
             try statement.bind(countsOnDevice ? 1 : 0, at: 31)
+            try statement.bind(mutedRooms.map { Int64($0.contains(room.roomID) ? 1 : 0) }, at: 32)
             let tags = change.tags
             try statement.bind(tags.map { Int64($0.contains("m.favourite") ? 1 : 0) }, at: 20)
             try statement.bind(tags.map { Int64($0.contains("m.lowpriority") ? 1 : 0) }, at: 21)

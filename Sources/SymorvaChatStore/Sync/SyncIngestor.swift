@@ -73,6 +73,7 @@ package struct SyncIngestor: Sendable {
         try await store.checkpoint()
         return try await store.write { db throws(StoreError) in
             var writer = try SyncWriter(db: db)
+            try writer.begin(response.head, document: response.document, db: db)
             try writer.write(response.rooms, document: response.document, db: db)
             if writer.report.rooms > 0 { FaultPoint.syncIngest.reach() }
             try writer.finish(response.head, document: response.document, inbox: inbox, db: db)
@@ -92,6 +93,7 @@ package struct SyncIngestor: Sendable {
         return try await store.write { db throws(StoreError) in
             var writer = try SyncWriter(db: db)
             writer.countsOnDevice = true
+            try writer.begin(body.head, document: body.document, db: db)
             try writer.write(body.rooms, document: body.document, db: db)
             if writer.report.rooms > 0 { FaultPoint.syncIngest.reach() }
             try writer.finish(
@@ -126,6 +128,9 @@ struct SyncWriter {
     let hasQueuedMessages: Bool
     /// Whether the rooms' unread counts are the device's (sliding sync: the server sends none).
     var countsOnDevice = false
+    /// The rooms the response's `m.push_rules` silence, when it has push rules: each room it
+    /// writes takes its muted flag from them.
+    private(set) var mutedRooms: Set<String>?
 
     /// Runs inside the ingest transaction.
     init(db: isolated SQLiteDatabase) throws(StoreError) {
@@ -138,7 +143,8 @@ struct SyncWriter {
             Result { () throws(StoreError) in
                 for room in rooms {
                     var writer = RoomWriter(
-                        room: room, bytes: bytes, hasQueuedMessages: hasQueuedMessages, countsOnDevice: countsOnDevice)
+                        room: room, bytes: bytes, hasQueuedMessages: hasQueuedMessages, countsOnDevice: countsOnDevice,
+                        mutedRooms: mutedRooms)
                     try writer.write(db: db)
                     report.rooms += 1
                     report.timelineEvents += writer.timelineEvents
@@ -152,7 +158,23 @@ struct SyncWriter {
         try result.get()
     }
 
-    /// Writes the top level — account data, malformed events, and encryption's share (to-device
+    /// Writes the global account data, before the rooms. Its `m.push_rules` set the muted flag
+    /// of the stored rooms the response does not carry here, and of the others as ``write(_:document:db:)``
+    /// writes them: every row is written while its page is still in SQLite's cache. (Written
+    /// after the rooms, the flags and the global rows rewrote pages that a large sync had
+    /// already spilled to the WAL, and SQLite then re-read and re-checksummed every frame after
+    /// the first rewritten one at `COMMIT`: `docs/benchmarks.md`, "The rest of the ingest".)
+    mutating func begin(_ head: SyncResponseHead, document: [UInt8], db: isolated SQLiteDatabase) throws(StoreError) {
+        guard !head.accountData.isEmpty else { return }
+        let result = document.withUnsafeBytes { bytes in
+            Result { () throws(StoreError) -> Set<String>? in
+                try GlobalWriter(head: head, bytes: bytes, previousToken: previousToken).writeAccountData(db: db)
+            }
+        }
+        if let muted = try result.get() { mutedRooms = muted }
+    }
+
+    /// Writes the rest of the top level — malformed events, and encryption's share (to-device
     /// events, device lists, key counts) into `inbox` — and then the new token.
     mutating func finish(
         _ head: SyncResponseHead, position: SyncPosition? = nil, document: [UInt8], inbox: SyncInboxWriter? = nil,
@@ -161,7 +183,7 @@ struct SyncWriter {
         let previousToken = previousToken
         let result = document.withUnsafeBytes { bytes in
             Result { () throws(StoreError) in
-                try GlobalWriter(head: head, bytes: bytes, previousToken: previousToken).write(db: db)
+                try GlobalWriter(head: head, bytes: bytes, previousToken: previousToken).writeMalformedEvents(db: db)
             }
         }
         try result.get()
@@ -198,7 +220,10 @@ private struct GlobalWriter {
     let bytes: UnsafeRawBufferPointer
     let previousToken: String?
 
-    func write(db: isolated SQLiteDatabase) throws(StoreError) {
+    /// Stores the global account data and returns the rooms its `m.push_rules` silence (`nil`
+    /// without push rules), having set the stored rooms' muted flags to match.
+    func writeAccountData(db: isolated SQLiteDatabase) throws(StoreError) -> Set<String>? {
+        var mutedRooms: Set<String>?
         for event in head.accountData {
             let content = UnsafeRawBufferPointer(rebasing: bytes[event.content])
             try db.withStatement(
@@ -208,8 +233,12 @@ private struct GlobalWriter {
                 try statement.bind(bytes: content, at: 2)
                 try statement.step()
             }
-            if event.type == "m.push_rules" { try applyPushRules(content, db: db) }
+            if event.type == "m.push_rules", let muted = try applyPushRules(content, db: db) { mutedRooms = muted }
         }
+        return mutedRooms
+    }
+
+    func writeMalformedEvents(db: isolated SQLiteDatabase) throws(StoreError) {
         for event in head.malformedEvents {
             try db.withStatement(
                 "INSERT INTO malformed_events(since_token, section, room_id, reason, raw) VALUES (?, ?, ?, ?, ?)"
@@ -224,11 +253,14 @@ private struct GlobalWriter {
         }
     }
 
-    /// Marks the rooms that the user's push rules silence (a room or override rule named after
-    /// the room whose actions do not notify) as muted, and the others as not muted.
-    private func applyPushRules(_ content: UnsafeRawBufferPointer, db: isolated SQLiteDatabase) throws(StoreError) {
-        var muted: [String] = []
-        guard let global = RawJSON.value("global", in: content) else { return }
+    /// Marks the stored rooms that the user's push rules silence (a room or override rule named
+    /// after the room whose actions do not notify) as muted, and the others as not muted, and
+    /// returns the silenced rooms; a row already right is not written.
+    private func applyPushRules(_ content: UnsafeRawBufferPointer, db: isolated SQLiteDatabase) throws(StoreError)
+        -> Set<String>?
+    {
+        var muted: Set<String> = []
+        guard let global = RawJSON.value("global", in: content) else { return nil }
         let rules = UnsafeRawBufferPointer(rebasing: content[global])
         for kind in ["room", "override"] {
             let list = kind == "room" ? RawJSON.value("room", in: rules) : RawJSON.value("override", in: rules)
@@ -247,12 +279,16 @@ private struct GlobalWriter {
                         if list[$0].elementsEqual("\"notify\"".utf8) { notifies = true }
                     }
                 }
-                if !notifies { muted.append(ruleID) }
+                if !notifies { muted.insert(ruleID) }
             }
         }
-        try db.execute("UPDATE rooms SET is_muted = 0 WHERE is_muted = 1")
-        for roomID in muted {
-            try db.execute("UPDATE rooms SET is_muted = 1 WHERE room_id = ?", [.text(roomID)])
+        let unmuted = try db.queryAll("SELECT room_id FROM rooms WHERE is_muted = 1") { $0.string(0) }
+        for roomID in unmuted where !muted.contains(roomID) {
+            try db.execute("UPDATE rooms SET is_muted = 0 WHERE room_id = ?", [.text(roomID)])
         }
+        for roomID in muted {
+            try db.execute("UPDATE rooms SET is_muted = 1 WHERE room_id = ? AND is_muted = 0", [.text(roomID)])
+        }
+        return muted
     }
 }
