@@ -124,9 +124,7 @@ public final class AccountChat: Sendable {
     let windows = ConversationWindows()
     let receipts = SendReceiptRegistry()
     let loads = RequestCoalescer<String, TimelinePage, TimelineError>()
-    /// Which rooms' full member lists are stored (``roomForEncryption(_:)``), and one
-    /// `/members` request per room at a time.
-    let memberLists = Lock(MemberLists())
+    /// One `/members` request per room at a time (``roomForEncryption(_:)``).
     let memberLoads = RequestCoalescer<RoomID, Bool, MemberListError>()
 
     private let listPublisher: ObservableValue<ConversationList>.Publisher
@@ -541,9 +539,6 @@ public final class AccountChat: Sendable {
         }
         // Stored events wait for a key: they are tried again when keys arrive (the crypto module
         // says so), and new encrypted events when they are stored, not after every sync.
-        memberLists.withLock { lists in
-            for room in changes.rooms where room.gapToken != nil { lists.invalidate(room.roomID) }
-        }
         if changes.hasEncryptedEvents { encryptedEventsStored() }
         await countStoredEvents()
         await refreshIgnored()

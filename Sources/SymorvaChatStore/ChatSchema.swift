@@ -70,7 +70,23 @@ package enum ChatSchema {
         Migration(version: 14, name: "sender_trust", sql: senderTrust),
         Migration(version: 15, name: "threads", sql: threads),
         Migration(version: 16, name: "server_thread_counts", sql: serverThreadCounts),
+        Migration(version: 17, name: "member_lists", sql: memberLists),
     ]
+
+    /// Version 17: which rooms have their whole member list stored (`GET /members` read since
+    /// the room's last gap), so that a restart or a sliding sync window that re-sends a room does
+    /// not read it again. `generation` is bumped (and `complete` cleared) by every ingest that
+    /// may have skipped membership changes: a limited timeline that does not reach back to the
+    /// newest stored event, or our own membership leaving `join`; a `/members` answer marks the
+    /// room complete only if no such ingest committed since its request left. A room without a
+    /// row is incomplete.
+    static let memberLists = """
+        CREATE TABLE member_lists (
+            room_nid INTEGER PRIMARY KEY,
+            complete INTEGER NOT NULL DEFAULT 0,
+            generation INTEGER NOT NULL DEFAULT 0
+        );
+        """
 
     /// Version 16: the server's unread counts per thread (`unread_thread_notifications`, which
     /// the `/sync` v2 filter asks for), replaced with each update that carries the room's counts;

@@ -274,11 +274,25 @@ extension ChatStore {
     /// members out), a stored one is replaced only by a newer event (a sync that committed
     /// meanwhile wins). Events that are not `m.room.member` with a state key are ignored.
     ///
+    /// With `generation` (what ``memberList(_:)`` said before the request left), the room's
+    /// member list is marked complete in the same transaction, unless an ingest that may have
+    /// skipped membership changes committed since (its generation moved on): the next key share
+    /// then asks again.
+    ///
     /// Returns the number of rows added or replaced; `nil` when the room is not stored.
     @discardableResult
-    package func storeMembers(roomID: RoomID, page: MessagesPage) async throws(ChatStoreError) -> Int? {
+    package func storeMembers(roomID: RoomID, page: MessagesPage, generation: Int64? = nil)
+        async throws(ChatStoreError) -> Int?
+    {
         try await write { db throws(StoreError) in
             guard let nid = try Self.roomNID(roomID, db: db) else { return nil }
+            if let generation {
+                try db.execute(
+                    """
+                    INSERT INTO member_lists(room_nid, complete, generation) VALUES (?1, 1, ?2)
+                    ON CONFLICT(room_nid) DO UPDATE SET complete = 1 WHERE member_lists.generation = ?2
+                    """, [.integer(nid), .integer(generation)])
+            }
             var changed = 0
             for event in page.chunk where event.type == "m.room.member" {
                 guard let stateKey = event.stateKey, let eventID = event.eventID else { continue }
@@ -298,6 +312,36 @@ extension ChatStore {
                 changed += db.changes
             }
             return changed
+        }
+    }
+}
+
+/// Whether a room's whole member list is stored (`GET /members` read since the room's last gap),
+/// and the generation a new read must present to mark it so.
+package struct MemberListState: Sendable, Hashable {
+    /// `GET /members` was stored and no gap that may hide membership changes came since.
+    package var isComplete: Bool
+    /// Bumped by every such gap (``ChatStore/storeMembers(roomID:page:generation:)``).
+    package var generation: Int64
+
+    package init(isComplete: Bool, generation: Int64) {
+        self.isComplete = isComplete
+        self.generation = generation
+    }
+}
+
+extension ChatStore {
+    /// Whether `roomID`'s whole member list is stored (schema 17, `member_lists`): a room never
+    /// read with `/members`, or not stored, is incomplete at generation 0.
+    package func memberList(_ roomID: RoomID) async throws(ChatStoreError) -> MemberListState {
+        try await read { db throws(StoreError) in
+            try db.queryOne(
+                """
+                SELECT m.complete, m.generation FROM member_lists m JOIN rooms r ON r.room_nid = m.room_nid
+                WHERE r.room_id = ?
+                """, [.text(roomID.rawValue)]
+            ) { MemberListState(isComplete: $0.int(0) != 0, generation: $0.int64(1)) }
+                ?? MemberListState(isComplete: false, generation: 0)
         }
     }
 }

@@ -17,7 +17,8 @@ struct ChatSchemaTests {
             tables == [
                 "account_data", "decrypted_events", "detached_chunks", "e2ee_inbox_device_lists",
                 "e2ee_inbox_key_counts",
-                "e2ee_inbox_to_device", "events", "malformed_events", "pending_decryption", "push_actions",
+                "e2ee_inbox_to_device", "events", "malformed_events", "member_lists", "pending_decryption",
+                "push_actions",
                 "push_evaluation", "receipts", "room_state",
                 "rooms", "send_queue", "server_thread_counts", "sliding_sync_state", "sync_state", "threads",
                 "timeline_chunks",

@@ -454,22 +454,6 @@ struct ConversationEncryptionTests {
             try await store.storeMembers(roomID: RoomID("!unknown:example.org"), page: MessagesPage()) == nil)
     }
 
-    @Test("A gap makes a room's member list unknown again; a load begun before the gap does not count")
-    func memberListsAcrossGaps() {
-        var lists = MemberLists()
-        let room = Self.roomID
-        #expect(!lists.isLoaded(room))
-        lists.markLoaded(room, since: lists.generation(room))
-        #expect(lists.isLoaded(room))
-        let before = lists.generation(room)
-        lists.invalidate(room)
-        #expect(!lists.isLoaded(room))
-        lists.markLoaded(room, since: before)
-        #expect(!lists.isLoaded(room), "the load began before the gap")
-        lists.markLoaded(room, since: lists.generation(room))
-        #expect(lists.isLoaded(room))
-    }
-
     @Test("An encrypted edit (its relation in the clear, its new content encrypted) shows in place of the original")
     func encryptedEditInPlace() async throws {
         let store = try await store(fullState: true, encrypted: true)

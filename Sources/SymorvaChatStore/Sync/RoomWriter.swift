@@ -55,6 +55,13 @@ struct RoomWriter {
         if room.membership == .invited || room.membership == .knocked {
             summary.latestActivity = room.state.lazy.map(\.originServerTS).max() ?? 0
         }
+        if !row.isNew, try mayHideMembershipChanges(row, db: db) {
+            try db.execute(
+                """
+                INSERT INTO member_lists(room_nid, complete, generation) VALUES (?, 0, 1)
+                ON CONFLICT(room_nid) DO UPDATE SET complete = 0, generation = generation + 1
+                """, [.integer(row.nid)])
+        }
         if !room.timeline.isEmpty { try writeTimeline(&row, db: db) }
         if !room.ephemeral.isEmpty { try writeReceipts(room: row.nid, db: db) }
         if !room.accountData.isEmpty { try writeAccountData(room: row.nid, db: db) }
@@ -84,6 +91,8 @@ struct RoomWriter {
 
     struct RoomRow {
         var nid: Int64
+        /// Inserted by this update: nothing of the room was stored before.
+        var isNew = false
         var liveChunk: Int64?
         var heroes: String?
         var wasStripped: Bool
@@ -111,8 +120,25 @@ struct RoomWriter {
             try statement.step()
         }
         return RoomRow(
-            nid: db.lastInsertRowID, liveChunk: nil, heroes: nil, wasStripped: false, previewEventID: nil,
-            previewSender: nil)
+            nid: db.lastInsertRowID, isNew: true, liveChunk: nil, heroes: nil, wasStripped: false,
+            previewEventID: nil, previewSender: nil)
+    }
+
+    /// Whether this update may leave out membership changes the stored member list has not
+    /// seen (``ChatStore/memberList(_:)`` is then incomplete again): our own membership is no
+    /// longer `join`, or the timeline is limited and does not reach back to the newest stored
+    /// event of the live timeline — events were then skipped between the two. A limited
+    /// timeline that contains it skipped nothing: sliding sync sends a room like that on every
+    /// new connection, and when a room subscription asks for a longer timeline than the list's.
+    private func mayHideMembershipChanges(_ row: RoomRow, db: isolated SQLiteDatabase) throws(StoreError) -> Bool {
+        if room.membership != .joined { return true }
+        guard room.isLimited else { return false }
+        guard let live = row.liveChunk,
+            let newest = try db.queryOne(
+                "SELECT event_id FROM events WHERE chunk_id = ? ORDER BY position DESC LIMIT 1", [.integer(live)],
+                { $0.string(0) })
+        else { return true }
+        return !room.timeline.contains { $0.eventID == newest }
     }
 
     // MARK: State
