@@ -138,6 +138,9 @@ public final class AccountChat: Sendable {
     /// Room keys arrived since the last decryption pass: the events waiting for a key are ready
     /// again.
     private let keysArrived = Lock(false)
+    /// Users whose devices were queried since the last decryption pass: their events refused
+    /// while the sending device was not trusted are tried again.
+    private let sendersQueried = Lock<Set<String>>([])
     /// Events one decryption pass takes.
     static let decryptionPassSize = 500
     /// Rooms this client created encrypted, known before their state syncs.
@@ -337,6 +340,15 @@ public final class AccountChat: Sendable {
         decryptorSlot.withLock { $0 }?.runner.request()
     }
 
+    /// The devices of `users` were brought up to date (a `keys/query` answered): the events of
+    /// theirs refused while their sending device was not trusted are tried again, since it may be
+    /// cross-signed, or verified by this account, now.
+    package func senderDevicesUpdated(_ users: [UserID]) {
+        guard !users.isEmpty else { return }
+        sendersQueried.withLock { $0.formUnion(users.map(\.rawValue)) }
+        decryptorSlot.withLock { $0 }?.runner.request()
+    }
+
     /// New `m.room.encrypted` events are stored (a sync, a page of history): try them.
     func encryptedEventsStored() {
         decryptorSlot.withLock { $0 }?.runner.request()
@@ -358,6 +370,17 @@ public final class AccountChat: Sendable {
         }) {
             do { try await store.retryEventsWaitingForKeys() } catch {
                 logger.error("events waiting for keys not reset error=\(error)")
+            }
+        }
+        let queried = sendersQueried.withLock { queried in
+            defer { queried = [] }
+            return queried
+        }
+        if !queried.isEmpty {
+            do { try await store.retryEventsRefusedForTrust(senders: queried) } catch {
+                // Put back: the next pass resets them.
+                sendersQueried.withLock { $0.formUnion(queried) }
+                logger.error("events refused for their sender's trust not reset error=\(error)")
             }
         }
         let events: [UndecryptedEvent]

@@ -317,6 +317,10 @@ package enum DecryptionOutcome: Sendable {
         senderTrust: String? = nil)
     /// It cannot ever be decrypted, for this reason.
     case undecryptable(reason: String)
+    /// It is not shown while its sending device is not trusted (under a policy that refuses
+    /// such devices): shown as undecryptable for `reason`, and tried again when its sender's
+    /// devices are brought up to date (``ChatStore/retryEventsRefusedForTrust(senders:)``).
+    case refusedUntilSenderTrusted(reason: String)
 }
 
 extension ChatStore {
@@ -364,6 +368,34 @@ extension ChatStore {
         }
     }
 
+    /// Makes the events of `senders` refused while their sending device was not trusted
+    /// (``DecryptionOutcome/refusedUntilSenderTrusted(reason:)``) ready to be decrypted again;
+    /// returns how many.
+    @discardableResult
+    package func retryEventsRefusedForTrust(senders: Set<String>) async throws(ChatStoreError) -> Int {
+        guard !senders.isEmpty else { return 0 }
+        return try await write { db throws(StoreError) in
+            // The refused events are few (read through the `waiting` index); the queried users
+            // may be a whole room's members.
+            let refused = try db.queryAll(
+                """
+                SELECT p.event_nid, e.sender FROM pending_decryption p JOIN events e ON e.event_nid = p.event_nid
+                WHERE p.waiting = \(Self.refusedForTrust)
+                """, []
+            ) { (nid: $0.int64(0), sender: $0.string(1)) }
+            var reset = 0
+            for event in refused where senders.contains(event.sender) {
+                try db.execute("UPDATE pending_decryption SET waiting = 0 WHERE event_nid = ?", [.integer(event.nid)])
+                reset += 1
+            }
+            return reset
+        }
+    }
+
+    /// `pending_decryption.waiting` of an event refused while its sending device was not trusted
+    /// (0: to try, 1: its key had not arrived).
+    static let refusedForTrust = 2
+
     /// Stores decryption outcomes (the content as the decryptor sealed it).
     package func storeDecryption(_ outcomes: [(event: UndecryptedEvent, outcome: DecryptionOutcome)])
         async throws(ChatStoreError)
@@ -371,6 +403,16 @@ extension ChatStore {
         guard !outcomes.isEmpty else { return }
         try await write { db throws(StoreError) in
             for (event, outcome) in outcomes {
+                if case .refusedUntilSenderTrusted(let reason) = outcome {
+                    // Shown as refused, and kept to be tried again once the sender's devices change.
+                    try db.execute(
+                        "UPDATE pending_decryption SET waiting = \(Self.refusedForTrust) WHERE event_nid = ?",
+                        [.integer(event.eventNID)])
+                    try db.execute(
+                        "INSERT OR REPLACE INTO undecryptable_events(event_id, reason) VALUES (?, ?)",
+                        [.text(event.eventID), .text(reason)])
+                    continue
+                }
                 try db.execute("DELETE FROM pending_decryption WHERE event_nid = ?", [.integer(event.eventNID)])
                 switch outcome {
                 case .decrypted(let type, let content, let senderKey, let senderDevice, let deviceKnown, let trust):
@@ -385,10 +427,13 @@ extension ChatStore {
                             senderDevice.map { .text($0) } ?? .null, .integer(deviceKnown ? 1 : 0),
                             trust.map { .text($0) } ?? .null,
                         ])
+                    // An event refused earlier while its sender was not trusted reads now.
+                    try db.execute("DELETE FROM undecryptable_events WHERE event_id = ?", [.text(event.eventID)])
                 case .undecryptable(let reason):
                     try db.execute(
                         "INSERT OR REPLACE INTO undecryptable_events(event_id, reason) VALUES (?, ?)",
                         [.text(event.eventID), .text(reason)])
+                case .refusedUntilSenderTrusted: break
                 }
             }
         }

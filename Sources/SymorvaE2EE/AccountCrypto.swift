@@ -25,6 +25,9 @@ public final class AccountCrypto: Sendable {
     /// This device asking its own other devices for secrets (`SecretRequestMachine`), started
     /// from the round the store kept.
     let secretRequests: MachineHost<SecretRequestMachine>
+    /// Answering the secret requests of the account's other devices (their requests kept in the
+    /// crypto store until answered, refused or cancelled).
+    let secretAnswers: MachineHost<SecretAnswerMachine>
     let interpreter: CryptoInterpreter
     /// The account's interactive verifications.
     let verifications: VerificationCenter
@@ -36,8 +39,6 @@ public final class AccountCrypto: Sendable {
     let shareTickets = Lock<UInt64>(0)
     /// Setting up, restoring and resetting recovery run one at a time.
     let recoveryLock = AsyncLock()
-    /// Answering our other devices' secret requests runs one round at a time.
-    let secretAnswerLock = AsyncLock()
     /// When the account gets its cross-signing identity (the manifest's
     /// `encryption.crossSigningBootstrap`).
     let crossSigningBootstrap: SymorvaConfiguration.CrossSigningBootstrap
@@ -86,6 +87,12 @@ public final class AccountCrypto: Sendable {
             interpreter: SecretRequestInterpreter(
                 store: store, crypto: interpreter, userID: userID, deviceID: deviceID, logger: logger),
             instance: userID.rawValue, scope: scope, clock: clock, wallClock: wallClock, tracer: tracer)
+        let answering = SecretAnswerInterpreter.AccountReference()
+        secretAnswers = MachineHost(
+            machine: SecretAnswerMachine(), initial: try await store.secretAnswerState(),
+            interpreter: SecretAnswerInterpreter(store: store, account: answering, logger: logger),
+            instance: userID.rawValue, scope: scope, clock: clock, wallClock: wallClock, tracer: tracer)
+        answering.set(self)
     }
 
     /// Loads (or creates) the account and starts publishing and tracking. With the manifest's
@@ -100,10 +107,7 @@ public final class AccountCrypto: Sendable {
             // Not on the center: the secrets take a round trip to the other device (seconds).
             Task { await self.takeSecretsAfterVerifying(device) }
         }
-        engine.secretSharing.requestsReceived.set { [weak self] in
-            guard let self else { return }
-            Task { await self.answerSecretRequests() }
-        }
+        engine.secretSharing.setIncomingHandler { [weak self] event in await self?.secretAnswers.send(event) }
         engine.secretSharing.setArrivalHandler { [weak self] requestID, crossSigned, secret in
             guard let self else { return }
             Task {
@@ -113,6 +117,8 @@ public final class AccountCrypto: Sendable {
         await host.send(.started(CryptoStart(jitterSeed: seed)))
         // A round the store kept from the last run is sent again, waited for or cancelled.
         await secretRequests.send(.restored(now: wallClock.now))
+        // Requests of our other devices stored but not answered in the last run are checked again.
+        await secretAnswers.send(.restored)
         guard crossSigningBootstrap == .automatic else {
             automaticBootstrap.publish(.off)
             return
@@ -215,8 +221,9 @@ public final class AccountCrypto: Sendable {
 
     /// Stops the machine.
     public func stop() async {
-        engine.secretSharing.requestsReceived.set {}
+        engine.secretSharing.setIncomingHandler(nil)
         engine.secretSharing.setArrivalHandler(nil)
+        engine.devicesQueried.withLock { $0 = nil }
         bootstrapTask.withLock { task in
             task?.cancel()
             task = nil

@@ -29,6 +29,11 @@ package actor CryptoEngine {
     static let oldFallbackKeyLifetimeMilliseconds: Int64 = 3_600_000
     /// Told whenever a room key is stored (chat tries its undecrypted events again).
     package let roomKeysStored = Notifier()
+    /// Told of the users whose device lists (and their devices' trust) a `keys/query` just
+    /// stored: chat tries again the messages of theirs it refused while their sending device was
+    /// not cross-signed (the refusal is a state: the device may be cross-signed, or verified by
+    /// us, since).
+    package let devicesQueried = Lock<(@Sendable ([UserID]) -> Void)?>(nil)
     /// Where the key backup is (`AccountCrypto.backupState`).
     package let backupState = ObservableValue<KeyBackupState>.Publisher(.disabled)
     /// Told of each confirmed backup upload: how long each of its keys waited, from entering the
@@ -312,6 +317,14 @@ extension CryptoEngine {
                     report.heldForUsers.append(held)
                 }
                 if outcome.incomingRequest != nil { report.keyRequestsReceived = true }
+                // Stored with the event: now the SecretAnswer machine hears of it, in order.
+                if let request = outcome.secretRequest {
+                    await secretSharing.incoming(.requestReceived(request))
+                }
+                if let cancelled = outcome.cancelledSecretRequest {
+                    await secretSharing.incoming(
+                        .cancellationReceived(deviceID: cancelled.deviceID, requestID: cancelled.requestID))
+                }
                 report.processed += 1
                 if let stored = outcome.inboundSession {
                     report.roomKeysStored = true
@@ -331,7 +344,7 @@ extension CryptoEngine {
             return outcome
         }
         if row.type == "m.secret.request" {
-            secretRequest(in: row)
+            secretRequest(in: row, into: &outcome)
             return outcome
         }
         if row.type.hasPrefix("m.key.verification.") {

@@ -158,6 +158,7 @@ struct CryptoInterpreter: EffectInterpreter {
             }) {
                 engine.roomKeysStored.notify()
             }
+            if !answered.isEmpty { engine.devicesQueried.withLock { $0 }?(answered) }
             // Last: what the devices and held keys need is done whatever this says.
             do throws(CryptoStoreError) {
                 try await engine.refreshIdentityState()

@@ -182,6 +182,10 @@ package struct CryptoStore: Sendable {
         // Secret sharing's requests (the SecretRequest machine): kept so that a restart resumes
         // or cancels them. New tables only.
         Migration(version: 12, name: "e2ee_secret_requests", sql: CryptoStore.secretRequestTables),
+        // The other devices' secret requests not answered yet (the SecretAnswer machine): kept
+        // so that one that arrived before a restart is answered after it. A new table only.
+        Migration(
+            version: 13, name: "e2ee_incoming_secret_requests", sql: CryptoStore.incomingSecretRequestTables),
     ]
 
     /// Writes a sync's share for end-to-end encryption into the inbox, inside the sync's
@@ -520,6 +524,10 @@ package struct CryptoStore: Sendable {
         package var wedgedSender: (user: UserID, curveKey: String)?
         /// Another own device's cancellation of its request: (device, request ID).
         package var cancelledRequest: (deviceID: String, requestID: String)?
+        /// Another own device's secret request to answer (the SecretAnswer machine).
+        package var secretRequest: IncomingSecretRequest?
+        /// Another own device's cancellation of its secret request: (device, request ID).
+        package var cancelledSecretRequest: (deviceID: String, requestID: String)?
     }
 
     /// An inbound Megolm session row.
@@ -702,6 +710,13 @@ package struct CryptoStore: Sendable {
                     try db.execute(
                         "DELETE FROM e2ee_incoming_key_requests WHERE device_id = ? AND request_id = ?",
                         [.text(cancelled.deviceID), .text(cancelled.requestID)])
+                }
+                if let request = outcome.secretRequest {
+                    try Self.keepIncomingSecretRequest(request, nowMilliseconds: nowMilliseconds, in: db)
+                }
+                if let cancelled = outcome.cancelledSecretRequest {
+                    try Self.forgetIncomingSecretRequest(
+                        deviceID: cancelled.deviceID, requestID: cancelled.requestID, in: db)
                 }
                 try db.execute("DELETE FROM e2ee_inbox_to_device WHERE id = ?", [.integer(outcome.rowID)])
                 return (requestedKeyArrived, wedged)

@@ -231,6 +231,13 @@ extension AccountCrypto {
         engine.roomKeysStored.set(action)
     }
 
+    /// Calls `action` with the users whose devices a `keys/query` just stored: a message of
+    /// theirs refused `senderNotCrossSigned` is worth decrypting again (its device may be
+    /// cross-signed, or verified by this account, since).
+    package func onDevicesQueried(_ action: @escaping @Sendable ([UserID]) -> Void) {
+        engine.devicesQueried.withLock { $0 = action }
+    }
+
     /// Decrypts an `m.room.encrypted` event of `roomID` sent by `sender`: the plaintext type
     /// and content with the sending device (known when `sender` has a verified device with the
     /// session's keys) and its trust level at this moment (an unknown device, or one whose keys

@@ -11,35 +11,23 @@ import SymorvaRuntime
 // the account; a device answers, Olm-encrypted, only a request of another of our own devices
 // cross-signed by the account, and the asking device takes a secret only from such a device,
 // only as the answer to a request it made, and checks it against the identity (or backup) the
-// server lists before keeping it. Requests and answers live in memory: a request lost with a
-// restart is simply asked again.
+// server lists before keeping it. Both sides are machines whose work the crypto store keeps:
+// the asking round (SecretRequest) and the requests to answer (SecretAnswer), so a restart
+// resumes either.
 
-/// The secrets of this account's own devices in flight: requests other devices made of this
-/// one (to answer) and what this device asked for and received.
+/// Where the engine hands what it reads of secret sharing: the other devices' requests (and
+/// their cancellations) to the account's SecretAnswer machine, the secrets that arrive to the
+/// SecretRequest machine (through ``AccountCrypto``).
 package final class SecretSharingState: Sendable {
-    /// A request another device of the account made of this one.
-    package struct IncomingRequest: Sendable, Hashable {
-        /// The asking device.
-        package var deviceID: String
-        /// The request's ID (the answer carries it).
-        package var requestID: String
-        /// The secret's name (`m.cross_signing.master`, …, `m.megolm_backup.v1`).
-        package var name: String
-    }
-
-    private let incoming = Lock<[IncomingRequest]>([])
-    /// What this device asked for: request ID → secret name.
-    private let expected = Lock<[String: String]>([:])
-    /// What arrived for those requests: secret name → the secret (as sent, a text).
-    private let received = Lock<[String: Secret<String>]>([:])
-    /// Told when another device's request arrived.
-    package let requestsReceived = Notifier()
-    /// How many secrets this device received in answer to its requests (its waiters watch it).
-    package let receivedCount = ObservableValue<Int>.Publisher(0)
     /// Told of every `m.secret.send` that reached this device over Olm (the request ID, whether
     /// it came from another own device the account cross-signed, the secret): the account's
     /// SecretRequest machine decides.
     private let arrivalHandler = Lock<(@Sendable (String, Bool, Secret<String>) -> Void)?>(nil)
+    /// Told, in order, of each request and cancellation of another own device once stored: the
+    /// account's SecretAnswer machine.
+    private let incomingHandler = Lock<(@Sendable (SecretAnswerMachine.Event) async -> Void)?>(nil)
+
+    package init() {}
 
     /// Sets (or clears) what is told of each secret that arrives.
     package func setArrivalHandler(_ handler: (@Sendable (String, Bool, Secret<String>) -> Void)?) {
@@ -50,55 +38,15 @@ package final class SecretSharingState: Sendable {
         arrivalHandler.withLock { $0 }?(requestID, fromOwnCrossSignedDevice, secret)
     }
 
-    package init() {}
-
-    func add(_ request: IncomingRequest) {
-        incoming.withLock { requests in
-            if !requests.contains(request) { requests.append(request) }
-        }
-        requestsReceived.notify()
+    /// Sets (or clears) what is told of the other devices' requests and cancellations.
+    package func setIncomingHandler(_ handler: (@Sendable (SecretAnswerMachine.Event) async -> Void)?) {
+        incomingHandler.withLock { $0 = handler }
     }
 
-    func cancel(deviceID: String, requestID: String) {
-        incoming.withLock { $0.removeAll { $0.deviceID == deviceID && $0.requestID == requestID } }
-    }
-
-    /// The requests to answer (each handed out once).
-    func takeIncoming() -> [IncomingRequest] {
-        incoming.withLock { requests in
-            defer { requests = [] }
-            return requests
-        }
-    }
-
-    /// Starts waiting for the secrets of `requests` (request ID, name); what an earlier round
-    /// received and nobody took is forgotten.
-    func expect(_ requests: [(id: String, name: String)]) {
-        received.withLock { $0 = [:] }
-        expected.withLock { expected in
-            expected = [:]
-            for request in requests { expected[request.id] = request.name }
-        }
-    }
-
-    /// Keeps `secret` when it answers an expected request (once per request).
-    func accept(requestID: String, secret: Secret<String>) -> Bool {
-        guard let name = expected.withLock({ $0.removeValue(forKey: requestID) }) else { return false }
-        received.withLock { $0[name] = secret }
-        receivedCount.update { $0 += 1 }
-        return true
-    }
-
-    /// The names of the secrets received so far.
-    func receivedNames() -> Set<String> { received.withLock { Set($0.keys) } }
-
-    /// What arrived, handed out once; the requests still open are dropped.
-    func takeReceived() -> [String: Secret<String>] {
-        expected.withLock { $0 = [:] }
-        return received.withLock { received in
-            defer { received = [:] }
-            return received
-        }
+    /// Hands a stored request or cancellation on (awaited: they reach the machine in order).
+    func incoming(_ event: SecretAnswerMachine.Event) async {
+        let handler = incomingHandler.withLock { $0 }
+        await handler?(event)
     }
 }
 
@@ -109,8 +57,9 @@ extension CryptoEngine {
     static let sharedSecretNames = SecretName.crossSigning + [SecretName.megolmBackup]
 
     /// Takes in an `m.secret.request` to-device event: a request or its cancellation from another
-    /// device of this account (anyone else's, this device's own and unknown secrets are dropped).
-    func secretRequest(in row: CryptoStore.ToDeviceRow) {
+    /// device of this account, stored with the event's removal (anyone else's, this device's own
+    /// and unknown secrets are dropped).
+    func secretRequest(in row: CryptoStore.ToDeviceRow, into outcome: inout CryptoStore.ToDeviceOutcome) {
         guard row.sender == userID.rawValue, case .object(let event)? = try? JSONValue(parsing: row.raw),
             case .object(let content)? = event["content"], case .string(let action)? = content["action"],
             case .string(let requestID)? = content["request_id"],
@@ -119,9 +68,9 @@ extension CryptoEngine {
         switch action {
         case "request":
             guard case .string(let name)? = content["name"], Self.sharedSecretNames.contains(name) else { return }
-            secretSharing.add(.init(deviceID: device, requestID: requestID, name: name))
+            outcome.secretRequest = IncomingSecretRequest(deviceID: device, requestID: requestID, name: name)
         case "request_cancellation":
-            secretSharing.cancel(deviceID: device, requestID: requestID)
+            outcome.cancelledSecretRequest = (device, requestID)
         default:
             return
         }
@@ -149,7 +98,6 @@ extension CryptoEngine {
             device.map {
                 $0.deviceID != deviceID && $0.ed25519 == signingKey && !$0.keyChanged && $0.trust != .unverified
             } ?? false
-        if crossSigned { _ = secretSharing.accept(requestID: requestID, secret: Secret(secret)) }
         secretSharing.arrived(requestID: requestID, fromOwnCrossSignedDevice: crossSigned, secret: Secret(secret))
         return true
     }
@@ -158,19 +106,19 @@ extension CryptoEngine {
     /// session, as `sendToDevice` messages: one per device, the device's further answers
     /// `deferred` to another round. Answers to a device without an Olm session are dropped.
     func secretMessages(
-        _ answers: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)], nowMilliseconds: Int64
+        _ answers: [(IncomingSecretRequest, CryptoStore.Device, Secret<String>)], nowMilliseconds: Int64
     ) async throws(CryptoStoreError) -> (
         messages: [String: [String: JSONValue]], answered: Int,
-        deferred: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)]
+        deferred: [(IncomingSecretRequest, CryptoStore.Device, Secret<String>)]
     ) {
         try await exclusively {
             () async throws(CryptoStoreError) -> (
                 [String: [String: JSONValue]], Int,
-                [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)]
+                [(IncomingSecretRequest, CryptoStore.Device, Secret<String>)]
             ) in
             var messages: [String: [String: JSONValue]] = [:]
             var answered = 0
-            var deferred: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)] = []
+            var deferred: [(IncomingSecretRequest, CryptoStore.Device, Secret<String>)] = []
             var advanced: [(senderKey: String, sessionID: String, pickle: [UInt8])] = []
             for (request, device, secret) in answers {
                 guard messages[device.userID.rawValue]?[device.deviceID] == nil else {
@@ -327,40 +275,60 @@ extension AccountCrypto {
         }
     }
 
-    /// Answers the secret requests of the account's other devices: a device the account
-    /// cross-signed (after a fresh `keys/query` when the stored list does not say so) gets each
-    /// secret this device holds over Olm (a `keys/claim` first when there is no Olm session);
-    /// other devices' requests, and requests for secrets not held here, are dropped.
-    func answerSecretRequests() async {
-        await secretAnswerLock.withLock { () async in
-            let requests = engine.secretSharing.takeIncoming()
-            guard !requests.isEmpty else { return }
-            do throws(RecoveryError) {
-                var devices = try await ownDeviceList(refresh: false)
-                if requests.contains(where: { request in
-                    !devices.contains { $0.deviceID == request.deviceID && $0.trust != .unverified }
-                }) {
-                    devices = try await ownDeviceList(refresh: true)
+    /// The SecretAnswer machine's check of `requests`: whether each asking device is another
+    /// device of this account that the account cross-signed (keys not changed) — after a fresh
+    /// `keys/query` of the account when the stored list does not say so for one of them (the
+    /// stored list when the query fails) — and whether this device holds the secret. A store
+    /// failure checks nothing: nothing is answered.
+    func checkSecretRequests(_ requests: [IncomingSecretRequest]) async -> [SecretRequestCheck] {
+        func trusted(_ request: IncomingSecretRequest, in devices: [CryptoStore.Device]) -> Bool {
+            request.deviceID != deviceID.rawValue
+                && devices.contains { $0.deviceID == request.deviceID && !$0.keyChanged && $0.trust != .unverified }
+        }
+        do throws(RecoveryError) {
+            var devices = try await ownDeviceList(refresh: false)
+            if requests.contains(where: { !trusted($0, in: devices) }) {
+                do throws(RecoveryError) { devices = try await ownDeviceList(refresh: true) } catch .unavailable {
+                    logger.info("secret requests checked on the stored device list: keys query failed")
                 }
-                var answers: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)] = []
-                var refused = 0
-                for request in requests {
-                    guard
-                        let device = devices.first(where: {
-                            $0.deviceID == request.deviceID && !$0.keyChanged && $0.trust != .unverified
-                        })
-                    else {
-                        refused += 1
-                        continue
-                    }
-                    guard let secret = try await heldSecret(request.name) else { continue }
-                    answers.append((request, device, secret))
-                }
-                let answered = try await sendSecrets(answers)
-                logger.info("secret requests answered=\(answered) refused=\(refused) of=\(requests.count)")
-            } catch {
-                logger.error("secret requests not answered error=\(error)")
             }
+            var checks: [SecretRequestCheck] = []
+            for request in requests {
+                let fromTrusted = trusted(request, in: devices)
+                let held = fromTrusted ? try await heldSecret(request.name) != nil : false
+                checks.append(
+                    SecretRequestCheck(request: request, fromOwnCrossSignedDevice: fromTrusted, secretHeld: held))
+            }
+            let refused = checks.filter { !$0.fromOwnCrossSignedDevice }.count
+            if refused > 0 { logger.info("secret requests refused=\(refused) of=\(requests.count)") }
+            return checks
+        } catch {
+            logger.error("secret requests not checked error=\(error)")
+            return []
+        }
+    }
+
+    /// The SecretAnswer machine's answers: each request's secret, read now, Olm-encrypted to its
+    /// device as stored (a `keys/claim` first for a device without an Olm session). Returns
+    /// `nil` once sent, or why not.
+    func sendSecretAnswers(_ requests: [IncomingSecretRequest]) async -> TransportProblem? {
+        do throws(RecoveryError) {
+            let devices = try await ownDeviceList(refresh: false)
+            var answers: [(IncomingSecretRequest, CryptoStore.Device, Secret<String>)] = []
+            for request in requests {
+                guard
+                    let device = devices.first(where: {
+                        $0.deviceID == request.deviceID && !$0.keyChanged && $0.trust != .unverified
+                    }), let secret = try await heldSecret(request.name)
+                else { continue }
+                answers.append((request, device, secret))
+            }
+            let answered = try await sendSecrets(answers)
+            logger.info("secret requests answered=\(answered) of=\(requests.count)")
+            return nil
+        } catch {
+            logger.error("secret requests not answered error=\(error)")
+            return .unreachable
         }
     }
 
@@ -450,7 +418,7 @@ extension AccountCrypto {
 
     /// Sends each answer over Olm, claiming one-time keys for devices without a session;
     /// returns how many were sent.
-    private func sendSecrets(_ answers: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)])
+    private func sendSecrets(_ answers: [(IncomingSecretRequest, CryptoStore.Device, Secret<String>)])
         async throws(RecoveryError) -> Int
     {
         guard !answers.isEmpty else { return 0 }
@@ -479,7 +447,7 @@ extension AccountCrypto {
             let round:
                 (
                     messages: [String: [String: JSONValue]], answered: Int,
-                    deferred: [(SecretSharingState.IncomingRequest, CryptoStore.Device, Secret<String>)]
+                    deferred: [(IncomingSecretRequest, CryptoStore.Device, Secret<String>)]
                 )
             do { round = try await engine.secretMessages(remaining, nowMilliseconds: now) } catch { throw .store }
             guard round.answered > 0 else { break }

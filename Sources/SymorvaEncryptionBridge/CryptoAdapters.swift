@@ -80,6 +80,9 @@ package struct CryptoRoomDecryptor: RoomDecryptor {
     ) -> DecryptionOutcome? {
         switch result {
         case nil: return nil
+        case .failure(.senderNotCrossSigned):
+            // Not final: the sending device may be cross-signed (or verified by us) later.
+            return .refusedUntilSenderTrusted(reason: CryptoEngine.DecryptionRefusal.senderNotCrossSigned.rawValue)
         case .failure(let refusal): return .undecryptable(reason: refusal.rawValue)
         case .success(let decrypted):
             guard let sealed = crypto.sealDecrypted(decrypted.event.content, eventID: eventID) else { return nil }

@@ -56,6 +56,7 @@ extension AccountModuleFactory {
             chat.setEncryptor(CryptoRoomEncryptor(crypto: crypto))
             chat.setDecryptor(CryptoRoomDecryptor(crypto: crypto))
             crypto.onRoomKeysStored { [weak chat] in chat?.roomKeysArrived() }
+            crypto.onDevicesQueried { [weak chat] users in chat?.senderDevicesUpdated(users) }
             await AccountModuleFactory.connectVerification(chat: chat, crypto: crypto)
         }
         chat.onStop(context.onTokenRefreshed { [weak chat] in Task { await chat?.tokenRefreshed() } })

@@ -23,6 +23,8 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     let decryptions = Lock(0)
     /// The sending device's trust the decryptor reports (the chat store's name), if any.
     let senderTrust = Lock<String?>(nil)
+    /// Senders whose device is not trusted: their events are refused until it is.
+    let untrustedSenders = Lock<Set<String>>([])
 
     static func flipped(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 ^ 0x5A } }
 
@@ -48,6 +50,9 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
     func decrypt(_ content: [UInt8], in roomID: RoomID, eventID: EventID, sender: UserID) async -> DecryptionOutcome? {
         decryptions.withLock { $0 += 1 }
         guard hasKey.withLock({ $0 }) else { return nil }
+        if untrustedSenders.withLock({ $0.contains(sender.rawValue) }) {
+            return .refusedUntilSenderTrusted(reason: UnableToDecryptReason.senderNotCrossSigned.rawValue)
+        }
         guard let ciphertext = RawJSON.string("ciphertext", in: content), let data = Data(base64Encoded: ciphertext)
         else { return nil }
         return .decrypted(
@@ -541,6 +546,50 @@ struct ConversationEncryptionTests {
         }
         #expect(
             try await store.databaseForTesting.queryOne("SELECT COUNT(*) FROM pending_decryption") { $0.int(0) } == 0)
+    }
+
+    @Test(
+        "A message refused while its sender's device is not trusted shows senderNotCrossSigned, and reads once that sender's devices are queried and the device is trusted; other senders' refusals stay"
+    )
+    func refusedUntilSenderTrusted() async throws {
+        let store = try await store(fullState: true, encrypted: true)
+        crypto.untrustedSenders.withLock { $0 = ["@alice:example.org", "@carol:example.org"] }
+        let carols = Self.encryptedEvent(2, body: "from carol").replacingOccurrences(
+            of: "@alice:example.org", with: "@carol:example.org")
+        _ = try await SyncIngestor(store: store).ingest(
+            Self.sync("b2", [Self.encryptedEvent(1, body: "from alice"), carols]))
+        let chat = chat(on: store)
+        await chat.decryptPending(continuing: false)
+        let conversation = try await chat.conversation(id: Self.roomID)
+        let stop = conversation.timeline.subscribe { _ in }
+        defer { stop() }
+        try await conversation.timeline.wait(timeout: .seconds(10)) { items in
+            [EventID("$e1"), EventID("$e2")].allSatisfy { id in
+                items.contains { $0.eventID == id && $0.content == .unableToDecrypt(.senderNotCrossSigned) }
+            }
+        }
+        let database = store.databaseForTesting
+        #expect(try await store.undecryptedEvents(limit: 10).isEmpty, "refused: not tried at every pass")
+        #expect(try await database.queryOne("SELECT COUNT(*) FROM pending_decryption") { $0.int(0) } == 2)
+        let tried = crypto.decryptions.withLock { $0 }
+
+        // Alice's device is cross-signed; a query of someone else does not touch her message.
+        crypto.untrustedSenders.withLock { $0 = ["@carol:example.org"] }
+        chat.senderDevicesUpdated([UserID("@bob:example.org")])
+        await chat.decryptPending(continuing: false)
+        #expect(crypto.decryptions.withLock { $0 } == tried)
+        // Her devices queried: her message is tried again and reads; Carol's stays refused.
+        chat.senderDevicesUpdated([UserID("@alice:example.org")])
+        try await conversation.timeline.wait(timeout: .seconds(10)) { items in
+            items.contains { $0.eventID == EventID("$e1") && $0.content == .message(.text, body: "from alice") }
+        }
+        #expect(crypto.decryptions.withLock { $0 } == tried + 1)
+        #expect(
+            conversation.timeline.value.first { $0.eventID == EventID("$e2") }?.content
+                == .unableToDecrypt(.senderNotCrossSigned))
+        let refused = try await database.queryAll("SELECT event_id FROM undecryptable_events") { $0.string(0) }
+        #expect(refused == ["$e2"])
+        #expect(try await database.queryOne("SELECT COUNT(*) FROM pending_decryption") { $0.int(0) } == 1)
     }
 
     @Test("A backlog larger than a pass drains pass after pass, and the query reads only what is pending")

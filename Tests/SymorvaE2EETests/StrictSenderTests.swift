@@ -208,4 +208,40 @@ struct StrictSenderTests {
             #expect(decrypted.trust == .unverified)
         }
     }
+
+    @Test(
+        "The refusal is not final: once the sender's devices are queried again (a device-list change) and the device is cross-signed, the same event decrypts; each query tells who it answered for"
+    )
+    func refusalIsNotFinal() async throws {
+        let message = try await bobsMessage()
+        let plain = try answer(devices: ["BOBPHONE": message.deviceKeys], identity: nil)
+        let bobKeys = try CrossSigningKeys(newFor: bob, driver: driver)
+        let signed = try answer(
+            devices: ["BOBPHONE": try bobKeys.signDevice(message.deviceKeys)], identity: bobKeys)
+        let answers = Lock(plain)
+        let crypto = try await alicesCrypto(policy: nil, answer: plain, message: message, answers: answers)
+        let queried = Lock<[UserID]>([])
+        crypto.onDevicesQueried { users in queried.withLock { $0 += users } }
+        guard
+            case .failure(.senderNotCrossSigned)? = await crypto.decrypt(
+                content: message.content, roomID: roomID, eventID: EventID("$one"), sender: bob)
+        else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(queried.withLock { $0.contains(bob) }, "chat hears of the query that preceded the refusal")
+        queried.withLock { $0 = [] }
+        // Bob cross-signs his device; its device-list change syncs.
+        answers.withLock { $0 = signed }
+        try await crypto.store.markOutdated(bob)
+        guard
+            case .success(let decrypted)? = await crypto.decrypt(
+                content: message.content, roomID: roomID, eventID: EventID("$one"), sender: bob)
+        else {
+            Issue.record("the refused event was not decrypted again")
+            return
+        }
+        #expect(decrypted.trust == .crossSigned)
+        #expect(queried.withLock { $0 } == [bob])
+    }
 }

@@ -384,8 +384,9 @@ public enum UnableToDecryptReason: String, Sendable, Hashable {
     /// message): refused.
     case mismatched
     /// Sent by a device its owner has not cross-signed, under the room key policy
-    /// `crossSignedOnly` (the default, MSC4153): not shown. Recorded when the event was decrypted,
-    /// after the sender's devices were brought up to date.
+    /// `crossSignedOnly` (the default, MSC4153): not shown. Decided when the event was decrypted,
+    /// after the sender's devices were brought up to date; not final: once the device is
+    /// cross-signed (or verified by this account) the row turns into its message in place.
     case senderNotCrossSigned
 
     init(stored: String?) {

@@ -73,8 +73,20 @@ struct RecoveryBackupTests {
         }
         let restored = try #require(try await secondCrypto.restore(recoveryKey: again))
         stop()
-        // Every session is new to this device (Bob could forward his own before the restore: one less).
-        #expect(restored.total == sessions && restored.imported >= sessions - 1)
+        // Every session is new to this device. Using the backup also looks up, one by one, the keys
+        // of the events this device could not decrypt yet, concurrently with the full restore:
+        // each key is imported by exactly one of the two paths (Bob could forward his own before
+        // the restore: one less), and afterwards the device holds every one.
+        #expect(restored.total == sessions)
+        _ = try await eventually(timeout: .seconds(30), "each backed-up key imported once") { () -> Bool? in
+            let onDemand = second.logs.text.components(separatedBy: "room key restored from the key backup").count - 1
+            let imported = restored.imported + onDemand
+            return imported == sessions || imported == sessions - 1 ? true : nil
+        }
+        let version = try #require(try await secondCrypto.backupStatus().version)
+        for entry in try await secondCrypto.backupEntries(version: version) {
+            #expect(try await secondCrypto.roomKey(roomID: RoomID(entry.roomID), sessionID: entry.sessionID) != nil)
+        }
         #expect(seen.withLock { $0 }.contains(.restoring(imported: restored.total, total: restored.total)))
         #expect(try await secondCrypto.backupStatus().version == onServer.version)
         try await secondCrypto.identityState.wait(timeout: .seconds(60)) { $0 == .ready }

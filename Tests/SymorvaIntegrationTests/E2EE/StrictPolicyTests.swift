@@ -10,14 +10,14 @@ import Testing
 /// The default room key policy (MSC4153's `crossSignedOnly`) with the automatic bootstrap at the
 /// first sign-in, against the real Synapse. The sensitive case: a new device of an account,
 /// which its owner has not cross-signed yet, gets no room key and its messages are not shown
-/// (a typed reason, not dropped); once it restores with the recovery key it signs itself, gets
-/// the next keys and its next message is shown.
+/// (a typed reason, not dropped); once it restores with the recovery key it signs itself, its
+/// message refused before is shown, it gets the next keys and its next message is shown.
 @Suite(
     "The strict room key policy by default, against Synapse",
     .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"), .shutsDownCommunities)
 struct StrictPolicyTests {
     @Test(
-        "A new own device not cross-signed gets no room key and is not shown (senderNotCrossSigned) until the recovery key cross-signs it"
+        "A new own device not cross-signed gets no room key and is not shown (senderNotCrossSigned) until the recovery key cross-signs it; then its earlier message is shown"
     )
     func newOwnDeviceUntilRecovered() async throws {
         // Every account gets its identity at its first sign-in; no recovery key yet.
@@ -83,6 +83,12 @@ struct StrictPolicyTests {
         try await second.crypto.identityState.wait(timeout: .seconds(60)) { $0 == .ready }
         try await bob.crypto.waitForCrossSigned(second.crypto.deviceID.rawValue, of: alice.userID)
         try await alice.crypto.waitForCrossSigned(second.crypto.deviceID.rawValue, of: alice.userID)
+        // The refusal was a state, not the end: its message sent before is shown now, as from a
+        // cross-signed device.
+        for room in [aliceRoom, bobRoom] {
+            let items = try await room.waitForTimeline { $0.texts.contains(fromSecond) }
+            #expect(items.first { $0.text == fromSecond }?.encryption?.isFromDeviceNotCrossSigned == false)
+        }
 
         // Now it gets the room's key, and its messages are shown.
         let afterRecovery = "to every cross-signed device \(UUID().uuidString.prefix(8))"
