@@ -176,6 +176,12 @@ def main() -> int:
             "federation_domain_whitelist": [],
             "enable_registration": True,
             "enable_registration_without_verification": True,
+            # A homeserver on loopback for development and tests: the password hash's cost
+            # (Synapse's default, 12 bcrypt rounds) is a quarter second of CPU on every
+            # registration and password login, hundreds of them in a test run. 4 rounds, bcrypt's
+            # minimum, is still bcrypt (a wrong password is refused the same way; hashes made
+            # with more rounds still verify).
+            "bcrypt_rounds": 4,
             # Refresh tokens are on (clients opt in with "refresh_token": true at
             # login/registration); tests can shorten the access token lifetime.
             "refreshable_access_token_lifetime": args.access_token_lifetime,
