@@ -78,8 +78,10 @@ final class SlidingSyncInterpreter: EffectInterpreter {
         }
         let response: HTTPResponse
         do {
-            // The client waits longer than the server holds the request open.
-            response = try await requester.send(endpoint, timeout: request.timeout + .seconds(30))
+            // The client waits longer than the server holds the request open, and a computed
+            // response (a new connection's first window) as long as a large account needs.
+            response = try await requester.send(
+                endpoint, timeout: SyncRequestDeadline.clientTimeout(serverTimeout: request.timeout))
         } catch {
             if Task.isCancelled { return nil }
             return failure(error)

@@ -160,10 +160,11 @@ final class SyncInterpreter: EffectInterpreter {
         }
         let response: HTTPResponse
         do {
-            // The client waits longer than the server holds the request open.
+            // The client waits longer than the server holds the request open, and a computed
+            // response (the initial sync, a catch-up) as long as a large account needs.
             response = try await requester.send(
                 ChatAPI.sync(since: since, timeout: timeout, filterID: resolvedFilter),
-                timeout: timeout + .seconds(30))
+                timeout: SyncRequestDeadline.clientTimeout(serverTimeout: timeout))
         } catch {
             if Task.isCancelled { return nil }
             return failure(error)

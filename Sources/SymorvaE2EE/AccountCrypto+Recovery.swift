@@ -95,10 +95,14 @@ extension AccountCrypto {
     /// When this device already holds the account's identity (set up before), only a new secret
     /// storage key is made.
     ///
+    /// Called right after sign-in, it first waits until this device's keys are published.
+    ///
     /// - Throws: ``RecoveryError/identityExists`` when the account has an identity this device
-    ///   does not hold (restore or reset instead), or a request's or the store's error.
+    ///   does not hold (restore or reset instead), ``RecoveryError/unavailable`` while the device
+    ///   keys' upload backs off, or a request's or the store's error.
     public func setUpRecovery(passphrase: Secret<String>? = nil) async throws(RecoveryError) -> Secret<String> {
-        try await recoveryLock.withLock { () async throws(RecoveryError) -> Secret<String> in
+        try await untilDeviceKeysPublished()
+        return try await recoveryLock.withLock { () async throws(RecoveryError) -> Secret<String> in
             let answer = try await queryOwnKeys()
             let listed = CrossSigningChain.identities(
                 in: answer, ownUser: userID, ownMasterKey: nil, driver: engine.driver)[userID]
@@ -291,6 +295,23 @@ extension AccountCrypto {
                 throw .identityExists
             }
         }
+    }
+
+    /// Returns once this device's keys are published (the crypto machine is ready), so that a
+    /// recovery set up right after sign-in finds this device listed to sign it. Throws
+    /// ``RecoveryError/unavailable`` while the upload backs off (the server cannot be reached:
+    /// try again) and ``RecoveryError/notReady`` when crypto is stopped or failed.
+    func untilDeviceKeysPublished() async throws(RecoveryError) {
+        for await state in host.states.values {
+            if Task.isCancelled { throw .notReady }
+            switch state {
+            case .ready: return
+            case .backingOff: throw .unavailable
+            case .loading, .publishing: continue
+            case .idle, .failed: throw .notReady
+            }
+        }
+        throw .notReady
     }
 
     /// Signs this device's keys (as the server lists them) with the self-signing key and uploads

@@ -90,3 +90,11 @@ final class LockStorage<Value: ~Copyable>: @unchecked Sendable {
         mutex.deallocate()
     }
 }
+
+/// A lock reflects with no children. Its value is read only while the lock is held, and it may
+/// be noncopyable, which reflection would have to copy (a trap): `dump`, `Mirror(reflecting:)`
+/// and a failed test expectation describing a value that holds a lock (a machine host, a
+/// client) stop at the lock instead of reading past it.
+extension Lock: CustomReflectable where Value: ~Copyable {
+    @usableFromInline package var customMirror: Mirror { Mirror(self, children: [:]) }
+}

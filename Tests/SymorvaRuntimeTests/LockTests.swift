@@ -40,4 +40,24 @@ struct LockTests {
         await Task { lock.withLock { $0.count += 1 } }.value
         #expect(lock.withLock { $0.count } == 1)
     }
+
+    /// Swift Testing describes a failed expectation's operands by reflection: a lock holding a
+    /// noncopyable value (a machine host's mailbox) trapped the whole test process then.
+    @Test(
+        "A lock reflects with no children: dump and Mirror of a host stop at its locks, a noncopyable value is never copied"
+    )
+    func reflectionStopsAtTheLock() {
+        struct Mailbox: ~Copyable { var entries = [1, 2, 3] }
+        let lock = Lock(Mailbox())
+        #expect(Mirror(reflecting: lock).children.isEmpty)
+        var dumped = ""
+        dump(lock, to: &dumped)
+        #expect(!dumped.contains("entries"))
+
+        let world = ProbeWorld()
+        let host = world.host(interpreter: world.interpreter)
+        var hostDump = ""
+        dump(host, to: &hostDump, maxDepth: 8)
+        #expect(hostDump.contains("MachineHost"))
+    }
 }
