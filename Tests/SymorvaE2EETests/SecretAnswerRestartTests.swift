@@ -80,18 +80,7 @@ struct SecretAnswerRestartTests {
         let folder = try Folder()
         let key = try SecretBox.generateKey()
         let request = IncomingSecretRequest(deviceID: "PHONE", requestID: "ask-1", name: SecretName.master)
-        do {
-            let database = try await SQLiteDatabase.open(
-                path: folder.path + "/account.db", migrations: ChatSchema.migrations)
-            let store = try await CryptoStore.migrating(on: database, userID: alice, key: key)
-            try await store.saveCrossSigningKeys(
-                CryptoStore.StoredCrossSigningKeys(
-                    masterKey: identity.master.publicKey, masterSeed: identity.master.seed,
-                    selfSigningSeed: identity.selfSigning.seed, userSigningSeed: identity.userSigning.seed))
-            try await database.transaction { db throws(StoreError) in
-                try CryptoStore.keepIncomingSecretRequest(request, nowMilliseconds: 1, in: db)
-            }
-        }
+        try await storeFirstRun(in: folder, key: key, identity: identity, request: request)
 
         // The second run.
         let transport = ScriptedHTTPTransport()
@@ -149,18 +138,7 @@ struct SecretAnswerRestartTests {
         let folder = try Folder()
         let key = try SecretBox.generateKey()
         let request = IncomingSecretRequest(deviceID: "PHONE", requestID: "ask-2", name: SecretName.master)
-        do {
-            let database = try await SQLiteDatabase.open(
-                path: folder.path + "/account.db", migrations: ChatSchema.migrations)
-            let store = try await CryptoStore.migrating(on: database, userID: alice, key: key)
-            try await store.saveCrossSigningKeys(
-                CryptoStore.StoredCrossSigningKeys(
-                    masterKey: identity.master.publicKey, masterSeed: identity.master.seed,
-                    selfSigningSeed: identity.selfSigning.seed, userSigningSeed: identity.userSigning.seed))
-            try await database.transaction { db throws(StoreError) in
-                try CryptoStore.keepIncomingSecretRequest(request, nowMilliseconds: 1, in: db)
-            }
-        }
+        try await storeFirstRun(in: folder, key: key, identity: identity, request: request)
         let transport = ScriptedHTTPTransport()
         // PHONE listed with its self-signed keys only: not cross-signed.
         let answer = try queryAnswer(devices: ["PHONE": phoneKeys], identity: identity)
@@ -172,5 +150,22 @@ struct SecretAnswerRestartTests {
         #expect(transport.count("POST", "/_matrix/client/v3/keys/claim") == 0)
         #expect(!transport.requests.contains { $0.url.path.contains("/sendToDevice/m.room.encrypted/") })
         await crypto.stop()
+    }
+
+    /// The laptop's first run: it holds `identity`, and `request` arrived, stored with its event;
+    /// the process ended before an answer.
+    private func storeFirstRun(
+        in folder: Folder, key: Secret<[UInt8]>, identity: CrossSigningKeys, request: IncomingSecretRequest
+    ) async throws {
+        let database = try await SQLiteDatabase.open(
+            path: folder.path + "/account.db", migrations: ChatSchema.migrations)
+        let store = try await CryptoStore.migrating(on: database, userID: alice, key: key)
+        try await store.saveCrossSigningKeys(
+            CryptoStore.StoredCrossSigningKeys(
+                masterKey: identity.master.publicKey, masterSeed: identity.master.seed,
+                selfSigningSeed: identity.selfSigning.seed, userSigningSeed: identity.userSigning.seed))
+        try await database.transaction { db throws(StoreError) in
+            try CryptoStore.keepIncomingSecretRequest(request, nowMilliseconds: 1, in: db)
+        }
     }
 }
