@@ -27,12 +27,14 @@ struct CrossSigningIntegrationTests {
         var userID: UserID { UserID(account.userID)! }
     }
 
-    /// `POST` `endpoint` as `account`; the status and the parsed answer.
+    /// Sends `endpoint` (its method, its body) as `account`; the status and the parsed answer.
     func send(_ endpoint: MatrixEndpoint, as account: RegisteredAccount) async throws -> (Int, JSONValue) {
         let environment = try #require(DevEnvironment.current)
         let url = environment.homeserverURL.appending(path: endpoint.path)
         let response = try await transport.send(
-            .json(.post, url: url, body: endpoint.body ?? [], bearerToken: account.accessToken))
+            .json(
+                HTTPMethod(rawValue: endpoint.method.rawValue), url: url, body: endpoint.body ?? [],
+                bearerToken: account.accessToken))
         return (response.status, try JSONValue(parsing: response.body))
     }
 

@@ -264,7 +264,7 @@ struct RoomKeyPolicyTests {
     }
 
     @Test(
-        "A device added to a cross-signed account through the API gets no room key; cross-signed by its owner, it does"
+        "A device added to a cross-signed account through the API gets no room key and no forwarded key; cross-signed by its owner, it gets both"
     )
     func injectedDeviceGetsNoRoomKey() async throws {
         let alice = try await MembershipEncryptionTests.Member.register("injalice")
@@ -282,7 +282,8 @@ struct RoomKeyPolicyTests {
         // and with a one-time key, so that nothing but the policy keeps a room key from it.
         let injected = try await signInRaw(alice.userID)
         let device = try await CrossSigningIntegrationTests().publishDevice(injected)
-        try device.olm.generateOneTimeKeys(1)
+        // Two one-time keys: Bob's room key and Alice's forwarded key each need an Olm session.
+        try device.olm.generateOneTimeKeys(2)
         var oneTimeKeys: [String: JSONValue] = [:]
         for (keyID, key) in try device.olm.unpublishedOneTimeKeys() {
             oneTimeKeys["signed_curve25519:\(keyID)"] = try SignedJSON.sign(
@@ -295,7 +296,9 @@ struct RoomKeyPolicyTests {
             bob.crypto, user: alice.userID, deviceID: alice.crypto.deviceID.rawValue, .crossSigned)
         try await RecoveryTests().waitForTrust(bob.crypto, user: alice.userID, deviceID: injected.deviceID, .unverified)
 
-        _ = try await bobRoom.send(.text("not for the injected device")).sentEventID()
+        let withheld = try await bobRoom.send(.text("not for the injected device")).sentEventID()
+        let withheldSession = try MembershipEncryptionTests.sessionID(
+            of: try await bob.encryptedContent(of: withheld, in: roomID))
         let aliceRoom = try await alice.chat.conversation(id: roomID)
         let stopAlice = aliceRoom.observe()
         defer { stopAlice() }
@@ -304,6 +307,15 @@ struct RoomKeyPolicyTests {
         let before = try await toDeviceEvents(
             for: injected, since: &since, type: "m.room.encrypted", from: bob.userID, timeout: .seconds(3))
         #expect(before.isEmpty, "the injected device received \(before.count) encrypted to-device events from Bob")
+
+        // Nor a forwarded key: it asks Alice's device, which knows it (unverified), for the session.
+        try await RecoveryTests().waitForTrust(
+            alice.crypto, user: alice.userID, deviceID: injected.deviceID, .unverified)
+        try await askForRoomKey(withheldSession, in: roomID, from: injected, to: alice, requestID: "injected-1")
+        let forwardedBefore = try await toDeviceEvents(
+            for: injected, since: &since, type: "m.room.encrypted", from: alice.userID, timeout: .seconds(3))
+        #expect(
+            forwardedBefore.isEmpty, "Alice's device forwarded \(forwardedBefore.count) keys to the injected device")
 
         // The control: Alice cross-signs it (her self-signing key); Bob's next message's key reaches it.
         let held = try #require(try await alice.crypto.store.crossSigningKeys())
@@ -323,6 +335,64 @@ struct RoomKeyPolicyTests {
         let after = try await toDeviceEvents(
             for: injected, since: &since, type: "m.room.encrypted", from: bob.userID, timeout: .seconds(30))
         #expect(!after.isEmpty, "cross-signed, the device got Bob's room key")
+
+        // Cross-signed (verified, to the device holding the identity that signed it), its request
+        // for the withheld session is answered with that session.
+        try await RecoveryTests().waitForTrust(
+            alice.crypto, user: alice.userID, deviceID: injected.deviceID, .verified)
+        try await askForRoomKey(withheldSession, in: roomID, from: injected, to: alice, requestID: "injected-2")
+        let forwarded = try await toDeviceEvents(
+            for: injected, since: &since, type: "m.room.encrypted", from: alice.userID, timeout: .seconds(30))
+        let aliceCurve = try #require(
+            try await bob.crypto.devices(of: alice.userID).first { $0.deviceID == alice.crypto.deviceID.rawValue }
+        ).curve25519
+        let answers = try forwarded.map { try Self.olmPlaintext($0, for: device, from: aliceCurve) }
+        #expect(answers.map(\.type) == ["m.forwarded_room_key"])
+        #expect(answers.map(\.sessionID) == [withheldSession])
+    }
+
+    /// Sends Alice's device an `m.room_key_request` for `sessionID` from `requester`, as a client
+    /// missing that key does (to the account's own devices, in the clear).
+    func askForRoomKey(
+        _ sessionID: String, in roomID: RoomID, from requester: RegisteredAccount,
+        to alice: MembershipEncryptionTests.Member, requestID: String
+    ) async throws {
+        let content = JSONValue.object([
+            "action": .string("request"), "request_id": .string(requestID),
+            "requesting_device_id": .string(requester.deviceID),
+            "body": .object([
+                "algorithm": .string("m.megolm.v1.aes-sha2"), "room_id": .string(roomID.rawValue),
+                "session_id": .string(sessionID),
+            ]),
+        ])
+        let (status, _) = try await CrossSigningIntegrationTests().send(
+            try E2EEAPI.sendToDevice(
+                eventType: "m.room_key_request", transactionID: TransactionID(requestID),
+                messages: [alice.userID.rawValue: [alice.crypto.deviceID.rawValue: content]]),
+            as: requester)
+        #expect(status == 200)
+    }
+
+    /// The type and session of an Olm-encrypted to-device event for `device` (a pre-key message
+    /// from `senderKey`: the first of its session).
+    static func olmPlaintext(
+        _ event: JSONValue, for device: CrossSigningIntegrationTests.Device, from senderKey: String
+    ) throws -> (type: String, sessionID: String?) {
+        guard case .object(let members) = event, case .object(let content)? = members["content"],
+            case .object(let ciphertexts)? = content["ciphertext"],
+            case .object(let mine)? = ciphertexts[device.olm.identityKeys.curve25519],
+            case .number(let kind)? = mine["type"], kind == 0, case .string(let body)? = mine["body"]
+        else { throw IntegrationFailure("not a pre-key message for the device: \(event)") }
+        let session = try device.olm.inboundSession(identityKey: senderKey, preKeyMessage: body)
+        let plaintext = try session.decrypt(OlmMessage(kind: .preKey, body: body))
+        guard case .object(let decrypted) = try JSONValue(parsing: plaintext.exposedValue),
+            case .string(let type)? = decrypted["type"]
+        else { throw IntegrationFailure("no type in the Olm plaintext") }
+        var sessionID: String?
+        if case .object(let inner)? = decrypted["content"], case .string(let id)? = inner["session_id"] {
+            sessionID = id
+        }
+        return (type, sessionID)
     }
 }
 
