@@ -1,6 +1,7 @@
 import SymorvaChatStore
 import SymorvaCrypto
 import SymorvaCryptoDriver
+import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
@@ -35,16 +36,18 @@ struct EngineFixture {
         func keys() async throws -> IdentityKeys { try #require(await engine.identityKeys) }
     }
 
-    /// A new device with a loaded (created) account.
-    func device(_ user: String, _ deviceID: String) async throws -> Device {
+    /// A new device with a loaded (created) account, under `roomKeyPolicy`.
+    func device(
+        _ user: String, _ deviceID: String,
+        roomKeyPolicy: SymorvaConfiguration.RoomKeyPolicy = .crossSignedWhenAvailable
+    ) async throws -> Device {
         let userID = try #require(UserID(user))
         let database = try await SQLiteDatabase.open(path: ":memory:", migrations: ChatSchema.migrations)
         let store = try await CryptoStore.migrating(on: database, userID: userID, key: try SecretBox.generateKey())
         // Devices without cross-signing identities: the policy that treats them as before
         // cross-signing (the default, MSC4153's strict one, has its own tests).
         let engine = CryptoEngine(
-            driver: driver, store: store, userID: userID, deviceID: deviceID,
-            roomKeyPolicy: .crossSignedWhenAvailable)
+            driver: driver, store: store, userID: userID, deviceID: deviceID, roomKeyPolicy: roomKeyPolicy)
         _ = try await engine.load()
         return Device(userID: userID, deviceID: deviceID, database: database, store: store, engine: engine)
     }

@@ -1,6 +1,7 @@
 import SymorvaChatStore
 import SymorvaCrypto
 import SymorvaCryptoDriver
+import SymorvaFeatureKit
 import SymorvaHTTP
 import SymorvaMachines
 import SymorvaMatrix
@@ -111,30 +112,7 @@ struct KeyRequestEngineTests {
     func forwardedKeyKeepsTheOriginalSender() async throws {
         let phone = try await device("PHONE")
         let laptop = try await device("LAPTOP")
-        let phoneDevice = try await listed(phone)
-        let laptopDevice = try await listed(laptop)
-        _ = try await phone.store.storeQueried([user: [laptopDevice]], users: [user])
-        _ = try await laptop.store.storeQueried([user: [phoneDevice]], users: [user])
-
-        // The phone holds Bob's session (Bob's device shared it with the phone only).
-        let bobSession = try driver.newOutboundGroupSession()
-        let phoneKey = try #require(await phone.engine.pickleKey)
-        try await phone.store.saveInboundSession(
-            CryptoStore.InboundSessionRow(
-                roomID: "!r:x", sessionID: bobSession.sessionID, senderKey: "BOB_CURVE", signingKey: "BOB_ED",
-                forwarded: false,
-                pickle: try driver.inboundGroupSession(sessionKey: try bobSession.sessionKey()).pickle(key: phoneKey)))
-
-        // An Olm session from the phone to the laptop, on a one-time key the laptop signed.
-        let upload = try JSONValue(
-            parsing: try #require(try await laptop.engine.prepareUpload(KeyUploadPlan(newOneTimeKeys: 2)).body))
-        guard case .object(let top) = upload, case .object(let keys)? = top["one_time_keys"],
-            let signedKey = keys.values.first
-        else {
-            Issue.record("no one-time keys")
-            return
-        }
-        #expect(try await phone.engine.createSessions([(laptopDevice, signedKey)], nowMilliseconds: 0) == 1)
+        let (phoneDevice, laptopDevice, bobSession) = try await forwardingPair(phone, laptop)
 
         let request = CryptoStore.IncomingKeyRequest(
             deviceID: "LAPTOP", requestID: "q1", roomID: "!r:x", sessionID: bobSession.sessionID)
@@ -178,6 +156,70 @@ struct KeyRequestEngineTests {
 }
 
 extension KeyRequestEngineTests {
+    /// Introduces the two devices, gives `phone` Bob's session (Bob's device shared it with the
+    /// phone only) and an Olm session to `laptop` on a one-time key the laptop signed.
+    func forwardingPair(_ phone: EngineFixture.Device, _ laptop: EngineFixture.Device) async throws -> (
+        phone: CryptoStore.Device, laptop: CryptoStore.Device, bobSession: any OutboundGroupSession
+    ) {
+        let phoneDevice = try await listed(phone)
+        let laptopDevice = try await listed(laptop)
+        _ = try await phone.store.storeQueried([user: [laptopDevice]], users: [user])
+        _ = try await laptop.store.storeQueried([user: [phoneDevice]], users: [user])
+        let bobSession = try driver.newOutboundGroupSession()
+        let phoneKey = try #require(await phone.engine.pickleKey)
+        try await phone.store.saveInboundSession(
+            CryptoStore.InboundSessionRow(
+                roomID: "!r:x", sessionID: bobSession.sessionID, senderKey: "BOB_CURVE", signingKey: "BOB_ED",
+                forwarded: false,
+                pickle: try driver.inboundGroupSession(sessionKey: try bobSession.sessionKey()).pickle(key: phoneKey)))
+        try await fixture.connect(phone, to: laptop)
+        return (phoneDevice, laptopDevice, bobSession)
+    }
+
+    @Test(
+        "Under the strict policy a sibling the account did not cross-sign gets no forwarded key, and its forwarded key is dropped even as the answer to an open request"
+    )
+    func strictPolicyIgnoresUnsignedSiblings() async throws {
+        let phone = try await fixture.device(user.rawValue, "PHONE", roomKeyPolicy: .crossSignedOnly)
+        let laptop = try await fixture.device(user.rawValue, "LAPTOP", roomKeyPolicy: .crossSignedOnly)
+        let (_, laptopDevice, bobSession) = try await forwardingPair(phone, laptop)
+
+        // The laptop asks; the phone (no identity holds either of them) drops the request unanswered.
+        try await deliver(
+            type: "m.room_key_request", sender: user,
+            content: .object([
+                "action": .string("request"), "request_id": .string("q1"), "requesting_device_id": .string("LAPTOP"),
+                "body": .object([
+                    "algorithm": .string("m.megolm.v1.aes-sha2"), "room_id": .string("!r:x"),
+                    "session_id": .string(bobSession.sessionID),
+                ]),
+            ]), to: phone)
+        _ = try await phone.engine.processToDevice(nowMilliseconds: 0)
+        #expect(try await phone.store.incomingKeyRequests().map(\.requestID) == ["q1"])
+        let interpreter = CryptoInterpreter(
+            engine: phone.engine, requester: NoRequests(), wallClock: SetClock(), logger: Logger(category: "test"))
+        #expect(try await interpreter.answerKeyRequests().get() == KeyRequestAnswers(answered: 0))
+        #expect(try await phone.store.incomingKeyRequests().isEmpty)
+
+        // A forwarded key from the phone (made as the permissive policy would): the laptop has an
+        // open request for the session and still drops it, and the request stays open.
+        #expect(
+            try await laptop.store.recordKeyRequest(
+                requestID: "q1", roomID: "!r:x", sessionID: bobSession.sessionID, senderKey: "BOB_CURVE",
+                sender: "@bob:example.org"))
+        let request = CryptoStore.IncomingKeyRequest(
+            deviceID: "LAPTOP", requestID: "q1", roomID: "!r:x", sessionID: bobSession.sessionID)
+        let answer = try await phone.engine.forwardedKeyMessages(for: [(request, laptopDevice)], nowMilliseconds: 0)
+        #expect(answer.answered == [request], "the engine's forwarding itself does not check the policy")
+        try await deliver(
+            type: "m.room.encrypted", sender: user, content: try #require(answer.messages[user.rawValue]?["LAPTOP"]),
+            to: laptop)
+        let report = try await laptop.engine.processToDevice(nowMilliseconds: 0)
+        #expect(!report.requestedKeysArrived)
+        #expect(try await laptop.store.inboundSession(roomID: "!r:x", sessionID: bobSession.sessionID) == nil)
+        #expect(try await laptop.store.hasOpenKeyRequest(roomID: "!r:x", sessionID: bobSession.sessionID))
+    }
+
     @Test("One sender's events open at most a bounded number of key requests in a room; other senders still ask")
     func requestsBoundedPerSender() async throws {
         let phone = try await device("PHONE")
