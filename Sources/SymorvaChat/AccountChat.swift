@@ -151,6 +151,9 @@ public final class AccountChat: Sendable {
     private let stopActions = Lock<[@Sendable () -> Void]>([])
     /// Whether the device counts unencrypted rooms too (``countOnDeviceInEveryRoom(_:)``).
     let countsInEveryRoom = Lock(false)
+    /// The push rules the device counts with, parsed, and the `m.push_rules` content they were
+    /// parsed from (`nil`: the specification's defaults, while the account has none).
+    let parsedPushRules = Lock<(content: [UInt8]?, rules: PushRuleSet)?>(nil)
     /// The users the account ignores (``ignore(_:)``), from `m.ignored_user_list`.
     let ignored = Lock<Set<String>>([])
 

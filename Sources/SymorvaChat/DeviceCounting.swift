@@ -111,15 +111,23 @@ extension AccountChat {
         return merged
     }
 
+    /// The account's push rules (the specification's defaults while it has none), parsed once
+    /// per version of its `m.push_rules` rather than once per evaluation pass.
+    private func pushRules() async throws(ChatStoreError) -> PushRuleSet {
+        let content = try await store.pushRulesContent()
+        if let cached = parsedPushRules.withLock({ $0 }), cached.content == content { return cached.rules }
+        let rules =
+            content.flatMap { PushRuleSet(accountData: $0) } ?? .specificationDefaults(for: userID.rawValue)
+        parsedPushRules.withLock { $0 = (content, rules) }
+        return rules
+    }
+
     /// The events that notify, each with whether it highlights.
     private func evaluate(_ events: [PushCandidate]) async throws(ChatStoreError) -> [(
         eventNID: Int64, highlight: Bool
     )] {
         guard !events.isEmpty else { return [] }
-        let rules =
-            try await store.pushRulesContent().flatMap { PushRuleSet(accountData: $0) }
-            ?? .specificationDefaults(for: userID.rawValue)
-        let evaluator = PushRuleEvaluator(rules)
+        let evaluator = PushRuleEvaluator(try await pushRules())
         let facts = try await store.pushRoomFacts(Set(events.map(\.roomNID)), ownUserID: userID.rawValue)
         var levels: [Int64: PushLevels] = [:]
         var actions: [(eventNID: Int64, highlight: Bool)] = []
