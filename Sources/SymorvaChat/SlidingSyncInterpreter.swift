@@ -117,8 +117,9 @@ final class SlidingSyncInterpreter: EffectInterpreter {
             logger.error("sliding sync response to store is missing")
             return .persisted(.failure(.storeFailed))
         }
+        let report: SyncIngestReport
         do {
-            let report = try await SyncIngestor(store: store, inbox: inbox.withLock { $0 }).ingest(sliding: response)
+            report = try await SyncIngestor(store: store, inbox: inbox.withLock { $0 }).ingest(sliding: response)
             if report.malformedEvents > 0 {
                 logger.notice("sliding sync skipped \(report.malformedEvents) malformed event(s)")
             }
@@ -126,7 +127,7 @@ final class SlidingSyncInterpreter: EffectInterpreter {
             logger.error("sliding sync commit failed: \(error)")
             return .persisted(.failure(SyncInterpreter.syncError(error)))
         }
-        let changes = SyncChanges(response.body)
+        let changes = SyncChanges(response.body, continued: report.continuedTimelines)
         if changes.devices.toDeviceEvents > 0 { FaultPoint.toDeviceCommitted.reach() }
         await delegate.withLock { $0 }?.timelineCommitted(response.body)
         await delegate.withLock { $0 }?.syncCommitted(changes)

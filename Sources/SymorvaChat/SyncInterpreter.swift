@@ -35,8 +35,11 @@ struct SyncChanges: Sendable {
     /// What the response says about devices and keys, for the crypto module.
     var devices = SyncDeviceChanges()
 
-    /// Every room update of `body`.
-    init(_ body: SyncResponseBody) {
+    /// Every room update of `body`; `continued` (the ingest's
+    /// ``SyncIngestReport/continuedTimelines``) names the limited timelines that continued the
+    /// stored live timeline: they open no gap, and their leading events, stored already, are
+    /// not new.
+    init(_ body: SyncResponseBody, continued: [String: Int] = [:]) {
         let head = body.head
         devices = SyncDeviceChanges(
             oneTimeKeyCount: head.oneTimeKeyCounts["signed_curve25519"].map { Int($0) },
@@ -46,7 +49,8 @@ struct SyncChanges: Sendable {
             roomsChanged: body.rooms.contains { !$0.state.isEmpty || $0.timeline.contains { $0.stateKey != nil } })
         for update in body.rooms {
             var room = Room(roomID: RoomID(update.roomID), membership: update.membership)
-            for event in update.timeline {
+            let repeated = continued[update.roomID]
+            for event in update.timeline.dropFirst(repeated ?? 0) {
                 guard let id = event.eventID else { continue }
                 let eventID = EventID(id)
                 if let transactionID = event.transactionID {
@@ -61,7 +65,9 @@ struct SyncChanges: Sendable {
                 }
             }
             if update.state.contains(where: { $0.type == "m.room.encryption" }) { room.encryptionEnabled = true }
-            if update.isLimited, let token = update.previousBatch { room.gapToken = PaginationToken(token) }
+            if update.isLimited, repeated == nil, let token = update.previousBatch {
+                room.gapToken = PaginationToken(token)
+            }
             room.touchesTimeline = !update.timeline.isEmpty || !update.ephemeral.isEmpty || !update.state.isEmpty
             rooms.append(room)
         }
@@ -212,8 +218,9 @@ final class SyncInterpreter: EffectInterpreter {
             logger.error("sync batch to store is missing")
             return .persisted(.failure(.storeFailed))
         }
+        let report: SyncIngestReport
         do {
-            let report = try await SyncIngestor(store: store, inbox: inbox.withLock { $0 }).ingest(body)
+            report = try await SyncIngestor(store: store, inbox: inbox.withLock { $0 }).ingest(body)
             if report.malformedEvents > 0 {
                 logger.notice("sync skipped \(report.malformedEvents) malformed event(s)")
             }
@@ -221,7 +228,7 @@ final class SyncInterpreter: EffectInterpreter {
             logger.error("sync commit failed: \(error)")
             return .persisted(.failure(Self.syncError(error)))
         }
-        let changes = SyncChanges(body)
+        let changes = SyncChanges(body, continued: report.continuedTimelines)
         if changes.devices.toDeviceEvents > 0 { FaultPoint.toDeviceCommitted.reach() }
         await delegate.withLock { $0 }?.timelineCommitted(body)
         await delegate.withLock { $0 }?.syncCommitted(changes)

@@ -193,6 +193,44 @@ struct SyncIngestorTests {
         #expect(older.items.map(\.eventID) == ["$a", "$b"] && older.boundary == .roomStart)
     }
 
+    @Test(
+        "A limited timeline that reaches back to the newest stored event continues the live chunk: no gap, nothing reordered"
+    )
+    func limitedOverlapOpensNoGap() async throws {
+        let store = try await makeChatStore()
+        let ingestor = SyncIngestor(store: store)
+        _ = try await ingestor.ingest(
+            SyncSamples.response(nextBatch: "1", events: [SyncSamples.message("$a"), SyncSamples.message("$b")]))
+        // After a gap, the live chunk holds $d only; $c lies behind that gap.
+        _ = try await ingestor.ingest(
+            SyncSamples.response(nextBatch: "2", events: [SyncSamples.message("$d")], limited: true, prevBatch: "g1"))
+        #expect(try await count("timeline_gaps", in: store) == 1)
+        // A new sliding sync connection sends the room again, limited, from $c: it contains $d.
+        let report = try await ingestor.ingest(
+            SyncSamples.response(
+                nextBatch: "3",
+                events: [SyncSamples.message("$c"), SyncSamples.message("$d"), SyncSamples.message("$e")],
+                limited: true, prevBatch: "g2"))
+        #expect(report.gapsCreated == 0)
+        #expect(report.continuedTimelines == [SyncSamples.roomID: 2])
+        #expect(report.timelineEvents == 1, "only $e is new here; $c stays behind the older gap")
+        #expect(try await count("timeline_gaps", in: store) == 1)
+        #expect(try await count("timeline_chunks", in: store) == 3)
+        let newest = try await store.loadTimelinePage(roomID: SyncSamples.roomID, limit: 10)
+        #expect(newest.items.map(\.eventID) == ["$d", "$e"])
+        guard case .gap(let token, _) = newest.boundary else {
+            Issue.record("expected the older gap, got \(newest.boundary)")
+            return
+        }
+        #expect(token == "g1")
+
+        // One that does not reach back to $e still opens a gap.
+        let apart = try await ingestor.ingest(
+            SyncSamples.response(
+                nextBatch: "4", events: [SyncSamples.message("$g")], limited: true, prevBatch: "g3"))
+        #expect(apart.gapsCreated == 1)
+    }
+
     @Test("A repeated event is stored once")
     func duplicates() async throws {
         let store = try await makeChatStore()

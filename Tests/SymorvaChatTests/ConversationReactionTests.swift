@@ -198,12 +198,15 @@ struct ConversationReactionTests {
         items.first { $0.eventID == message }?.readBy ?? []
     }
 
-    static func sync(_ batch: String, _ events: [String], receipts: String? = nil) -> [UInt8] {
+    static func sync(_ batch: String, _ events: [String], receipts: String? = nil, limitedFrom prevBatch: String? = nil)
+        -> [UInt8]
+    {
         let ephemeral = receipts.map { #", "ephemeral": {"events": [\#($0)]}"# } ?? ""
+        let limited = prevBatch.map { #""limited": true, "prev_batch": "\#($0)""# } ?? #""limited": false"#
         return Array(
             #"""
             {"next_batch": "\#(batch)", "rooms": {"join": {"\#(roomID.rawValue)": {
-              "timeline": {"events": [\#(events.joined(separator: ", "))], "limited": false}\#(ephemeral)
+              "timeline": {"events": [\#(events.joined(separator: ", "))], \#(limited)}\#(ephemeral)
             }}}}
             """#.utf8)
     }

@@ -71,6 +71,32 @@ struct TimelineLiveUpdateTests {
         }
     }
 
+    @Test(
+        "A limited batch that reaches back to the shown events continues the timeline: no gap, the new event after them"
+    )
+    func limitedBatchThatContinues() async throws {
+        try await withHeldConversation { conversation, held in
+            let observer = conversation.timeline.subscribe { _ in }
+            defer { observer() }
+            let observing = launched(from: .idle, on: .observed)
+            try await held.waitForHeld(count: observing.count)
+            for effect in observing { try await held.release(effect) }
+            try await waitForPages(1)
+
+            // A new sliding sync connection sends the room again, limited, from the shown message.
+            try await deliver(
+                "b2",
+                [
+                    Room.text(id: "$m1", from: "@alice:example.org", body: "hello"),
+                    Room.text(id: "$m2", from: "@alice:example.org", body: "second"),
+                ], limitedFrom: "older", to: conversation)
+            let state = await conversation.timelineHost.currentState
+            if case .gap = state { Issue.record("a gap before events the timeline already shows") }
+            #expect(state.window?.eventIDs.suffix(2) == [Room.message, EventID("$m2")])
+            try await conversation.timeline.wait(until: { $0.contains { $0.eventID == EventID("$m2") } })
+        }
+    }
+
     // MARK: Support
 
     /// Runs `body` with a conversation of a chat on an in-memory store that holds the room with
@@ -133,9 +159,11 @@ struct TimelineLiveUpdateTests {
 
     /// Commits a `/sync` batch for the room and routes its changes to the conversation, as the
     /// sync loop does after its commit.
-    func deliver(_ batch: String, _ events: [String], to conversation: Conversation) async throws {
-        let body = try SyncResponseDecoder.decode(Room.sync(batch, events))
-        _ = try await SyncIngestor(store: conversation.client.store).ingest(body)
-        for room in SyncChanges(body).rooms { await conversation.apply(room) }
+    func deliver(
+        _ batch: String, _ events: [String], limitedFrom prevBatch: String? = nil, to conversation: Conversation
+    ) async throws {
+        let body = try SyncResponseDecoder.decode(Room.sync(batch, events, limitedFrom: prevBatch))
+        let report = try await SyncIngestor(store: conversation.client.store).ingest(body)
+        for room in SyncChanges(body, continued: report.continuedTimelines).rooms { await conversation.apply(room) }
     }
 }

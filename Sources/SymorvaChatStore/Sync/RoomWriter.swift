@@ -25,6 +25,9 @@ struct RoomWriter {
     /// stored as this room's events (nothing is lost) but never applied to the other room.
     private(set) var crossRoomRelationsIgnored = 0
     private(set) var gapCreated = false
+    /// How many leading timeline events a limited timeline repeated from the stored live
+    /// timeline when it continued it (``continuation(of:db:)``); `nil` otherwise.
+    private(set) var repeatedEvents: Int?
 
     private var summary = SummaryChange()
 
@@ -55,14 +58,15 @@ struct RoomWriter {
         if room.membership == .invited || room.membership == .knocked {
             summary.latestActivity = room.state.lazy.map(\.originServerTS).max() ?? 0
         }
-        if !row.isNew, try mayHideMembershipChanges(row, db: db) {
+        let continuesAt = try continuation(of: row, db: db)
+        if !row.isNew, mayHideMembershipChanges(row, continuesAt: continuesAt) {
             try db.execute(
                 """
                 INSERT INTO member_lists(room_nid, complete, generation) VALUES (?, 0, 1)
                 ON CONFLICT(room_nid) DO UPDATE SET complete = 0, generation = generation + 1
                 """, [.integer(row.nid)])
         }
-        if !room.timeline.isEmpty { try writeTimeline(&row, db: db) }
+        if !room.timeline.isEmpty { try writeTimeline(&row, continuesAt: continuesAt, db: db) }
         if !room.ephemeral.isEmpty { try writeReceipts(room: row.nid, db: db) }
         if !room.accountData.isEmpty { try writeAccountData(room: row.nid, db: db) }
         try updateHeroes(row, db: db)
@@ -130,15 +134,23 @@ struct RoomWriter {
     /// event of the live timeline — events were then skipped between the two. A limited
     /// timeline that contains it skipped nothing: sliding sync sends a room like that on every
     /// new connection, and when a room subscription asks for a longer timeline than the list's.
-    private func mayHideMembershipChanges(_ row: RoomRow, db: isolated SQLiteDatabase) throws(StoreError) -> Bool {
+    private func mayHideMembershipChanges(_ row: RoomRow, continuesAt: Int?) -> Bool {
         if room.membership != .joined { return true }
-        guard room.isLimited else { return false }
-        guard let live = row.liveChunk,
+        return room.isLimited && continuesAt == nil
+    }
+
+    /// Where a limited timeline meets the stored live timeline: the index of the live chunk's
+    /// newest event when the timeline contains it (nothing was skipped between the two), `nil`
+    /// when it does not reach back that far, or is not limited. The events after that index
+    /// continue the live chunk; those up to it are stored already, or lie behind an older gap
+    /// of the live timeline, which pagination fills.
+    private func continuation(of row: RoomRow, db: isolated SQLiteDatabase) throws(StoreError) -> Int? {
+        guard room.isLimited, let live = row.liveChunk,
             let newest = try db.queryOne(
                 "SELECT event_id FROM events WHERE chunk_id = ? ORDER BY position DESC LIMIT 1", [.integer(live)],
                 { $0.string(0) })
-        else { return true }
-        return !room.timeline.contains { $0.eventID == newest }
+        else { return nil }
+        return room.timeline.lastIndex { $0.eventID == newest }
     }
 
     // MARK: State
@@ -188,10 +200,17 @@ struct RoomWriter {
             + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: 1 << power).joined(separator: ", ")
     }
 
-    private mutating func writeTimeline(_ row: inout RoomRow, db: isolated SQLiteDatabase) throws(StoreError) {
+    /// Appends the timeline to the live chunk, or — when it is limited and does not reach back
+    /// to the live chunk's newest event (`continuesAt` is `nil`) — to a new live chunk after a
+    /// gap carrying `prev_batch`. A limited timeline that contains that event (sliding sync sends
+    /// a room like that on every new connection) continues the live chunk with the events after
+    /// it, and opens no gap.
+    private mutating func writeTimeline(_ row: inout RoomRow, continuesAt: Int?, db: isolated SQLiteDatabase)
+        throws(StoreError)
+    {
         let chunk: Int64
         var position: Int64
-        if let live = row.liveChunk, !room.isLimited {
+        if let live = row.liveChunk, !room.isLimited || continuesAt != nil {
             chunk = live
             position =
                 try db.queryOne(
@@ -215,7 +234,10 @@ struct RoomWriter {
         var candidates: [Int] = []
         candidates.reserveCapacity(room.timeline.count)
         var bundled: [SyncEvent] = []
-        for (index, event) in room.timeline.enumerated() where event.eventID != nil && event.sender != nil {
+        repeatedEvents = continuesAt.map { $0 + 1 }
+        let first = repeatedEvents ?? 0
+        for (index, event) in room.timeline.enumerated()
+        where index >= first && event.eventID != nil && event.sender != nil {
             candidates.append(index)
             if event.hasBundledRelations { bundled.append(event) }
         }

@@ -18,6 +18,10 @@ package struct SyncIngestReport: Sendable, Hashable {
     package var crossRoomRelationsIgnored = 0
     /// Gaps created by limited timelines.
     package var gapsCreated = 0
+    /// Rooms whose limited timeline reached back to the newest stored event and so continued
+    /// the live timeline without a gap: room ID → how many of its leading events were already
+    /// stored (or lie behind an older gap) and were not written again.
+    package var continuedTimelines: [String: Int] = [:]
     /// Events skipped as unusable (kept in `malformed_events`).
     package var malformedEvents = 0
     /// The `next_batch` committed with them.
@@ -152,6 +156,7 @@ struct SyncWriter {
                     report.redactionsApplied += writer.redactionsApplied
                     report.crossRoomRelationsIgnored += writer.crossRoomRelationsIgnored
                     report.gapsCreated += writer.gapCreated ? 1 : 0
+                    if let repeated = writer.repeatedEvents { report.continuedTimelines[room.roomID] = repeated }
                 }
             }
         }
