@@ -91,6 +91,20 @@ public actor CommunityServicesClient {
         return decoded.revoked
     }
 
+    /// Hands the services token over to another client and forgets it: the running account's
+    /// client gives it to the one that signs the account out of the services, which then needs
+    /// no OpenID exchange. `nil` when the client holds no unexpired token.
+    package func handOverToken() -> HeldServicesToken? {
+        defer { invalidate() }
+        guard let token, token.expiresAt > clock.now else { return nil }
+        return HeldServicesToken(value: token.value, expiresAt: token.expiresAt)
+    }
+
+    /// Takes over a token another client on the same clock handed over (``handOverToken()``).
+    package func adopt(_ held: HeldServicesToken) {
+        token = (held.value, held.expiresAt)
+    }
+
     /// Forgets the services token (sign-out, account switch).
     public func invalidate() {
         token = nil
@@ -327,6 +341,15 @@ public actor CommunityServicesClient {
             retryAfterMilliseconds = try? container.decodeIfPresent(Double.self, forKey: .retryAfterMilliseconds)
         }
     }
+}
+
+/// A services token one ``CommunityServicesClient`` hands over to another, with its renewal
+/// instant on the clients' runtime clock.
+package struct HeldServicesToken: Sendable {
+    /// The bearer token.
+    package let value: Secret<String>
+    /// When the client stops using it (before it expires), on the runtime clock.
+    package let expiresAt: Duration
 }
 
 extension String {

@@ -35,6 +35,7 @@ public final class ManualClock: RuntimeClock {
 
     private let storage: Lock<Storage>
     private let count = ObservableValue<Int>.Publisher(0)
+    private let deadlines = ObservableValue<[Duration]>.Publisher([])
 
     /// A clock standing at `now`.
     public init(now: Duration = .zero) {
@@ -69,7 +70,7 @@ public final class ManualClock: RuntimeClock {
                     if duration <= .zero { return .elapsed }
                     storage.sleepers[sequence] = Sleeper(
                         deadline: storage.now + duration, sequence: sequence, continuation: continuation)
-                    count.publish(storage.sleepers.count)
+                    publishSleepers(storage)
                     return .sleeping
                 }
                 switch registration {
@@ -81,7 +82,7 @@ public final class ManualClock: RuntimeClock {
         } onCancel: {
             let sleeper = storage.withLock { storage -> Sleeper? in
                 guard let sleeper = storage.sleepers.removeValue(forKey: sequence) else { return nil }
-                count.publish(storage.sleepers.count)
+                publishSleepers(storage)
                 return sleeper
             }
             sleeper?.continuation.resume(throwing: CancellationError())
@@ -116,8 +117,29 @@ public final class ManualClock: RuntimeClock {
             storage.now = max(storage.now, earliest)
             let due = storage.sleepers.values.filter { $0.deadline == earliest }.sorted { $0.sequence < $1.sequence }
             for sleeper in due { storage.sleepers[sleeper.sequence] = nil }
-            count.publish(storage.sleepers.count)
+            publishSleepers(storage)
             return due
+        }
+    }
+
+    /// Publishes how many tasks sleep and until when; called under the storage lock.
+    private func publishSleepers(_ storage: Storage) {
+        count.publish(storage.sleepers.count)
+        deadlines.publish(storage.sleepers.values.map(\.deadline).sorted())
+    }
+
+    /// Waits until a task sleeps until `deadline` (a timer started for that instant), without
+    /// moving time: for a test whose clock has other sleepers that come and go.
+    public func waitForDeadline(
+        _ deadline: Duration, timeout: Duration = TestWaiting.defaultTimeout, fileID: String = #fileID,
+        line: Int = #line
+    ) async throws(TestFailure) {
+        do {
+            try await deadlines.observable.wait(timeout: timeout, until: { $0.contains(deadline) })
+        } catch {
+            throw TestFailure(
+                "timed out waiting for a sleeper until \(deadline) on the manual clock; deadlines \(pendingDeadlines)",
+                fileID: fileID, line: line)
         }
     }
 

@@ -98,21 +98,6 @@ package final class AccountContext: Sendable {
             services: services, modules: AccountModules(modules), authorizations: authorizations)
     }
 
-    /// Signs the account out of the community services, before its Matrix logout: the services
-    /// revoke the token in use and every other one issued for this device. Best effort: a
-    /// failure is logged and never holds up the sign-out.
-    func signOutOfServices(logger: Logger) async {
-        do throws(ServicesError) {
-            let revoked = try await services.logOut(timeout: Self.servicesLogoutTimeout)
-            logger.info("signed out of the services account=\(userID) revoked=\(revoked)")
-        } catch {
-            logger.warning("signing out of the services failed account=\(userID) error=\(error)")
-        }
-    }
-
-    /// How long the services logout may take before the sign-out goes on without it.
-    static let servicesLogoutTimeout: Duration = .seconds(10)
-
     /// Stops the session host, the modules and the services client. The scope has already
     /// ended (its work is cancelled); this releases what is left.
     func stop() async {

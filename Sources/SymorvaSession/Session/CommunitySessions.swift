@@ -1,6 +1,7 @@
 import SymorvaFeatureKit
 import SymorvaMachines
 import SymorvaRuntime
+import SymorvaServices
 import Synchronization
 
 /// The account whose session is running, as the product layer sees it.
@@ -66,6 +67,9 @@ package actor CommunitySessions: SessionDriver {
     private var contexts: [UserID: AccountContext] = [:]
     private var watchers: [UserID: ObservableValue<SessionMachine.State>.Unsubscribe] = [:]
     private var closing: [UserID: Task<Void, Never>] = [:]
+    /// The services token a signed-out account's running client held, from its `close` to its
+    /// `signOutStored` (which presents it to the services logout).
+    private var heldServicesTokens: [UserID: HeldServicesToken] = [:]
     private var pending: SignInRequest?
     private nonisolated let activePublisher = ObservableValue<ActiveSession>.Publisher(.none)
     private nonisolated let endedHandler = EndedHandler()
@@ -164,8 +168,13 @@ package actor CommunitySessions: SessionDriver {
         if case .unavailable(let unavailable, _) = active.value, unavailable == account {
             activePublisher.publish(.none)
         }
+        let held = heldServicesTokens.removeValue(forKey: account)
         if (try? await storage.currentRegistry().account(account)) != nil {
-            await signOutStored(account)
+            await signOutStored(account, held: held)
+        } else if let held {
+            // The server ended the session (and the account is wiped): no OpenID token can be
+            // had, but the services token the client held can still be revoked.
+            await signOutOfServices(account, held: held, session: nil)
         }
         return (try? await storage.currentRegistry().restorable.map(\.userID)) ?? []
     }
@@ -207,13 +216,27 @@ package actor CommunitySessions: SessionDriver {
         return signedIn ?? .failure(.cancelled)
     }
 
-    /// Signs a stored account out: restores its session in a host of its own, sends `/logout`
-    /// when it has live tokens, and wipes its data. An unreadable store is wiped directly.
-    private func signOutStored(_ userID: UserID) async {
+    /// Signs a stored account out: restores its session in a host of its own, signs it out of
+    /// the community services (presenting `held`, the token its running client held, if any),
+    /// then sends `/logout` when it has live tokens, and wipes its data. An unreadable store is
+    /// wiped directly.
+    ///
+    /// The services logout runs first, while the Matrix session is live: the sign-out host can
+    /// answer the OpenID request of a services client that holds no token (and refresh the
+    /// access token first if need be), which the running session, its scope ended, cannot.
+    private func signOutStored(_ userID: UserID, held: HeldServicesToken?) async {
         let host = makeHost(instance: userID.rawValue)
         let restored = await host.send(.restoreRequested(userID)) { state -> SessionMachine.State? in
             if case .restoring = state { return nil }
             return state
+        }
+        switch restored {
+        case .signedIn(let session):
+            await signOutOfServices(userID, held: held, session: (host, session.homeserver.baseURL))
+        case .softLoggedOut:
+            // No OpenID token without a live access token: only a held token can be presented.
+            if let held { await signOutOfServices(userID, held: held, session: nil) }
+        default: break
         }
         switch restored {
         case .signedIn, .softLoggedOut:
@@ -231,6 +254,32 @@ package actor CommunitySessions: SessionDriver {
                 logger.error("wiping the account failed account=\(userID) error=\(error)")
             }
         }
+    }
+
+    /// Signs the account out of the community services (best effort, bounded by
+    /// ``ServicesSignOut/timeout``) with a services client of its own: it presents `held` when
+    /// given, else exchanges an OpenID token from `session`, the sign-out host (`nil`: no
+    /// exchange is possible).
+    private func signOutOfServices(
+        _ userID: UserID, held: HeldServicesToken?,
+        session: (host: MachineHost<SessionMachine>, homeserver: HomeserverURL)?
+    ) async {
+        let tokenSource: any OpenIDTokenSource =
+            if let session {
+                SessionOpenIDSource(
+                    requester: SessionRequester(
+                        userID: userID, homeserverURL: session.homeserver, transport: environment.transport,
+                        host: session.host, wallClock: environment.wallClock,
+                        logger: environment.logger("requester")),
+                    session: session.host)
+            } else {
+                NoOpenIDSource()
+            }
+        let services = CommunityServicesClient(
+            baseURL: configuration.services.url, transport: environment.transport, tokenSource: tokenSource,
+            clock: environment.clock, wallClock: environment.wallClock)
+        if let held { await services.adopt(held) }
+        await ServicesSignOut(account: userID, services: services, clock: environment.clock, logger: logger).run()
     }
 
     /// Stops every running session (the community shuts down: its scopes have ended): each
@@ -253,9 +302,10 @@ package actor CommunitySessions: SessionDriver {
         }
     }
 
-    /// Stops the account's running context once, whoever asks first.
-    /// Stops the account's running context; when `signingOut`, it first signs out of the
-    /// services (best effort), so that this happens before `signOutStored` sends the Matrix logout.
+    /// Stops the account's running context once, whoever asks first. When `signingOut`, the
+    /// services token its client holds is kept for `signOutStored`, which signs the account out
+    /// of the services before the Matrix logout: the context's own session, its scope ended,
+    /// can no longer answer an OpenID request.
     private func close(_ account: UserID, signingOut: Bool = false) async {
         if let task = closing[account] {
             await task.value
@@ -264,9 +314,10 @@ package actor CommunitySessions: SessionDriver {
         guard let context = contexts.removeValue(forKey: account) else { return }
         watchers.removeValue(forKey: account)?()
         if case .running(let running) = active.value, running === context { activePublisher.publish(.none) }
-        let logger = logger
         let task = Task {
-            if signingOut { await context.signOutOfServices(logger: logger) }
+            if signingOut, let held = await context.services.handOverToken() {
+                self.heldServicesTokens[account] = held
+            }
             await context.stop()
         }
         closing[account] = task

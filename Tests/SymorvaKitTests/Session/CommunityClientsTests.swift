@@ -37,7 +37,8 @@ struct CommunityClientsTests {
     let data = TestDataDirectory()
 
     func community(
-        wallet isWalletEnabled: Bool = false, transport: any HTTPTransport = ScriptedHTTPTransport.unreachable()
+        wallet isWalletEnabled: Bool = false, transport: any HTTPTransport = ScriptedHTTPTransport.unreachable(),
+        clock: any RuntimeClock = ManualClock()
     )
         -> SymorvaCommunity
     {
@@ -51,7 +52,7 @@ struct CommunityClientsTests {
                     wallet: .init(isEnabled: isWalletEnabled, assets: [.init(code: "ORB", precision: 2)]),
                     directory: .init(isEnabled: false))),
             environment: SymorvaEnvironment(
-                dataDirectory: data.path, transport: transport, clock: ManualClock(), tracer: Tracer(),
+                dataDirectory: data.path, transport: transport, clock: clock, tracer: Tracer(),
                 logCenter: LogCenter(threshold: .error)))
     }
 
@@ -80,12 +81,12 @@ struct CommunityClientsTests {
     static func room(of user: UserID) -> RoomID { RoomID("!room-of-\(user.localpart):example.org") }
 
     /// A community restored signed in as alice, with bob stored too.
-    func signedInCommunity(wallet: Bool = false, transport: any HTTPTransport = ScriptedHTTPTransport.unreachable())
-        async throws
-        -> SymorvaCommunity
-    {
+    func signedInCommunity(
+        wallet: Bool = false, transport: any HTTPTransport = ScriptedHTTPTransport.unreachable(),
+        clock: any RuntimeClock = ManualClock()
+    ) async throws -> SymorvaCommunity {
         try await storeAccounts()
-        let community = community(wallet: wallet, transport: transport)
+        let community = community(wallet: wallet, transport: transport, clock: clock)
         await community.launch()
         #expect(community.session.state.value.account?.userID == SessionSamples.alice)
         return community

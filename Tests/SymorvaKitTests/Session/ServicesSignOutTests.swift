@@ -14,6 +14,7 @@ final class ExchangeLog: Sendable {
     private let bodies = Lock<[[UInt8]]>([])
     func append(_ body: [UInt8]) { bodies.withLock { $0.append(body) } }
     var first: [UInt8]? { bodies.withLock { $0.first } }
+    var count: Int { bodies.withLock { $0.count } }
 }
 
 /// Signing out of an account signs it out of the community services first, best effort.
@@ -57,6 +58,57 @@ struct ServicesSignOutTests {
         let logout = try #require(transport.requests("POST", Self.servicesLogout).first)
         #expect(logout.bearerToken?.exposedValue == "services-token")
         #expect(community.session.state.value.account?.userID == SessionSamples.bob)
+        await community.shutdown()
+    }
+
+    @Test("A token held at sign-out is presented as it is: no new OpenID exchange")
+    func heldTokenNeedsNoExchange() async throws {
+        let transport = transport { _ in .json(200, #"{"revoked": 1}"#) }
+        let community = try await clients.signedInCommunity(wallet: true, transport: transport)
+        _ = try await #require(community.wallet).refreshBalances()
+        #expect(exchanges.count == 1)
+
+        try await community.session.signOut()
+        #expect(paths(transport) == [Self.servicesLogout, Self.matrixLogout])
+        #expect(exchanges.count == 1)
+        await community.shutdown()
+    }
+
+    @Test("With no services token held, sign-out gets one from the still-live session, then logs out of Matrix")
+    func servicesLogoutWithoutHeldToken() async throws {
+        let transport = transport { _ in .json(200, #"{"revoked": 1}"#) }
+        let community = try await clients.signedInCommunity(wallet: true, transport: transport)
+
+        try await community.session.signOut()
+        #expect(exchanges.count == 1)
+        let exchange = try #require(exchanges.first)
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(exchange)) as? [String: Any])
+        #expect(body["device_id"] as? String == "DEVICE")
+        #expect(paths(transport) == [Self.servicesLogout, Self.matrixLogout])
+        let logout = try #require(transport.requests("POST", Self.servicesLogout).first)
+        #expect(logout.bearerToken?.exposedValue == "services-token")
+        #expect(community.session.state.value.account?.userID == SessionSamples.bob)
+        await community.shutdown()
+    }
+
+    @Test("A services logout that never answers holds the sign-out up for the timeout only")
+    func servicesLogoutTimeout() async throws {
+        let gate = TestGate()
+        let transport = transport(servicesLogout: ScriptedHTTPTransport.held(by: gate) { _ in .json(200, "{}") })
+        let clock = ManualClock()
+        let community = try await clients.signedInCommunity(wallet: true, transport: transport, clock: clock)
+        _ = try await #require(community.wallet).refreshBalances()
+
+        let start = clock.now
+        let signOut = Task { try await community.session.signOut() }
+        try await gate.waitForWaiters(count: 1)
+        try await clock.waitForDeadline(start + ServicesSignOut.timeout)
+        #expect(transport.requests("POST", Self.matrixLogout).isEmpty)
+        await clock.advance(by: ServicesSignOut.timeout)
+        try await signOut.value
+        #expect(paths(transport) == [Self.servicesLogout, Self.matrixLogout])
+        #expect(community.session.state.value.account?.userID == SessionSamples.bob)
+        gate.open()
         await community.shutdown()
     }
 
