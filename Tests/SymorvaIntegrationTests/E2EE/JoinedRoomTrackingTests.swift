@@ -3,23 +3,44 @@ import SymorvaChat
 import SymorvaE2EE
 import SymorvaKit
 import SymorvaMachines
+import SymorvaMatrix
 import SymorvaRuntime
 import Testing
 
 /// A member who joins an encrypted room tracks its members' devices at once, before sending
-/// anything (issue 24): SymorvaKit accounts on the real Synapse, on the default sync (sliding
-/// sync, whose list brings only the timeline senders' members).
+/// anything (issue 24): SymorvaKit accounts on the real Synapse, with either sync.
 @Suite(
     "Joining an encrypted room tracks its members, against Synapse",
     .requires(DevEnvironment.isAvailable, "needs Scripts/dev-server"), .shutsDownCommunities)
 struct JoinedRoomTrackingTests {
     typealias Member = MembershipEncryptionTests.Member
 
-    @Test("Alice joins Bob's encrypted room and, without sending, knows Bob's device and its trust")
-    func joinerTracksMembers() async throws {
-        let bob = try await Member.register("bob")
-        let alice = try await Member.register("alice")
-        let roomID = try await bob.chat.createRoom(name: "Bob's", invitees: [alice.userID], isEncrypted: true)
+    /// Bob creates an encrypted room and invites Carol and Alice; Carol joins and fills the
+    /// room's recent timeline (more than a sync's timeline limit), so that the sync bringing
+    /// Alice's join names only Carol and Alice among its senders: lazy loading then leaves Bob's
+    /// membership out, in v2 as with sliding sync (whose list shows one event).
+    @Test(
+        "Alice joins Bob's encrypted room and, without sending or opening it, knows Bob's device and its trust",
+        arguments: [SymorvaConfiguration.Sync.Mode.sliding, .v2])
+    func joinerTracksMembers(mode: SymorvaConfiguration.Sync.Mode) async throws {
+        var configuration = DevEnvironment.current!.configuration
+        configuration.sync = SymorvaConfiguration.Sync(mode: mode)
+        let bob = try await Member.register("bob", configuration: configuration)
+        let carol = try await Member.register("carol", configuration: configuration)
+        let alice = try await Member.register("alice", configuration: configuration)
+        let roomID = try await bob.chat.createRoom(
+            name: "Bob's", invitees: [carol.userID, alice.userID], isEncrypted: true)
+        try await carol.chat.waitForConversation(roomID, .invited)
+        _ = try await carol.chat.join(roomIDOrAlias: roomID.rawValue)
+        let requester = try #require(carol.fixture.community.requester)
+        for index in 0..<25 {
+            // Plain events through the raw API: only their sender matters here.
+            let path = "/_matrix/client/v3/rooms/\(roomID.rawValue)/send/m.room.message/chatter-\(index)"
+            _ = try await requester.send(
+                MatrixEndpoint(
+                    method: .put, path: path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!,
+                    body: Array(#"{"msgtype": "m.text", "body": "chatter"}"#.utf8), requiresAuth: true))
+        }
         try await alice.chat.waitForConversation(roomID, .invited)
         _ = try await alice.chat.join(roomIDOrAlias: roomID.rawValue)
 
