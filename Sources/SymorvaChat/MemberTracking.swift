@@ -110,6 +110,21 @@ extension AccountChat {
         return tasks
     }
 
+    /// This device joined `roomID` (``join(roomIDOrAlias:)``, once the room is listed): its
+    /// members are handed over as for a join the ingest saw. The ingest raises the flag for a
+    /// room it knew as invited, knocked or left, and on v2 for one it first sees joined; with
+    /// sliding sync a room joined without an invite first appears like one the window reached
+    /// late, so the join itself raises it here (not when the sync loop is not running and the
+    /// room is not stored yet).
+    func joinedHere(_ roomID: RoomID) async {
+        guard memberTracker.withLock({ $0 }) != nil else { return }
+        do throws(ChatStoreError) { try await store.requestMemberTracking(roomID) } catch {
+            logger.error("member tracking not requested room=\(roomID) error=\(error)")
+            return
+        }
+        await trackMembersOfJoinedRooms()
+    }
+
     /// One room's hand-over; the error when it failed (`nil` when done or dropped as stale).
     private func handOverMembers(
         of roomID: RoomID, ticket: Int64, epoch: Epoch, to tracker: @Sendable ([UserID]) async -> Bool

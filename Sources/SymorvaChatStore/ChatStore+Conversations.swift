@@ -362,6 +362,21 @@ extension ChatStore {
         }
     }
 
+    /// Raises `roomID`'s member-tracking flag unless it is raised already: this device joined the
+    /// room (a join the ingest cannot tell from a room sliding sync's window reached late, such
+    /// as one joined by alias without an invite). Nothing when the room is not stored; a room
+    /// that is not encrypted waits until it is.
+    package func requestMemberTracking(_ roomID: RoomID) async throws(ChatStoreError) {
+        try await write { db throws(StoreError) in
+            try db.execute(
+                """
+                INSERT INTO member_lists(room_nid, complete, generation, tracking_pending)
+                SELECT room_nid, 0, 0, 1 FROM rooms WHERE room_id = ?
+                ON CONFLICT(room_nid) DO UPDATE SET tracking_pending = 1 WHERE member_lists.tracking_pending = 0
+                """, [.text(roomID.rawValue)])
+        }
+    }
+
     /// `roomID`'s members (read with `ticket` from ``roomsAwaitingMemberTracking()``) are
     /// tracked by the crypto module: the room no longer waits, unless another join or
     /// encryption change raised its flag since (it is then handed over again).

@@ -191,6 +191,24 @@ struct MemberTrackingTests {
         #expect(fixture.crypto.recipients.withLock { $0.last } == [Self.me, Self.bob].sorted())
     }
 
+    @Test(
+        "A room this device joins that the ingest did not flag (sliding sync, joined by alias) is handed over by the join"
+    )
+    func joinedHereHandedOver() async throws {
+        // Stored by the first sync (no flag), as sliding sync stores a room its window reaches.
+        let store = try await fixture.store(fullState: true, encrypted: true)
+        #expect(try await waiting(store).isEmpty)
+        let tracker = Tracker()
+        let chat = chat(on: store, tracker: tracker)
+        fixture.transport.on("POST", pathPrefix: "/_matrix/client/v3/join/") { _ in
+            .json(200, #"{"room_id": "!vault:example.org"}"#)
+        }
+        _ = try await chat.join(roomIDOrAlias: roomID.rawValue)
+        let handed = try await tracker.handed.observable.wait { !$0.isEmpty }
+        #expect(handed == [[Self.bob, Self.me]])
+        #expect(membersRequests == 1)
+    }
+
     @Test("Without a crypto module nothing is asked")
     func noCryptoNoRequest() async throws {
         let store = try await joinedStore()

@@ -54,6 +54,26 @@ struct JoinedRoomTrackingTests {
         // Bob's device is cross-signed by Bob (his automatic bootstrap); Alice has not verified Bob.
         #expect(device.trust == .crossSigned)
     }
+
+    /// With sliding sync a room joined without an invite first appears like a room the window
+    /// reached late; the join itself asks for its members.
+    @Test("Alice joins Bob's public encrypted room without an invite and, without sending, knows Bob's device")
+    func joinerWithoutInviteTracksMembers() async throws {
+        let bob = try await Member.register("bob")
+        let alice = try await Member.register("alice")
+        let roomID = try await bob.chat.createRoom(name: "Bob's public", isEncrypted: true)
+        let path = "/_matrix/client/v3/rooms/\(roomID.rawValue)/state/m.room.join_rules/"
+        _ = try await bob.fixture.community.requester!.send(
+            MatrixEndpoint(
+                method: .put, path: path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!,
+                body: Array(#"{"join_rule": "public"}"#.utf8), requiresAuth: true))
+        _ = try await alice.chat.join(roomIDOrAlias: roomID.rawValue)
+
+        let device = try await alice.crypto.waitForDeviceChange(of: bob.userID, timeout: .seconds(60)) {
+            $0.first { $0.deviceID == bob.crypto.deviceID.rawValue }
+        }
+        #expect(device.trust == .crossSigned)
+    }
 }
 
 extension AccountCrypto {
