@@ -133,6 +133,11 @@ public final class AccountChat: Sendable {
     private let handleCoalescer = RequestCoalescer<RoomID, Conversation, ChatError>()
     private let tokenHandler = Lock<(@Sendable () -> Void)?>(nil)
     private let deviceChangesHandler = Lock<(@Sendable (SyncDeviceChanges) async -> Void)?>(nil)
+    /// Hands users to the crypto module's tracking; answers whether they are tracked
+    /// (``trackMembersOfJoinedRooms()``).
+    let memberTracker = Lock<(@Sendable ([UserID]) async -> Bool)?>(nil)
+    /// Which joined rooms' member hand-overs run, and which failed when.
+    let memberTracking = Lock(MemberTrackingPlan())
     private let encryptorSlot = Lock<(any RoomEncryptor)?>(nil)
     private let thumbnailerSlot = Lock<(any AttachmentThumbnailer)?>(nil)
     /// Room keys arrived since the last decryption pass: the events waiting for a key are ready
@@ -236,6 +241,8 @@ public final class AccountChat: Sendable {
         for roomID in Set(queued.map(\.roomID)) {
             _ = try await conversation(loading: RoomID(roomID))
         }
+        // Joined rooms whose members an earlier run did not hand over yet.
+        await trackMembersOfJoinedRooms()
         switch syncLoop {
         case .v2(let host, _):
             let since: String?
@@ -301,12 +308,16 @@ public final class AccountChat: Sendable {
     /// Connects the crypto module: `inbox` receives each sync's to-device events, device lists
     /// and key counts inside the sync's transaction, and `handler` is called after each
     /// committed sync with what it said about devices and keys (with the members of encrypted
-    /// rooms when rooms changed), before the conversation list is updated.
+    /// rooms when rooms changed), before the conversation list is updated. `trackMembers`
+    /// receives the whole member list (`/members`) of each encrypted room this account joins,
+    /// and answers whether it tracks them (``trackMembersOfJoinedRooms()``).
     package func connectDevices(
-        inbox: @escaping SyncInboxWriter, onChanges handler: @escaping @Sendable (SyncDeviceChanges) async -> Void
+        inbox: @escaping SyncInboxWriter, onChanges handler: @escaping @Sendable (SyncDeviceChanges) async -> Void,
+        trackMembers: (@Sendable ([UserID]) async -> Bool)? = nil
     ) {
         syncLoop.setInbox(inbox)
         deviceChangesHandler.withLock { $0 = handler }
+        memberTracker.withLock { $0 = trackMembers }
     }
 
     /// Sets what encrypts events for encrypted rooms (the crypto module). Without one, a send to
@@ -562,6 +573,11 @@ public final class AccountChat: Sendable {
                 }
             }
             await handler(devices)
+        }
+        // A join (or encryption) brought by this sync: the room's whole member list goes to the
+        // crypto module; a failed hand-over is tried again by a later commit.
+        if changes.devices.roomsChanged || memberTracking.withLock({ $0.hasFailures }) {
+            await trackMembersOfJoinedRooms()
         }
         // Stored events wait for a key: they are tried again when keys arrive (the crypto module
         // says so), and new encrypted events when they are stored, not after every sync.

@@ -55,6 +55,7 @@ extension AccountChat {
             }
         }
         await waitUntilListed(RoomID(roomID), as: .joined)
+        await joinedHere(RoomID(roomID))
         return RoomID(roomID)
     }
 

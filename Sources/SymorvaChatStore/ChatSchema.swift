@@ -71,7 +71,21 @@ package enum ChatSchema {
         Migration(version: 15, name: "threads", sql: threads),
         Migration(version: 16, name: "server_thread_counts", sql: serverThreadCounts),
         Migration(version: 17, name: "member_lists", sql: memberLists),
+        Migration(version: 18, name: "member_tracking", sql: memberTracking),
     ]
+
+    /// Version 18: the encrypted rooms whose whole member list the crypto module waits for.
+    /// `tracking_pending` is raised by the ingest that brings this account's join of an
+    /// encrypted room (an invite accepted, a room rejoined, on v2 a room first seen joined
+    /// after the first sync) or the `m.room.encryption` of a room it is joined to, in that
+    /// ingest's transaction; chat then reads `/members` and hands the joined and invited
+    /// members to the crypto module's tracking, and clears the flag only if it did not move
+    /// meanwhile (``ChatStore/memberTrackingHandedOver(_:ticket:)``). A failure leaves it
+    /// raised: the next commit, or the next run, tries again.
+    static let memberTracking = """
+        ALTER TABLE member_lists ADD COLUMN tracking_pending INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX member_lists_tracking ON member_lists(room_nid) WHERE tracking_pending > 0;
+        """
 
     /// Version 17: which rooms have their whole member list stored (`GET /members` read since
     /// the room's last gap), so that a restart or a sliding sync window that re-sends a room does

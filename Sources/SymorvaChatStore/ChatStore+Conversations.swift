@@ -347,6 +347,51 @@ extension ChatStore {
 }
 
 extension ChatStore {
+    /// The joined encrypted rooms whose whole member list the crypto module waits for (schema
+    /// 18, `member_lists.tracking_pending`): this account joined them, or they turned encrypted
+    /// while it was joined, and their members were not handed over since. Each comes with its
+    /// ticket, which ``memberTrackingHandedOver(_:ticket:)`` presents.
+    package func roomsAwaitingMemberTracking() async throws(ChatStoreError) -> [(RoomID, Int64)] {
+        try await read { db throws(StoreError) in
+            try db.queryAll(
+                """
+                SELECT r.room_id, m.tracking_pending FROM member_lists m JOIN rooms r ON r.room_nid = m.room_nid
+                WHERE m.tracking_pending > 0 AND r.membership = 0 AND r.is_encrypted = 1
+                """
+            ) { (RoomID($0.string(0)), $0.int64(1)) }
+        }
+    }
+
+    /// Raises `roomID`'s member-tracking flag unless it is raised already: this device joined the
+    /// room (a join the ingest cannot tell from a room sliding sync's window reached late, such
+    /// as one joined by alias without an invite). Nothing when the room is not stored; a room
+    /// that is not encrypted waits until it is.
+    package func requestMemberTracking(_ roomID: RoomID) async throws(ChatStoreError) {
+        try await write { db throws(StoreError) in
+            try db.execute(
+                """
+                INSERT INTO member_lists(room_nid, complete, generation, tracking_pending)
+                SELECT room_nid, 0, 0, 1 FROM rooms WHERE room_id = ?
+                ON CONFLICT(room_nid) DO UPDATE SET tracking_pending = 1 WHERE member_lists.tracking_pending = 0
+                """, [.text(roomID.rawValue)])
+        }
+    }
+
+    /// `roomID`'s members (read with `ticket` from ``roomsAwaitingMemberTracking()``) are
+    /// tracked by the crypto module: the room no longer waits, unless another join or
+    /// encryption change raised its flag since (it is then handed over again).
+    package func memberTrackingHandedOver(_ roomID: RoomID, ticket: Int64) async throws(ChatStoreError) {
+        try await write { db throws(StoreError) in
+            try db.execute(
+                """
+                UPDATE member_lists SET tracking_pending = 0
+                WHERE room_nid = (SELECT room_nid FROM rooms WHERE room_id = ?) AND tracking_pending = ?
+                """, [.text(roomID.rawValue), .integer(ticket)])
+        }
+    }
+}
+
+extension ChatStore {
     /// What the crypto module needs to share `roomID`'s key, from the room's stored state: its
     /// joined and invited members, `m.room.history_visibility` and the rotation settings of
     /// `m.room.encryption`. `nil` when the room is not stored.

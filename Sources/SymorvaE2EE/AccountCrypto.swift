@@ -209,6 +209,22 @@ public final class AccountCrypto: Sendable {
                     changedUsers: changed, toDeviceEvents: changes.toDeviceEvents)))
     }
 
+    /// Starts tracking `members`, the joined and invited members of an encrypted room this
+    /// account joined, as chat read them with `/members` (the sync that brought the join
+    /// lazy-loaded most of them out): the new ones enter as outdated and the machine queries
+    /// their devices. Returns whether they are stored as tracked; when not, chat keeps the
+    /// room waiting and hands them over again later.
+    package func trackMembers(_ members: [UserID]) async -> Bool {
+        do throws(CryptoStoreError) {
+            let tracked = try await store.track(members)
+            if !tracked.isEmpty { await host.send(.usersTracked(tracked)) }
+            return true
+        } catch {
+            logger.error("members of a joined room not tracked error=\(error)")
+            return false
+        }
+    }
+
     /// The sender key and claimed signing key of the stored inbound Megolm session `sessionID`
     /// of `roomID`, if the account has received it.
     package func roomKey(roomID: RoomID, sessionID: String) async throws(CryptoStoreError)

@@ -50,9 +50,10 @@ extension AccountModuleFactory {
                 mediaCacheBytes: context.configuration.media.cacheBytes, syncMode: syncMode))
         chat.onTokenRejected { context.requestTokenRefresh() }
         if let crypto = context.built.module(AccountCrypto.self) {
-            chat.connectDevices(inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) }) {
-                changes in await crypto.syncCommitted(changes)
-            }
+            chat.connectDevices(
+                inbox: { inbox, db throws(StoreError) in try CryptoStore.writeInbox(inbox, in: db) },
+                onChanges: { changes in await crypto.syncCommitted(changes) },
+                trackMembers: { members in await crypto.trackMembers(members) })
             chat.setEncryptor(CryptoRoomEncryptor(crypto: crypto))
             chat.setDecryptor(CryptoRoomDecryptor(crypto: crypto))
             crypto.onRoomKeysStored { [weak chat] in chat?.roomKeysArrived() }

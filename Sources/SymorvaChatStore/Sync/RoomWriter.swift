@@ -17,6 +17,10 @@ struct RoomWriter {
     /// The rooms the response's push rules silence, when it carried push rules: the room's
     /// muted flag follows them (``SyncWriter/begin(_:document:db:)`` set the other rooms').
     let mutedRooms: Set<String>?
+    /// Whether a room first seen joined in this response was joined now: a `/sync` v2 response
+    /// after the first. Not the first response, nor sliding sync's, whose window brings rooms
+    /// joined long ago as it grows.
+    let newRoomsAreJoins: Bool
 
     private(set) var timelineEvents = 0
     private(set) var stateEvents = 0
@@ -33,8 +37,9 @@ struct RoomWriter {
 
     init(
         room: SyncRoomUpdate, bytes: UnsafeRawBufferPointer, hasQueuedMessages: Bool, countsOnDevice: Bool = false,
-        mutedRooms: Set<String>? = nil
+        mutedRooms: Set<String>? = nil, newRoomsAreJoins: Bool = false
     ) {
+        self.newRoomsAreJoins = newRoomsAreJoins
         self.countsOnDevice = countsOnDevice
         self.mutedRooms = mutedRooms
         self.room = room
@@ -72,6 +77,27 @@ struct RoomWriter {
         try updateHeroes(row, db: db)
         try writeSummary(row, db: db)
         if room.notificationCount != nil { try writeThreadCounts(room: row.nid, db: db) }
+        if wantsMemberTracking(row) {
+            try db.execute(
+                """
+                INSERT INTO member_lists(room_nid, complete, generation, tracking_pending) VALUES (?, 0, 0, 1)
+                ON CONFLICT(room_nid) DO UPDATE SET tracking_pending = tracking_pending + 1
+                """, [.integer(row.nid)])
+        }
+    }
+
+    /// Whether this update makes the room one whose whole member list the crypto module must
+    /// track (``ChatStore/roomsAwaitingMemberTracking()``): the room is joined and encrypted
+    /// after it, and this update brought the join (the room was invited, knocked or left
+    /// before; or first seen joined, when ``newRoomsAreJoins``) or the encryption (joined
+    /// before, not encrypted).
+    private func wantsMemberTracking(_ row: RoomRow) -> Bool {
+        guard room.membership == .joined, row.wasEncrypted || summary.isEncrypted else { return false }
+        switch row.previousMembership {
+        case nil: return newRoomsAreJoins
+        case .joined: return !row.wasEncrypted
+        case .invited, .knocked, .left: return true
+        }
     }
 
     /// The server's counts per thread replace the stored ones whenever the room's counts come
@@ -102,11 +128,15 @@ struct RoomWriter {
         var wasStripped: Bool
         var previewEventID: String?
         var previewSender: String?
+        /// The membership stored before this update; `nil` for a new row.
+        var previousMembership: RoomMembership?
+        /// Whether the room was stored as encrypted before this update.
+        var wasEncrypted = false
     }
 
     private func loadOrInsertRow(db: isolated SQLiteDatabase) throws(StoreError) -> RoomRow {
         let existing = try db.withStatement(
-            "SELECT room_nid, live_chunk_id, heroes, membership, preview_event_id, preview_sender FROM rooms WHERE room_id = ?"
+            "SELECT room_nid, live_chunk_id, heroes, membership, preview_event_id, preview_sender, is_encrypted FROM rooms WHERE room_id = ?"
         ) { statement throws(StoreError) -> RoomRow? in
             try statement.bind(room.roomID, at: 1)
             guard try statement.step() else { return nil }
@@ -115,7 +145,7 @@ struct RoomWriter {
             return RoomRow(
                 nid: row.int64(0), liveChunk: row.optionalInt64(1), heroes: row.optionalString(2),
                 wasStripped: membership == .invited || membership == .knocked, previewEventID: row.optionalString(4),
-                previewSender: row.optionalString(5))
+                previewSender: row.optionalString(5), previousMembership: membership, wasEncrypted: row.int(6) != 0)
         }
         if let existing { return existing }
         try db.withStatement("INSERT INTO rooms(room_id, membership) VALUES (?, ?)") { statement throws(StoreError) in

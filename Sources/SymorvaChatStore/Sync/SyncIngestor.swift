@@ -148,7 +148,7 @@ struct SyncWriter {
                 for room in rooms {
                     var writer = RoomWriter(
                         room: room, bytes: bytes, hasQueuedMessages: hasQueuedMessages, countsOnDevice: countsOnDevice,
-                        mutedRooms: mutedRooms)
+                        mutedRooms: mutedRooms, newRoomsAreJoins: previousToken != nil && !countsOnDevice)
                     try writer.write(db: db)
                     report.rooms += 1
                     report.timelineEvents += writer.timelineEvents
