@@ -236,8 +236,17 @@ public final class AccountChat: Sendable {
     /// - Throws: `.store` when the database cannot be read.
     public func start() async throws(ChatError) {
         try await reloadList()
+        let startedAt = Date()
         let queued: [QueuedMessage]
         do { queued = try await store.queuedMessages() } catch { throw .store(error) }
+        if let directory = options.attachmentsDirectory {
+            // Copies an earlier run left behind (a copy younger than a minute may be a send's
+            // whose queue row is being written now).
+            let removed = AttachmentFiles.removeOrphans(
+                in: directory, keeping: queued.map(\.transactionID),
+                writtenBefore: startedAt.addingTimeInterval(-Self.orphanedCopyAge))
+            if removed > 0 { logger.info("attachment copies of no queued message removed count=\(removed)") }
+        }
         for roomID in Set(queued.map(\.roomID)) {
             _ = try await conversation(loading: RoomID(roomID))
         }
@@ -262,6 +271,10 @@ public final class AccountChat: Sendable {
                         jitterSeed: UInt64.random(in: 0...UInt64.max))))
         }
     }
+
+    /// How old (seconds) a copy in the attachments folder that no queued message names must be
+    /// for ``start()`` to remove it.
+    static let orphanedCopyAge: TimeInterval = 60
 
     /// Stops syncing, sending and every timeline. The store keeps what it has, queued messages
     /// included; a later ``start()`` (or a new client on the same database) resumes them.

@@ -119,6 +119,39 @@ enum AttachmentFiles {
         }
     }
 
+    /// Removes the files in `directory` that belong to no queued message (`transactionIDs`: a
+    /// message's copy, its ciphertext and their thumbnails) and were last written before
+    /// `cutoff`; returns how many. They are what a process left when it ended between a
+    /// message's completion and its copy's removal (the remote echo can complete a message,
+    /// and empty the outbox, a moment before the effect that removes its copy runs), or when
+    /// it died writing a copy. A younger file may be the copy of a send whose queue row is
+    /// being written (the copy is synced first): it stays.
+    @discardableResult
+    static func removeOrphans(in directory: String, keeping transactionIDs: [String], writtenBefore cutoff: Date)
+        -> Int
+    {
+        let files = FileManager.default
+        guard let names = try? files.contentsOfDirectory(atPath: directory) else { return 0 }
+        var kept: Set<String> = []
+        for transactionID in transactionIDs {
+            let plain = path(in: directory, transactionID: transactionID)
+            for copy in [plain, encryptedPath(of: plain)] {
+                kept.insert(copy)
+                kept.insert(OutgoingAttachment.thumbnailPath(of: copy))
+            }
+        }
+        var removed = 0
+        for name in names {
+            let file = directory + "/" + name
+            guard !kept.contains(file),
+                let written = (try? files.attributesOfItem(atPath: file))?[.modificationDate] as? Date,
+                written < cutoff
+            else { continue }
+            if unlink(file) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
     /// A file that lives in memory only, for a reader that takes a path (the thumbnailer) to
     /// read what must never be on disk in the clear (an encrypted room's attachment): a POSIX
     /// shared-memory object (tmpfs) unlinked as soon as it is open, so it goes with its

@@ -113,6 +113,10 @@ struct MediaKillTests {
         let status = try await second.waitForLine { $0.hasSuffix(" unsent") || $0 == "outbox empty" }
         #expect(status.hasSuffix(" unsent"), "the kill left the attachment to send: \(status)")
         try await second.waitForLine(timeout: .seconds(300)) { $0 == "all sent" }
+        // The outbox empties as the message completes (its remote echo may come first); the
+        // effect that removes its copy runs right after.
+        let copyRemoved = ContinuousClock.now + .seconds(30)
+        while !copies().isEmpty && ContinuousClock.now < copyRemoved { try await Task.sleep(for: .milliseconds(50)) }
         second.send("quit")
         #expect(try await second.finish() == 0)
 
