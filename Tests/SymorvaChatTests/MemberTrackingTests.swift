@@ -94,6 +94,49 @@ struct MemberTrackingTests {
         #expect(try await waiting(store) == [roomID])
     }
 
+    /// A sliding sync room entry for `roomID`: encrypted, its timeline `events`.
+    static func slidingRoom(_ roomID: String, _ events: String) -> String {
+        #"""
+        "\#(roomID)": {
+          "required_state": [{"type": "m.room.encryption", "state_key": "", "event_id": "$enc-\#(roomID)",
+            "sender": "@bob:example.org", "origin_server_ts": 1, "content": {"algorithm": "m.megolm.v1.aes-sha2"}}],
+          "timeline": [\#(events)]
+        }
+        """#
+    }
+
+    /// This account's membership event in `roomID`, with `prev_content` when `previous` is given.
+    static func ownMember(_ roomID: String, _ membership: String, previous: String? = nil) -> String {
+        let unsigned = previous.map { #", "unsigned": {"prev_content": {"membership": "\#($0)"}}"# } ?? ""
+        return #"""
+            {"type": "m.room.member", "state_key": "@me:example.org", "event_id": "$me-\#(roomID)-\#(membership)",
+             "sender": "@me:example.org", "origin_server_ts": 5, "content": {"membership": "\#(membership)"}\#(unsigned)}
+            """#
+    }
+
+    @Test(
+        "Under sliding sync a room first seen with this account's join in its timeline waits; one a window brings, or a profile change, does not"
+    )
+    func slidingJoinWaits() async throws {
+        let store = try await ChatStore.open(path: ":memory:")
+        let ingestor = SyncIngestor(store: store)
+        let message =
+            #"{"type": "m.room.message", "event_id": "$m", "sender": "@bob:example.org", "origin_server_ts": 9, "content": {"msgtype": "m.text", "body": "hi"}}"#
+        let rooms = [
+            Self.slidingRoom("!window:example.org", message),
+            Self.slidingRoom("!joined:example.org", Self.ownMember("!joined:example.org", "join") + ", " + message),
+            Self.slidingRoom(
+                "!rejoined:example.org", Self.ownMember("!rejoined:example.org", "join", previous: "leave")),
+            Self.slidingRoom(
+                "!profile:example.org", Self.ownMember("!profile:example.org", "join", previous: "join")),
+        ]
+        let document = Array(#"{"pos": "p2", "rooms": {\#(rooms.joined(separator: ", "))}}"#.utf8)
+        let decoded = try SlidingSyncResponseDecoder.decode(document, ownUserID: Self.me.rawValue)
+        _ = try await ingestor.ingest(sliding: decoded)
+        #expect(
+            Set(try await waiting(store).map(\.rawValue)) == ["!joined:example.org", "!rejoined:example.org"])
+    }
+
     @Test("Encryption turned on in a joined room makes it wait; later syncs of the room do not raise it again")
     func encryptionTurnedOnWaits() async throws {
         let store = try await fixture.store(fullState: true)

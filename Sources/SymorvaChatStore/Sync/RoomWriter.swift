@@ -89,12 +89,13 @@ struct RoomWriter {
     /// Whether this update makes the room one whose whole member list the crypto module must
     /// track (``ChatStore/roomsAwaitingMemberTracking()``): the room is joined and encrypted
     /// after it, and this update brought the join (the room was invited, knocked or left
-    /// before; or first seen joined, when ``newRoomsAreJoins``) or the encryption (joined
-    /// before, not encrypted).
+    /// before; or first seen joined, when ``newRoomsAreJoins`` or when its timeline holds the
+    /// join, ``SyncRoomUpdate/timelineHasOwnJoin``) or the encryption (joined before, not
+    /// encrypted).
     private func wantsMemberTracking(_ row: RoomRow) -> Bool {
         guard room.membership == .joined, row.wasEncrypted || summary.isEncrypted else { return false }
         switch row.previousMembership {
-        case nil: return newRoomsAreJoins
+        case nil: return newRoomsAreJoins || room.timelineHasOwnJoin
         case .joined: return !row.wasEncrypted
         case .invited, .knocked, .left: return true
         }

@@ -45,6 +45,9 @@ package enum SlidingSyncResponseDecoder {
                     for index in rooms.indices where rooms[index].membership == .joined {
                         if Self.hasLeft(rooms[index], ownUserID: ownUserID, bytes: buffer) {
                             rooms[index].membership = .left
+                        } else {
+                            rooms[index].timelineHasOwnJoin = Self.timelineJoins(
+                                rooms[index], ownUserID: ownUserID, bytes: buffer)
                         }
                     }
                 }
@@ -67,6 +70,23 @@ package enum SlidingSyncResponseDecoder {
         guard let own else { return false }
         let membership = RawJSON.string("membership", in: UnsafeRawBufferPointer(rebasing: bytes[own.content]))
         return membership == "leave" || membership == "ban"
+    }
+}
+
+extension SlidingSyncResponseDecoder {
+    /// Whether the account's newest membership event in the timeline of `room` joins it: it
+    /// says `join`, and the membership before it (`unsigned.prev_content`) did not.
+    static func timelineJoins(_ room: SyncRoomUpdate, ownUserID: String, bytes: UnsafeRawBufferPointer) -> Bool {
+        let own = room.timeline.last { $0.type == "m.room.member" && $0.stateKey == ownUserID }
+        guard let own else { return false }
+        guard RawJSON.string("membership", in: UnsafeRawBufferPointer(rebasing: bytes[own.content])) == "join" else {
+            return false
+        }
+        let event = UnsafeRawBufferPointer(rebasing: bytes[own.range])
+        guard let unsigned = RawJSON.value("unsigned", in: event) else { return true }
+        let unsignedBytes = UnsafeRawBufferPointer(rebasing: event[unsigned])
+        guard let previous = RawJSON.value("prev_content", in: unsignedBytes) else { return true }
+        return RawJSON.string("membership", in: UnsafeRawBufferPointer(rebasing: unsignedBytes[previous])) != "join"
     }
 }
 
