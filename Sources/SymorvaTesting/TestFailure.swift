@@ -30,8 +30,10 @@ public struct TestFailure: Error, Sendable, Equatable, CustomStringConvertible {
 /// A timeout here is a safety net against hangs, never a timing assertion: tests wait for a
 /// condition, and the timeout only turns a lost wake-up into a readable failure.
 public enum TestWaiting {
-    /// The default timeout of every wait in this library.
-    public static let defaultTimeout: Duration = .seconds(10)
+    /// The default timeout of every wait in this library: long enough that a test waiting for
+    /// a condition does not fail only because the machine is busy (the unit tiers run in
+    /// parallel, under ThreadSanitizer too, on two cores); a passing test never waits it out.
+    public static let defaultTimeout: Duration = .seconds(60)
 }
 
 /// Resumes one continuation once, with a value or with `nil` on timeout or cancellation, and

@@ -119,7 +119,7 @@ struct SecretRequestRestartTests {
             folder, key: key, transport: transport, now: Self.deadline.advanced(by: .seconds(-30)), clock: clock)
         await crypto.start()
         // The deadline's timer: 30 s on the runtime clock (a barrier on the clock, not a sleep).
-        let limit = ContinuousClock.now + .seconds(10)
+        let limit = ContinuousClock.now + TestWaiting.defaultTimeout
         while !clock.pendingDeadlines.contains(.seconds(30)) {
             guard ContinuousClock.now < limit else { throw TestFailure("the deadline's timer never started") }
             await Task.yield()

@@ -39,7 +39,7 @@ struct VerificationCenterTests {
         #expect(verification.state.value == .requested)
         try await clock.waitForSleepers(count: 2)  // the overall and the request timers
         await clock.advance(by: .seconds(120))
-        try await verification.state.wait(timeout: .seconds(10)) { $0 == .cancelled(code: "m.timeout", byUs: true) }
+        try await verification.state.wait { $0 == .cancelled(code: "m.timeout", byUs: true) }
         let codes = sent.withLock { bodies in
             bodies.compactMap { body -> String? in
                 guard case .object(let top) = body, case .object(let messages)? = top["messages"],
@@ -264,7 +264,7 @@ struct VerificationCenterTests {
         ])
         #expect(verification.state.value == .otherDeviceScanned)
         await clock.advance(by: .seconds(600))
-        try await verification.state.wait(timeout: .seconds(10)) { $0 == .cancelled(code: "m.timeout", byUs: true) }
+        try await verification.state.wait { $0 == .cancelled(code: "m.timeout", byUs: true) }
         #expect(
             Self.sent(transport, to: bob.userID).last
                 == Sent(type: "m.key.verification.cancel", devices: ["BOB": "m.timeout"]))

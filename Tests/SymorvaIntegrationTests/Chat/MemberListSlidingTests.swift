@@ -100,7 +100,7 @@ struct MemberListSlidingTests {
             for index in 0..<3 { try await bobConversation.send(.text("away \(index)")).waitUntilSent() }
             let third = try await alice.makeClient(in: run, transport: counting, options: Self.sliding)
             try await third.startAndSync()
-            try await eventually(timeout: .seconds(60), "the gap is stored") {
+            _ = try await eventually(timeout: .seconds(60), "the gap is stored") {
                 try await !third.store.memberList(roomID).isComplete ? true : nil
             }
             let afterGap = try #require(try await third.roomForEncryption(roomID))

@@ -1,4 +1,5 @@
 import Foundation
+import SymorvaTesting
 import Testing
 
 @testable import SymorvaKit
@@ -42,7 +43,7 @@ struct CommunityShutdownTests {
             }
             // Releasing is asynchronous (cancelled tasks drop their references as they end):
             // wait for it, bounded.
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + TestWaiting.defaultTimeout
             while ContinuousClock.now < deadline, !Self.openFiles(under: folder).isEmpty {
                 try await Task.sleep(for: .milliseconds(50))
             }
