@@ -189,7 +189,7 @@ struct AccountStudioTests {
         #expect(restored.map(\.id) == [grant.id])
         try await h.clock.waitForSleepers(count: 1)  // the restored grant's expiry timer
         await h.clock.advance(by: .seconds(500))  // the service's 600 s are up
-        _ = try await second.grants.wait(timeout: .seconds(5), until: { $0.first?.status == .expired })
+        _ = try await second.grants.wait(until: { $0.first?.status == .expired })
         await #expect(throws: StudioError.grantNotLive(.expired)) { _ = try await second.summarize(using: restored[0]) }
         #expect(h.world.violations.isEmpty, "\(h.world.violations)")
     }

@@ -78,7 +78,7 @@ final class FlippingRoomCrypto: RoomEncryptor, RoomDecryptor {
 extension SendReceipt {
     /// Waits until the receipt says sent.
     func sent() async throws {
-        try await state.wait(timeout: .seconds(30)) { state in
+        try await state.wait { state in
             if case .sent = state { return true }
             return false
         }
@@ -541,7 +541,7 @@ struct ConversationEncryptionTests {
 
         crypto.hasKey.withLock { $0 = true }
         chat.roomKeysArrived()
-        try await chat.conversations.wait(timeout: .seconds(10)) {
+        try await chat.conversations.wait {
             $0[Self.roomID]?.lastMessage?.body == "later"
         }
         #expect(
@@ -563,7 +563,7 @@ struct ConversationEncryptionTests {
         let conversation = try await chat.conversation(id: Self.roomID)
         let stop = conversation.timeline.subscribe { _ in }
         defer { stop() }
-        try await conversation.timeline.wait(timeout: .seconds(10)) { items in
+        try await conversation.timeline.wait { items in
             [EventID("$e1"), EventID("$e2")].allSatisfy { id in
                 items.contains { $0.eventID == id && $0.content == .unableToDecrypt(.senderNotCrossSigned) }
             }
@@ -580,7 +580,7 @@ struct ConversationEncryptionTests {
         #expect(crypto.decryptions.withLock { $0 } == tried)
         // Her devices queried: her message is tried again and reads; Carol's stays refused.
         chat.senderDevicesUpdated([UserID("@alice:example.org")])
-        try await conversation.timeline.wait(timeout: .seconds(10)) { items in
+        try await conversation.timeline.wait { items in
             items.contains { $0.eventID == EventID("$e1") && $0.content == .message(.text, body: "from alice") }
         }
         #expect(crypto.decryptions.withLock { $0 } == tried + 1)
@@ -601,7 +601,7 @@ struct ConversationEncryptionTests {
         #expect(try await store.undecryptedEvents(limit: .max).count == count)
         let chat = chat(on: store)  // setting the decryptor starts the first pass
         let database = store.databaseForTesting
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + TestWaiting.defaultTimeout
         while try await database.queryOne("SELECT COUNT(*) FROM pending_decryption", [], { $0.int(0) }) != 0,
             ContinuousClock.now < deadline
         {

@@ -49,7 +49,8 @@ struct ContractCommunityTests {
 
     func call(_ engine: ContractEngine, _ text: String) async throws -> JSONValue {
         engine.send(Array(text.utf8))
-        return try JSONValue(parsing: try await ContractEngineTests.receive(from: engine.outbox, within: .seconds(20)))
+        return try JSONValue(
+            parsing: try await ContractEngineTests.receive(from: engine.outbox, within: TestWaiting.defaultTimeout))
     }
 
     @Test("Signed out: the Swift API's typed errors, by domain and case name")

@@ -103,7 +103,7 @@ struct SecretAnswerRestartTests {
             crypto.secretAnswers.states.value == .checking(batch: [request], queued: []),
             "started from the stored request")
         await crypto.start()
-        try await crypto.secretAnswers.states.wait(timeout: .seconds(30)) { $0 == .idle }
+        try await crypto.secretAnswers.states.wait { $0 == .idle }
         #expect(try await crypto.store.incomingSecretRequests().isEmpty, "answered: forgotten")
 
         // The phone decrypts the answer: the master key's seed, for its request.
@@ -145,7 +145,7 @@ struct SecretAnswerRestartTests {
         transport.on("POST", "/_matrix/client/v3/keys/query") { _ in .json(200, answer) }
         let crypto = try await start(folder, key: key, transport: transport)
         await crypto.start()
-        try await crypto.secretAnswers.states.wait(timeout: .seconds(30)) { $0 == .idle }
+        try await crypto.secretAnswers.states.wait { $0 == .idle }
         #expect(try await crypto.store.incomingSecretRequests().isEmpty, "refused: forgotten")
         #expect(transport.count("POST", "/_matrix/client/v3/keys/claim") == 0)
         #expect(!transport.requests.contains { $0.url.path.contains("/sendToDevice/m.room.encrypted/") })

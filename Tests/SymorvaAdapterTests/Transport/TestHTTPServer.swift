@@ -1,5 +1,6 @@
 import Foundation
 import SymorvaRuntime
+import SymorvaTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -215,7 +216,7 @@ final class TestHTTPServer: Sendable {
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held. The
 /// timeout only guards against a hang: a loaded machine running the whole suite can be slow.
-func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
+func eventually(timeout: Duration = TestWaiting.defaultTimeout, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if condition() { return true }

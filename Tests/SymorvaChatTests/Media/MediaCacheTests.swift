@@ -48,13 +48,13 @@ struct MediaCacheTests {
         let gate = ObservableValue<Bool>.Publisher(false)
         let fetch: @Sendable (String) async throws(MediaError) -> Void = { (path: String) async throws(MediaError) in
             calls.withLock { $0.append(path) }
-            _ = try? await gate.observable.wait(timeout: .seconds(30)) { $0 }
+            _ = try? await gate.observable.wait { $0 }
             try? Data([1, 2, 3]).write(to: URL(fileURLWithPath: path))
         }
         async let first = cache.file(for: "k", fetch: fetch)
         async let second = cache.file(for: "k", fetch: fetch)
         // Both callers reach the download before it may finish: the second has joined the first.
-        _ = try await cache.joinsForTesting.wait(timeout: .seconds(30)) { $0 >= 1 }
+        _ = try await cache.joinsForTesting.wait { $0 >= 1 }
         gate.publish(true)
         let paths = try await [first, second]
         #expect(paths[0] == paths[1])
