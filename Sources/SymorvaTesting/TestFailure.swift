@@ -31,9 +31,11 @@ public struct TestFailure: Error, Sendable, Equatable, CustomStringConvertible {
 /// condition, and the timeout only turns a lost wake-up into a readable failure.
 public enum TestWaiting {
     /// The default timeout of every wait in this library: long enough that a test waiting for
-    /// a condition does not fail only because the machine is busy (the unit tiers run in
-    /// parallel, under ThreadSanitizer too, on two cores); a passing test never waits it out.
-    public static let defaultTimeout: Duration = .seconds(60)
+    /// a condition does not fail only because the machine is busy; a passing test never waits
+    /// it out. The unit tiers start all their tests at once on two cores, and under
+    /// ThreadSanitizer a test's next step can wait 45-80 s in the queue behind the others'
+    /// (its "passed after" shows it): 30 s was seen to fail there, 60 s has little margin.
+    public static let defaultTimeout: Duration = .seconds(180)
 }
 
 /// Resumes one continuation once, with a value or with `nil` on timeout or cancellation, and
