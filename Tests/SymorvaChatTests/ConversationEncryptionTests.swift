@@ -529,7 +529,7 @@ struct ConversationEncryptionTests {
         _ = try await SyncIngestor(store: store).ingest(Self.sync("b2", [Self.encryptedEvent(1, body: "later")]))
         let chat = chat(on: store)  // setting the decryptor starts the first pass
         let database = store.databaseForTesting
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + TestWaiting.defaultTimeout
         while try await database.queryOne("SELECT waiting FROM pending_decryption", [], { $0.int(0) }) != 1,
             ContinuousClock.now < deadline
         {

@@ -2,6 +2,7 @@ import Foundation
 import SymorvaContract
 import SymorvaKit
 import SymorvaMatrix
+import SymorvaTesting
 import Testing
 
 /// The engine without the network: a small table of methods (an echo, a slow one, one that asks
@@ -42,15 +43,17 @@ struct ContractEngineTests {
         engine = ContractEngine(methods: methods, handles: handles)
     }
 
-    /// The next message, parsed (waits up to 60 s, ThreadSanitizer on a loaded machine included:
-    /// the engine answers asynchronous methods on tasks).
+    /// The next message, parsed (waits up to `TestWaiting.defaultTimeout`, ThreadSanitizer on a
+    /// loaded machine included: the engine answers asynchronous methods on tasks).
     func next() async throws -> JSONValue {
         try JSONValue(parsing: try await Self.receive(from: engine.outbox))
     }
 
     /// The outbox's next message within `limit`. Polls without blocking: a test runs on the
     /// cooperative pool, and a blocking `receive` there would starve the tasks that answer.
-    static func receive(from outbox: ContractOutbox, within limit: Duration = .seconds(60)) async throws -> [UInt8] {
+    static func receive(from outbox: ContractOutbox, within limit: Duration = TestWaiting.defaultTimeout) async throws
+        -> [UInt8]
+    {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             if let bytes = outbox.receive(timeout: .zero) { return bytes }
@@ -230,8 +233,9 @@ struct ContractEngineTests {
         send(#"{"id": 2, "method": "test.ask"}"#)
         #expect(try await next()["hostRequest"]?["kind"] == "pin")
         engine.close()
+        // Whatever was queued before it, then the closing message (a barrier, not a quiet spell).
         var sawClosed = false
-        while let bytes = try? await Self.receive(from: engine.outbox, within: .seconds(2)) {
+        while !sawClosed, let bytes = try? await Self.receive(from: engine.outbox) {
             if try JSONValue(parsing: bytes)["closed"] == .bool(true) { sawClosed = true }
         }
         #expect(sawClosed)
@@ -264,7 +268,8 @@ struct ContractEngineTests {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var received: [String] = []
-                while let bytes = outbox.receive(timeout: .seconds(5)) {
+                // Ends at `close()` (nil once drained); the timeout is only a safety net.
+                while let bytes = outbox.receive(timeout: TestWaiting.defaultTimeout) {
                     received.append(String(decoding: bytes, as: UTF8.self))
                 }
                 continuation.resume(returning: received)
