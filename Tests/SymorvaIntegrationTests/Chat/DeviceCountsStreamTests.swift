@@ -83,6 +83,7 @@ struct DeviceCountsStreamTests {
         var events = 0
         var highlightsSeen = 0
         var stepOf: [EventID: String] = [:]
+        var eventOf: [[String: EventID]] = [[:], [:]]
         let steps = Self.steps
         for step in 1...steps {
             if step == steps / 2 {
@@ -136,11 +137,13 @@ struct DeviceCountsStreamTests {
                     lastEvents[index] = sent
                     events += 1
                     stepOf[sent] = "step \(step) kind \(kind)"
+                    eventOf[index]["step \(step) kind \(kind)"] = sent
                 }
             }
             if step % 25 == 0 || step == steps {
                 let counts = try await checkpoint(
-                    aliceChat, rooms: rooms, lastEvents: lastEvents, seed: seed, step: step, stepOf: stepOf)
+                    aliceChat, rooms: rooms, lastEvents: lastEvents, seed: seed, step: step, stepOf: stepOf,
+                    eventOf: eventOf)
                 highlightsSeen = max(highlightsSeen, counts.highlights)
             }
         }
@@ -151,7 +154,9 @@ struct DeviceCountsStreamTests {
     /// Waits until Alice's device has the last events and its counts settle, then compares:
     /// the plain room's device counts with Synapse's, the sealed room's with the plain room's.
     func checkpoint(
-        _ chat: AccountChat, rooms: [RoomID], lastEvents: [EventID?], seed: UInt64, step: Int, stepOf: [EventID: String]
+        _ chat: AccountChat, rooms: [RoomID], lastEvents: [EventID?], seed: UInt64, step: Int,
+        stepOf: [EventID: String],
+        eventOf: [[String: EventID]]
     ) async throws -> DeviceCounts {
         let deadline = ContinuousClock.now + .seconds(60)
         var server = (notifications: -1, highlights: -1)
@@ -183,9 +188,18 @@ struct DeviceCountsStreamTests {
                 "\(stepOf[$0.eventID] ?? $0.eventID.rawValue)\($0.highlight ? " highlight" : "")"
             }
         }
-        Issue.record(
-            "plain only: \(Set(counted[0]).subtracting(counted[1]).sorted()), encrypted only: \(Set(counted[1]).subtracting(counted[0]).sorted())"
-        )
+        let plainOnly = Set(counted[0]).subtracting(counted[1]).sorted()
+        let sealedOnly = Set(counted[1]).subtracting(counted[0]).sorted()
+        // Whether the device holds the other room's event of each step counted in one room only
+        // (an event the device never stored cannot be counted).
+        var twins: [String] = []
+        for (label, other) in plainOnly.map({ ($0, 1) }) + sealedOnly.map({ ($0, 0) }) {
+            let step = label.replacingOccurrences(of: " highlight", with: "")
+            guard let twin = eventOf[other][step] else { continue }
+            twins.append(
+                "\(step) in the \(other == 0 ? "plain" : "encrypted") room stored: \(try await chat.hasStored(twin))")
+        }
+        Issue.record("plain only: \(plainOnly), encrypted only: \(sealedOnly); \(twins)")
         Issue.record(
             "seed \(seed), step \(step): Synapse \(server), the list's encrypted row \(String(describing: chat.conversations.value[rooms[1]].map { ($0.unreadCount, $0.highlightCount) })), the device \(plainCounts.notifications)/\(plainCounts.highlights) (plain), \(sealedCounts.notifications)/\(sealedCounts.highlights) (encrypted)"
         )
