@@ -91,6 +91,7 @@ extension AccountChat {
                 filled = page.eventIDs + filled
                 if case .gap(let next) = page.before { remaining = next } else { remaining = nil }
             }
+            logger.info("gap of a counted room filled items=\(filled.count) pages=\(pages) closed=\(remaining == nil)")
             changes.rooms[index].gapToken = remaining
             changes.rooms[index].itemEventIDs = filled + changes.rooms[index].itemEventIDs
         }
