@@ -592,6 +592,9 @@ public final class AccountChat: Sendable {
         if changes.devices.roomsChanged || memberTracking.withLock({ $0.hasFailures }) {
             await trackMembersOfJoinedRooms()
         }
+        // The events a limited timeline left out of a counted room are fetched before counting.
+        var changes = changes
+        await fillCountedGaps(&changes)
         // Stored events wait for a key: they are tried again when keys arrive (the crypto module
         // says so), and new encrypted events when they are stored, not after every sync.
         if changes.hasEncryptedEvents { encryptedEventsStored() }

@@ -44,6 +44,59 @@ extension AccountChat {
         do { return try await store.sender(of: eventID) != nil } catch { throw .store(error) }
     }
 
+    /// Events asked for per `/messages` page when a gap hides counted events.
+    static let countedGapPageSize = 50
+    /// The most pages one such gap is filled with (a reconnection after a long time may have
+    /// left out more: those stay a gap, and are not counted).
+    static let countedGapPages = 4
+
+    /// Fills the gaps this batch opened in rooms whose counts are the device's
+    /// (``ChatStore/gapHidesCountedEvents(roomID:token:everyRoom:)``) before the batch's
+    /// events are counted: a limited timeline left events out (sliding sync's list sends one
+    /// event per room, so a second message arriving between two responses is left out), and
+    /// the device counts only what it stores. Each gap is filled from the server like a
+    /// timeline's pagination (the same requests, joined with a concurrent one), at most
+    /// ``countedGapPages`` pages; the events written go to the room's changes ahead of the
+    /// batch's own, and the room's gap token becomes what is left of the gap (`nil` when it
+    /// is closed). A failed page leaves the rest of the gap as it is.
+    func fillCountedGaps(_ changes: inout SyncChanges) async {
+        let everyRoom = countsInEveryRoom.withLock { $0 }
+        for index in changes.rooms.indices {
+            guard let token = changes.rooms[index].gapToken else { continue }
+            let roomID = changes.rooms[index].roomID
+            do throws(ChatStoreError) {
+                guard try await store.gapHidesCountedEvents(roomID: roomID, token: token, everyRoom: everyRoom) else {
+                    continue
+                }
+            } catch {
+                logger.error("gap of a counted room not read error=\(error)")
+                continue
+            }
+            var remaining: PaginationToken? = token
+            var filled: [EventID] = []
+            var pages = 0
+            while let current = remaining, pages < Self.countedGapPages {
+                pages += 1
+                let page: TimelinePage
+                do {
+                    page = try await loads.value(for: "messages|\(roomID.rawValue)|\(current.rawValue)") {
+                        () async throws(TimelineError) -> TimelinePage in
+                        try await TimelineInterpreter.fetch(
+                            roomID: roomID, token: current, count: Self.countedGapPageSize, client: self)
+                    }
+                } catch {
+                    logger.warning("gap of a counted room not filled error=\(error)")
+                    break
+                }
+                filled = page.eventIDs + filled
+                if case .gap(let next) = page.before { remaining = next } else { remaining = nil }
+            }
+            logger.info("gap of a counted room filled items=\(filled.count) pages=\(pages) closed=\(remaining == nil)")
+            changes.rooms[index].gapToken = remaining
+            changes.rooms[index].itemEventIDs = filled + changes.rooms[index].itemEventIDs
+        }
+    }
+
     /// Evaluates the plaintext events stored since the last pass and recomputes the counts
     /// (receipts may have moved). Runs after each committed sync, before the list is read.
     func countStoredEvents() async {

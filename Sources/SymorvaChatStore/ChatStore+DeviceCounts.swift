@@ -142,6 +142,28 @@ extension ChatStore {
         }
     }
 
+    /// Whether the gap `token` of `roomID` hides events the device must count: a limited
+    /// timeline left events out after the ones the room's live timeline already held (the gap
+    /// follows a chunk of stored events), in a joined room whose counts are the device's
+    /// (encrypted, or written by sliding sync; any room with `everyRoom`). A room's first
+    /// timeline opens a gap before everything: what precedes it is not counted.
+    package func gapHidesCountedEvents(roomID: RoomID, token: PaginationToken, everyRoom: Bool)
+        async throws(ChatStoreError) -> Bool
+    {
+        try await read { db throws(StoreError) in
+            try db.queryOne(
+                """
+                SELECT 1 FROM timeline_gaps g
+                JOIN timeline_chunks c ON c.chunk_id = g.chunk_id
+                JOIN rooms r ON r.room_nid = c.room_nid
+                WHERE r.room_id = ?1 AND g.prev_batch = ?2 AND r.membership = 0
+                    AND (r.is_encrypted = 1 OR r.counts_on_device = 1 OR ?3)
+                    AND EXISTS (SELECT 1 FROM events e WHERE e.chunk_id = c.prev_chunk_id)
+                """, [.text(roomID.rawValue), .text(token.rawValue), .bool(everyRoom)]
+            ) { _ in true } ?? false
+        }
+    }
+
     /// What the push rules need of each room in `roomNIDs`.
     package func pushRoomFacts(_ roomNIDs: Set<Int64>, ownUserID: String) async throws(ChatStoreError) -> [Int64:
         PushRoomFacts]
