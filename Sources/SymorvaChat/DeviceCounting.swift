@@ -50,51 +50,85 @@ extension AccountChat {
     /// left out more: those stay a gap, and are not counted).
     static let countedGapPages = 4
 
+    /// How many rooms' gaps are filled at once: after a long time away many rooms come back
+    /// with one, and one room after another would hold the commit (and the list) for a round
+    /// trip per page of each.
+    static let countedGapRoomsAtOnce = 6
+
     /// Fills the gaps this batch opened in rooms whose counts are the device's
     /// (``ChatStore/gapHidesCountedEvents(roomID:token:everyRoom:)``) before the batch's
     /// events are counted: a limited timeline left events out (sliding sync's list sends one
     /// event per room, so a second message arriving between two responses is left out), and
     /// the device counts only what it stores. Each gap is filled from the server like a
     /// timeline's pagination (the same requests, joined with a concurrent one), at most
-    /// ``countedGapPages`` pages; the events written go to the room's changes ahead of the
-    /// batch's own, and the room's gap token becomes what is left of the gap (`nil` when it
-    /// is closed). A failed page leaves the rest of the gap as it is.
+    /// ``countedGapPages`` pages, ``countedGapRoomsAtOnce`` rooms at a time; the events written
+    /// go to the room's changes ahead of the batch's own, and the room's gap token becomes what
+    /// is left of the gap (`nil` when it is closed). A failed page leaves the rest of the gap
+    /// as it is.
     func fillCountedGaps(_ changes: inout SyncChanges) async {
         let everyRoom = countsInEveryRoom.withLock { $0 }
-        for index in changes.rooms.indices {
-            guard let token = changes.rooms[index].gapToken else { continue }
-            let roomID = changes.rooms[index].roomID
-            do throws(ChatStoreError) {
-                guard try await store.gapHidesCountedEvents(roomID: roomID, token: token, everyRoom: everyRoom) else {
-                    continue
+        let gaps = changes.rooms.indices.compactMap { index in
+            changes.rooms[index].gapToken.map { (index, changes.rooms[index].roomID, $0) }
+        }
+        guard !gaps.isEmpty else { return }
+        let filled = await withTaskGroup(of: (Int, [EventID], PaginationToken?)?.self) { group in
+            var results: [(Int, [EventID], PaginationToken?)] = []
+            var pending = gaps[...]
+            func startNext() {
+                guard let (index, roomID, token) = pending.popFirst() else { return }
+                group.addTask {
+                    await self.fillCountedGap(roomID: roomID, token: token, everyRoom: everyRoom).map {
+                        (index, $0.events, $0.remaining)
+                    }
+                }
+            }
+            for _ in 0..<Self.countedGapRoomsAtOnce { startNext() }
+            for await result in group {
+                if let result { results.append(result) }
+                startNext()
+            }
+            return results
+        }
+        for (index, events, remaining) in filled {
+            changes.rooms[index].gapToken = remaining
+            changes.rooms[index].itemEventIDs = events + changes.rooms[index].itemEventIDs
+        }
+    }
+
+    /// Fills one room's gap `token` when it hides counted events: the events written, oldest
+    /// first, and what is left of the gap; `nil` when the gap is not one to fill.
+    private func fillCountedGap(roomID: RoomID, token: PaginationToken, everyRoom: Bool) async
+        -> (events: [EventID], remaining: PaginationToken?)?
+    {
+        do throws(ChatStoreError) {
+            guard try await store.gapHidesCountedEvents(roomID: roomID, token: token, everyRoom: everyRoom) else {
+                return nil
+            }
+        } catch {
+            logger.error("gap of a counted room not read error=\(error)")
+            return nil
+        }
+        var remaining: PaginationToken? = token
+        var filled: [EventID] = []
+        var pages = 0
+        while let current = remaining, pages < Self.countedGapPages {
+            pages += 1
+            let page: TimelinePage
+            do {
+                page = try await loads.value(for: "messages|\(roomID.rawValue)|\(current.rawValue)") {
+                    () async throws(TimelineError) -> TimelinePage in
+                    try await TimelineInterpreter.fetch(
+                        roomID: roomID, token: current, count: Self.countedGapPageSize, client: self)
                 }
             } catch {
-                logger.error("gap of a counted room not read error=\(error)")
-                continue
+                logger.warning("gap of a counted room not filled error=\(error)")
+                break
             }
-            var remaining: PaginationToken? = token
-            var filled: [EventID] = []
-            var pages = 0
-            while let current = remaining, pages < Self.countedGapPages {
-                pages += 1
-                let page: TimelinePage
-                do {
-                    page = try await loads.value(for: "messages|\(roomID.rawValue)|\(current.rawValue)") {
-                        () async throws(TimelineError) -> TimelinePage in
-                        try await TimelineInterpreter.fetch(
-                            roomID: roomID, token: current, count: Self.countedGapPageSize, client: self)
-                    }
-                } catch {
-                    logger.warning("gap of a counted room not filled error=\(error)")
-                    break
-                }
-                filled = page.eventIDs + filled
-                if case .gap(let next) = page.before { remaining = next } else { remaining = nil }
-            }
-            logger.info("gap of a counted room filled items=\(filled.count) pages=\(pages) closed=\(remaining == nil)")
-            changes.rooms[index].gapToken = remaining
-            changes.rooms[index].itemEventIDs = filled + changes.rooms[index].itemEventIDs
+            filled = page.eventIDs + filled
+            if case .gap(let next) = page.before { remaining = next } else { remaining = nil }
         }
+        logger.info("gap of a counted room filled items=\(filled.count) pages=\(pages) closed=\(remaining == nil)")
+        return (filled, remaining)
     }
 
     /// Evaluates the plaintext events stored since the last pass and recomputes the counts

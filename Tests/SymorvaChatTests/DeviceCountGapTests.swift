@@ -126,7 +126,7 @@ struct DeviceCountGapTests {
         fixture.crypto.hasKey.withLock { $0 = keyFirst }
         let (store, chat) = try await room(encrypted: true, everyRoom: false)
         if keyFirst {
-            try await chat.conversations.wait(timeout: .seconds(10)) { $0[roomID]?.unreadCount == 1 }
+            try await chat.conversations.wait { $0[roomID]?.unreadCount == 1 }
         }
         // $2 and $3 are left out, newest page first, over two pages; $2 names me; my receipt is
         // on $2 (sent at 25, before $3), so $2 is read, $3 and $4 are not ($4 names me).
@@ -147,7 +147,7 @@ struct DeviceCountGapTests {
             chat.roomKeysArrived()
         }
         // The list shows the device's counts of an encrypted room.
-        try await chat.conversations.wait(timeout: .seconds(10)) {
+        try await chat.conversations.wait {
             $0[roomID]?.unreadCount == 2 && $0[roomID]?.highlightCount == 1
         }
         let counts = try await chat.deviceCounts(roomID: roomID)
@@ -205,5 +205,54 @@ struct DeviceCountGapTests {
             try await store.databaseForTesting.queryOne(
                 "SELECT COUNT(*) FROM timeline_gaps WHERE prev_batch = 'gap-x'"
             ) { $0.int(0) } == 1)
+    }
+
+    @Test("The gaps of many rooms are filled a few rooms at a time, not one after another, and every one is counted")
+    func manyRoomsAtOnce() async throws {
+        let store = try await ChatStore.open(path: ":memory:")
+        let chat = fixture.chat(on: store)
+        chat.countOnDeviceInEveryRoom(true)
+        let rooms = (1...(AccountChat.countedGapRoomsAtOnce * 2 + 1)).map { "!r\($0):example.org" }
+        /// A `/sync` batch with `events(room)` in every room, limited when `gap` is set.
+        func batch(_ name: String, gap: Bool, _ events: (String) -> [String]) -> [UInt8] {
+            let joined = rooms.map { room in
+                let limited = gap ? #""limited": true, "prev_batch": "gap-\#(room)""# : #""limited": false"#
+                return #""\#(room)": {"timeline": {"events": [\#(events(room).joined(separator: ", "))], \#(limited)}}"#
+            }
+            return Array(#"{"next_batch": "\#(name)", "rooms": {"join": {\#(joined.joined(separator: ", "))}}}"#.utf8)
+        }
+        try await commit(
+            batch("b1", gap: false) { _ in [ConversationReactionTests.member("@me:example.org", id: "$join-me")] },
+            store: store, chat: chat)
+        try await commit(
+            batch("b2", gap: false) { [Self.text("$first-\($0)", ts: 10, body: "hello")] }, store: store, chat: chat)
+        // Every room's next response leaves one message out; its /messages waits at the gate.
+        let gate = TestGate()
+        let concurrency = Lock((now: 0, most: 0))
+        fixture.transport.on(
+            "GET", pathPrefix: "/_matrix/client/v3/rooms/",
+            { request in
+                concurrency.withLock {
+                    $0.now += 1
+                    $0.most = max($0.most, $0.now)
+                }
+                await gate.wait()
+                concurrency.withLock { $0.now -= 1 }
+                let room = request.url.path.split(separator: "/")[4]
+                return .json(
+                    200, #"{"chunk": [\#(Self.text("$left-\(room)", ts: 20, body: "left out"))], "start": "s"}"#)
+            })
+        async let committed: Void = commit(
+            batch("b3", gap: true) { [Self.text("$last-\($0)", ts: 30, body: "last")] }, store: store, chat: chat)
+        // As many rooms as allowed are fetched together (the first ones ask at once)...
+        try await gate.waitForWaiters(count: AccountChat.countedGapRoomsAtOnce)
+        gate.open()
+        try await committed
+        // ... never more, and every room's gap was filled and its message counted.
+        #expect(concurrency.withLock { $0.most } == AccountChat.countedGapRoomsAtOnce)
+        for room in rooms {
+            #expect(try await chat.hasStored(EventID("$left-\(room)")))
+            #expect(try await chat.deviceCounts(roomID: RoomID(room)).notifications == 3, "\(room)")
+        }
     }
 }
