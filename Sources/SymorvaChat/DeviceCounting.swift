@@ -54,6 +54,10 @@ extension AccountChat {
     /// with one, and one room after another would hold the commit (and the list) for a round
     /// trip per page of each.
     static let countedGapRoomsAtOnce = 6
+    /// The most rooms one batch fills (in the batch's order: sliding sync's list puts the most
+    /// recent first). A batch after a long time away can leave events out of every room: the
+    /// rest keep their gap, and its events are not counted, as in a gap longer than the pages.
+    static let countedGapRoomsPerBatch = 50
 
     /// Fills the gaps this batch opened in rooms whose counts are the device's
     /// (``ChatStore/gapHidesCountedEvents(roomID:token:everyRoom:)``) before the batch's
@@ -61,30 +65,41 @@ extension AccountChat {
     /// event per room, so a second message arriving between two responses is left out), and
     /// the device counts only what it stores. Each gap is filled from the server like a
     /// timeline's pagination (the same requests, joined with a concurrent one), at most
-    /// ``countedGapPages`` pages, ``countedGapRoomsAtOnce`` rooms at a time; the events written
+    /// ``countedGapPages`` pages, ``countedGapRoomsAtOnce`` rooms at a time and
+    /// ``countedGapRoomsPerBatch`` rooms in all; the events written
     /// go to the room's changes ahead of the batch's own, and the room's gap token becomes what
     /// is left of the gap (`nil` when it is closed). A failed page leaves the rest of the gap
     /// as it is.
     func fillCountedGaps(_ changes: inout SyncChanges) async {
         let everyRoom = countsInEveryRoom.withLock { $0 }
-        let gaps = changes.rooms.indices.compactMap { index in
-            changes.rooms[index].gapToken.map { (index, changes.rooms[index].roomID, $0) }
+        var gaps: [(Int, RoomID, PaginationToken)] = []
+        for index in changes.rooms.indices where gaps.count < Self.countedGapRoomsPerBatch {
+            guard let token = changes.rooms[index].gapToken else { continue }
+            let roomID = changes.rooms[index].roomID
+            do throws(ChatStoreError) {
+                guard try await store.gapHidesCountedEvents(roomID: roomID, token: token, everyRoom: everyRoom) else {
+                    continue
+                }
+            } catch {
+                logger.error("gap of a counted room not read error=\(error)")
+                continue
+            }
+            gaps.append((index, roomID, token))
         }
         guard !gaps.isEmpty else { return }
-        let filled = await withTaskGroup(of: (Int, [EventID], PaginationToken?)?.self) { group in
+        let filled = await withTaskGroup(of: (Int, [EventID], PaginationToken?).self) { group in
             var results: [(Int, [EventID], PaginationToken?)] = []
             var pending = gaps[...]
             func startNext() {
                 guard let (index, roomID, token) = pending.popFirst() else { return }
                 group.addTask {
-                    await self.fillCountedGap(roomID: roomID, token: token, everyRoom: everyRoom).map {
-                        (index, $0.events, $0.remaining)
-                    }
+                    let filled = await self.fillCountedGap(roomID: roomID, token: token)
+                    return (index, filled.events, filled.remaining)
                 }
             }
             for _ in 0..<Self.countedGapRoomsAtOnce { startNext() }
             for await result in group {
-                if let result { results.append(result) }
+                results.append(result)
                 startNext()
             }
             return results
@@ -95,19 +110,11 @@ extension AccountChat {
         }
     }
 
-    /// Fills one room's gap `token` when it hides counted events: the events written, oldest
-    /// first, and what is left of the gap; `nil` when the gap is not one to fill.
-    private func fillCountedGap(roomID: RoomID, token: PaginationToken, everyRoom: Bool) async
-        -> (events: [EventID], remaining: PaginationToken?)?
+    /// Fills one room's gap `token`: the events written, oldest first, and what is left of the
+    /// gap.
+    private func fillCountedGap(roomID: RoomID, token: PaginationToken) async
+        -> (events: [EventID], remaining: PaginationToken?)
     {
-        do throws(ChatStoreError) {
-            guard try await store.gapHidesCountedEvents(roomID: roomID, token: token, everyRoom: everyRoom) else {
-                return nil
-            }
-        } catch {
-            logger.error("gap of a counted room not read error=\(error)")
-            return nil
-        }
         var remaining: PaginationToken? = token
         var filled: [EventID] = []
         var pages = 0

@@ -213,6 +213,33 @@ struct DeviceCountGapTests {
         let chat = fixture.chat(on: store)
         chat.countOnDeviceInEveryRoom(true)
         let rooms = (1...(AccountChat.countedGapRoomsAtOnce * 2 + 1)).map { "!r\($0):example.org" }
+        try await fillGaps(of: rooms, store: store, chat: chat)
+        for room in rooms {
+            #expect(try await chat.hasStored(EventID("$left-\(room)")))
+            #expect(try await chat.deviceCounts(roomID: RoomID(room)).notifications == 3, "\(room)")
+        }
+    }
+
+    @Test("A batch fills the gaps of a bounded number of rooms, in its order; the others keep their gap")
+    func roomsPerBatchBounded() async throws {
+        let store = try await ChatStore.open(path: ":memory:")
+        let chat = fixture.chat(on: store)
+        chat.countOnDeviceInEveryRoom(true)
+        let rooms = (1...(AccountChat.countedGapRoomsPerBatch + 2)).map { "!r\($0):example.org" }
+        try await fillGaps(of: rooms, store: store, chat: chat)
+        let messages = fixture.transport.requests.filter { $0.url.path.hasSuffix("/messages") }
+        #expect(messages.count == AccountChat.countedGapRoomsPerBatch)
+        for (position, room) in rooms.enumerated() {
+            let filled = position < AccountChat.countedGapRoomsPerBatch
+            #expect(try await chat.hasStored(EventID("$left-\(room)")) == filled, "\(room)")
+            #expect(try await chat.deviceCounts(roomID: RoomID(room)).notifications == (filled ? 3 : 2), "\(room)")
+        }
+    }
+
+    /// Stores `rooms` with one message each, then commits a batch that leaves one message out of
+    /// every room, its `/messages` held at a gate until as many rooms as may be filled at once
+    /// (or all of them) ask; checks that no more asked at once.
+    func fillGaps(of rooms: [String], store: ChatStore, chat: AccountChat) async throws {
         /// A `/sync` batch with `events(room)` in every room, limited when `gap` is set.
         func batch(_ name: String, gap: Bool, _ events: (String) -> [String]) -> [UInt8] {
             let joined = rooms.map { room in
@@ -244,15 +271,10 @@ struct DeviceCountGapTests {
             })
         async let committed: Void = commit(
             batch("b3", gap: true) { [Self.text("$last-\($0)", ts: 30, body: "last")] }, store: store, chat: chat)
-        // As many rooms as allowed are fetched together (the first ones ask at once)...
+        // As many rooms as allowed are fetched together (the first ones ask at once), never more.
         try await gate.waitForWaiters(count: AccountChat.countedGapRoomsAtOnce)
         gate.open()
         try await committed
-        // ... never more, and every room's gap was filled and its message counted.
         #expect(concurrency.withLock { $0.most } == AccountChat.countedGapRoomsAtOnce)
-        for room in rooms {
-            #expect(try await chat.hasStored(EventID("$left-\(room)")))
-            #expect(try await chat.deviceCounts(roomID: RoomID(room)).notifications == 3, "\(room)")
-        }
     }
 }
