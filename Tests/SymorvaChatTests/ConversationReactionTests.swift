@@ -198,14 +198,16 @@ struct ConversationReactionTests {
         items.first { $0.eventID == message }?.readBy ?? []
     }
 
-    static func sync(_ batch: String, _ events: [String], receipts: String? = nil, limitedFrom prevBatch: String? = nil)
-        -> [UInt8]
-    {
+    /// A `/sync` batch for `room` (this suite's by default), `limited` from `prevBatch` when given.
+    static func sync(
+        _ batch: String, _ events: [String], receipts: String? = nil, limitedFrom prevBatch: String? = nil,
+        room: RoomID = roomID
+    ) -> [UInt8] {
         let ephemeral = receipts.map { #", "ephemeral": {"events": [\#($0)]}"# } ?? ""
         let limited = prevBatch.map { #""limited": true, "prev_batch": "\#($0)""# } ?? #""limited": false"#
         return Array(
             #"""
-            {"next_batch": "\#(batch)", "rooms": {"join": {"\#(roomID.rawValue)": {
+            {"next_batch": "\#(batch)", "rooms": {"join": {"\#(room.rawValue)": {
               "timeline": {"events": [\#(events.joined(separator: ", "))], \#(limited)}\#(ephemeral)
             }}}}
             """#.utf8)

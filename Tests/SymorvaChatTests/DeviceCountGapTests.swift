@@ -38,14 +38,8 @@ struct DeviceCountGapTests {
     static func sync(_ batch: String, _ events: [String], receipts: String? = nil, limitedFrom prevBatch: String? = nil)
         -> [UInt8]
     {
-        let ephemeral = receipts.map { #", "ephemeral": {"events": [\#($0)]}"# } ?? ""
-        let limited = prevBatch.map { #""limited": true, "prev_batch": "\#($0)""# } ?? #""limited": false"#
-        return Array(
-            #"""
-            {"next_batch": "\#(batch)", "rooms": {"join": {"\#(ConversationEncryptionTests.roomID.rawValue)": {
-              "timeline": {"events": [\#(events.joined(separator: ", "))], \#(limited)}\#(ephemeral)
-            }}}}
-            """#.utf8)
+        ConversationReactionTests.sync(
+            batch, events, receipts: receipts, limitedFrom: prevBatch, room: ConversationEncryptionTests.roomID)
     }
 
     /// My `main` read receipt on `eventID`, sent at `ts`.

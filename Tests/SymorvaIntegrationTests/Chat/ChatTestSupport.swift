@@ -6,6 +6,7 @@ import SymorvaKit
 import SymorvaMachines
 import SymorvaMatrix
 import SymorvaRuntime
+import Testing
 
 /// One registered account with a AccountChat on its own temporary database.
 struct ChatTestAccount: Sendable {
@@ -155,4 +156,16 @@ extension ChatClient {
         }
         return list[roomID]!
     }
+}
+
+/// The joined rooms of an initial `/sync` v2 with `filter` (inline JSON), by room ID: what the
+/// server itself says of them (its counts, receipts, account data), for tests that compare the
+/// device with it.
+func joinedRooms(ofSyncFilteredBy filter: String, requester: any MatrixRequester) async throws -> [String: Any] {
+    let response = try await requester.send(
+        MatrixEndpoint(
+            method: .get, path: "/_matrix/client/v3/sync", query: [.init(name: "filter", value: filter)],
+            requiresAuth: true))
+    let body = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+    return (body["rooms"] as? [String: Any])?["join"] as? [String: Any] ?? [:]
 }

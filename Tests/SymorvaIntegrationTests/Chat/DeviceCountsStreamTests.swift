@@ -165,13 +165,8 @@ struct DeviceCountsStreamTests {
     ) {
         let filter =
             #"{"room":{"rooms":["\#(room.rawValue)"],"timeline":{"limit":1},"state":{"lazy_load_members":true},"account_data":{"not_types":["x.attempt.\#(attempt)"]}},"presence":{"not_types":["*"]}}"#
-        let response = try await requester.send(
-            MatrixEndpoint(
-                method: .get, path: "/_matrix/client/v3/sync", query: [.init(name: "filter", value: filter)],
-                requiresAuth: true))
-        let body = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
-        let joined = (body["rooms"] as? [String: Any])?["join"] as? [String: Any]
-        let counts = (joined?[room.rawValue] as? [String: Any])?["unread_notifications"] as? [String: Any]
+        let joined = try await joinedRooms(ofSyncFilteredBy: filter, requester: requester)
+        let counts = (joined[room.rawValue] as? [String: Any])?["unread_notifications"] as? [String: Any]
         return (counts?["notification_count"] as? Int ?? 0, counts?["highlight_count"] as? Int ?? 0)
     }
 

@@ -227,13 +227,8 @@ struct ThreadHistoryTests {
         _ roomID: RoomID, user: UserID, attempt: Int, requester: FixedTokenMatrixRequester
     ) async throws -> ThreadedRoom {
         let filter = #"{"room":{"timeline":{"limit":\#(attempt),"unread_thread_notifications":true}}}"#
-        let response = try await requester.send(
-            MatrixEndpoint(
-                method: .get, path: "/_matrix/client/v3/sync", query: [.init(name: "filter", value: filter)],
-                requiresAuth: true))
-        let body = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
-        let joined = (body["rooms"] as? [String: Any])?["join"] as? [String: Any]
-        let room = try #require(joined?[roomID.rawValue] as? [String: Any])
+        let joined = try await joinedRooms(ofSyncFilteredBy: filter, requester: requester)
+        let room = try #require(joined[roomID.rawValue] as? [String: Any])
         var result = ThreadedRoom()
         result.mainNotifications = (room["unread_notifications"] as? [String: Any])?["notification_count"] as? Int
         for (thread, counts) in room["unread_thread_notifications"] as? [String: Any] ?? [:] {
