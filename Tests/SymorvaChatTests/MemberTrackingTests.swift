@@ -115,7 +115,7 @@ struct MemberTrackingTests {
     }
 
     @Test(
-        "Under sliding sync a room first seen with this account's join in its timeline waits; one a window brings, or a profile change, does not"
+        "Under sliding sync a room first seen with this account's join in its timeline waits (also when a profile change follows it); one a window brings, or a profile change alone, does not"
     )
     func slidingJoinWaits() async throws {
         let store = try await ChatStore.open(path: ":memory:")
@@ -129,12 +129,18 @@ struct MemberTrackingTests {
                 "!rejoined:example.org", Self.ownMember("!rejoined:example.org", "join", previous: "leave")),
             Self.slidingRoom(
                 "!profile:example.org", Self.ownMember("!profile:example.org", "join", previous: "join")),
+            Self.slidingRoom(
+                "!renamed:example.org",
+                Self.ownMember("!renamed:example.org", "join", previous: "invite") + ", "
+                    + Self.ownMember("!renamed:example.org", "join", previous: "join")
+                    .replacingOccurrences(of: "$me-!renamed:example.org-join", with: "$me-renamed-profile")),
         ]
         let document = Array(#"{"pos": "p2", "rooms": {\#(rooms.joined(separator: ", "))}}"#.utf8)
         let decoded = try SlidingSyncResponseDecoder.decode(document, ownUserID: Self.me.rawValue)
         _ = try await ingestor.ingest(sliding: decoded)
         #expect(
-            Set(try await waiting(store).map(\.rawValue)) == ["!joined:example.org", "!rejoined:example.org"])
+            Set(try await waiting(store).map(\.rawValue))
+                == ["!joined:example.org", "!rejoined:example.org", "!renamed:example.org"])
     }
 
     @Test("Encryption turned on in a joined room makes it wait; later syncs of the room do not raise it again")

@@ -74,11 +74,18 @@ package enum SlidingSyncResponseDecoder {
 }
 
 extension SlidingSyncResponseDecoder {
-    /// Whether the account's newest membership event in the timeline of `room` joins it: it
-    /// says `join`, and the membership before it (`unsigned.prev_content`) did not.
+    /// Whether one of the account's membership events in the timeline of `room` (a room it has
+    /// not left since: ``hasLeft(_:ownUserID:bytes:)``) joins it: it says `join`, and the
+    /// membership before it (`unsigned.prev_content`) did not. A profile change after the join
+    /// hides nothing.
     static func timelineJoins(_ room: SyncRoomUpdate, ownUserID: String, bytes: UnsafeRawBufferPointer) -> Bool {
-        let own = room.timeline.last { $0.type == "m.room.member" && $0.stateKey == ownUserID }
-        guard let own else { return false }
+        room.timeline.contains { event in
+            event.type == "m.room.member" && event.stateKey == ownUserID && joins(event, bytes: bytes)
+        }
+    }
+
+    /// Whether the membership event `own` makes its user a member.
+    private static func joins(_ own: SyncEvent, bytes: UnsafeRawBufferPointer) -> Bool {
         guard RawJSON.string("membership", in: UnsafeRawBufferPointer(rebasing: bytes[own.content])) == "join" else {
             return false
         }

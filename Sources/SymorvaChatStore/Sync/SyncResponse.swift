@@ -138,8 +138,8 @@ package struct SyncRoomUpdate: Sendable, Hashable {
     /// `unread_thread_notifications`: the counts of each thread with unread events, by root
     /// (sent when the filter asks; `unread_notifications` is then the main timeline's).
     package var threadCounts: [String: DeviceCounts.Counts] = [:]
-    /// Whether the timeline holds this account's join: its newest own membership event there
-    /// makes it a member (a profile change of a member is no join). Sliding sync's decoder sets
+    /// Whether the timeline holds this account's join: one of its own membership events there
+    /// makes it a member (a profile change of a member is no join), and none after it leaves. Sliding sync's decoder sets
     /// it; a room first seen with it was joined just now (on another device, say), not brought
     /// in by a growing window.
     package var timelineHasOwnJoin = false
