@@ -54,9 +54,9 @@ extension AccountChat {
     /// with one, and one room after another would hold the commit (and the list) for a round
     /// trip per page of each.
     static let countedGapRoomsAtOnce = 6
-    /// The most rooms one batch fills (in the batch's order: sliding sync's list puts the most
-    /// recent first). A batch after a long time away can leave events out of every room: the
-    /// rest keep their gap, and its events are not counted, as in a gap longer than the pages.
+    /// The most rooms one batch fills, in the order the response names them (a JSON object: not
+    /// chosen by recency). A batch after a long time away can leave events out of every room:
+    /// the rest keep their gap, and its events are not counted, as in a gap longer than the pages.
     static let countedGapRoomsPerBatch = 50
 
     /// Fills the gaps this batch opened in rooms whose counts are the device's
