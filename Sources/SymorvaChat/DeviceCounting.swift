@@ -54,13 +54,14 @@ extension AccountChat {
     /// with one, and one room after another would hold the commit (and the list) for a round
     /// trip per page of each.
     static let countedGapRoomsAtOnce = 6
-    /// The most rooms one batch fills, in the order the response names them (a JSON object: not
-    /// chosen by recency). A batch after a long time away can leave events out of every room:
-    /// the rest keep their gap, and its events are not counted, as in a gap longer than the pages.
+    /// The most rooms one batch fills, the most recently active first (the conversation list's
+    /// order: the rooms a member looks at first). A batch after a long time away can leave
+    /// events out of every room: the rest keep their gap, and its events are not counted, as in
+    /// a gap longer than the pages.
     static let countedGapRoomsPerBatch = 50
 
     /// Fills the gaps this batch opened in rooms whose counts are the device's
-    /// (``ChatStore/gapHidesCountedEvents(roomID:token:everyRoom:)``) before the batch's
+    /// (``ChatStore/gapsHidingCountedEvents(_:everyRoom:)``) before the batch's
     /// events are counted: a limited timeline left events out (sliding sync's list sends one
     /// event per room, so a second message arriving between two responses is left out), and
     /// the device counts only what it stores. Each gap is filled from the server like a
@@ -72,19 +73,24 @@ extension AccountChat {
     /// as it is.
     func fillCountedGaps(_ changes: inout SyncChanges) async {
         let everyRoom = countsInEveryRoom.withLock { $0 }
-        var gaps: [(Int, RoomID, PaginationToken)] = []
-        for index in changes.rooms.indices where gaps.count < Self.countedGapRoomsPerBatch {
+        var opened: [RoomID: (index: Int, token: PaginationToken)] = [:]
+        var asked: [(roomID: RoomID, token: PaginationToken)] = []
+        for index in changes.rooms.indices {
             guard let token = changes.rooms[index].gapToken else { continue }
             let roomID = changes.rooms[index].roomID
-            do throws(ChatStoreError) {
-                guard try await store.gapHidesCountedEvents(roomID: roomID, token: token, everyRoom: everyRoom) else {
-                    continue
-                }
-            } catch {
-                logger.error("gap of a counted room not read error=\(error)")
-                continue
-            }
-            gaps.append((index, roomID, token))
+            opened[roomID] = (index, token)
+            asked.append((roomID, token))
+        }
+        guard !asked.isEmpty else { return }
+        let hiding: [RoomID]
+        do throws(ChatStoreError) {
+            hiding = try await store.gapsHidingCountedEvents(asked, everyRoom: everyRoom)
+        } catch {
+            logger.error("gaps of counted rooms not read error=\(error)")
+            return
+        }
+        let gaps = hiding.prefix(Self.countedGapRoomsPerBatch).compactMap { roomID in
+            opened[roomID].map { ($0.index, roomID, $0.token) }
         }
         guard !gaps.isEmpty else { return }
         let filled = await withTaskGroup(of: (Int, [EventID], PaginationToken?).self) { group in

@@ -142,25 +142,33 @@ extension ChatStore {
         }
     }
 
-    /// Whether the gap `token` of `roomID` hides events the device must count: a limited
-    /// timeline left events out after the ones the room's live timeline already held (the gap
-    /// follows a chunk of stored events), in a joined room whose counts are the device's
-    /// (encrypted, or written by sliding sync; any room with `everyRoom`). A room's first
-    /// timeline opens a gap before everything: what precedes it is not counted.
-    package func gapHidesCountedEvents(roomID: RoomID, token: PaginationToken, everyRoom: Bool)
-        async throws(ChatStoreError) -> Bool
+    /// Which of `gaps` (a room and the gap a batch opened in it) hide events the device must
+    /// count: a limited timeline left events out after the ones the room's live timeline
+    /// already held (the gap follows a chunk of stored events), in a joined room whose counts
+    /// are the device's (encrypted, or written by sliding sync; any room with `everyRoom`). A
+    /// room's first timeline opens a gap before everything: what precedes it is not counted.
+    /// The rooms come most recently active first (`latest_activity_ts`, the conversation list's
+    /// order; rooms as recent keep the order of `gaps`), read in one transaction.
+    package func gapsHidingCountedEvents(_ gaps: [(roomID: RoomID, token: PaginationToken)], everyRoom: Bool)
+        async throws(ChatStoreError) -> [RoomID]
     {
-        try await read { db throws(StoreError) in
-            try db.queryOne(
-                """
-                SELECT 1 FROM timeline_gaps g
-                JOIN timeline_chunks c ON c.chunk_id = g.chunk_id
-                JOIN rooms r ON r.room_nid = c.room_nid
-                WHERE r.room_id = ?1 AND g.prev_batch = ?2 AND r.membership = 0
-                    AND (r.is_encrypted = 1 OR r.counts_on_device = 1 OR ?3)
-                    AND EXISTS (SELECT 1 FROM events e WHERE e.chunk_id = c.prev_chunk_id)
-                """, [.text(roomID.rawValue), .text(token.rawValue), .bool(everyRoom)]
-            ) { _ in true } ?? false
+        guard !gaps.isEmpty else { return [] }
+        return try await read { db throws(StoreError) in
+            var hiding: [(position: Int, activity: Int64, roomID: RoomID)] = []
+            for (position, gap) in gaps.enumerated() {
+                let activity = try db.queryOne(
+                    """
+                    SELECT r.latest_activity_ts FROM timeline_gaps g
+                    JOIN timeline_chunks c ON c.chunk_id = g.chunk_id
+                    JOIN rooms r ON r.room_nid = c.room_nid
+                    WHERE r.room_id = ?1 AND g.prev_batch = ?2 AND r.membership = 0
+                        AND (r.is_encrypted = 1 OR r.counts_on_device = 1 OR ?3)
+                        AND EXISTS (SELECT 1 FROM events e WHERE e.chunk_id = c.prev_chunk_id)
+                    """, [.text(gap.roomID.rawValue), .text(gap.token.rawValue), .bool(everyRoom)]
+                ) { $0.int64(0) }
+                if let activity { hiding.append((position, activity, gap.roomID)) }
+            }
+            return hiding.sorted { ($1.activity, $0.position) < ($0.activity, $1.position) }.map(\.roomID)
         }
     }
 

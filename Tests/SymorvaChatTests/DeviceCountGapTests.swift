@@ -214,26 +214,32 @@ struct DeviceCountGapTests {
         }
     }
 
-    @Test("A batch fills the gaps of a bounded number of rooms, in its order; the others keep their gap")
+    @Test(
+        "A batch fills the gaps of a bounded number of rooms, the most recently active first; the others keep their gap"
+    )
     func roomsPerBatchBounded() async throws {
         let store = try await ChatStore.open(path: ":memory:")
         let chat = fixture.chat(on: store)
         chat.countOnDeviceInEveryRoom(true)
         let rooms = (1...(AccountChat.countedGapRoomsPerBatch + 2)).map { "!r\($0):example.org" }
-        try await fillGaps(of: rooms, store: store, chat: chat)
+        // The response names the least recently active rooms first: those are the ones left.
+        try await fillGaps(of: rooms, store: store, chat: chat) { position in 30 + position }
         let messages = fixture.transport.requests.filter { $0.url.path.hasSuffix("/messages") }
         #expect(messages.count == AccountChat.countedGapRoomsPerBatch)
         for (position, room) in rooms.enumerated() {
-            let filled = position < AccountChat.countedGapRoomsPerBatch
+            let filled = position >= rooms.count - AccountChat.countedGapRoomsPerBatch
             #expect(try await chat.hasStored(EventID("$left-\(room)")) == filled, "\(room)")
             #expect(try await chat.deviceCounts(roomID: RoomID(room)).notifications == (filled ? 3 : 2), "\(room)")
         }
     }
 
     /// Stores `rooms` with one message each, then commits a batch that leaves one message out of
-    /// every room, its `/messages` held at a gate until as many rooms as may be filled at once
-    /// (or all of them) ask; checks that no more asked at once.
-    func fillGaps(of rooms: [String], store: ChatStore, chat: AccountChat) async throws {
+    /// every room (the last message of the room at `position` sent at `lastSent(position)`),
+    /// its `/messages` held at a gate until as many rooms as may be filled at once (or all of
+    /// them) ask; checks that no more asked at once.
+    func fillGaps(
+        of rooms: [String], store: ChatStore, chat: AccountChat, lastSent: (_ position: Int) -> Int = { _ in 30 }
+    ) async throws {
         /// A `/sync` batch with `events(room)` in every room, limited when `gap` is set.
         func batch(_ name: String, gap: Bool, _ events: (String) -> [String]) -> [UInt8] {
             let joined = rooms.map { room in
@@ -263,8 +269,10 @@ struct DeviceCountGapTests {
                 return .json(
                     200, #"{"chunk": [\#(Self.text("$left-\(room)", ts: 20, body: "left out"))], "start": "s"}"#)
             })
-        async let committed: Void = commit(
-            batch("b3", gap: true) { [Self.text("$last-\($0)", ts: 30, body: "last")] }, store: store, chat: chat)
+        let last = batch("b3", gap: true) {
+            [Self.text("$last-\($0)", ts: lastSent(rooms.firstIndex(of: $0)!), body: "last")]
+        }
+        async let committed: Void = commit(last, store: store, chat: chat)
         // As many rooms as allowed are fetched together (the first ones ask at once), never more.
         try await gate.waitForWaiters(count: AccountChat.countedGapRoomsAtOnce)
         gate.open()
