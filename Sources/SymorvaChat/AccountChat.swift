@@ -123,7 +123,11 @@ public final class AccountChat: Sendable {
     /// The observed windows of the conversation list.
     let windows = ConversationWindows()
     let receipts = SendReceiptRegistry()
+    /// One request per page: a thread's `/relations` pages.
     let loads = RequestCoalescer<String, TimelinePage, TimelineError>()
+    /// One request per page: `/messages` pages, which a timeline's pagination and the gap fill
+    /// of device counts (``fillCountedGaps(_:)``) share.
+    let messageLoads = RequestCoalescer<String, TimelineInterpreter.FetchedPage, TimelineError>()
     /// One `/members` request per room at a time (``roomForEncryption(_:)``).
     let memberLoads = RequestCoalescer<RoomID, Bool, MemberListError>()
 

@@ -93,15 +93,12 @@ extension AccountChat {
             opened[roomID].map { ($0.index, roomID, $0.token) }
         }
         guard !gaps.isEmpty else { return }
-        let filled = await withTaskGroup(of: (Int, [EventID], PaginationToken?).self) { group in
-            var results: [(Int, [EventID], PaginationToken?)] = []
+        let filled = await withTaskGroup(of: (Int, FilledGap).self) { group in
+            var results: [(Int, FilledGap)] = []
             var pending = gaps[...]
             func startNext() {
                 guard let (index, roomID, token) = pending.popFirst() else { return }
-                group.addTask {
-                    let filled = await self.fillCountedGap(roomID: roomID, token: token)
-                    return (index, filled.events, filled.remaining)
-                }
+                group.addTask { (index, await self.fillCountedGap(roomID: roomID, token: token)) }
             }
             for _ in 0..<Self.countedGapRoomsAtOnce { startNext() }
             for await result in group {
@@ -110,26 +107,32 @@ extension AccountChat {
             }
             return results
         }
-        for (index, events, remaining) in filled {
-            changes.rooms[index].gapToken = remaining
-            changes.rooms[index].itemEventIDs = events + changes.rooms[index].itemEventIDs
+        for (index, gap) in filled {
+            changes.rooms[index].gapToken = gap.remaining
+            changes.rooms[index].itemEventIDs = gap.items + changes.rooms[index].itemEventIDs
+            changes.rooms[index].threadReplies = gap.threadReplies + changes.rooms[index].threadReplies
         }
     }
 
-    /// Fills one room's gap `token`: the events written, oldest first, and what is left of the
-    /// gap.
-    private func fillCountedGap(roomID: RoomID, token: PaginationToken) async
-        -> (events: [EventID], remaining: PaginationToken?)
-    {
-        var remaining: PaginationToken? = token
-        var filled: [EventID] = []
+    /// What filling one gap wrote, oldest first, and what is left of the gap.
+    struct FilledGap: Sendable {
+        var items: [EventID] = []
+        /// The thread replies written, with their roots: the threads observed see them arrive,
+        /// as the batch's own.
+        var threadReplies: [(root: EventID, reply: EventID)] = []
+        var remaining: PaginationToken?
+    }
+
+    /// Fills one room's gap `token`.
+    private func fillCountedGap(roomID: RoomID, token: PaginationToken) async -> FilledGap {
+        var filled = FilledGap(remaining: token)
         var pages = 0
-        while let current = remaining, pages < Self.countedGapPages {
+        while let current = filled.remaining, pages < Self.countedGapPages {
             pages += 1
-            let page: TimelinePage
+            let fetched: TimelineInterpreter.FetchedPage
             do {
-                page = try await loads.value(for: "messages|\(roomID.rawValue)|\(current.rawValue)") {
-                    () async throws(TimelineError) -> TimelinePage in
+                fetched = try await messageLoads.value(for: "messages|\(roomID.rawValue)|\(current.rawValue)") {
+                    () async throws(TimelineError) -> TimelineInterpreter.FetchedPage in
                     try await TimelineInterpreter.fetch(
                         roomID: roomID, token: current, count: Self.countedGapPageSize, client: self)
                 }
@@ -137,11 +140,14 @@ extension AccountChat {
                 logger.warning("gap of a counted room not filled error=\(error)")
                 break
             }
-            filled = page.eventIDs + filled
-            if case .gap(let next) = page.before { remaining = next } else { remaining = nil }
+            filled.items = fetched.page.eventIDs + filled.items
+            filled.threadReplies = fetched.threadReplies + filled.threadReplies
+            if case .gap(let next) = fetched.page.before { filled.remaining = next } else { filled.remaining = nil }
         }
-        logger.info("gap of a counted room filled items=\(filled.count) pages=\(pages) closed=\(remaining == nil)")
-        return (filled, remaining)
+        logger.info(
+            "gap of a counted room filled items=\(filled.items.count) replies=\(filled.threadReplies.count) pages=\(pages) closed=\(filled.remaining == nil)"
+        )
+        return filled
     }
 
     /// Evaluates the plaintext events stored since the last pass and recomputes the counts

@@ -22,6 +22,9 @@ package struct BackfillResult: Sendable {
     package var eventIDs: [EventID]
     /// What now precedes them.
     package var boundary: PageBoundary
+    /// The page's thread replies the store did not hold in any form, oldest first, with their
+    /// roots: their threads show them.
+    package var threadReplies: [(root: EventID, reply: EventID)] = []
 }
 
 extension ChatStore {
@@ -178,8 +181,15 @@ extension ChatStore {
             // Thread replies are their thread's items, not the main timeline's (they take no
             // room in its window).
             let items = fresh.filter { !$0.isRelation && !$0.isThreadReply }
+            let replies = fresh.compactMap { event -> (root: EventID, reply: EventID)? in
+                guard event.isThreadReply, let id = event.eventID, !detached.contains(id),
+                    let root = event.relation?.eventID
+                else { return nil }
+                return (EventID(root), EventID(id))
+            }
             return BackfillResult(
-                eventIDs: items.compactMap { $0.eventID.map(EventID.init(rawValue:)) }, boundary: boundary)
+                eventIDs: items.compactMap { $0.eventID.map(EventID.init(rawValue:)) }, boundary: boundary,
+                threadReplies: replies)
         }
     }
 

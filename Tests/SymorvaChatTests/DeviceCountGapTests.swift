@@ -99,6 +99,24 @@ struct DeviceCountGapTests {
         #expect(page.items.map(\.eventID).suffix(3) == ["$1", "$2", "$3"])
     }
 
+    @Test("A thread reply left out of a limited timeline is fetched, counted, and shown by its observed thread")
+    func threadReplyInGapReachesItsThread() async throws {
+        let (store, chat) = try await room(encrypted: false, everyRoom: true)
+        let thread = try await chat.conversation(id: roomID).thread(EventID("$1"))
+        let observer = thread.timeline.subscribe { _ in }
+        defer { observer() }
+        try await thread.timeline.wait(until: { $0.contains { $0.eventID == EventID("$1") } })
+        // Bob's reply in the thread of $1 came between two responses; the second carries $3 only.
+        let reply =
+            #"{"type": "m.room.message", "event_id": "$r", "sender": "@bob:example.org", "origin_server_ts": 20, "content": {"msgtype": "m.text", "body": "in the thread", "m.relates_to": {"rel_type": "m.thread", "event_id": "$1"}}}"#
+        answerMessages(["gap-1": ([reply, Self.text("$1", ts: 10, body: "hello")], "t0")])
+        try await commit(
+            Self.sync("b3", [Self.text("$3", ts: 30, body: "three")], limitedFrom: "gap-1"), store: store, chat: chat)
+        #expect(try await chat.hasStored(EventID("$r")))
+        #expect(try await chat.deviceCounts(roomID: roomID).notifications == 3)
+        try await thread.timeline.wait(until: { $0.contains { $0.eventID == EventID("$r") } })
+    }
+
     @Test("A message left out before my receipt on a later one is fetched and not counted")
     func gapBeforeReceiptRead() async throws {
         let (store, chat) = try await room(encrypted: false, everyRoom: true)

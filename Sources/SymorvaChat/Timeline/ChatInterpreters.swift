@@ -26,11 +26,12 @@ struct TimelineInterpreter: EffectInterpreter {
             let roomID = self.roomID
             let client = self.client
             do {
-                let page = try await client.loads.value(for: "messages|\(roomID.rawValue)|\(token.rawValue)") {
-                    () async throws(TimelineError) -> TimelinePage in
+                let key = "messages|\(roomID.rawValue)|\(token.rawValue)"
+                let fetched = try await client.messageLoads.value(for: key) {
+                    () async throws(TimelineError) -> FetchedPage in
                     try await Self.fetch(roomID: roomID, token: token, count: count, client: client)
                 }
-                return .serverPageLoaded(.success(page))
+                return .serverPageLoaded(.success(fetched.page))
             } catch {
                 if Task.isCancelled { return nil }
                 return .serverPageLoaded(.failure(error))
@@ -60,9 +61,16 @@ struct TimelineInterpreter: EffectInterpreter {
         }
     }
 
+    /// A `/messages` page written into its gap: the page the timeline machine reads, and the
+    /// thread replies it brought that the store did not hold (their threads show them).
+    struct FetchedPage: Sendable {
+        var page: TimelinePage
+        var threadReplies: [(root: EventID, reply: EventID)]
+    }
+
     /// `GET /messages`, then the page is written into the gap it fills, then reported.
     static func fetch(roomID: RoomID, token: PaginationToken, count: Int, client: AccountChat)
-        async throws(TimelineError) -> TimelinePage
+        async throws(TimelineError) -> FetchedPage
     {
         let (_, page) = try await Self.requestPage(
             ChatAPI.messages(roomID: roomID, from: token, limit: count), named: "messages", client: client)
@@ -77,7 +85,9 @@ struct TimelineInterpreter: EffectInterpreter {
         if page.chunk.contains(where: { $0.type == "m.room.encrypted" }) { client.encryptedEventsStored() }
         // Thread replies and relations are not the window's items: a page of them still moved the gap.
         let hidden = page.chunk.lazy.filter { $0.isRelation || $0.isThreadReply }.count
-        return TimelinePage(eventIDs: result.eventIDs, before: result.boundary, hiddenCount: hidden)
+        return FetchedPage(
+            page: TimelinePage(eventIDs: result.eventIDs, before: result.boundary, hiddenCount: hidden),
+            threadReplies: result.threadReplies)
     }
 
     /// Sends a page request (`/messages`, a thread's `/relations`) and decodes the page: a failed
