@@ -26,6 +26,15 @@ struct SimConfiguration: Sendable, CustomStringConvertible {
     var stepSettle: Duration = .seconds(3)
     /// How long the final phase waits for every message to become readable.
     var finalDeadline: Duration = .seconds(20)
+    /// Multiplies every wall-clock bound of a seed: the settles, the final deadline, how many
+    /// looks "nothing moves" takes, the waits for a device. Under ThreadSanitizer a task can
+    /// wait many seconds for a core while the whole unit tier starts at once, so `Scripts/test`
+    /// runs that tier with 4 (`SYMORVA_CRYPTO_SIM_TIME_SCALE`). They are bounds, not pauses: a
+    /// seed that settles early ends as early, and the seed's decisions do not change.
+    var timeScale = 1.0
+
+    /// `bound` stretched by ``timeScale``.
+    func scaled(_ bound: Duration) -> Duration { bound * timeScale }
 
     /// The shape: 4 accounts × 3 devices, 6 rooms.
     static let standard = SimConfiguration()
@@ -200,7 +209,9 @@ final class CryptoSimulation {
         var holders: [String: AccountCrypto] = [:]
         for device in devices {
             let crypto = try #require(device.community?.module(AccountCrypto.self))
-            let outcome = try await crypto.automaticBootstrap.observable.wait(timeout: .seconds(60)) {
+            let outcome = try await crypto.automaticBootstrap.observable.wait(
+                timeout: configuration.scaled(.seconds(60))
+            ) {
                 $0 != .pending
             }
             if outcome == .finished(created: true) { holders[device.user] = crypto }
@@ -285,7 +296,7 @@ final class CryptoSimulation {
     /// Waits until the network is quiet (every live device parked in a long poll, nothing in
     /// flight or held back) twice in a row, or `bound` passes.
     private func settle(_ bound: Duration) async {
-        let deadline = ContinuousClock.now + bound
+        let deadline = ContinuousClock.now + configuration.scaled(bound)
         var quietTimes = 0
         while ContinuousClock.now < deadline {
             let alive = Set(devices.filter { !$0.isDead && $0.community != nil }.map(\.key))
@@ -389,7 +400,8 @@ final class CryptoSimulation {
         let observed = await observeTimelines()
         defer { for (_, _, unsubscribe) in observed { unsubscribe() } }
         let dropped = server.droppedLinks
-        let deadline = ContinuousClock.now + configuration.finalDeadline
+        let deadline = ContinuousClock.now + configuration.scaled(configuration.finalDeadline)
+        let stableLooksNeeded = Int((3 * configuration.timeScale).rounded(.up))
         var outcome: [String: Seen] = [:]
         var eventIDs: [String: EventID] = [:]
         var failures: [SimFailure] = []
@@ -404,7 +416,7 @@ final class CryptoSimulation {
             // A message still in an outbox (a send backing off after a restart) is on its way.
             let sending = observed.contains { !$0.1.outbox.value.isEmpty }
             stableLooks = outcome == previous && !sending ? stableLooks + 1 : 0
-            if stableLooks >= 3 { break }
+            if stableLooks >= stableLooksNeeded { break }
             await settle(.milliseconds(500))
             await server.nextChange(timeout: .milliseconds(100))
         } while ContinuousClock.now < deadline
@@ -475,7 +487,7 @@ final class CryptoSimulation {
                 else { continue }
                 let unsubscribe = conversation.timeline.subscribe { _ in }
                 // The first page is read once the timeline is observed.
-                _ = try? await conversation.timeline.wait(timeout: .seconds(5)) { !$0.isEmpty }
+                _ = try? await conversation.timeline.wait(timeout: configuration.scaled(.seconds(5))) { !$0.isEmpty }
                 for _ in 0..<20 {
                     let pagination = await conversation.paginateBackwards(50)
                     if pagination.hasReachedStart || pagination.lastError != nil { break }

@@ -10,6 +10,8 @@ import Testing
 /// - `SYMORVA_CRYPTO_SIM_SEEDS=COUNT` (and `SYMORVA_CRYPTO_SIM_FIRST_SEED`,
 ///   `SYMORVA_CRYPTO_SIM_SHAPE=standard|quick`) is the long run of `Scripts/crypto-sim`, which
 ///   prints failing seeds.
+/// - `SYMORVA_CRYPTO_SIM_TIME_SCALE=F` stretches every wall-clock bound of a seed by F
+///   (``SimConfiguration/timeScale``; the ThreadSanitizer tier of `Scripts/test` sets 4).
 ///
 /// A failure caused by a defect issue 22 lists is recorded under `withKnownIssue` named after
 /// the defect (``SimKnownDefects``), so the suite stays green while the defects are there and
@@ -125,6 +127,9 @@ struct SimSeeds {
         {
             configuration.restartPercent = churn[0]
             configuration.killPercent = churn[1]
+        }
+        if let scale = environment["SYMORVA_CRYPTO_SIM_TIME_SCALE"].flatMap(Double.init), scale >= 1 {
+            configuration.timeScale = scale
         }
         if let single { return SimSeeds(seeds: [single], configuration: configuration, verbose: true) }
         let width = environment["SYMORVA_CRYPTO_SIM_PARALLEL"].flatMap(Int.init) ?? 6
